@@ -1,0 +1,16 @@
+#include "cli/commands.h"
+
+namespace h3::cli {
+
+// Factories of the subcommands (each defined in its cmd_*.cpp).
+Command make_inspect_command();
+Command make_make_tiny_command();
+
+std::vector<Command> all_commands() {
+    std::vector<Command> c;
+    c.push_back(make_inspect_command());
+    c.push_back(make_make_tiny_command());
+    return c;
+}
+
+}  // namespace h3::cli

@@ -1,0 +1,101 @@
+// CUDA build: thin wrappers over the CUDA runtime.
+#include "core/cuda_api.h"
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+namespace h3::cuda {
+namespace {
+Status from_cuda(cudaError_t err, const char* what) {
+    if (err == cudaSuccess) return ok_status();
+    cudaGetLastError();  // clear sticky-free errors
+    ErrorCode code = err == cudaErrorMemoryAllocation ? ErrorCode::kOutOfMemory : ErrorCode::kInternal;
+    return Status(code, std::string(what) + " failed: " + cudaGetErrorString(err));
+}
+}  // namespace
+
+bool built_with_cuda() { return true; }
+
+int device_count() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+Status set_device(int index) { return from_cuda(cudaSetDevice(index), "cudaSetDevice"); }
+
+Result<void*> malloc_device(size_t bytes, int device) {
+    H3_TRY(set_device(device));
+    void* p = nullptr;
+    if (bytes == 0) return p;
+    cudaError_t err = cudaMalloc(&p, bytes);
+    if (err != cudaSuccess)
+        return from_cuda(err, ("cudaMalloc of " + std::to_string(bytes) + " bytes on cuda:" +
+                               std::to_string(device)).c_str());
+    return p;
+}
+
+void free_device(void* ptr, int device) {
+    if (!ptr) return;
+    cudaSetDevice(device);
+    cudaFree(ptr);
+}
+
+Result<void*> malloc_pinned(size_t bytes) {
+    void* p = nullptr;
+    if (bytes == 0) return p;
+    H3_TRY(from_cuda(cudaMallocHost(&p, bytes), "cudaMallocHost"));
+    return p;
+}
+
+void free_pinned(void* ptr) {
+    if (ptr) cudaFreeHost(ptr);
+}
+
+Status memcpy(void* dst, const void* src, size_t bytes, CopyKind kind, void* stream) {
+    cudaMemcpyKind k = cudaMemcpyDefault;
+    switch (kind) {
+    case CopyKind::kHostToDevice: k = cudaMemcpyHostToDevice; break;
+    case CopyKind::kDeviceToHost: k = cudaMemcpyDeviceToHost; break;
+    case CopyKind::kDeviceToDevice: k = cudaMemcpyDeviceToDevice; break;
+    case CopyKind::kHostToHost: k = cudaMemcpyHostToHost; break;
+    }
+    if (stream) return from_cuda(cudaMemcpyAsync(dst, src, bytes, k, static_cast<cudaStream_t>(stream)),
+                                 "cudaMemcpyAsync");
+    return from_cuda(cudaMemcpy(dst, src, bytes, k), "cudaMemcpy");
+}
+
+Status memset_device(void* dst, int value, size_t bytes, void* stream) {
+    if (stream)
+        return from_cuda(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
+    return from_cuda(cudaMemset(dst, value, bytes), "cudaMemset");
+}
+
+Result<void*> stream_create() {
+    cudaStream_t s = nullptr;
+    H3_TRY(from_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
+    return static_cast<void*>(s);
+}
+
+void stream_destroy(void* stream) {
+    if (stream) cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+}
+
+Status stream_synchronize(void* stream) {
+    return from_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+}
+
+Status device_synchronize() { return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+
+Result<MemoryInfo> memory_info(int device) {
+    H3_TRY(set_device(device));
+    MemoryInfo info;
+    H3_TRY(from_cuda(cudaMemGetInfo(&info.free_bytes, &info.total_bytes), "cudaMemGetInfo"));
+    return info;
+}
+
+}  // namespace h3::cuda

@@ -1,0 +1,37 @@
+// The few CUDA runtime calls core needs, behind a plain C++ interface so that core compiles without CUDA.
+// In a CPU-only build every call returns an error saying CUDA is not built in.
+#pragma once
+
+#include "core/status.h"
+
+#include <cstddef>
+
+namespace h3::cuda {
+
+bool built_with_cuda();
+// Number of visible devices (0 in a CPU-only build or without a driver).
+int device_count();
+Status set_device(int index);
+
+Result<void*> malloc_device(size_t bytes, int device);
+void free_device(void* ptr, int device);
+Result<void*> malloc_pinned(size_t bytes);
+void free_pinned(void* ptr);
+
+enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost };
+// stream == nullptr: synchronous copy. Otherwise asynchronous on that cudaStream_t.
+Status memcpy(void* dst, const void* src, size_t bytes, CopyKind kind, void* stream = nullptr);
+Status memset_device(void* dst, int value, size_t bytes, void* stream = nullptr);
+
+Result<void*> stream_create();
+void stream_destroy(void* stream);
+Status stream_synchronize(void* stream);
+Status device_synchronize();
+
+struct MemoryInfo {
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
+};
+Result<MemoryInfo> memory_info(int device);
+
+}  // namespace h3::cuda

@@ -1,0 +1,120 @@
+#include "core/storage.h"
+
+#include "core/cuda_api.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace h3 {
+
+namespace {
+
+class HostStorage final : public Storage {
+public:
+    HostStorage(void* p, size_t n) {
+        data_ = p;
+        bytes_ = n;
+    }
+    ~HostStorage() override { std::free(data_); }
+};
+
+class PinnedStorage final : public Storage {
+public:
+    PinnedStorage(void* p, size_t n) {
+        data_ = p;
+        bytes_ = n;
+        pinned_ = true;
+    }
+    ~PinnedStorage() override { cuda::free_pinned(data_); }
+};
+
+class DeviceStorage final : public Storage {
+public:
+    DeviceStorage(void* p, size_t n, Device d) {
+        data_ = p;
+        bytes_ = n;
+        device_ = d;
+    }
+    ~DeviceStorage() override { cuda::free_device(data_, device_.index); }
+};
+
+class MappedStorage final : public Storage {
+public:
+    MappedStorage(std::shared_ptr<MappedFile> f, size_t off, size_t n) : file_(std::move(f)) {
+        data_ = const_cast<uint8_t*>(file_->data()) + off;
+        bytes_ = n;
+        read_only_ = true;
+    }
+
+private:
+    std::shared_ptr<MappedFile> file_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<Storage>> allocate_host(size_t bytes) {
+    constexpr size_t kAlign = 64;
+    size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+    if (rounded == 0) rounded = kAlign;
+    void* p = std::aligned_alloc(kAlign, rounded);
+    if (!p) return out_of_memory("host allocation of " + std::to_string(bytes) + " bytes failed");
+    std::memset(p, 0, rounded);
+    return std::shared_ptr<Storage>(std::make_shared<HostStorage>(p, bytes));
+}
+
+Result<std::shared_ptr<Storage>> allocate_pinned(size_t bytes) {
+    H3_ASSIGN_OR_RETURN(void* p, cuda::malloc_pinned(bytes));
+    return std::shared_ptr<Storage>(std::make_shared<PinnedStorage>(p, bytes));
+}
+
+Result<std::shared_ptr<Storage>> allocate_device(size_t bytes, Device device) {
+    H3_ASSIGN_OR_RETURN(void* p, cuda::malloc_device(bytes, device.index));
+    return std::shared_ptr<Storage>(std::make_shared<DeviceStorage>(p, bytes, device));
+}
+
+Result<std::shared_ptr<Storage>> allocate(size_t bytes, Device device) {
+    return device.is_cpu() ? allocate_host(bytes) : allocate_device(bytes, device);
+}
+
+Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        if (err == ENOENT) return not_found("file " + path + " does not exist");
+        return io_error("cannot open " + path + ": " + std::strerror(err));
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return io_error(path + " is not a regular file");
+    }
+    std::shared_ptr<MappedFile> f(new MappedFile());
+    f->path_ = path;
+    f->size_ = static_cast<size_t>(st.st_size);
+    if (f->size_ > 0) {
+        void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int err = errno;
+            ::close(fd);
+            return io_error("cannot mmap " + path + ": " + std::strerror(err));
+        }
+        f->data_ = p;
+    }
+    ::close(fd);
+    return f;
+}
+
+MappedFile::~MappedFile() {
+    if (data_) ::munmap(data_, size_);
+}
+
+std::shared_ptr<Storage> map_view(std::shared_ptr<MappedFile> file, size_t offset, size_t bytes) {
+    return std::make_shared<MappedStorage>(std::move(file), offset, bytes);
+}
+
+}  // namespace h3
