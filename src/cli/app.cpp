@@ -36,11 +36,15 @@ int run(int argc, char** argv) {
 
 int exit_code_for(const Status& s) {
     switch (s.code()) {
-    case ErrorCode::kOk: return kExitOk;
-    case ErrorCode::kInvalidArgument: return kExitUsage;
+    case ErrorCode::kOk:
+        return kExitOk;
+    case ErrorCode::kInvalidArgument:
+        return kExitUsage;
     case ErrorCode::kBadInput:
-    case ErrorCode::kNotFound: return kExitBadInput;
-    default: return kExitRuntime;
+    case ErrorCode::kNotFound:
+        return kExitBadInput;
+    default:
+        return kExitRuntime;
     }
 }
 
@@ -49,4 +53,4 @@ int report(const Status& s) {
     return exit_code_for(s);
 }
 
-}  // namespace h3::cli
+} // namespace h3::cli

@@ -8,4 +8,4 @@ enum ExitCode : int { kExitOk = 0, kExitUsage = 2, kExitBadInput = 3, kExitRunti
 
 int run(int argc, char** argv);
 
-}  // namespace h3::cli
+} // namespace h3::cli

@@ -5,12 +5,14 @@ namespace h3::cli {
 // Factories of the subcommands (each defined in its cmd_*.cpp).
 Command make_inspect_command();
 Command make_make_tiny_command();
+Command make_dit_command();
 
 std::vector<Command> all_commands() {
     std::vector<Command> c;
     c.push_back(make_inspect_command());
     c.push_back(make_make_tiny_command());
+    c.push_back(make_dit_command());
     return c;
 }
 
-}  // namespace h3::cli
+} // namespace h3::cli

@@ -13,9 +13,9 @@ class App;
 namespace h3::cli {
 
 struct Command {
-    std::function<void(CLI::App&)> setup;  // adds the subcommand and its options
-    std::function<bool()> parsed;          // was this subcommand given?
-    std::function<int()> run;              // runs it; returns an ExitCode
+    std::function<void(CLI::App&)> setup; // adds the subcommand and its options
+    std::function<bool()> parsed;         // was this subcommand given?
+    std::function<int()> run;             // runs it; returns an ExitCode
 };
 
 std::vector<Command> all_commands();
@@ -25,4 +25,4 @@ int exit_code_for(const Status& s);
 // Prints "h3-engine: error: ..." for a non-OK status and returns its exit code.
 int report(const Status& s);
 
-}  // namespace h3::cli
+} // namespace h3::cli

@@ -9,13 +9,15 @@ namespace h3::cuda {
 namespace {
 Status from_cuda(cudaError_t err, const char* what) {
     if (err == cudaSuccess) return ok_status();
-    cudaGetLastError();  // clear sticky-free errors
+    cudaGetLastError(); // clear sticky-free errors
     ErrorCode code = err == cudaErrorMemoryAllocation ? ErrorCode::kOutOfMemory : ErrorCode::kInternal;
     return Status(code, std::string(what) + " failed: " + cudaGetErrorString(err));
 }
-}  // namespace
+} // namespace
 
-bool built_with_cuda() { return true; }
+bool built_with_cuda() {
+    return true;
+}
 
 int device_count() {
     int n = 0;
@@ -26,7 +28,9 @@ int device_count() {
     return n;
 }
 
-Status set_device(int index) { return from_cuda(cudaSetDevice(index), "cudaSetDevice"); }
+Status set_device(int index) {
+    return from_cuda(cudaSetDevice(index), "cudaSetDevice");
+}
 
 Result<void*> malloc_device(size_t bytes, int device) {
     H3_TRY(set_device(device));
@@ -34,8 +38,9 @@ Result<void*> malloc_device(size_t bytes, int device) {
     if (bytes == 0) return p;
     cudaError_t err = cudaMalloc(&p, bytes);
     if (err != cudaSuccess)
-        return from_cuda(err, ("cudaMalloc of " + std::to_string(bytes) + " bytes on cuda:" +
-                               std::to_string(device)).c_str());
+        return from_cuda(
+            err,
+            ("cudaMalloc of " + std::to_string(bytes) + " bytes on cuda:" + std::to_string(device)).c_str());
     return p;
 }
 
@@ -59,19 +64,29 @@ void free_pinned(void* ptr) {
 Status memcpy(void* dst, const void* src, size_t bytes, CopyKind kind, void* stream) {
     cudaMemcpyKind k = cudaMemcpyDefault;
     switch (kind) {
-    case CopyKind::kHostToDevice: k = cudaMemcpyHostToDevice; break;
-    case CopyKind::kDeviceToHost: k = cudaMemcpyDeviceToHost; break;
-    case CopyKind::kDeviceToDevice: k = cudaMemcpyDeviceToDevice; break;
-    case CopyKind::kHostToHost: k = cudaMemcpyHostToHost; break;
+    case CopyKind::kHostToDevice:
+        k = cudaMemcpyHostToDevice;
+        break;
+    case CopyKind::kDeviceToHost:
+        k = cudaMemcpyDeviceToHost;
+        break;
+    case CopyKind::kDeviceToDevice:
+        k = cudaMemcpyDeviceToDevice;
+        break;
+    case CopyKind::kHostToHost:
+        k = cudaMemcpyHostToHost;
+        break;
     }
-    if (stream) return from_cuda(cudaMemcpyAsync(dst, src, bytes, k, static_cast<cudaStream_t>(stream)),
-                                 "cudaMemcpyAsync");
+    if (stream)
+        return from_cuda(cudaMemcpyAsync(dst, src, bytes, k, static_cast<cudaStream_t>(stream)),
+                         "cudaMemcpyAsync");
     return from_cuda(cudaMemcpy(dst, src, bytes, k), "cudaMemcpy");
 }
 
 Status memset_device(void* dst, int value, size_t bytes, void* stream) {
     if (stream)
-        return from_cuda(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
+        return from_cuda(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)),
+                         "cudaMemsetAsync");
     return from_cuda(cudaMemset(dst, value, bytes), "cudaMemset");
 }
 
@@ -89,7 +104,9 @@ Status stream_synchronize(void* stream) {
     return from_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
 }
 
-Status device_synchronize() { return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+Status device_synchronize() {
+    return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
 
 Result<MemoryInfo> memory_info(int device) {
     H3_TRY(set_device(device));
@@ -98,4 +115,4 @@ Result<MemoryInfo> memory_info(int device) {
     return info;
 }
 
-}  // namespace h3::cuda
+} // namespace h3::cuda

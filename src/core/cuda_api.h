@@ -34,4 +34,4 @@ struct MemoryInfo {
 };
 Result<MemoryInfo> memory_info(int device);
 
-}  // namespace h3::cuda
+} // namespace h3::cuda

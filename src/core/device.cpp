@@ -20,4 +20,4 @@ Result<Device> parse_device(std::string_view text) {
     return invalid_argument("device '" + std::string(text) + "' is not one of cpu, cuda, cuda:N");
 }
 
-}  // namespace h3
+} // namespace h3

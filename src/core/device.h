@@ -19,10 +19,10 @@ struct Device {
     bool is_cpu() const { return kind == DeviceKind::kCpu; }
     bool is_cuda() const { return kind == DeviceKind::kCuda; }
     bool operator==(const Device&) const = default;
-    std::string to_string() const;  // "cpu", "cuda:0"
+    std::string to_string() const; // "cpu", "cuda:0"
 };
 
 // Parses "cpu", "cuda", "cuda:N".
 Result<Device> parse_device(std::string_view text);
 
-}  // namespace h3
+} // namespace h3

@@ -16,10 +16,11 @@ bool set_log_level(const std::string& level) {
 
 namespace detail {
 void check_failed(const char* file, int line, const char* cond, const std::string& msg) {
-    std::fprintf(stderr, "h3-engine: internal check failed at %s:%d: (%s) %s\n", file, line, cond, msg.c_str());
+    std::fprintf(stderr, "h3-engine: internal check failed at %s:%d: (%s) %s\n", file, line, cond,
+                 msg.c_str());
     std::fflush(stderr);
     std::abort();
 }
-}  // namespace detail
+} // namespace detail
 
-}  // namespace h3
+} // namespace h3

@@ -4,15 +4,24 @@ namespace h3 {
 
 const char* error_code_name(ErrorCode code) {
     switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidArgument: return "invalid_argument";
-    case ErrorCode::kBadInput: return "bad_input";
-    case ErrorCode::kNotFound: return "not_found";
-    case ErrorCode::kIoError: return "io_error";
-    case ErrorCode::kOutOfMemory: return "out_of_memory";
-    case ErrorCode::kUnimplemented: return "unimplemented";
-    case ErrorCode::kCancelled: return "cancelled";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kOk:
+        return "ok";
+    case ErrorCode::kInvalidArgument:
+        return "invalid_argument";
+    case ErrorCode::kBadInput:
+        return "bad_input";
+    case ErrorCode::kNotFound:
+        return "not_found";
+    case ErrorCode::kIoError:
+        return "io_error";
+    case ErrorCode::kOutOfMemory:
+        return "out_of_memory";
+    case ErrorCode::kUnimplemented:
+        return "unimplemented";
+    case ErrorCode::kCancelled:
+        return "cancelled";
+    case ErrorCode::kInternal:
+        return "internal";
     }
     return "unknown";
 }
@@ -27,4 +36,4 @@ Status Status::with_context(const std::string& context) const {
     return Status(code_, context + ": " + message_);
 }
 
-}  // namespace h3
+} // namespace h3

@@ -10,10 +10,10 @@ namespace h3 {
 
 enum class ErrorCode {
     kOk = 0,
-    kInvalidArgument,  // bad request field, bad CLI value, wrong shape
-    kBadInput,         // malformed file: truncated, bad header, missing tensor
-    kNotFound,         // a file or tensor that should exist does not
-    kIoError,          // the OS refused (open, read, mmap)
+    kInvalidArgument, // bad request field, bad CLI value, wrong shape
+    kBadInput,        // malformed file: truncated, bad header, missing tensor
+    kNotFound,        // a file or tensor that should exist does not
+    kIoError,         // the OS refused (open, read, mmap)
     kOutOfMemory,
     kUnimplemented,
     kCancelled,
@@ -41,18 +41,35 @@ private:
     std::string message_;
 };
 
-inline Status ok_status() { return Status(); }
-inline Status invalid_argument(std::string m) { return {ErrorCode::kInvalidArgument, std::move(m)}; }
-inline Status bad_input(std::string m) { return {ErrorCode::kBadInput, std::move(m)}; }
-inline Status not_found(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }
-inline Status io_error(std::string m) { return {ErrorCode::kIoError, std::move(m)}; }
-inline Status out_of_memory(std::string m) { return {ErrorCode::kOutOfMemory, std::move(m)}; }
-inline Status unimplemented(std::string m) { return {ErrorCode::kUnimplemented, std::move(m)}; }
-inline Status cancelled(std::string m) { return {ErrorCode::kCancelled, std::move(m)}; }
-inline Status internal_error(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
+inline Status ok_status() {
+    return Status();
+}
+inline Status invalid_argument(std::string m) {
+    return {ErrorCode::kInvalidArgument, std::move(m)};
+}
+inline Status bad_input(std::string m) {
+    return {ErrorCode::kBadInput, std::move(m)};
+}
+inline Status not_found(std::string m) {
+    return {ErrorCode::kNotFound, std::move(m)};
+}
+inline Status io_error(std::string m) {
+    return {ErrorCode::kIoError, std::move(m)};
+}
+inline Status out_of_memory(std::string m) {
+    return {ErrorCode::kOutOfMemory, std::move(m)};
+}
+inline Status unimplemented(std::string m) {
+    return {ErrorCode::kUnimplemented, std::move(m)};
+}
+inline Status cancelled(std::string m) {
+    return {ErrorCode::kCancelled, std::move(m)};
+}
+inline Status internal_error(std::string m) {
+    return {ErrorCode::kInternal, std::move(m)};
+}
 
-template <typename T>
-class [[nodiscard]] Result {
+template <typename T> class [[nodiscard]] Result {
 public:
     Result(T value) : value_(std::move(value)) {}
     Result(Status status) : status_(std::move(status)) {
@@ -73,7 +90,7 @@ private:
     Status status_;
 };
 
-}  // namespace h3
+} // namespace h3
 
 #define H3_CONCAT_INNER(a, b) a##b
 #define H3_CONCAT(a, b) H3_CONCAT_INNER(a, b)

@@ -55,7 +55,7 @@ private:
     std::shared_ptr<MappedFile> file_;
 };
 
-}  // namespace
+} // namespace
 
 Result<std::shared_ptr<Storage>> allocate_host(size_t bytes) {
     constexpr size_t kAlign = 64;
@@ -117,4 +117,4 @@ std::shared_ptr<Storage> map_view(std::shared_ptr<MappedFile> file, size_t offse
     return std::make_shared<MappedStorage>(std::move(file), offset, bytes);
 }
 
-}  // namespace h3
+} // namespace h3

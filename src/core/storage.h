@@ -61,4 +61,4 @@ private:
 // A read-only storage over [offset, offset+bytes) of a mapped file; the caller checked the range.
 std::shared_ptr<Storage> map_view(std::shared_ptr<MappedFile> file, size_t offset, size_t bytes);
 
-}  // namespace h3
+} // namespace h3

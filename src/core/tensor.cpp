@@ -48,7 +48,7 @@ std::array<int64_t, kMaxDims> contiguous_strides(const Shape& s) {
     }
     return st;
 }
-}  // namespace
+} // namespace
 
 Result<Tensor> Tensor::empty(const Shape& shape, DType dtype, Device device) {
     for (int i = 0; i < shape.rank(); ++i)
@@ -72,9 +72,9 @@ Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, size_t byte_offset
     t.dtype_ = dtype;
     t.shape_ = shape;
     t.strides_ = contiguous_strides(shape);
-    H3_CHECK(byte_offset + t.nbytes() <= t.storage_->bytes(),
-             "view " << shape.to_string() << " at offset " << byte_offset << " exceeds storage of "
-                     << t.storage_->bytes() << " bytes");
+    H3_CHECK(byte_offset + t.nbytes() <= t.storage_->bytes(), "view " << shape.to_string() << " at offset "
+                                                                      << byte_offset << " exceeds storage of "
+                                                                      << t.storage_->bytes() << " bytes");
     return t;
 }
 
@@ -87,7 +87,9 @@ bool Tensor::is_contiguous() const {
     return true;
 }
 
-Tensor Tensor::view(std::initializer_list<int64_t> dims) const { return view(Shape(dims)); }
+Tensor Tensor::view(std::initializer_list<int64_t> dims) const {
+    return view(Shape(dims));
+}
 
 Tensor Tensor::view(const Shape& shape_in) const {
     H3_CHECK(is_contiguous(), "view() of a non-contiguous tensor " << describe());
@@ -132,7 +134,8 @@ Result<Tensor> Tensor::contiguous() const {
     int64_t n = numel();
     for (int64_t lin = 0; lin < n; ++lin) {
         int64_t off = 0;
-        for (int i = 0; i < rank(); ++i) off += idx[static_cast<size_t>(i)] * strides_[static_cast<size_t>(i)];
+        for (int i = 0; i < rank(); ++i)
+            off += idx[static_cast<size_t>(i)] * strides_[static_cast<size_t>(i)];
         std::memcpy(dst + static_cast<size_t>(lin) * es, base + static_cast<size_t>(off) * es, es);
         for (int i = rank() - 1; i >= 0; --i) {
             if (++idx[static_cast<size_t>(i)] < shape_[i]) break;
@@ -158,7 +161,8 @@ Status Tensor::copy_from(const Tensor& src, void* stream) {
     if (!(src.shape() == shape_) || src.dtype() != dtype_)
         return invalid_argument("copy_from: " + src.describe() + " into " + describe());
     if (!src.is_contiguous() || !is_contiguous())
-        return invalid_argument("copy_from needs contiguous tensors: " + src.describe() + " -> " + describe());
+        return invalid_argument("copy_from needs contiguous tensors: " + src.describe() + " -> " +
+                                describe());
     if (read_only()) return invalid_argument("copy_from into a read-only tensor " + describe());
     size_t n = nbytes();
     if (n == 0) return ok_status();
@@ -228,4 +232,4 @@ Tensor host_tensor_from(const std::vector<float>& values, const Shape& shape, DT
     return t;
 }
 
-}  // namespace h3
+} // namespace h3

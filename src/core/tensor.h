@@ -27,7 +27,7 @@ public:
     int64_t& operator[](int i) { return dims_[static_cast<size_t>(i)]; }
     int64_t numel() const;
     std::vector<int64_t> to_vector() const { return {dims_.begin(), dims_.begin() + rank_}; }
-    std::string to_string() const;  // "[3, 4]"
+    std::string to_string() const; // "[3, 4]"
     bool operator==(const Shape& o) const;
 
 private:
@@ -62,10 +62,7 @@ public:
     size_t byte_offset() const { return byte_offset_; }
 
     void* data() const { return static_cast<uint8_t*>(storage_->data()) + byte_offset_; }
-    template <typename T>
-    T* data_as() const {
-        return static_cast<T*>(data());
-    }
+    template <typename T> T* data_as() const { return static_cast<T*>(data()); }
 
     // Views (no copy). view() needs a contiguous tensor; one dim may be -1.
     Tensor view(std::initializer_list<int64_t> dims) const;
@@ -74,15 +71,15 @@ public:
 
     // Copies.
     Result<Tensor> to(Device device, void* stream = nullptr) const;
-    Result<Tensor> contiguous() const;              // host only
-    Result<Tensor> to_dtype(DType dtype) const;     // host only, contiguous result
-    Status copy_from(const Tensor& src, void* stream = nullptr);  // same shape and dtype, both contiguous
+    Result<Tensor> contiguous() const;                           // host only
+    Result<Tensor> to_dtype(DType dtype) const;                  // host only, contiguous result
+    Status copy_from(const Tensor& src, void* stream = nullptr); // same shape and dtype, both contiguous
 
     // Host-only scalar access through f64 (slow; for tests and references).
     double get(std::initializer_list<int64_t> index) const;
     void set(std::initializer_list<int64_t> index, double v);
 
-    std::string describe() const;  // "bf16[3, 4] cuda:0"
+    std::string describe() const; // "bf16[3, 4] cuda:0"
 
 private:
     std::shared_ptr<Storage> storage_;
@@ -97,4 +94,4 @@ Result<std::vector<float>> to_f32_vector(const Tensor& t);
 // A host tensor holding `values` (converted to `dtype`).
 Tensor host_tensor_from(const std::vector<float>& values, const Shape& shape, DType dtype = DType::kF32);
 
-}  // namespace h3
+} // namespace h3

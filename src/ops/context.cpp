@@ -14,4 +14,4 @@ void* Context::stream() const {
 #endif
 }
 
-}  // namespace h3::ops
+} // namespace h3::ops

@@ -5,7 +5,7 @@
 
 namespace h3::ops {
 
-class CudaContext;  // ops/cuda/cuda_context.h; exists only in CUDA builds
+class CudaContext; // ops/cuda/cuda_context.h; exists only in CUDA builds
 
 struct Context {
     Device device = Device::cpu();
@@ -17,4 +17,4 @@ struct Context {
     void* stream() const;
 };
 
-}  // namespace h3::ops
+} // namespace h3::ops

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds and runs every CPU test through ctest, then the sanitizer pass over the file parsers, the bounded
+# fuzz run (when clang is available) and the format check. Exit status is non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh
+JOBS="$(nproc)"
+BUILD_DIR="${H3_TEST_BUILD_DIR:-build-test}"
+
+echo "== format check"
+bash scripts/check_format.sh
+
+echo "== build ($BUILD_DIR)"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_BUILD_BENCH=ON
+cmake --build "$BUILD_DIR" -j"$JOBS"
+
+echo "== tests"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$JOBS"
+
+echo "== AddressSanitizer + UBSan: file parser tests"
+ASAN_DIR="${BUILD_DIR}-asan"
+cmake -S . -B "$ASAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DH3_SANITIZE=ON -DH3_ENABLE_CUDA=OFF \
+  -DH3_BUILD_BENCH=OFF
+cmake --build "$ASAN_DIR" --target test_safetensors test_checkpoint -j"$JOBS"
+ctest --test-dir "$ASAN_DIR" --output-on-failure -R '^(test_safetensors|test_checkpoint)$'
+
+echo "== fuzz (bounded)"
+bash scripts/fuzz.sh "${H3_FUZZ_SECONDS:-60}"

@@ -1,0 +1,49 @@
+// The DiT forward's inputs and outputs (the reference's argument names), validated before any compute.
+#pragma once
+
+#include "core/tensor.h"
+#include "io/safetensors.h"
+#include "model/dit/dit_config.h"
+
+#include <vector>
+
+namespace h3::model {
+
+// Host tensors. Integers may be i32 or i64, positions f32 or f64, values any float dtype; a leading batch
+// dim of 1 is accepted and dropped by `from_named`.
+struct DitInputs {
+    Tensor hidden_states;         // [Nv, video_patch_dim]
+    Tensor audio_hidden_states;   // [Na, audio_in_channels]
+    Tensor encoder_hidden_states; // [L, text_dim]
+    Tensor timestep;              // [M] unique timesteps t in [0, 1]
+    Tensor timestep_indices;      // [S] index into timestep per packed row
+    Tensor token_tags;            // [S] 0 video, 1 text, 2 audio
+    Tensor position_ids;          // [S, 3] (t, h, w)
+    Tensor video_indices;         // [Nv]
+    Tensor audio_indices;         // [Na]
+    Tensor text_indices;          // [L]
+
+    int64_t rows() const { return timestep_indices.defined() ? timestep_indices.dim(0) : 0; }
+    // Reads the named tensors from a safetensors file (missing names are reported by name).
+    static Result<DitInputs> from_file(const std::string& path);
+    // Checks every shape, dtype and index range against the config; errors name the input and what was
+    // expected. Each packed row must be covered exactly once by text, video or audio indices.
+    Status validate(const DitConfig& config) const;
+};
+
+// Inputs converted to the forms the forward uses: i32 indices, f32 values, f64 positions.
+struct DitPackedInputs {
+    std::vector<int32_t> timestep_indices, token_tags, video_indices, audio_indices, text_indices;
+    std::vector<double> positions; // [S*3]
+    std::vector<float> timesteps;  // [M]
+    Tensor video, audio, text;     // f32 host tensors
+    int64_t rows = 0;
+};
+Result<DitPackedInputs> pack_inputs(const DitInputs& in, const DitConfig& config);
+
+struct DitOutputs {
+    Tensor sample;       // [Nv, video_patch_dim] f32 host
+    Tensor audio_sample; // [Na, audio_in_channels] f32 host
+};
+
+} // namespace h3::model

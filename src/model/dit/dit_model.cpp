@@ -1,0 +1,325 @@
+#include "model/dit/dit_model.h"
+
+#include "ops/ops.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace h3::model {
+
+namespace {
+
+bool is_cancelled(const DitForwardOptions& o) {
+    return o.cancel && o.cancel->load(std::memory_order_relaxed);
+}
+
+} // namespace
+
+int AdalnTables::find(float t) const {
+    for (size_t i = 0; i < timesteps.size(); ++i)
+        if (f32_bits(timesteps[i]) == f32_bits(t)) return static_cast<int>(i);
+    return -1;
+}
+
+void rope_tables(const DitConfig& c, const std::vector<double>& positions, std::vector<float>& cos_out,
+                 std::vector<float>& sin_out) {
+    const int F = c.rope_freq_dim, R = c.rotary_dim();
+    const size_t S = positions.size() / 3;
+    // inv_freq[k] = 1 / fp32(theta^(2k / 2F)), all in fp32 as the reference computes it.
+    std::vector<float> inv(static_cast<size_t>(F));
+    for (int k = 0; k < F; ++k) {
+        float expo = static_cast<float>(2 * k) / static_cast<float>(2 * F);
+        inv[static_cast<size_t>(k)] = 1.0f / std::pow(static_cast<float>(c.rope_theta), expo);
+    }
+    cos_out.assign(S * static_cast<size_t>(R), 0.0f);
+    sin_out.assign(S * static_cast<size_t>(R), 0.0f);
+    for (size_t s = 0; s < S; ++s)
+        for (int axis = 0; axis < 3; ++axis) {
+            float pos = static_cast<float>(positions[s * 3 + static_cast<size_t>(axis)]);
+            for (int k = 0; k < F; ++k) {
+                float f = pos * inv[static_cast<size_t>(k)];
+                float cv = std::cos(f), sv = std::sin(f);
+                size_t base = s * static_cast<size_t>(R) + static_cast<size_t>(axis * F + k);
+                cos_out[base] = cv;
+                sin_out[base] = sv;
+                cos_out[base + static_cast<size_t>(3 * F)] = cv; // the 48 frequencies are duplicated
+                sin_out[base + static_cast<size_t>(3 * F)] = sv;
+            }
+        }
+}
+
+std::vector<float> timestep_sinusoid(const std::vector<float>& t, int freq_dim) {
+    const int half = freq_dim / 2;
+    std::vector<float> omega(static_cast<size_t>(half));
+    for (int k = 0; k < half; ++k) {
+        float e = static_cast<float>(-std::log(10000.0)) * static_cast<float>(k); // fp32 like the reference
+        omega[static_cast<size_t>(k)] = std::exp(e / static_cast<float>(half));
+    }
+    std::vector<float> out(t.size() * static_cast<size_t>(freq_dim));
+    for (size_t m = 0; m < t.size(); ++m)
+        for (int k = 0; k < half; ++k) {
+            float arg = t[m] * omega[static_cast<size_t>(k)];
+            out[m * static_cast<size_t>(freq_dim) + static_cast<size_t>(k)] = std::cos(arg);
+            out[m * static_cast<size_t>(freq_dim) + static_cast<size_t>(half + k)] = std::sin(arg);
+        }
+    return out;
+}
+
+Result<std::unique_ptr<DitModel>> DitModel::load(const DitCheckpoint& ckpt, const DitLoadOptions& options,
+                                                 ops::Context ctx) {
+    if (!(options.device == ctx.device))
+        return invalid_argument("DitModel::load: weights device " + options.device.to_string() +
+                                " differs from the op context's " + ctx.device.to_string());
+    H3_ASSIGN_OR_RETURN(DitWeights w, load_dit_weights(ckpt, options));
+    return std::make_unique<DitModel>(ckpt.config, std::move(w), options.precision, ctx);
+}
+
+DitModel::DitModel(DitConfig config, DitWeights weights, DitPrecision precision, ops::Context ctx)
+    : config_(std::move(config)), weights_(std::move(weights)), precision_(precision), ctx_(ctx) {}
+
+Result<Tensor> DitModel::upload(const Tensor& host) const {
+    if (ctx_.device.is_cpu()) return host;
+    return host.to(ctx_.device, ctx_.stream());
+}
+
+Result<Tensor> DitModel::alloc(const Shape& shape, DType dtype) const {
+    return Tensor::empty(shape, dtype, ctx_.device);
+}
+
+Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& timesteps,
+                                                   const IntermediateHook* hook) const {
+    const DitConfig& c = config_;
+    const int64_t M = static_cast<int64_t>(timesteps.size());
+    if (M == 0) return invalid_argument("compute_adaln_tables: no timesteps");
+    AdalnTables tables;
+    tables.timesteps = timesteps;
+    H3_ASSIGN_OR_RETURN(tables.temb, alloc(Shape{M, c.time_embed_dim}, DType::kF32));
+    H3_ASSIGN_OR_RETURN(tables.final_layer, alloc(Shape{M, c.final_adaln_out_features()}, act_dtype()));
+    for (int b = 0; b < c.num_layers; ++b) {
+        if (!weights_.blocks[static_cast<size_t>(b)].adaln_weight.defined())
+            return invalid_argument("AdaLN weights were not loaded; supply precomputed AdaLN tables");
+        H3_ASSIGN_OR_RETURN(Tensor mod, alloc(Shape{M, c.adaln_out_features()}, act_dtype()));
+        tables.blocks.push_back(mod);
+    }
+    // One timestep at a time: a GEMM's blocking (and so its rounding) may depend on the row count, and a
+    // table row must not depend on which other timesteps share the table (hoisting is lossless).
+    H3_ASSIGN_OR_RETURN(Tensor h1, alloc(Shape{1, c.time_embed_hidden_dim}, DType::kF32));
+    H3_ASSIGN_OR_RETURN(Tensor s, alloc(Shape{1, c.time_embed_dim}, act_dtype()));
+    for (int64_t m = 0; m < M; ++m) {
+        Tensor sinus = host_tensor_from(timestep_sinusoid({timesteps[static_cast<size_t>(m)]}, c.freq_dim),
+                                        Shape{1, c.freq_dim});
+        H3_ASSIGN_OR_RETURN(sinus, upload(sinus));
+        Tensor temb = tables.temb.slice(0, m, m + 1);
+        H3_TRY(ops::gemm(ctx_, {}, sinus, weights_.time_w1, weights_.time_b1, h1)); // time MLP in fp32
+        H3_TRY(ops::silu(ctx_, h1, h1));
+        H3_TRY(ops::gemm(ctx_, {}, h1, weights_.time_w2, weights_.time_b2, temb));
+        // SiLU(temb) in fp32, rounded once to the activation dtype, feeds every AdaLN GEMM.
+        H3_TRY(ops::silu(ctx_, temb, s));
+        for (int b = 0; b < c.num_layers; ++b) {
+            const DitBlockWeights& w = weights_.blocks[static_cast<size_t>(b)];
+            Tensor row = tables.blocks[static_cast<size_t>(b)].slice(0, m, m + 1);
+            H3_TRY(ops::gemm(ctx_, {}, s, w.adaln_weight, w.adaln_bias, row));
+        }
+        Tensor fin = tables.final_layer.slice(0, m, m + 1);
+        H3_TRY(ops::gemm(ctx_, {}, s, weights_.norm_out_w, weights_.norm_out_b, fin));
+    }
+    for (auto& t : tables.blocks) t = t.view({M * 3, 6LL * c.hidden_size});
+    if (hook && hook->active("temb")) hook->record("temb", tables.temb);
+    return tables;
+}
+
+Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in,
+                                                       const AdalnTables& tables) const {
+    const int64_t S = in.rows;
+    RowTables rt;
+    std::vector<float> cos, sin;
+    rope_tables(config_, in.positions, cos, sin);
+    const int64_t R = config_.rotary_dim();
+    H3_ASSIGN_OR_RETURN(rt.cos, upload(host_tensor_from(cos, Shape{S, R})));
+    H3_ASSIGN_OR_RETURN(rt.sin, upload(host_tensor_from(sin, Shape{S, R})));
+    // Map the request's timesteps onto the table rows.
+    std::vector<int32_t> remap(in.timesteps.size());
+    for (size_t m = 0; m < in.timesteps.size(); ++m) {
+        int idx = tables.find(in.timesteps[m]);
+        if (idx < 0)
+            return invalid_argument("AdaLN tables hold no entry for timestep " +
+                                    std::to_string(in.timesteps[m]));
+        remap[m] = idx;
+    }
+    Tensor row = Tensor::host(Shape{S}, DType::kI32), fin = Tensor::host(Shape{S}, DType::kI32);
+    for (int64_t r = 0; r < S; ++r) {
+        int32_t ti = remap[static_cast<size_t>(in.timestep_indices[static_cast<size_t>(r)])];
+        row.data_as<int32_t>()[r] = ti * 3 + in.token_tags[static_cast<size_t>(r)];
+        fin.data_as<int32_t>()[r] = ti;
+    }
+    H3_ASSIGN_OR_RETURN(rt.adaln_row, upload(row));
+    H3_ASSIGN_OR_RETURN(rt.final_row, upload(fin));
+    return rt;
+}
+
+Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows,
+                                  Tensor& out) const {
+    const DitConfig& c = config_;
+    const int64_t S = x.dim(0), H = c.num_attention_heads, hd = c.attention_head_dim;
+    const DType act = act_dtype();
+    H3_ASSIGN_OR_RETURN(Tensor q, alloc(Shape{S, H * hd}, act));
+    H3_ASSIGN_OR_RETURN(Tensor k, alloc(Shape{S, H * hd}, act));
+    H3_ASSIGN_OR_RETURN(Tensor v, alloc(Shape{S, H * hd}, act));
+    H3_TRY(ops::gemm(ctx_, {}, x, w.to_q, Tensor(), q));
+    H3_TRY(ops::gemm(ctx_, {}, x, w.to_k, Tensor(), k));
+    H3_TRY(ops::gemm(ctx_, {}, x, w.to_v, Tensor(), v));
+    Tensor q3 = q.view({S, H, hd}), k3 = k.view({S, H, hd}), v3 = v.view({S, H, hd});
+    ops::RmsNormParams np{.eps = static_cast<float>(c.qk_norm_eps)};
+    ops::RopeParams rp{.rotary_dim = rows ? c.rotary_dim() : 0, .round_tables = act != DType::kF32};
+    Tensor none;
+    H3_TRY(ops::head_norm_rope(ctx_, np, rp, q3, w.norm_q, rows ? rows->cos : none, rows ? rows->sin : none));
+    H3_TRY(ops::head_norm_rope(ctx_, np, rp, k3, w.norm_k, rows ? rows->cos : none, rows ? rows->sin : none));
+    H3_ASSIGN_OR_RETURN(Tensor o, alloc(Shape{S, H, hd}, act));
+    H3_TRY(ops::attention(ctx_, {}, q3, k3, v3, o));
+    return ops::gemm(ctx_, {}, o.view({S, H * hd}), w.to_out, Tensor(), out);
+}
+
+Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out,
+                            size_t chunk_bytes) const {
+    const int64_t S = x.dim(0), F = config_.ffn_dim;
+    const DType act = act_dtype();
+    const size_t per_row = static_cast<size_t>(3 * F) * dtype_size(act);
+    int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / per_row));
+    chunk = std::min(chunk, S);
+    H3_ASSIGN_OR_RETURN(Tensor h, alloc(Shape{chunk, 2 * F}, act));
+    H3_ASSIGN_OR_RETURN(Tensor g, alloc(Shape{chunk, F}, act));
+    for (int64_t r0 = 0; r0 < S; r0 += chunk) {
+        int64_t n = std::min(chunk, S - r0);
+        Tensor hs = h.slice(0, 0, n), gs = g.slice(0, 0, n), os = out.slice(0, r0, r0 + n);
+        H3_TRY(ops::gemm(ctx_, {}, x.slice(0, r0, r0 + n), w.ff_in, Tensor(), hs));
+        H3_TRY(ops::swiglu(ctx_, hs, gs));
+        H3_TRY(ops::gemm(ctx_, {}, gs, w.ff_out, Tensor(), os));
+    }
+    return ok_status();
+}
+
+Result<Tensor> DitModel::refine_text(const DitPackedInputs& in, const DitForwardOptions& o) const {
+    const DitConfig& c = config_;
+    const int64_t L = in.text.dim(0), D = c.hidden_size;
+    const DType act = act_dtype();
+    H3_ASSIGN_OR_RETURN(Tensor text_host, in.text.to_dtype(act)); // the conditioner output is bf16
+    H3_ASSIGN_OR_RETURN(Tensor text, upload(text_host));
+    H3_ASSIGN_OR_RETURN(Tensor x, alloc(Shape{L, D}, act));
+    H3_TRY(ops::gemm(ctx_, {}, text, weights_.context_w, weights_.context_b, x));
+    H3_ASSIGN_OR_RETURN(Tensor n, alloc(Shape{L, D}, act));
+    H3_ASSIGN_OR_RETURN(Tensor y, alloc(Shape{L, D}, act));
+    ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
+    for (const auto& w : weights_.refiner) {
+        if (is_cancelled(o)) return cancelled("DiT forward cancelled in the token refiner");
+        H3_TRY(ops::rms_norm(ctx_, np, x, w.norm1, n));
+        H3_TRY(attention_branch(w, n, nullptr, y));
+        H3_TRY(ops::add(ctx_, x, y, x));
+        H3_TRY(ops::rms_norm(ctx_, np, x, w.norm2, n));
+        H3_TRY(ffn_branch(w, n, y, o.ffn_chunk_bytes));
+        H3_TRY(ops::add(ctx_, x, y, x));
+    }
+    H3_TRY(ops::rms_norm(ctx_, np, x, weights_.refiner_final_norm, n));
+    if (o.hook.active("refiner_out")) o.hook.record("refiner_out", n);
+    return n;
+}
+
+Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowTables& rows,
+                           const DitForwardOptions& o) const {
+    const DitConfig& c = config_;
+    const DitBlockWeights& w = weights_.blocks[static_cast<size_t>(index)];
+    const int64_t S = h.dim(0), D = c.hidden_size;
+    const DType act = act_dtype();
+    const bool emulate = act != DType::kF32;
+    auto chunk = [&](int i) { return table.slice(1, i * D, (i + 1) * D); };
+    const std::string prefix = "blocks." + std::to_string(index) + ".";
+    ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
+    ops::ModulateParams mp{.round_intermediate = emulate};
+    ops::GatedResidualParams gp{.round_intermediate = emulate};
+    H3_ASSIGN_OR_RETURN(Tensor x, alloc(Shape{S, D}, act));
+    H3_ASSIGN_OR_RETURN(Tensor y, alloc(Shape{S, D}, act));
+    H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm1, chunk(0), chunk(1), rows.adaln_row, x));
+    if (o.hook.active(prefix + "norm1_out")) o.hook.record(prefix + "norm1_out", x);
+    H3_TRY(attention_branch(w, x, &rows, y));
+    if (o.hook.active(prefix + "attn_out")) o.hook.record(prefix + "attn_out", y);
+    H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(2), y, rows.adaln_row));
+    H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm2, chunk(3), chunk(4), rows.adaln_row, x));
+    H3_TRY(ffn_branch(w, x, y, o.ffn_chunk_bytes));
+    if (o.hook.active(prefix + "ff_out")) o.hook.record(prefix + "ff_out", y);
+    H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(5), y, rows.adaln_row));
+    if (o.hook.active(prefix + "out")) o.hook.record(prefix + "out", h);
+    return ok_status();
+}
+
+Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTables* tables_in,
+                                     const DitForwardOptions& o) const {
+    const DitConfig& c = config_;
+    const int64_t S = in.rows, D = c.hidden_size;
+    const DType act = act_dtype();
+    AdalnTables own;
+    if (!tables_in) {
+        H3_ASSIGN_OR_RETURN(own, compute_adaln_tables(in.timesteps, &o.hook));
+        tables_in = &own;
+    }
+    H3_ASSIGN_OR_RETURN(RowTables rows, build_row_tables(in, *tables_in));
+    auto index_tensor = [&](const std::vector<int32_t>& v) -> Result<Tensor> {
+        Tensor t = Tensor::host(Shape{static_cast<int64_t>(v.size())}, DType::kI32);
+        if (!v.empty()) std::memcpy(t.data(), v.data(), v.size() * sizeof(int32_t));
+        return upload(t);
+    };
+    H3_ASSIGN_OR_RETURN(Tensor vid_idx, index_tensor(in.video_indices));
+    H3_ASSIGN_OR_RETURN(Tensor aud_idx, index_tensor(in.audio_indices));
+    H3_ASSIGN_OR_RETURN(Tensor txt_idx, index_tensor(in.text_indices));
+
+    // 1. Embeddings: fp32 patch projections rounded once into the residual stream.
+    H3_ASSIGN_OR_RETURN(Tensor h, alloc(Shape{S, D}, act));
+    const int64_t Nv = in.video.dim(0), Na = in.audio.dim(0);
+    if (Nv > 0) {
+        H3_ASSIGN_OR_RETURN(Tensor xv, upload(in.video));
+        H3_ASSIGN_OR_RETURN(Tensor ev, alloc(Shape{Nv, D}, DType::kF32));
+        H3_TRY(ops::gemm(ctx_, {}, xv, weights_.proj_in_w, weights_.proj_in_b, ev));
+        H3_TRY(ops::scatter_rows(ctx_, ev, vid_idx, h));
+    }
+    if (Na > 0) {
+        H3_ASSIGN_OR_RETURN(Tensor xa, upload(in.audio));
+        H3_ASSIGN_OR_RETURN(Tensor ea, alloc(Shape{Na, D}, DType::kF32));
+        H3_TRY(ops::gemm(ctx_, {}, xa, weights_.audio_proj_in_w, weights_.audio_proj_in_b, ea));
+        H3_TRY(ops::scatter_rows(ctx_, ea, aud_idx, h));
+    }
+    if (in.text.dim(0) > 0) {
+        H3_ASSIGN_OR_RETURN(Tensor et, refine_text(in, o));
+        H3_TRY(ops::scatter_rows(ctx_, et, txt_idx, h));
+    }
+
+    // 2. Blocks.
+    for (int b = 0; b < c.num_layers; ++b) {
+        if (is_cancelled(o)) return cancelled("DiT forward cancelled before block " + std::to_string(b));
+        H3_TRY(run_block(b, h, tables_in->blocks[static_cast<size_t>(b)], rows, o));
+    }
+
+    // 3. Final norm with (shift, scale) per timestep, then the fp32 heads on the rows they serve.
+    H3_ASSIGN_OR_RETURN(Tensor y, alloc(Shape{S, D}, act));
+    const Tensor& fin = tables_in->final_layer;
+    ops::RmsNormParams np{.eps = static_cast<float>(c.final_norm_eps)};
+    ops::ModulateParams mp{.round_intermediate = act != DType::kF32};
+    H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, weights_.norm_out, fin.slice(1, 0, D),
+                                  fin.slice(1, D, 2 * D), rows.final_row, y));
+    if (o.hook.active("final_norm_out")) o.hook.record("final_norm_out", y);
+    DitOutputs out;
+    auto head = [&](const Tensor& idx, int64_t n, const Tensor& w, const Tensor& bias, int64_t cols,
+                    Tensor& result) -> Status {
+        H3_ASSIGN_OR_RETURN(Tensor rows32, alloc(Shape{n, D}, DType::kF32));
+        H3_ASSIGN_OR_RETURN(Tensor res, alloc(Shape{n, cols}, DType::kF32));
+        if (n > 0) {
+            H3_TRY(ops::gather_rows(ctx_, y, idx, rows32));
+            H3_TRY(ops::gemm(ctx_, {}, rows32, w, bias, res));
+        }
+        H3_ASSIGN_OR_RETURN(result, res.to(Device::cpu(), ctx_.stream()));
+        return ok_status();
+    };
+    H3_TRY(head(vid_idx, Nv, weights_.proj_out_w, weights_.proj_out_b, c.video_patch_dim(), out.sample));
+    H3_TRY(head(aud_idx, Na, weights_.audio_proj_out_w, weights_.audio_proj_out_b, c.audio_in_channels,
+                out.audio_sample));
+    return out;
+}
+
+} // namespace h3::model

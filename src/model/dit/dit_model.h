@@ -1,0 +1,95 @@
+// The H3 DiT: weights on one device + the exact forward (spec §6), with request-level hoisting:
+// the refiner output and RoPE tables are computed once per request (DitRequest), and AdaLN modulation tables
+// for every timestep of a schedule once before denoising (AdalnTables), so the AdaLN projection weights
+// need not stay on the device.
+#pragma once
+
+#include "core/tensor.h"
+#include "model/dit/dit_config.h"
+#include "model/dit/dit_inputs.h"
+#include "model/dit/dit_weights.h"
+#include "ops/context.h"
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace h3::model {
+
+// Receives named intermediates ("refiner_out", "temb", "blocks.3.attn_out", "final_norm_out", ...) when
+// `wants(name)` is true. Tensors may live on the device; the hook copies what it keeps.
+struct IntermediateHook {
+    std::function<bool(const std::string&)> wants;
+    std::function<void(const std::string&, const Tensor&)> record;
+    bool active(const std::string& name) const { return wants && record && wants(name); }
+};
+
+// Per-block AdaLN tables [M·3, 6·hidden] and the final layer's [M, 2·hidden] for a set of timesteps.
+struct AdalnTables {
+    std::vector<float> timesteps; // M values, in table order
+    std::vector<Tensor> blocks;   // one per block, activation dtype, on the model's device
+    Tensor final_layer;
+    Tensor temb; // [M, time_embed_dim] f32
+    // Index of `t` in `timesteps` (exact match), or -1.
+    int find(float t) const;
+};
+
+struct DitForwardOptions {
+    IntermediateHook hook;
+    const std::atomic<bool>* cancel = nullptr; // checked between blocks
+    size_t ffn_chunk_bytes = 512ull << 20;     // budget for the [rows, 2·ffn] + [rows, ffn] intermediates
+};
+
+class DitModel {
+public:
+    static Result<std::unique_ptr<DitModel>> load(const DitCheckpoint& ckpt, const DitLoadOptions& options,
+                                                  ops::Context ctx);
+    // Builds a model around weights made elsewhere (benches with random weights).
+    DitModel(DitConfig config, DitWeights weights, DitPrecision precision, ops::Context ctx);
+
+    const DitConfig& config() const { return config_; }
+    DitPrecision precision() const { return precision_; }
+    DType act_dtype() const { return precision_ == DitPrecision::kFp32 ? DType::kF32 : DType::kBF16; }
+    const ops::Context& context() const { return ctx_; }
+
+    // Time embedding and AdaLN tables for the given timesteps (needs the AdaLN weights loaded).
+    Result<AdalnTables> compute_adaln_tables(const std::vector<float>& timesteps,
+                                             const IntermediateHook* hook = nullptr) const;
+    // One forward. `tables` must hold every timestep in `in` (computed on the fly when null).
+    Result<DitOutputs> forward(const DitPackedInputs& in, const AdalnTables* tables,
+                               const DitForwardOptions& options = {}) const;
+
+    // The forward's building blocks, public for the benches.
+    struct RowTables {
+        Tensor cos, sin;  // [S, rotary_dim] f32 on the device
+        Tensor adaln_row; // [S] i32: table row timestep_index·3 + tag
+        Tensor final_row; // [S] i32: timestep_index
+    };
+    Result<RowTables> build_row_tables(const DitPackedInputs& in, const AdalnTables& tables) const;
+    Status run_block(int index, Tensor& h, const Tensor& block_table, const RowTables& rows,
+                     const DitForwardOptions& options) const;
+
+private:
+    Result<Tensor> refine_text(const DitPackedInputs& in, const DitForwardOptions& options) const;
+    Status attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows,
+                            Tensor& out) const;
+    Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, size_t chunk_bytes) const;
+    Result<Tensor> upload(const Tensor& host) const;
+    Result<Tensor> alloc(const Shape& shape, DType dtype) const;
+
+    DitConfig config_;
+    DitWeights weights_;
+    DitPrecision precision_;
+    ops::Context ctx_;
+};
+
+// RoPE cos/sin [S, 6·rope_freq_dim] (f32, host) from positions [S·3] (spec §5.3).
+void rope_tables(const DitConfig& config, const std::vector<double>& positions, std::vector<float>& cos,
+                 std::vector<float>& sin);
+// The [cos, sin] sinusoid of unscaled t, [M, freq_dim] f32 (spec §6.2).
+std::vector<float> timestep_sinusoid(const std::vector<float>& t, int freq_dim);
+
+} // namespace h3::model

@@ -1,0 +1,174 @@
+#include "model/dit/dit_weights.h"
+
+#include "model/dit/random_weights.h"
+
+#include <filesystem>
+#include <map>
+
+namespace fs = std::filesystem;
+
+namespace h3::model {
+
+const char* precision_name(DitPrecision p) {
+    return p == DitPrecision::kFp32 ? "fp32" : "bf16";
+}
+
+Result<DitCheckpoint> open_dit_checkpoint(const std::string& path, const std::string& component) {
+    std::string dir = path;
+    std::error_code ec;
+    if (!fs::exists(fs::path(path) / "config.json", ec)) {
+        H3_ASSIGN_OR_RETURN(auto ckpt, io::discover_checkpoint(path));
+        const io::Component* c = ckpt.find(component);
+        if (!c) return not_found("checkpoint " + path + " has no '" + component + "' component");
+        if (!c->has_weights)
+            return not_found("component '" + component + "' in " + path + " holds no safetensors");
+        dir = c->dir;
+    }
+    DitCheckpoint out;
+    out.dir = dir;
+    H3_ASSIGN_OR_RETURN(out.config, DitConfig::from_file((fs::path(dir) / "config.json").string()));
+    H3_ASSIGN_OR_RETURN(out.tensors, io::TensorSet::open(dir));
+    bool original = out.tensors.contains("blocks.0.attn.qkv_proj.weight") ||
+                    out.tensors.contains("video_patch_proj.weight");
+    out.format = original ? DitFormat::kOriginal : DitFormat::kDiffusers;
+    return out;
+}
+
+namespace {
+
+class Loader {
+public:
+    Loader(const DitCheckpoint& ckpt, const DitLoadOptions& opt) : ckpt_(ckpt), opt_(opt) {
+        for (const auto& s : dit_tensor_specs(ckpt.config, DitFormat::kDiffusers)) specs_[s.name] = s;
+    }
+
+    // One diffusers-named tensor: read (through the original table if needed), check, convert, upload.
+    Result<Tensor> get(const std::string& name) {
+        auto it = specs_.find(name);
+        H3_CHECK(it != specs_.end(), "no spec for " << name);
+        H3_ASSIGN_OR_RETURN(Tensor host, read_diffusers(name));
+        if (host.shape().to_vector() != it->second.shape)
+            return bad_input("transformer checkpoint " + ckpt_.dir + ": tensor '" + name + "' has shape " +
+                             host.shape().to_string() + ", the config implies " +
+                             Shape(it->second.shape).to_string());
+        if (!dtype_is_float(host.dtype()))
+            return bad_input("transformer checkpoint " + ckpt_.dir + ": tensor '" + name + "' has dtype " +
+                             dtype_name(host.dtype()) + ", expected a float type");
+        DType target =
+            opt_.precision == DitPrecision::kFp32 || is_fp32_island(name) ? DType::kF32 : DType::kBF16;
+        if (host.dtype() != target) {
+            H3_ASSIGN_OR_RETURN(host, host.to_dtype(target));
+        }
+        if (opt_.device.is_cpu()) {
+            if (host.read_only()) return host.to(Device::cpu()); // own copy, detached from the mmap
+            return host;
+        }
+        return host.to(opt_.device);
+    }
+
+private:
+    Result<Tensor> read_diffusers(const std::string& name) {
+        if (ckpt_.format == DitFormat::kDiffusers) return checked(name);
+        auto orig = original_name_of(name);
+        H3_CHECK(orig.has_value(), "no original name for " << name);
+        H3_ASSIGN_OR_RETURN(Tensor t, checked(*orig));
+        auto m = map_original_name(*orig);
+        if (m->transform == OriginalTransform::kRename) return t;
+        if (m->transform == OriginalTransform::kSwapHalves) {
+            if (t.rank() != 2 || t.dim(0) % 2)
+                return bad_input(ckpt_.dir + ": '" + *orig + "' must be 2-D with an even row count, got " +
+                                 t.shape().to_string());
+            return swap_row_halves(t);
+        }
+        // kSplitQkv: split once, keep the three parts for the sibling names.
+        auto cached = split_cache_.find(name);
+        if (cached != split_cache_.end()) {
+            Tensor r = cached->second;
+            split_cache_.erase(cached);
+            return r;
+        }
+        const DitConfig& c = ckpt_.config;
+        if (t.rank() != 2 || t.dim(0) != 3LL * c.inner_dim())
+            return bad_input(ckpt_.dir + ": '" + *orig + "' has shape " + t.shape().to_string() +
+                             ", expected [" + std::to_string(3 * c.inner_dim()) + ", " +
+                             std::to_string(c.hidden_size) + "]");
+        Tensor q, k, v;
+        split_qkv(t, c.num_attention_heads, c.attention_head_dim, q, k, v);
+        const auto& names = m->diffusers_names;
+        Tensor parts[3] = {q, k, v};
+        Tensor wanted;
+        for (int i = 0; i < 3; ++i) {
+            if (names[static_cast<size_t>(i)] == name)
+                wanted = parts[i];
+            else
+                split_cache_[names[static_cast<size_t>(i)]] = parts[i];
+        }
+        return wanted;
+    }
+
+    Result<Tensor> checked(const std::string& name) {
+        if (!ckpt_.tensors.contains(name))
+            return bad_input("transformer checkpoint " + ckpt_.dir + " lacks tensor '" + name + "'");
+        return ckpt_.tensors.tensor(name);
+    }
+
+    const DitCheckpoint& ckpt_;
+    const DitLoadOptions& opt_;
+    std::map<std::string, TensorSpec> specs_;
+    std::map<std::string, Tensor> split_cache_;
+};
+
+Status load_block(Loader& l, const std::string& p, bool adaln, DitBlockWeights& b) {
+    H3_ASSIGN_OR_RETURN(b.norm1, l.get(p + "norm1.weight"));
+    H3_ASSIGN_OR_RETURN(b.to_q, l.get(p + "attn.to_q.weight"));
+    H3_ASSIGN_OR_RETURN(b.to_k, l.get(p + "attn.to_k.weight"));
+    H3_ASSIGN_OR_RETURN(b.to_v, l.get(p + "attn.to_v.weight"));
+    H3_ASSIGN_OR_RETURN(b.norm_q, l.get(p + "attn.norm_q.weight"));
+    H3_ASSIGN_OR_RETURN(b.norm_k, l.get(p + "attn.norm_k.weight"));
+    H3_ASSIGN_OR_RETURN(b.to_out, l.get(p + "attn.to_out.0.weight"));
+    H3_ASSIGN_OR_RETURN(b.norm2, l.get(p + "norm2.weight"));
+    H3_ASSIGN_OR_RETURN(b.ff_in, l.get(p + "ff.net.0.proj.weight"));
+    H3_ASSIGN_OR_RETURN(b.ff_out, l.get(p + "ff.net.2.weight"));
+    if (adaln) {
+        H3_ASSIGN_OR_RETURN(b.adaln_weight, l.get(p + "adaln_proj.linear.weight"));
+        H3_ASSIGN_OR_RETURN(b.adaln_bias, l.get(p + "adaln_proj.linear.bias"));
+    }
+    return ok_status();
+}
+
+} // namespace
+
+Result<DitWeights> load_dit_weights(const DitCheckpoint& ckpt, const DitLoadOptions& opt) {
+    Loader l(ckpt, opt);
+    DitWeights w;
+    H3_ASSIGN_OR_RETURN(w.proj_in_w, l.get("proj_in.weight"));
+    H3_ASSIGN_OR_RETURN(w.proj_in_b, l.get("proj_in.bias"));
+    H3_ASSIGN_OR_RETURN(w.audio_proj_in_w, l.get("audio_proj_in.weight"));
+    H3_ASSIGN_OR_RETURN(w.audio_proj_in_b, l.get("audio_proj_in.bias"));
+    H3_ASSIGN_OR_RETURN(w.context_w, l.get("context_embedder.weight"));
+    H3_ASSIGN_OR_RETURN(w.context_b, l.get("context_embedder.bias"));
+    H3_ASSIGN_OR_RETURN(w.time_w1, l.get("time_embedder.linear_1.weight"));
+    H3_ASSIGN_OR_RETURN(w.time_b1, l.get("time_embedder.linear_1.bias"));
+    H3_ASSIGN_OR_RETURN(w.time_w2, l.get("time_embedder.linear_2.weight"));
+    H3_ASSIGN_OR_RETURN(w.time_b2, l.get("time_embedder.linear_2.bias"));
+    H3_ASSIGN_OR_RETURN(w.refiner_final_norm, l.get("token_refiner.final_norm.weight"));
+    H3_ASSIGN_OR_RETURN(w.norm_out, l.get("norm_out.norm.weight"));
+    H3_ASSIGN_OR_RETURN(w.norm_out_w, l.get("norm_out.linear.weight"));
+    H3_ASSIGN_OR_RETURN(w.norm_out_b, l.get("norm_out.linear.bias"));
+    H3_ASSIGN_OR_RETURN(w.proj_out_w, l.get("proj_out.weight"));
+    H3_ASSIGN_OR_RETURN(w.proj_out_b, l.get("proj_out.bias"));
+    H3_ASSIGN_OR_RETURN(w.audio_proj_out_w, l.get("audio_proj_out.weight"));
+    H3_ASSIGN_OR_RETURN(w.audio_proj_out_b, l.get("audio_proj_out.bias"));
+    const DitConfig& c = ckpt.config;
+    w.refiner.resize(static_cast<size_t>(c.num_refiner_layers));
+    for (int i = 0; i < c.num_refiner_layers; ++i)
+        H3_TRY(load_block(l, "token_refiner.refiner_blocks." + std::to_string(i) + ".", false,
+                          w.refiner[static_cast<size_t>(i)]));
+    w.blocks.resize(static_cast<size_t>(c.num_layers));
+    for (int i = 0; i < c.num_layers; ++i)
+        H3_TRY(load_block(l, "transformer_blocks." + std::to_string(i) + ".", opt.load_adaln,
+                          w.blocks[static_cast<size_t>(i)]));
+    return w;
+}
+
+} // namespace h3::model

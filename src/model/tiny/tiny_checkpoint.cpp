@@ -1,0 +1,177 @@
+#include "model/tiny/tiny_checkpoint.h"
+
+#include "io/json_file.h"
+#include "io/safetensors.h"
+#include "model/dit/dit_tensors.h"
+#include "model/dit/random_weights.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+namespace fs = std::filesystem;
+
+namespace h3::model {
+
+namespace {
+
+constexpr double kVideoShift = 12.0; // the official scheduler/scheduler_config.json value
+constexpr double kAudioShift = 3.0;  // the official audio_scheduler/scheduler_config.json value
+
+Status make_dirs(const fs::path& p) {
+    std::error_code ec;
+    fs::create_directories(p, ec);
+    if (ec) return io_error("cannot create directory " + p.string() + ": " + ec.message());
+    return ok_status();
+}
+
+std::string shard_name(const char* stem, int i, int n) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%s-%05d-of-%05d.safetensors", stem, i, n);
+    return buf;
+}
+
+// Writes `tensors` as `shards` files plus `<index_name>` (weight_map + metadata.total_size).
+Status write_sharded(const fs::path& dir, const char* stem, const std::string& index_name,
+                     const std::vector<io::NamedTensor>& tensors, int shards) {
+    if (shards < 1) shards = 1;
+    nlohmann::json weight_map = nlohmann::json::object();
+    uint64_t total = 0;
+    size_t per = (tensors.size() + static_cast<size_t>(shards) - 1) / static_cast<size_t>(shards);
+    for (int s = 0; s < shards; ++s) {
+        std::vector<io::NamedTensor> part;
+        for (size_t i = static_cast<size_t>(s) * per; i < std::min(tensors.size(), (s + 1) * per); ++i) {
+            part.push_back(tensors[i]);
+            total += tensors[i].tensor.nbytes();
+        }
+        std::string file = shard_name(stem, s + 1, shards);
+        for (const auto& t : part) weight_map[t.name] = file;
+        H3_TRY(io::write_safetensors((dir / file).string(), part, {{"format", "pt"}}));
+    }
+    nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    return io::write_json_file((dir / index_name).string(), index);
+}
+
+std::vector<io::NamedTensor> diffusers_tensors(const DitConfig& c, uint64_t seed) {
+    std::vector<io::NamedTensor> out;
+    for (const auto& spec : dit_tensor_specs(c, DitFormat::kDiffusers))
+        out.push_back({spec.name, random_dit_tensor(spec, seed)});
+    return out;
+}
+
+// The same numbers under original names: fused per-head-interleaved qkv, swapped fc1 halves, inv_freq.
+std::vector<io::NamedTensor> original_tensors(const DitConfig& c, uint64_t seed) {
+    std::map<std::string, Tensor> by_name;
+    for (auto& nt : diffusers_tensors(c, seed)) by_name[nt.name] = nt.tensor;
+    std::vector<io::NamedTensor> out;
+    for (const auto& spec : dit_tensor_specs(c, DitFormat::kOriginal)) {
+        auto m = map_original_name(spec.name);
+        H3_CHECK(m.has_value(), "no mapping for " << spec.name);
+        switch (m->transform) {
+        case OriginalTransform::kRename:
+            out.push_back({spec.name, by_name.at(m->diffusers_names[0])});
+            break;
+        case OriginalTransform::kSwapHalves:
+            out.push_back({spec.name, swap_row_halves(by_name.at(m->diffusers_names[0]))});
+            break;
+        case OriginalTransform::kSplitQkv:
+            out.push_back({spec.name, interleave_qkv(by_name.at(m->diffusers_names[0]),
+                                                     by_name.at(m->diffusers_names[1]),
+                                                     by_name.at(m->diffusers_names[2]), c.num_attention_heads,
+                                                     c.attention_head_dim)});
+            break;
+        case OriginalTransform::kDrop:
+            out.push_back({spec.name, rope_inv_freq(c)});
+            break;
+        }
+    }
+    return out;
+}
+
+nlohmann::json component_entry(const char* library, const char* cls, const char* subfolder) {
+    return nlohmann::json::array({library,
+                                  cls,
+                                  {{"type_hint", {library, cls}},
+                                   {"pretrained_model_name_or_path", "h3-engine/tiny"},
+                                   {"subfolder", subfolder},
+                                   {"variant", nullptr},
+                                   {"revision", nullptr}}});
+}
+
+Status write_diffusers(const TinyCheckpointParams& p, const DitConfig& c) {
+    fs::path root(p.dir);
+    nlohmann::json index = {{"_class_name", "MiniMaxH3ModularPipeline"},
+                            {"_diffusers_version", "0.36.0.dev0"},
+                            {"_blocks_class_name", "MiniMaxH3Blocks"}};
+    index["transformer"] = component_entry("diffusers", "MiniMaxH3Transformer3DModel", "transformer");
+    index["transformer_ref"] = component_entry("diffusers", "MiniMaxH3Transformer3DModel", "transformer_ref");
+    index["scheduler"] = component_entry("diffusers", "MiniMaxH3Scheduler", "scheduler");
+    index["audio_scheduler"] = component_entry("diffusers", "MiniMaxH3Scheduler", "audio_scheduler");
+    H3_TRY(make_dirs(root));
+    H3_TRY(io::write_json_file((root / "model_index.json").string(), index));
+    for (auto [name, shift] :
+         {std::pair{"scheduler", kVideoShift}, std::pair{"audio_scheduler", kAudioShift}}) {
+        H3_TRY(make_dirs(root / name));
+        nlohmann::json s = {
+            {"_class_name", "MiniMaxH3Scheduler"}, {"_diffusers_version", "0.36.0.dev0"}, {"shift", shift}};
+        H3_TRY(io::write_json_file((root / name / "scheduler_config.json").string(), s));
+    }
+    for (auto [name, seed] : {std::pair{"transformer", p.seed}, std::pair{"transformer_ref", p.seed + 1}}) {
+        fs::path dir = root / name;
+        H3_TRY(make_dirs(dir));
+        H3_TRY(io::write_json_file((dir / "config.json").string(), c.to_diffusers_json()));
+        H3_TRY(write_sharded(dir, "diffusion_pytorch_model", "diffusion_pytorch_model.safetensors.index.json",
+                             diffusers_tensors(c, seed), p.shards));
+    }
+    return ok_status();
+}
+
+Status write_original(const TinyCheckpointParams& p, const DitConfig& c) {
+    fs::path root(p.dir);
+    for (auto [part, seed] : {std::pair{"FL2VA", p.seed}, std::pair{"Ref2VA", p.seed + 1}}) {
+        bool fl2va = std::string(part) == "FL2VA";
+        nlohmann::json index = {{"_class_name", "MiniMaxH3Pipeline"},
+                                {"_diffusers_version", "0.32.2"},
+                                {"scheduler", nullptr},
+                                {"transformer", {"diffusers", "MiniMaxH3DiTModel"}}};
+        index["_minimax_h3"] = {{"schema_version", 1},
+                                {"partition", fl2va ? "fl2va" : "ref2va"},
+                                {"tasks", fl2va ? nlohmann::json{"t2va", "fl2va"} : nlohmann::json{"ref2va"}},
+                                {"task_aliases", nlohmann::json::object()},
+                                {"sigma_shift_scales", {{"video", kVideoShift}, {"audio", kAudioShift}}}};
+        fs::path dir = root / part / "transformer";
+        H3_TRY(make_dirs(dir));
+        H3_TRY(io::write_json_file((root / part / "model_index.json").string(), index));
+        H3_TRY(io::write_json_file((dir / "config.json").string(), c.to_original_json()));
+        H3_TRY(
+            write_sharded(dir, "model", "model.safetensors.index.json", original_tensors(c, seed), p.shards));
+    }
+    return ok_status();
+}
+
+} // namespace
+
+DitConfig tiny_dit_config() {
+    DitConfig c;
+    c.num_attention_heads = 2;
+    c.attention_head_dim = 32;
+    c.hidden_size = 64;
+    c.num_layers = 2;
+    c.num_refiner_layers = 1;
+    c.ffn_dim = 128;
+    c.text_dim = 64;
+    c.freq_dim = 256;
+    c.time_embed_hidden_dim = 64;
+    c.time_embed_dim = 32;
+    c.rope_freq_dim = 4;
+    return c;
+}
+
+Status write_tiny_checkpoint(const TinyCheckpointParams& p) {
+    if (p.dir.empty()) return invalid_argument("make-tiny: no output directory given");
+    DitConfig c = tiny_dit_config();
+    H3_TRY(c.validate("tiny config"));
+    return p.layout == TinyLayout::kDiffusers ? write_diffusers(p, c) : write_original(p, c);
+}
+
+} // namespace h3::model

@@ -1,0 +1,71 @@
+// CPU attention reference: exact softmax(q·kᵀ·scale)·v with an online (running max) softmax per query row,
+// so memory stays O(S·D). K and V are widened to fp32 once, head-major, so each head's keys are contiguous.
+#include "ops/cpu/cpu_common.h"
+#include "ops/cpu/cpu_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace h3::ops::cpu_impl {
+
+namespace {
+
+// [S,H,D] of any float dtype -> f32 [H,S,D].
+std::vector<float> head_major_f32(const Tensor& t) {
+    const int64_t s = t.dim(0), h = t.dim(1), d = t.dim(2);
+    std::vector<float> out(static_cast<size_t>(s * h * d));
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t i = 0; i < s; ++i)
+        for (int64_t hh = 0; hh < h; ++hh)
+            load_f32(elem_ptr(t, (i * h + hh) * d), t.dtype(), out.data() + (hh * s + i) * d, d);
+    return out;
+}
+
+} // namespace
+
+Status attention(const Context&, const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                 Tensor& o) {
+    const int64_t sq = q.dim(0), sk = k.dim(0), heads = q.dim(1), d = q.dim(2);
+    const std::vector<float> kf = head_major_f32(k);
+    const std::vector<float> vf = head_major_f32(v);
+#pragma omp parallel
+    {
+        std::vector<float> qv(static_cast<size_t>(d));
+        std::vector<double> acc(static_cast<size_t>(d));
+        std::vector<float> out(static_cast<size_t>(d));
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t i = 0; i < sq; ++i) {
+            for (int64_t h = 0; h < heads; ++h) {
+                load_f32(elem_ptr(q, (i * heads + h) * d), q.dtype(), qv.data(), d);
+                const float* kh = kf.data() + h * sk * d;
+                const float* vh = vf.data() + h * sk * d;
+                double m = -std::numeric_limits<double>::infinity(), l = 0.0;
+                std::fill(acc.begin(), acc.end(), 0.0);
+                for (int64_t j = 0; j < sk; ++j) {
+                    const float* kj = kh + j * d;
+                    float dot = 0.0f;
+                    for (int64_t c = 0; c < d; ++c) dot += qv[c] * kj[c];
+                    const double sc = static_cast<double>(dot) * p.scale;
+                    if (sc > m) {
+                        // New running max: rescale what has been accumulated so far.
+                        const double corr = std::exp(m - sc);
+                        l *= corr;
+                        for (int64_t c = 0; c < d; ++c) acc[c] *= corr;
+                        m = sc;
+                    }
+                    const double e = std::exp(sc - m);
+                    l += e;
+                    const float* vj = vh + j * d;
+                    for (int64_t c = 0; c < d; ++c) acc[c] += e * vj[c];
+                }
+                for (int64_t c = 0; c < d; ++c) out[c] = static_cast<float>(acc[c] / l);
+                store_f32(out.data(), elem_ptr_mut(o, (i * heads + h) * d), o.dtype(), d);
+            }
+        }
+    }
+    return ok_status();
+}
+
+} // namespace h3::ops::cpu_impl

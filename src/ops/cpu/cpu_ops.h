@@ -1,0 +1,44 @@
+// The CPU references, one per public op, with exactly the public signatures (ops/<family>.h). Only the
+// dispatchers (ops/<family>.cpp) call these, after validation: the entry contract is the one written at the
+// top of ops/cuda/cuda_ops.h (tensors on the CPU, documented shapes and dtypes, contiguous activations,
+// strided table rows, resolved parameters), plus: index VALUES are checked on the host by the dispatcher, so
+// the references may index tables directly.
+//
+// These are the plain, obviously-correct versions the CUDA half is tested against: fp32 math with double
+// reductions where cheap, one rounding at the store, OpenMP over rows.
+#pragma once
+
+#include "ops/ops.h"
+
+namespace h3::ops::cpu_impl {
+
+Status gemm(const Context& ctx, const GemmParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
+            Tensor& y);
+
+Status rms_norm(const Context& ctx, const RmsNormParams& p, const Tensor& x, const Tensor& weight, Tensor& y);
+
+Status silu(const Context& ctx, const Tensor& x, Tensor& y);
+Status swiglu(const Context& ctx, const Tensor& x, Tensor& y);
+Status cast(const Context& ctx, const Tensor& x, Tensor& y);
+Status add(const Context& ctx, const Tensor& x, const Tensor& z, Tensor& y);
+
+Status rope(const Context& ctx, const RopeParams& p, Tensor& x, const Tensor& cos, const Tensor& sin);
+
+Status gather_rows(const Context& ctx, const Tensor& src, const Tensor& index, Tensor& dst);
+Status scatter_rows(const Context& ctx, const Tensor& src, const Tensor& index, Tensor& dst);
+
+Status modulate(const Context& ctx, const ModulateParams& p, const Tensor& x, const Tensor& shift,
+                const Tensor& scale, const Tensor& row, Tensor& y);
+Status gated_residual(const Context& ctx, const GatedResidualParams& p, Tensor& h, const Tensor& gate,
+                      const Tensor& y, const Tensor& row);
+
+Status rms_norm_modulate(const Context& ctx, const RmsNormParams& np, const ModulateParams& mp,
+                         const Tensor& x, const Tensor& weight, const Tensor& shift, const Tensor& scale,
+                         const Tensor& row, Tensor& y);
+Status head_norm_rope(const Context& ctx, const RmsNormParams& np, const RopeParams& rp, Tensor& x,
+                      const Tensor& weight, const Tensor& cos, const Tensor& sin);
+
+Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
+                 const Tensor& v, Tensor& o);
+
+} // namespace h3::ops::cpu_impl

@@ -1,0 +1,18 @@
+// Elementwise ops. See ops.h for the conventions shared by all ops.
+#pragma once
+
+#include "core/tensor.h"
+#include "ops/context.h"
+
+namespace h3::ops {
+
+// y = x · sigmoid(x); x and y same shape, any float dtypes.
+Status silu(const Context& ctx, const Tensor& x, Tensor& y);
+// SwiGLU: x [R, 2F] = [value | gate] per row, y [R,F] = value ⊙ SiLU(gate).
+Status swiglu(const Context& ctx, const Tensor& x, Tensor& y);
+// y = cast(x) (same shape; any dtypes; float rounding nearest-even, fp8 saturating).
+Status cast(const Context& ctx, const Tensor& x, Tensor& y);
+// y = x + z (same shapes).
+Status add(const Context& ctx, const Tensor& x, const Tensor& z, Tensor& y);
+
+} // namespace h3::ops

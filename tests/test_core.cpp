@@ -1,0 +1,138 @@
+// Core: dtype conversions (exact rounding), Tensor views and copies, Status/Result, devices.
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace h3;
+
+TEST(DType, Bf16RoundTripIsExactForEveryPattern) {
+    for (uint32_t h = 0; h < 0x10000; ++h) {
+        float f = bf16_to_f32(static_cast<uint16_t>(h));
+        if (std::isnan(f)) continue;
+        ASSERT_EQ(f32_to_bf16(f), h) << "pattern " << h;
+    }
+}
+
+TEST(DType, Bf16RoundsHalfToEven) {
+    // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: ties go to the even mantissa (1.0).
+    EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.00390625f)), 1.0f);
+    // 1 + 3·2^-8 lies halfway between 1 + 2^-7 and 1 + 2^-6: even is 1 + 2^-6.
+    EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.01171875f)), 1.015625f);
+    // Just above the halfway point rounds up.
+    EXPECT_EQ(bf16_to_f32(f32_to_bf16(std::nextafter(1.00390625f, 2.0f))), 1.0078125f);
+    EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+    EXPECT_TRUE(std::isinf(bf16_to_f32(f32_to_bf16(std::numeric_limits<float>::infinity()))));
+}
+
+TEST(DType, F16RoundTripIsExactForEveryPattern) {
+    for (uint32_t h = 0; h < 0x10000; ++h) {
+        float f = f16_to_f32(static_cast<uint16_t>(h));
+        if (std::isnan(f)) continue;
+        ASSERT_EQ(f32_to_f16(f), h) << "pattern " << h;
+    }
+}
+
+TEST(DType, F16MatchesNearestEvenOnRandomFloats) {
+    // Reference: the nearest of the two f16 neighbours in double precision, ties to an even pattern.
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<uint32_t> bits(0, 0xffffffffu);
+    for (int i = 0; i < 200000; ++i) {
+        float x = f32_from_bits(bits(rng));
+        if (std::isnan(x) || std::fabs(x) >= 65504.0f) continue;
+        uint16_t r = f32_to_f16(x);
+        double got = f16_to_f32(r);
+        // neighbours one ulp away in f16 (same sign)
+        uint16_t up = static_cast<uint16_t>(r + 1), dn = static_cast<uint16_t>(r - 1);
+        for (uint16_t n : {up, dn}) {
+            double other = f16_to_f32(n);
+            if (std::isnan(other) || std::isinf(other) ||
+                (std::signbit(other) != std::signbit(got) && other != 0))
+                continue;
+            double dg = std::fabs(got - x), dn2 = std::fabs(other - x);
+            ASSERT_LE(dg, dn2) << "x=" << x << " got " << got << " but " << other << " is closer";
+            if (dg == dn2) ASSERT_EQ(r & 1, 0) << "tie not to even for x=" << x;
+        }
+    }
+    EXPECT_EQ(f32_to_f16(65519.0f), 0x7bff); // below the halfway point to 65536: max finite
+    EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00); // ties to even → overflow to inf
+    EXPECT_EQ(f16_to_f32(f32_to_f16(std::ldexp(1.0f, -24))), std::ldexp(1.0f, -24)); // smallest subnormal
+    EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0);                                 // tie → even (zero)
+    EXPECT_EQ(f32_to_f16(std::ldexp(1.5f, -25)), 1);
+}
+
+TEST(DType, Fp8E4M3RoundTripAndSaturation) {
+    for (uint32_t v = 0; v < 256; ++v) {
+        float f = f8e4m3_to_f32(static_cast<uint8_t>(v));
+        if (std::isnan(f)) continue;
+        ASSERT_EQ(f32_to_f8e4m3(f), v) << "pattern " << v << " value " << f;
+    }
+    EXPECT_EQ(f8e4m3_to_f32(0x7e), 448.0f);
+    EXPECT_EQ(f8e4m3_to_f32(f32_to_f8e4m3(1000.0f)), 448.0f);
+    EXPECT_EQ(f8e4m3_to_f32(f32_to_f8e4m3(-1e9f)), -448.0f);
+    EXPECT_EQ(f8e4m3_to_f32(f32_to_f8e4m3(std::numeric_limits<float>::infinity())), 448.0f);
+    EXPECT_EQ(f8e4m3_to_f32(f32_to_f8e4m3(464.0f)), 448.0f); // halfway to the NaN slot: saturate
+    EXPECT_EQ(f8e4m3_to_f32(f32_to_f8e4m3(1.0625f)), 1.0f);  // tie between 1 and 1.125 → even
+    EXPECT_EQ(f8e4m3_to_f32(f32_to_f8e4m3(std::ldexp(1.0f, -9))), std::ldexp(1.0f, -9)); // min subnormal
+    EXPECT_TRUE(std::isnan(f8e4m3_to_f32(f32_to_f8e4m3(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST(DType, NamesParse) {
+    for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kF8E4M3, DType::kI8, DType::kU8,
+                    DType::kI32, DType::kI64, DType::kBool}) {
+        EXPECT_EQ(parse_dtype(dtype_name(t)), t);
+        EXPECT_EQ(parse_safetensors_dtype(dtype_safetensors_name(t)), t);
+    }
+    EXPECT_FALSE(parse_safetensors_dtype("F7").has_value());
+}
+
+TEST(Tensor, ViewsSliceAndContiguousCopy) {
+    Tensor t = Tensor::host(Shape{3, 4}, DType::kF32);
+    for (int i = 0; i < 12; ++i) t.data_as<float>()[i] = static_cast<float>(i);
+    Tensor col = t.slice(1, 1, 3); // [3,2], strided
+    EXPECT_FALSE(col.is_contiguous());
+    EXPECT_EQ(col.get({2, 1}), 10.0);
+    auto c = col.contiguous();
+    ASSERT_TRUE(c.ok());
+    EXPECT_TRUE(c->is_contiguous());
+    std::vector<float> expect = {1, 2, 5, 6, 9, 10};
+    EXPECT_EQ(*to_f32_vector(*c), expect);
+    Tensor v = t.view({2, -1});
+    EXPECT_EQ(v.dim(1), 6);
+    auto bf = t.to_dtype(DType::kBF16);
+    ASSERT_TRUE(bf.ok());
+    EXPECT_EQ(bf->get({2, 3}), 11.0);
+    auto bad = Tensor::empty(Shape{-1, 2}, DType::kF32);
+    EXPECT_FALSE(bad.ok());
+}
+
+TEST(Tensor, CopyFromChecksShapes) {
+    Tensor a = Tensor::host(Shape{2, 2}, DType::kF32);
+    Tensor b = Tensor::host(Shape{4}, DType::kF32);
+    Status s = b.copy_from(a);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("f32[2, 2]"), std::string::npos);
+}
+
+TEST(Status, ResultAndContext) {
+    Result<int> r = bad_input("tensor 'x' is short");
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), ErrorCode::kBadInput);
+    EXPECT_EQ(r.status().with_context("file a").message(), "file a: tensor 'x' is short");
+    Result<int> ok = 3;
+    EXPECT_TRUE(ok.ok());
+    EXPECT_EQ(*ok, 3);
+}
+
+TEST(Device, Parse) {
+    EXPECT_EQ(*parse_device("cpu"), Device::cpu());
+    EXPECT_EQ(*parse_device("cuda:1"), Device::cuda(1));
+    EXPECT_EQ(parse_device("gpu").status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_FALSE(parse_device("cuda:x").ok());
+}

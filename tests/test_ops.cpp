@@ -1,0 +1,830 @@
+// Op tests. Default (CPU): each CPU reference is compared with a naive double-precision loop written here.
+// With `--backend cuda` (or H3_TEST_BACKEND=cuda) each op runs on cuda:0 and is compared with the CPU
+// reference on the same inputs. Every case checks NaN/Inf in the output and guard bytes around it.
+//
+// Tolerances: |got - want| <= atol + rtol·|want|, stated per op and output dtype in the tables below.
+// Rounding once to the output dtype costs 0.5 ulp (bf16 2^-9, f16 2^-12 relative); fp32 vs double
+// arithmetic can push a value across a rounding boundary, so the float-output tolerances are ~2 ulp. GEMM and
+// attention accumulate K (or Sk) fp32 products, so their f32 tolerance grows with the reduction length.
+#include "core/cuda_api.h"
+#include "core/dtype.h"
+#include "core/storage.h"
+#include "core/tensor.h"
+#include "ops/ops.h"
+#ifdef H3_WITH_CUDA
+#include "ops/cuda/cuda_context.h"
+#endif
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace h3::ops {
+namespace {
+
+// ---- backend selection -----------------------------------------------------------------------------------
+bool g_want_cuda = false;
+
+struct Backend {
+    Context ctx;
+#ifdef H3_WITH_CUDA
+    std::unique_ptr<CudaContext> holder;
+#endif
+    std::string skip_reason; // non-empty: CUDA requested but unavailable
+};
+
+Backend& backend() {
+    static Backend b = [] {
+        Backend r;
+        if (!g_want_cuda) return r;
+#ifdef H3_WITH_CUDA
+        if (cuda::device_count() == 0) {
+            r.skip_reason = "no CUDA device";
+            return r;
+        }
+        auto c = CudaContext::create(0);
+        if (!c.ok()) {
+            r.skip_reason = "CudaContext::create failed: " + c.status().to_string();
+            return r;
+        }
+        r.holder = std::move(c).value();
+        r.ctx.device = Device::cuda(0);
+        r.ctx.cuda = r.holder.get();
+#else
+        r.skip_reason = "this build has no CUDA backend";
+#endif
+        return r;
+    }();
+    return b;
+}
+bool on_cuda() {
+    return g_want_cuda;
+}
+const Context& ctx() {
+    return backend().ctx;
+}
+
+#define SKIP_IF_NO_BACKEND()                                                                                 \
+    do {                                                                                                     \
+        if (!backend().skip_reason.empty()) GTEST_SKIP() << backend().skip_reason;                           \
+    } while (0)
+
+// ---- tensors ---------------------------------------------------------------------------------------------
+Tensor rnd(const Shape& shape, DType dt, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(static_cast<size_t>(shape.numel()));
+    for (float& f : v) f = dist(gen);
+    return host_tensor_from(v, shape, dt);
+}
+
+Tensor indices(const std::vector<int64_t>& v, DType dt) {
+    Tensor t = Tensor::host(Shape{static_cast<int64_t>(v.size())}, dt);
+    for (size_t i = 0; i < v.size(); ++i) store_from_f64(t.data(), dt, i, static_cast<double>(v[i]));
+    return t;
+}
+
+std::vector<int64_t> random_rows(int64_t n, int64_t limit, uint32_t seed) {
+    std::mt19937 gen(seed);
+    std::uniform_int_distribution<int64_t> dist(0, limit - 1);
+    std::vector<int64_t> v(static_cast<size_t>(n));
+    for (auto& x : v) x = dist(gen);
+    return v;
+}
+
+// Host values as doubles (contiguous or strided).
+std::vector<double> values(const Tensor& t) {
+    auto r = to_f32_vector(t);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return {r->begin(), r->end()};
+}
+
+// Place a host tensor on the backend device (undefined stays undefined).
+Tensor dev(const Tensor& host) {
+    if (!host.defined() || !on_cuda()) return host;
+    auto r = host.to(ctx().device);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? std::move(r).value() : Tensor();
+}
+
+// A table view [rows, cols] with row pitch `pitch` >= cols, over a host buffer filled with random values
+// (the padding columns are random too, so reading them by mistake shows up).
+Tensor strided_table(int64_t rows, int64_t cols, int64_t pitch, DType dt, uint32_t seed) {
+    Tensor full = rnd(Shape{rows, pitch}, dt, seed, -0.5f, 0.5f);
+    return full.slice(1, 0, cols);
+}
+
+// Same view on the backend: copy the whole padded buffer, then slice.
+Tensor dev_table(const Tensor& table, int64_t pitch) {
+    if (!on_cuda()) return table;
+    Tensor full =
+        Tensor::from_storage(table.storage(), table.byte_offset(), Shape{table.dim(0), pitch}, table.dtype());
+    return dev(full).slice(1, 0, table.dim(1));
+}
+
+// Output storage with kGuard bytes of a fixed pattern on both sides, on the backend device.
+constexpr size_t kGuard = 256;
+constexpr uint8_t kPattern = 0xA5;
+
+class Guarded {
+public:
+    explicit Guarded(const Tensor& init) : shape_(init.shape()), dtype_(init.dtype()) {
+        const size_t total = init.nbytes() + 2 * kGuard;
+        auto s = allocate(total, ctx().device);
+        EXPECT_TRUE(s.ok()) << s.status().to_string();
+        storage_ = std::move(s).value();
+        if (ctx().device.is_cpu()) {
+            std::memset(storage_->data(), kPattern, total);
+        } else {
+            EXPECT_TRUE(cuda::memset_device(storage_->data(), kPattern, total).ok());
+        }
+        t = Tensor::from_storage(storage_, kGuard, shape_, dtype_);
+        Status st = t.copy_from(init);
+        EXPECT_TRUE(st.ok()) << st.to_string();
+    }
+    // The payload, back on the host.
+    Tensor host() const {
+        if (ctx().device.is_cpu()) return t;
+        auto r = t.to(Device::cpu());
+        EXPECT_TRUE(r.ok()) << r.status().to_string();
+        return std::move(r).value();
+    }
+    bool guards_intact() const {
+        std::vector<uint8_t> bytes(storage_->bytes());
+        if (ctx().device.is_cpu()) {
+            std::memcpy(bytes.data(), storage_->data(), bytes.size());
+        } else if (!cuda::memcpy(bytes.data(), storage_->data(), bytes.size(), cuda::CopyKind::kDeviceToHost)
+                        .ok()) {
+            return false;
+        }
+        const size_t tail = kGuard + t.nbytes();
+        for (size_t i = 0; i < kGuard; ++i)
+            if (bytes[i] != kPattern || bytes[tail + i] != kPattern) return false;
+        return true;
+    }
+    Tensor t;
+
+private:
+    Shape shape_;
+    DType dtype_;
+    std::shared_ptr<Storage> storage_;
+};
+
+struct Tol {
+    double atol, rtol;
+};
+
+// The per-op tolerance table row: one Tol per output dtype.
+struct TolTable {
+    Tol f32, bf16, f16;
+    Tol of(DType t) const { return t == DType::kBF16 ? bf16 : (t == DType::kF16 ? f16 : f32); }
+};
+
+// Checks finiteness, guards and closeness; prints the first few mismatches.
+void check_output(const Guarded& out, const std::vector<double>& want, Tol tol) {
+    EXPECT_TRUE(out.guards_intact()) << "the op wrote outside its output";
+    std::vector<double> got = values(out.host());
+    ASSERT_EQ(got.size(), want.size());
+    int bad = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (!std::isfinite(got[i])) {
+            if (bad++ < 5) ADD_FAILURE() << "non-finite output [" << i << "] = " << got[i];
+            continue;
+        }
+        const double err = std::fabs(got[i] - want[i]);
+        worst = std::max(worst, err);
+        if (!(err <= tol.atol + tol.rtol * std::fabs(want[i])) && bad++ < 5)
+            ADD_FAILURE() << "[" << i << "] got " << got[i] << " want " << want[i] << " err " << err;
+    }
+    EXPECT_EQ(bad, 0) << bad << " of " << got.size() << " outside atol " << tol.atol << " rtol " << tol.rtol
+                      << " (max abs err " << worst << ")";
+}
+
+// The value `v` has after a store to float dtype `t`.
+double rnd_to(double v, DType t) {
+    const float f = static_cast<float>(v);
+    return t == DType::kBF16 ? round_bf16(f) : (t == DType::kF16 ? round_f16(f) : f);
+}
+
+// A fresh host copy (so the CPU reference in CUDA mode never shares storage with the inputs).
+Tensor clone(const Tensor& t) {
+    auto r = t.to_dtype(t.dtype());
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return std::move(r).value();
+}
+
+std::string name(DType t) {
+    return dtype_name(t);
+}
+
+#define ASSERT_OK(expr)                                                                                      \
+    do {                                                                                                     \
+        ::h3::Status s_ = (expr);                                                                            \
+        ASSERT_TRUE(s_.ok()) << s_.to_string();                                                              \
+    } while (0)
+
+const DType kFloats[] = {DType::kF32, DType::kBF16, DType::kF16};
+
+// Pointwise ops: output rounding (0.5 ulp) plus a possible boundary crossing of fp32 vs double math.
+constexpr TolTable kPointTol{{1e-6, 1e-5}, {1e-2, 8e-3}, {2e-3, 1e-3}};
+// GEMM: K ≤ 129 fp32 products of |x|,|w| ≤ 2; blocked sgemm sums differ from double by ≲1e-4.
+constexpr TolTable kGemmTol{{2e-4, 1e-5}, {2e-2, 8e-3}, {4e-3, 1e-3}};
+// Attention: Sk ≤ 70 exp-weighted fp32 dot products of D ≤ 128; outputs are convex mixes of v (|v| ≤ 2).
+constexpr TolTable kAttnTol{{2e-5, 1e-4}, {1e-2, 8e-3}, {2e-3, 1e-3}};
+// Row moves and casts are exact: the only change is the store rounding, which the naive loop reproduces.
+constexpr TolTable kExactTol{{0, 0}, {0, 0}, {0, 0}};
+
+// ---- GEMM ------------------------------------------------------------------------------------------------
+struct GemmCase {
+    int64_t m, n, k;
+    bool bias, accumulate;
+    float alpha;
+};
+const GemmCase kGemmCases[] = {{1, 1, 1, false, false, 1.0f},
+                               {7, 13, 5, true, false, 1.0f},
+                               {33, 17, 64, true, true, 0.5f},
+                               {64, 96, 129, false, true, 1.0f},
+                               {3, 200, 31, true, false, 2.0f}};
+
+TEST(Ops, Gemm) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 1;
+    for (const auto& c : kGemmCases)
+        for (DType in : kFloats)
+            for (DType out : {in, DType::kF32}) {
+                SCOPED_TRACE("gemm m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
+                             " k=" + std::to_string(c.k) + " " + name(in) + "->" + name(out));
+                Tensor x = rnd({c.m, c.k}, in, seed++), w = rnd({c.n, c.k}, in, seed++);
+                Tensor b = c.bias ? rnd({c.n}, in, seed++) : Tensor();
+                Tensor y0 = rnd({c.m, c.n}, out, seed++);
+                GemmParams p{.alpha = c.alpha, .accumulate = c.accumulate};
+                std::vector<double> want;
+                if (on_cuda()) {
+                    Tensor y = clone(y0);
+                    ASSERT_OK(gemm(Context::cpu(), p, x, w, b, y));
+                    want = values(y);
+                } else {
+                    auto xv = values(x), wv = values(w), yv = values(y0);
+                    auto bv = c.bias ? values(b) : std::vector<double>(c.n, 0.0);
+                    for (int64_t i = 0; i < c.m; ++i)
+                        for (int64_t j = 0; j < c.n; ++j) {
+                            double acc = 0;
+                            for (int64_t l = 0; l < c.k; ++l) acc += xv[i * c.k + l] * wv[j * c.k + l];
+                            double v = c.alpha * acc + bv[j] + (c.accumulate ? yv[i * c.n + j] : 0.0);
+                            want.push_back(v);
+                        }
+                }
+                Guarded y(y0);
+                ASSERT_OK(gemm(ctx(), p, dev(x), dev(w), dev(b), y.t));
+                check_output(y, want, kGemmTol.of(out));
+            }
+}
+
+// ---- RMSNorm (naive helper shared with the fused ops) -----------------------------------------------------
+std::vector<double> naive_rms_norm(const std::vector<double>& x, int64_t rows, int64_t d,
+                                   const std::vector<double>* w, float eps, bool round_normed, DType out) {
+    std::vector<double> y(x.size());
+    for (int64_t r = 0; r < rows; ++r) {
+        double ss = 0;
+        for (int64_t c = 0; c < d; ++c) ss += x[r * d + c] * x[r * d + c];
+        const double inv = 1.0 / std::sqrt(ss / d + eps);
+        for (int64_t c = 0; c < d; ++c) {
+            double v = x[r * d + c] * inv;
+            if (round_normed) v = rnd_to(v, out);
+            if (w) v *= (*w)[c];
+            y[r * d + c] = v;
+        }
+    }
+    return y;
+}
+
+struct NormCase {
+    int64_t rows, d;
+    bool weight, round_normed;
+    float eps;
+};
+const NormCase kNormCases[] = {{1, 1, false, false, 1e-5f},
+                               {3, 7, true, false, 1e-5f},
+                               {17, 128, true, true, 1e-6f},
+                               {5, 1000, false, true, 1e-5f}};
+
+TEST(Ops, RmsNorm) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 100;
+    for (const auto& c : kNormCases)
+        for (DType in : kFloats)
+            for (DType out : {in, DType::kF32}) {
+                SCOPED_TRACE("rms_norm " + std::to_string(c.rows) + "x" + std::to_string(c.d) + " " +
+                             name(in) + "->" + name(out) + (c.round_normed ? " round_normed" : ""));
+                Tensor x = rnd({c.rows, c.d}, in, seed++);
+                Tensor w = c.weight ? rnd({c.d}, in, seed++) : Tensor();
+                Tensor y0 = Tensor::host({c.rows, c.d}, out);
+                RmsNormParams p{.eps = c.eps, .round_normed = c.round_normed};
+                std::vector<double> want;
+                if (on_cuda()) {
+                    Tensor y = clone(y0);
+                    ASSERT_OK(rms_norm(Context::cpu(), p, x, w, y));
+                    want = values(y);
+                } else {
+                    std::vector<double> wv = c.weight ? values(w) : std::vector<double>();
+                    want = naive_rms_norm(values(x), c.rows, c.d, c.weight ? &wv : nullptr, c.eps,
+                                          c.round_normed, out);
+                }
+                Guarded y(y0);
+                ASSERT_OK(rms_norm(ctx(), p, dev(x), dev(w), y.t));
+                check_output(y, want, kPointTol.of(out));
+            }
+}
+
+// ---- elementwise -----------------------------------------------------------------------------------------
+const std::pair<int64_t, int64_t> kEltShapes[] = {{1, 1}, {3, 5}, {13, 257}, {2, 5000}};
+
+double naive_silu(double v) {
+    return v / (1.0 + std::exp(-v));
+}
+
+TEST(Ops, SiluSwigluAdd) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 200;
+    for (auto [r, c] : kEltShapes)
+        for (DType in : kFloats)
+            for (DType out : {in, DType::kF32}) {
+                SCOPED_TRACE(std::to_string(r) + "x" + std::to_string(c) + " " + name(in) + "->" + name(out));
+                Tensor x = rnd({r, 2 * c}, in, seed++, -8.0f, 8.0f), z = rnd({r, 2 * c}, in, seed++);
+                auto xv = values(x), zv = values(z);
+                {
+                    SCOPED_TRACE("silu");
+                    Tensor y0 = Tensor::host({r, 2 * c}, out);
+                    std::vector<double> want;
+                    if (on_cuda()) {
+                        Tensor y = clone(y0);
+                        ASSERT_OK(silu(Context::cpu(), x, y));
+                        want = values(y);
+                    } else {
+                        for (double v : xv) want.push_back(naive_silu(v));
+                    }
+                    Guarded y(y0);
+                    ASSERT_OK(silu(ctx(), dev(x), y.t));
+                    check_output(y, want, kPointTol.of(out));
+                }
+                {
+                    SCOPED_TRACE("swiglu");
+                    Tensor y0 = Tensor::host({r, c}, out);
+                    std::vector<double> want;
+                    if (on_cuda()) {
+                        Tensor y = clone(y0);
+                        ASSERT_OK(swiglu(Context::cpu(), x, y));
+                        want = values(y);
+                    } else {
+                        for (int64_t i = 0; i < r; ++i)
+                            for (int64_t j = 0; j < c; ++j)
+                                want.push_back(xv[i * 2 * c + j] * naive_silu(xv[i * 2 * c + c + j]));
+                    }
+                    Guarded y(y0);
+                    ASSERT_OK(swiglu(ctx(), dev(x), y.t));
+                    check_output(y, want, kPointTol.of(out));
+                }
+                {
+                    SCOPED_TRACE("add");
+                    Tensor y0 = Tensor::host({r, 2 * c}, out);
+                    std::vector<double> want;
+                    if (on_cuda()) {
+                        Tensor y = clone(y0);
+                        ASSERT_OK(add(Context::cpu(), x, z, y));
+                        want = values(y);
+                    } else {
+                        for (size_t i = 0; i < xv.size(); ++i) want.push_back(xv[i] + zv[i]);
+                    }
+                    Guarded y(y0);
+                    ASSERT_OK(add(ctx(), dev(x), dev(z), y.t));
+                    check_output(y, want, kPointTol.of(out));
+                }
+            }
+}
+
+// OCP e4m3fn rounding written independently of core/dtype: saturate at 448, 3 mantissa bits, subnormals
+// below 2^-6, ties to even.
+double naive_e4m3(double v) {
+    if (std::isnan(v)) return v;
+    const double a = std::min(std::fabs(v), 448.0);
+    if (a == 0) return 0.0;
+    const int e = std::max(static_cast<int>(std::floor(std::log2(a))), -6);
+    const double quantum = std::ldexp(1.0, e - 3);
+    const double q = std::nearbyint(a / quantum) * quantum; // default rounding mode: ties to even
+    return std::copysign(std::min(q, 448.0), v);
+}
+
+TEST(Ops, Cast) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 300;
+    const DType all[] = {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3};
+    for (auto [r, c] : kEltShapes)
+        for (DType in : all)
+            for (DType out : all) {
+                SCOPED_TRACE("cast " + std::to_string(r) + "x" + std::to_string(c) + " " + name(in) + "->" +
+                             name(out));
+                // Past fp8's ±448 so saturation is exercised.
+                Tensor x = rnd({r, c}, in, seed++, -600.0f, 600.0f);
+                Tensor y0 = Tensor::host({r, c}, out);
+                std::vector<double> want;
+                if (on_cuda()) {
+                    Tensor y = clone(y0);
+                    ASSERT_OK(cast(Context::cpu(), x, y));
+                    want = values(y);
+                } else {
+                    for (double v : values(x))
+                        want.push_back(out == DType::kF8E4M3 ? naive_e4m3(v) : rnd_to(v, out));
+                }
+                Guarded y(y0);
+                ASSERT_OK(cast(ctx(), dev(x), y.t));
+                check_output(y, want, kExactTol.of(out));
+            }
+}
+
+// ---- RoPE (naive helper shared with head_norm_rope) ------------------------------------------------------
+void naive_rope(std::vector<double>& x, int64_t s, int64_t h, int64_t dh, int64_t rd, std::vector<double> cs,
+                std::vector<double> sn, bool round_tables, DType xdt) {
+    if (round_tables)
+        for (size_t i = 0; i < cs.size(); ++i) cs[i] = rnd_to(cs[i], xdt), sn[i] = rnd_to(sn[i], xdt);
+    const int64_t half = rd / 2;
+    for (int64_t i = 0; i < s; ++i)
+        for (int64_t hh = 0; hh < h; ++hh) {
+            double* v = x.data() + (i * h + hh) * dh;
+            const double* c = cs.data() + i * rd;
+            const double* n = sn.data() + i * rd;
+            for (int64_t j = 0; j < half; ++j) {
+                const double a = v[j], b = v[j + half];
+                if (round_tables) { // eager bf16: each product is rounded, then the sum
+                    v[j] = rnd_to(rnd_to(a * c[j], xdt) - rnd_to(b * n[j], xdt), xdt);
+                    v[j + half] = rnd_to(rnd_to(b * c[j + half], xdt) + rnd_to(a * n[j + half], xdt), xdt);
+                } else {
+                    v[j] = a * c[j] - b * n[j];
+                    v[j + half] = b * c[j + half] + a * n[j + half];
+                }
+            }
+        }
+}
+
+struct RopeCase {
+    int64_t s, h, dh, rd;
+    bool f32_tables, round_tables, pass_zero; // pass_zero: RopeParams::rotary_dim = 0 (=> cos.dim(1))
+};
+const RopeCase kRopeCases[] = {{1, 1, 2, 2, true, false, false},
+                               {5, 3, 16, 16, false, false, true},
+                               {7, 2, 24, 16, true, true, false},
+                               {9, 4, 128, 64, true, false, false}};
+
+TEST(Ops, Rope) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 400;
+    for (const auto& c : kRopeCases)
+        for (DType dt : kFloats) {
+            SCOPED_TRACE("rope s=" + std::to_string(c.s) + " h=" + std::to_string(c.h) +
+                         " dh=" + std::to_string(c.dh) + " rd=" + std::to_string(c.rd) + " " + name(dt));
+            DType tdt = c.f32_tables ? DType::kF32 : dt;
+            Tensor x0 = rnd({c.s, c.h, c.dh}, dt, seed++);
+            Tensor cs = rnd({c.s, c.rd}, tdt, seed++, -1.0f, 1.0f),
+                   sn = rnd({c.s, c.rd}, tdt, seed++, -1.0f, 1.0f);
+            RopeParams p{.rotary_dim = c.pass_zero ? 0 : static_cast<int>(c.rd),
+                         .round_tables = c.round_tables};
+            std::vector<double> want;
+            if (on_cuda()) {
+                Tensor x = clone(x0);
+                ASSERT_OK(rope(Context::cpu(), p, x, cs, sn));
+                want = values(x);
+            } else {
+                want = values(x0);
+                naive_rope(want, c.s, c.h, c.dh, c.rd, values(cs), values(sn), c.round_tables, dt);
+            }
+            Guarded x(x0);
+            ASSERT_OK(rope(ctx(), p, x.t, dev(cs), dev(sn)));
+            check_output(x, want, kPointTol.of(dt));
+        }
+}
+
+// ---- rows ------------------------------------------------------------------------------------------------
+TEST(Ops, GatherScatterRows) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 500;
+    const int64_t shapes[][3] = {{1, 1, 1}, {10, 4, 7}, {50, 33, 129}}; // N table rows, M indices, D
+    for (const auto& sh : shapes)
+        for (DType in : kFloats)
+            for (DType out : kFloats)
+                for (DType it : {DType::kI32, DType::kI64}) {
+                    const int64_t n = sh[0], m = sh[1], d = sh[2];
+                    SCOPED_TRACE("rows n=" + std::to_string(n) + " m=" + std::to_string(m) + " d=" +
+                                 std::to_string(d) + " " + name(in) + "->" + name(out) + " " + name(it));
+                    // Distinct indices for scatter (a permutation prefix); gather may repeat rows.
+                    std::vector<int64_t> perm(static_cast<size_t>(n));
+                    for (int64_t i = 0; i < n; ++i) perm[i] = (i * 7 + 3) % n;
+                    perm.resize(static_cast<size_t>(m));
+                    Tensor gidx = indices(random_rows(m, n, seed++), it), sidx = indices(perm, it);
+                    Tensor table = rnd({n, d}, in, seed++), src = rnd({m, d}, in, seed++);
+                    Tensor g0 = Tensor::host({m, d}, out), s0 = rnd({n, d}, out, seed++);
+                    std::vector<double> gwant, swant;
+                    if (on_cuda()) {
+                        Tensor g = clone(g0), s = clone(s0);
+                        ASSERT_OK(gather_rows(Context::cpu(), table, gidx, g));
+                        ASSERT_OK(scatter_rows(Context::cpu(), src, sidx, s));
+                        gwant = values(g), swant = values(s);
+                    } else {
+                        auto tv = values(table), sv = values(src), gi = values(gidx);
+                        for (int64_t i = 0; i < m; ++i)
+                            for (int64_t j = 0; j < d; ++j)
+                                gwant.push_back(rnd_to(tv[static_cast<int64_t>(gi[i]) * d + j], out));
+                        swant = values(s0);
+                        for (int64_t i = 0; i < m; ++i)
+                            for (int64_t j = 0; j < d; ++j)
+                                swant[perm[i] * d + j] = rnd_to(sv[i * d + j], out);
+                    }
+                    Guarded g(g0), s(s0);
+                    ASSERT_OK(gather_rows(ctx(), dev(table), dev(gidx), g.t));
+                    ASSERT_OK(scatter_rows(ctx(), dev(src), dev(sidx), s.t));
+                    check_output(g, gwant, kExactTol.of(out));
+                    check_output(s, swant, kExactTol.of(out));
+                }
+}
+
+// ---- AdaLN + fused ---------------------------------------------------------------------------------------
+struct AdaCase {
+    int64_t s, d, t, pitch; // rows, cols, table rows, table row pitch (>= d)
+    bool round_intermediate, f32_tables;
+    DType idx;
+};
+const AdaCase kAdaCases[] = {{1, 1, 1, 1, false, false, DType::kI32},
+                             {7, 33, 3, 40, true, true, DType::kI64},
+                             {64, 96, 5, 288, false, true, DType::kI32},
+                             {20, 130, 2, 390, true, false, DType::kI64}};
+
+std::vector<double> naive_modulate(const std::vector<double>& x, int64_t s, int64_t d,
+                                   const std::vector<double>& shift, int64_t shift_pitch,
+                                   const std::vector<double>& scale, int64_t scale_pitch,
+                                   const std::vector<double>& row, bool round_mid, DType out) {
+    std::vector<double> y(x.size());
+    for (int64_t r = 0; r < s; ++r) {
+        const int64_t t = static_cast<int64_t>(row[r]);
+        for (int64_t c = 0; c < d; ++c) {
+            // bf16 emulation: eager PyTorch rounds (1 + scale), the product and the sum.
+            double one_plus = 1.0 + scale[t * scale_pitch + c];
+            if (round_mid) one_plus = rnd_to(one_plus, out);
+            double v = x[r * d + c] * one_plus;
+            if (round_mid) v = rnd_to(v, out);
+            y[r * d + c] = v + shift[t * shift_pitch + c];
+        }
+    }
+    return y;
+}
+
+// values() of a strided table view comes back densely packed: its pitch is cols.
+TEST(Ops, ModulateGatedResidualFused) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 600;
+    for (const auto& c : kAdaCases)
+        for (DType dt : kFloats)
+            for (DType out : {dt, DType::kF32}) {
+                SCOPED_TRACE("adaln s=" + std::to_string(c.s) + " d=" + std::to_string(c.d) +
+                             " t=" + std::to_string(c.t) + " pitch=" + std::to_string(c.pitch) + " " +
+                             name(dt) + "->" + name(out) + (c.round_intermediate ? " round_mid" : ""));
+                const DType tdt = c.f32_tables ? DType::kF32 : dt;
+                Tensor x = rnd({c.s, c.d}, dt, seed++);
+                Tensor shift = strided_table(c.t, c.d, c.pitch, tdt, seed++);
+                Tensor scale = strided_table(c.t, c.d, c.pitch, tdt, seed++);
+                Tensor gate = strided_table(c.t, c.d, c.pitch, tdt, seed++);
+                Tensor w = rnd({c.d}, dt, seed++);
+                Tensor row = indices(random_rows(c.s, c.t, seed++), c.idx);
+                auto xv = values(x), shv = values(shift), scv = values(scale), gv = values(gate),
+                     rv = values(row);
+                Tensor y0 = Tensor::host({c.s, c.d}, out);
+                {
+                    SCOPED_TRACE("modulate");
+                    ModulateParams p{.round_intermediate = c.round_intermediate};
+                    std::vector<double> want;
+                    if (on_cuda()) {
+                        Tensor y = clone(y0);
+                        ASSERT_OK(modulate(Context::cpu(), p, x, shift, scale, row, y));
+                        want = values(y);
+                    } else {
+                        want =
+                            naive_modulate(xv, c.s, c.d, shv, c.d, scv, c.d, rv, c.round_intermediate, out);
+                    }
+                    Guarded y(y0);
+                    ASSERT_OK(modulate(ctx(), p, dev(x), dev_table(shift, c.pitch), dev_table(scale, c.pitch),
+                                       dev(row), y.t));
+                    check_output(y, want, kPointTol.of(out));
+                }
+                {
+                    SCOPED_TRACE("gated_residual");
+                    GatedResidualParams p{.round_intermediate = c.round_intermediate};
+                    Tensor h0 = rnd({c.s, c.d}, out, seed++);
+                    Tensor yin = rnd({c.s, c.d}, dt, seed++);
+                    std::vector<double> want;
+                    if (on_cuda()) {
+                        Tensor h = clone(h0);
+                        ASSERT_OK(gated_residual(Context::cpu(), p, h, gate, yin, row));
+                        want = values(h);
+                    } else {
+                        want = values(h0);
+                        auto yv = values(yin);
+                        for (int64_t r = 0; r < c.s; ++r)
+                            for (int64_t j = 0; j < c.d; ++j) {
+                                double g = gv[static_cast<int64_t>(rv[r]) * c.d + j] * yv[r * c.d + j];
+                                if (c.round_intermediate) g = rnd_to(g, out);
+                                want[r * c.d + j] += g;
+                            }
+                    }
+                    Guarded h(h0);
+                    ASSERT_OK(gated_residual(ctx(), p, h.t, dev_table(gate, c.pitch), dev(yin), dev(row)));
+                    check_output(h, want, kPointTol.of(out));
+                }
+                {
+                    SCOPED_TRACE("rms_norm_modulate");
+                    RmsNormParams np{.eps = 1e-5f, .round_normed = c.round_intermediate};
+                    ModulateParams mp{.round_intermediate = c.round_intermediate};
+                    std::vector<double> want;
+                    if (on_cuda()) {
+                        Tensor y = clone(y0);
+                        ASSERT_OK(rms_norm_modulate(Context::cpu(), np, mp, x, w, shift, scale, row, y));
+                        want = values(y);
+                    } else {
+                        // The normalized intermediate is held in x's dtype (see ops/cuda/cuda_ops.h).
+                        auto wv = values(w);
+                        auto n = naive_rms_norm(xv, c.s, c.d, &wv, np.eps, np.round_normed, dt);
+                        for (double& v : n) v = rnd_to(v, dt);
+                        want = naive_modulate(n, c.s, c.d, shv, c.d, scv, c.d, rv, c.round_intermediate, out);
+                    }
+                    Guarded y(y0);
+                    ASSERT_OK(rms_norm_modulate(ctx(), np, mp, dev(x), dev(w), dev_table(shift, c.pitch),
+                                                dev_table(scale, c.pitch), dev(row), y.t));
+                    // Two roundings (intermediate in x's dtype, then y): allow twice the pointwise budget.
+                    Tol t = kPointTol.of(dt == DType::kF32 ? out : dt);
+                    check_output(y, want, {2 * t.atol, 2 * t.rtol});
+                }
+            }
+}
+
+TEST(Ops, HeadNormRope) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 700;
+    for (const auto& c : kRopeCases)
+        for (DType dt : kFloats)
+            for (bool with_rope : {false, true}) {
+                SCOPED_TRACE("head_norm_rope s=" + std::to_string(c.s) + " h=" + std::to_string(c.h) +
+                             " dh=" + std::to_string(c.dh) + " " + name(dt) +
+                             (with_rope ? " rope" : " norm only"));
+                Tensor x0 = rnd({c.s, c.h, c.dh}, dt, seed++), w = rnd({c.dh}, dt, seed++);
+                Tensor cs = with_rope ? rnd({c.s, c.rd}, DType::kF32, seed++, -1.0f, 1.0f) : Tensor();
+                Tensor sn = with_rope ? rnd({c.s, c.rd}, DType::kF32, seed++, -1.0f, 1.0f) : Tensor();
+                RmsNormParams np{.eps = 1e-5f, .round_normed = c.round_tables};
+                RopeParams rp{.rotary_dim = static_cast<int>(c.rd), .round_tables = c.round_tables};
+                std::vector<double> want;
+                if (on_cuda()) {
+                    Tensor x = clone(x0);
+                    ASSERT_OK(head_norm_rope(Context::cpu(), np, rp, x, w, cs, sn));
+                    want = values(x);
+                } else {
+                    auto wv = values(w);
+                    want = naive_rms_norm(values(x0), c.s * c.h, c.dh, &wv, np.eps, np.round_normed, dt);
+                    for (double& v : want) v = rnd_to(v, dt); // the norm is stored in x before RoPE
+                    if (with_rope)
+                        naive_rope(want, c.s, c.h, c.dh, c.rd, values(cs), values(sn), c.round_tables, dt);
+                }
+                Guarded x(x0);
+                ASSERT_OK(head_norm_rope(ctx(), np, rp, x.t, dev(w), dev(cs), dev(sn)));
+                Tol t = kPointTol.of(dt);
+                check_output(x, want, {2 * t.atol, 2 * t.rtol});
+            }
+}
+
+// ---- attention -------------------------------------------------------------------------------------------
+struct AttnCase {
+    int64_t sq, sk, h, d;
+    float scale;
+};
+const AttnCase kAttnCases[] = {
+    {1, 1, 1, 1, 0.0f}, {5, 7, 2, 16, 0.0f}, {33, 17, 3, 64, 0.3f}, {17, 70, 2, 128, 0.0f}};
+
+TEST(Ops, Attention) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 800;
+    for (const auto& c : kAttnCases)
+        for (DType dt : kFloats)
+            for (DType out : {dt, DType::kF32}) {
+                SCOPED_TRACE("attention sq=" + std::to_string(c.sq) + " sk=" + std::to_string(c.sk) +
+                             " h=" + std::to_string(c.h) + " d=" + std::to_string(c.d) + " " + name(dt) +
+                             "->" + name(out));
+                Tensor q = rnd({c.sq, c.h, c.d}, dt, seed++, -1.0f, 1.0f);
+                Tensor k = rnd({c.sk, c.h, c.d}, dt, seed++, -1.0f, 1.0f);
+                Tensor v = rnd({c.sk, c.h, c.d}, dt, seed++);
+                Tensor o0 = Tensor::host({c.sq, c.h, c.d}, out);
+                AttentionParams p{.scale = c.scale};
+                std::vector<double> want;
+                if (on_cuda()) {
+                    Tensor o = clone(o0);
+                    ASSERT_OK(attention(Context::cpu(), p, q, k, v, o));
+                    want = values(o);
+                } else {
+                    auto qv = values(q), kv = values(k), vv = values(v);
+                    const double sc = c.scale > 0 ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.d));
+                    want.assign(static_cast<size_t>(c.sq * c.h * c.d), 0.0);
+                    std::vector<double> s(static_cast<size_t>(c.sk));
+                    for (int64_t i = 0; i < c.sq; ++i)
+                        for (int64_t h = 0; h < c.h; ++h) {
+                            double mx = -1e300, sum = 0;
+                            for (int64_t j = 0; j < c.sk; ++j) {
+                                double dot = 0;
+                                for (int64_t e = 0; e < c.d; ++e)
+                                    dot += qv[(i * c.h + h) * c.d + e] * kv[(j * c.h + h) * c.d + e];
+                                s[j] = dot * sc, mx = std::max(mx, s[j]);
+                            }
+                            for (auto& e : s) sum += (e = std::exp(e - mx));
+                            for (int64_t j = 0; j < c.sk; ++j)
+                                for (int64_t e = 0; e < c.d; ++e)
+                                    want[(i * c.h + h) * c.d + e] += s[j] / sum * vv[(j * c.h + h) * c.d + e];
+                        }
+                }
+                Guarded o(o0);
+                ASSERT_OK(attention(ctx(), p, dev(q), dev(k), dev(v), o.t));
+                check_output(o, want, kAttnTol.of(out));
+            }
+}
+
+// ---- errors: bad shapes, dtypes and indices come back as Status, never a crash ---------------------------
+void expect_error(const Status& s, const std::string& must_contain) {
+    EXPECT_FALSE(s.ok()) << "expected an error containing '" << must_contain << "'";
+    EXPECT_NE(s.message().find(must_contain), std::string::npos) << s.to_string();
+}
+
+TEST(OpsErrors, ShapesDtypesIndices) {
+    const Context cpu = Context::cpu();
+    Tensor x = rnd({4, 48}, DType::kBF16, 1), w = rnd({64, 32}, DType::kBF16, 2),
+           y = Tensor::host({4, 64}, DType::kF32);
+    expect_error(gemm(cpu, {}, x, w, Tensor(), y), "gemm: w is bf16[64, 32] but x has K = 48");
+    Tensor w48 = rnd({64, 48}, DType::kF32, 3);
+    expect_error(gemm(cpu, {}, x, w48, Tensor(), y), "must share a dtype");
+    Tensor y_bad = Tensor::host({4, 63}, DType::kF32);
+    expect_error(gemm(cpu, {}, x, rnd({64, 48}, DType::kBF16, 4), Tensor(), y_bad), "gemm: y is f32[4, 63]");
+    expect_error(gemm(cpu, {}, x, rnd({64, 48}, DType::kBF16, 4), rnd({63}, DType::kBF16, 5), y), "bias");
+    Tensor xi = Tensor::host({4, 48}, DType::kI32);
+    expect_error(silu(cpu, xi, xi), "silu: x is i32[4, 48] but must be f32, bf16 or f16");
+    expect_error(rms_norm(cpu, {}, x, rnd({47}, DType::kF32, 6), x), "rms_norm: weight");
+    expect_error(swiglu(cpu, rnd({2, 5}, DType::kF32, 7), y), "even");
+    expect_error(
+        rope(cpu, {.rotary_dim = 5}, x, Tensor::host({4, 5}, DType::kF32), Tensor::host({4, 5}, DType::kF32)),
+        "rope: x"); // x is rank 2
+    Tensor x3 = rnd({4, 2, 8}, DType::kF32, 8), cs = Tensor::host({4, 6}, DType::kF32);
+    expect_error(rope(cpu, {.rotary_dim = 10}, x3, cs, cs), "rotary_dim = 10");
+    expect_error(rope(cpu, {.rotary_dim = 3}, x3, cs, cs), "rotary_dim = 3");
+
+    // Index ranges: one past the end and negative, i32 and i64.
+    Tensor table = rnd({3, 48}, DType::kBF16, 9), out = Tensor::host({4, 48}, DType::kBF16);
+    expect_error(modulate(cpu, {}, x, table, table, indices({0, 1, 3, 0}, DType::kI32), out),
+                 "modulate: row[2] = 3 is out of range [0, 3)");
+    expect_error(modulate(cpu, {}, x, table, table.slice(0, 0, 2), indices({0, 1, 2, 0}, DType::kI64), out),
+                 "row[2] = 2 is out of range [0, 2)");
+    expect_error(gated_residual(cpu, {}, out, table, x, indices({0, -1, 0, 0}, DType::kI64)), "row[1] = -1");
+    Tensor gathered = Tensor::host({2, 48}, DType::kF32);
+    expect_error(gather_rows(cpu, table, indices({0, 5}, DType::kI32), gathered),
+                 "gather_rows: index[1] = 5");
+    expect_error(scatter_rows(cpu, rnd({2, 48}, DType::kF32, 10), indices({3, 0}, DType::kI64), table),
+                 "scatter_rows: index[0] = 3");
+    expect_error(modulate(cpu, {}, x, table, table, indices({0, 1, 2}, DType::kI32), out), "row");
+    expect_error(modulate(cpu, {}, x, table, table, Tensor::host({4}, DType::kF32), out), "i32 or i64");
+    expect_error(
+        modulate(cpu, {}, x, rnd({3, 47}, DType::kBF16, 11), table, indices({0, 0, 0, 0}, DType::kI32), out),
+        "modulate: shift");
+    Tensor q = rnd({3, 2, 8}, DType::kF32, 13), k = rnd({5, 2, 4}, DType::kF32, 14);
+    Tensor o = Tensor::host({3, 2, 8}, DType::kF32);
+    expect_error(attention(cpu, {}, q, k, k, o), "heads and head dim must match");
+    expect_error(attention(cpu, {}, q, rnd({5, 2, 8}, DType::kBF16, 15), rnd({5, 2, 8}, DType::kBF16, 16), o),
+                 "share a dtype");
+    expect_error(head_norm_rope(cpu, {}, {}, q, Tensor(), cs, Tensor()), "pass both");
+    expect_error(gemm(cpu, {}, Tensor(), w, Tensor(), y), "gemm: x is undefined");
+#ifndef H3_WITH_CUDA
+    Context fake{.device = Device::cuda(0), .cuda = nullptr};
+    expect_error(silu(fake, x, x), "silu");
+#endif
+}
+
+} // namespace
+} // namespace h3::ops
+
+// Own main: `--backend cuda` (or H3_TEST_BACKEND=cuda) selects the CUDA comparison mode.
+int main(int argc, char** argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    const char* env = std::getenv("H3_TEST_BACKEND");
+    if (env && std::string(env) == "cuda") h3::ops::g_want_cuda = true;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--backend=cuda" || (a == "--backend" && i + 1 < argc && std::string(argv[i + 1]) == "cuda"))
+            h3::ops::g_want_cuda = true;
+    }
+    return RUN_ALL_TESTS();
+}
