@@ -200,3 +200,67 @@ TEST(Dit, BadInputsAreReportedByName) {
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find("hidden_states"), std::string::npos);
 }
+
+// ---- CUDA parity (runs where a GPU is present; skipped elsewhere)
+// -------------------------------------------
+#include "cli/device_setup.h"
+#include "core/cuda_api.h"
+
+namespace {
+double cosine(const Tensor& a, const Tensor& b) {
+    auto x = to_f32_vector(a), y = to_f32_vector(b);
+    double dot = 0, nx = 0, ny = 0;
+    for (size_t i = 0; i < x->size(); ++i) {
+        dot += double((*x)[i]) * (*y)[i];
+        nx += double((*x)[i]) * (*x)[i];
+        ny += double((*y)[i]) * (*y)[i];
+    }
+    return dot / std::sqrt(nx * ny + 1e-300);
+}
+} // namespace
+
+// bf16 on CUDA against the bf16 golden: cosine similarity ≥ 0.9999 on the final outputs (the bar);
+// every intermediate's relative RMS error is printed (the per-block report). fp32 on CUDA (no TF32) against
+// the fp32 golden: the same 1e-4 bound as the CPU.
+TEST(DitCuda, MatchesReference) {
+    if (!have_goldens()) GTEST_SKIP();
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    auto session = h3::cli::DeviceSession::open("cuda:0");
+    ASSERT_TRUE(session.ok()) << session.status().to_string();
+    for (const char* cfg : {"A", "B"})
+        for (auto prec : {DitPrecision::kBf16, DitPrecision::kFp32}) {
+            const bool fp32 = prec == DitPrecision::kFp32;
+            auto ckpt = open_dit_checkpoint(golden_dir(cfg) + "/original");
+            auto in = DitInputs::from_file(golden_dir(cfg) + "/inputs.safetensors");
+            auto packed = pack_inputs(*in, ckpt->config);
+            auto m =
+                DitModel::load(*ckpt, {.device = Device::cuda(0), .precision = prec}, (*session)->context());
+            ASSERT_TRUE(m.ok()) << m.status().to_string();
+            std::map<std::string, Tensor> rec;
+            DitForwardOptions o;
+            o.hook.wants = [](const std::string&) { return true; };
+            o.hook.record = [&](const std::string& n, const Tensor& t) { rec[n] = *t.to(Device::cpu()); };
+            auto out = (*m)->forward(*packed, nullptr, o);
+            ASSERT_TRUE(out.ok()) << out.status().to_string();
+            auto golden = io::SafetensorsFile::open(
+                golden_dir(cfg) + (fp32 ? "/outputs_fp32.safetensors" : "/outputs_bf16.safetensors"));
+            ASSERT_TRUE(golden.ok());
+            for (const auto& info : golden->tensors()) {
+                Tensor want = *golden->tensor(info.name);
+                Tensor got = info.name == "sample"         ? out->sample
+                             : info.name == "audio_sample" ? out->audio_sample
+                             : rec.count(info.name)        ? rec[info.name]
+                                                           : Tensor();
+                if (!got.defined()) continue;
+                Diff d = compare(got, want);
+                double cs = cosine(got, want);
+                std::printf("cuda %s %s %-22s rel_rms %.3e max_abs %.3e cosine %.7f\n", cfg,
+                            precision_name(prec), info.name.c_str(), d.rel_rms, d.max_abs, cs);
+                if (fp32) {
+                    EXPECT_LE(d.max_abs, 1e-4 * std::max(1.0, d.ref_max)) << cfg << " " << info.name;
+                } else if (info.name == "sample" || info.name == "audio_sample") {
+                    EXPECT_GE(cs, 0.9999) << cfg << " " << info.name;
+                }
+            }
+        }
+}

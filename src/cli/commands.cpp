@@ -6,12 +6,14 @@ namespace h3::cli {
 Command make_inspect_command();
 Command make_make_tiny_command();
 Command make_dit_command();
+Command make_bench_command();
 
 std::vector<Command> all_commands() {
     std::vector<Command> c;
     c.push_back(make_inspect_command());
     c.push_back(make_make_tiny_command());
     c.push_back(make_dit_command());
+    c.push_back(make_bench_command());
     return c;
 }
 

@@ -35,3 +35,14 @@ struct MemoryInfo {
 Result<MemoryInfo> memory_info(int device);
 
 } // namespace h3::cuda
+
+namespace h3 {
+// Bytes held in device buffers made through allocate_device (current and the high-water mark since the
+// last reset), summed over devices. Benches report the peak.
+struct DeviceMemoryStats {
+    size_t current = 0;
+    size_t peak = 0;
+};
+DeviceMemoryStats device_memory_stats();
+void reset_device_memory_peak();
+} // namespace h3

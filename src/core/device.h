@@ -3,6 +3,8 @@
 
 #include "core/status.h"
 
+#include <cstdint>
+
 #include <string>
 #include <string_view>
 

@@ -2,6 +2,7 @@
 
 #include "core/cuda_api.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -33,14 +34,24 @@ public:
     ~PinnedStorage() override { cuda::free_pinned(data_); }
 };
 
+std::atomic<size_t> g_device_current{0};
+std::atomic<size_t> g_device_peak{0};
+
 class DeviceStorage final : public Storage {
 public:
     DeviceStorage(void* p, size_t n, Device d) {
         data_ = p;
         bytes_ = n;
         device_ = d;
+        size_t now = g_device_current.fetch_add(n) + n;
+        size_t peak = g_device_peak.load();
+        while (now > peak && !g_device_peak.compare_exchange_weak(peak, now)) {
+        }
     }
-    ~DeviceStorage() override { cuda::free_device(data_, device_.index); }
+    ~DeviceStorage() override {
+        cuda::free_device(data_, device_.index);
+        g_device_current.fetch_sub(bytes_);
+    }
 };
 
 class MappedStorage final : public Storage {
@@ -56,6 +67,13 @@ private:
 };
 
 } // namespace
+
+DeviceMemoryStats device_memory_stats() {
+    return {g_device_current.load(), g_device_peak.load()};
+}
+void reset_device_memory_peak() {
+    g_device_peak.store(g_device_current.load());
+}
 
 Result<std::shared_ptr<Storage>> allocate_host(size_t bytes) {
     constexpr size_t kAlign = 64;

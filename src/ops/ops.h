@@ -16,5 +16,6 @@
 #include "ops/fused.h"
 #include "ops/gemm.h"
 #include "ops/norm.h"
+#include "ops/random.h"
 #include "ops/rope.h"
 #include "ops/rows.h"

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "ops/ops.h"
+#include "ops/random.h"
 
 namespace h3::ops::cpu_impl {
 
@@ -40,5 +41,7 @@ Status head_norm_rope(const Context& ctx, const RmsNormParams& np, const RopePar
 
 Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                  const Tensor& v, Tensor& o);
+
+Status fill_uniform(const Context& ctx, const FillUniformParams& p, Tensor& x);
 
 } // namespace h3::ops::cpu_impl

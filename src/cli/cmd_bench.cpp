@@ -1,0 +1,188 @@
+// h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
+//                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--iters K] [--json]
+// Times DiT blocks with random full-width weights generated on the device: seconds per block and per
+// 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory.
+#include "cli/app.h"
+#include "cli/commands.h"
+#include "cli/device_setup.h"
+#include "core/cuda_api.h"
+#include "model/dit/dit_random.h"
+#include "ops/ops.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+namespace h3::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchOptions {
+    std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16";
+    int frames = 124, text = 537, blocks = 4, iters = 2;
+    bool random_weights = false, json = false;
+    CLI::App* sub = nullptr;
+};
+
+// Block GEMM parameters (q, k, v, out, fc1, fc2) — 385.35 M at the official width.
+double block_gemm_params(const model::DitConfig& c) {
+    const double D = c.hidden_size, I = c.inner_dim(), F = c.ffn_dim;
+    return 3 * D * I + I * D + 2 * F * D + F * D;
+}
+
+int run_bench(const BenchOptions& o) {
+    if (!o.random_weights) {
+        std::fprintf(stderr,
+                     "h3-engine bench dit: only --random-weights is supported (real weights: use `dit`)\n");
+        return kExitUsage;
+    }
+    model::DitConfig c; // defaults are the official config (test_dit_tensors checks them against the file)
+    if (o.config != "official") {
+        auto r = model::DitConfig::from_file(o.config);
+        if (!r.ok()) return report(r.status());
+        c = *r;
+    }
+    int W = 0, H = 0;
+    if (std::sscanf(o.size.c_str(), "%dx%d", &W, &H) != 2 || W <= 0 || H <= 0 || W % 32 || H % 32)
+        return report(invalid_argument("--size '" + o.size + "' must be WxH with multiples of 32"));
+    if (o.frames < 5 || (o.frames - 5) % 17)
+        return report(invalid_argument("--frames " + std::to_string(o.frames) + " must be 17n+5 (e.g. 124)"));
+    model::SyntheticLayout layout;
+    layout.text = o.text;
+    layout.latent_frames = (o.frames - 5) / 17 * 5 + 2;
+    layout.latent_h = H / 16;
+    layout.latent_w = W / 16;
+    layout.audio = static_cast<int64_t>(std::nearbyint(o.frames / 24.0 * 40.0)); // round-half-even
+    auto session = DeviceSession::open(o.device);
+    if (!session.ok()) return report(session.status());
+    const ops::Context& ctx = (*session)->context();
+    const auto prec = o.dtype == "fp32" ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16;
+    const int blocks = std::max(1, std::min(o.blocks, c.num_layers));
+    reset_device_memory_peak();
+    auto weights = model::random_dit_weights(c, ctx, prec, {.blocks = blocks, .adaln = false, .seed = 1});
+    if (!weights.ok()) return report(weights.status());
+    model::DitModel dit(c, std::move(*weights), prec, ctx);
+    auto packed = model::synthetic_inputs(c, layout, 0.3f, 0.55f, 2);
+    auto tables = model::random_adaln_tables(c, ctx, dit.act_dtype(), packed.timesteps, blocks, 3);
+    if (!tables.ok()) return report(tables.status());
+    auto rows = dit.build_row_tables(packed, *tables);
+    if (!rows.ok()) return report(rows.status());
+    const int64_t S = packed.rows, D = c.hidden_size;
+    auto h = Tensor::empty(Shape{S, D}, dit.act_dtype(), ctx.device);
+    if (!h.ok()) return report(h.status());
+    Status st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
+    if (!st.ok()) return report(st);
+    size_t weight_bytes = device_memory_stats().current;
+    model::DitForwardOptions fo;
+    // Warm-up (plans, heuristics), then timed passes over every block.
+    st = dit.run_block(0, *h, tables->blocks[0], *rows, fo);
+    if (st.ok()) st = (*session)->synchronize();
+    if (!st.ok()) return report(st);
+    std::vector<double> per_block;
+    auto t0 = Clock::now();
+    for (int it = 0; it < o.iters; ++it)
+        for (int b = 0; b < blocks; ++b) {
+            // Re-randomize the stream each pass so the residual does not grow without bound.
+            if (b == 0) st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
+            auto tb = Clock::now();
+            if (st.ok()) st = dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo);
+            if (st.ok()) st = (*session)->synchronize();
+            if (!st.ok()) return report(st);
+            per_block.push_back(std::chrono::duration<double>(Clock::now() - tb).count());
+        }
+    double total = std::chrono::duration<double>(Clock::now() - t0).count();
+    double block_s = 0;
+    for (double x : per_block) block_s += x;
+    block_s /= static_cast<double>(per_block.size());
+    // Attention alone on the same shape.
+    double attn_s = 0;
+    {
+        const int64_t Hh = c.num_attention_heads, hd = c.attention_head_dim;
+        auto q = Tensor::empty(Shape{S, Hh, hd}, dit.act_dtype(), ctx.device);
+        auto k = Tensor::empty(Shape{S, Hh, hd}, dit.act_dtype(), ctx.device);
+        auto v = Tensor::empty(Shape{S, Hh, hd}, dit.act_dtype(), ctx.device);
+        auto out = Tensor::empty(Shape{S, Hh, hd}, dit.act_dtype(), ctx.device);
+        if (!q.ok() || !k.ok() || !v.ok() || !out.ok()) return report(internal_error("attention buffers"));
+        for (auto* t : {&*q, &*k, &*v}) st = ops::fill_uniform(ctx, {.seed = 5, .bound = 1.0f}, *t);
+        st = ops::attention(ctx, {}, *q, *k, *v, *out); // warm-up
+        if (st.ok()) st = (*session)->synchronize();
+        if (!st.ok()) return report(st);
+        auto ta = Clock::now();
+        for (int i = 0; i < o.iters; ++i) st = ops::attention(ctx, {}, *q, *k, *v, *out);
+        if (st.ok()) st = (*session)->synchronize();
+        if (!st.ok()) return report(st);
+        attn_s = std::chrono::duration<double>(Clock::now() - ta).count() / o.iters;
+    }
+    const double gemm_flops = 2.0 * static_cast<double>(S) * block_gemm_params(c);
+    const double attn_flops = 4.0 * static_cast<double>(S) * static_cast<double>(S) * c.inner_dim();
+    nlohmann::json j = {
+        {"device", ctx.device.to_string()},
+        {"dtype", o.dtype},
+        {"size", o.size},
+        {"frames", o.frames},
+        {"rows", S},
+        {"text_rows", layout.text},
+        {"video_rows", layout.video_rows(c)},
+        {"audio_rows", 2 * layout.audio},
+        {"blocks_timed", blocks},
+        {"iters", o.iters},
+        {"seconds_per_block", block_s},
+        {"seconds_per_forward_50_blocks", block_s * c.num_layers},
+        {"useful_tflops", (gemm_flops + attn_flops) / block_s / 1e12},
+        {"gemm_tflop_per_block", gemm_flops / 1e12},
+        {"attention_tflop_per_block", attn_flops / 1e12},
+        {"attention_seconds", attn_s},
+        {"attention_tflops", attn_flops / attn_s / 1e12},
+        {"weights_bytes_on_device", weight_bytes},
+        {"peak_device_bytes", device_memory_stats().peak},
+        {"peak_device_gib", static_cast<double>(device_memory_stats().peak) / (1ull << 30)},
+        {"wall_seconds", total},
+    };
+    if (o.json) {
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
+        std::printf(
+            "DiT bench on %s, %s, %lld rows: %.4f s/block, %.2f s per %d-block forward, %.0f TFLOP/s; "
+            "attention %.0f TFLOP/s; peak %.1f GiB\n",
+            ctx.device.to_string().c_str(), o.dtype.c_str(), static_cast<long long>(S), block_s,
+            block_s * c.num_layers, c.num_layers, (gemm_flops + attn_flops) / block_s / 1e12,
+            attn_flops / attn_s / 1e12, static_cast<double>(device_memory_stats().peak) / (1ull << 30));
+    }
+    return kExitOk;
+}
+
+} // namespace
+
+Command make_bench_command() {
+    auto o = std::make_shared<BenchOptions>();
+    Command c;
+    c.setup = [o](CLI::App& app) {
+        o->sub = app.add_subcommand("bench", "Benchmarks (machine-readable with --json)");
+        CLI::App* dit = o->sub->add_subcommand("dit", "DiT blocks with random full-width weights");
+        o->sub->require_subcommand(1);
+        dit->add_option("--config", o->config, "official or a transformer config.json")
+            ->capture_default_str();
+        dit->add_flag("--random-weights", o->random_weights, "generate random bf16 weights on the device");
+        dit->add_option("--size", o->size, "canvas WxH")->capture_default_str();
+        dit->add_option("--frames", o->frames, "pixel frames (17n+5)")->capture_default_str();
+        dit->add_option("--text", o->text, "conditioner rows")->capture_default_str();
+        dit->add_option("--blocks", o->blocks, "blocks to instantiate and time")->capture_default_str();
+        dit->add_option("--iters", o->iters, "timed passes over the blocks")->capture_default_str();
+        dit->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
+        dit->add_option("--dtype", o->dtype, "bf16 | fp32")
+            ->check(CLI::IsMember({"bf16", "fp32"}))
+            ->capture_default_str();
+        dit->add_flag("--json", o->json, "JSON output");
+    };
+    c.parsed = [o] { return o->sub && o->sub->parsed(); };
+    c.run = [o]() -> int { return run_bench(*o); };
+    return c;
+}
+
+} // namespace h3::cli

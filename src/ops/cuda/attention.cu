@@ -1,0 +1,136 @@
+// attention: o = softmax(q·kᵀ·scale)·v, full and non-causal. bf16/f16 with D in {64, 128} runs cuDNN's
+// fused flash attention (attention_cudnn.cpp); everything else, and any shape cuDNN refuses, runs the simple
+// kernel below: online softmax (running max and sum), fp32 accumulation, one rounding at the store.
+#include "ops/cuda/cuda_kernels.cuh"
+#include "ops/cuda/cuda_ops.h"
+
+#include <atomic>
+
+namespace h3::ops::cuda_impl {
+
+using namespace cuda_detail;
+
+namespace {
+
+constexpr int kWarps = 4;      // queries per block (one per warp); they share each K/V tile
+constexpr int kTile = 32;      // keys per tile: one per lane for the scores
+constexpr int kMaxPerLane = 8; // output channels per lane: D <= 256
+
+// Shared memory: q [kWarps][D], K tile [kTile][D+1] (padded: lane j reads row j, so rows must not share
+// banks), V tile [kTile][D].
+size_t fallback_smem(int64_t d) {
+    return sizeof(float) * static_cast<size_t>(kWarps * d + kTile * (d + 1) + kTile * d);
+}
+
+template <typename T>
+__global__ void attention_fallback_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                          const T* __restrict__ v, T* __restrict__ o, int64_t sq, int64_t sk,
+                                          int64_t heads, int64_t d, float scale) {
+    extern __shared__ float smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float* qs = smem + warp * d;
+    float* ks = smem + kWarps * d;
+    float* vs = ks + kTile * (d + 1);
+    const int64_t h = blockIdx.y;
+    const int64_t qi = blockIdx.x * static_cast<int64_t>(kWarps) + warp;
+    const bool active = qi < sq;
+    const int64_t row_pitch = heads * d; // elements between consecutive positions
+
+    if (active)
+        for (int64_t c = lane; c < d; c += 32) qs[c] = to_f32(q[qi * row_pitch + h * d + c]);
+
+    float m = -INFINITY, l = 0.0f;
+    float acc[kMaxPerLane];
+#pragma unroll
+    for (int i = 0; i < kMaxPerLane; ++i) acc[i] = 0.0f;
+
+    for (int64_t k0 = 0; k0 < sk; k0 += kTile) {
+        __syncthreads(); // previous tile fully consumed (and q written, on the first pass)
+        const int64_t tile_n = sk - k0 < kTile ? sk - k0 : kTile;
+        for (int64_t e = threadIdx.x; e < tile_n * d; e += blockDim.x) {
+            int64_t j = e / d, c = e - j * d;
+            int64_t src = (k0 + j) * row_pitch + h * d + c;
+            ks[j * (d + 1) + c] = to_f32(k[src]);
+            vs[j * d + c] = to_f32(v[src]);
+        }
+        __syncthreads();
+        if (!active) continue;
+        float s = -INFINITY;
+        if (lane < tile_n) {
+            float dot = 0.0f;
+            const float* kr = ks + lane * (d + 1);
+            for (int64_t c = 0; c < d; ++c) dot = fmaf(qs[c], kr[c], dot);
+            s = dot * scale;
+        }
+        const float m_new = fmaxf(m, warp_max(s));
+        const float corr = __expf(m - m_new); // m = -inf on the first tile: corr = 0, acc is still 0
+        const float p = lane < tile_n ? __expf(s - m_new) : 0.0f;
+        l = l * corr + warp_sum(p);
+        m = m_new;
+#pragma unroll
+        for (int i = 0; i < kMaxPerLane; ++i) acc[i] *= corr;
+        for (int j = 0; j < tile_n; ++j) {
+            const float pj = __shfl_sync(0xffffffffu, p, j);
+#pragma unroll
+            for (int i = 0; i < kMaxPerLane; ++i) {
+                const int64_t c = lane + 32 * i;
+                if (c < d) acc[i] = fmaf(pj, vs[j * d + c], acc[i]);
+            }
+        }
+    }
+    if (!active) return;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+#pragma unroll
+    for (int i = 0; i < kMaxPerLane; ++i) {
+        const int64_t c = lane + 32 * i;
+        if (c < d) o[qi * row_pitch + h * d + c] = from_f32<T>(acc[i] * inv);
+    }
+}
+
+Status run_fallback(const Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o,
+                    float scale) {
+    const int64_t sq = q.dim(0), heads = q.dim(1), d = q.dim(2), sk = k.dim(0);
+    if (d > 32 * kMaxPerLane) return unimplemented("CUDA attention fallback: head dim > 256");
+    const size_t smem = fallback_smem(d);
+    return dispatch_float(q.dtype(), [&](auto tq) {
+        using T = typename decltype(tq)::type;
+        H3_CUDA_TRY(cudaFuncSetAttribute(attention_fallback_kernel<T>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+                    "cudaFuncSetAttribute(attention)");
+        dim3 grid(static_cast<unsigned>((sq + kWarps - 1) / kWarps), static_cast<unsigned>(heads));
+        attention_fallback_kernel<T><<<grid, kWarps * 32, smem, stream_of(ctx)>>>(
+            q.data_as<const T>(), k.data_as<const T>(), v.data_as<const T>(), o.data_as<T>(), sq, sk, heads,
+            d, scale);
+        return check_launch("attention_fallback");
+    });
+}
+
+std::atomic<bool> g_warned{false};
+
+} // namespace
+
+Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
+                 const Tensor& v, Tensor& o) {
+    const int64_t sq = q.dim(0), heads = q.dim(1), d = q.dim(2), sk = k.dim(0);
+    if (sq == 0 || heads == 0 || d == 0) return ok_status();
+    const float scale = p.scale > 0.0f ? p.scale : 1.0f / sqrtf(static_cast<float>(d));
+    if (sk == 0) { // softmax over no keys: define the output as zeros rather than NaN
+        H3_CUDA_TRY(cudaMemsetAsync(o.data(), 0, o.nbytes(), stream_of(ctx)), "cudaMemsetAsync");
+        return ok_status();
+    }
+    const bool half = q.dtype() == DType::kBF16 || q.dtype() == DType::kF16;
+    const bool aligned = pointer_alignment(q.data()) >= 16 && pointer_alignment(k.data()) >= 16 &&
+                         pointer_alignment(v.data()) >= 16 && pointer_alignment(o.data()) >= 16;
+    if (half && (d == 64 || d == 128) && aligned) {
+        AttentionKey key{sq, sk, heads, d, static_cast<int>(q.dtype())};
+        std::string why;
+        auto plan = cudnn_attention_plan(ctx, key, why);
+        if (plan) return cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale);
+        if (!g_warned.exchange(true))
+            log_warning("attention: cuDNN fused attention unavailable (" + why +
+                        "); using the slow fallback kernel");
+    }
+    return run_fallback(ctx, q, k, v, o, scale);
+}
+
+} // namespace h3::ops::cuda_impl

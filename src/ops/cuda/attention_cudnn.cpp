@@ -1,0 +1,308 @@
+// cuDNN 9 fused flash attention through the backend graph API (no cudnn_frontend). Two graphs, tried in
+// order for each new shape:
+//  1. one CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR node (cuDNN >= 9.13): Q, K, V, O and a by-value scale;
+//  2. the composite graph older runtimes fuse into the same flash kernel: S = Q·Kᵀ, S·scale, softmax as
+//     max / sub / exp / sum / div, O = P·V (all intermediates virtual fp32).
+// Q/K/V/O are [Sq or Sk, H, D] row-major; the descriptors give them as [1, H, S, D] with BSHD strides
+// (h: D, s: H·D), so nothing is transposed. Plans are cached per shape and dtype in the CudaContext.
+#include "ops/cuda/cuda_common.h"
+
+#include <array>
+
+namespace h3::ops::cuda_detail {
+
+namespace {
+
+constexpr int64_t kUidQ = 1, kUidK = 2, kUidV = 3, kUidO = 4, kUidScale = 5;
+
+// Owns every descriptor created while building one plan; released unless handed to the AttentionPlan.
+class Builder {
+public:
+    ~Builder() {
+        for (auto it = descs_.rbegin(); it != descs_.rend(); ++it) cudnnBackendDestroyDescriptor(*it);
+    }
+    std::vector<cudnnBackendDescriptor_t> release() { return std::move(descs_); }
+
+    Status create(cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t& out) {
+        out = nullptr;
+        H3_TRY(cudnn_status(cudnnBackendCreateDescriptor(type, &out), "create descriptor"));
+        descs_.push_back(out);
+        return ok_status();
+    }
+
+    static Status set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                      cudnnBackendAttributeType_t type, int64_t count, const void* value, const char* what) {
+        return cudnn_status(cudnnBackendSetAttribute(d, name, type, count, value), what);
+    }
+    static Status set_desc(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                           cudnnBackendDescriptor_t value, const char* what) {
+        return set(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &value, what);
+    }
+
+    Status tensor(int64_t uid, cudnnDataType_t type, std::array<int64_t, 4> dims,
+                  std::array<int64_t, 4> strides, bool is_virtual, bool by_value,
+                  cudnnBackendDescriptor_t& out) {
+        H3_TRY(create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, out));
+        int64_t align = 16;
+        H3_TRY(set(out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type, "tensor type"));
+        H3_TRY(set(out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data(), "tensor dims"));
+        H3_TRY(set(out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data(), "tensor strides"));
+        H3_TRY(set(out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, "tensor uid"));
+        H3_TRY(set(out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, "tensor alignment"));
+        bool v = is_virtual;
+        H3_TRY(set(out, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &v, "tensor virtual"));
+        if (by_value) {
+            bool bv = true;
+            H3_TRY(set(out, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &bv, "tensor by value"));
+        }
+        return cudnn_status(cudnnBackendFinalize(out), "finalize tensor");
+    }
+
+    Status pointwise(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+                     cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t& op) {
+        cudnnBackendDescriptor_t pw;
+        H3_TRY(create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw));
+        cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+        H3_TRY(set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, "pointwise mode"));
+        H3_TRY(set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, "pointwise prec"));
+        H3_TRY(cudnn_status(cudnnBackendFinalize(pw), "finalize pointwise"));
+        H3_TRY(create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
+        H3_TRY(set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw, "pointwise desc"));
+        H3_TRY(set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x, "pointwise x"));
+        if (b) H3_TRY(set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b, "pointwise b"));
+        H3_TRY(set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y, "pointwise y"));
+        return cudnn_status(cudnnBackendFinalize(op), "finalize pointwise op");
+    }
+
+    Status reduction(cudnnReduceTensorOp_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y,
+                     cudnnBackendDescriptor_t& op) {
+        cudnnBackendDescriptor_t r;
+        H3_TRY(create(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, r));
+        cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+        H3_TRY(set(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode,
+                   "reduction op"));
+        H3_TRY(set(r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec, "reduction prec"));
+        H3_TRY(cudnn_status(cudnnBackendFinalize(r), "finalize reduction"));
+        H3_TRY(create(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, op));
+        H3_TRY(set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, r, "reduction desc"));
+        H3_TRY(set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x, "reduction x"));
+        H3_TRY(set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y, "reduction y"));
+        return cudnn_status(cudnnBackendFinalize(op), "finalize reduction op");
+    }
+
+    Status matmul(cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c,
+                  cudnnBackendDescriptor_t& op) {
+        cudnnBackendDescriptor_t mm;
+        H3_TRY(create(CUDNN_BACKEND_MATMUL_DESCRIPTOR, mm));
+        cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+        H3_TRY(set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec, "matmul prec"));
+        H3_TRY(cudnn_status(cudnnBackendFinalize(mm), "finalize matmul"));
+        H3_TRY(create(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, op));
+        H3_TRY(set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a, "matmul a"));
+        H3_TRY(set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b, "matmul b"));
+        H3_TRY(set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c, "matmul c"));
+        H3_TRY(set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm, "matmul desc"));
+        return cudnn_status(cudnnBackendFinalize(op), "finalize matmul op");
+    }
+
+private:
+    std::vector<cudnnBackendDescriptor_t> descs_;
+};
+
+// kComposite keeps the softmax output P in fp32; kCompositeIoP stores it in the I/O dtype, the form some
+// runtimes' fusion engine matches instead.
+enum class Graph { kUnified, kComposite, kCompositeIoP };
+
+const char* graph_name(Graph g) {
+    switch (g) {
+    case Graph::kUnified:
+        return "sdpa_fwd";
+    case Graph::kComposite:
+        return "composite";
+    default:
+        return "composite(P in io dtype)";
+    }
+}
+
+Status build_ops(Builder& b, Graph g, const AttentionKey& key, std::vector<cudnnBackendDescriptor_t>& ops) {
+    const int64_t h = key.heads, sq = key.sq, sk = key.sk, d = key.dim;
+    const cudnnDataType_t io =
+        key.dtype == static_cast<int>(DType::kBF16) ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+    cudnnBackendDescriptor_t q, v, o, scale;
+    H3_TRY(b.tensor(kUidQ, io, {1, h, sq, d}, {sq * h * d, d, h * d, 1}, false, false, q));
+    H3_TRY(b.tensor(kUidV, io, {1, h, sk, d}, {sk * h * d, d, h * d, 1}, false, false, v));
+    H3_TRY(b.tensor(kUidO, io, {1, h, sq, d}, {sq * h * d, d, h * d, 1}, false, false, o));
+    H3_TRY(b.tensor(kUidScale, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true, scale));
+    if (g == Graph::kUnified) {
+        cudnnBackendDescriptor_t k, op;
+        H3_TRY(b.tensor(kUidK, io, {1, h, sk, d}, {sk * h * d, d, h * d, 1}, false, false, k));
+#if CUDNN_VERSION >= 91300
+        H3_TRY(b.create(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, op));
+        H3_TRY(Builder::set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, q, "sdpa q"));
+        H3_TRY(Builder::set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, k, "sdpa k"));
+        H3_TRY(Builder::set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, v, "sdpa v"));
+        H3_TRY(Builder::set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, o, "sdpa o"));
+        H3_TRY(Builder::set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scale, "sdpa scale"));
+        H3_TRY(cudnn_status(cudnnBackendFinalize(op), "finalize sdpa_fwd op"));
+        ops = {op};
+        return ok_status();
+#else
+        return unimplemented("cuDNN headers older than 9.13 have no SDPA_FWD operation");
+#endif
+    }
+    // Kᵀ as a [1, H, D, Sk] view of row-major K.
+    cudnnBackendDescriptor_t kt;
+    H3_TRY(b.tensor(kUidK, io, {1, h, d, sk}, {sk * h * d, d, 1, h * d}, false, false, kt));
+    auto full = [&](int64_t uid, cudnnBackendDescriptor_t& t) {
+        return b.tensor(uid, CUDNN_DATA_FLOAT, {1, h, sq, sk}, {h * sq * sk, sq * sk, sk, 1}, true, false, t);
+    };
+    auto row = [&](int64_t uid, cudnnBackendDescriptor_t& t) {
+        return b.tensor(uid, CUDNN_DATA_FLOAT, {1, h, sq, 1}, {h * sq, sq, 1, 1}, true, false, t);
+    };
+    cudnnBackendDescriptor_t s, s2, mx, sub, ex, sum, p;
+    H3_TRY(full(100, s));
+    H3_TRY(full(101, s2));
+    H3_TRY(row(102, mx));
+    H3_TRY(full(103, sub));
+    H3_TRY(full(104, ex));
+    H3_TRY(row(105, sum));
+    if (g == Graph::kCompositeIoP)
+        H3_TRY(b.tensor(106, io, {1, h, sq, sk}, {h * sq * sk, sq * sk, sk, 1}, true, false, p));
+    else
+        H3_TRY(full(106, p));
+    cudnnBackendDescriptor_t bmm1, mul, rmax, psub, pexp, rsum, pdiv, bmm2;
+    H3_TRY(b.matmul(q, kt, s, bmm1));
+    H3_TRY(b.pointwise(CUDNN_POINTWISE_MUL, s, scale, s2, mul));
+    H3_TRY(b.reduction(CUDNN_REDUCE_TENSOR_MAX, s2, mx, rmax));
+    H3_TRY(b.pointwise(CUDNN_POINTWISE_SUB, s2, mx, sub, psub));
+    H3_TRY(b.pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, ex, pexp));
+    H3_TRY(b.reduction(CUDNN_REDUCE_TENSOR_ADD, ex, sum, rsum));
+    H3_TRY(b.pointwise(CUDNN_POINTWISE_DIV, ex, sum, p, pdiv));
+    H3_TRY(b.matmul(p, v, o, bmm2));
+    ops = {bmm1, mul, rmax, psub, pexp, rsum, pdiv, bmm2};
+    return ok_status();
+}
+
+Status build_plan(const Context& ctx, Graph g, const AttentionKey& key, AttentionPlan& out) {
+    cudnnHandle_t handle = static_cast<cudnnHandle_t>(ctx.cuda->cudnn());
+    Builder b;
+    std::vector<cudnnBackendDescriptor_t> ops;
+    H3_TRY(build_ops(b, g, key, ops));
+    cudnnBackendDescriptor_t graph;
+    H3_TRY(b.create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, graph));
+    H3_TRY(Builder::set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                        static_cast<int64_t>(ops.size()), ops.data(), "graph ops"));
+    H3_TRY(
+        Builder::set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "graph handle"));
+    H3_TRY(cudnn_status(cudnnBackendFinalize(graph), "finalize operation graph"));
+
+    Status last = internal_error("no engine config");
+    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+        cudnnBackendDescriptor_t heur;
+        H3_TRY(b.create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, heur));
+        H3_TRY(Builder::set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph, "heur graph"));
+        H3_TRY(Builder::set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heur mode"));
+        Status st = cudnn_status(cudnnBackendFinalize(heur), "finalize heuristics");
+        if (!st.ok()) {
+            last = st;
+            continue;
+        }
+        constexpr int kMaxConfigs = 8;
+        std::array<cudnnBackendDescriptor_t, kMaxConfigs> cfgs{};
+        for (auto& c : cfgs) H3_TRY(b.create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, c));
+        int64_t count = 0;
+        st = cudnn_status(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, kMaxConfigs, &count,
+                                                   cfgs.data()),
+                          "heuristic results");
+        if (!st.ok()) {
+            last = st;
+            continue;
+        }
+        for (int64_t i = 0; i < count && i < kMaxConfigs; ++i) {
+            cudnnBackendDescriptor_t plan = nullptr;
+            H3_TRY(cudnn_status(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan),
+                                "create plan"));
+            Status ps = Builder::set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle,
+                                     "plan handle");
+            if (ps.ok())
+                ps = Builder::set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfgs[i], "plan config");
+            if (ps.ok()) ps = cudnn_status(cudnnBackendFinalize(plan), "finalize plan");
+            int64_t ws = 0, n = 0;
+            if (ps.ok())
+                ps = cudnn_status(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                           CUDNN_TYPE_INT64, 1, &n, &ws),
+                                  "plan workspace");
+            if (!ps.ok()) {
+                cudnnBackendDestroyDescriptor(plan);
+                last = ps;
+                continue;
+            }
+            out.plan = plan;
+            out.workspace = ws;
+            out.info = std::string(graph_name(g)) + " graph, heuristic " +
+                       (mode == CUDNN_HEUR_MODE_A ? "A" : "fallback") + " config " + std::to_string(i) + "/" +
+                       std::to_string(count) + ", workspace " + std::to_string(ws) + " B";
+            out.keep = b.release();
+            return ok_status();
+        }
+    }
+    return last;
+}
+
+} // namespace
+
+std::shared_ptr<AttentionPlan> cudnn_attention_plan(const Context& ctx, const AttentionKey& key,
+                                                    std::string& why) {
+    AttentionCache& cache = ctx.cuda->attention_cache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.plans.find(key);
+    if (it != cache.plans.end()) return it->second;
+    std::shared_ptr<AttentionPlan> result;
+    std::string errors;
+    for (Graph g : {Graph::kUnified, Graph::kComposite, Graph::kCompositeIoP}) {
+        auto plan = std::make_shared<AttentionPlan>();
+        Status st = build_plan(ctx, g, key, *plan);
+        if (st.ok()) {
+            result = plan;
+            log_info("attention: cuDNN " + std::to_string(cudnnGetVersion()) +
+                     " fused attention plan for Sq=" + std::to_string(key.sq) +
+                     " Sk=" + std::to_string(key.sk) + " H=" + std::to_string(key.heads) +
+                     " D=" + std::to_string(key.dim) + ": " + plan->info);
+            break;
+        }
+        errors += std::string(errors.empty() ? "" : "; ") + graph_name(g) + ": " + st.message();
+    }
+    if (!result) why = errors;
+    cache.plans[key] = result;
+    return result;
+}
+
+Status cudnn_attention_run(const Context& ctx, const AttentionPlan& plan, const void* q, const void* k,
+                           const void* v, void* o, float scale) {
+    void* ws = nullptr;
+    if (plan.workspace > 0) {
+        H3_ASSIGN_OR_RETURN(ws, ctx.cuda->scratch(static_cast<size_t>(plan.workspace)));
+    }
+    std::array<int64_t, 5> uids = {kUidQ, kUidK, kUidV, kUidO, kUidScale};
+    std::array<void*, 5> ptrs = {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, &scale};
+    cudnnBackendDescriptor_t pack = nullptr;
+    H3_TRY(cudnn_status(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack),
+                        "variant pack"));
+    Status st =
+        Builder::set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 5, uids.data(), "pack uids");
+    if (st.ok())
+        st = Builder::set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 5, ptrs.data(),
+                          "pack pointers");
+    if (st.ok())
+        st = Builder::set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws,
+                          "pack workspace");
+    if (st.ok()) st = cudnn_status(cudnnBackendFinalize(pack), "finalize variant pack");
+    if (st.ok())
+        st = cudnn_status(cudnnBackendExecute(static_cast<cudnnHandle_t>(ctx.cuda->cudnn()), plan.plan, pack),
+                          "execute attention plan");
+    cudnnBackendDestroyDescriptor(pack);
+    return st;
+}
+
+} // namespace h3::ops::cuda_detail

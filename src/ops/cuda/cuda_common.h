@@ -1,0 +1,133 @@
+// Host-side helpers shared by the CUDA ops (plain C++: the CUDA runtime, cuBLASLt and cuDNN headers are C
+// headers that any host compiler reads). Private to ops/cuda.
+#pragma once
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "ops/context.h"
+#include "ops/cuda/cuda_context.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace h3::ops::cuda_detail {
+
+inline Status cuda_status(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return ok_status();
+    std::string m =
+        std::string("CUDA: ") + what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+    return e == cudaErrorMemoryAllocation ? out_of_memory(m) : internal_error(m);
+}
+
+inline Status cublas_status(cublasStatus_t s, const char* what) {
+    if (s == CUBLAS_STATUS_SUCCESS) return ok_status();
+    std::string m = std::string("cuBLASLt: ") + what + ": status " + std::to_string(static_cast<int>(s));
+    return s == CUBLAS_STATUS_ALLOC_FAILED ? out_of_memory(m) : internal_error(m);
+}
+
+inline Status cudnn_status(cudnnStatus_t s, const char* what) {
+    if (s == CUDNN_STATUS_SUCCESS) return ok_status();
+    char buf[512] = {0};
+    cudnnGetLastErrorString(buf, sizeof(buf));
+    return internal_error(std::string("cuDNN: ") + what + ": " + cudnnGetErrorString(s) +
+                          (buf[0] ? std::string(": ") + buf : std::string()));
+}
+
+// After every kernel launch: a bad configuration shows up here, not at the next sync.
+inline Status check_launch(const char* kernel) {
+    return cuda_status(cudaGetLastError(), kernel);
+}
+
+inline cudaStream_t stream_of(const Context& ctx) {
+    return static_cast<cudaStream_t>(ctx.cuda->stream());
+}
+
+// Largest power of two (<= 16) dividing the address: what vector width / cuBLASLt alignment it allows.
+inline int pointer_alignment(const void* p) {
+    auto a = reinterpret_cast<uintptr_t>(p);
+    int align = 16;
+    while (align > 1 && (a % static_cast<uintptr_t>(align)) != 0) align /= 2;
+    return align;
+}
+
+// ---- caches
+// --------------------------------------------------------------------------------------------------
+struct GemmKey {
+    int64_t m, n, k;
+    int x_type, y_type, bias_type; // DType as int; bias_type -1 without bias
+    bool accumulate;
+    int align_x, align_w, align_y, align_bias;
+    auto tie() const {
+        return std::tie(m, n, k, x_type, y_type, bias_type, accumulate, align_x, align_w, align_y,
+                        align_bias);
+    }
+    bool operator<(const GemmKey& o) const { return tie() < o.tie(); }
+};
+
+struct GemmAlgo {
+    bool supported = false; // false: cuBLASLt offered nothing for this combination (use the fallback)
+    cublasLtMatmulAlgo_t algo{};
+};
+
+struct GemmCache {
+    std::mutex mutex;
+    std::map<GemmKey, GemmAlgo> algos;
+};
+
+// A finalized cuDNN execution plan and every descriptor it was built from (kept alive with it).
+struct AttentionPlan {
+    cudnnBackendDescriptor_t plan = nullptr;
+    std::vector<cudnnBackendDescriptor_t> keep;
+    int64_t workspace = 0;
+    std::string info;
+    AttentionPlan() = default;
+    AttentionPlan(const AttentionPlan&) = delete;
+    AttentionPlan& operator=(const AttentionPlan&) = delete;
+    ~AttentionPlan() {
+        if (plan) cudnnBackendDestroyDescriptor(plan);
+        for (auto it = keep.rbegin(); it != keep.rend(); ++it) cudnnBackendDestroyDescriptor(*it);
+    }
+};
+
+struct AttentionKey {
+    int64_t sq, sk, heads, dim;
+    int dtype;
+    auto tie() const { return std::tie(sq, sk, heads, dim, dtype); }
+    bool operator<(const AttentionKey& o) const { return tie() < o.tie(); }
+};
+
+struct AttentionCache {
+    std::mutex mutex;
+    // nullptr entry: no plan could be built for this key (do not retry every call).
+    std::map<AttentionKey, std::shared_ptr<AttentionPlan>> plans;
+};
+
+} // namespace h3::ops::cuda_detail
+
+#define H3_CUDA_TRY(expr, what) H3_TRY(::h3::ops::cuda_detail::cuda_status((expr), what))
+
+namespace h3::ops::cuda_detail {
+
+// Logging without pulling spdlog into nvcc-compiled files (cuda_log.cpp forwards to core/log.h).
+void log_warning(const std::string& message);
+void log_info(const std::string& message);
+
+// cuDNN fused attention (attention_cudnn.cpp). Returns the cached plan for this shape, building it on first
+// use; nullptr (also cached) when cuDNN offers no engine, with `why` set on the first failure.
+std::shared_ptr<AttentionPlan> cudnn_attention_plan(const Context& ctx, const AttentionKey& key,
+                                                    std::string& why);
+// Runs the plan on ctx's stream. Pointers are device pointers; scale is passed by value.
+Status cudnn_attention_run(const Context& ctx, const AttentionPlan& plan, const void* q, const void* k,
+                           const void* v, void* o, float scale);
+
+} // namespace h3::ops::cuda_detail

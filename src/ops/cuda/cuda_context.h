@@ -1,0 +1,62 @@
+// The per-device CUDA state the ops need: a stream, cuBLASLt and cuDNN handles, a GEMM workspace, a
+// grow-only scratch buffer and the caches of tuned GEMM algorithms and cuDNN attention plans. Plain C++
+// (no CUDA syntax) so that any .cpp can hold one; the handles are opaque here.
+#pragma once
+
+#include "core/status.h"
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+
+namespace h3::ops {
+
+namespace cuda_detail {
+struct GemmCache;      // cuda/cuda_common.h
+struct AttentionCache; // cuda/cuda_common.h
+} // namespace cuda_detail
+
+class CudaContext {
+public:
+    // Creates the stream, handles and workspace on `device`. Errors (no device, no driver, cuDNN
+    // missing) come back as Status.
+    static Result<std::unique_ptr<CudaContext>> create(int device);
+    ~CudaContext();
+    CudaContext(const CudaContext&) = delete;
+    CudaContext& operator=(const CudaContext&) = delete;
+
+    int device() const { return device_; }
+    void* stream() const { return stream_; }     // cudaStream_t
+    void* cublaslt() const { return cublaslt_; } // cublasLtHandle_t
+    void* cudnn() const { return cudnn_; }       // cudnnHandle_t
+    void* gemm_workspace() const { return gemm_workspace_; }
+    size_t gemm_workspace_bytes() const { return gemm_workspace_bytes_; }
+    int sm_count() const { return sm_count_; }
+    int cc_major() const { return cc_major_; }
+
+    // A device buffer of at least `bytes`, valid until the next call (ops on this context's stream only:
+    // growing it synchronizes the stream first, so work already queued keeps its old buffer alive).
+    Result<void*> scratch(size_t bytes);
+
+    cuda_detail::GemmCache& gemm_cache() { return *gemm_cache_; }
+    cuda_detail::AttentionCache& attention_cache() { return *attention_cache_; }
+
+private:
+    CudaContext() = default;
+
+    int device_ = 0;
+    void* stream_ = nullptr;
+    void* cublaslt_ = nullptr;
+    void* cudnn_ = nullptr;
+    void* gemm_workspace_ = nullptr;
+    size_t gemm_workspace_bytes_ = 0;
+    void* scratch_ = nullptr;
+    size_t scratch_bytes_ = 0;
+    std::mutex scratch_mutex_;
+    int sm_count_ = 0;
+    int cc_major_ = 0;
+    std::unique_ptr<cuda_detail::GemmCache> gemm_cache_;
+    std::unique_ptr<cuda_detail::AttentionCache> attention_cache_;
+};
+
+} // namespace h3::ops

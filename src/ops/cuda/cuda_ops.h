@@ -1,0 +1,73 @@
+// The CUDA halves of the ops, one per public op, with exactly the public signatures (ops/<family>.h).
+// Only the dispatchers (ops/<family>.cpp) call these, and only after validation, so an implementation may
+// assume everything below and needs no checks of its own beyond launch/runtime errors.
+//
+// What the dispatcher guarantees on entry (same contract as cpu_impl, ops/cpu/cpu_ops.h):
+//  - ctx.is_cuda(), ctx.cuda != nullptr, and every defined tensor argument lives on ctx.device.
+//  - Shapes and dtypes are exactly as documented in the public header; float arguments are f32/bf16/f16
+//    (cast also accepts every dtype), index arguments are i32 or i64, output tensors are not read-only.
+//  - Activations (x, y, h, q, k, v, o, src, dst, weight, bias, cos, sin, index/row) are contiguous.
+//    Table arguments (modulate shift/scale, gated_residual gate) are 2-D with stride(1) == 1 and
+//    stride(0) >= cols: use t.stride(0) as the row pitch in elements.
+//  - Parameters are resolved: AttentionParams::scale > 0 (0 was replaced by 1/sqrt(D));
+//    RopeParams::rotary_dim is even, > 0 and <= Dh (0 was replaced by cos.dim(1)), and cos/sin are
+//    [S, rotary_dim] in f32 or x's dtype.
+//  - Row/index VALUES are NOT checked for device tensors (that would need a device->host copy and a sync):
+//    kernels must never read or write out of bounds for an index outside [0, T) — skip that row (leave its
+//    output unchanged). Host-side validation covers the CPU path only.
+//  - Element counts fit in int64; any dimension may be 1 or odd (no alignment or multiple-of-N assumed).
+//
+// Semantics to match the CPU reference (tests compare the two, see tests/test_ops.cpp):
+//  - gemm: fp32 accumulation, bias added in fp32, `accumulate` adds the old y (read in fp32) before the
+//  single
+//    rounding to y's dtype; alpha multiplies x·Wᵀ only (not bias, not old y).
+//  - rms_norm: inv = 1/sqrt(mean(x²)+eps) in fp32; n = x·inv; with round_normed n is rounded to y's dtype;
+//    then n·weight (weight read in fp32), one rounding at the store.
+//  - modulate: t = x·(1+scale); with round_intermediate (1+scale) and t are rounded to y's dtype;
+//    y = t + shift.
+//  - rope with round_tables: tables rounded to x's dtype and each product rounded before the sum.
+//  - gated_residual: g = gate·y; with round_intermediate g is rounded to h's dtype; h = h + g.
+//  - rms_norm_modulate: == rms_norm into a temporary of x's dtype (x's dtype is what PyTorch's RMSNorm
+//    returns), then modulate into y.
+//  - head_norm_rope: == per-head rms_norm (rows of Dh, output in x's dtype, in place) then rope (if cos is
+//    defined).
+//  - attention: softmax in fp32 with max subtraction; o rounded once to o's dtype.
+#pragma once
+
+#include "ops/ops.h"
+#include "ops/random.h"
+
+namespace h3::ops::cuda_impl {
+
+Status gemm(const Context& ctx, const GemmParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
+            Tensor& y);
+
+Status rms_norm(const Context& ctx, const RmsNormParams& p, const Tensor& x, const Tensor& weight, Tensor& y);
+
+Status silu(const Context& ctx, const Tensor& x, Tensor& y);
+Status swiglu(const Context& ctx, const Tensor& x, Tensor& y);
+Status cast(const Context& ctx, const Tensor& x, Tensor& y);
+Status add(const Context& ctx, const Tensor& x, const Tensor& z, Tensor& y);
+
+Status rope(const Context& ctx, const RopeParams& p, Tensor& x, const Tensor& cos, const Tensor& sin);
+
+Status gather_rows(const Context& ctx, const Tensor& src, const Tensor& index, Tensor& dst);
+Status scatter_rows(const Context& ctx, const Tensor& src, const Tensor& index, Tensor& dst);
+
+Status modulate(const Context& ctx, const ModulateParams& p, const Tensor& x, const Tensor& shift,
+                const Tensor& scale, const Tensor& row, Tensor& y);
+Status gated_residual(const Context& ctx, const GatedResidualParams& p, Tensor& h, const Tensor& gate,
+                      const Tensor& y, const Tensor& row);
+
+Status rms_norm_modulate(const Context& ctx, const RmsNormParams& np, const ModulateParams& mp,
+                         const Tensor& x, const Tensor& weight, const Tensor& shift, const Tensor& scale,
+                         const Tensor& row, Tensor& y);
+Status head_norm_rope(const Context& ctx, const RmsNormParams& np, const RopeParams& rp, Tensor& x,
+                      const Tensor& weight, const Tensor& cos, const Tensor& sin);
+
+Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
+                 const Tensor& v, Tensor& o);
+
+Status fill_uniform(const Context& ctx, const FillUniformParams& p, Tensor& x);
+
+} // namespace h3::ops::cuda_impl

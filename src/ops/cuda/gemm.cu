@@ -1,0 +1,214 @@
+// GEMM y = alpha·x·Wᵀ (+bias) (+y) through cuBLASLt, fp32 accumulation (CUBLAS_COMPUTE_32F: exact fp32,
+// never TF32, for f32 inputs). Row-major y[M,N] is column-major yᵀ[N,M] = W·xᵀ, so cuBLASLt sees
+// A = W (transposed, [K,N] col-major), B = x ([K,M] col-major), D = y ([N,M] col-major): no copies.
+// Combinations cuBLASLt has no kernel for (e.g. f32 inputs with a bf16 output, or a bias dtype its epilogue
+// refuses) run as an fp32 GEMM into scratch plus one finishing kernel, with the same single rounding.
+#include "ops/cuda/cuda_kernels.cuh"
+#include "ops/cuda/cuda_ops.h"
+
+#include <memory>
+
+namespace h3::ops::cuda_impl {
+
+using namespace cuda_detail;
+
+namespace {
+
+cudaDataType_t cuda_type(DType t) {
+    switch (t) {
+    case DType::kBF16:
+        return CUDA_R_16BF;
+    case DType::kF16:
+        return CUDA_R_16F;
+    default:
+        return CUDA_R_32F;
+    }
+}
+
+// RAII for the per-call cuBLASLt descriptors (cheap host objects; only the algorithm is cached).
+struct LtDescs {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulPreference_t pref = nullptr;
+    ~LtDescs() {
+        if (pref) cublasLtMatmulPreferenceDestroy(pref);
+        if (c) cublasLtMatrixLayoutDestroy(c);
+        if (b) cublasLtMatrixLayoutDestroy(b);
+        if (a) cublasLtMatrixLayoutDestroy(a);
+        if (op) cublasLtMatmulDescDestroy(op);
+    }
+};
+
+struct LtProblem {
+    int64_t m, n, k; // row-major: x [m,k], w [n,k], y [m,n]
+    DType in_type, out_type;
+    const void* bias = nullptr;
+    DType bias_type = DType::kF32;
+};
+
+Status make_descs(const LtProblem& pr, LtDescs& d) {
+    H3_TRY(
+        cublas_status(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate"));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    H3_TRY(cublas_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)),
+                         "set TRANSA"));
+    H3_TRY(cublas_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)),
+                         "set TRANSB"));
+    if (pr.bias) {
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        H3_TRY(cublas_status(
+            cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
+            "set EPILOGUE"));
+        H3_TRY(cublas_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pr.bias,
+                                                            sizeof(pr.bias)),
+                             "set BIAS_POINTER"));
+        cudaDataType_t bt = cuda_type(pr.bias_type);
+        H3_TRY(cublas_status(
+            cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)),
+            "set BIAS_DATA_TYPE"));
+    }
+    const cudaDataType_t in = cuda_type(pr.in_type), out = cuda_type(pr.out_type);
+    H3_TRY(cublas_status(cublasLtMatrixLayoutCreate(&d.a, in, pr.k, pr.n, pr.k), "layout A"));
+    H3_TRY(cublas_status(cublasLtMatrixLayoutCreate(&d.b, in, pr.k, pr.m, pr.k), "layout B"));
+    H3_TRY(cublas_status(cublasLtMatrixLayoutCreate(&d.c, out, pr.n, pr.m, pr.n), "layout C"));
+    return ok_status();
+}
+
+// The cached heuristic choice for this problem (supported == false when cuBLASLt offers none).
+Status find_algo(const Context& ctx, const LtProblem& pr, const GemmKey& key, LtDescs& d, GemmAlgo& out) {
+    GemmCache& cache = ctx.cuda->gemm_cache();
+    {
+        std::lock_guard<std::mutex> lock(cache.mutex);
+        auto it = cache.algos.find(key);
+        if (it != cache.algos.end()) {
+            out = it->second;
+            return ok_status();
+        }
+    }
+    H3_TRY(cublas_status(cublasLtMatmulPreferenceCreate(&d.pref), "PreferenceCreate"));
+    uint64_t ws = ctx.cuda->gemm_workspace_bytes();
+    H3_TRY(cublas_status(cublasLtMatmulPreferenceSetAttribute(
+                             d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+                         "set MAX_WORKSPACE"));
+    // Alignment the heuristic may assume (it picks vectorized kernels only for aligned operands).
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, int> aligns[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_w},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_x},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_y},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_y}};
+    for (auto [attr, v] : aligns) {
+        uint32_t a = static_cast<uint32_t>(v);
+        H3_TRY(cublas_status(cublasLtMatmulPreferenceSetAttribute(d.pref, attr, &a, sizeof(a)),
+                             "set ALIGNMENT"));
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(ctx.cuda->cublaslt()),
+                                                      d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &found);
+    GemmAlgo algo;
+    if (s == CUBLAS_STATUS_SUCCESS && found > 0) {
+        algo.supported = true;
+        algo.algo = result.algo;
+    } else if (s == CUBLAS_STATUS_ALLOC_FAILED || s == CUBLAS_STATUS_NOT_INITIALIZED) {
+        return cublas_status(s, "AlgoGetHeuristic");
+    }
+    // Anything else (NOT_SUPPORTED, or INVALID_VALUE, which cuBLASLt 13 returns for e.g. an f32 bias with a
+    // bf16 output, seen on the H200) means "no kernel for this combination": cached, and the caller falls
+    // back to the fp32-scratch path.
+    std::lock_guard<std::mutex> lock(ctx.cuda->gemm_cache().mutex);
+    ctx.cuda->gemm_cache().algos[key] = algo;
+    out = algo;
+    return ok_status();
+}
+
+GemmKey make_key(const LtProblem& pr, bool accumulate, const void* x, const void* w, const void* y) {
+    GemmKey k{};
+    k.m = pr.m, k.n = pr.n, k.k = pr.k;
+    k.x_type = static_cast<int>(pr.in_type);
+    k.y_type = static_cast<int>(pr.out_type);
+    k.bias_type = pr.bias ? static_cast<int>(pr.bias_type) : -1;
+    k.accumulate = accumulate;
+    k.align_x = pointer_alignment(x);
+    k.align_w = pointer_alignment(w);
+    k.align_y = pointer_alignment(y);
+    k.align_bias = pr.bias ? pointer_alignment(pr.bias) : 0;
+    return k;
+}
+
+// Runs D = alpha·op(A)·op(B) + beta·C (+bias) when cuBLASLt supports it; `ran` says whether it did.
+Status try_lt(const Context& ctx, const LtProblem& pr, float alpha, bool accumulate, const void* x,
+              const void* w, void* y, bool& ran) {
+    ran = false;
+    LtDescs d;
+    H3_TRY(make_descs(pr, d));
+    GemmAlgo algo;
+    H3_TRY(find_algo(ctx, pr, make_key(pr, accumulate, x, w, y), d, algo));
+    if (!algo.supported) return ok_status();
+    const float beta = accumulate ? 1.0f : 0.0f;
+    H3_TRY(cublas_status(cublasLtMatmul(static_cast<cublasLtHandle_t>(ctx.cuda->cublaslt()), d.op, &alpha, w,
+                                        d.a, x, d.b, &beta, y, d.c, y, d.c, &algo.algo,
+                                        ctx.cuda->gemm_workspace(), ctx.cuda->gemm_workspace_bytes(),
+                                        stream_of(ctx)),
+                         "cublasLtMatmul"));
+    ran = true;
+    return ok_status();
+}
+
+// y = t (+ bias) (+ old y), t the fp32 product: the fallback's single rounding.
+template <typename TY>
+__global__ void gemm_finish_kernel(const float* __restrict__ t, const void* __restrict__ bias, int bias_type,
+                                   TY* __restrict__ y, int64_t m, int64_t n, bool accumulate) {
+    const int64_t total = m * n;
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        float v = t[i];
+        if (bias) v += load_any(bias, bias_type, i % n);
+        if (accumulate) v += to_f32(y[i]);
+        y[i] = from_f32<TY>(v);
+    }
+}
+
+} // namespace
+
+Status gemm(const Context& ctx, const GemmParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
+            Tensor& y) {
+    LtProblem pr;
+    pr.k = x.dim(-1);
+    pr.n = w.dim(0);
+    pr.m = pr.k == 0 ? (pr.n == 0 ? 0 : y.numel() / pr.n) : x.numel() / pr.k;
+    pr.in_type = x.dtype();
+    pr.out_type = y.dtype();
+    if (bias.defined()) pr.bias = bias.data(), pr.bias_type = bias.dtype();
+    if (pr.m == 0 || pr.n == 0) return ok_status();
+
+    if (pr.k > 0) {
+        bool ran = false;
+        H3_TRY(try_lt(ctx, pr, p.alpha, p.accumulate, x.data(), w.data(), y.data(), ran));
+        if (ran) return ok_status();
+    }
+
+    // Fallback: fp32 product into scratch (no bias, no accumulate), then one finishing pass.
+    const size_t bytes = static_cast<size_t>(pr.m * pr.n) * sizeof(float);
+    H3_ASSIGN_OR_RETURN(void* tmp, ctx.cuda->scratch(bytes));
+    if (pr.k > 0) {
+        LtProblem f32 = pr;
+        f32.out_type = DType::kF32;
+        f32.bias = nullptr;
+        bool ran = false;
+        H3_TRY(try_lt(ctx, f32, p.alpha, false, x.data(), w.data(), tmp, ran));
+        if (!ran)
+            return unimplemented(std::string("CUDA gemm: cuBLASLt has no kernel for ") +
+                                 dtype_name(pr.in_type) + " inputs");
+    } else {
+        H3_CUDA_TRY(cudaMemsetAsync(tmp, 0, bytes, stream_of(ctx)), "cudaMemsetAsync");
+    }
+    return dispatch_float(y.dtype(), [&](auto ty) {
+        using TY = typename decltype(ty)::type;
+        gemm_finish_kernel<TY><<<grid_for(pr.m * pr.n, 256), 256, 0, stream_of(ctx)>>>(
+            static_cast<const float*>(tmp), pr.bias, static_cast<int>(pr.bias_type), y.data_as<TY>(), pr.m,
+            pr.n, p.accumulate);
+        return check_launch("gemm_finish");
+    });
+}
+
+} // namespace h3::ops::cuda_impl
