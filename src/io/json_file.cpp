@@ -25,4 +25,4 @@ Status write_json_file(const std::string& path, const nlohmann::json& j) {
     return ok_status();
 }
 
-}  // namespace h3::io
+} // namespace h3::io

@@ -12,4 +12,4 @@ namespace h3::io {
 Result<nlohmann::json> read_json_file(const std::string& path);
 Status write_json_file(const std::string& path, const nlohmann::json& j);
 
-}  // namespace h3::io
+} // namespace h3::io

@@ -7,7 +7,8 @@ namespace h3::model {
 namespace {
 
 // Reads an int under the diffusers name or the original name; records which one was used.
-Status read_int(const nlohmann::json& j, const std::string& origin, const char* name, const char* alt, int& out) {
+Status read_int(const nlohmann::json& j, const std::string& origin, const char* name, const char* alt,
+                int& out) {
     for (const char* key : {name, alt}) {
         if (!key || !j.contains(key)) continue;
         const auto& v = j.at(key);
@@ -25,7 +26,7 @@ Status read_double(const nlohmann::json& j, const std::string& origin, const cha
     return ok_status();
 }
 
-}  // namespace
+} // namespace
 
 Result<DitConfig> DitConfig::from_json(const nlohmann::json& j, const std::string& origin) {
     if (!j.is_object()) return bad_input(origin + ": transformer config must be a JSON object");
@@ -149,4 +150,4 @@ nlohmann::json DitConfig::to_original_json() const {
             {"final_norm_eps", final_norm_eps}};
 }
 
-}  // namespace h3::model
+} // namespace h3::model

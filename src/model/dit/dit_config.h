@@ -45,4 +45,4 @@ struct DitConfig {
     Status validate(const std::string& origin) const;
 };
 
-}  // namespace h3::model
+} // namespace h3::model
