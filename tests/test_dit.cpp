@@ -157,6 +157,21 @@ TEST(Dit, PrecomputedAdalnTablesGiveTheSameOutput) {
     auto b = (*m)->forward(*packed, nullptr);
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_EQ(compare(a->sample, b->sample).max_abs, 0.0);
+    // A request state prepared once serves every step unchanged (refiner and RoPE hoisted).
+    auto state = (*m)->prepare_request(*packed);
+    ASSERT_TRUE(state.ok());
+    auto s1 = (*m)->forward(*packed, &*tables, {}, &*state);
+    ASSERT_TRUE(s1.ok());
+    EXPECT_EQ(compare(s1->sample, b->sample).max_abs, 0.0);
+    DitPackedInputs step2 = *packed;  // another step: other timesteps, other latents, same layout
+    std::swap(step2.timesteps[0], step2.timesteps[1]);
+    step2.video = *packed->video.to(Device::cpu());
+    step2.video.data_as<float>()[0] += 0.5f;
+    auto s2a = (*m)->forward(step2, &*tables, {}, &*state);
+    auto s2b = (*m)->forward(step2, nullptr);
+    ASSERT_TRUE(s2a.ok() && s2b.ok());
+    EXPECT_EQ(compare(s2a->sample, s2b->sample).max_abs, 0.0);
+    EXPECT_GT(compare(s2a->sample, s1->sample).max_abs, 0.0);
     // A table missing a timestep is an error, not a crash.
     auto partial = (*m)->compute_adaln_tables({0.5f});
     auto c = (*m)->forward(*packed, &*partial);

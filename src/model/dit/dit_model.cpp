@@ -128,15 +128,20 @@ Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& tim
     return tables;
 }
 
-Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in,
-                                                       const AdalnTables& tables) const {
+Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in, const AdalnTables& tables,
+                                                       const DitRequestState* state) const {
     const int64_t S = in.rows;
     RowTables rt;
-    std::vector<float> cos, sin;
-    rope_tables(config_, in.positions, cos, sin);
-    const int64_t R = config_.rotary_dim();
-    H3_ASSIGN_OR_RETURN(rt.cos, upload(host_tensor_from(cos, Shape{S, R})));
-    H3_ASSIGN_OR_RETURN(rt.sin, upload(host_tensor_from(sin, Shape{S, R})));
+    if (state) {  // RoPE tables are per request: reuse them
+        rt.cos = state->cos;
+        rt.sin = state->sin;
+    } else {
+        std::vector<float> cos, sin;
+        rope_tables(config_, in.positions, cos, sin);
+        const int64_t R = config_.rotary_dim();
+        H3_ASSIGN_OR_RETURN(rt.cos, upload(host_tensor_from(cos, Shape{S, R})));
+        H3_ASSIGN_OR_RETURN(rt.sin, upload(host_tensor_from(sin, Shape{S, R})));
+    }
     // Map the request's timesteps onto the table rows.
     std::vector<int32_t> remap(in.timesteps.size());
     for (size_t m = 0; m < in.timesteps.size(); ++m) {
@@ -250,8 +255,30 @@ Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowT
     return ok_status();
 }
 
+Result<DitRequestState> DitModel::prepare_request(const DitPackedInputs& in, const DitForwardOptions& o) const {
+    DitRequestState st;
+    st.rows = in.rows;
+    std::vector<float> cos, sin;
+    rope_tables(config_, in.positions, cos, sin);
+    const int64_t R = config_.rotary_dim();
+    H3_ASSIGN_OR_RETURN(st.cos, upload(host_tensor_from(cos, Shape{in.rows, R})));
+    H3_ASSIGN_OR_RETURN(st.sin, upload(host_tensor_from(sin, Shape{in.rows, R})));
+    auto index_tensor = [&](const std::vector<int32_t>& v) -> Result<Tensor> {
+        Tensor t = Tensor::host(Shape{static_cast<int64_t>(v.size())}, DType::kI32);
+        if (!v.empty()) std::memcpy(t.data(), v.data(), v.size() * sizeof(int32_t));
+        return upload(t);
+    };
+    H3_ASSIGN_OR_RETURN(st.video_index, index_tensor(in.video_indices));
+    H3_ASSIGN_OR_RETURN(st.audio_index, index_tensor(in.audio_indices));
+    H3_ASSIGN_OR_RETURN(st.text_index, index_tensor(in.text_indices));
+    if (in.text.dim(0) > 0) {
+        H3_ASSIGN_OR_RETURN(st.text, refine_text(in, o));
+    }
+    return st;
+}
+
 Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTables* tables_in,
-                                     const DitForwardOptions& o) const {
+                                     const DitForwardOptions& o, const DitRequestState* state) const {
     const DitConfig& c = config_;
     const int64_t S = in.rows, D = c.hidden_size;
     const DType act = act_dtype();
@@ -260,15 +287,18 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
         H3_ASSIGN_OR_RETURN(own, compute_adaln_tables(in.timesteps, &o.hook));
         tables_in = &own;
     }
-    H3_ASSIGN_OR_RETURN(RowTables rows, build_row_tables(in, *tables_in));
-    auto index_tensor = [&](const std::vector<int32_t>& v) -> Result<Tensor> {
-        Tensor t = Tensor::host(Shape{static_cast<int64_t>(v.size())}, DType::kI32);
-        if (!v.empty()) std::memcpy(t.data(), v.data(), v.size() * sizeof(int32_t));
-        return upload(t);
-    };
-    H3_ASSIGN_OR_RETURN(Tensor vid_idx, index_tensor(in.video_indices));
-    H3_ASSIGN_OR_RETURN(Tensor aud_idx, index_tensor(in.audio_indices));
-    H3_ASSIGN_OR_RETURN(Tensor txt_idx, index_tensor(in.text_indices));
+    DitRequestState own_state;
+    if (!state) {
+        H3_ASSIGN_OR_RETURN(own_state, prepare_request(in, o));
+        state = &own_state;
+    }
+    if (state->rows != S)
+        return invalid_argument("DiT forward: the request state was prepared for " + std::to_string(state->rows) +
+                                " rows, the inputs have " + std::to_string(S));
+    H3_ASSIGN_OR_RETURN(RowTables rows, build_row_tables(in, *tables_in, state));
+    const Tensor& vid_idx = state->video_index;
+    const Tensor& aud_idx = state->audio_index;
+    const Tensor& txt_idx = state->text_index;
 
     // 1. Embeddings: fp32 patch projections rounded once into the residual stream.
     H3_ASSIGN_OR_RETURN(Tensor h, alloc(Shape{S, D}, act));
@@ -285,10 +315,7 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
         H3_TRY(ops::gemm(ctx_, {}, xa, weights_.audio_proj_in_w, weights_.audio_proj_in_b, ea));
         H3_TRY(ops::scatter_rows(ctx_, ea, aud_idx, h));
     }
-    if (in.text.dim(0) > 0) {
-        H3_ASSIGN_OR_RETURN(Tensor et, refine_text(in, o));
-        H3_TRY(ops::scatter_rows(ctx_, et, txt_idx, h));
-    }
+    if (state->text.defined()) H3_TRY(ops::scatter_rows(ctx_, state->text, txt_idx, h));
 
     // 2. Blocks.
     for (int b = 0; b < c.num_layers; ++b) {

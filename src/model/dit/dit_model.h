@@ -43,6 +43,15 @@ struct DitForwardOptions {
     size_t ffn_chunk_bytes = 512ull << 20;     // budget for the [rows, 2·ffn] + [rows, ffn] intermediates
 };
 
+// What stays fixed for a whole request and is computed once (spec §13: lossless hoisting): the refined
+// conditioner rows, the RoPE tables and the row-index lists, all on the model's device.
+struct DitRequestState {
+    Tensor text;    // [L, hidden] refiner output (after final_norm), activation dtype
+    Tensor cos, sin;  // [S, rotary_dim] f32
+    Tensor video_index, audio_index, text_index;  // i32
+    int64_t rows = 0;
+};
+
 class DitModel {
 public:
     static Result<std::unique_ptr<DitModel>> load(const DitCheckpoint& ckpt, const DitLoadOptions& options,
@@ -58,9 +67,13 @@ public:
     // Time embedding and AdaLN tables for the given timesteps (needs the AdaLN weights loaded).
     Result<AdalnTables> compute_adaln_tables(const std::vector<float>& timesteps,
                                              const IntermediateHook* hook = nullptr) const;
-    // One forward. `tables` must hold every timestep in `in` (computed on the fly when null).
+    // Refiner, RoPE tables and index lists for a request (text, positions and indices of `in`).
+    Result<DitRequestState> prepare_request(const DitPackedInputs& in, const DitForwardOptions& options = {}) const;
+    // One forward. `tables` must hold every timestep in `in` (computed on the fly when null); `state` must
+    // come from prepare_request over the same layout (computed on the fly when null). Per step only the
+    // video/audio rows, timesteps and timestep_indices of `in` may change.
     Result<DitOutputs> forward(const DitPackedInputs& in, const AdalnTables* tables,
-                               const DitForwardOptions& options = {}) const;
+                               const DitForwardOptions& options = {}, const DitRequestState* state = nullptr) const;
 
     // The forward's building blocks, public for the benches.
     struct RowTables {
@@ -68,7 +81,8 @@ public:
         Tensor adaln_row; // [S] i32: table row timestep_index·3 + tag
         Tensor final_row; // [S] i32: timestep_index
     };
-    Result<RowTables> build_row_tables(const DitPackedInputs& in, const AdalnTables& tables) const;
+    Result<RowTables> build_row_tables(const DitPackedInputs& in, const AdalnTables& tables,
+                                       const DitRequestState* state = nullptr) const;
     Status run_block(int index, Tensor& h, const Tensor& block_table, const RowTables& rows,
                      const DitForwardOptions& options) const;
 

@@ -22,9 +22,9 @@ size_t fallback_smem(int64_t d) {
     return sizeof(float) * static_cast<size_t>(kWarps * d + kTile * (d + 1) + kTile * d);
 }
 
-template <typename T>
+template <typename T, typename TO>
 __global__ void attention_fallback_kernel(const T* __restrict__ q, const T* __restrict__ k,
-                                          const T* __restrict__ v, T* __restrict__ o, int64_t sq, int64_t sk,
+                                          const T* __restrict__ v, TO* __restrict__ o, int64_t sq, int64_t sk,
                                           int64_t heads, int64_t d, float scale) {
     extern __shared__ float smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -83,7 +83,7 @@ __global__ void attention_fallback_kernel(const T* __restrict__ q, const T* __re
 #pragma unroll
     for (int i = 0; i < kMaxPerLane; ++i) {
         const int64_t c = lane + 32 * i;
-        if (c < d) o[qi * row_pitch + h * d + c] = from_f32<T>(acc[i] * inv);
+        if (c < d) o[qi * row_pitch + h * d + c] = from_f32<TO>(acc[i] * inv);
     }
 }
 
@@ -92,16 +92,20 @@ Status run_fallback(const Context& ctx, const Tensor& q, const Tensor& k, const 
     const int64_t sq = q.dim(0), heads = q.dim(1), d = q.dim(2), sk = k.dim(0);
     if (d > 32 * kMaxPerLane) return unimplemented("CUDA attention fallback: head dim > 256");
     const size_t smem = fallback_smem(d);
+    // The output dtype may differ from q/k/v (one rounding at the store, into o's own type).
     return dispatch_float(q.dtype(), [&](auto tq) {
         using T = typename decltype(tq)::type;
-        H3_CUDA_TRY(cudaFuncSetAttribute(attention_fallback_kernel<T>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-                    "cudaFuncSetAttribute(attention)");
-        dim3 grid(static_cast<unsigned>((sq + kWarps - 1) / kWarps), static_cast<unsigned>(heads));
-        attention_fallback_kernel<T><<<grid, kWarps * 32, smem, stream_of(ctx)>>>(
-            q.data_as<const T>(), k.data_as<const T>(), v.data_as<const T>(), o.data_as<T>(), sq, sk, heads,
-            d, scale);
-        return check_launch("attention_fallback");
+        return dispatch_float(o.dtype(), [&](auto to) {
+            using TO = typename decltype(to)::type;
+            H3_CUDA_TRY(cudaFuncSetAttribute(attention_fallback_kernel<T, TO>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+                        "cudaFuncSetAttribute(attention)");
+            dim3 grid(static_cast<unsigned>((sq + kWarps - 1) / kWarps), static_cast<unsigned>(heads));
+            attention_fallback_kernel<T, TO><<<grid, kWarps * 32, smem, stream_of(ctx)>>>(
+                q.data_as<const T>(), k.data_as<const T>(), v.data_as<const T>(), o.data_as<TO>(), sq, sk,
+                heads, d, scale);
+            return check_launch("attention_fallback");
+        });
     });
 }
 
@@ -121,7 +125,8 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
     const bool half = q.dtype() == DType::kBF16 || q.dtype() == DType::kF16;
     const bool aligned = pointer_alignment(q.data()) >= 16 && pointer_alignment(k.data()) >= 16 &&
                          pointer_alignment(v.data()) >= 16 && pointer_alignment(o.data()) >= 16;
-    if (half && (d == 64 || d == 128) && aligned) {
+    // cuDNN writes o in q's dtype; another output dtype takes the fallback (not used by the model).
+    if (half && o.dtype() == q.dtype() && (d == 64 || d == 128) && aligned) {
         AttentionKey key{sq, sk, heads, d, static_cast<int>(q.dtype())};
         std::string why;
         auto plan = cudnn_attention_plan(ctx, key, why);
