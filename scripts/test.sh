@@ -11,7 +11,7 @@ echo "== format check"
 bash scripts/check_format.sh
 
 echo "== build ($BUILD_DIR)"
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_BUILD_BENCH=ON
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_BUILD_BENCH=ON -DH3_REQUIRE_FFMPEG=ON
 cmake --build "$BUILD_DIR" -j"$JOBS"
 
 echo "== tests"
