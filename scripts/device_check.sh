@@ -11,6 +11,10 @@ if [ -d .debs ]; then
   for f in .debs/*.deb; do dpkg -x "$f" /tmp/deps; done
   export CMAKE_PREFIX_PATH=/tmp/deps/usr
   export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+  # PCRE2's .pc file from the carried .deb (paths under the sysroot) when the machine has none.
+  if ! pkg-config --exists libpcre2-8; then
+    export PKG_CONFIG_PATH=/usr/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=/tmp/deps
+  fi
 fi
 # cuDNN: the toolkit's, else a Python wheel's (header and library from one place).
 CUDNN_ARGS=()
