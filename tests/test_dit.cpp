@@ -163,7 +163,7 @@ TEST(Dit, PrecomputedAdalnTablesGiveTheSameOutput) {
     auto s1 = (*m)->forward(*packed, &*tables, {}, &*state);
     ASSERT_TRUE(s1.ok());
     EXPECT_EQ(compare(s1->sample, b->sample).max_abs, 0.0);
-    DitPackedInputs step2 = *packed;  // another step: other timesteps, other latents, same layout
+    DitPackedInputs step2 = *packed; // another step: other timesteps, other latents, same layout
     std::swap(step2.timesteps[0], step2.timesteps[1]);
     step2.video = *packed->video.to(Device::cpu());
     step2.video.data_as<float>()[0] += 0.5f;
@@ -278,4 +278,47 @@ TEST(DitCuda, MatchesReference) {
                 }
             }
         }
+}
+
+#include "model/dit/adaln_cache.h"
+
+TEST(Dit, AdalnTablesStreamFromTheCheckpointAndCacheOnDisk) {
+    if (!have_goldens()) GTEST_SKIP();
+    auto ckpt = open_dit_checkpoint(golden_dir("B") + "/original");
+    ASSERT_TRUE(ckpt.ok());
+    auto in = DitInputs::from_file(golden_dir("B") + "/inputs.safetensors");
+    auto packed = pack_inputs(*in, ckpt->config);
+    auto full = DitModel::load(*ckpt, {.precision = DitPrecision::kBf16}, ops::Context::cpu());
+    auto lean =
+        DitModel::load(*ckpt, {.precision = DitPrecision::kBf16, .load_adaln = false}, ops::Context::cpu());
+    ASSERT_TRUE(full.ok() && lean.ok());
+    // Without AdaLN weights and without a checkpoint to stream from: a clear error.
+    auto none = (*lean)->compute_adaln_tables(packed->timesteps);
+    ASSERT_FALSE(none.ok());
+    EXPECT_NE(none.status().message().find("AdaLN"), std::string::npos);
+    auto want = (*full)->forward(*packed, nullptr);
+    ASSERT_TRUE(want.ok());
+    std::string dir = std::string(H3_BINARY_DIR) + "/adaln_cache_test";
+    std::filesystem::remove_all(dir);
+    auto first = cached_adaln_tables(**lean, *ckpt, packed->timesteps, dir);
+    ASSERT_TRUE(first.ok()) << first.status().to_string();
+    EXPECT_FALSE(first->hit);
+    auto second = cached_adaln_tables(**lean, *ckpt, packed->timesteps, dir);
+    ASSERT_TRUE(second.ok());
+    EXPECT_TRUE(second->hit);
+    for (const auto* t : {&first->tables, &second->tables}) {
+        auto got = (*lean)->forward(*packed, t);
+        ASSERT_TRUE(got.ok()) << got.status().to_string();
+        EXPECT_EQ(compare(got->sample, want->sample).max_abs, 0.0);
+        EXPECT_EQ(compare(got->audio_sample, want->audio_sample).max_abs, 0.0);
+    }
+    // A damaged cache file is recomputed, not trusted.
+    std::string file =
+        dir + "/" + adaln_cache_file_name(checkpoint_identity(*ckpt), DitPrecision::kBf16, packed->timesteps);
+    std::filesystem::resize_file(file, 100);
+    auto third = cached_adaln_tables(**lean, *ckpt, packed->timesteps, dir);
+    ASSERT_TRUE(third.ok());
+    EXPECT_FALSE(third->hit);
+    auto got = (*lean)->forward(*packed, &third->tables);
+    EXPECT_EQ(compare(got->sample, want->sample).max_abs, 0.0);
 }

@@ -131,3 +131,47 @@ TEST(DitConfig, RejectsBadValues) {
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find("num_layers"), std::string::npos);
 }
+
+#include "io/checkpoint.h"
+
+#include <regex>
+
+// make-tiny's transformer holds exactly the official index's names, with blocks and refiner blocks cut to
+// the tiny config's counts — in both layouts.
+TEST(DitTensors, TinyCheckpointNamesFollowTheOfficialIndex) {
+    std::string d_idx = official("transformer/diffusion_pytorch_model.safetensors.index.json");
+    std::string o_idx = official("FL2VA/transformer/model.safetensors.index.json");
+    if (!std::filesystem::exists(d_idx) || !std::filesystem::exists(o_idx)) GTEST_SKIP();
+    const DitConfig tiny = tiny_dit_config();
+    auto keep = [&](const std::string& n) {
+        static const std::regex block(R"(^(transformer_blocks|blocks)\.(\d+)\.)");
+        static const std::regex refiner(R"(^token_refiner\.(refiner_blocks|blocks)\.(\d+)\.)");
+        std::smatch m;
+        if (std::regex_search(n, m, refiner)) return std::stoi(m[2]) < tiny.num_refiner_layers;
+        if (std::regex_search(n, m, block)) return std::stoi(m[2]) < tiny.num_layers;
+        return true;
+    };
+    for (auto [layout, idx, sub] :
+         {std::tuple{TinyLayout::kDiffusers, d_idx, std::string("transformer")},
+          std::tuple{TinyLayout::kOriginal, o_idx, std::string("FL2VA/transformer")}}) {
+        std::string dir = std::string(H3_BINARY_DIR) + "/tiny_names_" + std::to_string(int(layout));
+        std::filesystem::remove_all(dir);
+        ASSERT_TRUE(write_tiny_checkpoint({.dir = dir, .seed = 4, .layout = layout}).ok());
+        auto set = io::TensorSet::open(dir + "/" + sub);
+        ASSERT_TRUE(set.ok()) << set.status().to_string();
+        std::set<std::string> want;
+        for (const auto& n : index_names(idx))
+            if (keep(n)) want.insert(n);
+        std::vector<std::string> got_v = set->names();
+        EXPECT_EQ(std::set<std::string>(got_v.begin(), got_v.end()), want);
+        // dtypes as in the official checkpoint: fp32 islands, bf16 elsewhere
+        for (const auto& n : got_v) {
+            bool fp32 = set->info(n)->dtype == DType::kF32;
+            auto m = map_original_name(n);
+            std::string dname = layout == TinyLayout::kOriginal && m && !m->diffusers_names.empty()
+                                    ? m->diffusers_names[0]
+                                    : n;
+            EXPECT_EQ(fp32, is_fp32_island(dname) || n == "rope.inv_freq") << n;
+        }
+    }
+}

@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/device_setup.h"
 #include "io/safetensors.h"
+#include "model/dit/adaln_cache.h"
 #include "model/dit/dit_model.h"
 
 #include <CLI/CLI.hpp>
@@ -29,7 +30,8 @@ bool matches(const std::vector<std::string>& patterns, const std::string& name) 
 
 Command make_dit_command() {
     struct Options {
-        std::string model, inputs, output, device = "cpu", dtype = "bf16", component = "transformer";
+        std::string model, inputs, output, device = "cpu", dtype = "bf16", component = "transformer",
+                                           adaln_cache;
         std::vector<std::string> dump;
         CLI::App* sub = nullptr;
     };
@@ -49,6 +51,10 @@ Command make_dit_command() {
         o->sub->add_option("--component", o->component, "transformer | transformer_ref")
             ->capture_default_str();
         o->sub->add_option(
+            "--adaln-cache", o->adaln_cache,
+            "folder for cached AdaLN tables; the AdaLN weights are then streamed block by block "
+            "instead of loaded");
+        o->sub->add_option(
             "--dump", o->dump,
             "named intermediates to add to the output: all, a name (blocks.3.attn_out) or prefix*");
     };
@@ -65,7 +71,8 @@ Command make_dit_command() {
         if (!packed.ok()) return report(packed.status().with_context("inputs " + o->inputs));
         model::DitLoadOptions lo{.device = ctx.device,
                                  .precision = o->dtype == "fp32" ? model::DitPrecision::kFp32
-                                                                 : model::DitPrecision::kBf16};
+                                                                 : model::DitPrecision::kBf16,
+                                 .load_adaln = o->adaln_cache.empty()};
         auto m = model::DitModel::load(*ckpt, lo, ctx);
         if (!m.ok()) return report(m.status());
         std::vector<io::NamedTensor> dumped;
@@ -83,7 +90,15 @@ Command make_dit_command() {
             };
         }
         auto t0 = std::chrono::steady_clock::now();
-        auto out = (*m)->forward(*packed, nullptr, fo);
+        model::AdalnTables tables;
+        bool cache_hit = false;
+        if (!o->adaln_cache.empty()) {
+            auto cached = model::cached_adaln_tables(**m, *ckpt, packed->timesteps, o->adaln_cache);
+            if (!cached.ok()) return report(cached.status());
+            tables = std::move(cached->tables);
+            cache_hit = cached->hit;
+        }
+        auto out = (*m)->forward(*packed, o->adaln_cache.empty() ? nullptr : &tables, fo);
         if (!out.ok()) return report(out.status());
         if (!hook_status.ok()) return report(hook_status);
         Status sync = (*session)->synchronize();
@@ -94,9 +109,11 @@ Command make_dit_command() {
         Status w = io::write_safetensors(o->output, tensors,
                                          {{"device", ctx.device.to_string()}, {"dtype", o->dtype}});
         if (!w.ok()) return report(w);
-        std::fprintf(stderr, "dit: %lld rows, %s on %s, %.3f s, wrote %s\n",
-                     static_cast<long long>(packed->rows), o->dtype.c_str(), ctx.device.to_string().c_str(),
-                     secs, o->output.c_str());
+        std::fprintf(
+            stderr, "dit: %lld rows, %s on %s, %.3f s%s, wrote %s\n", static_cast<long long>(packed->rows),
+            o->dtype.c_str(), ctx.device.to_string().c_str(), secs,
+            o->adaln_cache.empty() ? "" : (cache_hit ? " (AdaLN cache hit)" : " (AdaLN cache written)"),
+            o->output.c_str());
         return kExitOk;
     };
     return c;

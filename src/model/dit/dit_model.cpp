@@ -87,7 +87,8 @@ Result<Tensor> DitModel::alloc(const Shape& shape, DType dtype) const {
 }
 
 Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& timesteps,
-                                                   const IntermediateHook* hook) const {
+                                                   const IntermediateHook* hook,
+                                                   const DitCheckpoint* stream_from) const {
     const DitConfig& c = config_;
     const int64_t M = static_cast<int64_t>(timesteps.size());
     if (M == 0) return invalid_argument("compute_adaln_tables: no timesteps");
@@ -95,16 +96,10 @@ Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& tim
     tables.timesteps = timesteps;
     H3_ASSIGN_OR_RETURN(tables.temb, alloc(Shape{M, c.time_embed_dim}, DType::kF32));
     H3_ASSIGN_OR_RETURN(tables.final_layer, alloc(Shape{M, c.final_adaln_out_features()}, act_dtype()));
-    for (int b = 0; b < c.num_layers; ++b) {
-        if (!weights_.blocks[static_cast<size_t>(b)].adaln_weight.defined())
-            return invalid_argument("AdaLN weights were not loaded; supply precomputed AdaLN tables");
-        H3_ASSIGN_OR_RETURN(Tensor mod, alloc(Shape{M, c.adaln_out_features()}, act_dtype()));
-        tables.blocks.push_back(mod);
-    }
-    // One timestep at a time: a GEMM's blocking (and so its rounding) may depend on the row count, and a
-    // table row must not depend on which other timesteps share the table (hoisting is lossless).
+    H3_ASSIGN_OR_RETURN(Tensor silu_temb, alloc(Shape{M, c.time_embed_dim}, act_dtype()));
+    // Every GEMM below runs one timestep at a time: a GEMM's blocking (and so its rounding) may depend on the
+    // row count, and a table row must not depend on which other timesteps share the table (lossless).
     H3_ASSIGN_OR_RETURN(Tensor h1, alloc(Shape{1, c.time_embed_hidden_dim}, DType::kF32));
-    H3_ASSIGN_OR_RETURN(Tensor s, alloc(Shape{1, c.time_embed_dim}, act_dtype()));
     for (int64_t m = 0; m < M; ++m) {
         Tensor sinus = host_tensor_from(timestep_sinusoid({timesteps[static_cast<size_t>(m)]}, c.freq_dim),
                                         Shape{1, c.freq_dim});
@@ -113,17 +108,34 @@ Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& tim
         H3_TRY(ops::gemm(ctx_, {}, sinus, weights_.time_w1, weights_.time_b1, h1)); // time MLP in fp32
         H3_TRY(ops::silu(ctx_, h1, h1));
         H3_TRY(ops::gemm(ctx_, {}, h1, weights_.time_w2, weights_.time_b2, temb));
-        // SiLU(temb) in fp32, rounded once to the activation dtype, feeds every AdaLN GEMM.
-        H3_TRY(ops::silu(ctx_, temb, s));
-        for (int b = 0; b < c.num_layers; ++b) {
-            const DitBlockWeights& w = weights_.blocks[static_cast<size_t>(b)];
-            Tensor row = tables.blocks[static_cast<size_t>(b)].slice(0, m, m + 1);
-            H3_TRY(ops::gemm(ctx_, {}, s, w.adaln_weight, w.adaln_bias, row));
-        }
-        Tensor fin = tables.final_layer.slice(0, m, m + 1);
-        H3_TRY(ops::gemm(ctx_, {}, s, weights_.norm_out_w, weights_.norm_out_b, fin));
     }
-    for (auto& t : tables.blocks) t = t.view({M * 3, 6LL * c.hidden_size});
+    // SiLU(temb) in fp32, rounded once to the activation dtype, feeds every AdaLN GEMM.
+    H3_TRY(ops::silu(ctx_, tables.temb, silu_temb));
+    auto rows_gemm = [&](const Tensor& w, const Tensor& b, Tensor& out) -> Status {
+        for (int64_t m = 0; m < M; ++m) {
+            Tensor row = out.slice(0, m, m + 1);
+            H3_TRY(ops::gemm(ctx_, {}, silu_temb.slice(0, m, m + 1), w, b, row));
+        }
+        return ok_status();
+    };
+    DitLoadOptions stream_opts{.device = ctx_.device, .precision = precision_};
+    for (int b = 0; b < c.num_layers; ++b) {
+        const DitBlockWeights& w = weights_.blocks[static_cast<size_t>(b)];
+        Tensor weight = w.adaln_weight, bias = w.adaln_bias;
+        if (!weight.defined()) {
+            if (!stream_from)
+                return invalid_argument(
+                    "AdaLN weights were not loaded: stream them from the checkpoint or supply "
+                    "precomputed AdaLN tables");
+            const std::string p = "transformer_blocks." + std::to_string(b) + ".adaln_proj.linear.";
+            H3_ASSIGN_OR_RETURN(weight, load_dit_tensor(*stream_from, p + "weight", stream_opts));
+            H3_ASSIGN_OR_RETURN(bias, load_dit_tensor(*stream_from, p + "bias", stream_opts));
+        }
+        H3_ASSIGN_OR_RETURN(Tensor mod, alloc(Shape{M, c.adaln_out_features()}, act_dtype()));
+        H3_TRY(rows_gemm(weight, bias, mod));
+        tables.blocks.push_back(mod.view({M * 3, 6LL * c.hidden_size}));
+    } // a streamed block's weight is released here, before the next one is read
+    H3_TRY(rows_gemm(weights_.norm_out_w, weights_.norm_out_b, tables.final_layer));
     if (hook && hook->active("temb")) hook->record("temb", tables.temb);
     return tables;
 }
@@ -132,7 +144,7 @@ Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in
                                                        const DitRequestState* state) const {
     const int64_t S = in.rows;
     RowTables rt;
-    if (state) {  // RoPE tables are per request: reuse them
+    if (state) { // RoPE tables are per request: reuse them
         rt.cos = state->cos;
         rt.sin = state->sin;
     } else {
@@ -255,7 +267,8 @@ Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowT
     return ok_status();
 }
 
-Result<DitRequestState> DitModel::prepare_request(const DitPackedInputs& in, const DitForwardOptions& o) const {
+Result<DitRequestState> DitModel::prepare_request(const DitPackedInputs& in,
+                                                  const DitForwardOptions& o) const {
     DitRequestState st;
     st.rows = in.rows;
     std::vector<float> cos, sin;
@@ -293,8 +306,8 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
         state = &own_state;
     }
     if (state->rows != S)
-        return invalid_argument("DiT forward: the request state was prepared for " + std::to_string(state->rows) +
-                                " rows, the inputs have " + std::to_string(S));
+        return invalid_argument("DiT forward: the request state was prepared for " +
+                                std::to_string(state->rows) + " rows, the inputs have " + std::to_string(S));
     H3_ASSIGN_OR_RETURN(RowTables rows, build_row_tables(in, *tables_in, state));
     const Tensor& vid_idx = state->video_index;
     const Tensor& aud_idx = state->audio_index;

@@ -46,9 +46,9 @@ struct DitForwardOptions {
 // What stays fixed for a whole request and is computed once (spec §13: lossless hoisting): the refined
 // conditioner rows, the RoPE tables and the row-index lists, all on the model's device.
 struct DitRequestState {
-    Tensor text;    // [L, hidden] refiner output (after final_norm), activation dtype
-    Tensor cos, sin;  // [S, rotary_dim] f32
-    Tensor video_index, audio_index, text_index;  // i32
+    Tensor text;     // [L, hidden] refiner output (after final_norm), activation dtype
+    Tensor cos, sin; // [S, rotary_dim] f32
+    Tensor video_index, audio_index, text_index; // i32
     int64_t rows = 0;
 };
 
@@ -64,16 +64,21 @@ public:
     DType act_dtype() const { return precision_ == DitPrecision::kFp32 ? DType::kF32 : DType::kBF16; }
     const ops::Context& context() const { return ctx_; }
 
-    // Time embedding and AdaLN tables for the given timesteps (needs the AdaLN weights loaded).
+    // Time embedding and AdaLN tables for the given timesteps. With the AdaLN weights loaded they are used;
+    // otherwise `stream_from` supplies each block's projection in turn (read from the checkpoint, put on the
+    // device for that block only, then released) so the 13 B AdaLN weights never sit on the device at once.
     Result<AdalnTables> compute_adaln_tables(const std::vector<float>& timesteps,
-                                             const IntermediateHook* hook = nullptr) const;
+                                             const IntermediateHook* hook = nullptr,
+                                             const DitCheckpoint* stream_from = nullptr) const;
     // Refiner, RoPE tables and index lists for a request (text, positions and indices of `in`).
-    Result<DitRequestState> prepare_request(const DitPackedInputs& in, const DitForwardOptions& options = {}) const;
+    Result<DitRequestState> prepare_request(const DitPackedInputs& in,
+                                            const DitForwardOptions& options = {}) const;
     // One forward. `tables` must hold every timestep in `in` (computed on the fly when null); `state` must
     // come from prepare_request over the same layout (computed on the fly when null). Per step only the
     // video/audio rows, timesteps and timestep_indices of `in` may change.
     Result<DitOutputs> forward(const DitPackedInputs& in, const AdalnTables* tables,
-                               const DitForwardOptions& options = {}, const DitRequestState* state = nullptr) const;
+                               const DitForwardOptions& options = {},
+                               const DitRequestState* state = nullptr) const;
 
     // The forward's building blocks, public for the benches.
     struct RowTables {

@@ -138,6 +138,12 @@ Status load_block(Loader& l, const std::string& p, bool adaln, DitBlockWeights& 
 
 } // namespace
 
+Result<Tensor> load_dit_tensor(const DitCheckpoint& ckpt, const std::string& name,
+                               const DitLoadOptions& opt) {
+    Loader l(ckpt, opt);
+    return l.get(name);
+}
+
 Result<DitWeights> load_dit_weights(const DitCheckpoint& ckpt, const DitLoadOptions& opt) {
     Loader l(ckpt, opt);
     DitWeights w;

@@ -52,6 +52,11 @@ struct DitCheckpoint {
 Result<DitCheckpoint> open_dit_checkpoint(const std::string& path,
                                           const std::string& component = "transformer");
 
+// One diffusers-named tensor, converted for `options` (shape checked against the config, dtype converted,
+// copied to the device) — for streaming the AdaLN projections block by block.
+Result<Tensor> load_dit_tensor(const DitCheckpoint& ckpt, const std::string& diffusers_name,
+                               const DitLoadOptions& options);
+
 // Loads and converts every tensor (original: de-interleaves qkv, swaps fc1 halves); checks each shape against
 // the config; converts dtypes for the precision; copies to the device.
 Result<DitWeights> load_dit_weights(const DitCheckpoint& ckpt, const DitLoadOptions& options);
