@@ -80,8 +80,10 @@ int run_bench(const BenchOptions& o) {
     if (!st.ok()) return report(st);
     size_t weight_bytes = device_memory_stats().current;
     model::DitForwardOptions fo;
+    auto scratch = dit.make_scratch(S, fo.ffn_chunk_bytes);
+    if (!scratch.ok()) return report(scratch.status());
     // Warm-up (plans, heuristics), then timed passes over every block.
-    st = dit.run_block(0, *h, tables->blocks[0], *rows, fo);
+    st = dit.run_block(0, *h, tables->blocks[0], *rows, fo, *scratch);
     if (st.ok()) st = (*session)->synchronize();
     if (!st.ok()) return report(st);
     std::vector<double> per_block;
@@ -91,7 +93,8 @@ int run_bench(const BenchOptions& o) {
             // Re-randomize the stream each pass so the residual does not grow without bound.
             if (b == 0) st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
             auto tb = Clock::now();
-            if (st.ok()) st = dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo);
+            if (st.ok())
+                st = dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo, *scratch);
             if (st.ok()) st = (*session)->synchronize();
             if (!st.ok()) return report(st);
             per_block.push_back(std::chrono::duration<double>(Clock::now() - tb).count());

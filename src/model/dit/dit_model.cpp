@@ -174,40 +174,51 @@ Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in
     return rt;
 }
 
+Result<DitScratch> DitModel::make_scratch(int64_t rows, size_t ffn_chunk_bytes) const {
+    const DitConfig& c = config_;
+    const DType act = act_dtype();
+    const int64_t D = c.hidden_size, I = c.inner_dim(), F = c.ffn_dim;
+    DitScratch s;
+    s.rows = rows;
+    const size_t per_row = static_cast<size_t>(3 * F) * dtype_size(act);
+    s.ffn_rows = std::min(rows, std::max<int64_t>(1, static_cast<int64_t>(ffn_chunk_bytes / per_row)));
+    s.ffn_rows = std::max<int64_t>(s.ffn_rows, 1);
+    H3_ASSIGN_OR_RETURN(s.x, alloc(Shape{rows, D}, act));
+    H3_ASSIGN_OR_RETURN(s.y, alloc(Shape{rows, D}, act));
+    H3_ASSIGN_OR_RETURN(s.q, alloc(Shape{rows, I}, act));
+    H3_ASSIGN_OR_RETURN(s.k, alloc(Shape{rows, I}, act));
+    H3_ASSIGN_OR_RETURN(s.v, alloc(Shape{rows, I}, act));
+    H3_ASSIGN_OR_RETURN(s.o, alloc(Shape{rows, I}, act));
+    H3_ASSIGN_OR_RETURN(s.ffn_h, alloc(Shape{s.ffn_rows, 2 * F}, act));
+    H3_ASSIGN_OR_RETURN(s.ffn_g, alloc(Shape{s.ffn_rows, F}, act));
+    return s;
+}
+
 Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows,
-                                  Tensor& out) const {
+                                  Tensor& out, DitScratch& sc) const {
     const DitConfig& c = config_;
     const int64_t S = x.dim(0), H = c.num_attention_heads, hd = c.attention_head_dim;
     const DType act = act_dtype();
-    H3_ASSIGN_OR_RETURN(Tensor q, alloc(Shape{S, H * hd}, act));
-    H3_ASSIGN_OR_RETURN(Tensor k, alloc(Shape{S, H * hd}, act));
-    H3_ASSIGN_OR_RETURN(Tensor v, alloc(Shape{S, H * hd}, act));
+    H3_CHECK(S <= sc.rows, "scratch holds " << sc.rows << " rows, the branch needs " << S);
+    Tensor q = sc.q.slice(0, 0, S), k = sc.k.slice(0, 0, S), v = sc.v.slice(0, 0, S), o = sc.o.slice(0, 0, S);
     H3_TRY(ops::gemm(ctx_, {}, x, w.to_q, Tensor(), q));
     H3_TRY(ops::gemm(ctx_, {}, x, w.to_k, Tensor(), k));
     H3_TRY(ops::gemm(ctx_, {}, x, w.to_v, Tensor(), v));
-    Tensor q3 = q.view({S, H, hd}), k3 = k.view({S, H, hd}), v3 = v.view({S, H, hd});
+    Tensor q3 = q.view({S, H, hd}), k3 = k.view({S, H, hd}), v3 = v.view({S, H, hd}), o3 = o.view({S, H, hd});
     ops::RmsNormParams np{.eps = static_cast<float>(c.qk_norm_eps)};
     ops::RopeParams rp{.rotary_dim = rows ? c.rotary_dim() : 0, .round_tables = act != DType::kF32};
     Tensor none;
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, q3, w.norm_q, rows ? rows->cos : none, rows ? rows->sin : none));
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, k3, w.norm_k, rows ? rows->cos : none, rows ? rows->sin : none));
-    H3_ASSIGN_OR_RETURN(Tensor o, alloc(Shape{S, H, hd}, act));
-    H3_TRY(ops::attention(ctx_, {}, q3, k3, v3, o));
-    return ops::gemm(ctx_, {}, o.view({S, H * hd}), w.to_out, Tensor(), out);
+    H3_TRY(ops::attention(ctx_, {}, q3, k3, v3, o3));
+    return ops::gemm(ctx_, {}, o, w.to_out, Tensor(), out);
 }
 
-Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out,
-                            size_t chunk_bytes) const {
-    const int64_t S = x.dim(0), F = config_.ffn_dim;
-    const DType act = act_dtype();
-    const size_t per_row = static_cast<size_t>(3 * F) * dtype_size(act);
-    int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / per_row));
-    chunk = std::min(chunk, S);
-    H3_ASSIGN_OR_RETURN(Tensor h, alloc(Shape{chunk, 2 * F}, act));
-    H3_ASSIGN_OR_RETURN(Tensor g, alloc(Shape{chunk, F}, act));
+Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& sc) const {
+    const int64_t S = x.dim(0), chunk = sc.ffn_rows;
     for (int64_t r0 = 0; r0 < S; r0 += chunk) {
         int64_t n = std::min(chunk, S - r0);
-        Tensor hs = h.slice(0, 0, n), gs = g.slice(0, 0, n), os = out.slice(0, r0, r0 + n);
+        Tensor hs = sc.ffn_h.slice(0, 0, n), gs = sc.ffn_g.slice(0, 0, n), os = out.slice(0, r0, r0 + n);
         H3_TRY(ops::gemm(ctx_, {}, x.slice(0, r0, r0 + n), w.ff_in, Tensor(), hs));
         H3_TRY(ops::swiglu(ctx_, hs, gs));
         H3_TRY(ops::gemm(ctx_, {}, gs, w.ff_out, Tensor(), os));
@@ -219,48 +230,48 @@ Result<Tensor> DitModel::refine_text(const DitPackedInputs& in, const DitForward
     const DitConfig& c = config_;
     const int64_t L = in.text.dim(0), D = c.hidden_size;
     const DType act = act_dtype();
+    H3_ASSIGN_OR_RETURN(DitScratch sc, make_scratch(L, o.ffn_chunk_bytes));
     H3_ASSIGN_OR_RETURN(Tensor text_host, in.text.to_dtype(act)); // the conditioner output is bf16
     H3_ASSIGN_OR_RETURN(Tensor text, upload(text_host));
     H3_ASSIGN_OR_RETURN(Tensor x, alloc(Shape{L, D}, act));
     H3_TRY(ops::gemm(ctx_, {}, text, weights_.context_w, weights_.context_b, x));
-    H3_ASSIGN_OR_RETURN(Tensor n, alloc(Shape{L, D}, act));
-    H3_ASSIGN_OR_RETURN(Tensor y, alloc(Shape{L, D}, act));
+    Tensor n = sc.x, y = sc.y;
     ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
     for (const auto& w : weights_.refiner) {
         if (is_cancelled(o)) return cancelled("DiT forward cancelled in the token refiner");
         H3_TRY(ops::rms_norm(ctx_, np, x, w.norm1, n));
-        H3_TRY(attention_branch(w, n, nullptr, y));
+        H3_TRY(attention_branch(w, n, nullptr, y, sc));
         H3_TRY(ops::add(ctx_, x, y, x));
         H3_TRY(ops::rms_norm(ctx_, np, x, w.norm2, n));
-        H3_TRY(ffn_branch(w, n, y, o.ffn_chunk_bytes));
+        H3_TRY(ffn_branch(w, n, y, sc));
         H3_TRY(ops::add(ctx_, x, y, x));
     }
-    H3_TRY(ops::rms_norm(ctx_, np, x, weights_.refiner_final_norm, n));
-    if (o.hook.active("refiner_out")) o.hook.record("refiner_out", n);
-    return n;
+    H3_ASSIGN_OR_RETURN(Tensor out, alloc(Shape{L, D}, act));
+    H3_TRY(ops::rms_norm(ctx_, np, x, weights_.refiner_final_norm, out));
+    if (o.hook.active("refiner_out")) o.hook.record("refiner_out", out);
+    return out;
 }
 
 Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowTables& rows,
-                           const DitForwardOptions& o) const {
+                           const DitForwardOptions& o, DitScratch& sc) const {
     const DitConfig& c = config_;
     const DitBlockWeights& w = weights_.blocks[static_cast<size_t>(index)];
     const int64_t S = h.dim(0), D = c.hidden_size;
-    const DType act = act_dtype();
-    const bool emulate = act != DType::kF32;
+    const bool emulate = act_dtype() != DType::kF32;
+    H3_CHECK(S <= sc.rows, "scratch holds " << sc.rows << " rows, block needs " << S);
     auto chunk = [&](int i) { return table.slice(1, i * D, (i + 1) * D); };
     const std::string prefix = "blocks." + std::to_string(index) + ".";
     ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
     ops::ModulateParams mp{.round_intermediate = emulate};
     ops::GatedResidualParams gp{.round_intermediate = emulate};
-    H3_ASSIGN_OR_RETURN(Tensor x, alloc(Shape{S, D}, act));
-    H3_ASSIGN_OR_RETURN(Tensor y, alloc(Shape{S, D}, act));
+    Tensor x = sc.x.slice(0, 0, S), y = sc.y.slice(0, 0, S);
     H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm1, chunk(0), chunk(1), rows.adaln_row, x));
     if (o.hook.active(prefix + "norm1_out")) o.hook.record(prefix + "norm1_out", x);
-    H3_TRY(attention_branch(w, x, &rows, y));
+    H3_TRY(attention_branch(w, x, &rows, y, sc));
     if (o.hook.active(prefix + "attn_out")) o.hook.record(prefix + "attn_out", y);
     H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(2), y, rows.adaln_row));
     H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm2, chunk(3), chunk(4), rows.adaln_row, x));
-    H3_TRY(ffn_branch(w, x, y, o.ffn_chunk_bytes));
+    H3_TRY(ffn_branch(w, x, y, sc));
     if (o.hook.active(prefix + "ff_out")) o.hook.record(prefix + "ff_out", y);
     H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(5), y, rows.adaln_row));
     if (o.hook.active(prefix + "out")) o.hook.record(prefix + "out", h);
@@ -330,10 +341,13 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     }
     if (state->text.defined()) H3_TRY(ops::scatter_rows(ctx_, state->text, txt_idx, h));
 
-    // 2. Blocks.
-    for (int b = 0; b < c.num_layers; ++b) {
-        if (is_cancelled(o)) return cancelled("DiT forward cancelled before block " + std::to_string(b));
-        H3_TRY(run_block(b, h, tables_in->blocks[static_cast<size_t>(b)], rows, o));
+    // 2. Blocks, sharing one set of scratch buffers.
+    {
+        H3_ASSIGN_OR_RETURN(DitScratch scratch, make_scratch(S, o.ffn_chunk_bytes));
+        for (int b = 0; b < c.num_layers; ++b) {
+            if (is_cancelled(o)) return cancelled("DiT forward cancelled before block " + std::to_string(b));
+            H3_TRY(run_block(b, h, tables_in->blocks[static_cast<size_t>(b)], rows, o, scratch));
+        }
     }
 
     // 3. Final norm with (shift, scale) per timestep, then the fp32 heads on the rows they serve.

@@ -52,6 +52,13 @@ struct DitRequestState {
     int64_t rows = 0;
 };
 
+// Scratch buffers of one forward, reused by every block and the refiner instead of allocated per block.
+struct DitScratch {
+    Tensor x, y, q, k, v, o; // [rows, hidden] / [rows, inner]
+    Tensor ffn_h, ffn_g;     // [ffn_rows, 2·ffn] / [ffn_rows, ffn]: the FFN runs in row chunks of ffn_rows
+    int64_t rows = 0, ffn_rows = 0;
+};
+
 class DitModel {
 public:
     static Result<std::unique_ptr<DitModel>> load(const DitCheckpoint& ckpt, const DitLoadOptions& options,
@@ -88,14 +95,15 @@ public:
     };
     Result<RowTables> build_row_tables(const DitPackedInputs& in, const AdalnTables& tables,
                                        const DitRequestState* state = nullptr) const;
+    Result<DitScratch> make_scratch(int64_t rows, size_t ffn_chunk_bytes) const;
     Status run_block(int index, Tensor& h, const Tensor& block_table, const RowTables& rows,
-                     const DitForwardOptions& options) const;
+                     const DitForwardOptions& options, DitScratch& scratch) const;
 
 private:
     Result<Tensor> refine_text(const DitPackedInputs& in, const DitForwardOptions& options) const;
-    Status attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows,
-                            Tensor& out) const;
-    Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, size_t chunk_bytes) const;
+    Status attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows, Tensor& out,
+                            DitScratch& scratch) const;
+    Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch) const;
     Result<Tensor> upload(const Tensor& host) const;
     Result<Tensor> alloc(const Shape& shape, DType dtype) const;
 
