@@ -80,6 +80,9 @@ Status memcpy(void* dst, const void* src, size_t bytes, CopyKind kind, void* str
     if (stream)
         return from_cuda(cudaMemcpyAsync(dst, src, bytes, k, static_cast<cudaStream_t>(stream)),
                          "cudaMemcpyAsync");
+    // A synchronous copy must see all earlier work: ops run on non-blocking streams, which the legacy
+    // default stream does not wait for, so synchronize the device first.
+    H3_TRY(from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
     return from_cuda(cudaMemcpy(dst, src, bytes, k), "cudaMemcpy");
 }
 
