@@ -1,0 +1,84 @@
+// The conditioner: prompt (+ later keyframe images) → the packed sequence's conditioning segment
+// `[L, text_dim]` with one modality tag per row (spec §3 step 3, §5.2, §8). Two sources implement it: a
+// precomputed embeddings file (`--prompt-embeds`, lets users reuse encodings) and the checkpoint's text
+// encoder (Qwen3-VL + tokenizer, built in its own issue; `make_prompt_conditioner` is its factory).
+//
+// This interface is shared with the text-encoder work: keep it stable.
+#pragma once
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "ops/context.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace h3::pipeline {
+
+// Row tags inside the conditioning segment (spec §5.2): prompt/label rows are text (1); vision-token rows
+// that fl2va/ref2va place inside the conditioner are video (0).
+inline constexpr int32_t kTagVideo = 0;
+inline constexpr int32_t kTagText = 1;
+inline constexpr int32_t kTagAudio = 2;
+
+struct ConditionerProgress {
+    std::string stage; // "tokenize", "encode", "layer", ...
+    int done = 0;
+    int total = 0;
+};
+
+struct ConditionerOptions {
+    std::function<void(const ConditionerProgress&)> progress; // optional
+    const std::atomic<bool>* cancel = nullptr;                // checked between layers; → kCancelled
+};
+
+// One keyframe image for fl2va presentation ("<Picture i>: " + vision tokens). RGB8, row-major HWC.
+struct ConditionerImage {
+    int width = 0, height = 0;
+    std::vector<uint8_t> rgb;
+};
+
+struct ConditionerRequest {
+    std::string prompt;                   // used verbatim (no chat template, no special tokens)
+    std::vector<ConditionerImage> images; // fl2va keyframes in anchor order; empty for t2va
+};
+
+struct Conditioning {
+    Tensor embeddings;         // [L, text_dim] host, bf16 or f32 (the DiT converts)
+    std::vector<int32_t> tags; // [L] kTagText or kTagVideo per row
+    int64_t rows() const { return embeddings.defined() ? embeddings.dim(0) : 0; }
+};
+
+class Conditioner {
+public:
+    virtual ~Conditioner() = default;
+    virtual std::string name() const = 0; // for messages: "prompt-embeds FILE", "qwen3-vl text encoder"
+    virtual int text_dim() const = 0;
+    // Errors name the field (prompt, image i) or the file; cancellation returns kCancelled.
+    virtual Result<Conditioning> encode(const ConditionerRequest& request,
+                                        const ConditionerOptions& options = {}) = 0;
+};
+
+// Reads a precomputed conditioner output: a safetensors file with one tensor named `prompt_embeds` (or,
+// failing that, the file's only tensor) of shape [L, text_dim] or [1, L, text_dim], any float dtype, and an
+// optional i32/i64 `prompt_tags` [L] (default: all text). The prompt text is ignored; images are rejected.
+Result<std::unique_ptr<Conditioner>> make_embeds_conditioner(const std::string& path, int expected_text_dim);
+
+// Writes `c` in the format make_embeds_conditioner reads.
+Status save_conditioning(const std::string& path, const Conditioning& c);
+
+struct PromptConditionerParams {
+    std::string checkpoint_dir; // checkpoint root (either layout), as given to --model
+    ops::Context ctx;           // where the encoder runs
+    bool fp32 = false;          // fp32 reference mode instead of bf16
+};
+
+// The checkpoint's text encoder + tokenizer. Until that work lands it fails with "checkpoint has no text
+// encoder" (bad_input), pointing at --prompt-embeds.
+Result<std::unique_ptr<Conditioner>> make_prompt_conditioner(const PromptConditionerParams& params);
+
+} // namespace h3::pipeline

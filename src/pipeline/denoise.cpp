@@ -1,0 +1,114 @@
+#include "pipeline/denoise.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+namespace h3::pipeline {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+bool cancelled_now(const DenoiseOptions& o) {
+    return o.cancel && o.cancel->load(std::memory_order_relaxed);
+}
+
+} // namespace
+
+Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInputs& in,
+                                  const DualSchedule& sched, const DenoiseOptions& o) {
+    if (!in.layout) return invalid_argument("denoise: no layout");
+    const PackedLayout& L = *in.layout;
+    const model::DitConfig& cfg = model.config();
+    if (in.text.rank() != 2 || in.text.dim(0) != L.text_rows || in.text.dim(1) != cfg.text_dim)
+        return invalid_argument("denoise: conditioning is " + in.text.shape().to_string() +
+                                ", the layout needs [" + std::to_string(L.text_rows) + ", " +
+                                std::to_string(cfg.text_dim) + "]");
+    const int64_t nv = L.condition_rows + L.video_rows;
+    if (in.video_rows.shape() != Shape{nv, cfg.video_patch_dim()} || in.video_rows.dtype() != DType::kF32)
+        return invalid_argument("denoise: video rows are " + in.video_rows.describe() + ", expected f32[" +
+                                std::to_string(nv) + ", " + std::to_string(cfg.video_patch_dim()) + "]");
+    if (in.audio_rows.shape() != Shape{L.audio_rows, cfg.audio_in_channels} ||
+        in.audio_rows.dtype() != DType::kF32)
+        return invalid_argument("denoise: audio rows are " + in.audio_rows.describe() + ", expected f32[" +
+                                std::to_string(L.audio_rows) + ", " + std::to_string(cfg.audio_in_channels) +
+                                "]");
+    if (sched.video.sigmas.size() != sched.audio.sigmas.size() || sched.forwards() < 1)
+        return invalid_argument("denoise: the video and audio schedules differ in length or are empty");
+
+    const auto t_setup = Clock::now();
+    // The forward reads these; only the rows, timesteps and timestep_indices change per step.
+    model::DitPackedInputs packed;
+    packed.rows = L.rows;
+    packed.positions = L.positions;
+    packed.token_tags = L.tags;
+    packed.video_indices = L.video_indices;
+    packed.audio_indices = L.audio_indices;
+    packed.text_indices = L.text_indices;
+    H3_ASSIGN_OR_RETURN(packed.text, in.text.to_dtype(DType::kF32));
+    H3_ASSIGN_OR_RETURN(packed.video, in.video_rows.to_dtype(DType::kF32)); // our own copy, updated in place
+    H3_ASSIGN_OR_RETURN(packed.audio, in.audio_rows.to_dtype(DType::kF32));
+
+    const int steps = sched.forwards();
+    std::vector<RowTimesteps> plan;
+    std::set<float> all_t;
+    for (int i = 0; i < steps; ++i) {
+        plan.push_back(row_timesteps(L, sched.video.timesteps[static_cast<size_t>(i)],
+                                     sched.audio.timesteps[static_cast<size_t>(i)]));
+        all_t.insert(plan.back().timesteps.begin(), plan.back().timesteps.end());
+    }
+    model::DitForwardOptions fo;
+    fo.cancel = o.cancel;
+    fo.ffn_chunk_bytes = o.ffn_chunk_bytes;
+    fo.hook = o.hook;
+    if (cancelled_now(o)) return cancelled("generation cancelled before denoising");
+    H3_ASSIGN_OR_RETURN(model::AdalnTables tables,
+                        model.compute_adaln_tables(std::vector<float>(all_t.begin(), all_t.end())));
+    packed.timesteps = plan[0].timesteps;
+    packed.timestep_indices = plan[0].indices;
+    H3_ASSIGN_OR_RETURN(model::DitRequestState state, model.prepare_request(packed, fo));
+
+    DenoiseResult res;
+    res.setup_seconds = since(t_setup);
+    const auto t_loop = Clock::now();
+    float* video = packed.video.data_as<float>() + L.condition_rows * cfg.video_patch_dim();
+    float* audio = packed.audio.data_as<float>();
+    for (int i = 0; i < steps; ++i) {
+        if (cancelled_now(o))
+            return cancelled("generation cancelled after " + std::to_string(i) + " of " +
+                             std::to_string(steps) + " steps");
+        const auto t_step = Clock::now();
+        packed.timesteps = plan[static_cast<size_t>(i)].timesteps;
+        packed.timestep_indices = plan[static_cast<size_t>(i)].indices;
+        auto out = model.forward(packed, &tables, fo, &state);
+        if (!out.ok())
+            return out.status().with_context("step " + std::to_string(i + 1) + "/" + std::to_string(steps));
+        const size_t vi = static_cast<size_t>(i);
+        const float* v = out->sample.data_as<float>() + L.condition_rows * cfg.video_patch_dim();
+        euler_update(video, v, static_cast<size_t>(L.video_rows * cfg.video_patch_dim()),
+                     sched.video.timesteps[vi], sched.video.sigmas[vi], sched.video.sigmas[vi + 1]);
+        euler_update(audio, out->audio_sample.data_as<float>(), static_cast<size_t>(packed.audio.numel()),
+                     sched.audio.timesteps[vi], sched.audio.sigmas[vi], sched.audio.sigmas[vi + 1]);
+        res.step_seconds.push_back(since(t_step));
+        if (o.progress) {
+            StepProgress p;
+            p.step = i + 1;
+            p.total = steps;
+            p.step_seconds = res.step_seconds.back();
+            p.elapsed_seconds = since(t_loop);
+            p.eta_seconds = p.elapsed_seconds / p.step * (steps - p.step);
+            o.progress(p);
+        }
+    }
+    res.video_rows = Tensor::host(Shape{L.video_rows, cfg.video_patch_dim()}, DType::kF32);
+    std::copy_n(video, res.video_rows.numel(), res.video_rows.data_as<float>());
+    res.audio_rows = std::move(packed.audio);
+    return res;
+}
+
+} // namespace h3::pipeline

@@ -1,0 +1,53 @@
+// The denoising loop as a pipeline stage (spec §3 step 7, §7): N−1 DiT forwards over the packed sequence,
+// the Euler update of the generated rows only (conditioning rows are never written), a per-step progress
+// callback, cancellation between steps and between blocks, and per-step timings.
+#pragma once
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "model/dit/dit_model.h"
+#include "pipeline/layout.h"
+#include "pipeline/schedule.h"
+
+#include <atomic>
+#include <functional>
+#include <vector>
+
+namespace h3::pipeline {
+
+struct StepProgress {
+    int step = 0;            // 1-based, steps finished
+    int total = 0;           // forwards in the schedule
+    double step_seconds = 0; // this step
+    double elapsed_seconds = 0;
+    double eta_seconds = 0; // mean step time × steps left
+};
+
+struct DenoiseOptions {
+    std::function<void(const StepProgress&)> progress; // called after every step
+    const std::atomic<bool>* cancel = nullptr;         // checked between steps and between DiT blocks
+    size_t ffn_chunk_bytes = 512ull << 20;
+    model::IntermediateHook hook; // forwarded to every forward (parity work)
+};
+
+// What the loop works on. Conditioning rows lead the video rows (layout.condition_rows of them).
+struct DenoiseInputs {
+    const PackedLayout* layout = nullptr;
+    Tensor text;       // [L, text_dim] any float dtype
+    Tensor video_rows; // [condition_rows + video_rows, 96] f32 host
+    Tensor audio_rows; // [2A, 32] f32 host
+};
+
+struct DenoiseResult {
+    Tensor video_rows; // generated rows only, [video_rows, 96] f32 host
+    Tensor audio_rows; // [2A, 32] f32 host
+    std::vector<double> step_seconds;
+    double setup_seconds = 0; // AdaLN tables + refiner/RoPE preparation
+};
+
+// Everything the loop allocates (packed inputs, AdaLN tables, request state) lives in this call's frame
+// and is released on return, on success, error and cancellation alike.
+Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInputs& inputs,
+                                  const DualSchedule& schedule, const DenoiseOptions& options = {});
+
+} // namespace h3::pipeline

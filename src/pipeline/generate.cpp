@@ -1,0 +1,70 @@
+#include "pipeline/generate.h"
+
+#include <algorithm>
+
+namespace h3::pipeline {
+
+Result<GenerationOutput> generate_latents(const model::DitModel& model, const Conditioning& cond,
+                                          const GenerationRequest& rq, const DenoiseOptions& options) {
+    const model::DitConfig& cfg = model.config();
+    H3_ASSIGN_OR_RETURN(Geometry geometry, resolve_geometry(rq.geometry));
+    H3_ASSIGN_OR_RETURN(DualSchedule schedule, make_dual_schedule(rq.steps, rq.video_shift, rq.audio_shift));
+    if (!cond.embeddings.defined() || cond.embeddings.rank() != 2 || cond.embeddings.dim(0) < 1 ||
+        cond.embeddings.dim(1) != cfg.text_dim)
+        return invalid_argument(
+            "prompt embeddings must be [L, " + std::to_string(cfg.text_dim) + "] with L ≥ 1, got " +
+            (cond.embeddings.defined() ? cond.embeddings.describe() : std::string("none")));
+    if (static_cast<int64_t>(cond.tags.size()) != cond.embeddings.dim(0))
+        return invalid_argument("prompt tags: " + std::to_string(cond.tags.size()) + " tags for " +
+                                std::to_string(cond.embeddings.dim(0)) + " embedding rows");
+    for (int32_t t : cond.tags)
+        if (t != kTagText && t != kTagVideo)
+            return invalid_argument("prompt tags must be 1 (text) or 0 (vision rows), got " +
+                                    std::to_string(t));
+
+    LayoutParams lp;
+    lp.geometry = geometry;
+    lp.text_tags = cond.tags;
+    lp.patch_h = cfg.patch_h;
+    lp.patch_w = cfg.patch_w;
+    for (const auto& k : rq.keyframes) lp.keyframes.push_back(k.anchor);
+    const PackedLayout layout = build_layout(lp);
+
+    NoiseRequest nr;
+    nr.seed = rq.seed;
+    nr.kernel = rq.noise_kernel;
+    nr.keyframes = rq.keyframes;
+    nr.video_noise = rq.video_noise;
+    nr.audio_noise = rq.audio_noise;
+    H3_ASSIGN_OR_RETURN(InitialLatents init, prepare_latents(geometry, nr));
+
+    DenoiseInputs di;
+    di.layout = &layout;
+    di.text = cond.embeddings;
+    if (init.condition_rows.defined()) {
+        const int64_t cols = init.video_rows.dim(1);
+        di.video_rows =
+            Tensor::host(Shape{init.condition_rows.dim(0) + init.video_rows.dim(0), cols}, DType::kF32);
+        std::copy_n(init.condition_rows.data_as<float>(), init.condition_rows.numel(),
+                    di.video_rows.data_as<float>());
+        std::copy_n(init.video_rows.data_as<float>(), init.video_rows.numel(),
+                    di.video_rows.data_as<float>() + init.condition_rows.numel());
+    } else {
+        di.video_rows = init.video_rows;
+    }
+    di.audio_rows = init.audio_rows;
+    H3_ASSIGN_OR_RETURN(DenoiseResult dr, run_denoise(model, di, schedule, options));
+
+    GenerationOutput out;
+    out.geometry = geometry;
+    out.video_noise = init.video_noise;
+    out.audio_noise = init.audio_noise;
+    out.video_latents = unpatchify_video(dr.video_rows, cfg.in_channels, geometry.latent_frames,
+                                         geometry.latent_h, geometry.latent_w, cfg.patch_h, cfg.patch_w);
+    out.audio_latents = rows_to_audio(dr.audio_rows, geometry.audio_latents);
+    out.step_seconds = std::move(dr.step_seconds);
+    out.setup_seconds = dr.setup_seconds;
+    return out;
+}
+
+} // namespace h3::pipeline

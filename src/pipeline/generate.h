@@ -1,0 +1,45 @@
+// The t2va / fl2va workflow up to latents: geometry → layout → noise → schedule → denoise → unpack.
+// Decoding the latents to media is the decoders' stage and starts from GenerationOutput.
+#pragma once
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "model/dit/dit_model.h"
+#include "pipeline/conditioner.h"
+#include "pipeline/denoise.h"
+#include "pipeline/geometry.h"
+#include "pipeline/latents.h"
+#include "pipeline/schedule.h"
+
+#include <optional>
+#include <vector>
+
+namespace h3::pipeline {
+
+struct GenerationRequest {
+    GeometryRequest geometry;
+    int steps = 50; // grid points (terminal 0 included): steps−1 forwards
+    uint64_t seed = 0;
+    double video_shift = kDefaultVideoShift; // the checkpoint's scheduler configs
+    double audio_shift = kDefaultAudioShift;
+    // fl2va: keyframe latents from the video VAE encoder, in packed order. Empty for t2va.
+    std::vector<KeyframeCondition> keyframes;
+    std::optional<Tensor> video_noise; // [1, 24, T, h, w] instead of the seeded draw
+    std::optional<Tensor> audio_noise; // [2, 32, A]
+    TorchNormalKernel noise_kernel = TorchNormalKernel::kAvx2;
+};
+
+struct GenerationOutput {
+    Geometry geometry;
+    Tensor video_noise, video_latents; // [1, 24, T, h, w] f32
+    Tensor audio_noise, audio_latents; // [2, 32, A] f32
+    std::vector<double> step_seconds;
+    double setup_seconds = 0;
+};
+
+// Checks the request (geometry, steps, shifts, conditioning width and tags) before any heavy work.
+Result<GenerationOutput> generate_latents(const model::DitModel& model, const Conditioning& conditioning,
+                                          const GenerationRequest& request,
+                                          const DenoiseOptions& options = {});
+
+} // namespace h3::pipeline

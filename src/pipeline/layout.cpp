@@ -1,0 +1,156 @@
+#include "pipeline/layout.h"
+
+#include "core/check.h"
+#include "pipeline/conditioner.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace h3::pipeline {
+
+namespace {
+
+constexpr double kFrameRescale = 5.0 / 3.0; // rotary units per pixel frame (40 audio latents/s ÷ 24 fps)
+constexpr int kFramesPerLatent[5] = {1, 4, 4, 4, 4};
+
+// numpy's float64 sum: pairwise_sum (8 partial sums for blocks ≤ 128, recursive halving above). The reference
+// sums the keyframe anchor this way; a sequential sum differs in the last ulp from 16 latent frames on.
+double numpy_pairwise(const double* a, int64_t n) {
+    if (n < 8) {
+        double r = 0.0;
+        for (int64_t i = 0; i < n; ++i) r += a[i];
+        return r;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int j = 0; j < 8; ++j) r[j] = a[j];
+        int64_t i = 8;
+        for (; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; ++j) r[j] += a[i + j];
+        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; ++i) res += a[i];
+        return res;
+    }
+    int64_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return numpy_pairwise(a, n2) + numpy_pairwise(a + n2, n - n2);
+}
+
+double numpy_sum(const std::vector<double>& v) {
+    return numpy_pairwise(v.data(), static_cast<int64_t>(v.size()));
+}
+
+std::vector<double> latent_spans(int frames) {
+    std::vector<double> s(static_cast<size_t>(frames));
+    for (int i = 0; i < frames; ++i) s[static_cast<size_t>(i)] = kFrameRescale * kFramesPerLatent[i % 5];
+    return s;
+}
+
+} // namespace
+
+std::vector<double> spatial_grid(int dim, int patch, double sqrt_area) {
+    const double ratio = dim / sqrt_area;
+    const double left = (1.0 - ratio) / 2.0;
+    const int n = dim / patch;
+    // numpy linspace(start, stop, n, endpoint=False): step = (stop − start)/n; y = k·step + start.
+    const double stop = left + ratio;
+    const double step = (stop - left) / n;
+    std::vector<double> g(static_cast<size_t>(n));
+    for (int k = 0; k < n; ++k) {
+        const double y = static_cast<double>(k) * step;
+        g[static_cast<size_t>(k)] = (y + left) * 32.0;
+    }
+    return g;
+}
+
+PackedLayout build_layout(const LayoutParams& p) {
+    const Geometry& g = p.geometry;
+    H3_CHECK(g.latent_h % p.patch_h == 0 && g.latent_w % p.patch_w == 0,
+             "latent grid not divisible by the patch");
+    const int64_t rpf = g.rows_per_frame(p.patch_h, p.patch_w);
+    PackedLayout L;
+    L.text_rows = static_cast<int64_t>(p.text_tags.size());
+    L.condition_rows = static_cast<int64_t>(p.keyframes.size()) * rpf;
+    L.audio_rows = static_cast<int64_t>(kAudioChannels) * g.audio_latents;
+    L.video_rows = g.latent_frames * rpf;
+    L.rows = L.text_rows + L.condition_rows + L.audio_rows + L.video_rows;
+    const int64_t cond0 = L.text_rows, audio0 = cond0 + L.condition_rows, video0 = audio0 + L.audio_rows;
+    L.positions.assign(static_cast<size_t>(L.rows * 3), 0.0);
+    auto pos = [&](int64_t row, int axis) -> double& {
+        return L.positions[static_cast<size_t>(row * 3 + axis)];
+    };
+    const double text_len = static_cast<double>(L.text_rows);
+
+    for (int64_t i = 0; i < L.text_rows; ++i) pos(i, 0) = static_cast<double>(i);
+
+    const double sqrt_area = std::sqrt(static_cast<double>(g.latent_h) * g.latent_w);
+    const std::vector<double> hg = spatial_grid(g.latent_h, p.patch_h, sqrt_area);
+    const std::vector<double> wg = spatial_grid(g.latent_w, p.patch_w, sqrt_area);
+    auto put_frame = [&](int64_t first_row, double t) {
+        int64_t r = first_row;
+        for (double hv : hg)
+            for (double wv : wg) {
+                pos(r, 0) = t;
+                pos(r, 1) = hv;
+                pos(r, 2) = wv;
+                ++r;
+            }
+    };
+
+    for (size_t k = 0; k < p.keyframes.size(); ++k) {
+        const double t = p.keyframes[k] == KeyframeAnchor::kFirst
+                             ? text_len
+                             : text_len + numpy_sum(latent_spans(g.latent_frames)) - kFrameRescale;
+        put_frame(cond0 + static_cast<int64_t>(k) * rpf, t);
+    }
+
+    for (int ch = 0; ch < kAudioChannels; ++ch)
+        for (int a = 0; a < g.audio_latents; ++a) {
+            const int64_t r = audio0 + static_cast<int64_t>(ch) * g.audio_latents + a;
+            pos(r, 0) = text_len + static_cast<double>(a);
+            pos(r, 2) = ch == 0 ? wg.front() : wg.back();
+        }
+
+    // Latent frame k starts at L + cumsum(spans)[k−1] (torch cumsum: sequential float64).
+    double cum = 0.0;
+    const std::vector<double> spans = latent_spans(g.latent_frames);
+    for (int f = 0; f < g.latent_frames; ++f) {
+        put_frame(video0 + f * rpf, text_len + cum);
+        cum += spans[static_cast<size_t>(f)];
+    }
+
+    L.tags.assign(static_cast<size_t>(L.rows), kTagVideo);
+    for (int64_t i = 0; i < L.text_rows; ++i) {
+        L.text_indices.push_back(static_cast<int32_t>(i));
+        L.tags[static_cast<size_t>(i)] = p.text_tags[static_cast<size_t>(i)];
+    }
+    for (int64_t r = cond0; r < audio0; ++r) L.video_indices.push_back(static_cast<int32_t>(r));
+    for (int64_t r = audio0; r < video0; ++r) {
+        L.audio_indices.push_back(static_cast<int32_t>(r));
+        L.tags[static_cast<size_t>(r)] = kTagAudio;
+    }
+    for (int64_t r = video0; r < L.rows; ++r) L.video_indices.push_back(static_cast<int32_t>(r));
+    return L;
+}
+
+RowTimesteps row_timesteps(const PackedLayout& L, float t_video, float t_audio, float condition_floor) {
+    const float t_cond = std::max(t_video, condition_floor);
+    std::vector<float> row(static_cast<size_t>(L.rows), t_video);
+    for (int64_t i = 0; i < L.condition_rows; ++i)
+        row[static_cast<size_t>(L.video_indices[static_cast<size_t>(i)])] = t_cond;
+    for (int32_t r : L.audio_indices) row[static_cast<size_t>(r)] = t_audio;
+    RowTimesteps out;
+    out.timesteps = {t_video, t_audio};
+    if (L.condition_rows > 0) out.timesteps.push_back(t_cond);
+    std::sort(out.timesteps.begin(), out.timesteps.end());
+    out.timesteps.erase(std::unique(out.timesteps.begin(), out.timesteps.end()), out.timesteps.end());
+    if (L.audio_rows == 0 && t_audio != t_video && t_audio != t_cond)
+        out.timesteps.erase(std::find(out.timesteps.begin(), out.timesteps.end(), t_audio));
+    out.indices.resize(row.size());
+    for (size_t i = 0; i < row.size(); ++i)
+        out.indices[i] = static_cast<int32_t>(
+            std::lower_bound(out.timesteps.begin(), out.timesteps.end(), row[i]) - out.timesteps.begin());
+    return out;
+}
+
+} // namespace h3::pipeline

@@ -1,0 +1,43 @@
+// The dual-shift rectified-flow schedule and its Euler update (spec §7), bit-for-bit in fp32 as the
+// reference evaluates them.
+#pragma once
+
+#include "core/status.h"
+
+#include <cstddef>
+#include <vector>
+
+namespace h3::pipeline {
+
+inline constexpr double kDefaultVideoShift = 12.0;
+inline constexpr double kDefaultAudioShift = 3.0;
+
+// torch.linspace(start, end, steps, dtype=float32) on the CPU. torch's kernel writes vectors of 8 from a
+// base fma(step, idx, start) (fma(−step, steps−1−idx, end) past the midpoint) plus base + j·step, and the
+// remainder (< 16) with the per-element fma. `fused = false` is the build without FMA
+// (ATEN_CPU_CAPABILITY=default), where every product rounds.
+std::vector<float> torch_linspace_f32(float start, float end, int steps, bool fused = true);
+
+struct Schedule {
+    double shift = 0;
+    std::vector<float> sigmas;    // N values, strictly decreasing, ending at 0
+    std::vector<float> timesteps; // N−1 values t = 1 − σ fed to the DiT
+    int forwards() const { return static_cast<int>(timesteps.size()); }
+};
+
+// σ' = s·u / (1 + (s−1)·u) over u = linspace(1, 0, N) in fp32, consecutive duplicates removed.
+Result<Schedule> make_schedule(int grid_points, double shift);
+
+struct DualSchedule {
+    Schedule video, audio;
+    int forwards() const { return video.forwards(); }
+};
+// Both grids; they must collapse to the same length (the reference zips them).
+Result<DualSchedule> make_dual_schedule(int grid_points, double video_shift = kDefaultVideoShift,
+                                        double audio_shift = kDefaultAudioShift);
+
+// x ← r·x + (1−r)·(x + (1−t)·v) with r = σ_next/σ, each operation rounded to fp32 like the reference's
+// tensor ops (σ for x0 comes from the timestep, the ratio from the grid).
+void euler_update(float* x, const float* v, size_t n, float timestep, float sigma, float sigma_next);
+
+} // namespace h3::pipeline
