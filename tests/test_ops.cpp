@@ -707,9 +707,16 @@ TEST(Ops, HeadNormRope) {
 struct AttnCase {
     int64_t sq, sk, h, d;
     float scale;
+    int64_t hkv = 0; // kv heads (0: = h)
+    bool causal = false;
 };
-const AttnCase kAttnCases[] = {
-    {1, 1, 1, 1, 0.0f}, {5, 7, 2, 16, 0.0f}, {33, 17, 3, 64, 0.3f}, {17, 70, 2, 128, 0.0f}};
+// The last five: grouped-query and/or causal (the text encoder's attention); causal needs sq == sk, and
+// 70 rows cross the CUDA fallback's 32-key tiles and 4-query blocks unevenly.
+const AttnCase kAttnCases[] = {{1, 1, 1, 1, 0.0f},           {5, 7, 2, 16, 0.0f},
+                               {33, 17, 3, 64, 0.3f},        {17, 70, 2, 128, 0.0f},
+                               {5, 5, 4, 16, 0.0f, 2, true}, {33, 33, 4, 64, 0.0f, 4, true},
+                               {17, 23, 6, 64, 0.0f, 3},     {70, 70, 8, 128, 0.2f, 2, true},
+                               {1, 1, 4, 32, 0.0f, 1, true}};
 
 TEST(Ops, Attention) {
     SKIP_IF_NO_BACKEND();
@@ -717,14 +724,16 @@ TEST(Ops, Attention) {
     for (const auto& c : kAttnCases)
         for (DType dt : kFloats)
             for (DType out : {dt, DType::kF32}) {
+                const int64_t hkv = c.hkv ? c.hkv : c.h, group = c.h / hkv;
                 SCOPED_TRACE("attention sq=" + std::to_string(c.sq) + " sk=" + std::to_string(c.sk) +
-                             " h=" + std::to_string(c.h) + " d=" + std::to_string(c.d) + " " + name(dt) +
-                             "->" + name(out));
+                             " h=" + std::to_string(c.h) + " hkv=" + std::to_string(hkv) +
+                             " d=" + std::to_string(c.d) + (c.causal ? " causal " : " ") + name(dt) + "->" +
+                             name(out));
                 Tensor q = rnd({c.sq, c.h, c.d}, dt, seed++, -1.0f, 1.0f);
-                Tensor k = rnd({c.sk, c.h, c.d}, dt, seed++, -1.0f, 1.0f);
-                Tensor v = rnd({c.sk, c.h, c.d}, dt, seed++);
+                Tensor k = rnd({c.sk, hkv, c.d}, dt, seed++, -1.0f, 1.0f);
+                Tensor v = rnd({c.sk, hkv, c.d}, dt, seed++);
                 Tensor o0 = Tensor::host({c.sq, c.h, c.d}, out);
-                AttentionParams p{.scale = c.scale};
+                AttentionParams p{.scale = c.scale, .causal = c.causal};
                 std::vector<double> want;
                 if (on_cuda()) {
                     Tensor o = clone(o0);
@@ -737,17 +746,19 @@ TEST(Ops, Attention) {
                     std::vector<double> s(static_cast<size_t>(c.sk));
                     for (int64_t i = 0; i < c.sq; ++i)
                         for (int64_t h = 0; h < c.h; ++h) {
+                            const int64_t hk = h / group, nk = c.causal ? i + 1 : c.sk;
                             double mx = -1e300, sum = 0;
-                            for (int64_t j = 0; j < c.sk; ++j) {
+                            for (int64_t j = 0; j < nk; ++j) {
                                 double dot = 0;
                                 for (int64_t e = 0; e < c.d; ++e)
-                                    dot += qv[(i * c.h + h) * c.d + e] * kv[(j * c.h + h) * c.d + e];
+                                    dot += qv[(i * c.h + h) * c.d + e] * kv[(j * hkv + hk) * c.d + e];
                                 s[j] = dot * sc, mx = std::max(mx, s[j]);
                             }
-                            for (auto& e : s) sum += (e = std::exp(e - mx));
-                            for (int64_t j = 0; j < c.sk; ++j)
+                            for (int64_t j = 0; j < nk; ++j) sum += (s[j] = std::exp(s[j] - mx));
+                            for (int64_t j = 0; j < nk; ++j)
                                 for (int64_t e = 0; e < c.d; ++e)
-                                    want[(i * c.h + h) * c.d + e] += s[j] / sum * vv[(j * c.h + h) * c.d + e];
+                                    want[(i * c.h + h) * c.d + e] +=
+                                        s[j] / sum * vv[(j * hkv + hk) * c.d + e];
                         }
                 }
                 Guarded o(o0);
@@ -802,7 +813,11 @@ TEST(OpsErrors, ShapesDtypesIndices) {
         "modulate: shift");
     Tensor q = rnd({3, 2, 8}, DType::kF32, 13), k = rnd({5, 2, 4}, DType::kF32, 14);
     Tensor o = Tensor::host({3, 2, 8}, DType::kF32);
-    expect_error(attention(cpu, {}, q, k, k, o), "heads and head dim must match");
+    expect_error(attention(cpu, {}, q, k, k, o), "head dims must match");
+    Tensor k3 = rnd({5, 3, 8}, DType::kF32, 17); // 2 query heads over 3 kv heads
+    expect_error(attention(cpu, {}, q, k3, k3, o), "multiple of k's heads");
+    Tensor k2 = rnd({5, 2, 8}, DType::kF32, 18); // causal needs Sq == Sk
+    expect_error(attention(cpu, {.causal = true}, q, k2, k2, o), "causal attention needs as many keys");
     expect_error(attention(cpu, {}, q, rnd({5, 2, 8}, DType::kBF16, 15), rnd({5, 2, 8}, DType::kBF16, 16), o),
                  "share a dtype");
     expect_error(head_norm_rope(cpu, {}, {}, q, Tensor(), cs, Tensor()), "pass both");

@@ -27,9 +27,12 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
     if (k.dtype() != q.dtype() || v.dtype() != q.dtype())
         return invalid_argument("attention: q is " + desc(q) + ", k is " + desc(k) + ", v is " + desc(v) +
                                 "; q, k and v must share a dtype");
-    if (k.dim(1) != q.dim(1) || k.dim(2) != q.dim(2))
+    if (k.dim(2) != q.dim(2) || k.dim(1) == 0 || q.dim(1) % k.dim(1) != 0)
         return invalid_argument("attention: k is " + desc(k) + " but q is " + desc(q) +
-                                "; heads and head dim must match");
+                                "; head dims must match and q's heads must be a multiple of k's heads");
+    if (p.causal && k.dim(0) != q.dim(0))
+        return invalid_argument("attention: causal attention needs as many keys as queries; q is " + desc(q) +
+                                ", k is " + desc(k));
     if (k.dim(0) == 0)
         return invalid_argument("attention: k is " + desc(k) + " but must have at least one row");
     H3_TRY(check_shape(op, "v", v, k.shape(), "k's shape"));

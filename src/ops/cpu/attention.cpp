@@ -1,5 +1,6 @@
 // CPU attention reference: exact softmax(q·kᵀ·scale)·v with an online (running max) softmax per query row,
-// so memory stays O(S·D). K and V are widened to fp32 once, head-major, so each head's keys are contiguous.
+// so memory stays O(S·D). GQA: query head h reads kv head h / (H/Hkv); causal: keys 0..i for query i.
+// K and V are widened to fp32 once, head-major, so each head's keys are contiguous.
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 
@@ -28,6 +29,7 @@ std::vector<float> head_major_f32(const Tensor& t) {
 Status attention(const Context&, const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
                  Tensor& o) {
     const int64_t sq = q.dim(0), sk = k.dim(0), heads = q.dim(1), d = q.dim(2);
+    const int64_t group = heads / k.dim(1); // query heads per kv head
     const std::vector<float> kf = head_major_f32(k);
     const std::vector<float> vf = head_major_f32(v);
 #pragma omp parallel
@@ -39,11 +41,12 @@ Status attention(const Context&, const AttentionParams& p, const Tensor& q, cons
         for (int64_t i = 0; i < sq; ++i) {
             for (int64_t h = 0; h < heads; ++h) {
                 load_f32(elem_ptr(q, (i * heads + h) * d), q.dtype(), qv.data(), d);
-                const float* kh = kf.data() + h * sk * d;
-                const float* vh = vf.data() + h * sk * d;
+                const float* kh = kf.data() + (h / group) * sk * d;
+                const float* vh = vf.data() + (h / group) * sk * d;
+                const int64_t nk = p.causal ? std::min(sk, i + 1) : sk;
                 double m = -std::numeric_limits<double>::infinity(), l = 0.0;
                 std::fill(acc.begin(), acc.end(), 0.0);
-                for (int64_t j = 0; j < sk; ++j) {
+                for (int64_t j = 0; j < nk; ++j) {
                     const float* kj = kh + j * d;
                     float dot = 0.0f;
                     for (int64_t c = 0; c < d; ++c) dot += qv[c] * kj[c];

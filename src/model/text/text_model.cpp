@@ -1,0 +1,268 @@
+#include "model/text/text_model.h"
+
+#include "ops/ops.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace h3::model {
+
+Result<TextCheckpoint> open_text_checkpoint(const std::string& path) {
+    std::string dir = path;
+    std::error_code ec;
+    if (!fs::exists(fs::path(path) / "config.json", ec)) {
+        H3_ASSIGN_OR_RETURN(auto ckpt, io::discover_checkpoint(path));
+        const io::Component* c = ckpt.find("text_encoder");
+        if (!c) return not_found("checkpoint " + path + " has no 'text_encoder' component");
+        if (!c->has_weights)
+            return not_found("component 'text_encoder' in " + path + " holds no safetensors");
+        dir = c->dir;
+    }
+    TextCheckpoint out;
+    out.dir = dir;
+    H3_ASSIGN_OR_RETURN(out.config, TextConfig::from_file((fs::path(dir) / "config.json").string()));
+    H3_ASSIGN_OR_RETURN(out.tensors, io::TensorSet::open(dir));
+    return out;
+}
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> text_tensor_specs(const TextConfig& c, int layers) {
+    const int64_t h = c.hidden_size, d = c.head_dim, q = int64_t(c.num_attention_heads) * d,
+                  kv = int64_t(c.num_key_value_heads) * d, f = c.intermediate_size;
+    std::vector<std::pair<std::string, std::vector<int64_t>>> s;
+    const std::string p = kTextPrefix;
+    s.push_back({p + "embed_tokens.weight", {c.vocab_size, h}});
+    for (int i = 0; i < layers; ++i) {
+        const std::string l = p + "layers." + std::to_string(i) + ".";
+        s.push_back({l + "input_layernorm.weight", {h}});
+        s.push_back({l + "self_attn.q_proj.weight", {q, h}});
+        s.push_back({l + "self_attn.k_proj.weight", {kv, h}});
+        s.push_back({l + "self_attn.v_proj.weight", {kv, h}});
+        s.push_back({l + "self_attn.o_proj.weight", {h, q}});
+        s.push_back({l + "self_attn.q_norm.weight", {d}});
+        s.push_back({l + "self_attn.k_norm.weight", {d}});
+        s.push_back({l + "post_attention_layernorm.weight", {h}});
+        s.push_back({l + "mlp.gate_proj.weight", {f, h}});
+        s.push_back({l + "mlp.up_proj.weight", {f, h}});
+        s.push_back({l + "mlp.down_proj.weight", {h, f}});
+    }
+    return s;
+}
+
+namespace {
+
+class Loader {
+public:
+    Loader(const TextCheckpoint& ckpt, const TextLoadOptions& opt, int layers) : ckpt_(ckpt), opt_(opt) {
+        for (auto& [name, shape] : text_tensor_specs(ckpt.config, layers)) specs_[name] = shape;
+    }
+    // Host tensor in the target dtype (read-only mmap view when no conversion is needed).
+    Result<Tensor> host(const std::string& name) {
+        if (!ckpt_.tensors.contains(name))
+            return not_found("text encoder " + ckpt_.dir + ": tensor '" + name + "' is missing");
+        H3_ASSIGN_OR_RETURN(Tensor t, ckpt_.tensors.tensor(name));
+        const auto& want = specs_.at(name);
+        if (t.shape().to_vector() != want)
+            return bad_input("text encoder " + ckpt_.dir + ": tensor '" + name + "' has shape " +
+                             t.shape().to_string() + ", the config implies " + Shape(want).to_string());
+        if (!dtype_is_float(t.dtype()))
+            return bad_input("text encoder " + ckpt_.dir + ": tensor '" + name + "' has dtype " +
+                             dtype_name(t.dtype()) + ", expected a float type");
+        const DType target = opt_.precision == TextPrecision::kFp32 ? DType::kF32 : DType::kBF16;
+        if (t.dtype() != target) {
+            H3_ASSIGN_OR_RETURN(t, t.to_dtype(target));
+        }
+        return t;
+    }
+    Result<Tensor> get(const std::string& name) {
+        H3_ASSIGN_OR_RETURN(Tensor t, host(name));
+        if (opt_.device.is_cpu()) return t; // mmap views stay zero-copy on the CPU (ops only read weights)
+        return t.to(opt_.device);
+    }
+    // [a; b] stacked along rows, on the device.
+    Result<Tensor> stacked(const std::string& a, const std::string& b) {
+        H3_ASSIGN_OR_RETURN(Tensor ta, host(a));
+        H3_ASSIGN_OR_RETURN(Tensor tb, host(b));
+        Tensor out = Tensor::host({ta.dim(0) + tb.dim(0), ta.dim(1)}, ta.dtype());
+        std::memcpy(out.data(), ta.data(), ta.nbytes());
+        std::memcpy(static_cast<uint8_t*>(out.data()) + ta.nbytes(), tb.data(), tb.nbytes());
+        if (opt_.device.is_cpu()) return out;
+        return out.to(opt_.device);
+    }
+
+private:
+    const TextCheckpoint& ckpt_;
+    const TextLoadOptions& opt_;
+    std::map<std::string, std::vector<int64_t>> specs_;
+};
+
+} // namespace
+
+Result<std::unique_ptr<TextModel>> TextModel::load(const TextCheckpoint& ckpt, const TextLoadOptions& opt,
+                                                   ops::Context ctx) {
+    if (!(opt.device == ctx.device))
+        return invalid_argument("text encoder: load device " + opt.device.to_string() +
+                                " differs from the op context's " + ctx.device.to_string());
+    const TextConfig& c = ckpt.config;
+    const int layers = opt.layers < 0 ? c.used_layers() : opt.layers;
+    if (layers > c.num_hidden_layers)
+        return invalid_argument("text encoder: " + std::to_string(layers) +
+                                " layers requested, the config has " + std::to_string(c.num_hidden_layers));
+    Loader l(ckpt, opt, layers);
+    TextWeights w;
+    H3_ASSIGN_OR_RETURN(w.embed, l.host(std::string(kTextPrefix) + "embed_tokens.weight"));
+    w.layers.resize(static_cast<size_t>(layers));
+    for (int i = 0; i < layers; ++i) {
+        const std::string p = std::string(kTextPrefix) + "layers." + std::to_string(i) + ".";
+        TextLayerWeights& lw = w.layers[static_cast<size_t>(i)];
+        H3_ASSIGN_OR_RETURN(lw.input_norm, l.get(p + "input_layernorm.weight"));
+        H3_ASSIGN_OR_RETURN(lw.post_norm, l.get(p + "post_attention_layernorm.weight"));
+        H3_ASSIGN_OR_RETURN(lw.q, l.get(p + "self_attn.q_proj.weight"));
+        H3_ASSIGN_OR_RETURN(lw.k, l.get(p + "self_attn.k_proj.weight"));
+        H3_ASSIGN_OR_RETURN(lw.v, l.get(p + "self_attn.v_proj.weight"));
+        H3_ASSIGN_OR_RETURN(lw.o, l.get(p + "self_attn.o_proj.weight"));
+        H3_ASSIGN_OR_RETURN(lw.q_norm, l.get(p + "self_attn.q_norm.weight"));
+        H3_ASSIGN_OR_RETURN(lw.k_norm, l.get(p + "self_attn.k_norm.weight"));
+        H3_ASSIGN_OR_RETURN(lw.up_gate, l.stacked(p + "mlp.up_proj.weight", p + "mlp.gate_proj.weight"));
+        H3_ASSIGN_OR_RETURN(lw.down, l.get(p + "mlp.down_proj.weight"));
+    }
+    return std::make_unique<TextModel>(c, std::move(w), opt.precision, ctx);
+}
+
+TextModel::TextModel(TextConfig config, TextWeights weights, TextPrecision precision, ops::Context ctx)
+    : config_(std::move(config)), weights_(std::move(weights)), precision_(precision), ctx_(ctx) {}
+
+double TextModel::flops(const TextConfig& c, int layers, int64_t L) {
+    const double h = c.hidden_size, d = c.head_dim, hq = c.num_attention_heads, hkv = c.num_key_value_heads,
+                 f = c.intermediate_size, n = static_cast<double>(L);
+    const double gemm = 2.0 * n * h * (hq * d + 2 * hkv * d + hq * d + 3 * f);
+    const double attn = 2.0 * 2.0 * hq * d * n * (n + 1) / 2.0; // q·kᵀ and p·v over the causal triangle
+    return layers * (gemm + attn);
+}
+
+Result<Tensor> TextModel::forward(const std::vector<int32_t>& ids, const TextForwardOptions& o) const {
+    const TextConfig& c = config_;
+    const int64_t L = static_cast<int64_t>(ids.size());
+    if (L == 0) return invalid_argument("text encoder: no tokens");
+    for (size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] < 0 || ids[i] >= weights_.embed.dim(0))
+            return invalid_argument("text encoder: token " + std::to_string(i) + " has id " +
+                                    std::to_string(ids[i]) + ", outside the embedding table [0, " +
+                                    std::to_string(weights_.embed.dim(0)) + ")");
+    const DType act = act_dtype();
+    const bool bf16 = precision_ == TextPrecision::kBf16;
+    const int64_t hs = c.hidden_size, d = c.head_dim, hq = c.num_attention_heads, hkv = c.num_key_value_heads,
+                  f = c.intermediate_size;
+    auto alloc = [&](const Shape& s, DType dt) { return Tensor::empty(s, dt, ctx_.device); };
+
+    // Embeddings: rows gathered on the host (the table stays in the checkpoint's mmap), then uploaded.
+    Tensor idx = Tensor::host({L}, DType::kI32);
+    std::memcpy(idx.data(), ids.data(), ids.size() * sizeof(int32_t));
+    Tensor h_host = Tensor::host({L, hs}, act);
+    H3_TRY(ops::gather_rows(ops::Context::cpu(), weights_.embed, idx, h_host));
+    Tensor h;
+    if (ctx_.device.is_cpu()) {
+        h = h_host;
+    } else {
+        H3_ASSIGN_OR_RETURN(h, h_host.to(ctx_.device, ctx_.stream()));
+    }
+    if (o.hook.active("embed")) o.hook.record("embed", h);
+
+    // RoPE tables [L, D] f32: angle = pos · inv_freq_j (fp32), inv_freq_j = 1 / θ^(2j/D), cos/sin of [a, a].
+    Tensor cos_h = Tensor::host({L, d}, DType::kF32), sin_h = Tensor::host({L, d}, DType::kF32);
+    {
+        float* cp = cos_h.data_as<float>();
+        float* sp = sin_h.data_as<float>();
+        const float theta = static_cast<float>(c.rope_theta);
+        for (int64_t j = 0; j < d / 2; ++j) {
+            const float inv = 1.0f / std::pow(theta, static_cast<float>(2 * j) / static_cast<float>(d));
+            for (int64_t p = 0; p < L; ++p) {
+                const float a = static_cast<float>(p) * inv;
+                cp[p * d + j] = cp[p * d + j + d / 2] = std::cos(a);
+                sp[p * d + j] = sp[p * d + j + d / 2] = std::sin(a);
+            }
+        }
+    }
+    Tensor cos_t = cos_h, sin_t = sin_h;
+    if (!ctx_.device.is_cpu()) {
+        H3_ASSIGN_OR_RETURN(cos_t, cos_h.to(ctx_.device, ctx_.stream()));
+        H3_ASSIGN_OR_RETURN(sin_t, sin_h.to(ctx_.device, ctx_.stream()));
+    }
+
+    H3_ASSIGN_OR_RETURN(Tensor x, alloc({L, hs}, act));
+    H3_ASSIGN_OR_RETURN(Tensor y, alloc({L, hs}, act));
+    H3_ASSIGN_OR_RETURN(Tensor q, alloc({L, hq * d}, act));
+    H3_ASSIGN_OR_RETURN(Tensor k, alloc({L, hkv * d}, act));
+    H3_ASSIGN_OR_RETURN(Tensor v, alloc({L, hkv * d}, act));
+    H3_ASSIGN_OR_RETURN(Tensor a, alloc({L, hq * d}, act));
+    H3_ASSIGN_OR_RETURN(Tensor ug, alloc({L, 2 * f}, act));
+    H3_ASSIGN_OR_RETURN(Tensor m, alloc({L, f}, act));
+    Tensor q3 = q.view({L, hq, d}), k3 = k.view({L, hkv, d}), v3 = v.view({L, hkv, d}),
+           a3 = a.view({L, hq, d});
+
+    const ops::RmsNormParams norm{.eps = static_cast<float>(c.rms_norm_eps), .round_normed = bf16};
+    const ops::RopeParams rope{.rotary_dim = static_cast<int>(d), .round_tables = bf16};
+    const ops::AttentionParams attn{.scale = 1.0f / std::sqrt(static_cast<float>(d)), .causal = true};
+    const Tensor none;
+    const int n = layers();
+    for (int i = 0; i < n; ++i) {
+        if (o.cancel && o.cancel->load())
+            return cancelled("text encoder cancelled before layer " + std::to_string(i));
+        const TextLayerWeights& w = weights_.layers[static_cast<size_t>(i)];
+        H3_TRY(ops::rms_norm(ctx_, norm, h, w.input_norm, x));
+        H3_TRY(ops::gemm(ctx_, {}, x, w.q, none, q));
+        H3_TRY(ops::gemm(ctx_, {}, x, w.k, none, k));
+        H3_TRY(ops::gemm(ctx_, {}, x, w.v, none, v));
+        H3_TRY(ops::head_norm_rope(ctx_, norm, rope, q3, w.q_norm, cos_t, sin_t));
+        H3_TRY(ops::head_norm_rope(ctx_, norm, rope, k3, w.k_norm, cos_t, sin_t));
+        H3_TRY(ops::attention(ctx_, attn, q3, k3, v3, a3));
+        H3_TRY(ops::gemm(ctx_, {}, a, w.o, none, y));
+        H3_TRY(ops::add(ctx_, h, y, h));
+        H3_TRY(ops::rms_norm(ctx_, norm, h, w.post_norm, x));
+        H3_TRY(ops::gemm(ctx_, {}, x, w.up_gate, none, ug));
+        H3_TRY(ops::swiglu(ctx_, ug, m));
+        H3_TRY(ops::gemm(ctx_, {}, m, w.down, none, y));
+        H3_TRY(ops::add(ctx_, h, y, h));
+        const std::string name = "layers." + std::to_string(i) + ".out";
+        if (o.hook.active(name)) o.hook.record(name, h);
+        if (o.progress) o.progress(i + 1, n);
+    }
+    return h;
+}
+
+Result<TextWeights> random_text_weights(const TextConfig& c, int layers, TextPrecision precision,
+                                        const ops::Context& ctx, uint64_t seed) {
+    const DType dt = precision == TextPrecision::kFp32 ? DType::kF32 : DType::kBF16;
+    const int64_t h = c.hidden_size, d = c.head_dim, q = int64_t(c.num_attention_heads) * d,
+                  kv = int64_t(c.num_key_value_heads) * d, f = c.intermediate_size;
+    auto make = [&](const Shape& s, float bound, float offset) -> Result<Tensor> {
+        H3_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(s, dt, ctx.device));
+        H3_TRY(ops::fill_uniform(ctx, {.seed = seed++, .bound = bound, .offset = offset}, t));
+        return t;
+    };
+    TextWeights w;
+    // The embedding table is gathered on the host; a small random one is enough for a bench.
+    Tensor emb = Tensor::host({std::min<int64_t>(c.vocab_size, 4096), h}, dt);
+    H3_TRY(ops::fill_uniform(ops::Context::cpu(), {.seed = seed++, .bound = 1.0f}, emb));
+    w.embed = emb;
+    w.layers.resize(static_cast<size_t>(layers));
+    const float sh = 1.0f / std::sqrt(static_cast<float>(h)), sq = 1.0f / std::sqrt(static_cast<float>(q)),
+                sf = 1.0f / std::sqrt(static_cast<float>(f));
+    for (auto& l : w.layers) {
+        H3_ASSIGN_OR_RETURN(l.input_norm, make({h}, 0.1f, 1.0f));
+        H3_ASSIGN_OR_RETURN(l.post_norm, make({h}, 0.1f, 1.0f));
+        H3_ASSIGN_OR_RETURN(l.q, make({q, h}, sh, 0.0f));
+        H3_ASSIGN_OR_RETURN(l.k, make({kv, h}, sh, 0.0f));
+        H3_ASSIGN_OR_RETURN(l.v, make({kv, h}, sh, 0.0f));
+        H3_ASSIGN_OR_RETURN(l.o, make({h, q}, sq, 0.0f));
+        H3_ASSIGN_OR_RETURN(l.q_norm, make({d}, 0.1f, 1.0f));
+        H3_ASSIGN_OR_RETURN(l.k_norm, make({d}, 0.1f, 1.0f));
+        H3_ASSIGN_OR_RETURN(l.up_gate, make({2 * f, h}, sh, 0.0f));
+        H3_ASSIGN_OR_RETURN(l.down, make({h, f}, sf, 0.0f));
+    }
+    return w;
+}
+
+} // namespace h3::model

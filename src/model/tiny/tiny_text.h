@@ -1,0 +1,33 @@
+// The tiny checkpoint's conditioner: a `text_encoder/` with official tensor names and tiny shapes, and a
+// `tokenizer/` the project generates itself (byte-level BPE in the official file formats), so the embedded
+// default model needs no downloaded files.
+#pragma once
+
+#include "core/status.h"
+#include "model/text/text_config.h"
+
+#include <cstdint>
+#include <string>
+
+namespace h3::model {
+
+struct TinyCheckpointParams;
+
+// hidden 64 (= the tiny DiT's text_dim), 3 layers, 4 query / 2 kv heads × 16, SwiGLU 128, vocab 400.
+TextConfig tiny_text_config();
+
+// Writes `dir`/vocab.json, merges.txt and tokenizer_config.json: the 256 byte symbols, up to `merges` merges
+// learned greedily (most frequent pair, ties by string order; pairs seen once are not merged) from a small
+// built-in English corpus, and the official added tokens (<|endoftext|>, the vision tokens, <d> …
+// <|caption_end|>) after them.
+Status write_tiny_tokenizer(const std::string& dir, int merges = 120);
+
+// Writes `dir`/config.json + two bf16 shards with an index (model-0000N-of-00002.safetensors), random from
+// `seed` (deterministic).
+Status write_tiny_text_encoder(const std::string& dir, uint64_t seed);
+
+// Adds text_encoder/ and tokenizer/ to a checkpoint that write_tiny_checkpoint wrote (diffusers: the root;
+// original: FL2VA/), with their model_index.json entries.
+Status write_tiny_text(const TinyCheckpointParams& params);
+
+} // namespace h3::model

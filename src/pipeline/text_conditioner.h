@@ -1,0 +1,46 @@
+// The checkpoint's own conditioner (spec §8): Qwen2 tokenizer + Qwen3-VL language stack, layers 0..49,
+// prompt → [L, text_dim] bf16 (f32 in fp32 mode), all rows tagged text. Keyframe images (fl2va) need the
+// vision tower, which is not built yet: a request with images is rejected with a clear error.
+#pragma once
+
+#include "model/text/text_model.h"
+#include "model/tokenizer/tokenizer.h"
+#include "pipeline/conditioner.h"
+
+#include <memory>
+#include <string>
+
+namespace h3::pipeline {
+
+// `path` is a tokenizer folder (vocab.json + merges.txt [+ tokenizer_config.json]) or a checkpoint root whose
+// tokenizer component (or `tokenizer/` folder) holds them. Returns the folder.
+Result<std::string> find_tokenizer_dir(const std::string& path);
+
+// True when `checkpoint_dir` has a text_encoder component with weights and a tokenizer.
+bool has_text_conditioner(const std::string& checkpoint_dir);
+
+class TextConditioner final : public Conditioner {
+public:
+    static Result<std::unique_ptr<TextConditioner>> open(const PromptConditionerParams& params);
+
+    std::string name() const override;
+    int text_dim() const override { return model_->config().hidden_size; }
+    Result<Conditioning> encode(const ConditionerRequest& request,
+                                const ConditionerOptions& options = {}) override;
+
+    // The steps of encode(), for `h3-engine encode`.
+    Result<std::vector<int32_t>> tokenize(const std::string& prompt) const;
+    Result<Tensor> embed(const std::vector<int32_t>& ids, const ConditionerOptions& options = {}) const;
+
+    const model::tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
+    const model::TextModel& model() const { return *model_; }
+
+private:
+    TextConditioner(model::tokenizer::Tokenizer tok, std::unique_ptr<model::TextModel> model, std::string dir)
+        : tokenizer_(std::move(tok)), model_(std::move(model)), dir_(std::move(dir)) {}
+    model::tokenizer::Tokenizer tokenizer_;
+    std::unique_ptr<model::TextModel> model_;
+    std::string dir_;
+};
+
+} // namespace h3::pipeline
