@@ -12,9 +12,12 @@
 
 #include "ops/adaln.h"
 #include "ops/attention.h"
+#include "ops/audio_act.h"
+#include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/fused.h"
 #include "ops/gemm.h"
+#include "ops/layer_norm.h"
 #include "ops/norm.h"
 #include "ops/random.h"
 #include "ops/rope.h"

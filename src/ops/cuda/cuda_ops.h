@@ -70,4 +70,18 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
 
 Status fill_uniform(const Context& ctx, const FillUniformParams& p, Tensor& x);
 
+// Convolutions, BigVGAN activations and LayerNorm (ops/conv.h, ops/audio_act.h, ops/layer_norm.h): all f32
+// except layer_norm (any float dtypes).
+Status conv1d(const Context& ctx, const Conv1dParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
+              Tensor& y);
+Status conv_transpose1d(const Context& ctx, const ConvTranspose1dParams& p, const Tensor& x, const Tensor& w,
+                        const Tensor& bias, Tensor& y);
+Status snake_beta(const Context& ctx, const Tensor& x, const Tensor& alpha, const Tensor& beta, Tensor& y);
+Status alias_free_snake_beta(const Context& ctx, const AliasFreeParams& p, const Tensor& x, const Tensor& alpha,
+                             const Tensor& beta, const Tensor& up_filter, const Tensor& down_filter, Tensor& y);
+Status scale(const Context& ctx, float alpha, const Tensor& x, Tensor& y);
+Status clamp(const Context& ctx, float lo, float hi, const Tensor& x, Tensor& y);
+Status layer_norm(const Context& ctx, const LayerNormParams& p, const Tensor& x, const Tensor& weight,
+                  const Tensor& bias, Tensor& y);
+
 } // namespace h3::ops::cuda_impl

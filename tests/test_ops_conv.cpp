@@ -1,0 +1,515 @@
+// Op tests for the decoder ops (conv1d, conv_transpose1d, snake_beta, alias_free_snake_beta, clamp,
+// layer_norm), in the pattern of tests/test_ops.cpp. Default (CPU): each CPU reference is compared with a
+// naive double-precision loop written here. With `--backend cuda` (or H3_TEST_BACKEND=cuda) each op runs on
+// cuda:0 and is compared with the CPU reference on the same inputs. Every case checks NaN/Inf and guard
+// bytes.
+//
+// Tolerances (|got − want| <= atol + rtol·|want|): convolutions sum Cin·K ≤ 11·24 fp32 products of values
+// ≤ 2 in magnitude, so fp32 vs double (or a different summation order) differs by ≲ 1e-5 absolute; the
+// alias-free activation chains two 12-tap filters around a sin(), ≲ 1e-5; LayerNorm output rounding only.
+#include "core/cuda_api.h"
+#include "core/dtype.h"
+#include "core/storage.h"
+#include "core/tensor.h"
+#include "ops/ops.h"
+#ifdef H3_WITH_CUDA
+#include "ops/cuda/cuda_context.h"
+#endif
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace h3::ops {
+namespace {
+
+// ---- backend selection -----------------------------------------------------------------------------------
+bool g_want_cuda = false;
+
+struct Backend {
+    Context ctx;
+#ifdef H3_WITH_CUDA
+    std::unique_ptr<CudaContext> holder;
+#endif
+    std::string skip_reason; // non-empty: CUDA requested but unavailable
+};
+
+Backend& backend() {
+    static Backend b = [] {
+        Backend r;
+        if (!g_want_cuda) return r;
+#ifdef H3_WITH_CUDA
+        if (cuda::device_count() == 0) {
+            r.skip_reason = "no CUDA device";
+            return r;
+        }
+        auto c = CudaContext::create(0);
+        if (!c.ok()) {
+            r.skip_reason = "CudaContext::create failed: " + c.status().to_string();
+            return r;
+        }
+        r.holder = std::move(c).value();
+        r.ctx.device = Device::cuda(0);
+        r.ctx.cuda = r.holder.get();
+#else
+        r.skip_reason = "this build has no CUDA backend";
+#endif
+        return r;
+    }();
+    return b;
+}
+bool on_cuda() {
+    return g_want_cuda;
+}
+const Context& ctx() {
+    return backend().ctx;
+}
+
+#define SKIP_IF_NO_BACKEND()                                                                                 \
+    do {                                                                                                     \
+        if (!backend().skip_reason.empty()) GTEST_SKIP() << backend().skip_reason;                           \
+    } while (0)
+
+// ---- tensors ---------------------------------------------------------------------------------------------
+Tensor rnd(const Shape& shape, DType dt, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(static_cast<size_t>(shape.numel()));
+    for (float& f : v) f = dist(gen);
+    return host_tensor_from(v, shape, dt);
+}
+
+// Host values as doubles (contiguous or strided).
+std::vector<double> values(const Tensor& t) {
+    auto r = to_f32_vector(t);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return {r->begin(), r->end()};
+}
+
+// Place a host tensor on the backend device (undefined stays undefined).
+Tensor dev(const Tensor& host) {
+    if (!host.defined() || !on_cuda()) return host;
+    auto r = host.to(ctx().device);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? std::move(r).value() : Tensor();
+}
+
+// Output storage with kGuard bytes of a fixed pattern on both sides, on the backend device.
+constexpr size_t kGuard = 256;
+constexpr uint8_t kPattern = 0xA5;
+
+class Guarded {
+public:
+    explicit Guarded(const Tensor& init) : shape_(init.shape()), dtype_(init.dtype()) {
+        const size_t total = init.nbytes() + 2 * kGuard;
+        auto s = allocate(total, ctx().device);
+        EXPECT_TRUE(s.ok()) << s.status().to_string();
+        storage_ = std::move(s).value();
+        if (ctx().device.is_cpu()) {
+            std::memset(storage_->data(), kPattern, total);
+        } else {
+            EXPECT_TRUE(cuda::memset_device(storage_->data(), kPattern, total).ok());
+        }
+        t = Tensor::from_storage(storage_, kGuard, shape_, dtype_);
+        Status st = t.copy_from(init);
+        EXPECT_TRUE(st.ok()) << st.to_string();
+    }
+    // The payload, back on the host.
+    Tensor host() const {
+        if (ctx().device.is_cpu()) return t;
+        auto r = t.to(Device::cpu());
+        EXPECT_TRUE(r.ok()) << r.status().to_string();
+        return std::move(r).value();
+    }
+    bool guards_intact() const {
+        std::vector<uint8_t> bytes(storage_->bytes());
+        if (ctx().device.is_cpu()) {
+            std::memcpy(bytes.data(), storage_->data(), bytes.size());
+        } else if (!cuda::memcpy(bytes.data(), storage_->data(), bytes.size(), cuda::CopyKind::kDeviceToHost)
+                        .ok()) {
+            return false;
+        }
+        const size_t tail = kGuard + t.nbytes();
+        for (size_t i = 0; i < kGuard; ++i)
+            if (bytes[i] != kPattern || bytes[tail + i] != kPattern) return false;
+        return true;
+    }
+    Tensor t;
+
+private:
+    Shape shape_;
+    DType dtype_;
+    std::shared_ptr<Storage> storage_;
+};
+
+struct Tol {
+    double atol, rtol;
+};
+
+// The per-op tolerance table row: one Tol per output dtype.
+struct TolTable {
+    Tol f32, bf16, f16;
+    Tol of(DType t) const { return t == DType::kBF16 ? bf16 : (t == DType::kF16 ? f16 : f32); }
+};
+
+// Checks finiteness, guards and closeness; prints the first few mismatches.
+void check_output(const Guarded& out, const std::vector<double>& want, Tol tol) {
+    EXPECT_TRUE(out.guards_intact()) << "the op wrote outside its output";
+    std::vector<double> got = values(out.host());
+    ASSERT_EQ(got.size(), want.size());
+    int bad = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (!std::isfinite(got[i])) {
+            if (bad++ < 5) ADD_FAILURE() << "non-finite output [" << i << "] = " << got[i];
+            continue;
+        }
+        const double err = std::fabs(got[i] - want[i]);
+        worst = std::max(worst, err);
+        if (!(err <= tol.atol + tol.rtol * std::fabs(want[i])) && bad++ < 5)
+            ADD_FAILURE() << "[" << i << "] got " << got[i] << " want " << want[i] << " err " << err;
+    }
+    EXPECT_EQ(bad, 0) << bad << " of " << got.size() << " outside atol " << tol.atol << " rtol " << tol.rtol
+                      << " (max abs err " << worst << ")";
+}
+
+// A fresh host copy (so the CPU reference in CUDA mode never shares storage with the inputs).
+Tensor clone(const Tensor& t) {
+    auto r = t.to_dtype(t.dtype());
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return std::move(r).value();
+}
+
+#define ASSERT_OK(expr)                                                                                      \
+    do {                                                                                                     \
+        ::h3::Status s_ = (expr);                                                                            \
+        ASSERT_TRUE(s_.ok()) << s_.to_string();                                                              \
+    } while (0)
+
+constexpr Tol kConvTol{2e-5, 1e-5};
+constexpr Tol kActTol{2e-5, 1e-5};
+
+// Runs `op` on the backend and returns the guarded output; `want` comes from the CPU reference (CUDA mode)
+// or the naive loop (CPU mode).
+std::vector<double> want_from(bool cuda_mode, const std::function<Status(const Context&, Tensor&)>& op,
+                              const Shape& shape, const std::vector<double>& naive) {
+    if (!cuda_mode) return naive;
+    Tensor y = Tensor::host(shape, DType::kF32);
+    Status s = op(Context::cpu(), y);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    return values(y);
+}
+
+// ---- conv1d ----------------------------------------------------------------------------------------------
+struct ConvCase {
+    int64_t b, cin, cout, len, k;
+    int stride, padding, dilation, groups;
+    bool bias;
+};
+const ConvCase kConvCases[] = {{1, 1, 1, 1, 1, 1, 0, 1, 1, false},   {2, 3, 5, 17, 3, 1, 1, 1, 1, true},
+                               {1, 8, 8, 40, 7, 1, 9, 3, 1, true},   {2, 6, 4, 33, 11, 1, 25, 5, 1, false},
+                               {1, 6, 6, 50, 12, 2, 0, 1, 6, false}, {1, 24, 12, 9, 5, 3, 2, 2, 3, true}};
+
+std::vector<double> naive_conv1d(const ConvCase& c, int64_t lout, const std::vector<double>& x,
+                                 const std::vector<double>& w, const std::vector<double>& bias) {
+    const int64_t cig = c.cin / c.groups, cog = c.cout / c.groups;
+    std::vector<double> y(static_cast<size_t>(c.b * c.cout * lout));
+    for (int64_t b = 0; b < c.b; ++b)
+        for (int64_t co = 0; co < c.cout; ++co)
+            for (int64_t t = 0; t < lout; ++t) {
+                double acc = c.bias ? bias[static_cast<size_t>(co)] : 0.0;
+                const int64_t g = co / cog;
+                for (int64_t ci = 0; ci < cig; ++ci)
+                    for (int64_t k = 0; k < c.k; ++k) {
+                        const int64_t s = t * c.stride - c.padding + k * c.dilation;
+                        if (s < 0 || s >= c.len) continue;
+                        acc += x[static_cast<size_t>((b * c.cin + g * cig + ci) * c.len + s)] *
+                               w[static_cast<size_t>((co * cig + ci) * c.k + k)];
+                    }
+                y[static_cast<size_t>((b * c.cout + co) * lout + t)] = acc;
+            }
+    return y;
+}
+
+TEST(OpsConv, Conv1d) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 11;
+    for (const auto& c : kConvCases) {
+        SCOPED_TRACE("conv1d b" + std::to_string(c.b) + " cin" + std::to_string(c.cin) + " k" +
+                     std::to_string(c.k) + " d" + std::to_string(c.dilation) + " g" +
+                     std::to_string(c.groups));
+        Conv1dParams p{.stride = c.stride, .padding = c.padding, .dilation = c.dilation, .groups = c.groups};
+        const int64_t lout = conv1d_out_length(c.len, c.k, p);
+        Tensor x = rnd(Shape{c.b, c.cin, c.len}, DType::kF32, seed++);
+        Tensor w = rnd(Shape{c.cout, c.cin / c.groups, c.k}, DType::kF32, seed++, -0.5f, 0.5f);
+        Tensor bias = c.bias ? rnd(Shape{c.cout}, DType::kF32, seed++) : Tensor();
+        Shape ys{c.b, c.cout, lout};
+        Guarded y(Tensor::host(ys, DType::kF32));
+        ASSERT_OK(conv1d(ctx(), p, dev(x), dev(w), dev(bias), y.t));
+        auto want = want_from(
+            on_cuda(),
+            [&](const Context& cx, Tensor& out) { return conv1d(cx, p, clone(x), clone(w), bias, out); }, ys,
+            naive_conv1d(c, lout, values(x), values(w), c.bias ? values(bias) : std::vector<double>{}));
+        check_output(y, want, kConvTol);
+    }
+}
+
+// ---- conv_transpose1d ------------------------------------------------------------------------------------
+struct ConvTCase {
+    int64_t b, cin, cout, len, k;
+    int stride, padding, groups;
+    bool bias;
+};
+const ConvTCase kConvTCases[] = {{1, 1, 1, 1, 1, 1, 0, 1, false},
+                                 {2, 8, 4, 7, 9, 5, 2, 1, true},
+                                 {1, 4, 2, 13, 4, 2, 1, 1, true},
+                                 {1, 6, 6, 20, 12, 2, 0, 6, false},
+                                 {2, 6, 9, 5, 6, 3, 1, 3, true}};
+
+TEST(OpsConv, ConvTranspose1d) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 101;
+    for (const auto& c : kConvTCases) {
+        SCOPED_TRACE("conv_transpose1d cin" + std::to_string(c.cin) + " k" + std::to_string(c.k) + " s" +
+                     std::to_string(c.stride) + " g" + std::to_string(c.groups));
+        ConvTranspose1dParams p{.stride = c.stride, .padding = c.padding, .groups = c.groups};
+        const int64_t lout = conv_transpose1d_out_length(c.len, c.k, p);
+        const int64_t cog = c.cout / c.groups, cig = c.cin / c.groups;
+        Tensor x = rnd(Shape{c.b, c.cin, c.len}, DType::kF32, seed++);
+        Tensor w = rnd(Shape{c.cin, cog, c.k}, DType::kF32, seed++, -0.5f, 0.5f);
+        Tensor bias = c.bias ? rnd(Shape{c.cout}, DType::kF32, seed++) : Tensor();
+        auto xv = values(x), wv = values(w);
+        std::vector<double> naive(static_cast<size_t>(c.b * c.cout * lout), 0.0);
+        for (int64_t b = 0; b < c.b; ++b)
+            for (int64_t co = 0; co < c.cout; ++co)
+                for (int64_t t = 0; t < lout; ++t)
+                    naive[static_cast<size_t>((b * c.cout + co) * lout + t)] = c.bias ? bias.get({co}) : 0.0;
+        for (int64_t b = 0; b < c.b; ++b)
+            for (int64_t ci = 0; ci < c.cin; ++ci)
+                for (int64_t l = 0; l < c.len; ++l)
+                    for (int64_t ol = 0; ol < cog; ++ol)
+                        for (int64_t k = 0; k < c.k; ++k) {
+                            const int64_t t = l * c.stride + k - c.padding;
+                            if (t < 0 || t >= lout) continue;
+                            const int64_t co = (ci / cig) * cog + ol;
+                            naive[static_cast<size_t>((b * c.cout + co) * lout + t)] +=
+                                xv[static_cast<size_t>((b * c.cin + ci) * c.len + l)] *
+                                wv[static_cast<size_t>((ci * cog + ol) * c.k + k)];
+                        }
+        Shape ys{c.b, c.cout, lout};
+        Guarded y(Tensor::host(ys, DType::kF32));
+        ASSERT_OK(conv_transpose1d(ctx(), p, dev(x), dev(w), dev(bias), y.t));
+        auto want = want_from(
+            on_cuda(),
+            [&](const Context& cx, Tensor& out) {
+                return conv_transpose1d(cx, p, clone(x), clone(w), bias, out);
+            },
+            ys, naive);
+        check_output(y, want, kConvTol);
+    }
+}
+
+// ---- SnakeBeta and the alias-free activation
+// ---------------------------------------------------------------
+double snake_ref(double v, double la, double lb) {
+    const double s = std::sin(std::exp(la) * v);
+    return v + 1.0 / (std::exp(lb) + 1e-9) * s * s;
+}
+
+TEST(OpsConv, SnakeBeta) {
+    SKIP_IF_NO_BACKEND();
+    Tensor x = rnd(Shape{2, 5, 37}, DType::kF32, 7, -3.0f, 3.0f);
+    Tensor a = rnd(Shape{5}, DType::kF32, 8, -1.0f, 1.0f), b = rnd(Shape{5}, DType::kF32, 9, -1.0f, 1.0f);
+    std::vector<double> naive;
+    auto xv = values(x);
+    for (size_t i = 0; i < xv.size(); ++i) {
+        const int64_t ch = static_cast<int64_t>(i / 37) % 5;
+        naive.push_back(snake_ref(xv[i], a.get({ch}), b.get({ch})));
+    }
+    Guarded y(Tensor::host(x.shape(), DType::kF32));
+    ASSERT_OK(snake_beta(ctx(), dev(x), dev(a), dev(b), y.t));
+    auto want = want_from(
+        on_cuda(), [&](const Context& cx, Tensor& out) { return snake_beta(cx, clone(x), a, b, out); },
+        x.shape(), naive);
+    check_output(y, want, kActTol);
+}
+
+// Naive alias-free activation, written from its definition: explicit padded buffers, a transposed conv,
+// crops, SnakeBeta, a strided conv.
+std::vector<double> naive_alias_free(const std::vector<double>& x, int64_t rows, int64_t len, int64_t c,
+                                     const std::vector<double>& fu, const std::vector<double>& fd,
+                                     const Tensor& a, const Tensor& b, int r) {
+    const int64_t k = static_cast<int64_t>(fu.size()), pad = k / r - 1;
+    const int64_t pl = pad * r + (k - r) / 2, pr = pad * r + (k - r + 1) / 2;
+    std::vector<double> out;
+    for (int64_t row = 0; row < rows; ++row) {
+        std::vector<double> xp;
+        for (int64_t i = -pad; i < len + pad; ++i)
+            xp.push_back(x[static_cast<size_t>(row * len + std::clamp<int64_t>(i, 0, len - 1))]);
+        const int64_t n_up = (static_cast<int64_t>(xp.size()) - 1) * r + k;
+        std::vector<double> up(static_cast<size_t>(n_up), 0.0);
+        for (size_t i = 0; i < xp.size(); ++i)
+            for (int64_t t = 0; t < k; ++t)
+                up[static_cast<size_t>(static_cast<int64_t>(i) * r + t)] +=
+                    r * xp[i] * fu[static_cast<size_t>(t)];
+        std::vector<double> s(up.begin() + pl, up.end() - pr);
+        for (double& v : s) v = snake_ref(v, a.get({row % c}), b.get({row % c}));
+        std::vector<double> sp;
+        const int64_t n = static_cast<int64_t>(s.size());
+        for (int64_t i = -(k / 2 - 1); i < n + k / 2; ++i)
+            sp.push_back(s[static_cast<size_t>(std::clamp<int64_t>(i, 0, n - 1))]);
+        for (int64_t t = 0; t * r + k <= static_cast<int64_t>(sp.size()); ++t) {
+            double acc = 0.0;
+            for (int64_t j = 0; j < k; ++j)
+                acc += fd[static_cast<size_t>(j)] * sp[static_cast<size_t>(t * r + j)];
+            out.push_back(acc);
+        }
+    }
+    return out;
+}
+
+TEST(OpsConv, AliasFreeSnakeBeta) {
+    SKIP_IF_NO_BACKEND();
+    struct Case {
+        int64_t b, c, len, k;
+        int r;
+    };
+    const Case cases[] = {{1, 1, 1, 12, 2}, {2, 3, 29, 12, 2}, {1, 4, 100, 8, 2}, {1, 2, 17, 12, 3}};
+    uint32_t seed = 200;
+    for (const auto& cs : cases) {
+        SCOPED_TRACE("alias_free len " + std::to_string(cs.len) + " k " + std::to_string(cs.k) + " r " +
+                     std::to_string(cs.r));
+        Tensor x = rnd(Shape{cs.b, cs.c, cs.len}, DType::kF32, seed++, -2.0f, 2.0f);
+        Tensor a = rnd(Shape{cs.c}, DType::kF32, seed++, -1.0f, 1.0f);
+        Tensor b = rnd(Shape{cs.c}, DType::kF32, seed++, -1.0f, 1.0f);
+        Tensor fu = rnd(Shape{cs.k}, DType::kF32, seed++, -0.3f, 0.5f);
+        Tensor fd = rnd(Shape{cs.k}, DType::kF32, seed++, -0.3f, 0.5f);
+        AliasFreeParams p{.ratio = cs.r};
+        Guarded y(Tensor::host(x.shape(), DType::kF32));
+        ASSERT_OK(alias_free_snake_beta(ctx(), p, dev(x), dev(a), dev(b), dev(fu), dev(fd), y.t));
+        auto want = want_from(
+            on_cuda(),
+            [&](const Context& cx, Tensor& out) {
+                return alias_free_snake_beta(cx, p, clone(x), a, b, fu, fd, out);
+            },
+            x.shape(),
+            naive_alias_free(values(x), cs.b * cs.c, cs.len, cs.c, values(fu), values(fd), a, b, cs.r));
+        check_output(y, want, kActTol);
+    }
+}
+
+TEST(OpsConv, ClampScale) {
+    SKIP_IF_NO_BACKEND();
+    Tensor x = rnd(Shape{3, 2, 41}, DType::kF32, 300, -3.0f, 3.0f);
+    std::vector<double> naive;
+    for (double v : values(x)) naive.push_back(std::min(1.0, std::max(-1.0, v)));
+    Guarded y(Tensor::host(x.shape(), DType::kF32));
+    ASSERT_OK(clamp(ctx(), -1.0f, 1.0f, dev(x), y.t));
+    check_output(y, naive, Tol{0, 0});
+    std::vector<double> scaled;
+    for (double v : values(x)) scaled.push_back(static_cast<double>(0.25f * static_cast<float>(v)));
+    Guarded z(Tensor::host(x.shape(), DType::kF32));
+    ASSERT_OK(scale(ctx(), 0.25f, dev(x), z.t));
+    check_output(z, scaled, Tol{0, 0});
+}
+
+// ---- LayerNorm -------------------------------------------------------------------------------------------
+TEST(OpsConv, LayerNorm) {
+    SKIP_IF_NO_BACKEND();
+    struct Case {
+        int64_t r, d;
+        bool affine;
+    };
+    const Case cases[] = {{1, 1, false}, {5, 64, true}, {17, 300, true}, {3, 2048, false}};
+    const DType dts[] = {DType::kF32, DType::kBF16, DType::kF16};
+    constexpr Tol tol[] = {{2e-5, 1e-5}, {1e-2, 8e-3}, {2e-3, 1e-3}};
+    uint32_t seed = 400;
+    for (const auto& c : cases)
+        for (int di = 0; di < 3; ++di) {
+            const DType dt = dts[di];
+            SCOPED_TRACE("layer_norm " + std::to_string(c.r) + "x" + std::to_string(c.d) + " " +
+                         dtype_name(dt));
+            Tensor x = rnd(Shape{c.r, c.d}, dt, seed++, -3.0f, 3.0f);
+            Tensor w = c.affine ? rnd(Shape{c.d}, DType::kF32, seed++) : Tensor();
+            Tensor b = c.affine ? rnd(Shape{c.d}, DType::kF32, seed++) : Tensor();
+            auto xv = values(x);
+            std::vector<double> naive;
+            for (int64_t r = 0; r < c.r; ++r) {
+                double m = 0, v = 0;
+                for (int64_t i = 0; i < c.d; ++i) m += xv[static_cast<size_t>(r * c.d + i)];
+                m /= static_cast<double>(c.d);
+                for (int64_t i = 0; i < c.d; ++i) v += std::pow(xv[static_cast<size_t>(r * c.d + i)] - m, 2);
+                v /= static_cast<double>(c.d);
+                for (int64_t i = 0; i < c.d; ++i) {
+                    double n = (xv[static_cast<size_t>(r * c.d + i)] - m) / std::sqrt(v + 1e-5);
+                    if (c.affine) n = n * w.get({i}) + b.get({i});
+                    naive.push_back(static_cast<double>(dt == DType::kBF16 ? round_bf16(static_cast<float>(n))
+                                                        : dt == DType::kF16 ? round_f16(static_cast<float>(n))
+                                                                            : static_cast<float>(n)));
+                }
+            }
+            Guarded y(Tensor::host(x.shape(), dt));
+            ASSERT_OK(layer_norm(ctx(), LayerNormParams{}, dev(x), dev(w), dev(b), y.t));
+            std::vector<double> want = naive;
+            if (on_cuda()) {
+                Tensor yc = Tensor::host(x.shape(), dt);
+                ASSERT_OK(layer_norm(Context::cpu(), LayerNormParams{}, clone(x), w, b, yc));
+                want = values(yc);
+            }
+            check_output(y, want, tol[di]);
+        }
+}
+
+// ---- argument errors -------------------------------------------------------------------------------------
+TEST(OpsConvErrors, ShapesAndDtypes) {
+    Context cpu = Context::cpu();
+    Tensor x = Tensor::host(Shape{1, 4, 10}, DType::kF32);
+    Tensor w = Tensor::host(Shape{2, 4, 3}, DType::kF32);
+    Tensor y = Tensor::host(Shape{1, 2, 8}, DType::kF32);
+    EXPECT_TRUE(conv1d(cpu, {}, x, w, Tensor(), y).ok());
+    Tensor y_bad = Tensor::host(Shape{1, 2, 9}, DType::kF32);
+    EXPECT_FALSE(conv1d(cpu, {}, x, w, Tensor(), y_bad).ok());
+    Tensor w_bf = Tensor::host(Shape{2, 4, 3}, DType::kBF16);
+    EXPECT_FALSE(conv1d(cpu, {}, x, w_bf, Tensor(), y).ok());
+    EXPECT_FALSE(conv1d(cpu, Conv1dParams{.groups = 3}, x, w, Tensor(), y).ok());
+    Tensor wt = Tensor::host(Shape{4, 2, 4}, DType::kF32);
+    Tensor yt = Tensor::host(Shape{1, 2, (10 - 1) * 2 + 4}, DType::kF32);
+    EXPECT_TRUE(conv_transpose1d(cpu, ConvTranspose1dParams{.stride = 2}, x, wt, Tensor(), yt).ok());
+    EXPECT_FALSE(conv_transpose1d(cpu, ConvTranspose1dParams{.stride = 1}, x, wt, Tensor(), yt).ok());
+    Tensor a = Tensor::host(Shape{4}, DType::kF32), f = Tensor::host(Shape{12}, DType::kF32);
+    Tensor f_odd = Tensor::host(Shape{11}, DType::kF32);
+    Tensor ya = Tensor::host(Shape{1, 4, 10}, DType::kF32);
+    EXPECT_TRUE(alias_free_snake_beta(cpu, {}, x, a, a, f, f, ya).ok());
+    EXPECT_FALSE(alias_free_snake_beta(cpu, {}, x, a, a, f_odd, f_odd, ya).ok());
+    EXPECT_FALSE(alias_free_snake_beta(cpu, {}, x, a, a, f, f, x).ok()) << "aliasing must be rejected";
+    Tensor a3 = Tensor::host(Shape{3}, DType::kF32);
+    EXPECT_FALSE(snake_beta(cpu, x, a3, a, ya).ok());
+    Tensor ln_w = Tensor::host(Shape{9}, DType::kF32);
+    Tensor x2 = Tensor::host(Shape{3, 10}, DType::kF32), y2 = Tensor::host(Shape{3, 10}, DType::kF32);
+    EXPECT_TRUE(layer_norm(cpu, {}, x2, Tensor(), Tensor(), y2).ok());
+    EXPECT_FALSE(layer_norm(cpu, {}, x2, ln_w, Tensor(), y2).ok());
+}
+
+} // namespace
+} // namespace h3::ops
+
+// Own main: `--backend cuda` (or H3_TEST_BACKEND=cuda) selects the CUDA comparison mode.
+int main(int argc, char** argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    const char* env = std::getenv("H3_TEST_BACKEND");
+    if (env && std::string(env) == "cuda") h3::ops::g_want_cuda = true;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--backend=cuda" || (a == "--backend" && i + 1 < argc && std::string(argv[i + 1]) == "cuda"))
+            h3::ops::g_want_cuda = true;
+    }
+    return RUN_ALL_TESTS();
+}

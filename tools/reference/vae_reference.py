@@ -1,0 +1,282 @@
+"""PyTorch reference for the MiniMax-H3 decoders, written from docs/spec (h3-model.md §9.2, §9.3, §10).
+
+Functional (weights are a dict of tensors named like the official checkpoints), fp32, CPU. Used by
+make_vae_goldens.py to produce the goldens the C++ tests compare against.
+
+Video (`AutoencoderKLMiniMaxH3` decoder): de-normalize, post_quant_conv (1x1x1), ViT decoder over every latent
+voxel (+ register tokens + one zero token), LayerNorm + proj_out, unpatchify; temporal clips of
+tokens_chunk + token_overlap latents with pre-padding, cross-fade of the overlap frames; spatial tiles laid in
+pixel space with min overlap, each blended with its unblended top and left neighbours.
+Audio (`AutoencoderKLMiniMaxH3Audio` decoder): de-normalize, dec_in_proj, BigVGAN (weight-norm folded),
+anti-aliased SnakeBeta, conv_post, clamp.
+"""
+import math
+
+import torch
+import torch.nn.functional as F
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Video: geometry
+# ---------------------------------------------------------------------------------------------------------
+def split_tiles(length, tile, min_overlap, ratio):
+    """Tile starts and overlaps over `length` pixels (spec §9.3)."""
+    if tile >= length:
+        return [0], [length], []
+    n = math.ceil(length / tile)
+    while tile * n - min_overlap * (n - 1) < length:
+        n += 1
+    overlaps = [min_overlap] * (n - 1)
+    leftover = tile * n - sum(overlaps) - length
+    for i in range(leftover // ratio):
+        overlaps[i % (n - 1)] += ratio
+    starts = [0]
+    for i in range(n - 1):
+        starts.append(starts[-1] + tile - overlaps[i])
+    return starts, [tile] * n, overlaps
+
+
+def temporal_geometry(clip_length, temporal_ratio, token_drop):
+    pre_pad = (-clip_length) % temporal_ratio
+    chunk = math.ceil(clip_length / temporal_ratio)
+    token_overlap = (-token_drop) % chunk
+    frame_overlap = max(token_overlap * temporal_ratio - pre_pad, 0)
+    return pre_pad, chunk, token_overlap, frame_overlap
+
+
+def clip_plan(num_latents, clip_length=17, temporal_ratio=4, token_drop=3):
+    """The temporal decode plan: padded latent count, clips (start, length), trimmed frames, output frames."""
+    pre_pad, chunk, token_overlap, frame_overlap = temporal_geometry(clip_length, temporal_ratio, token_drop)
+    num_tokens = num_latents + token_drop
+    pad_tokens = (-num_tokens) % chunk
+    num_chunks = (num_tokens + pad_tokens) // chunk - int(token_drop > 0)
+    clips = [(i * chunk, chunk + token_overlap) for i in range(num_chunks)]
+    kept = chunk * temporal_ratio - pre_pad
+    frames = num_chunks * kept + (frame_overlap if token_drop > 0 else 0)
+    trim = 0
+    if pad_tokens > 0:
+        tail = clip_length % temporal_ratio
+        before = num_latents  # latent count before the padding
+        trim = sum(tail if tail and (before + k) % chunk == 0 else temporal_ratio for k in range(pad_tokens))
+    return dict(pad_tokens=pad_tokens, num_chunks=num_chunks, clips=clips, frame_pre_padding=pre_pad,
+                frame_overlap=frame_overlap, trim_frames=trim, frames=frames - trim)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Video: ViT decoder
+# ---------------------------------------------------------------------------------------------------------
+def rms_norm(x, weight, eps):
+    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return y * weight if weight is not None else y
+
+
+def rope_tables(t, h, w, n_extra, head_dim, ratio, theta):
+    rot = int(head_dim * ratio)
+    inv_freq = 1.0 / theta ** torch.arange(0, 1, 6 / rot, dtype=torch.float32)
+    axes = [2.0 * (torch.arange(0.5, n, dtype=torch.float32) / n) - 1.0 for n in (t, h, w)]
+    pos = torch.stack(torch.meshgrid(*axes, indexing="ij"), dim=-1).reshape(-1, 3)
+    pos = torch.cat([pos, torch.zeros(n_extra, 3)], dim=0)
+    ang = 2.0 * math.pi * pos[:, :, None] * inv_freq[None, None, :]
+    ang = ang.reshape(ang.shape[0], -1).repeat(1, 2)  # [S, rot]
+    return ang.cos(), ang.sin()
+
+
+def apply_rope(x, cos, sin):
+    rot = cos.shape[-1]
+    xr, xp = x[..., :rot], x[..., rot:]
+    a, b = xr.chunk(2, dim=-1)
+    rotated = torch.cat([-b, a], dim=-1)
+    return torch.cat([xr * cos[:, None, :] + rotated * sin[:, None, :], xp], dim=-1)
+
+
+def vit_decode(z, W, cfg):
+    """z [24, t, h, w] de-normalized latents of one tile-clip -> pixels [3, t*pt, h*p, w*p]."""
+    c, t, h, w = z.shape
+    heads, hd = cfg["decoder_num_attention_heads"], cfg["decoder_attention_head_dim"]
+    eps = cfg["decoder_norm_eps"]
+    p, pt = cfg["_patch"], cfg["_patch_t"]
+    nreg = cfg["decoder_num_register_tokens"]
+    x = z.reshape(c, -1).t()  # tokens (t, y, x)
+    x = x @ W["post_quant_conv.weight"].reshape(c, c).t() + W["post_quant_conv.bias"]
+    x = x @ W["decoder.proj_in.weight"].t() + W["decoder.proj_in.bias"]
+    n = x.shape[0]
+    dim = x.shape[1]
+    x = torch.cat([x, W["decoder.register_tokens"].reshape(nreg, dim), torch.zeros(1, dim)], dim=0)
+    cos, sin = rope_tables(t, h, w, nreg + 1, hd, cfg["decoder_rope_dim_ratio"], cfg["decoder_rope_theta"])
+    for i in range(cfg["decoder_num_layers"]):
+        pre = f"decoder.transformer_blocks.{i}."
+        y = rms_norm(x, W[pre + "norm1.weight"], eps)
+        q = (y @ W[pre + "attn.to_q.weight"].t() + W[pre + "attn.to_q.bias"]).reshape(-1, heads, hd)
+        k = (y @ W[pre + "attn.to_k.weight"].t() + W[pre + "attn.to_k.bias"]).reshape(-1, heads, hd)
+        v = (y @ W[pre + "attn.to_v.weight"].t() + W[pre + "attn.to_v.bias"]).reshape(-1, heads, hd)
+        q = apply_rope(rms_norm(q, None, eps), cos, sin)
+        k = apply_rope(rms_norm(k, None, eps), cos, sin)
+        att = torch.softmax(torch.einsum("shd,thd->hst", q, k) / math.sqrt(hd), dim=-1)
+        o = torch.einsum("hst,thd->shd", att, v).reshape(-1, heads * hd)
+        o = o @ W[pre + "attn.to_out.0.weight"].t() + W[pre + "attn.to_out.0.bias"]
+        x = x + o * W[pre + "scale1"]
+        y = rms_norm(x, W[pre + "norm2.weight"], eps)
+        f = y @ W[pre + "ff.net.0.proj.weight"].t() + W[pre + "ff.net.0.proj.bias"]
+        val, gate = f.chunk(2, dim=-1)
+        f = (val * F.silu(gate)) @ W[pre + "ff.net.2.weight"].t() + W[pre + "ff.net.2.bias"]
+        x = x + f * W[pre + "scale2"]
+    x = F.layer_norm(x, (dim,), W["decoder.norm_out.weight"], W["decoder.norm_out.bias"], eps)
+    x = x @ W["decoder.proj_out.weight"].t() + W["decoder.proj_out.bias"]
+    x = x[:n].reshape(t, h, w, 3, pt, p, p).permute(3, 0, 4, 1, 5, 2, 6)
+    return x.reshape(3, t * pt, h * p, w * p)
+
+
+def blend(a, b, extent, dim):
+    extent = min(a.shape[dim], b.shape[dim], extent)
+    if extent == 0:
+        return b
+    k = torch.arange(extent, dtype=torch.float32)
+    shape = [1] * a.ndim
+    shape[dim] = extent
+    wa, wb = (1 - k / extent).view(shape), (k / extent).view(shape)
+    out = a.narrow(dim, a.shape[dim] - extent, extent) * wa + b.narrow(dim, 0, extent) * wb
+    if extent == b.shape[dim]:
+        return out
+    return torch.cat([out, b.narrow(dim, extent, b.shape[dim] - extent)], dim=dim)
+
+
+def decode_clip_tiled(z, W, cfg, tile, min_overlap):
+    p = cfg["_patch"]
+    H, Wd = z.shape[-2] * p, z.shape[-1] * p
+    ys, yl, yo = split_tiles(H, tile, min_overlap, p)
+    xs, xl, xo = split_tiles(Wd, tile, min_overlap, p)
+    tiles = [[vit_decode(z[:, :, y // p:(y + ly) // p, x // p:(x + lx) // p], W, cfg) for x, lx in zip(xs, xl)]
+             for y, ly in zip(ys, yl)]
+    rows = []
+    for i, row in enumerate(tiles):
+        out = []
+        for j, tl in enumerate(row):
+            if i > 0:
+                tl = blend(tiles[i - 1][j], tl, yo[i - 1], dim=-2)
+            if j > 0:
+                tl = blend(row[j - 1], tl, xo[j - 1], dim=-1)
+            if i < len(tiles) - 1:
+                tl = tl[..., : tl.shape[-2] - yo[i], :]
+            if j < len(row) - 1:
+                tl = tl[..., : tl.shape[-1] - xo[j]]
+            out.append(tl)
+        rows.append(torch.cat(out, dim=-1))
+    return torch.cat(rows, dim=-2)
+
+
+def decode_video(latents, W, cfg, tile=256, min_overlap=64):
+    """latents [1, 24, T, h, w] normalized -> decoder sample [1, 3, F, H, W] (ImageNet space, unclamped)."""
+    mean = torch.tensor(cfg["latents_mean"], dtype=torch.float32).view(-1, 1, 1, 1)
+    std = torch.tensor(cfg["latents_std"], dtype=torch.float32).view(-1, 1, 1, 1)
+    z = latents[0] * std + mean
+    pt = cfg["_patch_t"]
+    plan = clip_plan(z.shape[1], cfg["clip_length"], pt, cfg["token_drop"])
+    pre_pad, chunk, tok_ov, frame_ov = temporal_geometry(cfg["clip_length"], pt, cfg["token_drop"])
+    if plan["pad_tokens"]:
+        z = torch.cat([z, z[:, -1:].repeat(1, plan["pad_tokens"], 1, 1)], dim=1)
+    chunk_frames = chunk * pt
+    pieces, overlap = [], None
+    for start, length in plan["clips"]:
+        clip = decode_clip_tiled(z[:, start:start + length], W, cfg, tile, min_overlap)
+        for j in range(int(cfg["token_drop"] > 0) + 1):
+            c = clip[:, j * chunk_frames:(j + 1) * chunk_frames][:, pre_pad:]
+            if j == 0:
+                if overlap is not None:
+                    c = blend(overlap, c, frame_ov, dim=1)
+                pieces.append(c)
+            else:
+                overlap = c
+    if overlap is not None:
+        pieces.append(overlap)
+    out = torch.cat(pieces, dim=1)
+    if plan["trim_frames"]:
+        out = out[:, : out.shape[1] - plan["trim_frames"]]
+    return out[None]
+
+
+def to_pixels(sample):
+    m = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1, 1)
+    s = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1, 1)
+    return (sample * s + m).clamp(0, 1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Audio: BigVGAN
+# ---------------------------------------------------------------------------------------------------------
+def kaiser_sinc_filter(cutoff, half_width, kernel_size):
+    half = kernel_size // 2
+    att = 2.285 * (half - 1) * math.pi * (4 * half_width) + 7.95
+    if att > 50.0:
+        beta = 0.1102 * (att - 8.7)
+    elif att >= 21.0:
+        beta = 0.5842 * (att - 21) ** 0.4 + 0.07886 * (att - 21.0)
+    else:
+        beta = 0.0
+    window = torch.kaiser_window(kernel_size, beta=beta, periodic=False)
+    if kernel_size % 2 == 0:
+        time = torch.arange(-half, half) + 0.5
+    else:
+        time = torch.arange(kernel_size) - half
+    f = 2 * cutoff * window * torch.sinc(2 * cutoff * time)
+    return f / f.sum()
+
+
+def snake_beta(x, log_alpha, log_beta):
+    a = torch.exp(log_alpha).view(1, -1, 1)
+    b = torch.exp(log_beta).view(1, -1, 1)
+    return x + (b + 1e-9).reciprocal() * torch.sin(a * x).pow(2)
+
+
+def alias_free_snake_beta(x, log_alpha, log_beta, ratio=2, kernel=12):
+    c = x.shape[1]
+    f = kaiser_sinc_filter(0.5 / ratio, 0.6 / ratio, kernel).view(1, 1, -1).expand(c, 1, kernel)
+    pad = kernel // ratio - 1
+    pl = pad * ratio + (kernel - ratio) // 2
+    pr = pad * ratio + (kernel - ratio + 1) // 2
+    u = ratio * F.conv_transpose1d(F.pad(x, (pad, pad), mode="replicate"), f, stride=ratio, groups=c)
+    u = u[..., pl:-pr]
+    s = snake_beta(u, log_alpha, log_beta)
+    s = F.pad(s, (kernel // 2 - 1, kernel // 2), mode="replicate")
+    return F.conv1d(s, f, stride=ratio, groups=c)
+
+
+def fold_weight_norm(g, v):
+    norm = v.reshape(v.shape[0], -1).norm(dim=1).view(-1, *([1] * (v.ndim - 1)))
+    return g * v / norm
+
+
+def wn(W, name):
+    return fold_weight_norm(W[name + ".weight_g"], W[name + ".weight_v"])
+
+
+def decode_audio(latents, W, cfg):
+    """latents [2, 32, A] normalized -> waveform [2, 1, A * prod(rates)] in [-1, 1]."""
+    mean = torch.tensor(cfg["latents_mean"], dtype=torch.float32).view(1, -1, 1)
+    std = torch.tensor(cfg["latents_std"], dtype=torch.float32).view(1, -1, 1)
+    x = latents * std + mean
+    x = F.conv1d(x, W["dec_in_proj.weight"], W["dec_in_proj.bias"])
+    x = F.conv1d(x, wn(W, "decoder.conv_pre"), W["decoder.conv_pre.bias"], padding=3)
+    ks, ds = cfg["resblock_kernel_sizes"], cfg["resblock_dilation_sizes"]
+    for i, (rate, kernel) in enumerate(zip(cfg["decoder_rates"], cfg["decoder_kernel_sizes"])):
+        name = f"decoder.ups.{i}.0"
+        x = F.conv_transpose1d(x, wn(W, name), W[name + ".bias"], stride=rate, padding=(kernel - rate) // 2)
+        acc = None
+        for j, (k, dil) in enumerate(zip(ks, ds)):
+            pre = f"decoder.resblocks.{i * len(ks) + j}."
+            h = x
+            for m, d in enumerate(dil):
+                a1, a2 = pre + f"activations.{2 * m}.act.", pre + f"activations.{2 * m + 1}.act."
+                r = alias_free_snake_beta(h, W[a1 + "alpha"], W[a1 + "beta"])
+                r = F.conv1d(r, wn(W, pre + f"convs1.{m}"), W[pre + f"convs1.{m}.bias"], dilation=d,
+                             padding=(k * d - d) // 2)
+                r = alias_free_snake_beta(r, W[a2 + "alpha"], W[a2 + "beta"])
+                r = F.conv1d(r, wn(W, pre + f"convs2.{m}"), W[pre + f"convs2.{m}.bias"], padding=(k - 1) // 2)
+                h = h + r
+            acc = h if acc is None else acc + h
+        x = acc / len(ks)
+    x = alias_free_snake_beta(x, W["decoder.activation_post.act.alpha"], W["decoder.activation_post.act.beta"])
+    x = F.conv1d(x, wn(W, "decoder.conv_post"), None, padding=3)
+    return x.clamp(-1.0, 1.0)
