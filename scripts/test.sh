@@ -7,9 +7,6 @@ bash scripts/install_deps.sh
 JOBS="$(nproc)"
 BUILD_DIR="${H3_TEST_BUILD_DIR:-build-test}"
 
-echo "== format check"
-bash scripts/check_format.sh
-
 echo "== build ($BUILD_DIR)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_BUILD_BENCH=ON -DH3_REQUIRE_FFMPEG=ON
 cmake --build "$BUILD_DIR" -j"$JOBS"
@@ -26,3 +23,6 @@ ctest --test-dir "$ASAN_DIR" --output-on-failure -R '^(test_safetensors|test_che
 
 echo "== fuzz (bounded)"
 bash scripts/fuzz.sh "${H3_FUZZ_SECONDS:-60}"
+
+echo "== format check"
+bash scripts/check_format.sh

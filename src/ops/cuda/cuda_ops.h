@@ -77,8 +77,9 @@ Status conv1d(const Context& ctx, const Conv1dParams& p, const Tensor& x, const 
 Status conv_transpose1d(const Context& ctx, const ConvTranspose1dParams& p, const Tensor& x, const Tensor& w,
                         const Tensor& bias, Tensor& y);
 Status snake_beta(const Context& ctx, const Tensor& x, const Tensor& alpha, const Tensor& beta, Tensor& y);
-Status alias_free_snake_beta(const Context& ctx, const AliasFreeParams& p, const Tensor& x, const Tensor& alpha,
-                             const Tensor& beta, const Tensor& up_filter, const Tensor& down_filter, Tensor& y);
+Status alias_free_snake_beta(const Context& ctx, const AliasFreeParams& p, const Tensor& x,
+                             const Tensor& alpha, const Tensor& beta, const Tensor& up_filter,
+                             const Tensor& down_filter, Tensor& y);
 Status scale(const Context& ctx, float alpha, const Tensor& x, Tensor& y);
 Status clamp(const Context& ctx, float lo, float hi, const Tensor& x, Tensor& y);
 Status layer_norm(const Context& ctx, const LayerNormParams& p, const Tensor& x, const Tensor& weight,
