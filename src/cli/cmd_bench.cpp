@@ -1,12 +1,15 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
 //                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--iters K] [--json]
+// h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
 // Times DiT blocks with random full-width weights generated on the device: seconds per block and per
 // 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory.
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
 #include "core/cuda_api.h"
+#include "model/audio_vae/audio_vae.h"
 #include "model/dit/dit_random.h"
+#include "model/video_vae/video_vae.h"
 #include "ops/ops.h"
 
 #include <CLI/CLI.hpp>
@@ -160,12 +163,138 @@ int run_bench(const BenchOptions& o) {
     return kExitOk;
 }
 
+// ---- bench vae: the official video decoder over a full tiled decode (or --tiles N tile-clips,
+// extrapolated to all of them) and the audio decoder, random weights generated on the device.
+struct VaeBenchOptions {
+    std::string config = "official", size = "1344x768", device = "cuda", dtype = "f16";
+    int frames = 124, tiles = 0, tile_batch = 0;
+    bool random_weights = false, json = false;
+    CLI::App* sub = nullptr;
+};
+
+int run_bench_vae(const VaeBenchOptions& o) {
+    if (!o.random_weights) {
+        std::fprintf(stderr,
+                     "h3-engine bench vae: only --random-weights is supported (real weights: decode)\n");
+        return kExitUsage;
+    }
+    model::VideoVaeConfig vc;
+    vc.latents_mean.assign(static_cast<size_t>(vc.latent_channels), 0.0f);
+    vc.latents_std.assign(static_cast<size_t>(vc.latent_channels), 1.0f);
+    if (o.config != "official") {
+        auto r = model::VideoVaeConfig::from_file(o.config);
+        if (!r.ok()) return report(r.status());
+        vc = *r;
+    }
+    int W = 0, H = 0;
+    if (std::sscanf(o.size.c_str(), "%dx%d", &W, &H) != 2 || W <= 0 || H <= 0 || W % vc.patch || H % vc.patch)
+        return report(invalid_argument("--size '" + o.size + "' must be WxH with multiples of " +
+                                       std::to_string(vc.patch)));
+    if (o.frames < 5 || (o.frames - 5) % 17)
+        return report(invalid_argument("--frames " + std::to_string(o.frames) + " must be 17n+5 (e.g. 124)"));
+    const auto compute = parse_dtype(o.dtype);
+    if (!compute) return report(invalid_argument("--dtype " + o.dtype + ": f16 | bf16 | f32"));
+    auto session = DeviceSession::open(o.device);
+    if (!session.ok()) return report(session.status());
+    const ops::Context& ctx = (*session)->context();
+    auto vae = model::random_video_vae(ctx, vc, *compute, 1);
+    if (!vae.ok()) return report(vae.status());
+    const int64_t T = (o.frames - 5) / 17 * 5 + 2, lh = H / vc.patch, lw = W / vc.patch;
+    const model::ClipPlan plan =
+        model::plan_clips(static_cast<int>(T), vc.clip_length, vc.patch_t, vc.token_drop);
+    const model::VideoDecodeOptions vopt{.tile_batch = o.tile_batch};
+    const auto ty = model::split_tiles(H, vopt.tile, vopt.min_overlap, vc.patch);
+    const auto tx = model::split_tiles(W, vopt.tile, vopt.min_overlap, vc.patch);
+    const int total_tiles = static_cast<int>(plan.starts.size() * ty.starts.size() * tx.starts.size());
+    auto sync = [&] { return cuda::stream_synchronize(ctx.stream()); };
+    double video_s = 0.0;
+    int timed_tiles = total_tiles;
+    // warm-up: one tile-clip batch (cuBLASLt / cuDNN plans)
+    const int batch = o.tile_batch > 0 ? o.tile_batch : (ctx.device.is_cpu() ? 1 : 4);
+    const int64_t th = std::min<int64_t>(lh, vopt.tile / vc.patch),
+                  tw = std::min<int64_t>(lw, vopt.tile / vc.patch);
+    std::vector<Tensor> zs;
+    for (int b = 0; b < batch; ++b) {
+        Tensor z = Tensor::host(Shape{vc.latent_channels, plan.clip_latents, th, tw}, DType::kF32);
+        if (auto st = ops::fill_uniform(ops::Context::cpu(), {.seed = 7u + b}, z); !st.ok())
+            return report(st);
+        zs.push_back(z);
+    }
+    if (auto r = model::decode_tile_clips(ctx, *vae, zs); !r.ok()) return report(r.status());
+    if (o.tiles > 0) {
+        timed_tiles = std::min(o.tiles, total_tiles);
+        const auto t0 = Clock::now();
+        for (int done = 0; done < timed_tiles; done += batch) {
+            std::vector<Tensor> part(zs.begin(), zs.begin() + std::min(batch, timed_tiles - done));
+            if (auto r = model::decode_tile_clips(ctx, *vae, part); !r.ok()) return report(r.status());
+        }
+        if (auto st = sync(); !st.ok()) return report(st);
+        video_s = std::chrono::duration<double>(Clock::now() - t0).count() * total_tiles / timed_tiles;
+    } else {
+        Tensor lat = Tensor::host(Shape{1, vc.latent_channels, T, lh, lw}, DType::kF32);
+        if (auto st = ops::fill_uniform(ops::Context::cpu(), {.seed = 3}, lat); !st.ok()) return report(st);
+        const auto t0 = Clock::now();
+        auto sample = model::decode_video_sample(ctx, *vae, lat, vopt);
+        if (!sample.ok()) return report(sample.status());
+        video_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+    const double video_peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
+    *vae = model::VideoVae{}; // free the video weights before the audio decoder
+    model::AudioVaeConfig ac;
+    ac.latents_mean.assign(static_cast<size_t>(ac.latent_channels), 0.0f);
+    ac.latents_std.assign(static_cast<size_t>(ac.latent_channels), 1.0f);
+    auto avae = model::random_audio_vae(ctx, ac, 1000);
+    if (!avae.ok()) return report(avae.status());
+    const int64_t A = (static_cast<int64_t>(o.frames) * 40 + 23) / 24; // 40 latents/s at 24 fps
+    Tensor alat = Tensor::host(Shape{2, ac.latent_channels, A}, DType::kF32);
+    if (auto st = ops::fill_uniform(ops::Context::cpu(), {.seed = 5}, alat); !st.ok()) return report(st);
+    if (auto r = model::decode_audio(ctx, *avae, alat); !r.ok()) return report(r.status()); // warm-up
+    const auto t1 = Clock::now();
+    auto wave = model::decode_audio(ctx, *avae, alat);
+    if (!wave.ok()) return report(wave.status());
+    const double audio_s = std::chrono::duration<double>(Clock::now() - t1).count();
+    const double peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
+    nlohmann::json j = {{"bench", "vae"},
+                        {"device", ctx.device.to_string()},
+                        {"dtype", o.dtype},
+                        {"size", o.size},
+                        {"frames", o.frames},
+                        {"latent_frames", T},
+                        {"tile_clips", total_tiles},
+                        {"tile_clips_timed", timed_tiles},
+                        {"tile_batch", batch},
+                        {"extrapolated", timed_tiles != total_tiles},
+                        {"video_decode_seconds", video_s},
+                        {"seconds_per_tile_clip", video_s / total_tiles},
+                        {"video_peak_gib", video_peak},
+                        {"audio_latents", A},
+                        {"audio_samples", wave->dim(1)},
+                        {"audio_decode_seconds", audio_s},
+                        {"peak_gib", peak}};
+    if (o.json) {
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
+        std::printf("VAE bench on %s, %s, %s x %d frames: video %.2f s (%d tile-clips%s, %.4f s each), audio "
+                    "%.3f s (%lld latents), peak %.1f GiB\n",
+                    ctx.device.to_string().c_str(), o.dtype.c_str(), o.size.c_str(), o.frames, video_s,
+                    total_tiles, timed_tiles != total_tiles ? ", extrapolated" : "", video_s / total_tiles,
+                    audio_s, static_cast<long long>(A), peak);
+    }
+    return kExitOk;
+}
+
 } // namespace
+
+Command bench_text_command();     // cmd_bench_text.cpp: `bench text`
+Command bench_generate_command(); // cmd_bench_generate.cpp: `bench generate`
 
 Command make_bench_command() {
     auto o = std::make_shared<BenchOptions>();
+    auto vo = std::make_shared<VaeBenchOptions>();
+    auto text = std::make_shared<Command>(bench_text_command());
+    auto gen = std::make_shared<Command>(bench_generate_command());
     Command c;
-    c.setup = [o](CLI::App& app) {
+    c.setup = [o, vo, text, gen](CLI::App& app) {
         o->sub = app.add_subcommand("bench", "Benchmarks (machine-readable with --json)");
         CLI::App* dit = o->sub->add_subcommand("dit", "DiT blocks with random full-width weights");
         o->sub->require_subcommand(1);
@@ -182,9 +311,31 @@ Command make_bench_command() {
             ->check(CLI::IsMember({"bf16", "fp32"}))
             ->capture_default_str();
         dit->add_flag("--json", o->json, "JSON output");
+        text->setup(*o->sub);
+        gen->setup(*o->sub);
+        CLI::App* vae =
+            o->sub->add_subcommand("vae", "video + audio VAE decoders with random full-width weights");
+        vae->add_option("--config", vo->config, "official or a vae config.json")->capture_default_str();
+        vae->add_flag("--random-weights", vo->random_weights, "generate random weights on the device");
+        vae->add_option("--size", vo->size, "canvas WxH")->capture_default_str();
+        vae->add_option("--frames", vo->frames, "pixel frames (17n+5)")->capture_default_str();
+        vae->add_option("--tiles", vo->tiles, "time only N tile-clips and extrapolate (0: the full decode)")
+            ->capture_default_str();
+        vae->add_option("--tile-batch", vo->tile_batch, "tile-clips per decoder call (0: default)")
+            ->capture_default_str();
+        vae->add_option("--dtype", vo->dtype, "ViT block precision f16 | bf16 | f32")
+            ->check(CLI::IsMember({"f16", "bf16", "f32"}))
+            ->capture_default_str();
+        vae->add_option("--device", vo->device, "cuda | cuda:N | cpu")->capture_default_str();
+        vae->add_flag("--json", vo->json, "JSON output");
+        vo->sub = vae;
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
-    c.run = [o]() -> int { return run_bench(*o); };
+    c.run = [o, vo, text, gen]() -> int {
+        if (vo->sub && vo->sub->parsed()) return run_bench_vae(*vo);
+        if (gen->parsed()) return gen->run();
+        return text->parsed() ? text->run() : run_bench(*o);
+    };
     return c;
 }
 

@@ -7,6 +7,9 @@ Command make_inspect_command();
 Command make_make_tiny_command();
 Command make_dit_command();
 Command make_bench_command();
+Command make_generate_command();
+Command make_encode_command();
+Command make_decode_command();
 
 std::vector<Command> all_commands() {
     std::vector<Command> c;
@@ -14,6 +17,9 @@ std::vector<Command> all_commands() {
     c.push_back(make_make_tiny_command());
     c.push_back(make_dit_command());
     c.push_back(make_bench_command());
+    c.push_back(make_generate_command());
+    c.push_back(make_encode_command());
+    c.push_back(make_decode_command());
     return c;
 }
 

@@ -22,9 +22,12 @@ import json, sys
 r = json.load(open(sys.argv[1])); layout = sys.argv[2]
 assert r["ok"], r
 names = sorted(c["name"] for c in r["components"] if c.get("weights"))
-assert names == ["transformer", "transformer_ref"], names
+want = ["text_encoder", "transformer", "transformer_ref"]
+if layout == "d":
+    want = sorted(want + ["vae", "audio_vae"])  # the decoders (diffusers layout only)
+assert names == want, names
 for c in r["components"]:
-    if c.get("weights"):
+    if c.get("weights") and c["name"].startswith("transformer"):
         conf = c["conformance"]
         assert conf["ok"] and not conf["missing"] and not conf["unexpected"], conf
         assert c["weights"]["files"] == 2, c

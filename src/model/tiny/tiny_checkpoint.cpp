@@ -1,4 +1,6 @@
 #include "model/tiny/tiny_checkpoint.h"
+#include "model/tiny/tiny_text.h"
+#include "model/tiny/tiny_vae.h"
 
 #include "io/json_file.h"
 #include "io/safetensors.h"
@@ -107,6 +109,8 @@ Status write_diffusers(const TinyCheckpointParams& p, const DitConfig& c) {
     index["transformer_ref"] = component_entry("diffusers", "MiniMaxH3Transformer3DModel", "transformer_ref");
     index["scheduler"] = component_entry("diffusers", "MiniMaxH3Scheduler", "scheduler");
     index["audio_scheduler"] = component_entry("diffusers", "MiniMaxH3Scheduler", "audio_scheduler");
+    index["vae"] = component_entry("diffusers", "AutoencoderKLMiniMaxH3", "vae");
+    index["audio_vae"] = component_entry("diffusers", "AutoencoderKLMiniMaxH3Audio", "audio_vae");
     H3_TRY(make_dirs(root));
     H3_TRY(io::write_json_file((root / "model_index.json").string(), index));
     for (auto [name, shift] :
@@ -171,7 +175,9 @@ Status write_tiny_checkpoint(const TinyCheckpointParams& p) {
     if (p.dir.empty()) return invalid_argument("make-tiny: no output directory given");
     DitConfig c = tiny_dit_config();
     H3_TRY(c.validate("tiny config"));
-    return p.layout == TinyLayout::kDiffusers ? write_diffusers(p, c) : write_original(p, c);
+    H3_TRY(p.layout == TinyLayout::kDiffusers ? write_diffusers(p, c) : write_original(p, c));
+    H3_TRY(write_tiny_vaes(p));
+    return write_tiny_text(p);
 }
 
 } // namespace h3::model

@@ -1,0 +1,284 @@
+// h3-engine generate --model DIR (--prompt TEXT | --prompt-embeds FILE | --random-prompt-embeds L)
+//   [--seconds S | --frames F] [--size WxH | --aspect W:H] [--steps N] [--seed N] [--device cpu|cuda]
+//   [--dtype bf16|fp32] [--save-latents FILE] [--output PATH] [--progress bar|json|none]
+#include "cli/app.h"
+#include "cli/commands.h"
+#include "cli/device_setup.h"
+#include "core/torch_generator.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
+#include "model/dit/dit_model.h"
+#include "pipeline/conditioner.h"
+#include "pipeline/decode.h"
+#include "pipeline/generate.h"
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <unistd.h>
+
+namespace h3::cli {
+
+namespace {
+
+constexpr int kExitCancelled = 130; // the shell's code for SIGINT
+
+std::atomic<bool> g_cancel{false};
+
+void on_sigint(int) {
+    g_cancel.store(true);
+}
+
+// Installs the Ctrl-C handler for the duration of a generation and restores the previous one.
+class SigintScope {
+public:
+    SigintScope() {
+        g_cancel = false;
+        struct sigaction sa {};
+        sa.sa_handler = on_sigint;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old_);
+    }
+    ~SigintScope() { sigaction(SIGINT, &old_, nullptr); }
+
+private:
+    struct sigaction old_ {};
+};
+
+Status parse_pair(const std::string& text, char sep, const std::string& field, double& a, double& b) {
+    const auto p = text.find(sep);
+    try {
+        if (p == std::string::npos) throw std::invalid_argument(text);
+        size_t n1 = 0, n2 = 0;
+        a = std::stod(text.substr(0, p), &n1);
+        b = std::stod(text.substr(p + 1), &n2);
+        if (n1 != p || n2 != text.size() - p - 1) throw std::invalid_argument(text);
+    } catch (const std::exception&) {
+        return invalid_argument(field + " '" + text + "' must look like " +
+                                (sep == 'x' ? "1344x768" : "16:9"));
+    }
+    return ok_status();
+}
+
+void print_bar(const pipeline::StepProgress& p) {
+    const int width = 30, filled = p.total ? width * p.step / p.total : width;
+    std::fprintf(stderr, "\r[%.*s%*s] %d/%d  %.2f s/step  ETA %.0f s", filled,
+                 "##############################", width - filled, "", p.step, p.total, p.step_seconds,
+                 p.eta_seconds);
+    if (p.step == p.total) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+}
+
+} // namespace
+
+Command make_generate_command() {
+    struct Options {
+        std::string model, prompt, prompt_embeds, size, aspect, device = "cpu", dtype = "bf16", save_latents,
+                                                                output, progress;
+        int random_prompt_embeds = 0, steps = 50, frames = 0;
+        double seconds = 0;
+        uint64_t seed = 0;
+        CLI::App* sub = nullptr;
+    };
+    auto o = std::make_shared<Options>();
+    Command c;
+    c.setup = [o](CLI::App& app) {
+        o->sub = app.add_subcommand("generate", "Generate video+audio latents from a prompt (t2va)");
+        o->sub->add_option("--model", o->model, "checkpoint root (either layout) or transformer folder")
+            ->required();
+        auto* prompt =
+            o->sub->add_option("--prompt", o->prompt, "prompt text (needs the checkpoint's text encoder)");
+        auto* embeds =
+            o->sub->add_option("--prompt-embeds", o->prompt_embeds,
+                               "safetensors with a precomputed conditioner output prompt_embeds [L, "
+                               "text_dim] (+ optional prompt_tags [L])");
+        auto* rnd =
+            o->sub->add_option("--random-prompt-embeds", o->random_prompt_embeds,
+                               "use L random (seeded) conditioner rows instead of a prompt (testing)");
+        prompt->excludes(embeds)->excludes(rnd);
+        embeds->excludes(rnd);
+        auto* secs = o->sub->add_option("--seconds", o->seconds,
+                                        "duration in seconds (4-15; snapped up to 17n+5 frames)");
+        auto* frames =
+            o->sub->add_option("--frames", o->frames, "frame count at 24 fps (snapped up to 17n+5)");
+        secs->excludes(frames);
+        auto* size = o->sub->add_option("--size", o->size, "WxH in pixels, multiples of 32");
+        auto* aspect =
+            o->sub->add_option("--aspect", o->aspect, "W:H on the 768-short-edge canvas (default 16:9)");
+        size->excludes(aspect);
+        o->sub
+            ->add_option("--steps", o->steps,
+                         "sigma grid points, terminal 0 included (N points: N-1 forwards)")
+            ->capture_default_str();
+        o->sub->add_option("--seed", o->seed, "seed of the request's torch-compatible generator")
+            ->capture_default_str();
+        o->sub->add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
+        o->sub->add_option("--dtype", o->dtype, "bf16 | fp32")
+            ->check(CLI::IsMember({"bf16", "fp32"}))
+            ->capture_default_str();
+        o->sub->add_option("--save-latents", o->save_latents,
+                           "safetensors to write video_noise/video_latents [1,24,T,h,w] and audio_noise/"
+                           "audio_latents [2,32,A] (f32)");
+        o->sub->add_option("--output", o->output, "media file to write (needs the VAE decoders)");
+        o->sub->add_option("--progress", o->progress, "bar | json | none (default: bar on a terminal)")
+            ->check(CLI::IsMember({"bar", "json", "none"}));
+    };
+    c.parsed = [o] { return o->sub && o->sub->parsed(); };
+    c.run = [o]() -> int {
+        // ---- validate the whole request before loading anything
+        pipeline::GenerationRequest rq;
+        if (!o->size.empty()) {
+            double w = 0, h = 0;
+            if (Status s = parse_pair(o->size, 'x', "size", w, h); !s.ok()) return report(s);
+            rq.geometry.width = static_cast<int>(w);
+            rq.geometry.height = static_cast<int>(h);
+            if (w != static_cast<int>(w) || h != static_cast<int>(h))
+                return report(invalid_argument("size '" + o->size + "' must be whole pixels"));
+        }
+        if (!o->aspect.empty()) {
+            double aw = 0, ah = 0;
+            if (Status s = parse_pair(o->aspect, ':', "aspect", aw, ah); !s.ok()) return report(s);
+            rq.geometry.aspect_w = aw;
+            rq.geometry.aspect_h = ah;
+        }
+        if (o->sub->count("--frames")) rq.geometry.frames = o->frames;
+        if (o->sub->count("--seconds")) rq.geometry.seconds = o->seconds;
+        rq.steps = o->steps;
+        rq.seed = o->seed;
+        auto geometry = pipeline::resolve_geometry(rq.geometry);
+        if (!geometry.ok()) return report(geometry.status());
+        if (auto s = pipeline::make_schedule(rq.steps, 1.0); !s.ok()) return report(s.status());
+        if (o->prompt.empty() && o->prompt_embeds.empty() && o->random_prompt_embeds == 0)
+            return report(
+                invalid_argument("give --prompt, --prompt-embeds FILE or --random-prompt-embeds L"));
+        if (o->sub->count("--random-prompt-embeds") &&
+            (o->random_prompt_embeds < 1 || o->random_prompt_embeds > 65536))
+            return report(invalid_argument("--random-prompt-embeds must lie in [1, 65536]"));
+        // ---- DECODERS: `--output` decodes the final latents (video/audio VAE) and writes MP4 / WAV / PNGs.
+        if (o->save_latents.empty() && o->output.empty())
+            return report(
+                invalid_argument("nothing to write: give --save-latents FILE and/or --output PATH"));
+        const std::string progress = !o->progress.empty() ? o->progress : (isatty(2) ? "bar" : "none");
+
+        // ---- checkpoint, conditioner, model
+        auto dir = io::discover_checkpoint(o->model);
+        if (!dir.ok()) return report(dir.status());
+        rq.video_shift = dir->video_shift.value_or(pipeline::kDefaultVideoShift);
+        rq.audio_shift = dir->audio_shift.value_or(pipeline::kDefaultAudioShift);
+        auto ckpt = model::open_dit_checkpoint(o->model);
+        if (!ckpt.ok()) return report(ckpt.status());
+        const int text_dim = ckpt->config.text_dim;
+        auto session = DeviceSession::open(o->device);
+        if (!session.ok()) return report(session.status());
+        const ops::Context& ctx = (*session)->context();
+
+        pipeline::Conditioning cond;
+        if (o->random_prompt_embeds > 0) {
+            // Conditioner outputs are bf16; round like one.
+            const int64_t L = o->random_prompt_embeds;
+            cond.embeddings = Tensor::host(Shape{L, text_dim}, DType::kF32);
+            TorchGenerator g(o->seed ^ 0x9e3779b97f4a7c15ull);
+            float* p = cond.embeddings.data_as<float>();
+            g.randn(p, static_cast<size_t>(cond.embeddings.numel()));
+            for (int64_t i = 0; i < cond.embeddings.numel(); ++i) p[i] = round_bf16(p[i]);
+            cond.tags.assign(static_cast<size_t>(L), pipeline::kTagText);
+        } else {
+            Result<std::unique_ptr<pipeline::Conditioner>> conditioner =
+                o->prompt_embeds.empty()
+                    ? pipeline::make_prompt_conditioner(
+                          {.checkpoint_dir = o->model, .ctx = ctx, .fp32 = o->dtype == "fp32"})
+                    : pipeline::make_embeds_conditioner(o->prompt_embeds, text_dim);
+            if (!conditioner.ok()) return report(conditioner.status());
+            SigintScope sigint;
+            pipeline::ConditionerRequest creq;
+            creq.prompt = o->prompt;
+            pipeline::ConditionerOptions copt;
+            copt.cancel = &g_cancel;
+            auto r = (*conditioner)->encode(creq, copt);
+            if (!r.ok())
+                return r.status().code() == ErrorCode::kCancelled ? (report(r.status()), kExitCancelled)
+                                                                  : report(r.status());
+            cond = std::move(r).value();
+        }
+
+        model::DitLoadOptions lo{.device = ctx.device,
+                                 .precision = o->dtype == "fp32" ? model::DitPrecision::kFp32
+                                                                 : model::DitPrecision::kBf16};
+        auto m = model::DitModel::load(*ckpt, lo, ctx);
+        if (!m.ok()) return report(m.status());
+        std::fprintf(stderr, "generate: %s, %d steps (%d forwards), seed %llu, shifts %g/%g, %s %s\n",
+                     geometry->describe().c_str(), rq.steps, rq.steps - 1,
+                     static_cast<unsigned long long>(rq.seed), rq.video_shift, rq.audio_shift,
+                     ctx.device.to_string().c_str(), o->dtype.c_str());
+
+        // ---- denoise (Ctrl-C cancels between steps and between blocks)
+        pipeline::DenoiseOptions dopt;
+        dopt.cancel = &g_cancel;
+        if (progress == "bar") dopt.progress = print_bar;
+        if (progress == "json")
+            dopt.progress = [](const pipeline::StepProgress& p) {
+                std::printf("{\"event\":\"step\",\"step\":%d,\"total\":%d,\"seconds\":%.6f,\"elapsed\":%.6f,"
+                            "\"eta\":%.6f}\n",
+                            p.step, p.total, p.step_seconds, p.elapsed_seconds, p.eta_seconds);
+                std::fflush(stdout);
+            };
+        Result<pipeline::GenerationOutput> out = [&] {
+            SigintScope sigint;
+            return pipeline::generate_latents(**m, cond, rq, dopt);
+        }();
+        if (!out.ok()) {
+            if (out.status().code() == ErrorCode::kCancelled) {
+                if (progress == "bar") std::fprintf(stderr, "\n");
+                report(out.status());
+                return kExitCancelled;
+            }
+            return report(out.status());
+        }
+
+        // ---- outputs
+        const std::map<std::string, std::string> meta = {{"seed", std::to_string(rq.seed)},
+                                                         {"steps", std::to_string(rq.steps)},
+                                                         {"width", std::to_string(out->geometry.width)},
+                                                         {"height", std::to_string(out->geometry.height)},
+                                                         {"frames", std::to_string(out->geometry.frames)},
+                                                         {"video_shift", std::to_string(rq.video_shift)},
+                                                         {"audio_shift", std::to_string(rq.audio_shift)},
+                                                         {"dtype", o->dtype},
+                                                         {"device", ctx.device.to_string()}};
+        if (!o->save_latents.empty()) {
+            Status w = io::write_safetensors(o->save_latents,
+                                             {{"video_noise", out->video_noise},
+                                              {"video_latents", out->video_latents},
+                                              {"audio_noise", out->audio_noise},
+                                              {"audio_latents", out->audio_latents}},
+                                             meta);
+            if (!w.ok()) return report(w);
+        }
+        if (!o->output.empty()) {
+            auto d =
+                pipeline::decode_to_file(ctx, o->model, out->video_latents, out->audio_latents, o->output);
+            if (!d.ok()) return report(d.status());
+            std::fprintf(
+                stderr,
+                "generate: decoded %d frames %dx%d + %lld audio samples (video %.3f s, audio %.3f s)\n",
+                d->frames, d->width, d->height, static_cast<long long>(d->audio_samples),
+                d->video_decode_seconds, d->audio_decode_seconds);
+        }
+        double total = 0;
+        for (double s : out->step_seconds) total += s;
+        if (progress == "json")
+            std::printf("{\"event\":\"done\",\"steps\":%zu,\"denoise_seconds\":%.6f,\"setup_seconds\":%.6f,"
+                        "\"latents\":\"%s\"}\n",
+                        out->step_seconds.size(), total, out->setup_seconds, o->save_latents.c_str());
+        std::fprintf(stderr, "generate: %zu forwards in %.3f s (setup %.3f s), wrote %s%s%s\n",
+                     out->step_seconds.size(), total, out->setup_seconds, o->save_latents.c_str(),
+                     o->save_latents.empty() || o->output.empty() ? "" : " and ", o->output.c_str());
+        return kExitOk;
+    };
+    return c;
+}
+
+} // namespace h3::cli

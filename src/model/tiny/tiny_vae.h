@@ -1,0 +1,32 @@
+// The tiny checkpoint's decoders: `vae/` (AutoencoderKLMiniMaxH3) and `audio_vae/`
+// (AutoencoderKLMiniMaxH3Audio) in the diffusers layout: official config.json fields and tensor names
+// (decoder tensors only), tiny sizes, fp32 weights deterministic from a seed.
+#pragma once
+
+#include "core/status.h"
+#include "model/audio_vae/audio_vae.h"
+#include "model/video_vae/video_vae.h"
+
+#include <cstdint>
+#include <string>
+
+namespace h3::model {
+
+struct TinyCheckpointParams;
+
+// 2 ViT blocks, 2 heads × 16 (rotary 12), official patching (×16 spatial, ×4 temporal) so a tiny DiT
+// latent grid decodes to the canvas it was planned for; official latents_mean/std.
+VideoVaeConfig tiny_video_vae_config();
+// latent_dim 16, decoder_dim 16, rates 8·10·10 (hop 800 = the official 40 latents/s), kernels 16/20/20,
+// official resblocks and latents_mean/std.
+AudioVaeConfig tiny_audio_vae_config();
+
+// Writes `dir`/config.json + diffusion_pytorch_model.safetensors.
+Status write_tiny_video_vae(const std::string& dir, uint64_t seed);
+Status write_tiny_audio_vae(const std::string& dir, uint64_t seed);
+
+// Adds vae/ (seed + 11) and audio_vae/ (seed + 12) to a diffusers-layout checkpoint (the original layout's
+// video_vae/ + audio_vae/ formats are not produced).
+Status write_tiny_vaes(const TinyCheckpointParams& params);
+
+} // namespace h3::model

@@ -1,0 +1,109 @@
+// Video VAE decoder (`AutoencoderKLMiniMaxH3`, spec §9.2–9.3): latent de-normalization, `post_quant_conv`,
+// the non-causal ViT decoder over every latent voxel of a tile-clip (+ register tokens + one zero token,
+// 3-axis RoPE on the first 0.75·head_dim channels, layer-scale residuals, SwiGLU), LayerNorm + `proj_out`,
+// unpatchify; temporal clips and spatial tiles stitched on the host. Model code only calls ops; the
+// tile/clip glue (unpatchify, blending) runs on the host over each tile-clip's pixels.
+#pragma once
+
+#include "core/tensor.h"
+#include "model/video_vae/video_vae_layout.h"
+#include "ops/context.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace h3::model {
+
+struct VideoVaeConfig {
+    int latent_channels = 24;
+    int out_channels = 3;
+    int num_layers = 36;
+    int num_heads = 32;
+    int head_dim = 64;
+    int num_register_tokens = 4;
+    int ffn_mult = 4;
+    double rope_theta = 100.0;
+    double rope_dim_ratio = 0.75;
+    double norm_eps = 1e-5;
+    int patch = 16;  // product of spatial_downsample_factors
+    int patch_t = 4; // product of temporal_downsample_factors
+    int clip_length = 17;
+    int token_drop = 3;
+    std::vector<int> spatial_downsample_factors = {2, 2, 2, 2, 1, 1};
+    std::vector<int> temporal_downsample_factors = {1, 2, 2, 1, 1, 1};
+    std::vector<float> latents_mean, latents_std; // [latent_channels]
+
+    int dim() const { return num_heads * head_dim; }
+    int rotary_dim() const { return static_cast<int>(head_dim * rope_dim_ratio); }
+    int ffn_dim() const { return dim() * ffn_mult; }
+    int patch_dim() const { return out_channels * patch_t * patch * patch; }
+    static Result<VideoVaeConfig> from_json(const nlohmann::json& j, const std::string& origin);
+    static Result<VideoVaeConfig> from_file(const std::string& path);
+    nlohmann::json to_json() const; // diffusers config.json (encoder fields at their official values)
+    Status validate(const std::string& origin) const;
+};
+
+struct VideoVaeBlock {
+    Tensor norm1, q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, scale1;
+    Tensor norm2, ff1_w, ff1_b, ff2_w, ff2_b, scale2;
+};
+struct VideoVaeWeights {
+    Tensor pq_w, pq_b; // post_quant_conv as a [C, C] Linear
+    Tensor proj_in_w, proj_in_b, registers;
+    std::vector<VideoVaeBlock> blocks;
+    Tensor norm_out_w, norm_out_b, proj_out_w, proj_out_b;
+};
+
+// Precision of the ViT blocks: their six GEMMs (q/k/v/out, ff in/out: weights and activations) and the
+// attention run in `compute` (f16 like the reference's fp16 autocast, or bf16); the residual stream, the
+// norms' math, layer scales, post_quant_conv/proj_in and norm_out/proj_out stay fp32. kF32: fp32 throughout.
+struct VideoVae {
+    VideoVaeConfig config;
+    VideoVaeWeights weights;
+    Device device = Device::cpu();
+    DType compute = DType::kF32;
+};
+
+// The default block precision: f16 on CUDA, fp32 on the CPU (the goldens' path).
+DType default_video_vae_compute(Device device);
+
+// `dir` is a vae component folder (config.json + safetensors, diffusers names; the encoder's tensors are not
+// read). Shapes are checked against the config; the block GEMM weights are converted to `compute` (f32, f16
+// or bf16; nullopt: default_video_vae_compute), everything else to fp32, and placed on `device`.
+Result<VideoVae> load_video_vae(const std::string& dir, Device device,
+                                std::optional<DType> compute = std::nullopt);
+
+// Random full-width weights generated where they live (ops::fill_uniform; benches): the config's shapes,
+// block GEMM weights in `compute`, scales chosen so activations stay O(1) through every block.
+Result<VideoVae> random_video_vae(const ops::Context& ctx, const VideoVaeConfig& config, DType compute,
+                                  uint64_t seed);
+// The diffusers names and shapes of every decoder tensor (for make-tiny and the loader).
+std::vector<std::pair<std::string, std::vector<int64_t>>> video_vae_decoder_tensors(const VideoVaeConfig& c);
+
+struct VideoDecodeOptions {
+    int tile = 256;       // pixel tile size (both axes)
+    int min_overlap = 64; // minimum pixel overlap
+    bool tiling = true;   // false: every clip decoded whole
+    int tile_batch = 0;   // tiles of one clip per decoder call (same shapes only); 0: 4 on CUDA, 1 on the CPU
+};
+
+// One decoder call: z [C, t, h, w] de-normalized latents (host f32) -> pixels [3, t·pt, h·p, w·p] (host f32,
+// ImageNet-normalized space).
+Result<Tensor> decode_tile_clip(const ops::Context& ctx, const VideoVae& vae, const Tensor& z);
+// Several equally-shaped tile-clips in one decoder call (rows stacked; attention per tile). Same results
+// as one decode_tile_clip per tile.
+Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const VideoVae& vae,
+                                              const std::vector<Tensor>& zs);
+
+// latents [1, C, T, h, w] (normalized, host or device) -> decoder sample [3, F, H, W] (host f32, ImageNet
+// space, before de-normalization and clamping).
+Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
+                                   const VideoDecodeOptions& options = {});
+
+// sample [3, F, H, W] -> RGB24 frames [F, H, W, 3] u8: x·std + mean (ImageNet), clamp [0, 1], ·255, rounded.
+Tensor sample_to_rgb8(const Tensor& sample);
+
+} // namespace h3::model

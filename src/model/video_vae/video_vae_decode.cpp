@@ -1,0 +1,390 @@
+// The ViT decoder forward (ops only) and the host-side clip/tile stitching of spec §9.3.
+#include "core/cuda_api.h"
+#include "model/video_vae/video_vae.h"
+#include "ops/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace h3::model {
+
+namespace {
+
+Result<Tensor> to_host(const ops::Context& ctx, const Tensor& t) {
+    if (t.device().is_cpu()) return t;
+    H3_TRY(cuda::stream_synchronize(ctx.stream()));
+    return t.to(Device::cpu());
+}
+
+Result<Tensor> upload(const ops::Context& ctx, const Tensor& host) {
+    if (ctx.device.is_cpu()) return host;
+    return host.to(ctx.device);
+}
+
+Result<Tensor> alloc(const ops::Context& ctx, const Shape& s) {
+    return Tensor::empty(s, DType::kF32, ctx.device);
+}
+
+// cos/sin [S, rot] for the tokens (t, y, x) of a t×h×w grid followed by `extra` tokens at position 0.
+void rope_tables(const VideoVaeConfig& c, int64_t t, int64_t h, int64_t w, int64_t extra, Tensor& cos_t,
+                 Tensor& sin_t) {
+    const int rot = c.rotary_dim(), nf = rot / 6;
+    const int64_t n = t * h * w, s = n + extra;
+    cos_t = Tensor::host(Shape{s, rot}, DType::kF32);
+    sin_t = Tensor::host(Shape{s, rot}, DType::kF32);
+    std::vector<float> inv(static_cast<size_t>(nf));
+    for (int j = 0; j < nf; ++j)
+        inv[static_cast<size_t>(j)] =
+            static_cast<float>(1.0 / std::pow(c.rope_theta, static_cast<float>(j) * (6.0f / rot)));
+    const int64_t size[3] = {t, h, w};
+    float* cp = cos_t.data_as<float>();
+    float* sp = sin_t.data_as<float>();
+    for (int64_t i = 0; i < s; ++i) {
+        float pos[3] = {0.0f, 0.0f, 0.0f};
+        if (i < n) {
+            const int64_t idx[3] = {i / (h * w), (i / w) % h, i % w};
+            for (int a = 0; a < 3; ++a)
+                pos[a] = 2.0f * ((static_cast<float>(idx[a]) + 0.5f) / static_cast<float>(size[a])) - 1.0f;
+        }
+        for (int a = 0; a < 3; ++a)
+            for (int j = 0; j < nf; ++j) {
+                const float ang = static_cast<float>(2.0 * M_PI) * pos[a] * inv[static_cast<size_t>(j)];
+                const int64_t col = a * nf + j;
+                cp[i * rot + col] = cp[i * rot + col + rot / 2] = std::cos(ang);
+                sp[i * rot + col] = sp[i * rot + col + rot / 2] = std::sin(ang);
+            }
+    }
+}
+
+} // namespace
+
+Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const VideoVae& vae,
+                                              const std::vector<Tensor>& zs) {
+    const VideoVaeConfig& c = vae.config;
+    const VideoVaeWeights& w = vae.weights;
+    if (zs.empty()) return std::vector<Tensor>{};
+    const Tensor& z0 = zs[0];
+    const int64_t lc = c.latent_channels, t = z0.dim(1), h = z0.dim(2), wd = z0.dim(3);
+    for (const Tensor& z : zs)
+        if (!(z.shape() == z0.shape()))
+            return invalid_argument("decode_tile_clips: tiles of different shapes " + z.describe() + " vs " +
+                                    z0.describe());
+    const int64_t nb = static_cast<int64_t>(zs.size());
+    const int64_t n = t * h * wd, extra = c.num_register_tokens + 1, s = n + extra, d = c.dim();
+    const int64_t rows_all = nb * s;
+    const DType cd = vae.compute;
+    // tokens [B·N, C] in (tile, t, y, x) order
+    Tensor tok = Tensor::host(Shape{nb * n, lc}, DType::kF32);
+    for (int64_t b = 0; b < nb; ++b)
+        for (int64_t ch = 0; ch < lc; ++ch)
+            for (int64_t i = 0; i < n; ++i)
+                tok.data_as<float>()[(b * n + i) * lc + ch] =
+                    zs[static_cast<size_t>(b)].data_as<const float>()[ch * n + i];
+    H3_ASSIGN_OR_RETURN(Tensor tok_d, upload(ctx, tok));
+    H3_ASSIGN_OR_RETURN(Tensor pq, alloc(ctx, Shape{nb * n, lc}));
+    H3_TRY(ops::gemm(ctx, {}, tok_d, w.pq_w, w.pq_b, pq));
+    // x [B·S, D]: per tile its N tokens, the registers, one zero token
+    H3_ASSIGN_OR_RETURN(Tensor x, alloc(ctx, Shape{rows_all, d}));
+    Tensor zero_row = Tensor::host(Shape{1, d}, DType::kF32);
+    H3_ASSIGN_OR_RETURN(Tensor zero_d, upload(ctx, zero_row));
+    for (int64_t b = 0; b < nb; ++b) {
+        Tensor xin = x.slice(0, b * s, b * s + n);
+        Tensor pqb = pq.slice(0, b * n, (b + 1) * n);
+        H3_TRY(ops::gemm(ctx, {}, pqb, w.proj_in_w, w.proj_in_b, xin));
+        Tensor xr = x.slice(0, b * s + n, b * s + n + c.num_register_tokens);
+        H3_TRY(xr.copy_from(w.registers, ctx.stream()));
+        Tensor xz = x.slice(0, b * s + s - 1, b * s + s);
+        H3_TRY(xz.copy_from(zero_d, ctx.stream()));
+    }
+
+    Tensor cos_1, sin_1;
+    rope_tables(c, t, h, wd, extra, cos_1, sin_1);
+    const int rot = std::max(c.rotary_dim(), 1);
+    Tensor cos_h = Tensor::host(Shape{rows_all, rot}, DType::kF32);
+    Tensor sin_h = Tensor::host(Shape{rows_all, rot}, DType::kF32);
+    if (c.rotary_dim() > 0)
+        for (int64_t b = 0; b < nb; ++b) {
+            std::memcpy(cos_h.data_as<float>() + b * s * rot, cos_1.data_as<const float>(),
+                        static_cast<size_t>(s * rot) * sizeof(float));
+            std::memcpy(sin_h.data_as<float>() + b * s * rot, sin_1.data_as<const float>(),
+                        static_cast<size_t>(s * rot) * sizeof(float));
+        }
+    H3_ASSIGN_OR_RETURN(Tensor cos_t, upload(ctx, cos_h));
+    H3_ASSIGN_OR_RETURN(Tensor sin_t, upload(ctx, sin_h));
+    Tensor rows_h = Tensor::host(Shape{rows_all}, DType::kI32); // zeros: every row uses layer-scale row 0
+    std::memset(rows_h.data_as<int32_t>(), 0, static_cast<size_t>(rows_all) * sizeof(int32_t));
+    H3_ASSIGN_OR_RETURN(Tensor rows, upload(ctx, rows_h));
+
+    auto alloc_cd = [&](const Shape& sh) { return Tensor::empty(sh, cd, ctx.device); };
+    H3_ASSIGN_OR_RETURN(Tensor y, alloc_cd(Shape{rows_all, d}));
+    H3_ASSIGN_OR_RETURN(Tensor q, alloc_cd(Shape{rows_all, d}));
+    H3_ASSIGN_OR_RETURN(Tensor k, alloc_cd(Shape{rows_all, d}));
+    H3_ASSIGN_OR_RETURN(Tensor v, alloc_cd(Shape{rows_all, d}));
+    H3_ASSIGN_OR_RETURN(Tensor o, alloc_cd(Shape{rows_all, d}));
+    H3_ASSIGN_OR_RETURN(Tensor f1, alloc_cd(Shape{rows_all, 2LL * c.ffn_dim()}));
+    H3_ASSIGN_OR_RETURN(Tensor f2, alloc_cd(Shape{rows_all, c.ffn_dim()}));
+    const ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
+    const ops::RopeParams rp{.rotary_dim = c.rotary_dim()};
+    const int64_t hh = c.num_heads, hd = c.head_dim;
+    for (const VideoVaeBlock& b : w.blocks) {
+        H3_TRY(ops::rms_norm(ctx, np, x, b.norm1, y));
+        H3_TRY(ops::gemm(ctx, {}, y, b.q_w, b.q_b, q));
+        H3_TRY(ops::gemm(ctx, {}, y, b.k_w, b.k_b, k));
+        H3_TRY(ops::gemm(ctx, {}, y, b.v_w, b.v_b, v));
+        Tensor q3 = q.view({rows_all, hh, hd}), k3 = k.view({rows_all, hh, hd});
+        if (c.rotary_dim() > 0) {
+            H3_TRY(ops::head_norm_rope(ctx, np, rp, q3, Tensor(), cos_t, sin_t));
+            H3_TRY(ops::head_norm_rope(ctx, np, rp, k3, Tensor(), cos_t, sin_t));
+        } else {
+            H3_TRY(ops::head_norm_rope(ctx, np, rp, q3, Tensor(), Tensor(), Tensor()));
+            H3_TRY(ops::head_norm_rope(ctx, np, rp, k3, Tensor(), Tensor(), Tensor()));
+        }
+        for (int64_t bi = 0; bi < nb; ++bi) { // attention within each tile
+            Tensor qb = q.slice(0, bi * s, (bi + 1) * s).view({s, hh, hd});
+            Tensor kb = k.slice(0, bi * s, (bi + 1) * s).view({s, hh, hd});
+            Tensor vb = v.slice(0, bi * s, (bi + 1) * s).view({s, hh, hd});
+            Tensor ob = o.slice(0, bi * s, (bi + 1) * s).view({s, hh, hd});
+            H3_TRY(ops::attention(ctx, {}, qb, kb, vb, ob));
+        }
+        H3_TRY(ops::gemm(ctx, {}, o, b.o_w, b.o_b, y));
+        H3_TRY(ops::gated_residual(ctx, {}, x, b.scale1, y, rows));
+        H3_TRY(ops::rms_norm(ctx, np, x, b.norm2, y));
+        H3_TRY(ops::gemm(ctx, {}, y, b.ff1_w, b.ff1_b, f1));
+        H3_TRY(ops::swiglu(ctx, f1, f2));
+        H3_TRY(ops::gemm(ctx, {}, f2, b.ff2_w, b.ff2_b, y));
+        H3_TRY(ops::gated_residual(ctx, {}, x, b.scale2, y, rows));
+    }
+    // norm_out + proj_out in fp32
+    H3_ASSIGN_OR_RETURN(Tensor yf, alloc(ctx, Shape{rows_all, d}));
+    H3_TRY(ops::layer_norm(ctx, {.eps = static_cast<float>(c.norm_eps)}, x, w.norm_out_w, w.norm_out_b, yf));
+    std::vector<Tensor> outs;
+    H3_ASSIGN_OR_RETURN(Tensor px, alloc(ctx, Shape{nb * n, c.patch_dim()}));
+    for (int64_t bi = 0; bi < nb; ++bi) {
+        Tensor yn = yf.slice(0, bi * s, bi * s + n);
+        Tensor pxb = px.slice(0, bi * n, (bi + 1) * n);
+        H3_TRY(ops::gemm(ctx, {}, yn, w.proj_out_w, w.proj_out_b, pxb));
+    }
+    H3_ASSIGN_OR_RETURN(Tensor ph, to_host(ctx, px));
+    // unpatchify: token (ti, yi, xi), column (c, pt, py, px) -> out[c, ti·pt + pt, yi·p + py, xi·p + px]
+    const int64_t p = c.patch, pt = c.patch_t, oc = c.out_channels;
+    const int64_t of = t * pt, oh = h * p, ow = wd * p;
+    for (int64_t bi = 0; bi < nb; ++bi) {
+        Tensor out = Tensor::host(Shape{oc, of, oh, ow}, DType::kF32);
+        const float* src = ph.data_as<const float>() + bi * n * c.patch_dim();
+        float* dst = out.data_as<float>();
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t ti = i / (h * wd), yi = (i / wd) % h, xi = i % wd;
+            const float* r = src + i * c.patch_dim();
+            for (int64_t ch = 0; ch < oc; ++ch)
+                for (int64_t a = 0; a < pt; ++a)
+                    for (int64_t py = 0; py < p; ++py) {
+                        float* o_row = dst + ((ch * of + ti * pt + a) * oh + yi * p + py) * ow + xi * p;
+                        std::memcpy(o_row, r + ((ch * pt + a) * p + py) * p,
+                                    static_cast<size_t>(p) * sizeof(float));
+                    }
+        }
+        outs.push_back(std::move(out));
+    }
+    return outs;
+}
+
+Result<Tensor> decode_tile_clip(const ops::Context& ctx, const VideoVae& vae, const Tensor& z) {
+    H3_ASSIGN_OR_RETURN(auto outs, decode_tile_clips(ctx, vae, {z}));
+    return outs[0];
+}
+
+namespace {
+
+// One clip [C, t, h, w] (de-normalized, host) -> pixels [3, t·pt, H, W], tiled and stitched.
+Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const Tensor& z,
+                           const VideoDecodeOptions& opt) {
+    const VideoVaeConfig& c = vae.config;
+    const int p = c.patch;
+    const int64_t lc = z.dim(0), t = z.dim(1), lh = z.dim(2), lw = z.dim(3);
+    const int height = static_cast<int>(lh * p), width = static_cast<int>(lw * p);
+    if (!opt.tiling) return decode_tile_clip(ctx, vae, z);
+    const TileLayout ty = split_tiles(height, opt.tile, opt.min_overlap, p);
+    const TileLayout tx = split_tiles(width, opt.tile, opt.min_overlap, p);
+    const size_t ny = ty.starts.size(), nx = tx.starts.size();
+    std::vector<std::vector<Tensor>> tiles(ny, std::vector<Tensor>(nx));
+    const size_t max_batch =
+        static_cast<size_t>(opt.tile_batch > 0 ? opt.tile_batch : (ctx.device.is_cpu() ? 1 : 4));
+    std::vector<Tensor> batch;
+    std::vector<std::pair<size_t, size_t>> batch_at;
+    auto flush = [&]() -> Status {
+        if (batch.empty()) return ok_status();
+        H3_ASSIGN_OR_RETURN(auto outs, decode_tile_clips(ctx, vae, batch));
+        for (size_t m = 0; m < outs.size(); ++m) tiles[batch_at[m].first][batch_at[m].second] = outs[m];
+        batch.clear();
+        batch_at.clear();
+        return ok_status();
+    };
+    for (size_t i = 0; i < ny; ++i)
+        for (size_t j = 0; j < nx; ++j) {
+            const int64_t y0 = ty.starts[i] / p, ylen = ty.lengths[i] / p;
+            const int64_t x0 = tx.starts[j] / p, xlen = tx.lengths[j] / p;
+            Tensor sub = Tensor::host(Shape{lc, t, ylen, xlen}, DType::kF32);
+            for (int64_t ch = 0; ch < lc; ++ch)
+                for (int64_t f = 0; f < t; ++f)
+                    for (int64_t yy = 0; yy < ylen; ++yy)
+                        std::memcpy(sub.data_as<float>() + ((ch * t + f) * ylen + yy) * xlen,
+                                    z.data_as<const float>() + ((ch * t + f) * lh + y0 + yy) * lw + x0,
+                                    static_cast<size_t>(xlen) * sizeof(float));
+            if (!batch.empty() && (batch.size() >= max_batch || !(batch[0].shape() == sub.shape())))
+                H3_TRY(flush());
+            batch.push_back(std::move(sub));
+            batch_at.push_back({i, j});
+        }
+    H3_TRY(flush());
+    const int64_t oc = c.out_channels, of = t * c.patch_t;
+    Tensor out = Tensor::host(Shape{oc, of, height, width}, DType::kF32);
+    float* dst = out.data_as<float>();
+    for (size_t i = 0; i < ny; ++i)
+        for (size_t j = 0; j < nx; ++j) {
+            const Tensor& cur = tiles[i][j];
+            const int64_t th = cur.dim(2), tw = cur.dim(3);
+            const int64_t keep_h = i + 1 < ny ? th - ty.overlaps[i] : th;
+            const int64_t keep_w = j + 1 < nx ? tw - tx.overlaps[j] : tw;
+            const Tensor* up = i > 0 ? &tiles[i - 1][j] : nullptr;
+            const Tensor* left = j > 0 ? &tiles[i][j - 1] : nullptr;
+            const int64_t ey = up ? std::min({up->dim(2), th, static_cast<int64_t>(ty.overlaps[i - 1])}) : 0;
+            const int64_t ex =
+                left ? std::min({left->dim(3), tw, static_cast<int64_t>(tx.overlaps[j - 1])}) : 0;
+            for (int64_t ch = 0; ch < oc; ++ch)
+                for (int64_t f = 0; f < of; ++f)
+                    for (int64_t r = 0; r < keep_h; ++r)
+                        for (int64_t col = 0; col < keep_w; ++col) {
+                            auto at = [&](const Tensor& tt, int64_t rr, int64_t cc) {
+                                return tt.data_as<
+                                    const float>()[((ch * of + f) * tt.dim(2) + rr) * tt.dim(3) + cc];
+                            };
+                            float v = at(cur, r, col);
+                            if (r < ey) {
+                                const float wb = static_cast<float>(r) / static_cast<float>(ey);
+                                v = at(*up, up->dim(2) - ey + r, col) * (1.0f - wb) + v * wb;
+                            }
+                            if (col < ex) {
+                                const float wb = static_cast<float>(col) / static_cast<float>(ex);
+                                v = at(*left, r, left->dim(3) - ex + col) * (1.0f - wb) + v * wb;
+                            }
+                            dst[((ch * of + f) * height + ty.starts[i] + r) * width + tx.starts[j] + col] = v;
+                        }
+        }
+    return out;
+}
+
+// frames [a0, a1) of src [C, F, H, W] appended to the list of frame slices (copied).
+Tensor frame_range(const Tensor& src, int64_t a0, int64_t a1) {
+    const int64_t ch = src.dim(0), f = src.dim(1), hw = src.dim(2) * src.dim(3);
+    Tensor out = Tensor::host(Shape{ch, a1 - a0, src.dim(2), src.dim(3)}, DType::kF32);
+    for (int64_t c = 0; c < ch; ++c)
+        std::memcpy(out.data_as<float>() + c * (a1 - a0) * hw, src.data_as<const float>() + (c * f + a0) * hw,
+                    static_cast<size_t>((a1 - a0) * hw) * sizeof(float));
+    return out;
+}
+
+} // namespace
+
+Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
+                                   const VideoDecodeOptions& opt) {
+    const VideoVaeConfig& c = vae.config;
+    if (latents.rank() != 5 || latents.dim(0) != 1 || latents.dim(1) != c.latent_channels)
+        return invalid_argument("decode_video: latents must be [1, " + std::to_string(c.latent_channels) +
+                                ", T, h, w], got " + latents.describe());
+    if (ctx.device != vae.device)
+        return invalid_argument("decode_video: the weights live on another device than the context");
+    if (opt.tiling && (opt.tile % c.patch || opt.min_overlap % c.patch || opt.min_overlap >= opt.tile))
+        return invalid_argument("decode_video: tile and overlap must be multiples of the patch size " +
+                                std::to_string(c.patch) + " with overlap < tile");
+    H3_ASSIGN_OR_RETURN(Tensor lat, to_host(ctx, latents));
+    H3_ASSIGN_OR_RETURN(lat, lat.contiguous());
+    H3_ASSIGN_OR_RETURN(lat, lat.to_dtype(DType::kF32));
+    const int64_t lc = c.latent_channels, tn = lat.dim(2), lh = lat.dim(3), lw = lat.dim(4), hw = lh * lw;
+    const ClipPlan plan = plan_clips(static_cast<int>(tn), c.clip_length, c.patch_t, c.token_drop);
+    if (plan.num_chunks < 1)
+        return invalid_argument("decode_video: " + std::to_string(tn) + " latent frames are too few (need " +
+                                std::to_string(plan.clip_latents) + " or more)");
+    // de-normalize and pad with repeats of the last latent frame
+    const int64_t tp = tn + plan.pad_tokens;
+    Tensor z = Tensor::host(Shape{lc, tp, lh, lw}, DType::kF32);
+    for (int64_t ch = 0; ch < lc; ++ch)
+        for (int64_t f = 0; f < tp; ++f) {
+            const float* s = lat.data_as<const float>() + (ch * tn + std::min(f, tn - 1)) * hw;
+            float* d = z.data_as<float>() + (ch * tp + f) * hw;
+            for (int64_t i = 0; i < hw; ++i)
+                d[i] =
+                    s[i] * c.latents_std[static_cast<size_t>(ch)] + c.latents_mean[static_cast<size_t>(ch)];
+        }
+    std::vector<Tensor> pieces;
+    Tensor overlap;
+    for (int start : plan.starts) {
+        const int64_t len = std::min<int64_t>(plan.clip_latents, tp - start);
+        Tensor clip_z = Tensor::host(Shape{lc, len, lh, lw}, DType::kF32);
+        for (int64_t ch = 0; ch < lc; ++ch)
+            std::memcpy(clip_z.data_as<float>() + ch * len * hw,
+                        z.data_as<const float>() + (ch * tp + start) * hw,
+                        static_cast<size_t>(len * hw) * sizeof(float));
+        H3_ASSIGN_OR_RETURN(Tensor clip, decode_clip(ctx, vae, clip_z, opt));
+        const int64_t cf = clip.dim(1);
+        for (int j = 0; j < (c.token_drop > 0 ? 2 : 1); ++j) {
+            const int64_t a0 = std::min<int64_t>(j * plan.chunk_frames + plan.frame_pre_padding, cf);
+            const int64_t a1 = std::min<int64_t>((j + 1) * plan.chunk_frames, cf);
+            Tensor chunk = frame_range(clip, a0, std::max(a0, a1));
+            if (j == 0) {
+                if (overlap.defined()) {
+                    const int64_t e =
+                        std::min({overlap.dim(1), chunk.dim(1), static_cast<int64_t>(plan.frame_overlap)});
+                    const int64_t fhw = chunk.dim(2) * chunk.dim(3);
+                    for (int64_t ch = 0; ch < chunk.dim(0); ++ch)
+                        for (int64_t k = 0; k < e; ++k) {
+                            const float wb = static_cast<float>(k) / static_cast<float>(e);
+                            const float* a = overlap.data_as<const float>() +
+                                             (ch * overlap.dim(1) + overlap.dim(1) - e + k) * fhw;
+                            float* b = chunk.data_as<float>() + (ch * chunk.dim(1) + k) * fhw;
+                            for (int64_t i = 0; i < fhw; ++i) b[i] = a[i] * (1.0f - wb) + b[i] * wb;
+                        }
+                }
+                pieces.push_back(chunk);
+            } else {
+                overlap = chunk;
+            }
+        }
+    }
+    if (overlap.defined()) pieces.push_back(overlap);
+    int64_t total = 0;
+    for (const Tensor& pc : pieces) total += pc.dim(1);
+    total -= plan.trim_frames;
+    const int64_t oc = c.out_channels, ph = lh * c.patch, pw = lw * c.patch, fhw = ph * pw;
+    Tensor out = Tensor::host(Shape{oc, total, ph, pw}, DType::kF32);
+    int64_t f0 = 0;
+    for (const Tensor& pc : pieces) {
+        const int64_t n = std::min(pc.dim(1), total - f0);
+        if (n <= 0) break;
+        for (int64_t ch = 0; ch < oc; ++ch)
+            std::memcpy(out.data_as<float>() + (ch * total + f0) * fhw,
+                        pc.data_as<const float>() + ch * pc.dim(1) * fhw,
+                        static_cast<size_t>(n * fhw) * sizeof(float));
+        f0 += n;
+    }
+    return out;
+}
+
+Tensor sample_to_rgb8(const Tensor& sample) {
+    static constexpr float kMean[3] = {0.485f, 0.456f, 0.406f};
+    static constexpr float kStd[3] = {0.229f, 0.224f, 0.225f};
+    const int64_t f = sample.dim(1), h = sample.dim(2), w = sample.dim(3), hw = h * w;
+    Tensor out = Tensor::host(Shape{f, h, w, 3}, DType::kU8);
+    const float* s = sample.data_as<const float>();
+    uint8_t* d = out.data_as<uint8_t>();
+    for (int64_t ch = 0; ch < 3; ++ch)
+        for (int64_t fi = 0; fi < f; ++fi)
+            for (int64_t i = 0; i < hw; ++i) {
+                float v = s[(ch * f + fi) * hw + i] * kStd[ch] + kMean[ch];
+                v = std::min(1.0f, std::max(0.0f, v));
+                d[(fi * hw + i) * 3 + ch] = static_cast<uint8_t>(std::lround(v * 255.0f));
+            }
+    return out;
+}
+
+} // namespace h3::model

@@ -1,0 +1,415 @@
+// Decoder goldens (tools/reference/make_vae_goldens.py, a PyTorch reference written from the spec):
+// Kaiser-sinc filter, SnakeBeta and the alias-free activation; the official tile/clip layout for 768×1344 and
+// 768×768; the tiny audio decoder; the tiny video decoder (one untiled call, and 2 clips × 2×3 tiles with
+// padded latents). Tolerance: fp32 on both sides with different summation orders (BLAS vs torch), so
+// |got − want| <= 1e-4 · max|want| (+ 1e-6 for the filters), i.e. 1e-4 relative to the signal's scale.
+#include "cli/device_setup.h"
+#include "core/cuda_api.h"
+#include "io/safetensors.h"
+#include "model/audio_vae/audio_vae.h"
+#include "model/tiny/tiny_checkpoint.h"
+#include "model/tiny/tiny_vae.h"
+#include "model/video_vae/video_vae.h"
+#include "ops/ops.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace h3::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string data(const std::string& f) {
+    return std::string(H3_SOURCE_DIR) + "/tests/data/vae/" + f;
+}
+
+Tensor golden(const std::string& file, const std::string& name) {
+    auto f = io::SafetensorsFile::open(data(file));
+    EXPECT_TRUE(f.ok()) << f.status().to_string();
+    auto t = f->tensor(name);
+    EXPECT_TRUE(t.ok()) << t.status().to_string();
+    auto c = t->to_dtype(DType::kF32);
+    return std::move(c).value();
+}
+
+void expect_close(const Tensor& got, const Tensor& want, double rel, double abs_floor,
+                  const std::string& what) {
+    ASSERT_EQ(got.numel(), want.numel()) << what << ": " << got.describe() << " vs " << want.describe();
+    auto g = to_f32_vector(got).value(), w = to_f32_vector(want).value();
+    double scale = 0.0;
+    for (float v : w) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+    const double tol = rel * scale + abs_floor;
+    double worst = 0.0;
+    size_t at = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+        ASSERT_TRUE(std::isfinite(g[i])) << what << ": non-finite at " << i;
+        const double e = std::fabs(static_cast<double>(g[i]) - w[i]);
+        if (e > worst) worst = e, at = i;
+    }
+    EXPECT_LE(worst, tol) << what << ": worst error " << worst << " at " << at << " (got " << g[at]
+                          << ", want " << w[at] << "), tolerance " << tol;
+}
+
+TEST(VaeFilters, KaiserSincAndActivations) {
+    const Tensor want = golden("filters.safetensors", "kaiser_up");
+    const auto f = kaiser_sinc_filter(0.25, 0.3, 12);
+    expect_close(host_tensor_from(f, Shape{12}), want, 0.0, 1e-6, "kaiser_sinc_filter");
+    double sum = 0.0;
+    for (float v : f) sum += v;
+    EXPECT_NEAR(sum, 1.0, 1e-6);
+
+    const Tensor x = golden("filters.safetensors", "act_x");
+    const Tensor a = golden("filters.safetensors", "act_alpha"),
+                 b = golden("filters.safetensors", "act_beta");
+    const ops::Context cpu = ops::Context::cpu();
+    Tensor y = Tensor::host(x.shape(), DType::kF32);
+    ASSERT_TRUE(ops::snake_beta(cpu, x, a, b, y).ok());
+    expect_close(y, golden("filters.safetensors", "snake_y"), 1e-6, 1e-6, "snake_beta");
+    Tensor filt = host_tensor_from(f, Shape{12});
+    ASSERT_TRUE(ops::alias_free_snake_beta(cpu, {}, x, a, b, filt, filt, y).ok());
+    expect_close(y, golden("filters.safetensors", "alias_free_y"), 1e-5, 1e-6, "alias_free_snake_beta");
+}
+
+TEST(VaeLayout, OfficialTilesAndClips) {
+    std::ifstream in(data("layout.json"));
+    ASSERT_TRUE(in.good());
+    const auto j = nlohmann::json::parse(in);
+    const int tile = j["tile"], ov = j["min_overlap"], ratio = j["ratio"];
+    ASSERT_EQ(j["tiles"].size(), 2u);
+    for (const auto& g : j["tiles"]) {
+        SCOPED_TRACE(std::to_string(g["height"].get<int>()) + "x" + std::to_string(g["width"].get<int>()));
+        const TileLayout ty = split_tiles(g["height"], tile, ov, ratio);
+        const TileLayout tx = split_tiles(g["width"], tile, ov, ratio);
+        EXPECT_EQ(ty.starts, g["y_starts"].get<std::vector<int>>());
+        EXPECT_EQ(ty.overlaps, g["y_overlaps"].get<std::vector<int>>());
+        EXPECT_EQ(tx.starts, g["x_starts"].get<std::vector<int>>());
+        EXPECT_EQ(tx.overlaps, g["x_overlaps"].get<std::vector<int>>());
+    }
+    // The spec's own numbers (§9.3), independent of the golden file.
+    EXPECT_EQ(split_tiles(1344, 256, 64, 16).starts, (std::vector<int>{0, 176, 352, 528, 704, 896, 1088}));
+    EXPECT_EQ(split_tiles(768, 256, 64, 16).overlaps, (std::vector<int>{96, 80, 80}));
+    EXPECT_EQ(split_tiles(200, 256, 64, 16).starts, (std::vector<int>{0}));
+    for (const auto& g : j["clips"]) {
+        const int t = g["latents"];
+        SCOPED_TRACE("T = " + std::to_string(t));
+        const ClipPlan p = plan_clips(t, 17, 4, 3);
+        EXPECT_EQ(p.pad_tokens, g["pad_tokens"].get<int>());
+        EXPECT_EQ(p.num_chunks, g["num_chunks"].get<int>());
+        EXPECT_EQ(p.starts, g["clip_starts"].get<std::vector<int>>());
+        EXPECT_EQ(p.clip_latents, g["clip_length"].get<int>());
+        EXPECT_EQ(p.frame_pre_padding, g["frame_pre_padding"].get<int>());
+        EXPECT_EQ(p.frame_overlap, g["frame_overlap"].get<int>());
+        EXPECT_EQ(p.trim_frames, g["trim_frames"].get<int>());
+        EXPECT_EQ(p.frames, g["frames"].get<int>());
+    }
+    const ClipPlan p37 = plan_clips(37, 17, 4, 3);
+    EXPECT_EQ(p37.frames, 124);
+    EXPECT_EQ(p37.num_chunks * 4 * 7, 196) << "768x1344x124: 28 tiles x 7 clips";
+    EXPECT_EQ(plan_clips(2, 17, 4, 3).num_chunks, 0);
+}
+
+TEST(AudioVae, TinyDecoderMatchesGolden) {
+    auto vae = load_audio_vae(data("audio"), Device::cpu());
+    ASSERT_TRUE(vae.ok()) << vae.status().to_string();
+    EXPECT_EQ(vae->config.hop_length(), 800);
+    const Tensor lat = golden("audio_io.safetensors", "latents");
+    auto wave = decode_audio(ops::Context::cpu(), *vae, lat);
+    ASSERT_TRUE(wave.ok()) << wave.status().to_string();
+    EXPECT_EQ(wave->shape(), (Shape{2, 4000}));
+    expect_close(*wave, golden("audio_io.safetensors", "waveform"), 1e-4, 0.0, "audio waveform");
+}
+
+TEST(VideoVae, TinyDecoderSingleCallMatchesGolden) {
+    auto vae = load_video_vae(data("video"), Device::cpu());
+    ASSERT_TRUE(vae.ok()) << vae.status().to_string();
+    EXPECT_EQ(vae->config.patch, 4);
+    EXPECT_EQ(vae->config.patch_t, 4);
+    Tensor lat = golden("video_io.safetensors", "clip_latents"); // [1,24,2,2,3] normalized
+    Tensor z = Tensor::host(Shape{24, 2, 2, 3}, DType::kF32);
+    for (int64_t c = 0; c < 24; ++c)
+        for (int64_t i = 0; i < 12; ++i)
+            z.data_as<float>()[c * 12 + i] =
+                lat.data_as<const float>()[c * 12 + i] * vae->config.latents_std[static_cast<size_t>(c)] +
+                vae->config.latents_mean[static_cast<size_t>(c)];
+    auto px = decode_tile_clip(ops::Context::cpu(), *vae, z);
+    ASSERT_TRUE(px.ok()) << px.status().to_string();
+    EXPECT_EQ(px->shape(), (Shape{3, 8, 8, 12}));
+    expect_close(*px, golden("video_io.safetensors", "clip_sample"), 1e-4, 0.0, "clip sample");
+}
+
+TEST(VideoVae, TinyTiledChunkedDecodeMatchesGolden) {
+    auto vae = load_video_vae(data("video"), Device::cpu());
+    ASSERT_TRUE(vae.ok()) << vae.status().to_string();
+    const Tensor lat = golden("video_io.safetensors", "latents"); // [1,24,9,6,8]
+    auto sample = decode_video_sample(ops::Context::cpu(), *vae, lat, {.tile = 16, .min_overlap = 4});
+    ASSERT_TRUE(sample.ok()) << sample.status().to_string();
+    EXPECT_EQ(sample->shape(), (Shape{3, 30, 24, 32}));
+    expect_close(*sample, golden("video_io.safetensors", "sample"), 1e-4, 0.0, "tiled sample");
+    Tensor rgb = sample_to_rgb8(*sample);
+    const Tensor px = golden("video_io.safetensors", "pixels"); // [1,3,30,24,32] in [0,1]
+    int off = 0;
+    for (int64_t c = 0; c < 3; ++c)
+        for (int64_t f = 0; f < 30; ++f)
+            for (int64_t i = 0; i < 24 * 32; ++i) {
+                const double want = px.data_as<const float>()[(c * 30 + f) * 768 + i] * 255.0;
+                const double got = rgb.data_as<const uint8_t>()[(f * 768 + i) * 3 + c];
+                if (std::fabs(got - want) > 0.5 + 1e-3) ++off;
+            }
+    EXPECT_EQ(off, 0) << "RGB8 pixels off by more than rounding";
+    // Untiled decode differs from the tiled one (the released outputs are the tiled ones).
+    auto untiled = decode_video_sample(ops::Context::cpu(), *vae, lat, {.tiling = false});
+    ASSERT_TRUE(untiled.ok());
+    auto a = to_f32_vector(*untiled).value(), b = to_f32_vector(*sample).value();
+    double diff = 0.0;
+    for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
+    EXPECT_GT(diff, 1e-3);
+}
+
+TEST(VideoVae, RejectsBadCheckpointsAndInputs) {
+    const fs::path tmp = fs::path(H3_BINARY_DIR) / "test_vae_bad";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    fs::copy(data("video"), tmp, fs::copy_options::recursive);
+    {
+        std::ifstream in(tmp / "config.json");
+        auto j = nlohmann::json::parse(in);
+        j["decoder_num_layers"] = 3; // the file holds 2 blocks
+        std::ofstream(tmp / "config.json") << j.dump();
+    }
+    auto r = load_video_vae(tmp.string(), Device::cpu());
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().to_string().find("transformer_blocks.2"), std::string::npos)
+        << r.status().to_string();
+    auto vae = load_video_vae(data("video"), Device::cpu());
+    ASSERT_TRUE(vae.ok());
+    Tensor few = Tensor::host(Shape{1, 24, 2, 2, 2}, DType::kF32);
+    EXPECT_FALSE(decode_video_sample(ops::Context::cpu(), *vae, few).ok()) << "2 latent frames make no clip";
+    Tensor wrong = Tensor::host(Shape{1, 16, 7, 2, 2}, DType::kF32);
+    EXPECT_FALSE(decode_video_sample(ops::Context::cpu(), *vae, wrong).ok());
+    auto avae = load_audio_vae(data("audio"), Device::cpu());
+    ASSERT_TRUE(avae.ok());
+    EXPECT_FALSE(decode_audio(ops::Context::cpu(), *avae, Tensor::host(Shape{2, 31, 4}, DType::kF32)).ok());
+}
+
+// The half-precision block path (the CUDA default) on the CPU against the fp32 goldens, tiled + chunked,
+// with 3 tiles per decoder call. f16 keeps 11 significant bits, bf16 8: each GEMM/attention input rounds
+// once (relative 2^-11 / 2^-8), through 2 blocks and the final fp32 norm, so the stated tolerances are 3e-3
+// (f16) and 2e-2 (bf16) of the signal's scale. Batching tiles must not change the fp32 result at all
+// beyond summation order (1e-5).
+TEST(VideoVae, HalfPrecisionAndTileBatchesMatchGolden) {
+    const Tensor lat = golden("video_io.safetensors", "latents");
+    const Tensor want = golden("video_io.safetensors", "sample");
+    auto f32 = load_video_vae(data("video"), Device::cpu());
+    ASSERT_TRUE(f32.ok()) << f32.status().to_string();
+    EXPECT_EQ(f32->compute, DType::kF32) << "the CPU default must stay fp32";
+    auto batched =
+        decode_video_sample(ops::Context::cpu(), *f32, lat, {.tile = 16, .min_overlap = 4, .tile_batch = 3});
+    ASSERT_TRUE(batched.ok()) << batched.status().to_string();
+    expect_close(*batched, want, 1e-4, 0.0, "fp32, 3 tiles per call");
+    for (auto [dt, tol] : {std::pair{DType::kF16, 3e-3}, std::pair{DType::kBF16, 2e-2}}) {
+        auto vae = load_video_vae(data("video"), Device::cpu(), dt);
+        ASSERT_TRUE(vae.ok()) << vae.status().to_string();
+        EXPECT_EQ(vae->weights.blocks[0].q_w.dtype(), dt);
+        EXPECT_EQ(vae->weights.proj_out_w.dtype(), DType::kF32);
+        auto sample = decode_video_sample(ops::Context::cpu(), *vae, lat,
+                                          {.tile = 16, .min_overlap = 4, .tile_batch = 3});
+        ASSERT_TRUE(sample.ok()) << sample.status().to_string();
+        expect_close(*sample, want, tol, 0.0, std::string("half path ") + dtype_name(dt));
+        // and it is not secretly fp32: some difference from the fp32 result must show
+        auto a = to_f32_vector(*sample).value(), b = to_f32_vector(*batched).value();
+        double diff = 0.0;
+        for (size_t i = 0; i < a.size(); ++i)
+            diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
+        EXPECT_GT(diff, 0.0) << dtype_name(dt);
+    }
+    EXPECT_FALSE(load_video_vae(data("video"), Device::cpu(), DType::kI32).ok());
+}
+
+// make-tiny's vae/ and audio_vae/ load through the real loaders and decode latents of a small canvas:
+// official patching (64×96 px from 4×6 latents, 17n+5 frames), finite, clamped, deterministic per seed.
+TEST(TinyVae, MakeTinyDecodersLoadAndDecode) {
+    const fs::path tmp = fs::path(H3_BINARY_DIR) / "test_vae_tiny";
+    fs::remove_all(tmp);
+    ASSERT_TRUE(write_tiny_checkpoint({.dir = tmp.string(), .seed = 5}).ok());
+    const auto cfg = nlohmann::json::parse(std::ifstream(tmp / "vae" / "config.json"));
+    EXPECT_EQ(cfg.at("_class_name"), "AutoencoderKLMiniMaxH3");
+    EXPECT_EQ(cfg.at("latents_mean").size(), 24u);
+    const auto acfg = nlohmann::json::parse(std::ifstream(tmp / "audio_vae" / "config.json"));
+    EXPECT_EQ(acfg.at("_class_name"), "AutoencoderKLMiniMaxH3Audio");
+    const auto index = nlohmann::json::parse(std::ifstream(tmp / "model_index.json"));
+    EXPECT_EQ(index.at("vae").at(1), "AutoencoderKLMiniMaxH3");
+    EXPECT_EQ(index.at("audio_vae").at(1), "AutoencoderKLMiniMaxH3Audio");
+
+    auto vae = load_video_vae((tmp / "vae").string(), Device::cpu());
+    ASSERT_TRUE(vae.ok()) << vae.status().to_string();
+    EXPECT_EQ(vae->config.patch, 16);
+    EXPECT_EQ(vae->config.patch_t, 4);
+    Tensor lat = Tensor::host(Shape{1, 24, 7, 4, 6}, DType::kF32);
+    ASSERT_TRUE(ops::fill_uniform(ops::Context::cpu(), {.seed = 9, .bound = 1.5f}, lat).ok());
+    auto sample = decode_video_sample(ops::Context::cpu(), *vae, lat);
+    ASSERT_TRUE(sample.ok()) << sample.status().to_string();
+    EXPECT_EQ(sample->shape(), (Shape{3, 22, 64, 96}));
+    auto sv = to_f32_vector(*sample).value();
+    double mx = 0.0, mn = 0.0;
+    for (float v : sv) {
+        ASSERT_TRUE(std::isfinite(v));
+        mx = std::max(mx, static_cast<double>(v)), mn = std::min(mn, static_cast<double>(v));
+    }
+    EXPECT_GT(mx - mn, 1e-2) << "tiny video decoder output is constant";
+    Tensor rgb = sample_to_rgb8(*sample);
+    EXPECT_EQ(rgb.shape(), (Shape{22, 64, 96, 3}));
+
+    auto avae = load_audio_vae((tmp / "audio_vae").string(), Device::cpu());
+    ASSERT_TRUE(avae.ok()) << avae.status().to_string();
+    EXPECT_EQ(avae->config.hop_length(), 800);
+    Tensor alat = Tensor::host(Shape{2, 32, 5}, DType::kF32);
+    ASSERT_TRUE(ops::fill_uniform(ops::Context::cpu(), {.seed = 10, .bound = 2.0f}, alat).ok());
+    auto wave = decode_audio(ops::Context::cpu(), *avae, alat);
+    ASSERT_TRUE(wave.ok()) << wave.status().to_string();
+    EXPECT_EQ(wave->shape(), (Shape{2, 4000}));
+    double amp = 0.0;
+    const std::vector<float> wv = to_f32_vector(*wave).value();
+    for (float v : wv) {
+        ASSERT_TRUE(std::isfinite(v));
+        ASSERT_LE(std::fabs(v), 1.0f);
+        amp = std::max(amp, static_cast<double>(std::fabs(v)));
+    }
+    EXPECT_GT(amp, 1e-4) << "tiny audio decoder output is silent";
+
+    // Same seed → identical weight files; another seed → different ones.
+    const fs::path tmp2 = fs::path(H3_BINARY_DIR) / "test_vae_tiny2";
+    fs::remove_all(tmp2);
+    ASSERT_TRUE(write_tiny_video_vae((tmp2 / "a").string(), 5 + 11).ok());
+    ASSERT_TRUE(write_tiny_video_vae((tmp2 / "b").string(), 6 + 11).ok());
+    auto slurp = [](const fs::path& p) {
+        std::ifstream in(p, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const std::string f = "diffusion_pytorch_model.safetensors";
+    EXPECT_EQ(slurp(tmp / "vae" / f), slurp(tmp2 / "a" / f));
+    EXPECT_NE(slurp(tmp / "vae" / f), slurp(tmp2 / "b" / f));
+}
+
+// CUDA decoders vs the goldens (the CPU path matches them to 1e-4): the same check on the device. cuBLASLt
+// may run fp32 GEMMs with TF32-class inputs, so the device tolerance is 2e-3 relative to the signal scale.
+TEST(VaeCuda, DecodersMatchGoldens) {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    auto session = cli::DeviceSession::open("cuda");
+    ASSERT_TRUE(session.ok()) << session.status().to_string();
+    const ops::Context& ctx = (*session)->context();
+    auto avae = load_audio_vae(data("audio"), ctx.device);
+    ASSERT_TRUE(avae.ok()) << avae.status().to_string();
+    auto wave = decode_audio(ctx, *avae, golden("audio_io.safetensors", "latents"));
+    ASSERT_TRUE(wave.ok()) << wave.status().to_string();
+    expect_close(*wave, golden("audio_io.safetensors", "waveform"), 2e-3, 0.0, "CUDA audio waveform");
+    auto vvae = load_video_vae(data("video"), ctx.device);
+    ASSERT_TRUE(vvae.ok()) << vvae.status().to_string();
+    auto sample = decode_video_sample(ctx, *vvae, golden("video_io.safetensors", "latents"),
+                                      {.tile = 16, .min_overlap = 4});
+    ASSERT_TRUE(sample.ok()) << sample.status().to_string();
+    expect_close(*sample, golden("video_io.safetensors", "sample"), 2e-3, 0.0, "CUDA tiled sample");
+}
+
+// H3_VAE_BENCH=1: official-size decoders with random weights on the device, timed (not a golden check).
+TEST(VaeCuda, OfficialSizeTiming) {
+    if (cuda::device_count() == 0 || !std::getenv("H3_VAE_BENCH"))
+        GTEST_SKIP() << "set H3_VAE_BENCH=1 on a GPU";
+    auto session = cli::DeviceSession::open("cuda");
+    ASSERT_TRUE(session.ok());
+    const ops::Context& ctx = (*session)->context();
+    VideoVae vae;
+    vae.device = ctx.device;
+    vae.config.latents_mean.assign(24, 0.0f);
+    vae.config.latents_std.assign(24, 1.0f);
+    uint64_t seed = 1;
+    auto make = [&](const Shape& s, float bound, float offset) {
+        Tensor t = Tensor::empty(s, DType::kF32, ctx.device).value();
+        EXPECT_TRUE(ops::fill_uniform(ctx, {.seed = seed++, .bound = bound, .offset = offset}, t).ok());
+        return t;
+    };
+    const VideoVaeConfig& c = vae.config;
+    const int64_t d = c.dim(), ff = c.ffn_dim();
+    VideoVaeWeights& w = vae.weights;
+    w.pq_w = make(Shape{24, 24}, 0.2f, 0.0f);
+    w.pq_b = make(Shape{24}, 0.01f, 0.0f);
+    w.proj_in_w = make(Shape{d, 24}, 0.2f, 0.0f);
+    w.proj_in_b = make(Shape{d}, 0.01f, 0.0f);
+    w.registers = make(Shape{c.num_register_tokens, d}, 1.0f, 0.0f);
+    for (int i = 0; i < c.num_layers; ++i) {
+        VideoVaeBlock b;
+        b.norm1 = make(Shape{d}, 0.1f, 1.0f);
+        b.norm2 = make(Shape{d}, 0.1f, 1.0f);
+        for (Tensor* t : {&b.q_w, &b.k_w, &b.v_w, &b.o_w}) *t = make(Shape{d, d}, 0.02f, 0.0f);
+        for (Tensor* t : {&b.q_b, &b.k_b, &b.v_b, &b.o_b, &b.ff2_b}) *t = make(Shape{d}, 0.01f, 0.0f);
+        b.ff1_w = make(Shape{2 * ff, d}, 0.02f, 0.0f);
+        b.ff1_b = make(Shape{2 * ff}, 0.01f, 0.0f);
+        b.ff2_w = make(Shape{d, ff}, 0.01f, 0.0f);
+        b.scale1 = make(Shape{1, d}, 0.1f, 0.0f);
+        b.scale2 = make(Shape{1, d}, 0.1f, 0.0f);
+        w.blocks.push_back(b);
+    }
+    w.norm_out_w = make(Shape{d}, 0.1f, 1.0f);
+    w.norm_out_b = make(Shape{d}, 0.01f, 0.0f);
+    w.proj_out_w = make(Shape{c.patch_dim(), d}, 0.02f, 0.0f);
+    w.proj_out_b = make(Shape{c.patch_dim()}, 0.01f, 0.0f);
+    Tensor z = Tensor::host(Shape{24, 7, 16, 16}, DType::kF32);
+    for (int64_t i = 0; i < z.numel(); ++i) z.data_as<float>()[i] = std::sin(0.37f * static_cast<float>(i));
+    ASSERT_TRUE(decode_tile_clip(ctx, vae, z).ok()); // warm-up (cuBLASLt/cuDNN plans)
+    const auto t0 = std::chrono::steady_clock::now();
+    const int reps = 3;
+    for (int r = 0; r < reps; ++r) ASSERT_TRUE(decode_tile_clip(ctx, vae, z).ok());
+    const double per = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+    std::printf("{\"video_tile_clip_seconds\": %.4f, \"tile_clips_768x1344x124\": 196, "
+                "\"video_decode_estimate_seconds\": %.2f}\n",
+                per, per * 196);
+    AudioVae avae;
+    avae.device = ctx.device;
+    avae.config.latents_mean.assign(32, 0.0f);
+    avae.config.latents_std.assign(32, 1.0f);
+    const AudioVaeConfig& ac = avae.config;
+    AudioVaeWeights& aw = avae.weights;
+    aw.filter = host_tensor_from(kaiser_sinc_filter(0.25, 0.3, 12), Shape{12}).to(ctx.device).value();
+    aw.in_proj = {make(Shape{ac.latent_dim, 32, 1}, 0.1f, 0.0f), make(Shape{ac.latent_dim}, 0.01f, 0.0f)};
+    aw.conv_pre = {make(Shape{ac.decoder_dim, ac.latent_dim, 7}, 0.01f, 0.0f),
+                   make(Shape{ac.decoder_dim}, 0.01f, 0.0f)};
+    int64_t ch = ac.decoder_dim;
+    for (size_t i = 0; i < ac.decoder_rates.size(); ++i) {
+        aw.ups.push_back({make(Shape{ch, ch / 2, ac.decoder_kernel_sizes[i]}, 0.02f, 0.0f),
+                          make(Shape{ch / 2}, 0.01f, 0.0f)});
+        ch /= 2;
+        for (size_t j = 0; j < 3; ++j) {
+            AmpBlockWeights b;
+            b.kernel = ac.resblock_kernel_sizes[j];
+            b.dilations = ac.resblock_dilation_sizes[j];
+            for (size_t m = 0; m < 3; ++m) {
+                b.convs1.push_back(
+                    {make(Shape{ch, ch, b.kernel}, 0.02f, 0.0f), make(Shape{ch}, 0.01f, 0.0f)});
+                b.convs2.push_back(
+                    {make(Shape{ch, ch, b.kernel}, 0.02f, 0.0f), make(Shape{ch}, 0.01f, 0.0f)});
+            }
+            for (size_t a = 0; a < 6; ++a)
+                b.acts.push_back({make(Shape{ch}, 0.3f, 0.0f), make(Shape{ch}, 0.3f, 0.0f)});
+            aw.blocks.push_back(b);
+        }
+    }
+    aw.act_post = {make(Shape{ch}, 0.3f, 0.0f), make(Shape{ch}, 0.3f, 0.0f)};
+    aw.conv_post = {make(Shape{1, ch, 7}, 0.1f, 0.0f), Tensor()};
+    Tensor alat = Tensor::host(Shape{2, 32, 207}, DType::kF32);
+    ASSERT_TRUE(decode_audio(ctx, avae, alat).ok());
+    const auto t1 = std::chrono::steady_clock::now();
+    auto wave = decode_audio(ctx, avae, alat);
+    ASSERT_TRUE(wave.ok()) << wave.status().to_string();
+    const double as = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    std::printf("{\"audio_decode_seconds_A207_stereo\": %.4f, \"samples\": %lld}\n", as,
+                static_cast<long long>(wave->dim(1)));
+}
+
+} // namespace
+} // namespace h3::model
