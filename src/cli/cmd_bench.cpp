@@ -209,8 +209,9 @@ int run_bench_vae(const VaeBenchOptions& o) {
     auto sync = [&] { return cuda::stream_synchronize(ctx.stream()); };
     double video_s = 0.0;
     int timed_tiles = total_tiles;
-    // warm-up: one tile-clip batch (cuBLASLt / cuDNN plans)
-    const int batch = o.tile_batch > 0 ? o.tile_batch : (ctx.device.is_cpu() ? 1 : 4);
+    // warm-up: one tile-clip batch of the size the decode uses (cuBLASLt / cuDNN plans, per-shape tables)
+    const int batch =
+        model::video_tile_batch(vopt, ctx.device, static_cast<int>(ty.starts.size() * tx.starts.size()));
     const int64_t th = std::min<int64_t>(lh, vopt.tile / vc.patch),
                   tw = std::min<int64_t>(lw, vopt.tile / vc.patch);
     std::vector<Tensor> zs;

@@ -148,6 +148,19 @@ bool is_block_gemm_weight(const std::string& name) {
     return false;
 }
 
+// The block GEMMs' biases: in `compute` too (autocast casts a Linear's bias with its weight), which also
+// keeps cuBLASLt on its fused bias epilogue (it has none for an fp32 bias with a half output).
+bool is_block_gemm_bias(const std::string& name) {
+    if (name.size() < 5 || name.compare(name.size() - 5, 5, ".bias") != 0) return false;
+    std::string weight = name;
+    weight.replace(weight.size() - 5, 5, ".weight");
+    return is_block_gemm_weight(weight);
+}
+
+bool in_compute_dtype(const std::string& name) {
+    return is_block_gemm_weight(name) || is_block_gemm_bias(name);
+}
+
 Status check_compute(DType compute) {
     if (compute != DType::kF32 && compute != DType::kF16 && compute != DType::kBF16)
         return invalid_argument(std::string("video VAE: compute dtype must be f32, f16 or bf16, got ") +
@@ -211,7 +224,7 @@ Result<VideoVae> load_video_vae(const std::string& dir, Device device, std::opti
                              t.shape().to_string() + ", the config implies " + Shape(shape).to_string());
         if (!dtype_is_float(t.dtype()))
             return bad_input("video VAE " + dir + ": tensor '" + name + "' is not a float tensor");
-        H3_ASSIGN_OR_RETURN(t, t.to_dtype(is_block_gemm_weight(name) ? vae.compute : DType::kF32));
+        H3_ASSIGN_OR_RETURN(t, t.to_dtype(in_compute_dtype(name) ? vae.compute : DType::kF32));
         if (!device.is_cpu()) {
             H3_ASSIGN_OR_RETURN(t, t.to(device));
         }
@@ -231,7 +244,7 @@ Result<VideoVae> random_video_vae(const ops::Context& ctx, const VideoVaeConfig&
     vae.compute = compute;
     std::map<std::string, Tensor> got;
     for (const auto& [name, shape] : video_vae_decoder_tensors(config)) {
-        const bool gemm = is_block_gemm_weight(name);
+        const bool gemm = in_compute_dtype(name);
         H3_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(Shape(shape), gemm ? compute : DType::kF32, ctx.device));
         const bool norm = name.find("norm") != std::string::npos && name.find(".weight") != std::string::npos;
         const bool scale = name.find("scale") != std::string::npos;

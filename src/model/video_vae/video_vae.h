@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,14 +58,20 @@ struct VideoVaeWeights {
     Tensor norm_out_w, norm_out_b, proj_out_w, proj_out_b;
 };
 
-// Precision of the ViT blocks: their six GEMMs (q/k/v/out, ff in/out: weights and activations) and the
-// attention run in `compute` (f16 like the reference's fp16 autocast, or bf16); the residual stream, the
-// norms' math, layer scales, post_quant_conv/proj_in and norm_out/proj_out stay fp32. kF32: fp32 throughout.
+// Per-shape tables reused by every decoder call of one tile shape (RoPE cos/sin, layer-scale rows, the
+// device unpatchify index); see video_vae_decode.cpp.
+struct VideoVaeTables;
+
+// Precision of the ViT blocks: their six GEMMs (q/k/v/out, ff in/out: weights, biases and activations, as
+// the reference's autocast casts all three) and the attention run in `compute` (f16 like the reference's
+// fp16 autocast, or bf16); the residual stream, the norms' math, layer scales, post_quant_conv/proj_in and
+// norm_out/proj_out stay fp32. kF32: fp32 throughout.
 struct VideoVae {
     VideoVaeConfig config;
     VideoVaeWeights weights;
     Device device = Device::cpu();
     DType compute = DType::kF32;
+    mutable std::shared_ptr<VideoVaeTables> tables; // created on first use; shared by copies made after
 };
 
 // The default block precision: f16 on CUDA, fp32 on the CPU (the goldens' path).
@@ -87,8 +94,12 @@ struct VideoDecodeOptions {
     int tile = 256;       // pixel tile size (both axes)
     int min_overlap = 64; // minimum pixel overlap
     bool tiling = true;   // false: every clip decoded whole
-    int tile_batch = 0;   // tiles of one clip per decoder call (same shapes only); 0: 4 on CUDA, 1 on the CPU
+    int tile_batch = 0;   // tiles of one clip per decoder call (same shapes only); 0: up to 16 on CUDA (the
+                          // clip's tiles split evenly over the fewest calls), 1 on the CPU
 };
+
+// Tiles per decoder call for a clip of `tiles` tiles on `device` under `options`.
+int video_tile_batch(const VideoDecodeOptions& options, Device device, int tiles);
 
 // One decoder call: z [C, t, h, w] de-normalized latents (host f32) -> pixels [3, t·pt, h·p, w·p] (host f32,
 // ImageNet-normalized space).

@@ -1,11 +1,18 @@
 // The ViT decoder forward (ops only) and the host-side clip/tile stitching of spec §9.3.
 #include "core/cuda_api.h"
+#include "core/storage.h"
 #include "model/video_vae/video_vae.h"
 #include "ops/ops.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
 
 namespace h3::model {
 
@@ -57,6 +64,132 @@ void rope_tables(const VideoVaeConfig& c, int64_t t, int64_t h, int64_t w, int64
     }
 }
 
+// H3_VAE_PROFILE=1: wall time per phase (each mark synchronizes the stream, so the phases add up exactly
+// but the decode runs a little slower), printed to stderr at the end of decode_video_sample.
+struct Profile {
+    bool on = std::getenv("H3_VAE_PROFILE") != nullptr;
+    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+    std::map<std::string, double> seconds;
+};
+
+Profile& profile() {
+    static Profile p;
+    return p;
+}
+
+void mark(const ops::Context& ctx, const char* phase) {
+    Profile& p = profile();
+    if (!p.on) return;
+    if (!ctx.device.is_cpu()) (void)cuda::stream_synchronize(ctx.stream());
+    const auto now = std::chrono::steady_clock::now();
+    if (phase) p.seconds[phase] += std::chrono::duration<double>(now - p.last).count();
+    p.last = now;
+}
+
+void print_profile() {
+    Profile& p = profile();
+    if (!p.on) return;
+    double total = 0.0;
+    for (const auto& [k, v] : p.seconds) total += v;
+    for (const auto& [k, v] : p.seconds) std::fprintf(stderr, "vae profile %-16s %8.3f s\n", k.c_str(), v);
+    std::fprintf(stderr, "vae profile %-16s %8.3f s\n", "(sum)", total);
+    p.seconds.clear();
+}
+
+} // namespace
+
+// Tables that depend only on the tile shape and the tiles per call: built once, reused by every call.
+struct VideoVaeTables {
+    struct Entry {
+        int64_t t = 0, h = 0, w = 0, nb = 0;
+        Tensor cos, sin; // [nb·S, rot] on the device, each tile's rows the same
+        Tensor rows;     // [nb·S] i32 zeros: every row uses layer-scale row 0
+        Tensor unpatch;  // [nb·C·F·H·W/p] i32 gather index (non-CPU devices only)
+    };
+    std::mutex mutex;
+    std::vector<Entry> entries; // most recent last; a few shapes at most
+    // Page-locked download buffers, reused once no returned tile views them any more (use_count 1).
+    std::vector<std::shared_ptr<Storage>> pinned;
+};
+
+namespace {
+
+Result<VideoVaeTables::Entry> shape_tables(const ops::Context& ctx, const VideoVae& vae, int64_t t, int64_t h,
+                                           int64_t wd, int64_t nb) {
+    if (!vae.tables) vae.tables = std::make_shared<VideoVaeTables>();
+    VideoVaeTables& tabs = *vae.tables;
+    std::lock_guard<std::mutex> lock(tabs.mutex);
+    for (const auto& e : tabs.entries)
+        if (e.t == t && e.h == h && e.w == wd && e.nb == nb && e.cos.device() == ctx.device) return e;
+    const VideoVaeConfig& c = vae.config;
+    const int64_t n = t * h * wd, extra = c.num_register_tokens + 1, s = n + extra, rows_all = nb * s;
+    VideoVaeTables::Entry e;
+    e.t = t, e.h = h, e.w = wd, e.nb = nb;
+    Tensor cos_1, sin_1;
+    rope_tables(c, t, h, wd, extra, cos_1, sin_1);
+    const int rot = std::max(c.rotary_dim(), 1);
+    Tensor cos_h = Tensor::host(Shape{rows_all, rot}, DType::kF32);
+    Tensor sin_h = Tensor::host(Shape{rows_all, rot}, DType::kF32);
+    if (c.rotary_dim() > 0)
+        for (int64_t b = 0; b < nb; ++b) {
+            std::memcpy(cos_h.data_as<float>() + b * s * rot, cos_1.data_as<const float>(),
+                        static_cast<size_t>(s * rot) * sizeof(float));
+            std::memcpy(sin_h.data_as<float>() + b * s * rot, sin_1.data_as<const float>(),
+                        static_cast<size_t>(s * rot) * sizeof(float));
+        }
+    H3_ASSIGN_OR_RETURN(e.cos, upload(ctx, cos_h));
+    H3_ASSIGN_OR_RETURN(e.sin, upload(ctx, sin_h));
+    Tensor rows_h = Tensor::host(Shape{rows_all}, DType::kI32); // zeroed
+    H3_ASSIGN_OR_RETURN(e.rows, upload(ctx, rows_h));
+    if (!ctx.device.is_cpu()) {
+        // unpatchify as a row gather of p-wide rows: out row (b, ch, f, yy, xi) <- px row (b, token, ch, a,
+        // py)
+        const int64_t p = c.patch, pt = c.patch_t, oc = c.out_channels, of = t * pt, oh = h * p;
+        Tensor idx = Tensor::host(Shape{nb * oc * of * oh * wd}, DType::kI32);
+        int32_t* ip = idx.data_as<int32_t>();
+        for (int64_t b = 0; b < nb; ++b)
+            for (int64_t ch = 0; ch < oc; ++ch)
+                for (int64_t f = 0; f < of; ++f)
+                    for (int64_t yy = 0; yy < oh; ++yy)
+                        for (int64_t xi = 0; xi < wd; ++xi) {
+                            const int64_t ti = f / pt, a = f % pt, yi = yy / p, py = yy % p;
+                            const int64_t tok = b * n + (ti * h + yi) * wd + xi;
+                            *ip++ = static_cast<int32_t>(((tok * oc + ch) * pt + a) * p + py);
+                        }
+        H3_ASSIGN_OR_RETURN(e.unpatch, upload(ctx, idx));
+    }
+    if (tabs.entries.size() >= 4) tabs.entries.erase(tabs.entries.begin());
+    tabs.entries.push_back(e);
+    return e;
+}
+
+// src (device) -> host through a pooled page-locked buffer (a pageable copy costs ~1 GB/s with the page
+// faults); falls back to the plain copy when no pinned memory can be had.
+Result<Tensor> download_pooled(const ops::Context& ctx, const VideoVae& vae, const Tensor& src) {
+    if (ctx.device.is_cpu() || !vae.tables) return to_host(ctx, src);
+    VideoVaeTables& tabs = *vae.tables;
+    const size_t bytes = src.nbytes();
+    std::shared_ptr<Storage> st;
+    {
+        std::lock_guard<std::mutex> lock(tabs.mutex);
+        for (const auto& b : tabs.pinned)
+            if (b.use_count() == 1 && b->bytes() >= bytes) {
+                st = b;
+                break;
+            }
+        if (!st) {
+            auto r = allocate_pinned(bytes);
+            if (!r.ok()) return to_host(ctx, src);
+            st = *r;
+            if (tabs.pinned.size() < 4) tabs.pinned.push_back(st);
+        }
+    }
+    Tensor dst = Tensor::from_storage(st, 0, src.shape(), src.dtype());
+    H3_TRY(dst.copy_from(src, ctx.stream()));
+    H3_TRY(cuda::stream_synchronize(ctx.stream()));
+    return dst;
+}
+
 } // namespace
 
 Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const VideoVae& vae,
@@ -74,13 +207,16 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
     const int64_t n = t * h * wd, extra = c.num_register_tokens + 1, s = n + extra, d = c.dim();
     const int64_t rows_all = nb * s;
     const DType cd = vae.compute;
+    mark(ctx, "host_other");
+    H3_ASSIGN_OR_RETURN(const VideoVaeTables::Entry tabs, shape_tables(ctx, vae, t, h, wd, nb));
     // tokens [B·N, C] in (tile, t, y, x) order
     Tensor tok = Tensor::host(Shape{nb * n, lc}, DType::kF32);
-    for (int64_t b = 0; b < nb; ++b)
-        for (int64_t ch = 0; ch < lc; ++ch)
-            for (int64_t i = 0; i < n; ++i)
-                tok.data_as<float>()[(b * n + i) * lc + ch] =
-                    zs[static_cast<size_t>(b)].data_as<const float>()[ch * n + i];
+    for (int64_t b = 0; b < nb; ++b) {
+        const float* zp = zs[static_cast<size_t>(b)].data_as<const float>();
+        float* tp = tok.data_as<float>() + b * n * lc;
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t ch = 0; ch < lc; ++ch) tp[i * lc + ch] = zp[ch * n + i];
+    }
     H3_ASSIGN_OR_RETURN(Tensor tok_d, upload(ctx, tok));
     H3_ASSIGN_OR_RETURN(Tensor pq, alloc(ctx, Shape{nb * n, lc}));
     H3_TRY(ops::gemm(ctx, {}, tok_d, w.pq_w, w.pq_b, pq));
@@ -98,23 +234,8 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
         H3_TRY(xz.copy_from(zero_d, ctx.stream()));
     }
 
-    Tensor cos_1, sin_1;
-    rope_tables(c, t, h, wd, extra, cos_1, sin_1);
-    const int rot = std::max(c.rotary_dim(), 1);
-    Tensor cos_h = Tensor::host(Shape{rows_all, rot}, DType::kF32);
-    Tensor sin_h = Tensor::host(Shape{rows_all, rot}, DType::kF32);
-    if (c.rotary_dim() > 0)
-        for (int64_t b = 0; b < nb; ++b) {
-            std::memcpy(cos_h.data_as<float>() + b * s * rot, cos_1.data_as<const float>(),
-                        static_cast<size_t>(s * rot) * sizeof(float));
-            std::memcpy(sin_h.data_as<float>() + b * s * rot, sin_1.data_as<const float>(),
-                        static_cast<size_t>(s * rot) * sizeof(float));
-        }
-    H3_ASSIGN_OR_RETURN(Tensor cos_t, upload(ctx, cos_h));
-    H3_ASSIGN_OR_RETURN(Tensor sin_t, upload(ctx, sin_h));
-    Tensor rows_h = Tensor::host(Shape{rows_all}, DType::kI32); // zeros: every row uses layer-scale row 0
-    std::memset(rows_h.data_as<int32_t>(), 0, static_cast<size_t>(rows_all) * sizeof(int32_t));
-    H3_ASSIGN_OR_RETURN(Tensor rows, upload(ctx, rows_h));
+    const Tensor &cos_t = tabs.cos, &sin_t = tabs.sin, &rows = tabs.rows;
+    mark(ctx, "proj_in");
 
     auto alloc_cd = [&](const Shape& sh) { return Tensor::empty(sh, cd, ctx.device); };
     H3_ASSIGN_OR_RETURN(Tensor y, alloc_cd(Shape{rows_all, d}));
@@ -129,9 +250,11 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
     const int64_t hh = c.num_heads, hd = c.head_dim;
     for (const VideoVaeBlock& b : w.blocks) {
         H3_TRY(ops::rms_norm(ctx, np, x, b.norm1, y));
+        mark(ctx, "norms_residual");
         H3_TRY(ops::gemm(ctx, {}, y, b.q_w, b.q_b, q));
         H3_TRY(ops::gemm(ctx, {}, y, b.k_w, b.k_b, k));
         H3_TRY(ops::gemm(ctx, {}, y, b.v_w, b.v_b, v));
+        mark(ctx, "gemm_qkv");
         Tensor q3 = q.view({rows_all, hh, hd}), k3 = k.view({rows_all, hh, hd});
         if (c.rotary_dim() > 0) {
             H3_TRY(ops::head_norm_rope(ctx, np, rp, q3, Tensor(), cos_t, sin_t));
@@ -140,6 +263,7 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
             H3_TRY(ops::head_norm_rope(ctx, np, rp, q3, Tensor(), Tensor(), Tensor()));
             H3_TRY(ops::head_norm_rope(ctx, np, rp, k3, Tensor(), Tensor(), Tensor()));
         }
+        mark(ctx, "head_norm_rope");
         for (int64_t bi = 0; bi < nb; ++bi) { // attention within each tile
             Tensor qb = q.slice(0, bi * s, (bi + 1) * s).view({s, hh, hd});
             Tensor kb = k.slice(0, bi * s, (bi + 1) * s).view({s, hh, hd});
@@ -147,13 +271,20 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
             Tensor ob = o.slice(0, bi * s, (bi + 1) * s).view({s, hh, hd});
             H3_TRY(ops::attention(ctx, {}, qb, kb, vb, ob));
         }
+        mark(ctx, "attention");
         H3_TRY(ops::gemm(ctx, {}, o, b.o_w, b.o_b, y));
+        mark(ctx, "gemm_out");
         H3_TRY(ops::gated_residual(ctx, {}, x, b.scale1, y, rows));
         H3_TRY(ops::rms_norm(ctx, np, x, b.norm2, y));
+        mark(ctx, "norms_residual");
         H3_TRY(ops::gemm(ctx, {}, y, b.ff1_w, b.ff1_b, f1));
+        mark(ctx, "gemm_ff1");
         H3_TRY(ops::swiglu(ctx, f1, f2));
+        mark(ctx, "swiglu");
         H3_TRY(ops::gemm(ctx, {}, f2, b.ff2_w, b.ff2_b, y));
+        mark(ctx, "gemm_ff2");
         H3_TRY(ops::gated_residual(ctx, {}, x, b.scale2, y, rows));
+        mark(ctx, "norms_residual");
     }
     // norm_out + proj_out in fp32
     H3_ASSIGN_OR_RETURN(Tensor yf, alloc(ctx, Shape{rows_all, d}));
@@ -165,10 +296,20 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
         Tensor pxb = px.slice(0, bi * n, (bi + 1) * n);
         H3_TRY(ops::gemm(ctx, {}, yn, w.proj_out_w, w.proj_out_b, pxb));
     }
-    H3_ASSIGN_OR_RETURN(Tensor ph, to_host(ctx, px));
-    // unpatchify: token (ti, yi, xi), column (c, pt, py, px) -> out[c, ti·pt + pt, yi·p + py, xi·p + px]
+    mark(ctx, "proj_out");
     const int64_t p = c.patch, pt = c.patch_t, oc = c.out_channels;
     const int64_t of = t * pt, oh = h * p, ow = wd * p;
+    if (tabs.unpatch.defined()) { // on the device: one row gather, then a single download
+        H3_ASSIGN_OR_RETURN(Tensor un, alloc(ctx, Shape{nb * oc * of * oh * wd, p}));
+        H3_TRY(ops::gather_rows(ctx, px.view({nb * n * oc * pt * p, p}), tabs.unpatch, un));
+        H3_ASSIGN_OR_RETURN(Tensor uh, download_pooled(ctx, vae, un));
+        mark(ctx, "unpatch_download");
+        const Tensor all = uh.view({nb, oc, of, oh, ow});
+        for (int64_t bi = 0; bi < nb; ++bi) outs.push_back(all.slice(0, bi, bi + 1).view({oc, of, oh, ow}));
+        return outs;
+    }
+    H3_ASSIGN_OR_RETURN(Tensor ph, to_host(ctx, px));
+    // unpatchify: token (ti, yi, xi), column (c, pt, py, px) -> out[c, ti·pt + pt, yi·p + py, xi·p + px]
     for (int64_t bi = 0; bi < nb; ++bi) {
         Tensor out = Tensor::host(Shape{oc, of, oh, ow}, DType::kF32);
         const float* src = ph.data_as<const float>() + bi * n * c.patch_dim();
@@ -187,6 +328,14 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
         outs.push_back(std::move(out));
     }
     return outs;
+}
+
+int video_tile_batch(const VideoDecodeOptions& options, Device device, int tiles) {
+    if (options.tile_batch > 0) return options.tile_batch;
+    if (device.is_cpu() || tiles <= 1) return 1;
+    constexpr int kMaxPerCall = 16; // ~2 GiB of activations per call at the official tile size
+    const int calls = (tiles + kMaxPerCall - 1) / kMaxPerCall;
+    return (tiles + calls - 1) / calls;
 }
 
 Result<Tensor> decode_tile_clip(const ops::Context& ctx, const VideoVae& vae, const Tensor& z) {
@@ -209,7 +358,7 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
     const size_t ny = ty.starts.size(), nx = tx.starts.size();
     std::vector<std::vector<Tensor>> tiles(ny, std::vector<Tensor>(nx));
     const size_t max_batch =
-        static_cast<size_t>(opt.tile_batch > 0 ? opt.tile_batch : (ctx.device.is_cpu() ? 1 : 4));
+        static_cast<size_t>(video_tile_batch(opt, ctx.device, static_cast<int>(ny * nx)));
     std::vector<Tensor> batch;
     std::vector<std::pair<size_t, size_t>> batch_at;
     auto flush = [&]() -> Status {
@@ -237,6 +386,7 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
             batch_at.push_back({i, j});
         }
     H3_TRY(flush());
+    mark(ctx, "tiles_decode");
     const int64_t oc = c.out_channels, of = t * c.patch_t;
     Tensor out = Tensor::host(Shape{oc, of, height, width}, DType::kF32);
     float* dst = out.data_as<float>();
@@ -251,36 +401,48 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
             const int64_t ey = up ? std::min({up->dim(2), th, static_cast<int64_t>(ty.overlaps[i - 1])}) : 0;
             const int64_t ex =
                 left ? std::min({left->dim(3), tw, static_cast<int64_t>(tx.overlaps[j - 1])}) : 0;
-            for (int64_t ch = 0; ch < oc; ++ch)
-                for (int64_t f = 0; f < of; ++f)
-                    for (int64_t r = 0; r < keep_h; ++r)
-                        for (int64_t col = 0; col < keep_w; ++col) {
-                            auto at = [&](const Tensor& tt, int64_t rr, int64_t cc) {
-                                return tt.data_as<
-                                    const float>()[((ch * of + f) * tt.dim(2) + rr) * tt.dim(3) + cc];
-                            };
-                            float v = at(cur, r, col);
-                            if (r < ey) {
-                                const float wb = static_cast<float>(r) / static_cast<float>(ey);
-                                v = at(*up, up->dim(2) - ey + r, col) * (1.0f - wb) + v * wb;
-                            }
-                            if (col < ex) {
-                                const float wb = static_cast<float>(col) / static_cast<float>(ex);
-                                v = at(*left, r, left->dim(3) - ex + col) * (1.0f - wb) + v * wb;
-                            }
-                            dst[((ch * of + f) * height + ty.starts[i] + r) * width + tx.starts[j] + col] = v;
-                        }
+            const float* cp = cur.data_as<const float>();
+            const float* upp = up ? up->data_as<const float>() : nullptr;
+            const float* lp = left ? left->data_as<const float>() : nullptr;
+            const int64_t uh = up ? up->dim(2) : 0, uw = up ? up->dim(3) : 0;
+            const int64_t lh = left ? left->dim(2) : 0, lw = left ? left->dim(3) : 0;
+            const int64_t planes = oc * of;
+            // Every output row is independent: the same per-pixel expressions as the scalar reference.
+#pragma omp parallel for schedule(static) if (planes * keep_h * keep_w > (1 << 16))
+            for (int64_t pr = 0; pr < planes * keep_h; ++pr) {
+                const int64_t plane = pr / keep_h, r = pr % keep_h;
+                const float* crow = cp + (plane * th + r) * tw;
+                const float* urow = r < ey ? upp + (plane * uh + uh - ey + r) * uw : nullptr;
+                const float* lrow = ex > 0 ? lp + (plane * lh + r) * lw + lw - ex : nullptr;
+                const float wy = r < ey ? static_cast<float>(r) / static_cast<float>(ey) : 1.0f;
+                float* orow = dst + (plane * height + ty.starts[i] + r) * width + tx.starts[j];
+                for (int64_t col = 0; col < keep_w; ++col) {
+                    float v = crow[col];
+                    if (urow) v = urow[col] * (1.0f - wy) + v * wy;
+                    if (col < ex) {
+                        const float wb = static_cast<float>(col) / static_cast<float>(ex);
+                        v = lrow[col] * (1.0f - wb) + v * wb;
+                    }
+                    orow[col] = v;
+                }
+            }
         }
+    mark(ctx, "host_stitch");
     return out;
 }
 
 // frames [a0, a1) of src [C, F, H, W] appended to the list of frame slices (copied).
 Tensor frame_range(const Tensor& src, int64_t a0, int64_t a1) {
     const int64_t ch = src.dim(0), f = src.dim(1), hw = src.dim(2) * src.dim(3);
-    Tensor out = Tensor::host(Shape{ch, a1 - a0, src.dim(2), src.dim(3)}, DType::kF32);
-    for (int64_t c = 0; c < ch; ++c)
-        std::memcpy(out.data_as<float>() + c * (a1 - a0) * hw, src.data_as<const float>() + (c * f + a0) * hw,
-                    static_cast<size_t>((a1 - a0) * hw) * sizeof(float));
+    const int64_t nf = a1 - a0;
+    Tensor out = Tensor::host(Shape{ch, nf, src.dim(2), src.dim(3)}, DType::kF32);
+#pragma omp parallel for schedule(static) if (ch * nf * hw > (1 << 16))
+    for (int64_t cf = 0; cf < ch * nf; ++cf) {
+        const int64_t c = cf / nf, k = cf % nf;
+        std::memcpy(out.data_as<float>() + (c * nf + k) * hw,
+                    src.data_as<const float>() + (c * f + a0 + k) * hw,
+                    static_cast<size_t>(hw) * sizeof(float));
+    }
     return out;
 }
 
@@ -297,6 +459,7 @@ Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae,
     if (opt.tiling && (opt.tile % c.patch || opt.min_overlap % c.patch || opt.min_overlap >= opt.tile))
         return invalid_argument("decode_video: tile and overlap must be multiples of the patch size " +
                                 std::to_string(c.patch) + " with overlap < tile");
+    mark(ctx, nullptr);
     H3_ASSIGN_OR_RETURN(Tensor lat, to_host(ctx, latents));
     H3_ASSIGN_OR_RETURN(lat, lat.contiguous());
     H3_ASSIGN_OR_RETURN(lat, lat.to_dtype(DType::kF32));
@@ -335,15 +498,16 @@ Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae,
                 if (overlap.defined()) {
                     const int64_t e =
                         std::min({overlap.dim(1), chunk.dim(1), static_cast<int64_t>(plan.frame_overlap)});
-                    const int64_t fhw = chunk.dim(2) * chunk.dim(3);
-                    for (int64_t ch = 0; ch < chunk.dim(0); ++ch)
-                        for (int64_t k = 0; k < e; ++k) {
-                            const float wb = static_cast<float>(k) / static_cast<float>(e);
-                            const float* a = overlap.data_as<const float>() +
-                                             (ch * overlap.dim(1) + overlap.dim(1) - e + k) * fhw;
-                            float* b = chunk.data_as<float>() + (ch * chunk.dim(1) + k) * fhw;
-                            for (int64_t i = 0; i < fhw; ++i) b[i] = a[i] * (1.0f - wb) + b[i] * wb;
-                        }
+                    const int64_t fhw = chunk.dim(2) * chunk.dim(3), nch = chunk.dim(0);
+#pragma omp parallel for schedule(static) if (nch * e * fhw > (1 << 16))
+                    for (int64_t ck = 0; ck < nch * e; ++ck) {
+                        const int64_t ch = ck / e, k = ck % e;
+                        const float wb = static_cast<float>(k) / static_cast<float>(e);
+                        const float* a = overlap.data_as<const float>() +
+                                         (ch * overlap.dim(1) + overlap.dim(1) - e + k) * fhw;
+                        float* b = chunk.data_as<float>() + (ch * chunk.dim(1) + k) * fhw;
+                        for (int64_t i = 0; i < fhw; ++i) b[i] = a[i] * (1.0f - wb) + b[i] * wb;
+                    }
                 }
                 pieces.push_back(chunk);
             } else {
@@ -361,12 +525,17 @@ Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae,
     for (const Tensor& pc : pieces) {
         const int64_t n = std::min(pc.dim(1), total - f0);
         if (n <= 0) break;
-        for (int64_t ch = 0; ch < oc; ++ch)
-            std::memcpy(out.data_as<float>() + (ch * total + f0) * fhw,
-                        pc.data_as<const float>() + ch * pc.dim(1) * fhw,
-                        static_cast<size_t>(n * fhw) * sizeof(float));
+#pragma omp parallel for schedule(static) if (oc * n * fhw > (1 << 16))
+        for (int64_t ck = 0; ck < oc * n; ++ck) {
+            const int64_t ch = ck / n, k = ck % n;
+            std::memcpy(out.data_as<float>() + (ch * total + f0 + k) * fhw,
+                        pc.data_as<const float>() + (ch * pc.dim(1) + k) * fhw,
+                        static_cast<size_t>(fhw) * sizeof(float));
+        }
         f0 += n;
     }
+    mark(ctx, "host_assemble");
+    print_profile();
     return out;
 }
 
