@@ -1,11 +1,14 @@
 // h3-engine generate --model DIR (--prompt TEXT | --prompt-embeds FILE | --random-prompt-embeds L)
 //   [--seconds S | --frames F] [--size WxH | --aspect W:H] [--steps N] [--seed N] [--device cpu|cuda]
 //   [--dtype bf16|fp32] [--save-latents FILE] [--output PATH] [--progress bar|json|none]
+//   [--cache SPEC | --quality lossless|high] [--metrics FILE]
+#include "cache/step_cache.h"
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
 #include "core/torch_generator.h"
 #include "io/checkpoint.h"
+#include "io/json_file.h"
 #include "io/safetensors.h"
 #include "model/dit/dit_model.h"
 #include "pipeline/conditioner.h"
@@ -77,7 +80,7 @@ void print_bar(const pipeline::StepProgress& p) {
 Command make_generate_command() {
     struct Options {
         std::string model, prompt, prompt_embeds, size, aspect, device = "cpu", dtype = "bf16", save_latents,
-                                                                output, progress;
+                                                                output, progress, cache, quality, metrics;
         int random_prompt_embeds = 0, steps = 50, frames = 0;
         double seconds = 0;
         uint64_t seed = 0;
@@ -125,6 +128,15 @@ Command make_generate_command() {
         o->sub->add_option("--output", o->output, "media file to write (needs the VAE decoders)");
         o->sub->add_option("--progress", o->progress, "bar | json | none (default: bar on a terminal)")
             ->check(CLI::IsMember({"bar", "json", "none"}));
+        o->sub->add_option(
+            "--cache", o->cache,
+            "step cache: none | teacache[:thresh=0.17,coeffs=a/b/c/d/e] | "
+            "dbcache[:Fn=1,Bn=0,rdt=0.04,warmup=4,mc=1,taylorseer=1,scm=fast] | "
+            "velocity[:start=0.2,end=0.8,refresh_interval=2,max_reuse=1,threshold=T]; any takes "
+            "refresh=K,refresh_policy=once|repeat");
+        o->sub->add_option("--quality", o->quality,
+                           "lossless (no cache, default) | high (DBCache F1B0 R0.04)");
+        o->sub->add_option("--metrics", o->metrics, "JSON file for the work counters (per step and totals)");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
@@ -162,6 +174,15 @@ Command make_generate_command() {
             return report(
                 invalid_argument("nothing to write: give --save-latents FILE and/or --output PATH"));
         const std::string progress = !o->progress.empty() ? o->progress : (isatty(2) ? "bar" : "none");
+        if (!o->cache.empty() && !o->quality.empty())
+            return report(invalid_argument("give --cache or --quality, not both (one cache per request)"));
+        {
+            auto spec = !o->cache.empty()     ? cache::parse_cache_spec(o->cache)
+                        : !o->quality.empty() ? cache::quality_preset(o->quality)
+                                              : Result<cache::CacheSpec>(cache::CacheSpec{});
+            if (!spec.ok()) return report(spec.status());
+            rq.cache = *spec;
+        }
 
         // ---- checkpoint, conditioner, model
         auto dir = io::discover_checkpoint(o->model);
@@ -171,6 +192,13 @@ Command make_generate_command() {
         auto ckpt = model::open_dit_checkpoint(o->model);
         if (!ckpt.ok()) return report(ckpt.status());
         const int text_dim = ckpt->config.text_dim;
+        { // the cache against this checkpoint and schedule, before any weight is loaded
+            cache::StepCacheSetup cs{.steps = rq.steps - 1,
+                                     .num_layers = ckpt->config.num_layers,
+                                     .teacache_coefficients = cache::teacache_coefficients_for(ckpt->config)};
+            auto probe = cache::make_step_cache(rq.cache, cs);
+            if (!probe.ok()) return report(probe.status());
+        }
         auto session = DeviceSession::open(o->device);
         if (!session.ok()) return report(session.status());
         const ops::Context& ctx = (*session)->context();
@@ -209,10 +237,11 @@ Command make_generate_command() {
                                                                  : model::DitPrecision::kBf16};
         auto m = model::DitModel::load(*ckpt, lo, ctx);
         if (!m.ok()) return report(m.status());
-        std::fprintf(stderr, "generate: %s, %d steps (%d forwards), seed %llu, shifts %g/%g, %s %s\n",
+        std::fprintf(stderr,
+                     "generate: %s, %d steps (%d forwards), seed %llu, shifts %g/%g, %s %s, cache %s\n",
                      geometry->describe().c_str(), rq.steps, rq.steps - 1,
                      static_cast<unsigned long long>(rq.seed), rq.video_shift, rq.audio_shift,
-                     ctx.device.to_string().c_str(), o->dtype.c_str());
+                     ctx.device.to_string().c_str(), o->dtype.c_str(), rq.cache.describe().c_str());
 
         // ---- denoise (Ctrl-C cancels between steps and between blocks)
         pipeline::DenoiseOptions dopt;
@@ -267,6 +296,13 @@ Command make_generate_command() {
                 d->frames, d->width, d->height, static_cast<long long>(d->audio_samples),
                 d->video_decode_seconds, d->audio_decode_seconds);
         }
+        if (!o->metrics.empty()) {
+            nlohmann::json mj = out->work.to_json();
+            mj["device"] = ctx.device.to_string();
+            mj["dtype"] = o->dtype;
+            if (Status w = io::write_json_file(o->metrics, mj); !w.ok()) return report(w);
+        }
+        std::fprintf(stderr, "generate: %s\n", out->work.summary().c_str());
         double total = 0;
         for (double s : out->step_seconds) total += s;
         if (progress == "json")

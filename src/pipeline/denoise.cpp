@@ -1,5 +1,7 @@
 #include "pipeline/denoise.h"
 
+#include "cache/step_cache.h"
+
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -62,6 +64,13 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
                                      sched.audio.timesteps[static_cast<size_t>(i)]));
         all_t.insert(plan.back().timesteps.begin(), plan.back().timesteps.end());
     }
+    // The request's cache state lives in this frame: released on every return path.
+    cache::StepCacheSetup cs{.steps = steps,
+                             .num_layers = cfg.num_layers,
+                             .rows = L.rows,
+                             .teacache_coefficients = cache::teacache_coefficients_for(cfg)};
+    H3_ASSIGN_OR_RETURN(std::unique_ptr<cache::StepCache> step_cache, cache::make_step_cache(o.cache, cs));
+    const double flops_per_block = cache::block_flops(cfg, L.rows);
     model::DitForwardOptions fo;
     fo.cancel = o.cancel;
     fo.ffn_chunk_bytes = o.ffn_chunk_bytes;
@@ -75,6 +84,8 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
 
     DenoiseResult res;
     res.setup_seconds = since(t_setup);
+    res.work.cache = o.cache.describe();
+    res.work.setup_seconds = res.setup_seconds;
     const auto t_loop = Clock::now();
     float* video = packed.video.data_as<float>() + L.condition_rows * cfg.video_patch_dim();
     float* audio = packed.audio.data_as<float>();
@@ -85,9 +96,20 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
         const auto t_step = Clock::now();
         packed.timesteps = plan[static_cast<size_t>(i)].timesteps;
         packed.timestep_indices = plan[static_cast<size_t>(i)].indices;
-        auto out = model.forward(packed, &tables, fo, &state);
-        if (!out.ok())
-            return out.status().with_context("step " + std::to_string(i + 1) + "/" + std::to_string(steps));
+        const cache::StepPlan plan_i = step_cache ? step_cache->begin_step(i) : cache::StepPlan{};
+        model::DitOutputs fresh;
+        const model::DitOutputs* out = &fresh;
+        if (plan_i.reuse_output) {
+            out = &step_cache->reused_outputs(); // velocity reuse: no DiT call
+        } else {
+            fo.schedule = plan_i.schedule;
+            auto r = model.forward(packed, &tables, fo, &state);
+            if (!r.ok())
+                return r.status().with_context("step " + std::to_string(i + 1) + "/" + std::to_string(steps));
+            fresh = std::move(r).value();
+            if (step_cache) H3_TRY(step_cache->end_step(i, fresh));
+        }
+        // Each stream moves with its own Δσ, reused velocities included.
         const size_t vi = static_cast<size_t>(i);
         const float* v = out->sample.data_as<float>() + L.condition_rows * cfg.video_patch_dim();
         euler_update(video, v, static_cast<size_t>(L.video_rows * cfg.video_patch_dim()),
@@ -95,6 +117,16 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
         euler_update(audio, out->audio_sample.data_as<float>(), static_cast<size_t>(packed.audio.numel()),
                      sched.audio.timesteps[vi], sched.audio.sigmas[vi], sched.audio.sigmas[vi + 1]);
         res.step_seconds.push_back(since(t_step));
+        cache::StepRecord rec;
+        if (step_cache) {
+            rec = step_cache->record();
+        } else {
+            rec.step = i;
+            rec.blocks_executed = cfg.num_layers;
+        }
+        rec.seconds = res.step_seconds.back();
+        rec.useful_flops = rec.blocks_executed * flops_per_block;
+        res.work.steps.push_back(rec);
         if (o.progress) {
             StepProgress p;
             p.step = i + 1;

@@ -3,6 +3,8 @@
 // callback, cancellation between steps and between blocks, and per-step timings.
 #pragma once
 
+#include "cache/cache_spec.h"
+#include "cache/work.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "model/dit/dit_model.h"
@@ -28,6 +30,7 @@ struct DenoiseOptions {
     const std::atomic<bool>* cancel = nullptr;         // checked between steps and between DiT blocks
     size_t ffn_chunk_bytes = 512ull << 20;
     model::IntermediateHook hook; // forwarded to every forward (parity work)
+    cache::CacheSpec cache;       // the request's step cache (default none: no probe, no extra memory)
 };
 
 // What the loop works on. Conditioning rows lead the video rows (layout.condition_rows of them).
@@ -43,6 +46,7 @@ struct DenoiseResult {
     Tensor audio_rows; // [2A, 32] f32 host
     std::vector<double> step_seconds;
     double setup_seconds = 0; // AdaLN tables + refiner/RoPE preparation
+    cache::WorkReport work;   // per-step blocks run/skipped, cache hits, useful FLOPs
 };
 
 // Everything the loop allocates (packed inputs, AdaLN tables, request state) lives in this call's frame

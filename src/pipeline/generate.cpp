@@ -53,7 +53,9 @@ Result<GenerationOutput> generate_latents(const model::DitModel& model, const Co
         di.video_rows = init.video_rows;
     }
     di.audio_rows = init.audio_rows;
-    H3_ASSIGN_OR_RETURN(DenoiseResult dr, run_denoise(model, di, schedule, options));
+    DenoiseOptions dopt = options;
+    if (rq.cache.kind != cache::CacheKind::kNone) dopt.cache = rq.cache; // the request's cache wins
+    H3_ASSIGN_OR_RETURN(DenoiseResult dr, run_denoise(model, di, schedule, dopt));
 
     GenerationOutput out;
     out.geometry = geometry;
@@ -64,6 +66,7 @@ Result<GenerationOutput> generate_latents(const model::DitModel& model, const Co
     out.audio_latents = rows_to_audio(dr.audio_rows, geometry.audio_latents);
     out.step_seconds = std::move(dr.step_seconds);
     out.setup_seconds = dr.setup_seconds;
+    out.work = std::move(dr.work);
     return out;
 }
 

@@ -27,6 +27,7 @@ struct GenerationRequest {
     std::optional<Tensor> video_noise; // [1, 24, T, h, w] instead of the seeded draw
     std::optional<Tensor> audio_noise; // [2, 32, A]
     TorchNormalKernel noise_kernel = TorchNormalKernel::kAvx2;
+    cache::CacheSpec cache; // step cache policy (none = lossless)
 };
 
 struct GenerationOutput {
@@ -35,6 +36,7 @@ struct GenerationOutput {
     Tensor audio_noise, audio_latents; // [2, 32, A] f32
     std::vector<double> step_seconds;
     double setup_seconds = 0;
+    cache::WorkReport work;
 };
 
 // Checks the request (geometry, steps, shifts, conditioning width and tags) before any heavy work.

@@ -278,6 +278,16 @@ Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowT
     return ok_status();
 }
 
+Status DitModel::modulated_input(int index, const Tensor& h, const Tensor& table, const RowTables& rows,
+                                 Tensor& out) const {
+    const DitBlockWeights& w = weights_.blocks[static_cast<size_t>(index)];
+    const int64_t D = config_.hidden_size;
+    ops::RmsNormParams np{.eps = static_cast<float>(config_.norm_eps)};
+    ops::ModulateParams mp{.round_intermediate = act_dtype() != DType::kF32};
+    return ops::rms_norm_modulate(ctx_, np, mp, h, w.norm1, table.slice(1, 0, D), table.slice(1, D, 2 * D),
+                                  rows.adaln_row, out);
+}
+
 Result<DitRequestState> DitModel::prepare_request(const DitPackedInputs& in,
                                                   const DitForwardOptions& o) const {
     DitRequestState st;
@@ -344,9 +354,22 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     // 2. Blocks, sharing one set of scratch buffers.
     {
         H3_ASSIGN_OR_RETURN(DitScratch scratch, make_scratch(S, o.ffn_chunk_bytes));
+        const BlockScheduleContext sctx{
+            .model = this, .tables = tables_in, .rows = &rows, .scratch = &scratch};
         for (int b = 0; b < c.num_layers; ++b) {
+            if (o.schedule) {
+                H3_ASSIGN_OR_RETURN(int next, o.schedule->at_block(sctx, b, h));
+                H3_CHECK(next >= b && next <= c.num_layers,
+                         "block schedule jumped from " << b << " to " << next);
+                if (next == c.num_layers) break;
+                b = next;
+            }
             if (is_cancelled(o)) return cancelled("DiT forward cancelled before block " + std::to_string(b));
             H3_TRY(run_block(b, h, tables_in->blocks[static_cast<size_t>(b)], rows, o, scratch));
+            if (o.schedule && b + 1 == c.num_layers) {
+                H3_ASSIGN_OR_RETURN(int end, o.schedule->at_block(sctx, c.num_layers, h));
+                H3_CHECK(end == c.num_layers, "block schedule must end the loop after the last block");
+            }
         }
     }
 

@@ -37,8 +37,11 @@ struct AdalnTables {
     int find(float t) const;
 };
 
+class BlockSchedule;
+
 struct DitForwardOptions {
     IntermediateHook hook;
+    BlockSchedule* schedule = nullptr; // step caches (src/cache); null: every block runs, nothing probed
     const std::atomic<bool>* cancel = nullptr; // checked between blocks
     size_t ffn_chunk_bytes = 512ull << 20;     // budget for the [rows, 2·ffn] + [rows, ffn] intermediates
 };
@@ -98,6 +101,10 @@ public:
     Result<DitScratch> make_scratch(int64_t rows, size_t ffn_chunk_bytes) const;
     Status run_block(int index, Tensor& h, const Tensor& block_table, const RowTables& rows,
                      const DitForwardOptions& options, DitScratch& scratch) const;
+    // The first op of block `index`: RMSNorm(h)·(1 + scale_msa) + shift_msa into `out` [S, hidden] (the
+    // TeaCache probe).
+    Status modulated_input(int index, const Tensor& h, const Tensor& block_table, const RowTables& rows,
+                           Tensor& out) const;
 
 private:
     Result<Tensor> refine_text(const DitPackedInputs& in, const DitForwardOptions& options) const;
@@ -111,6 +118,22 @@ private:
     DitWeights weights_;
     DitPrecision precision_;
     ops::Context ctx_;
+};
+
+// Lets a step cache steer one forward's block loop. `at_block(b)` is called before block b runs and once
+// more after the last block (b = num_layers); it may change h in place (add a cached residual) and returns
+// the next block to run: b runs it, a larger index skips the blocks in between (that block then runs without
+// another call), num_layers ends the loop. It is never called for a block it skipped to.
+struct BlockScheduleContext {
+    const DitModel* model = nullptr;
+    const AdalnTables* tables = nullptr;
+    const DitModel::RowTables* rows = nullptr;
+    DitScratch* scratch = nullptr;
+};
+class BlockSchedule {
+public:
+    virtual ~BlockSchedule() = default;
+    virtual Result<int> at_block(const BlockScheduleContext& ctx, int b, Tensor& h) = 0;
 };
 
 // RoPE cos/sin [S, 6·rope_freq_dim] (f32, host) from positions [S·3] (spec §5.3).

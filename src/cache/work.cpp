@@ -1,0 +1,100 @@
+#include "cache/work.h"
+
+#include <cstdio>
+
+namespace h3::cache {
+
+double block_flops(const model::DitConfig& c, int64_t rows) {
+    const double S = static_cast<double>(rows), D = c.hidden_size, I = c.inner_dim(), F = c.ffn_dim;
+    const double params = 4.0 * D * I + 3.0 * D * F;
+    return 2.0 * S * params + 4.0 * S * S * I;
+}
+
+int WorkReport::dit_calls() const {
+    int n = 0;
+    for (const auto& s : steps) n += s.dit_call;
+    return n;
+}
+int WorkReport::cache_hits() const {
+    int n = 0;
+    for (const auto& s : steps) n += s.cache_hit;
+    return n;
+}
+int64_t WorkReport::blocks_executed() const {
+    int64_t n = 0;
+    for (const auto& s : steps) n += s.blocks_executed;
+    return n;
+}
+int64_t WorkReport::blocks_skipped() const {
+    int64_t n = 0;
+    for (const auto& s : steps) n += s.blocks_skipped;
+    return n;
+}
+double WorkReport::useful_flops() const {
+    double f = 0;
+    for (const auto& s : steps) f += s.useful_flops;
+    return f;
+}
+double WorkReport::seconds() const {
+    double t = 0;
+    for (const auto& s : steps) t += s.seconds;
+    return t;
+}
+double WorkReport::useful_tflops_per_s() const {
+    const double t = seconds();
+    return t > 0 ? useful_flops() / t / 1e12 : 0.0;
+}
+
+nlohmann::json WorkReport::to_json() const {
+    nlohmann::json j;
+    j["cache"] = cache;
+    j["steps"] = steps.size();
+    j["dit_calls"] = dit_calls();
+    j["cache_hits"] = cache_hits();
+    j["blocks_executed"] = blocks_executed();
+    j["blocks_skipped"] = blocks_skipped();
+    j["useful_flops"] = useful_flops();
+    j["useful_tflops_per_s"] = useful_tflops_per_s();
+    j["denoise_seconds"] = seconds();
+    j["setup_seconds"] = setup_seconds;
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& s : steps) {
+        list.push_back({{"step", s.step},
+                        {"dit_call", s.dit_call},
+                        {"cache_hit", s.cache_hit},
+                        {"refreshed", s.refreshed},
+                        {"blocks_executed", s.blocks_executed},
+                        {"blocks_skipped", s.blocks_skipped},
+                        {"probe_elements", s.probe_elements},
+                        {"diff", s.diff},
+                        {"reason", s.reason},
+                        {"seconds", s.seconds},
+                        {"useful_flops", s.useful_flops}});
+    }
+    j["per_step"] = list;
+    return j;
+}
+
+namespace {
+std::string grouped(int64_t v) {
+    std::string s = std::to_string(v), out;
+    int n = 0;
+    for (auto it = s.rbegin(); it != s.rend(); ++it) {
+        if (n && n % 3 == 0 && *it != '-') out.insert(out.begin(), ',');
+        out.insert(out.begin(), *it);
+        ++n;
+    }
+    return out;
+}
+} // namespace
+
+std::string WorkReport::summary() const {
+    char tf[64];
+    const double t = useful_tflops_per_s();
+    std::snprintf(tf, sizeof tf, t >= 10 ? "%.0f" : (t >= 0.01 ? "%.2f" : "%.2e"), t);
+    return "steps " + std::to_string(steps.size()) + ", DiT calls " + std::to_string(dit_calls()) +
+           ", cache hits " + std::to_string(cache_hits()) + ", blocks run " + grouped(blocks_executed()) +
+           "/" + grouped(blocks_executed() + blocks_skipped()) + ", " + tf + " TFLOP/s";
+}
+
+} // namespace h3::cache

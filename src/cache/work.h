@@ -1,0 +1,49 @@
+// Work accounting of one request: per step what ran (blocks, hits, probes, seconds) and the totals of
+// useful work — executed GEMM and attention FLOPs only (h3-model.md §14); skipped blocks and probes do
+// not count.
+#pragma once
+
+#include "model/dit/dit_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace h3::cache {
+
+struct StepRecord {
+    int step = 0;
+    bool dit_call = true;
+    bool cache_hit = false;
+    bool refreshed = false; // a refresh hint reset the cache before this step
+    int blocks_executed = 0;
+    int blocks_skipped = 0;
+    int64_t probe_elements = 0; // elements read by the decision (relL1 inputs, probe modulation)
+    double diff = -1;           // the decision's distance, −1 when none was computed
+    std::string reason;         // why the policy decided so ("warmup", "similar", "window", ...)
+    double seconds = 0;
+    double useful_flops = 0;
+};
+
+// GEMM (2·S·P_blk, P_blk = 4·D·I + 3·D·F) and attention (4·S²·I) FLOPs of one DiT block over S rows.
+double block_flops(const model::DitConfig& config, int64_t rows);
+
+struct WorkReport {
+    std::string cache = "none";
+    std::vector<StepRecord> steps;
+    double setup_seconds = 0;
+
+    int dit_calls() const;
+    int cache_hits() const;
+    int64_t blocks_executed() const;
+    int64_t blocks_skipped() const;
+    double useful_flops() const;
+    double seconds() const;
+    double useful_tflops_per_s() const;
+    nlohmann::json to_json() const;
+    // "steps 49, DiT calls 34, cache hits 15, blocks run 1,722/2,450, 512 TFLOP/s"
+    std::string summary() const;
+};
+
+} // namespace h3::cache
