@@ -72,9 +72,9 @@ inline Status internal_error(std::string m) {
 template <typename T> class [[nodiscard]] Result {
 public:
     Result(T value) : value_(std::move(value)) {}
-    Result(Status status) : status_(std::move(status)) {
-        if (status_.ok()) status_ = internal_error("Result constructed from an OK status without a value");
-    }
+    Result(Status status)
+        : status_(status.ok() ? internal_error("Result constructed from an OK status without a value")
+                              : std::move(status)) {}
 
     bool ok() const { return value_.has_value(); }
     const Status& status() const { return status_; }
