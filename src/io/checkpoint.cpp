@@ -3,6 +3,7 @@
 #include "io/json_file.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <system_error>
@@ -409,6 +410,29 @@ Result<CheckpointDir> discover_checkpoint(const std::string& root_str) {
         "or Ref2VA/model_index.json (original), or config.json with *.safetensors (a component "
         "folder)" +
         found);
+}
+
+Status write_sharded_safetensors(const std::string& dir, const std::string& stem,
+                                 const std::vector<NamedTensor>& tensors, int shards) {
+    shards = std::max(shards, 1);
+    nlohmann::json weight_map = nlohmann::json::object();
+    uint64_t total = 0;
+    const size_t per = (tensors.size() + static_cast<size_t>(shards) - 1) / static_cast<size_t>(shards);
+    for (int s = 0; s < shards; ++s) {
+        char file[256];
+        std::snprintf(file, sizeof(file), "%s-%05d-of-%05d.safetensors", stem.c_str(), s + 1, shards);
+        const size_t begin = std::min(tensors.size(), static_cast<size_t>(s) * per);
+        const size_t end = std::min(tensors.size(), begin + per);
+        std::vector<NamedTensor> part(tensors.begin() + static_cast<std::ptrdiff_t>(begin),
+                                      tensors.begin() + static_cast<std::ptrdiff_t>(end));
+        for (const auto& t : part) {
+            weight_map[t.name] = file;
+            total += t.tensor.nbytes();
+        }
+        H3_TRY(write_safetensors((std::filesystem::path(dir) / file).string(), part, {{"format", "pt"}}));
+    }
+    nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    return write_json_file((std::filesystem::path(dir) / (stem + ".safetensors.index.json")).string(), index);
 }
 
 } // namespace h3::io

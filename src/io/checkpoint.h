@@ -37,6 +37,11 @@ private:
     std::map<std::string, size_t> where_; // tensor -> shard index
 };
 
+// Writes `tensors` (in order) as `shards` files `<stem>-0000i-of-0000n.safetensors` in `dir` plus
+// `<stem>.safetensors.index.json` (weight_map + metadata.total_size), the official sharded layout.
+Status write_sharded_safetensors(const std::string& dir, const std::string& stem,
+                                 const std::vector<NamedTensor>& tensors, int shards);
+
 enum class CheckpointLayout { kDiffusers, kOriginal, kComponent };
 
 // One model component found in a checkpoint directory.

@@ -2,6 +2,7 @@
 #include "model/tiny/tiny_text.h"
 #include "model/tiny/tiny_vae.h"
 
+#include "io/checkpoint.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "model/dit/dit_tensors.h"
@@ -25,33 +26,6 @@ Status make_dirs(const fs::path& p) {
     fs::create_directories(p, ec);
     if (ec) return io_error("cannot create directory " + p.string() + ": " + ec.message());
     return ok_status();
-}
-
-std::string shard_name(const char* stem, int i, int n) {
-    char buf[96];
-    std::snprintf(buf, sizeof(buf), "%s-%05d-of-%05d.safetensors", stem, i, n);
-    return buf;
-}
-
-// Writes `tensors` as `shards` files plus `<index_name>` (weight_map + metadata.total_size).
-Status write_sharded(const fs::path& dir, const char* stem, const std::string& index_name,
-                     const std::vector<io::NamedTensor>& tensors, int shards) {
-    if (shards < 1) shards = 1;
-    nlohmann::json weight_map = nlohmann::json::object();
-    uint64_t total = 0;
-    size_t per = (tensors.size() + static_cast<size_t>(shards) - 1) / static_cast<size_t>(shards);
-    for (int s = 0; s < shards; ++s) {
-        std::vector<io::NamedTensor> part;
-        for (size_t i = static_cast<size_t>(s) * per; i < std::min(tensors.size(), (s + 1) * per); ++i) {
-            part.push_back(tensors[i]);
-            total += tensors[i].tensor.nbytes();
-        }
-        std::string file = shard_name(stem, s + 1, shards);
-        for (const auto& t : part) weight_map[t.name] = file;
-        H3_TRY(io::write_safetensors((dir / file).string(), part, {{"format", "pt"}}));
-    }
-    nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-    return io::write_json_file((dir / index_name).string(), index);
 }
 
 std::vector<io::NamedTensor> diffusers_tensors(const DitConfig& c, uint64_t seed) {
@@ -124,8 +98,8 @@ Status write_diffusers(const TinyCheckpointParams& p, const DitConfig& c) {
         fs::path dir = root / name;
         H3_TRY(make_dirs(dir));
         H3_TRY(io::write_json_file((dir / "config.json").string(), c.to_diffusers_json()));
-        H3_TRY(write_sharded(dir, "diffusion_pytorch_model", "diffusion_pytorch_model.safetensors.index.json",
-                             diffusers_tensors(c, seed), p.shards));
+        H3_TRY(io::write_sharded_safetensors(dir.string(), "diffusion_pytorch_model",
+                                             diffusers_tensors(c, seed), p.shards));
     }
     return ok_status();
 }
@@ -147,8 +121,7 @@ Status write_original(const TinyCheckpointParams& p, const DitConfig& c) {
         H3_TRY(make_dirs(dir));
         H3_TRY(io::write_json_file((root / part / "model_index.json").string(), index));
         H3_TRY(io::write_json_file((dir / "config.json").string(), c.to_original_json()));
-        H3_TRY(
-            write_sharded(dir, "model", "model.safetensors.index.json", original_tensors(c, seed), p.shards));
+        H3_TRY(io::write_sharded_safetensors(dir.string(), "model", original_tensors(c, seed), p.shards));
     }
     return ok_status();
 }

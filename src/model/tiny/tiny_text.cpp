@@ -1,5 +1,6 @@
 #include "model/tiny/tiny_text.h"
 
+#include "io/checkpoint.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "model/text/text_model.h"
@@ -159,21 +160,7 @@ Status write_tiny_text_encoder(const std::string& dir, uint64_t seed) {
         tensors.push_back({name, t});
     }
     std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-    nlohmann::json weight_map = nlohmann::json::object();
-    uint64_t total = 0;
-    const size_t half = (tensors.size() + 1) / 2;
-    for (int shard = 0; shard < 2; ++shard) {
-        const std::string file = "model-0000" + std::to_string(shard + 1) + "-of-00002.safetensors";
-        std::vector<io::NamedTensor> part(tensors.begin() + (shard ? half : 0),
-                                          shard ? tensors.end() : tensors.begin() + half);
-        for (const auto& t : part) {
-            weight_map[t.name] = file;
-            total += t.tensor.nbytes();
-        }
-        H3_TRY(io::write_safetensors((fs::path(dir) / file).string(), part, {{"format", "pt"}}));
-    }
-    return io::write_json_file((fs::path(dir) / "model.safetensors.index.json").string(),
-                               {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}});
+    return io::write_sharded_safetensors(dir, "model", tensors, 2);
 }
 
 Status write_tiny_text(const TinyCheckpointParams& p) {
