@@ -16,6 +16,8 @@
 #include "io/safetensors.h"
 #include "model/text/text_model.h"
 
+#include "golden_compare.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,26 +33,8 @@ std::string golden_dir(const std::string& cfg) {
     return std::string(H3_SOURCE_DIR) + "/tests/data/text/" + cfg;
 }
 
-struct Diff {
-    double max_abs = 0, ref_max = 0, rel_rms = 0;
-};
-
-Diff compare(const Tensor& got, const Tensor& want) {
-    auto g = to_f32_vector(got), w = to_f32_vector(want);
-    EXPECT_EQ(g->size(), w->size());
-    Diff d;
-    double se = 0, sr = 0;
-    for (size_t i = 0; i < std::min(g->size(), w->size()); ++i) {
-        double e = std::fabs(double((*g)[i]) - (*w)[i]);
-        if (!std::isfinite(double((*g)[i]))) e = INFINITY;
-        d.max_abs = std::max(d.max_abs, e);
-        d.ref_max = std::max(d.ref_max, std::fabs(double((*w)[i])));
-        se += e * e;
-        sr += double((*w)[i]) * (*w)[i];
-    }
-    d.rel_rms = sr > 0 ? std::sqrt(se / sr) : std::sqrt(se);
-    return d;
-}
+using testing_support::compare;
+using testing_support::Diff;
 
 std::vector<int32_t> golden_ids(const std::string& cfg) {
     auto f = io::SafetensorsFile::open(golden_dir(cfg) + "/inputs.safetensors");
