@@ -60,6 +60,27 @@ for dt in fp32 bf16; do
   echo "tiny generate cuda vs cpu ($dt):"
   python3 tools/reference/compare_latents.py /tmp/lat_cuda_$dt.safetensors /tmp/lat_cpu_$dt.safetensors
 done
+# step caches on the device: the same decisions (hit pattern) as on the CPU, latents close (fp32)
+CACHES=("dbcache:Fn=1,Bn=0,rdt=0.3,warmup=1,mc=2" "dbcache:Fn=1,Bn=1,rdt=0.3,warmup=1,mc=2,taylorseer=2"
+        "teacache:thresh=0.3,coeffs=0/0/0/1/0" "velocity")
+for i in "${!CACHES[@]}"; do
+  for dev in cpu cuda; do
+    timeout 120 $H3 generate --model /tmp/tiny --random-prompt-embeds 5 --size 64x32 --frames 107 --steps 12 \
+      --seed 3 --device $dev --dtype fp32 --cache "${CACHES[$i]}" --metrics /tmp/cache_${i}_$dev.json \
+      --save-latents /tmp/cache_${i}_$dev.safetensors --progress none > /dev/null 2> "$OUT/cache_${i}_$dev.err" ||
+      { echo "cached generate ${CACHES[$i]} on $dev failed"; tail -3 "$OUT/cache_${i}_$dev.err"; }
+  done
+  echo "cache ${CACHES[$i]}: cpu $(tail -1 "$OUT/cache_${i}_cpu.err" | cut -c1-90)"
+  python3 - /tmp/cache_${i}_cpu.json /tmp/cache_${i}_cuda.json <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+pat = lambda m: "".join("H" if s["cache_hit"] else "." for s in m["per_step"])
+print("  hit pattern cpu", pat(a), "cuda", pat(b), "SAME" if pat(a) == pat(b) else "DIFFERENT")
+print("  diffs cpu ", [round(s["diff"], 5) for s in a["per_step"]])
+print("  diffs cuda", [round(s["diff"], 5) for s in b["per_step"]])
+PY
+  python3 tools/reference/compare_latents.py /tmp/cache_${i}_cuda.safetensors /tmp/cache_${i}_cpu.safetensors
+done
 timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --json > "$OUT/bench_2.json" 2> "$OUT/bench_2.err"
 echo "bench(2 blocks) rc=$?"; cat "$OUT/bench_2.json"; tail -5 "$OUT/bench_2.err"
 ATT=$(python3 -c "import json;print(json.load(open('$OUT/bench_2.json'))['attention_tflops'])" 2>/dev/null || echo 0)
@@ -70,6 +91,21 @@ fi
 echo "== bench generate (full width, random weights, 4 grid points = 3 forwards)"
 timeout 240 $H3 bench generate --random-weights --steps 4 --json > "$OUT/bench_generate.json" 2> "$OUT/bench_generate.err"
 echo "bench generate rc=$?"; cat "$OUT/bench_generate.json"; tail -3 "$OUT/bench_generate.err"
+echo "== bench generate with step caches (lossless first, then each cache; 8 grid points = 7 forwards)"
+timeout 540 $H3 bench generate --random-weights --steps 8 --json \
+  --cache "dbcache:Fn=1,Bn=0,rdt=0.04,warmup=2,mc=1" --cache "dbcache:Fn=1,Bn=0,warmup=1,scm=1101101,scm_policy=static" \
+  --cache "dbcache:Fn=1,Bn=0,warmup=1,scm=1101101,scm_policy=static,taylorseer=1" \
+  --cache "teacache:thresh=0.5" --cache velocity:start=0,end=1 \
+  > "$OUT/bench_generate_cache.json" 2> "$OUT/bench_generate_cache.err"
+echo "bench generate --cache rc=$?"; tail -4 "$OUT/bench_generate_cache.err"
+python3 - "$OUT/bench_generate_cache.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(f"lossless: denoise {j['denoise_seconds']:.2f} s, {j['blocks_executed']} blocks, {j['useful_tflops_per_s']:.1f} TFLOP/s")
+for r in j.get("cached_runs", []):
+    print(f"{r['cache']}: denoise {r['denoise_seconds']:.2f} s (x{r['seconds_ratio']:.3f}), blocks x{r['blocks_executed_ratio']:.3f}, "
+          f"hits {r['cache_hits']}, {r['useful_tflops_per_s']:.1f} TFLOP/s (x{r['tflops_ratio']:.3f}), steps {[round(s, 2) for s in r['step_seconds']]}")
+PY
 echo "== bench text"
 timeout 120 $H3 bench text --random-weights --tokens 537 --json > "$OUT/bench_text.json" 2> "$OUT/bench_text.err"
 echo "bench text rc=$?"; cat "$OUT/bench_text.json"; tail -3 "$OUT/bench_text.err"

@@ -2,6 +2,7 @@
 // the spec parser.
 #include "cache/cache_spec.h"
 #include "cache/rules.h"
+#include "cache/taylorseer.h"
 #include "cache/work.h"
 
 #include <gtest/gtest.h>
@@ -183,37 +184,64 @@ TEST(CacheDbCache, StepMaskDynamicAndStatic) {
     EXPECT_TRUE(st.can_cache(9, big)); // beyond the mask counts as 0
 }
 
+namespace taylor {
+const ops::Context kCpu = ops::Context::cpu();
+Tensor scalar(float y) {
+    return host_tensor_from(std::vector<float>{y, 2 * y}, Shape{2}, DType::kBF16); // any float dtype in
+}
+void update(TaylorSeer& t, float y) {
+    Status s = t.update(kCpu, scalar(y));
+    ASSERT_TRUE(s.ok()) << s.to_string();
+}
+float approximate(const TaylorSeer& t) {
+    Tensor out;
+    Status s = t.approximate(kCpu, out);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    if (!s.ok()) return NAN;
+    EXPECT_EQ(out.dtype(), DType::kF32);
+    EXPECT_EQ(out.data_as<float>()[1], 2 * out.data_as<float>()[0]); // elementwise, every element
+    return out.data_as<float>()[0];
+}
+} // namespace taylor
+
 TEST(CacheTaylorSeer, LinearAndQuadraticExtrapolation) {
+    using taylor::approximate;
+    using taylor::update;
     TaylorSeer t1(1);
+    Tensor out;
+    EXPECT_FALSE(t1.approximate(taylor::kCpu, out).ok()); // nothing to extrapolate from yet
     // steps 0, 1, 2 computed with Y = 1, 3, 5: the derivative appears at step 2 only (current_step > 1).
     for (float y : {1.0f, 3.0f, 5.0f}) {
         t1.mark_step_begin();
-        t1.update({y});
+        update(t1, y);
     }
     EXPECT_EQ(t1.derivatives_available(), 2);
     t1.mark_step_begin(); // step 3 cached: 5 + 2·1
-    EXPECT_FLOAT_EQ(t1.approximate()[0], 7.0f);
+    EXPECT_FLOAT_EQ(approximate(t1), 7.0f);
     t1.mark_step_begin(); // step 4 cached: 5 + 2·2
-    EXPECT_FLOAT_EQ(t1.approximate()[0], 9.0f);
-    t1.update({9.0f}); // step 4 computed after a gap of 2: dY = (9 − 5)/2
+    EXPECT_FLOAT_EQ(approximate(t1), 9.0f);
+    update(t1, 9.0f); // step 4 computed after a gap of 2: dY = (9 − 5)/2
     t1.mark_step_begin();
-    EXPECT_FLOAT_EQ(t1.approximate()[0], 11.0f);
+    EXPECT_FLOAT_EQ(approximate(t1), 11.0f);
+    EXPECT_EQ(t1.bytes(), 4u * 2 * sizeof(float)); // two slots of two sets, reused across steps
     TaylorSeer t0(1);
     t0.mark_step_begin();
-    t0.update({4.0f});
+    update(t0, 4.0f);
     t0.mark_step_begin();
-    t0.update({6.0f}); // step 1: no derivative yet
+    update(t0, 6.0f); // step 1: no derivative yet
     EXPECT_EQ(t0.derivatives_available(), 1);
     t0.mark_step_begin();
-    EXPECT_FLOAT_EQ(t0.approximate()[0], 6.0f);
+    EXPECT_FLOAT_EQ(approximate(t0), 6.0f);
     TaylorSeer t2(2); // Y = s² at steps 0..3 → Y' = 5, Y'' = 2 at step 3
     for (float y : {0.0f, 1.0f, 4.0f, 9.0f}) {
         t2.mark_step_begin();
-        t2.update({y});
+        update(t2, y);
     }
     EXPECT_EQ(t2.derivatives_available(), 3);
     t2.mark_step_begin(); // 9 + 5 + 2/2
-    EXPECT_FLOAT_EQ(t2.approximate()[0], 15.0f);
+    EXPECT_FLOAT_EQ(approximate(t2), 15.0f);
+    t2.reset();
+    EXPECT_FALSE(t2.ready());
 }
 
 TEST(CacheVelocity, WindowPatterns) {

@@ -252,6 +252,71 @@ TEST(Ops, SiluSwigluAdd) {
             }
 }
 
+// The step caches' arithmetic: axpby (bit-exact across backends, in place) and the relative-L1 sums.
+TEST(Ops, AxpbyAndL1Sums) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 900;
+    const std::vector<std::pair<float, float>> coeffs = {
+        {1.0f, 1.0f}, {1.0f, -1.0f}, {0.5f, -0.5f}, {0.3f, 1.7f}};
+    for (auto [r, c] : kEltShapes)
+        for (DType in : kFloats)
+            for (DType out : {in, DType::kF32}) {
+                SCOPED_TRACE(std::to_string(r) + "x" + std::to_string(c) + " " + name(in) + "->" + name(out));
+                Tensor x = rnd({r, c}, in, seed++), z = rnd({r, c}, DType::kF32, seed++);
+                auto xv = values(x), zv = values(z);
+                for (auto [a, b] : coeffs) {
+                    SCOPED_TRACE("axpby " + std::to_string(a) + " " + std::to_string(b));
+                    Tensor y0 = Tensor::host({r, c}, out);
+                    Tensor want_t = clone(y0);
+                    ASSERT_OK(axpby(Context::cpu(), a, x, b, z, want_t));
+                    std::vector<double> want = values(want_t);
+                    if (!on_cuda()) { // the reference itself against the formula, one rounding at the store
+                        for (size_t i = 0; i < xv.size(); ++i) {
+                            const float p = a * static_cast<float>(xv[i]), q = b * static_cast<float>(zv[i]);
+                            const double w = rnd_to(p + q, out);
+                            ASSERT_EQ(want[i], w) << "element " << i;
+                        }
+                    }
+                    Guarded y(y0);
+                    ASSERT_OK(axpby(ctx(), a, dev(x), b, dev(z), y.t));
+                    check_output(y, want, Tol{0, 0}); // no fma anywhere: bit for bit
+                }
+                { // in place: y aliases x
+                    SCOPED_TRACE("axpby in place");
+                    Tensor want_t = clone(x);
+                    ASSERT_OK(axpby(Context::cpu(), 1.0f, want_t, 1.0f, z, want_t));
+                    Guarded y(x);
+                    ASSERT_OK(axpby(ctx(), 1.0f, y.t, 1.0f, dev(z), y.t));
+                    check_output(y, values(want_t), Tol{0, 0});
+                }
+                { // l1 sums against a double loop
+                    SCOPED_TRACE("l1_sums");
+                    double d = 0, m = 0;
+                    for (size_t i = 0; i < xv.size(); ++i) {
+                        d += std::fabs(xv[i] - zv[i]);
+                        m += std::fabs(zv[i]);
+                    }
+                    auto s = l1_sums(ctx(), dev(x), dev(z));
+                    ASSERT_TRUE(s.ok()) << s.status().to_string();
+                    EXPECT_NEAR(s->diff, d, 1e-12 * d);
+                    EXPECT_NEAR(s->ref, m, 1e-12 * m);
+                    auto rel = rel_l1(ctx(), dev(x), dev(z));
+                    ASSERT_TRUE(rel.ok());
+                    EXPECT_NEAR(*rel, d / m, 1e-12);
+                }
+            }
+    Tensor one = rnd({4, 8}, DType::kF32, 7, 1.0f, 2.0f);
+    Tensor zeros_host = Tensor::host({4, 8}, DType::kF32);
+    std::memset(zeros_host.data(), 0, zeros_host.nbytes());
+    Tensor zd = dev(zeros_host);
+    auto r00 = rel_l1(ctx(), zd, zd);
+    ASSERT_TRUE(r00.ok());
+    EXPECT_EQ(*r00, 0.0); // 0/0 → 0
+    auto rx0 = rel_l1(ctx(), dev(one), zd);
+    ASSERT_TRUE(rx0.ok());
+    EXPECT_TRUE(std::isinf(*rx0)); // x/0 → inf
+}
+
 // OCP e4m3fn rounding written independently of core/dtype: saturate at 448, 3 mantissa bits, subnormals
 // below 2^-6, ties to even.
 double naive_e4m3(double v) {

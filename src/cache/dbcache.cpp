@@ -1,8 +1,13 @@
 // Cache-DiT DBCache (caches.md §2.3–§2.8) over H3's single packed stream: the first Fn blocks always run
 // and their residual is the probe; on a hit the middle blocks are skipped and their cached residual (or the
-// TaylorSeer forecast of it) is added; the last Bn blocks always run.
+// TaylorSeer forecast of it) is added; the last Bn blocks always run. Every buffer is an fp32 tensor on the
+// model's device; only the probe distance comes back to the host.
+#include "cache/buffers.h"
 #include "cache/policies.h"
 #include "cache/rules.h"
+#include "cache/taylorseer.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 
 #include <optional>
 
@@ -18,8 +23,8 @@ public:
     }
 
     size_t bytes_held() const override {
-        return (h_in_.size() + h_mid_.size() + fn_buffer_.size() + bn_buffer_.size()) * sizeof(float) +
-               (taylor_ ? taylor_->bytes() : 0);
+        return held_bytes(work_) + held_bytes(h_mid_) + held_bytes(fn_buffer_) + held_bytes(bn_buffer_) +
+               held_bytes(forecast_) + (taylor_ ? taylor_->bytes() : 0);
     }
 
 protected:
@@ -31,59 +36,64 @@ protected:
     }
     void reset() override {
         rule_.reset();
-        h_in_.clear();
-        h_mid_.clear();
-        fn_buffer_.clear();
-        bn_buffer_.clear();
+        have_fn_ = have_bn_ = false;
         if (taylor_) taylor_->reset();
     }
 
 public:
     Result<int> at_block(const model::BlockScheduleContext& ctx, int b, Tensor& h) override {
         const int L = setup_.num_layers, fn = config_.fn_compute_blocks, tail = L - config_.bn_compute_blocks;
-        void* stream = ctx.model->context().stream();
+        const ops::Context& c = ctx.model->context();
         if (b == 0) {
-            H3_ASSIGN_OR_RETURN(h_in_, read_f32(h, stream)); // the Fn input is kept, never overwritten
+            H3_TRY(copy_as_f32(c, h, work_)); // the Fn input
             return 0;
         }
         if (b == fn) {
-            H3_ASSIGN_OR_RETURN(std::vector<float> cur, read_f32(h, stream));
-            std::vector<float> r_fn(cur.size());
-            for (size_t i = 0; i < cur.size(); ++i) r_fn[i] = cur[i] - h_in_[i];
-            h_in_.clear();
+            H3_TRY(ops::axpby(c, 1.0f, h, -1.0f, work_, work_)); // work_ = Fn residual
             if (taylor_) taylor_->mark_step_begin();
+            Status probe = ok_status();
             auto diff = [&]() -> std::optional<double> {
-                if (fn_buffer_.size() != r_fn.size()) return std::nullopt;
-                record_.probe_elements = 2 * static_cast<int64_t>(r_fn.size());
-                return rel_l1(r_fn, fn_buffer_);
+                if (!have_fn_ || !has_shape(fn_buffer_, h.shape())) return std::nullopt;
+                record_.probe_elements = 2 * h.numel();
+                auto d = ops::rel_l1(c, work_, fn_buffer_);
+                if (!d.ok()) {
+                    probe = d.status();
+                    return std::nullopt;
+                }
+                return *d;
             };
-            const bool have_payload = taylor_ ? taylor_->ready() : bn_buffer_.size() == cur.size();
+            const bool have_payload =
+                taylor_ ? taylor_->ready() : have_bn_ && has_shape(bn_buffer_, h.shape());
             const bool cache = rule_.can_cache(step_, diff);
+            H3_TRY(probe);
             record_.diff = rule_.last_diff();
             record_.reason = rule_.reason();
             if (cache && have_payload) {
-                const std::vector<float> add = taylor_ ? taylor_->approximate() : std::vector<float>();
-                const std::vector<float>& r = taylor_ ? add : bn_buffer_;
-                for (size_t i = 0; i < cur.size(); ++i) cur[i] += r[i];
-                H3_TRY(write_f32(h, cur, stream));
+                if (taylor_) {
+                    H3_TRY(taylor_->approximate(c, forecast_));
+                    H3_TRY(ops::axpby(c, 1.0f, h, 1.0f, forecast_, h));
+                } else {
+                    H3_TRY(ops::axpby(c, 1.0f, h, 1.0f, bn_buffer_, h));
+                }
                 hit_ = true;
                 record_.cache_hit = true;
                 record_.blocks_executed = L - (tail - fn);
                 record_.blocks_skipped = tail - fn;
                 return tail;
             }
-            fn_buffer_ = std::move(r_fn); // the reference moves only on computed steps
-            h_mid_ = std::move(cur);
+            std::swap(fn_buffer_, work_); // the reference moves the Fn residual only on computed steps
+            have_fn_ = true;
+            H3_TRY(copy_as_f32(c, h, h_mid_));
             return fn;
         }
         if (b == tail && !hit_) {
-            H3_ASSIGN_OR_RETURN(std::vector<float> out, read_f32(h, stream));
-            for (size_t i = 0; i < out.size(); ++i) out[i] -= h_mid_[i];
-            h_mid_.clear();
-            if (taylor_)
-                taylor_->update(std::move(out));
-            else
-                bn_buffer_ = std::move(out);
+            H3_TRY(ops::axpby(c, 1.0f, h, -1.0f, h_mid_, h_mid_)); // the middle blocks' residual
+            if (taylor_) {
+                H3_TRY(taylor_->update(c, h_mid_));
+            } else {
+                std::swap(bn_buffer_, h_mid_);
+                have_bn_ = true;
+            }
         }
         return b;
     }
@@ -93,8 +103,8 @@ private:
     DbCacheRule rule_;
     std::optional<TaylorSeer> taylor_;
     int step_ = 0;
-    bool hit_ = false;
-    std::vector<float> h_in_, h_mid_, fn_buffer_, bn_buffer_;
+    bool hit_ = false, have_fn_ = false, have_bn_ = false;
+    Tensor work_, h_mid_, fn_buffer_, bn_buffer_, forecast_;
 };
 
 } // namespace

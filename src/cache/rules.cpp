@@ -182,64 +182,6 @@ bool DbCacheRule::can_cache(int step, const std::function<std::optional<double>(
     return *d < thr ? answer(true, "similar") : answer(false, "different");
 }
 
-// ---- TaylorSeer
-
-TaylorSeer::TaylorSeer(int order) : order_(order) {
-    reset();
-}
-
-void TaylorSeer::reset() {
-    current_step_ = -1;
-    last_full_step_ = -1;
-    d_prev_.assign(static_cast<size_t>(order_ + 1), {});
-    d_cur_.assign(static_cast<size_t>(order_ + 1), {});
-}
-
-void TaylorSeer::update(std::vector<float> y) {
-    d_prev_ = std::move(d_cur_);
-    std::vector<std::vector<float>> fresh(static_cast<size_t>(order_ + 1));
-    const double w = current_step_ - last_full_step_;
-    if (!d_prev_[0].empty() && d_prev_[0].size() != y.size()) {
-        d_prev_.assign(static_cast<size_t>(order_ + 1), {}); // shape changed: start afresh
-    }
-    fresh[0] = std::move(y);
-    for (int k = 0; k < order_; ++k) {
-        const auto& prev = d_prev_[static_cast<size_t>(k)];
-        if (prev.empty() || current_step_ <= 1) break;
-        const auto& cur = fresh[static_cast<size_t>(k)];
-        std::vector<float> d(cur.size());
-        for (size_t i = 0; i < cur.size(); ++i) d[i] = static_cast<float>((cur[i] - prev[i]) / w);
-        fresh[static_cast<size_t>(k + 1)] = std::move(d);
-    }
-    d_cur_ = std::move(fresh);
-    last_full_step_ = current_step_;
-}
-
-int TaylorSeer::derivatives_available() const {
-    int n = 0;
-    for (const auto& d : d_cur_)
-        if (!d.empty()) ++n;
-    return n;
-}
-
-std::vector<float> TaylorSeer::approximate() const {
-    const double e = current_step_ - last_full_step_;
-    std::vector<float> out(d_cur_[0].size(), 0.0f);
-    double factor = 1; // e^k / k!
-    for (size_t k = 0; k < d_cur_.size() && !d_cur_[k].empty(); ++k) {
-        if (k > 0) factor *= e / static_cast<double>(k);
-        for (size_t i = 0; i < out.size(); ++i) out[i] += static_cast<float>(d_cur_[k][i] * factor);
-    }
-    return out;
-}
-
-size_t TaylorSeer::bytes() const {
-    size_t b = 0;
-    for (const auto& d : d_prev_) b += d.size() * sizeof(float);
-    for (const auto& d : d_cur_) b += d.size() * sizeof(float);
-    return b;
-}
-
 // ---- velocity reuse
 
 VelocityRule::VelocityRule(const VelocityConfig& c, int steps) : config_(c) {

@@ -1,6 +1,6 @@
 // The decision rules of the step caches, free of tensors so that unit tests can drive them with
-// hand-computed sequences (spec caches.md §1.2 TeaCache, §2.4 DBCache can_cache, §2.7 TaylorSeer,
-// §2.8 SCM, §9.3 velocity reuse).
+// hand-computed sequences (spec caches.md §1.2 TeaCache, §2.4 DBCache can_cache, §2.8 SCM, §9.3 velocity
+// reuse). The TaylorSeer calibrator, which does tensor arithmetic, is in taylorseer.h.
 #pragma once
 
 #include "cache/cache_spec.h"
@@ -61,26 +61,6 @@ private:
     double accumulated_diff_ = 0;
     double last_diff_ = -1;
     std::string reason_;
-};
-
-// Cache-DiT's TaylorSeer calibrator over flat float vectors: backward finite differences of the middle
-// residual at computed steps, Taylor extrapolation at cached ones.
-class TaylorSeer {
-public:
-    explicit TaylorSeer(int order);
-    void mark_step_begin() { ++current_step_; }
-    void update(std::vector<float> y);
-    // Σ_k dY[k]·e^k/k!, e = steps since the last full step.
-    std::vector<float> approximate() const;
-    bool ready() const { return !d_cur_.empty() && !d_cur_[0].empty(); }
-    int derivatives_available() const;
-    size_t bytes() const;
-    void reset();
-
-private:
-    int order_;
-    int current_step_ = -1, last_full_step_ = -1;
-    std::vector<std::vector<float>> d_prev_, d_cur_;
 };
 
 // Velocity reuse window over N forwards: [ceil(start·N), floor(end·N)).

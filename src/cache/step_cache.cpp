@@ -4,8 +4,6 @@
 #include "cache/rules.h"
 
 #include <atomic>
-#include <cmath>
-#include <limits>
 
 namespace h3::cache {
 
@@ -81,29 +79,6 @@ Result<std::unique_ptr<StepCache>> make_step_cache(const CacheSpec& spec, const 
     }
     c->refresh_ = spec.refresh;
     return c;
-}
-
-Result<std::vector<float>> read_f32(const Tensor& t, void* stream) {
-    if (t.device().is_cpu()) return to_f32_vector(t);
-    H3_ASSIGN_OR_RETURN(Tensor host, t.to(Device::cpu(), stream));
-    return to_f32_vector(host);
-}
-
-Status write_f32(Tensor& t, const std::vector<float>& v, void* stream) {
-    if (static_cast<int64_t>(v.size()) != t.numel())
-        return internal_error("cache write: " + std::to_string(v.size()) + " values for " + t.describe());
-    Tensor host = host_tensor_from(v, t.shape(), t.dtype());
-    return t.copy_from(host, stream);
-}
-
-double rel_l1(const std::vector<float>& cur, const std::vector<float>& ref) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < cur.size(); ++i) {
-        num += std::fabs(static_cast<double>(cur[i]) - ref[i]);
-        den += std::fabs(static_cast<double>(ref[i]));
-    }
-    if (den == 0) return num == 0 ? 0.0 : std::numeric_limits<double>::infinity();
-    return num / den;
 }
 
 } // namespace h3::cache

@@ -3,8 +3,8 @@
 // cancellation alike; nothing of it outlives the request. `none` creates no object at all: the denoise
 // loop then installs no block schedule and runs no probe.
 //
-// Residual and probe buffers are kept on the host in fp32 (the arithmetic reads the device stream back);
-// a device-side relL1/axpby op would remove the transfers on CUDA.
+// Residual and probe buffers are fp32 tensors on the model's device (cache/buffers.h); the arithmetic runs
+// as ops (axpby, rel_l1), so on CUDA only the probe's scalar distance crosses to the host.
 #pragma once
 
 #include "cache/cache_spec.h"
@@ -68,11 +68,5 @@ protected:
 // nullptr for `none`. Checks the spec against the setup (refresh hints within the schedule, Fn + Bn below
 // the block count, explicit mask length, TeaCache coefficients available).
 Result<std::unique_ptr<StepCache>> make_step_cache(const CacheSpec& spec, const StepCacheSetup& setup);
-
-// ---- host arithmetic shared by the policies
-Result<std::vector<float>> read_f32(const Tensor& t, void* stream);
-Status write_f32(Tensor& t, const std::vector<float>& values, void* stream);
-// sum|cur − ref| / sum|ref| (= the mean form for equal shapes); 0/0 → 0, x/0 → +inf.
-double rel_l1(const std::vector<float>& cur, const std::vector<float>& ref);
 
 } // namespace h3::cache

@@ -1,7 +1,11 @@
 // TeaCache (caches.md §1): the probe is block 0's modulated input; on a skip the cached residual of the
-// whole block stack is added and no block runs.
+// whole block stack is added and no block runs. Buffers are fp32 tensors on the model's device; only the
+// probe distance comes back to the host.
+#include "cache/buffers.h"
 #include "cache/policies.h"
 #include "cache/rules.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 
 namespace h3::cache {
 
@@ -13,7 +17,7 @@ public:
         : StepCache("teacache", setup), rule_(std::move(coefficients), config.rel_l1_thresh, setup.steps) {}
 
     size_t bytes_held() const override {
-        return (prev_probe_.size() + residual_.size() + h_in_.size()) * sizeof(float);
+        return held_bytes(prev_probe_) + held_bytes(residual_) + held_bytes(h_in_);
     }
 
 protected:
@@ -24,33 +28,32 @@ protected:
     }
     void reset() override {
         rule_.reset();
-        prev_probe_.clear();
-        residual_.clear();
-        h_in_.clear();
+        have_probe_ = have_residual_ = false;
     }
 
 public:
     Result<int> at_block(const model::BlockScheduleContext& ctx, int b, Tensor& h) override {
         const int L = setup_.num_layers;
-        void* stream = ctx.model->context().stream();
+        const ops::Context& c = ctx.model->context();
         if (b == 0) {
             Tensor m = ctx.scratch->x.slice(0, 0, h.dim(0));
             H3_TRY(ctx.model->modulated_input(0, h, ctx.tables->blocks[0], *ctx.rows, m));
-            H3_ASSIGN_OR_RETURN(std::vector<float> probe, read_f32(m, stream));
             std::optional<double> d;
-            if (!prev_probe_.empty() && prev_probe_.size() == probe.size()) d = rel_l1(probe, prev_probe_);
-            record_.probe_elements = 2 * static_cast<int64_t>(probe.size());
+            if (have_probe_ && has_shape(prev_probe_, m.shape())) {
+                H3_ASSIGN_OR_RETURN(d, ops::rel_l1(c, m, prev_probe_));
+            }
+            record_.probe_elements = 2 * m.numel();
             record_.diff = d.value_or(-1);
-            prev_probe_ = std::move(probe); // updated on every call, skipped or not
-            const bool compute = rule_.should_compute(step_, d) || residual_.size() != prev_probe_.size();
+            H3_TRY(copy_as_f32(c, m, prev_probe_)); // updated on every call, skipped or not
+            have_probe_ = true;
+            const bool compute =
+                rule_.should_compute(step_, d) || !have_residual_ || !has_shape(residual_, h.shape());
             if (compute) {
                 record_.reason = d ? "accumulated" : "forced";
-                H3_ASSIGN_OR_RETURN(h_in_, read_f32(h, stream));
+                H3_TRY(copy_as_f32(c, h, h_in_));
                 return 0;
             }
-            H3_ASSIGN_OR_RETURN(std::vector<float> x, read_f32(h, stream));
-            for (size_t i = 0; i < x.size(); ++i) x[i] += residual_[i];
-            H3_TRY(write_f32(h, x, stream));
+            H3_TRY(ops::axpby(c, 1.0f, h, 1.0f, residual_, h));
             record_.cache_hit = true;
             record_.reason = "below_threshold";
             record_.blocks_executed = 0;
@@ -58,9 +61,9 @@ public:
             return L;
         }
         if (b == L) {
-            H3_ASSIGN_OR_RETURN(residual_, read_f32(h, stream));
-            for (size_t i = 0; i < residual_.size(); ++i) residual_[i] -= h_in_[i];
-            h_in_.clear();
+            H3_TRY(ops::axpby(c, 1.0f, h, -1.0f, h_in_, h_in_)); // the whole stack's residual
+            std::swap(residual_, h_in_);
+            have_residual_ = true;
         }
         return b;
     }
@@ -68,7 +71,8 @@ public:
 private:
     TeaCacheRule rule_;
     int step_ = 0;
-    std::vector<float> prev_probe_, residual_, h_in_;
+    bool have_probe_ = false, have_residual_ = false;
+    Tensor prev_probe_, residual_, h_in_;
 };
 
 } // namespace

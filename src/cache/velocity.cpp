@@ -2,6 +2,7 @@
 // replace the DiT call; the denoise loop applies them with this step's per-stream Δσ.
 #include "cache/policies.h"
 #include "cache/rules.h"
+#include "ops/reduce.h"
 
 namespace h3::cache {
 
@@ -22,11 +23,10 @@ public:
     Status end_step(int, const model::DitOutputs& out) override {
         rule_.computed();
         if (threshold_ && prev_.sample.defined()) {
-            H3_ASSIGN_OR_RETURN(std::vector<float> cur, to_f32_vector(out.sample));
-            H3_ASSIGN_OR_RETURN(std::vector<float> ref, to_f32_vector(prev_.sample));
-            drift_ = rel_l1(cur, ref);
+            // The velocities are host fp32 (the DiT's output heads), so this runs the CPU op.
+            H3_ASSIGN_OR_RETURN(drift_, ops::rel_l1(ops::Context::cpu(), out.sample, prev_.sample));
             record_.diff = *drift_;
-            record_.probe_elements = 2 * static_cast<int64_t>(cur.size());
+            record_.probe_elements = 2 * out.sample.numel();
         }
         // Own copies: the loop may reuse its output buffers.
         H3_ASSIGN_OR_RETURN(prev_.sample, out.sample.to_dtype(DType::kF32));

@@ -1,8 +1,12 @@
 // h3-engine bench generate --random-weights [--size WxH] [--frames F] [--text L] [--steps N] [--blocks B]
-//                          [--device cuda] [--dtype bf16|fp32] [--json]
+//                          [--device cuda] [--dtype bf16|fp32] [--cache SPEC ...] [--json]
 // Runs the real sampling loop (layout, seeded noise, AdaLN tables for the whole schedule, request hoisting,
 // N−1 DiT forwards, Euler updates) on a full-width DiT with random weights generated on the device, and
 // reports setup and per-step seconds. This is the full-width random-weight generate run of the pipeline.
+// With --cache, the same request runs lossless first and then once per cache spec (same weights, same
+// noise), and each run's work counters are reported next to the lossless ones: DiT seconds against the
+// fraction of blocks executed, and useful TFLOP/s against the lossless run's.
+#include "cache/cache_spec.h"
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
@@ -26,6 +30,7 @@ Command bench_generate_command() {
         int frames = 124, text = 537, steps = 4, blocks = 0;
         uint64_t seed = 0;
         bool random_weights = false, json = false;
+        std::vector<std::string> caches;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -44,6 +49,9 @@ Command bench_generate_command() {
         o->sub->add_option("--dtype", o->dtype, "bf16 | fp32")
             ->check(CLI::IsMember({"bf16", "fp32"}))
             ->capture_default_str();
+        o->sub->add_option("--cache", o->caches,
+                           "step cache spec (as `generate --cache`) or quality preset name; repeatable. "
+                           "Runs lossless first, then each spec, and compares the work counters");
         o->sub->add_flag("--json", o->json, "JSON output");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
@@ -73,40 +81,84 @@ Command bench_generate_command() {
         for (int64_t i = 0; i < cond.embeddings.numel(); ++i)
             cond.embeddings.data_as<float>()[i] = ops::uniform_value(5, static_cast<uint64_t>(i), 2.0f, 0.0f);
         cond.tags.assign(static_cast<size_t>(o->text), pipeline::kTagText);
+        // Every spec is checked before the weights are made.
+        std::vector<cache::CacheSpec> specs{cache::CacheSpec{}};
+        for (const std::string& text : o->caches) {
+            auto spec = text == "lossless" || text == "high" ? cache::quality_preset(text)
+                                                             : cache::parse_cache_spec(text);
+            if (!spec.ok()) return report(spec.status());
+            specs.push_back(*spec);
+        }
         pipeline::GenerationRequest req;
         req.geometry.width = W;
         req.geometry.height = H;
         req.geometry.frames = o->frames;
         req.steps = o->steps;
         req.seed = o->seed;
-        auto out = pipeline::generate_latents(dit, cond, req);
-        if (!out.ok()) return report(out.status());
-        double mean_step = 0;
-        for (double s : out->step_seconds) mean_step += s;
-        mean_step /= std::max<size_t>(1, out->step_seconds.size());
-        auto finite = to_f32_vector(out->video_latents);
-        bool all_finite = finite.ok();
-        for (float v : *finite) all_finite = all_finite && std::isfinite(v);
-        nlohmann::json j = {
-            {"device", ctx.device.to_string()},
-            {"dtype", o->dtype},
-            {"size", o->size},
-            {"frames", out->geometry.frames},
-            {"blocks", cfg.num_layers},
-            {"steps", o->steps},
-            {"forwards", out->step_seconds.size()},
-            {"setup_seconds", out->setup_seconds},
-            {"step_seconds", out->step_seconds},
-            {"mean_step_seconds", mean_step},
-            {"latents_finite", all_finite},
-            {"video_latents_shape", out->video_latents.shape().to_vector()},
-            {"audio_latents_shape", out->audio_latents.shape().to_vector()},
-            {"peak_device_gib", static_cast<double>(device_memory_stats().peak) / (1ull << 30)}};
+        nlohmann::json runs = nlohmann::json::array();
+        bool all_finite = true;
+        double lossless_dit_seconds = 0, lossless_tflops = 0;
+        int64_t lossless_blocks = 0;
+        for (const cache::CacheSpec& spec : specs) {
+            req.cache = spec;
+            auto out = pipeline::generate_latents(dit, cond, req);
+            if (!out.ok()) return report(out.status());
+            double dit_seconds = 0;
+            for (double s : out->step_seconds) dit_seconds += s;
+            const double mean_step = dit_seconds / std::max<size_t>(1, out->step_seconds.size());
+            auto finite = to_f32_vector(out->video_latents);
+            bool run_finite = finite.ok();
+            for (float v : *finite) run_finite = run_finite && std::isfinite(v);
+            all_finite = all_finite && run_finite;
+            const cache::WorkReport& w = out->work;
+            nlohmann::json r = {{"cache", spec.describe()},
+                                {"forwards", out->step_seconds.size()},
+                                {"setup_seconds", out->setup_seconds},
+                                {"step_seconds", out->step_seconds},
+                                {"mean_step_seconds", mean_step},
+                                {"denoise_seconds", dit_seconds},
+                                {"dit_calls", w.dit_calls()},
+                                {"cache_hits", w.cache_hits()},
+                                {"blocks_executed", w.blocks_executed()},
+                                {"blocks_skipped", w.blocks_skipped()},
+                                {"useful_tflops_per_s", w.useful_tflops_per_s()},
+                                {"latents_finite", run_finite},
+                                {"summary", w.summary()}};
+            if (spec.kind == cache::CacheKind::kNone) {
+                lossless_dit_seconds = dit_seconds;
+                lossless_tflops = w.useful_tflops_per_s();
+                lossless_blocks = w.blocks_executed();
+            } else if (lossless_dit_seconds > 0 && lossless_blocks > 0) {
+                // Time should fall with the executed blocks; useful throughput should hold.
+                const double work_ratio = static_cast<double>(w.blocks_executed()) / lossless_blocks;
+                r["blocks_executed_ratio"] = work_ratio;
+                r["seconds_ratio"] = dit_seconds / lossless_dit_seconds;
+                r["tflops_ratio"] = lossless_tflops > 0 ? w.useful_tflops_per_s() / lossless_tflops : 0.0;
+            }
+            if (!o->json)
+                std::printf(
+                    "generate bench [%s]: %zu forwards, %.2f s/step, denoise %.2f s, setup %.2f s; %s\n",
+                    spec.describe().c_str(), out->step_seconds.size(), mean_step, dit_seconds,
+                    out->setup_seconds, w.summary().c_str());
+            if (runs.empty()) {
+                r["video_latents_shape"] = out->video_latents.shape().to_vector();
+                r["audio_latents_shape"] = out->audio_latents.shape().to_vector();
+                r["frames"] = out->geometry.frames;
+            }
+            runs.push_back(std::move(r));
+        }
+        nlohmann::json j = runs[0];
+        j["device"] = ctx.device.to_string();
+        j["dtype"] = o->dtype;
+        j["size"] = o->size;
+        j["blocks"] = cfg.num_layers;
+        j["steps"] = o->steps;
+        j["peak_device_gib"] = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
+        if (runs.size() > 1) j["cached_runs"] = nlohmann::json(runs.begin() + 1, runs.end());
         if (o->json)
             std::printf("%s\n", j.dump(2).c_str());
         else
-            std::printf("generate bench: %zu forwards, %.2f s/step, setup %.2f s, peak %.1f GiB\n",
-                        out->step_seconds.size(), mean_step, out->setup_seconds,
+            std::printf("generate bench: peak %.1f GiB\n",
                         static_cast<double>(device_memory_stats().peak) / (1ull << 30));
         return all_finite ? kExitOk : kExitRuntime;
     };

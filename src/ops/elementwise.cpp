@@ -59,4 +59,16 @@ Status add(const Context& ctx, const Tensor& x, const Tensor& z, Tensor& y) {
     H3_OPS_DISPATCH(add, ctx, x, z, y);
 }
 
+Status axpby(const Context& ctx, float alpha, const Tensor& x, float beta, const Tensor& z, Tensor& y) {
+    const char* op = "axpby";
+    H3_TRY(check_context(op, ctx));
+    H3_TRY(check_float_contig(op, "x", ctx, x));
+    H3_TRY(check_float_contig(op, "z", ctx, z));
+    H3_TRY(check_float_contig(op, "y", ctx, y));
+    H3_TRY(check_writable(op, "y", y));
+    H3_TRY(check_shape(op, "z", z, x.shape(), "x's shape"));
+    H3_TRY(check_shape(op, "y", y, x.shape(), "x's shape"));
+    H3_OPS_DISPATCH(axpby, ctx, alpha, x, beta, z, y);
+}
+
 } // namespace h3::ops

@@ -14,5 +14,8 @@ Status swiglu(const Context& ctx, const Tensor& x, Tensor& y);
 Status cast(const Context& ctx, const Tensor& x, Tensor& y);
 // y = x + z (same shapes).
 Status add(const Context& ctx, const Tensor& x, const Tensor& z, Tensor& y);
+// y = alpha·x + beta·z (same shapes), fp32 math with both products rounded before the sum (no fused
+// multiply-add, so CPU and CUDA agree bit for bit), one rounding at the store. y may be x or z.
+Status axpby(const Context& ctx, float alpha, const Tensor& x, float beta, const Tensor& z, Tensor& y);
 
 } // namespace h3::ops

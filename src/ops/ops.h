@@ -20,5 +20,6 @@
 #include "ops/layer_norm.h"
 #include "ops/norm.h"
 #include "ops/random.h"
+#include "ops/reduce.h"
 #include "ops/rope.h"
 #include "ops/rows.h"

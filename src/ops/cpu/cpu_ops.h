@@ -22,6 +22,8 @@ Status silu(const Context& ctx, const Tensor& x, Tensor& y);
 Status swiglu(const Context& ctx, const Tensor& x, Tensor& y);
 Status cast(const Context& ctx, const Tensor& x, Tensor& y);
 Status add(const Context& ctx, const Tensor& x, const Tensor& z, Tensor& y);
+Status axpby(const Context& ctx, float alpha, const Tensor& x, float beta, const Tensor& z, Tensor& y);
+Status l1_sums(const Context& ctx, const Tensor& cur, const Tensor& ref, L1Sums& out);
 
 Status rope(const Context& ctx, const RopeParams& p, Tensor& x, const Tensor& cos, const Tensor& sin);
 

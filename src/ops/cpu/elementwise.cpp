@@ -87,4 +87,25 @@ Status add(const Context&, const Tensor& x, const Tensor& z, Tensor& y) {
     return ok_status();
 }
 
+Status axpby(const Context&, float alpha, const Tensor& x, float beta, const Tensor& z, Tensor& y) {
+    const int64_t n = x.numel();
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel
+    {
+        std::vector<float> a(static_cast<size_t>(kChunk)), b(static_cast<size_t>(kChunk));
+#pragma omp for schedule(static)
+        for (int64_t c = 0; c < chunks; ++c) {
+            const int64_t i0 = c * kChunk, len = std::min(kChunk, n - i0);
+            load_f32(elem_ptr(x, i0), x.dtype(), a.data(), len);
+            load_f32(elem_ptr(z, i0), z.dtype(), b.data(), len);
+            for (int64_t i = 0; i < len; ++i) {
+                const float p = alpha * a[i], q = beta * b[i]; // ISO C++ mode: no contraction into an fma
+                a[i] = p + q;
+            }
+            store_f32(a.data(), elem_ptr_mut(y, i0), y.dtype(), len);
+        }
+    }
+    return ok_status();
+}
+
 } // namespace h3::ops::cpu_impl

@@ -63,6 +63,20 @@ __global__ void add_kernel(const TX* __restrict__ x, const TZ* __restrict__ z, T
     }
 }
 
+// y may alias x or z (each element is read before it is written by the same thread): no __restrict__.
+template <int N, typename TX, typename TZ, typename TY>
+__global__ void axpby_kernel(float alpha, const TX* x, float beta, const TZ* z, TY* y, int64_t chunks) {
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < chunks;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        float a[N], b[N];
+        load_vec<N>(x + i * N, a);
+        load_vec<N>(z + i * N, b);
+#pragma unroll
+        for (int j = 0; j < N; ++j) a[j] = __fadd_rn(__fmul_rn(alpha, a[j]), __fmul_rn(beta, b[j]));
+        store_vec<N>(y + i * N, a);
+    }
+}
+
 // ---- cast: any dtype to any dtype
 // ------------------------------------------------------------------------------
 template <typename T>
@@ -207,6 +221,30 @@ Status add(const Context& ctx, const Tensor& x, const Tensor& z, Tensor& y) {
                 else
                     add_kernel<1><<<grid_for(n, kBlock), kBlock, 0, stream_of(ctx)>>>(xp, zp, yp, n);
                 return check_launch("add");
+            });
+        });
+    });
+}
+
+Status axpby(const Context& ctx, float alpha, const Tensor& x, float beta, const Tensor& z, Tensor& y) {
+    const int64_t n = x.numel();
+    if (n == 0) return ok_status();
+    return dispatch_float(x.dtype(), [&](auto tx) {
+        return dispatch_float(z.dtype(), [&](auto tz) {
+            return dispatch_float(y.dtype(), [&](auto ty) {
+                using TX = typename decltype(tx)::type;
+                using TZ = typename decltype(tz)::type;
+                using TY = typename decltype(ty)::type;
+                auto xp = x.data_as<const TX>();
+                auto zp = z.data_as<const TZ>();
+                auto yp = y.data_as<TY>();
+                if (vec8_ok(n, {xp, zp, yp}))
+                    axpby_kernel<8><<<grid_for(n / 8, kBlock), kBlock, 0, stream_of(ctx)>>>(alpha, xp, beta,
+                                                                                            zp, yp, n / 8);
+                else
+                    axpby_kernel<1>
+                        <<<grid_for(n, kBlock), kBlock, 0, stream_of(ctx)>>>(alpha, xp, beta, zp, yp, n);
+                return check_launch("axpby");
             });
         });
     });
