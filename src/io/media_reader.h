@@ -1,0 +1,44 @@
+// Media input: any container FFmpeg demuxes (MP4, MKV, MOV, WebM, …) decoded in-process through
+// libavformat/libavcodec, video converted to RGB24 by libswscale, audio to planar float by libswresample.
+// Builds without FFmpeg (H3_WITH_FFMPEG undefined) return kUnimplemented with a clear message.
+#pragma once
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+#include <cstdint>
+#include <string>
+
+namespace h3::io {
+
+struct MediaReadOptions {
+    bool video = true;       // decode the best video stream; a file without one is an error
+    bool audio = true;       // decode the best audio stream when the file has one
+    int64_t max_frames = -1; // stop after this many video frames (< 0: all)
+};
+
+struct MediaData {
+    // [F, H, W, 3] u8 RGB, full range. YUV sources are converted with the matrix and range the stream
+    // declares (BT.601 when it declares none). Undefined when MediaReadOptions::video is false.
+    Tensor frames;
+    double fps = 0.0; // average frame rate of the video stream (r_frame_rate when the average is unknown)
+    int fps_num = 0, fps_den = 1;
+    std::string video_codec; // FFmpeg decoder name, e.g. "h264"
+
+    // [C, N] f32 at the stream's own rate and channel count. Undefined when the file has no audio stream
+    // or MediaReadOptions::audio is false. Encoder priming is dropped the way FFmpeg's demuxer says to.
+    Tensor audio;
+    int sample_rate = 0;
+    std::string audio_codec; // e.g. "aac"
+};
+
+// Errors name the file and what was wrong: missing or unreadable file (not_found / io_error), not a media
+// file, no video stream, no decoder for the codec, a stream that does not decode (bad_input).
+Result<MediaData> read_media(const std::string& path, const MediaReadOptions& options = {});
+
+// The counterpart of write_mp4: every video frame and the audio track.
+inline Result<MediaData> read_mp4(const std::string& path) {
+    return read_media(path);
+}
+
+} // namespace h3::io
