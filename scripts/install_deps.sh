@@ -5,7 +5,8 @@ PKGS=(build-essential cmake ninja-build pkg-config git clang clang-format
       nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
       libcpp-httplib-dev libopenblas-dev libpcre2-dev
       libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
-      libpng-dev libjpeg-dev libwebp-dev)
+      libpng-dev libjpeg-dev libwebp-dev
+      curl jq)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

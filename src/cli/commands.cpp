@@ -10,6 +10,7 @@ Command make_bench_command();
 Command make_generate_command();
 Command make_encode_command();
 Command make_decode_command();
+Command make_serve_command();
 Command make_compare_command();
 
 std::vector<Command> all_commands() {
@@ -21,6 +22,7 @@ std::vector<Command> all_commands() {
     c.push_back(make_generate_command());
     c.push_back(make_encode_command());
     c.push_back(make_decode_command());
+    c.push_back(make_serve_command());
     c.push_back(make_compare_command());
     return c;
 }

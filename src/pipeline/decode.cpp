@@ -56,8 +56,14 @@ Result<DecodeReport> decode_to_file(const ops::Context& ctx, const std::string& 
     if (rep.kind != OutputKind::kWav && !io::media_available())
         return unimplemented("decode: this build has no FFmpeg, so only .wav output is possible");
 
+    if (!opt.audio_wav.empty() && (rep.kind != OutputKind::kMp4 || !want_audio))
+        return invalid_argument("decode: audio_wav is for MP4 output with audio latents");
+    const auto stage = [&](DecodeStage s) {
+        if (opt.on_stage) opt.on_stage(s);
+    };
     Tensor frames, wave;
     if (want_video) {
+        stage(DecodeStage::kVideo);
         H3_ASSIGN_OR_RETURN(std::string dir, component_dir(model_root, "vae"));
         H3_ASSIGN_OR_RETURN(model::VideoVae vae, model::load_video_vae(dir, ctx.device));
         const auto t0 = std::chrono::steady_clock::now();
@@ -69,6 +75,7 @@ Result<DecodeReport> decode_to_file(const ops::Context& ctx, const std::string& 
         rep.width = static_cast<int>(frames.dim(2));
     }
     if (want_audio) {
+        stage(DecodeStage::kAudio);
         H3_ASSIGN_OR_RETURN(std::string dir, component_dir(model_root, "audio_vae"));
         H3_ASSIGN_OR_RETURN(model::AudioVae vae, model::load_audio_vae(dir, ctx.device));
         const auto t0 = std::chrono::steady_clock::now();
@@ -77,10 +84,12 @@ Result<DecodeReport> decode_to_file(const ops::Context& ctx, const std::string& 
         rep.audio_samples = wave.dim(1);
         rep.sample_rate = vae.config.sampling_rate;
     }
+    stage(DecodeStage::kWrite);
     const auto t0 = std::chrono::steady_clock::now();
     switch (rep.kind) {
     case OutputKind::kMp4:
         H3_TRY(io::write_mp4(output, frames, wave, rep.sample_rate, opt.mp4));
+        if (!opt.audio_wav.empty()) H3_TRY(io::write_wav(opt.audio_wav, wave, rep.sample_rate, opt.wav));
         break;
     case OutputKind::kWav:
         H3_TRY(io::write_wav(output, wave, rep.sample_rate, opt.wav));

@@ -10,6 +10,7 @@
 #include "model/video_vae/video_vae.h"
 #include "ops/context.h"
 
+#include <functional>
 #include <string>
 
 namespace h3::pipeline {
@@ -17,10 +18,15 @@ namespace h3::pipeline {
 enum class OutputKind { kMp4, kWav, kPngDir };
 OutputKind output_kind(const std::string& path);
 
+enum class DecodeStage { kVideo, kAudio, kWrite };
+
 struct DecodeOptions {
     model::VideoDecodeOptions video;
     io::Mp4Options mp4;
     io::WavFormat wav = io::WavFormat::kPcm16;
+    // MP4 output only: also write the decoded waveform to this WAV (one audio decode, two files).
+    std::string audio_wav;
+    std::function<void(DecodeStage)> on_stage; // optional: called as each stage starts
 };
 
 struct DecodeReport {

@@ -1,0 +1,59 @@
+// The wire schema of a video job request (POST /v1/videos, OpenAI-style), without HTTP: a JSON body is
+// parsed and validated into a VideoRequest before anything is queued. Every error names its field
+// (`bad_field` receives it for the API's `param`); unknown fields are rejected. Geometry goes through
+// pipeline::resolve_geometry, the step count through pipeline::make_schedule, `cache` through
+// cache::parse_cache_json and `quality` through cache::quality_preset (the two are exclusive). The checks
+// that need the checkpoint (cache against the block count) are the engine's (api/engine.h).
+#pragma once
+
+#include "core/status.h"
+#include "pipeline/generate.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace h3::api {
+
+enum class OutputFormat { kMp4, kWav };
+const char* output_format_name(OutputFormat f);  // "mp4", "wav"
+const char* output_content_type(OutputFormat f); // "video/mp4", "audio/wav"
+Result<OutputFormat> parse_output_format(const std::string& name);
+
+struct VideoRequestLimits {
+    size_t max_prompt_bytes = 16 * 1024;
+    int max_steps = 1000;
+    pipeline::GeometryLimits geometry = {};
+};
+
+struct VideoRequest {
+    std::string prompt;
+    std::string model = "minimax-h3";       // echoed in the video object
+    pipeline::GenerationRequest generation; // geometry request, steps, seed, cache
+    pipeline::Geometry geometry;            // resolved from generation.geometry
+    std::string quality;                    // "" (not given), lossless or high
+    OutputFormat output_format = OutputFormat::kMp4;
+    bool seed_given = false; // false: the server drew the seed (it is still reported)
+
+    // The canonical form (what was asked, defaults filled in), stored in the job record.
+    nlohmann::json to_json() const;
+};
+
+// Validates one request body. The seed, when absent, is drawn from std::random_device.
+Result<VideoRequest> parse_video_request(const nlohmann::json& body, const VideoRequestLimits& limits = {},
+                                         std::string* bad_field = nullptr);
+// The same from the raw body text ("body" is the field of a JSON syntax error).
+Result<VideoRequest> parse_video_request_text(std::string_view body, const VideoRequestLimits& limits = {},
+                                              std::string* bad_field = nullptr);
+
+// "WxH" with whole positive pixel counts; `field` names the option in the message ("size", "--size").
+Status parse_size(const std::string& text, const std::string& field, int& width, int& height);
+
+// `cache` (a spec string or {"kind": {...}} JSON; null when absent) or `quality`, never both; neither gives
+// the lossless default. Errors name the field.
+Result<cache::CacheSpec> resolve_cache_choice(const nlohmann::json& cache, const std::string& quality,
+                                              std::string* bad_field = nullptr);
+
+} // namespace h3::api

@@ -1,0 +1,100 @@
+#include "serve/server.h"
+
+#include "core/log.h"
+#include "serve/ttl_sweeper.h"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <thread>
+
+namespace h3::serve {
+
+namespace {
+
+std::atomic<int> g_signal{0};
+
+void on_signal(int sig) {
+    g_signal.store(sig);
+}
+
+// Routes SIGTERM and SIGINT to a flag for the scope's lifetime; restores the previous handlers after.
+class SignalScope {
+public:
+    SignalScope() {
+        g_signal = 0;
+        struct sigaction sa {};
+        sa.sa_handler = on_signal;
+        sa.sa_flags = SA_RESTART; // the other threads' system calls carry on
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, &old_term_);
+        sigaction(SIGINT, &sa, &old_int_);
+    }
+    ~SignalScope() {
+        sigaction(SIGTERM, &old_term_, nullptr);
+        sigaction(SIGINT, &old_int_, nullptr);
+    }
+
+private:
+    struct sigaction old_term_ {
+    }, old_int_{};
+};
+
+int64_t now_seconds() {
+    return static_cast<int64_t>(std::time(nullptr));
+}
+
+} // namespace
+
+Status run_server(const ServeParams& params, JobRunner runner, HttpServer::Checker check) {
+    if (params.max_queue < 1) return invalid_argument("--max-queue must be at least 1");
+    if (params.ttl_seconds < 0) return invalid_argument("--ttl must not be negative");
+    H3_ASSIGN_OR_RETURN(JobStore store, JobStore::open(params.output_dir));
+    H3_ASSIGN_OR_RETURN(Recovery rec, store.recover(now_seconds()));
+    for (const auto& s : rec.skipped) H3_LOG_WARN("serve: skipped job directory {}", s);
+
+    Metrics metrics;
+    JobBoard board(store, params.max_queue, params.ttl_seconds);
+    board.set_on_final([&metrics](api::JobStatus s) { metrics.job_final(s); });
+    const size_t recovered = rec.records.size();
+    board.adopt(std::move(rec.records));
+    std::fprintf(stderr, "serve: %s: %zu job(s) on record, %d interrupted one(s) marked failed\n",
+                 store.root().c_str(), recovered, rec.interrupted);
+
+    HttpServer http(board, store, metrics, std::move(check), params.http);
+    H3_ASSIGN_OR_RETURN(int port, http.bind());
+
+    SignalScope signals;
+    Worker worker(board, store, metrics, std::move(runner), params.worker);
+    worker.start();
+    TtlSweeper sweeper(board, sweep_interval_for(params.ttl_seconds));
+    if (params.ttl_seconds > 0) sweeper.start();
+
+    std::atomic<bool> done{false};
+    std::thread watcher([&] {
+        while (!done.load() && g_signal.load() == 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (done.load()) return;
+        const bool cancel = params.on_term == OnTerm::kCancel;
+        std::fprintf(stderr, "serve: %s received: no new jobs; %s the running job\n",
+                     g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM", cancel ? "cancelling" : "finishing");
+        board.close(cancel, now_seconds());
+        worker.join();
+        http.stop();
+    });
+
+    std::printf("serve: listening on http://%s:%d\n", params.http.host.c_str(), port);
+    std::fflush(stdout);
+    http.listen(); // returns once stopped
+    done.store(true);
+    watcher.join();
+    // the listener can only end early on an error: then stop the rest here
+    board.close(true, now_seconds());
+    worker.join();
+    sweeper.stop();
+    std::fprintf(stderr, "serve: stopped\n");
+    return ok_status();
+}
+
+} // namespace h3::serve

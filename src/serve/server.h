@@ -1,0 +1,27 @@
+// One server process: the job store (with restart recovery), the board, the worker, the TTL sweeper and
+// the HTTP listener, wired together; SIGTERM / SIGINT stop it cleanly (no new jobs, queued jobs failed
+// with the reason, the running one cancelled or finished as --on-term says, records flushed).
+#pragma once
+
+#include "serve/http_server.h"
+#include "serve/worker.h"
+
+#include <string>
+
+namespace h3::serve {
+
+enum class OnTerm { kCancel, kFinish };
+
+struct ServeParams {
+    std::string output_dir = "h3-serve-output";
+    size_t max_queue = 8;
+    int64_t ttl_seconds = 86400; // 0: outputs never expire
+    OnTerm on_term = OnTerm::kCancel;
+    HttpOptions http;
+    WorkerParams worker;
+};
+
+// Serves until SIGTERM or SIGINT. Prints "serve: listening on http://HOST:PORT" once the port is bound.
+Status run_server(const ServeParams& params, JobRunner runner, HttpServer::Checker check);
+
+} // namespace h3::serve

@@ -1,0 +1,769 @@
+// `h3-engine serve` end to end: a real server process on loopback with the tiny checkpoint on the CPU,
+// driven over HTTP. Submit → poll → download (the MP4 read back with libavformat), SSE order, list and
+// pagination, cancel and delete while running, sync, every 4xx, 429 when the queue is full, an injected
+// fault that fails alone, a bounded load test, restart recovery after kill -9, SIGTERM, TTL expiry.
+#include "core/status.h"
+#include "media_probe.h"
+
+#include <gtest/gtest.h>
+
+#ifdef H3_WITH_HTTP_SERVER
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kBinary = std::string(H3_BINARY_DIR) + "/src/cli/h3-engine";
+const fs::path kWork = fs::path(H3_BINARY_DIR) / "test_serve";
+const std::string kKey = "test-key-123";
+const std::string kFaultPrompt = "INJECT FAULT";
+
+// The smallest request the geometry allows: 64x32, 4 s (107 frames), 2 forwards.
+json tiny_request(const std::string& prompt = "a red fox runs through snow", int steps = 3) {
+    return {
+        {"prompt", prompt}, {"size", "64x32"}, {"seconds", 4}, {"seed", 7}, {"num_inference_steps", steps}};
+}
+
+// A request that runs long enough to be caught while running (many steps of the tiny model).
+json slow_request() {
+    return tiny_request("a slow one", 400);
+}
+
+std::string read_file(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+const fs::path& tiny_model() {
+    static const fs::path dir = [] {
+        const fs::path d = kWork / "tiny";
+        if (!fs::exists(d / "model_index.json")) {
+            fs::create_directories(kWork);
+            const std::string cmd = kBinary + " make-tiny " + d.string() + " --seed 1 > /dev/null 2>&1";
+            EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        }
+        return d;
+    }();
+    return dir;
+}
+
+// One `h3-engine serve` child process. stdout/stderr go to files; the port comes from the
+// "serve: listening on http://HOST:PORT" line.
+class Server {
+public:
+    Server(const fs::path& output_dir, std::vector<std::string> extra, const std::string& name)
+        : log_dir_(kWork / ("log_" + name)) {
+        fs::create_directories(log_dir_);
+        out_ = log_dir_ / "stdout.txt";
+        err_ = log_dir_ / "stderr.txt";
+        std::vector<std::string> args = {
+            kBinary,  "serve", "--model",      tiny_model().string(), "--device", "cpu",
+            "--port", "0",     "--output-dir", output_dir.string(),   "--dtype",  "fp32"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int rc = posix_spawn(&pid_, kBinary.c_str(), &fa, nullptr, argv.data(), environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (rc != 0) {
+            pid_ = -1;
+            ADD_FAILURE() << "posix_spawn failed: " << rc;
+            return;
+        }
+        const auto deadline = std::chrono::steady_clock::now() + 120s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            const std::string out = read_file(out_);
+            const std::string tag = "serve: listening on http://127.0.0.1:";
+            if (auto p = out.find(tag); p != std::string::npos && out.find('\n', p) != std::string::npos) {
+                port_ = std::stoi(out.substr(p + tag.size()));
+                return;
+            }
+            int status = 0;
+            if (waitpid(pid_, &status, WNOHANG) == pid_) {
+                pid_ = -1;
+                ADD_FAILURE() << "server exited early: " << read_file(err_);
+                return;
+            }
+            std::this_thread::sleep_for(50ms);
+        }
+        ADD_FAILURE() << "server did not report its port: " << read_file(err_);
+    }
+    ~Server() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            waitpid(pid_, nullptr, 0);
+        }
+    }
+    int port() const { return port_; }
+    bool up() const { return port_ > 0; }
+    std::string stderr_text() const { return read_file(err_); }
+
+    httplib::Client client(bool with_key = false) const {
+        httplib::Client c("127.0.0.1", port_);
+        c.set_read_timeout(300, 0);
+        c.set_connection_timeout(10, 0);
+        if (with_key) c.set_bearer_token_auth(kKey);
+        return c;
+    }
+    void kill9() {
+        ::kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+    // Sends SIGTERM and returns the exit status (−1 on timeout).
+    int terminate(std::chrono::seconds timeout = 60s) {
+        ::kill(pid_, SIGTERM);
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (std::chrono::steady_clock::now() < deadline) {
+            int status = 0;
+            if (waitpid(pid_, &status, WNOHANG) == pid_) {
+                pid_ = -1;
+                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            }
+            std::this_thread::sleep_for(50ms);
+        }
+        return -1;
+    }
+
+private:
+    fs::path log_dir_, out_, err_;
+    pid_t pid_ = -1;
+    int port_ = 0;
+};
+
+json body_json(const httplib::Result& r) {
+    if (!r) return json();
+    return json::parse(r->body, nullptr, false);
+}
+
+json submit(httplib::Client& c, const json& body, int expect = 200) {
+    auto r = c.Post("/v1/videos", body.dump(), "application/json");
+    EXPECT_TRUE(r);
+    if (!r) return json();
+    EXPECT_EQ(r->status, expect) << r->body;
+    return body_json(r);
+}
+
+json get_video(httplib::Client& c, const std::string& id) {
+    auto r = c.Get(("/v1/videos/" + id).c_str());
+    EXPECT_TRUE(r);
+    return r && r->status == 200 ? body_json(r) : json();
+}
+
+// Polls until the job's status is final (or `until` holds); returns the last object and the progress seen.
+json wait_for(httplib::Client& c, const std::string& id, std::vector<int>* progress = nullptr,
+              std::function<bool(const json&)> until = nullptr, std::chrono::seconds timeout = 300s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    json v;
+    while (std::chrono::steady_clock::now() < deadline) {
+        v = get_video(c, id);
+        if (v.is_null()) return v;
+        if (progress) progress->push_back(v["progress"].get<int>());
+        const std::string st = v["status"];
+        if ((until && until(v)) || st == "completed" || st == "failed" || st == "cancelled") return v;
+        std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "timed out waiting for " << id << ": " << v.dump();
+    return v;
+}
+
+bool running_and_denoising(const json& v) {
+    return v["status"] == "in_progress" && v["progress"].get<int>() > 5;
+}
+
+void expect_error(const httplib::Result& r, int status, const std::string& param,
+                  const std::string& needle = "") {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << r->body;
+    const json j = body_json(r);
+    ASSERT_TRUE(j.contains("error")) << r->body;
+    if (!param.empty()) {
+        EXPECT_EQ(j["error"]["param"], param) << r->body;
+    }
+    if (!needle.empty()) {
+        EXPECT_NE(j["error"]["message"].get<std::string>().find(needle), std::string::npos) << r->body;
+    }
+}
+
+void check_mp4(const std::string& bytes, const std::string& name) {
+    const fs::path p = kWork / name;
+    std::ofstream(p, std::ios::binary) << bytes;
+#ifdef H3_WITH_FFMPEG
+    const h3::test::MediaProbe m = h3::test::probe_media(p.string());
+    ASSERT_TRUE(m.opened) << m.error;
+    EXPECT_EQ(m.streams, 2u);
+    EXPECT_EQ(m.video_codec, AV_CODEC_ID_H264);
+    EXPECT_EQ(m.audio_codec, AV_CODEC_ID_AAC);
+    EXPECT_EQ(m.width, 64);
+    EXPECT_EQ(m.height, 32);
+    EXPECT_EQ(m.fps, 24.0);
+    EXPECT_EQ(m.decoded_frames, 107);
+    EXPECT_EQ(m.sample_rate, 32000);
+    EXPECT_EQ(m.channels, 2);
+#else
+    EXPECT_EQ(bytes.substr(4, 4), "ftyp");
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// One server shared by the API tests (declaration order): key required, queue of 3, fault injection.
+class ServeApi : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        fs::remove_all(kWork / "api_out");
+        server_ = new Server(kWork / "api_out",
+                             {"--api-key", kKey, "--max-queue", "3", "--max-body-bytes", "4096", "--ttl", "0",
+                              "--fault-inject-prompt", kFaultPrompt},
+                             "api");
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+    void SetUp() override { ASSERT_TRUE(server_ && server_->up()); }
+    static Server* server_;
+};
+Server* ServeApi::server_ = nullptr;
+
+TEST_F(ServeApi, HealthAndAuth) {
+    auto open = server_->client(false);
+    auto r = open.Get("/health");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(body_json(r)["status"], "ok");
+    expect_error(open.Get("/metrics"), 401, "", "missing API key");
+    expect_error(open.Get("/v1/videos"), 401, "");
+    expect_error(open.Post("/v1/videos", tiny_request().dump(), "application/json"), 401, "");
+    httplib::Client wrong("127.0.0.1", server_->port());
+    wrong.set_bearer_token_auth("nope");
+    expect_error(wrong.Get("/v1/videos"), 401, "", "wrong API key");
+    auto c = server_->client(true);
+    r = c.Get("/v1/videos");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(body_json(r)["object"], "list");
+}
+
+TEST_F(ServeApi, BadRequestsNameTheField) {
+    auto c = server_->client(true);
+    const auto post = [&](const std::string& body) { return c.Post("/v1/videos", body, "application/json"); };
+    const auto with = [](const char* k, json v) {
+        json j = tiny_request();
+        j[k] = v;
+        return j.dump();
+    };
+    expect_error(post("{not json"), 400, "body", "not valid JSON");
+    expect_error(post("[1,2]"), 400, "body");
+    expect_error(post(with("foo", 1)), 400, "foo", "unknown field");
+    expect_error(post(with("prompt_embeds", "x.safetensors")), 400, "prompt_embeds", "not accepted");
+    expect_error(post(json{{"size", "64x32"}}.dump()), 400, "prompt", "required");
+    expect_error(post(with("prompt", 5)), 400, "prompt", "string");
+    expect_error(post(with("size", "100x64")), 400, "size", "multiple of 32");
+    expect_error(post(with("size", "big")), 400, "size", "1344x768");
+    expect_error(post(with("seconds", 2)), 400, "seconds");
+    expect_error(post(with("seconds", "soon")), 400, "seconds");
+    expect_error(post(with("seed", -1)), 400, "seed");
+    expect_error(post(with("num_inference_steps", 1)), 400, "num_inference_steps");
+    expect_error(post(with("quality", "ultra")), 400, "quality", "lossless or high");
+    expect_error(post(with("output_format", "avi")), 400, "output_format");
+    expect_error(post(with("cache", json{{"dbcache", {{"foo", 1}}}})), 400, "cache", "foo");
+    {
+        json j = tiny_request();
+        j["cache"] = "dbcache";
+        j["quality"] = "high";
+        expect_error(post(j.dump()), 400, "cache", "not both");
+    }
+    // checked against the checkpoint: the refresh step lies outside a 2-forward schedule
+    expect_error(post(with("cache", json{{"dbcache", {{"Fn", 1}, {"refresh", 8}}}})), 400, "cache",
+                 "outside the request's schedule");
+    // body over --max-body-bytes
+    expect_error(post(with("prompt", std::string(8000, 'a'))), 413, "body");
+    // unknown ids and routes
+    expect_error(c.Get("/v1/videos/video_00000000000000000000000000000000"), 404, "id");
+    expect_error(c.Get("/v1/videos/nonsense"), 404, "id");
+    expect_error(c.Get("/v1/videos/video_00000000000000000000000000000000/content"), 404, "id");
+    expect_error(c.Delete("/v1/videos/video_00000000000000000000000000000000"), 404, "id");
+    expect_error(c.Get("/v1/nothing"), 404, "");
+    expect_error(c.Get("/v1/videos?limit=0"), 400, "limit");
+    expect_error(c.Get("/v1/videos?order=up"), 400, "order");
+    expect_error(c.Get("/v1/videos?after=video_00000000000000000000000000000000"), 400, "after");
+}
+
+TEST_F(ServeApi, SubmitPollDownload) {
+    auto c = server_->client(true);
+    const json v = submit(c, tiny_request());
+    ASSERT_TRUE(v.contains("id"));
+    const std::string id = v["id"];
+    EXPECT_EQ(id.rfind("video_", 0), 0u);
+    EXPECT_EQ(v["object"], "video");
+    EXPECT_TRUE(v["status"] == "queued" || v["status"] == "in_progress");
+    EXPECT_EQ(v["size"], "64x32");
+    EXPECT_EQ(v["seconds"], "4.458");
+    EXPECT_GT(v["created_at"].get<int64_t>(), 0);
+    EXPECT_TRUE(v["completed_at"].is_null());
+    EXPECT_TRUE(v["error"].is_null());
+
+    std::vector<int> progress;
+    const json done = wait_for(c, id, &progress);
+    ASSERT_EQ(done["status"], "completed") << done.dump();
+    EXPECT_EQ(done["progress"], 100);
+    EXPECT_GE(done["completed_at"].get<int64_t>(), done["created_at"].get<int64_t>());
+    for (size_t i = 1; i < progress.size(); ++i) EXPECT_LE(progress[i - 1], progress[i]);
+    const json& m = done["metrics"];
+    EXPECT_EQ(m["dit_calls"], 2);
+    EXPECT_EQ(m["steps"], 2);
+    EXPECT_GT(m["useful_flops"].get<double>(), 0);
+    EXPECT_TRUE(m.contains("encode_seconds") && m.contains("decode_seconds") && m.contains("mux_seconds"));
+
+    auto r = c.Get(("/v1/videos/" + id + "/content").c_str());
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+    EXPECT_EQ(r->get_header_value("Content-Type"), "video/mp4");
+    EXPECT_EQ(r->get_header_value("Content-Length"), std::to_string(r->body.size()));
+    EXPECT_GT(r->body.size(), 1000u);
+    check_mp4(r->body, "submit.mp4");
+    // the file on disk is what was sent
+    EXPECT_EQ(read_file(kWork / "api_out" / id / "video.mp4"), r->body);
+
+    r = c.Get(("/v1/videos/" + id + "/content?variant=audio").c_str());
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+    EXPECT_EQ(r->get_header_value("Content-Type"), "audio/wav");
+    EXPECT_EQ(r->get_header_value("Content-Length"), std::to_string(r->body.size()));
+    EXPECT_EQ(r->body.substr(0, 4), "RIFF");
+    expect_error(c.Get(("/v1/videos/" + id + "/content?variant=x").c_str()), 400, "variant");
+}
+
+TEST_F(ServeApi, EventsArriveInOrder) {
+    auto c = server_->client(true);
+    // a slow job holds the worker so that the stream starts while the job is still queued
+    const std::string blocker = submit(c, slow_request())["id"];
+    wait_for(c, blocker, nullptr, running_and_denoising);
+    const std::string id = submit(c, tiny_request("events", 4))["id"];
+    std::string stream;
+    auto events = server_->client(true);
+    httplib::Result r{nullptr, httplib::Error::Unknown};
+    std::atomic<bool> started{false};
+    std::thread reader([&] {
+        r = events.Get(("/v1/videos/" + id + "/events").c_str(), [&](const char* data, size_t n) {
+            stream.append(data, n);
+            started = true;
+            return true;
+        });
+    });
+    for (int i = 0; i < 600 && !started; ++i) std::this_thread::sleep_for(50ms);
+    EXPECT_TRUE(started);
+    auto cancel = c.Post(("/v1/videos/" + blocker + "/cancel").c_str(), "", "application/json");
+    ASSERT_TRUE(cancel);
+    EXPECT_EQ(cancel->status, 200);
+    reader.join();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+    // parse "id: N\nevent: E\ndata: J\n\n" blocks
+    std::vector<std::pair<std::string, json>> evs;
+    std::vector<uint64_t> ids;
+    std::istringstream in(stream);
+    std::string line, event;
+    while (std::getline(in, line)) {
+        if (line.rfind("id: ", 0) == 0) ids.push_back(std::stoull(line.substr(4)));
+        if (line.rfind("event: ", 0) == 0) event = line.substr(7);
+        if (line.rfind("data: ", 0) == 0) evs.emplace_back(event, json::parse(line.substr(6)));
+    }
+    ASSERT_GE(evs.size(), 3u) << stream;
+    EXPECT_EQ(evs.front().second["status"], "queued") << stream;
+    for (size_t i = 1; i < ids.size(); ++i) EXPECT_LT(ids[i - 1], ids[i]);
+    int last = -1, last_step = 0;
+    for (size_t i = 0; i + 1 < evs.size(); ++i) {
+        EXPECT_EQ(evs[i].first, "progress");
+        const int p = evs[i].second["progress"];
+        EXPECT_GE(p, last);
+        last = p;
+        if (evs[i].second.contains("step")) {
+            EXPECT_GE(evs[i].second["step"].get<int>(), last_step);
+            last_step = evs[i].second["step"];
+        }
+    }
+    EXPECT_EQ(last_step, 3) << stream;
+    EXPECT_EQ(evs.back().first, "done");
+    EXPECT_EQ(evs.back().second["status"], "completed");
+    EXPECT_EQ(evs.back().second["progress"], 100);
+    // a finished job's stream is its final event alone
+    stream.clear();
+    r = events.Get(("/v1/videos/" + id + "/events").c_str(), [&](const char* data, size_t n) {
+        stream.append(data, n);
+        return true;
+    });
+    ASSERT_TRUE(r);
+    EXPECT_NE(stream.find("event: done"), std::string::npos);
+    EXPECT_EQ(stream.find("event: progress"), std::string::npos);
+}
+
+TEST_F(ServeApi, InjectedFaultFailsAlone) {
+    auto c = server_->client(true);
+    const std::string bad = submit(c, tiny_request(kFaultPrompt))["id"];
+    const std::string good = submit(c, tiny_request("after the fault"))["id"];
+    const json b = wait_for(c, bad);
+    EXPECT_EQ(b["status"], "failed");
+    EXPECT_EQ(b["error"]["code"], "out_of_memory");
+    EXPECT_NE(b["error"]["message"].get<std::string>().find("injected"), std::string::npos);
+    expect_error(c.Get(("/v1/videos/" + bad + "/content").c_str()), 409, "id", "failed");
+    EXPECT_FALSE(fs::exists(kWork / "api_out" / bad / "video.mp4"));
+    EXPECT_FALSE(fs::exists(kWork / "api_out" / bad / "partial.video.mp4"));
+    const json g = wait_for(c, good);
+    EXPECT_EQ(g["status"], "completed") << g.dump();
+}
+
+TEST_F(ServeApi, CancelAndDeleteWhileRunning) {
+    auto c = server_->client(true);
+    // cancel: the record stays, status cancelled
+    const std::string a = submit(c, slow_request())["id"];
+    json v = wait_for(c, a, nullptr, running_and_denoising);
+    ASSERT_EQ(v["status"], "in_progress") << v.dump();
+    auto r = c.Post(("/v1/videos/" + a + "/cancel").c_str(), "", "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    v = wait_for(c, a, nullptr, nullptr, 60s);
+    EXPECT_EQ(v["status"], "cancelled");
+    EXPECT_EQ(v["error"]["code"], "cancelled");
+    expect_error(c.Post(("/v1/videos/" + a + "/cancel").c_str(), "", "application/json"), 409, "id");
+    expect_error(c.Get(("/v1/videos/" + a + "/content").c_str()), 409, "id", "cancelled");
+
+    // delete while running: gone at once, its directory once the worker stops
+    const std::string b = submit(c, slow_request())["id"];
+    v = wait_for(c, b, nullptr, running_and_denoising);
+    ASSERT_EQ(v["status"], "in_progress") << v.dump();
+    r = c.Delete(("/v1/videos/" + b).c_str());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(body_json(r), (json{{"id", b}, {"object", "video.deleted"}, {"deleted", true}}));
+    expect_error(c.Get(("/v1/videos/" + b).c_str()), 404, "id");
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (fs::exists(kWork / "api_out" / b) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(50ms);
+    EXPECT_FALSE(fs::exists(kWork / "api_out" / b));
+
+    // delete a finished job
+    r = c.Delete(("/v1/videos/" + a).c_str());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_FALSE(fs::exists(kWork / "api_out" / a));
+    expect_error(c.Delete(("/v1/videos/" + a).c_str()), 404, "id");
+
+    // the worker is free again: a normal job completes
+    const json n = wait_for(c, submit(c, tiny_request("after cancel"))["id"]);
+    EXPECT_EQ(n["status"], "completed");
+}
+
+TEST_F(ServeApi, QueueFullGives429) {
+    auto c = server_->client(true);
+    const std::string running = submit(c, slow_request())["id"];
+    wait_for(c, running, nullptr, running_and_denoising);
+    std::vector<std::string> queued;
+    for (int i = 0; i < 3; ++i) queued.push_back(submit(c, slow_request())["id"]);
+    auto r = c.Post("/v1/videos", slow_request().dump(), "application/json");
+    expect_error(r, 429, "", "queue is full");
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(r->get_header_value("Retry-After").empty());
+    EXPECT_GE(std::stoi(r->get_header_value("Retry-After")), 1);
+    // sync is refused the same way
+    expect_error(c.Post("/v1/videos/sync", tiny_request().dump(), "application/json"), 429, "");
+    // cancelling a queued job frees its slot at once
+    for (const auto& id : queued) {
+        auto d = c.Delete(("/v1/videos/" + id).c_str());
+        ASSERT_TRUE(d);
+        EXPECT_EQ(d->status, 200);
+    }
+    auto d = c.Delete(("/v1/videos/" + running).c_str());
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->status, 200);
+    auto h = c.Get("/health");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(body_json(h)["queue_depth"], 0);
+}
+
+TEST_F(ServeApi, SyncReturnsTheFile) {
+    auto c = server_->client(true);
+    auto r = c.Post("/v1/videos/sync", tiny_request("sync").dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "video/mp4");
+    EXPECT_EQ(r->get_header_value("Content-Length"), std::to_string(r->body.size()));
+    check_mp4(r->body, "sync.mp4");
+    const std::string id = r->get_header_value("X-Video-Id");
+    EXPECT_EQ(get_video(c, id)["status"], "completed");
+
+    json wav = tiny_request("sync wav");
+    wav["output_format"] = "wav";
+    r = c.Post("/v1/videos/sync", wav.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "audio/wav");
+    EXPECT_EQ(r->body.substr(0, 4), "RIFF");
+    const std::string wid = r->get_header_value("X-Video-Id");
+    EXPECT_FALSE(fs::exists(kWork / "api_out" / wid / "video.mp4"));
+    for (const char* variant : {"", "?variant=audio"}) { // a WAV job's content is its audio
+        r = c.Get(("/v1/videos/" + wid + "/content" + variant).c_str());
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+        EXPECT_EQ(r->get_header_value("Content-Type"), "audio/wav");
+    }
+
+    // a failing sync request reports the error
+    r = c.Post("/v1/videos/sync", tiny_request(kFaultPrompt).dump(), "application/json");
+    expect_error(r, 503, "", "injected");
+}
+
+TEST_F(ServeApi, MultipartFormLikeTheOpenAiSdk) {
+    auto c = server_->client(true);
+    httplib::MultipartFormDataItems items = {
+        {"prompt", "a form post", "", ""}, {"model", "minimax-h3", "", ""},      {"size", "64x32", "", ""},
+        {"seconds", "4", "", ""},          {"num_inference_steps", "3", "", ""}, {"seed", "11", "", ""}};
+    auto r = c.Post("/v1/videos", items);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json v = body_json(r);
+    EXPECT_EQ(v["seed"], 11);
+    EXPECT_EQ(wait_for(c, v["id"])["status"], "completed");
+    httplib::MultipartFormDataItems with_file = {{"prompt", "x", "", ""},
+                                                 {"input_reference", "\x89PNG", "a.png", "image/png"}};
+    expect_error(c.Post("/v1/videos", with_file), 400, "input_reference", "not supported yet");
+}
+
+TEST_F(ServeApi, ListNewestFirstAndPaginated) {
+    auto c = server_->client(true);
+    // three more records, cheaply: cancelled jobs stay listed
+    for (int i = 0; i < 3; ++i) {
+        const std::string id = submit(c, slow_request())["id"];
+        auto r = c.Post(("/v1/videos/" + id + "/cancel").c_str(), "", "application/json");
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200) << r->body;
+    }
+    auto r = c.Get("/v1/videos?limit=100");
+    ASSERT_TRUE(r);
+    const json all = body_json(r);
+    ASSERT_GE(all["data"].size(), 3u);
+    std::vector<std::string> ids;
+    int64_t prev = INT64_MAX;
+    for (const auto& v : all["data"]) {
+        ids.push_back(v["id"]);
+        EXPECT_LE(v["created_at"].get<int64_t>(), prev);
+        prev = v["created_at"];
+    }
+    // pages of 2 walk the same order without duplicates
+    std::vector<std::string> walked;
+    std::string after;
+    for (int guard = 0; guard < 100; ++guard) {
+        const std::string url = "/v1/videos?limit=2" + (after.empty() ? "" : "&after=" + after);
+        const json page = body_json(c.Get(url.c_str()));
+        for (const auto& v : page["data"]) walked.push_back(v["id"]);
+        if (!page["has_more"].get<bool>()) break;
+        after = page["last_id"];
+    }
+    EXPECT_EQ(walked, ids);
+    const json asc = body_json(c.Get("/v1/videos?limit=100&order=asc"));
+    std::vector<std::string> rev;
+    for (const auto& v : asc["data"]) rev.push_back(v["id"]);
+    std::reverse(rev.begin(), rev.end());
+    EXPECT_EQ(rev, ids);
+}
+
+TEST_F(ServeApi, PrometheusMetrics) {
+    auto c = server_->client(true);
+    auto r = c.Get("/metrics");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+    EXPECT_NE(r->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+    const std::string& t = r->body;
+    for (const char* needle :
+         {"h3_requests_total{status=\"completed\"}", "h3_requests_total{status=\"failed\"}",
+          "h3_requests_total{status=\"cancelled\"}", "h3_requests_rejected_total{reason=\"queue_full\"}",
+          "h3_queue_depth 0", "h3_stage_seconds_bucket{stage=\"denoise\",le=\"+Inf\"}",
+          "h3_stage_seconds_count{stage=\"encode\"}", "h3_stage_seconds_sum{stage=\"mux\"}",
+          "h3_dit_useful_tflops_per_second", "h3_cache_hits_total", "h3_gpu_memory_bytes 0"})
+        EXPECT_NE(t.find(needle), std::string::npos) << needle << "\n" << t;
+    // the exact counts are checked by the load test
+}
+
+// ---------------------------------------------------------------------------------------------------------
+TEST(ServeLoad, BoundedQueueNeverLosesAJob) {
+    fs::remove_all(kWork / "load_out");
+    Server server(kWork / "load_out", {"--max-queue", "8"}, "load");
+    ASSERT_TRUE(server.up());
+    std::mutex mu;
+    std::vector<std::string> accepted;
+    std::atomic<int> rejected{0}, other{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+        threads.emplace_back([&, t] {
+            auto c = server.client();
+            for (int i = 0; i < 8; ++i) {
+                json rq = tiny_request("load " + std::to_string(t) + "/" + std::to_string(i), 2);
+                auto r = c.Post("/v1/videos", rq.dump(), "application/json");
+                if (r && r->status == 200) {
+                    std::lock_guard<std::mutex> lock(mu);
+                    accepted.push_back(body_json(r)["id"]);
+                } else if (r && r->status == 429 && !r->get_header_value("Retry-After").empty()) {
+                    ++rejected;
+                } else {
+                    ++other;
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(5 * t));
+            }
+        });
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(other.load(), 0);
+    EXPECT_EQ(accepted.size() + rejected.load(), 64u);
+    EXPECT_GE(accepted.size(), 8u);
+    EXPECT_GE(rejected.load(), 1);
+    EXPECT_EQ(std::set<std::string>(accepted.begin(), accepted.end()).size(), accepted.size());
+    auto c = server.client();
+    auto h = c.Get("/health");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+    for (const auto& id : accepted) EXPECT_EQ(wait_for(c, id)["status"], "completed") << id;
+    const json list = body_json(c.Get("/v1/videos?limit=100"));
+    std::set<std::string> listed;
+    for (const auto& v : list["data"]) listed.insert(v["id"].get<std::string>());
+    EXPECT_EQ(listed, std::set<std::string>(accepted.begin(), accepted.end()));
+    const std::string metrics = c.Get("/metrics")->body;
+    EXPECT_NE(metrics.find("h3_requests_total{status=\"completed\"} " + std::to_string(accepted.size())),
+              std::string::npos)
+        << metrics;
+    EXPECT_NE(
+        metrics.find("h3_requests_rejected_total{reason=\"queue_full\"} " + std::to_string(rejected.load())),
+        std::string::npos)
+        << metrics;
+    h = c.Get("/health");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+    EXPECT_EQ(server.terminate(), 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+TEST(ServeRestart, KillKeepsCompletedAndFailsInterrupted) {
+    const fs::path out = kWork / "restart_out";
+    fs::remove_all(out);
+    std::string done_id, running_id, queued_id;
+    {
+        Server server(out, {}, "restart1");
+        ASSERT_TRUE(server.up());
+        auto c = server.client();
+        done_id = submit(c, tiny_request("kept"))["id"];
+        ASSERT_EQ(wait_for(c, done_id)["status"], "completed");
+        running_id = submit(c, slow_request())["id"];
+        queued_id = submit(c, slow_request())["id"];
+        ASSERT_EQ(wait_for(c, running_id, nullptr, running_and_denoising)["status"], "in_progress");
+        server.kill9();
+    }
+    const std::string mp4_before = read_file(out / done_id / "video.mp4");
+    {
+        // restarted on the same directory, with the text encoder loaded per job
+        Server server(out, {"--text-encoder", "per-job"}, "restart2");
+        ASSERT_TRUE(server.up());
+        EXPECT_NE(server.stderr_text().find("3 job(s) on record, 2 interrupted"), std::string::npos)
+            << server.stderr_text();
+        auto c = server.client();
+        const json list = body_json(c.Get("/v1/videos"));
+        ASSERT_EQ(list["data"].size(), 3u);
+        EXPECT_EQ(list["data"][0]["id"], queued_id);
+        EXPECT_EQ(list["data"][1]["id"], running_id);
+        EXPECT_EQ(list["data"][2]["id"], done_id);
+        const json d = get_video(c, done_id);
+        EXPECT_EQ(d["status"], "completed");
+        EXPECT_EQ(d["metrics"]["dit_calls"], 2);
+        auto r = c.Get(("/v1/videos/" + done_id + "/content").c_str());
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200);
+        EXPECT_EQ(r->body, mp4_before);
+        check_mp4(r->body, "restart.mp4");
+        for (const auto& id : {running_id, queued_id}) {
+            const json v = get_video(c, id);
+            EXPECT_EQ(v["status"], "failed");
+            EXPECT_EQ(v["error"]["code"], "interrupted");
+            EXPECT_NE(v["error"]["message"].get<std::string>().find("server stopped"), std::string::npos);
+        }
+        EXPECT_NE(get_video(c, running_id)["error"]["message"].get<std::string>().find("in_progress"),
+                  std::string::npos);
+        EXPECT_FALSE(fs::exists(out / running_id / "partial.video.mp4"));
+        // the restarted server works (per-job text encoder)
+        EXPECT_EQ(wait_for(c, submit(c, tiny_request("after restart"))["id"])["status"], "completed");
+
+        // SIGTERM (on-term cancel): the running job fails with the reason, the queued one too, exit 0
+        const std::string r1 = submit(c, slow_request())["id"];
+        const std::string q1 = submit(c, slow_request())["id"];
+        wait_for(c, r1, nullptr, running_and_denoising);
+        EXPECT_EQ(server.terminate(), 0) << server.stderr_text();
+        for (const auto& id : {r1, q1}) {
+            const json rec = json::parse(read_file(out / id / "job.json"));
+            EXPECT_EQ(rec["status"], "failed") << id;
+            EXPECT_EQ(rec["error"]["code"], "server_shutdown") << id;
+        }
+    }
+    {
+        // --on-term finish: the running job completes before the process exits
+        Server server(out, {"--on-term", "finish"}, "restart3");
+        ASSERT_TRUE(server.up());
+        auto c = server.client();
+        const std::string id = submit(c, tiny_request("finish me", 6))["id"];
+        wait_for(c, id, nullptr, [](const json& v) { return v["status"] != "queued"; });
+        EXPECT_EQ(server.terminate(), 0) << server.stderr_text();
+        const json rec = json::parse(read_file(out / id / "job.json"));
+        EXPECT_EQ(rec["status"], "completed");
+        EXPECT_TRUE(fs::exists(out / id / "video.mp4"));
+    }
+}
+
+TEST(ServeTtl, OutputsExpire) {
+    const fs::path out = kWork / "ttl_out";
+    fs::remove_all(out);
+    Server server(out, {"--ttl", "1"}, "ttl");
+    ASSERT_TRUE(server.up());
+    auto c = server.client();
+    const json v = wait_for(c, submit(c, tiny_request("short lived", 2))["id"]);
+    ASSERT_EQ(v["status"], "completed");
+    EXPECT_EQ(v["expires_at"].get<int64_t>(), v["completed_at"].get<int64_t>() + 1);
+    const std::string id = v["id"];
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (fs::exists(out / id) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(100ms);
+    EXPECT_FALSE(fs::exists(out / id));
+    expect_error(c.Get(("/v1/videos/" + id).c_str()), 404, "id");
+}
+
+} // namespace
+
+#else
+
+TEST(Serve, NotBuilt) {
+    GTEST_SKIP() << "this build has no HTTP server (cpp-httplib not found)";
+}
+
+#endif
