@@ -8,7 +8,7 @@ JOBS="$(nproc)"
 BUILD_DIR="${H3_TEST_BUILD_DIR:-build-test}"
 
 echo "== build ($BUILD_DIR)"
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_BUILD_BENCH=ON -DH3_REQUIRE_FFMPEG=ON
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_BUILD_BENCH=ON -DH3_REQUIRE_FFMPEG=ON -DH3_REQUIRE_IMAGE_CODECS=ON
 cmake --build "$BUILD_DIR" -j"$JOBS"
 
 echo "== tests"

@@ -2,18 +2,22 @@
 //   [--seconds S | --frames F] [--size WxH | --aspect W:H] [--steps N] [--seed N] [--device cpu|cuda]
 //   [--dtype bf16|fp32] [--save-latents FILE] [--output PATH] [--progress bar|json|none]
 //   [--cache SPEC | --quality lossless|high] [--metrics FILE]
-#include "cache/step_cache.h"
+#include "api/engine.h"
+#include "api/video_request.h"
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
 #include "core/torch_generator.h"
 #include "io/checkpoint.h"
+#include "io/image_reader.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "model/dit/dit_model.h"
 #include "pipeline/conditioner.h"
 #include "pipeline/decode.h"
 #include "pipeline/generate.h"
+#include "pipeline/keyframe_image.h"
+#include "pipeline/vision_processor.h"
 
 #include <CLI/CLI.hpp>
 
@@ -21,6 +25,7 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <tuple>
 #include <unistd.h>
 
 namespace h3::cli {
@@ -84,6 +89,7 @@ Command make_generate_command() {
         int random_prompt_embeds = 0, steps = 50, frames = 0;
         double seconds = 0;
         uint64_t seed = 0;
+        std::string first_frame, last_frame; // fl2va keyframes
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -137,18 +143,20 @@ Command make_generate_command() {
         o->sub->add_option("--quality", o->quality,
                            "lossless (no cache, default) | high (DBCache F1B0 R0.04)");
         o->sub->add_option("--metrics", o->metrics, "JSON file for the work counters (per step and totals)");
+        o->sub->add_option("--first-frame", o->first_frame,
+                           "fl2va: keyframe the video starts from (PNG/JPEG/WebP)");
+        o->sub->add_option("--last-frame", o->last_frame,
+                           "fl2va: keyframe the video ends on (PNG/JPEG/WebP)");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
         // ---- validate the whole request before loading anything
         pipeline::GenerationRequest rq;
         if (!o->size.empty()) {
-            double w = 0, h = 0;
-            if (Status s = parse_pair(o->size, 'x', "size", w, h); !s.ok()) return report(s);
-            rq.geometry.width = static_cast<int>(w);
-            rq.geometry.height = static_cast<int>(h);
-            if (w != static_cast<int>(w) || h != static_cast<int>(h))
-                return report(invalid_argument("size '" + o->size + "' must be whole pixels"));
+            int w = 0, h = 0;
+            if (Status s = api::parse_size(o->size, "size", w, h); !s.ok()) return report(s);
+            rq.geometry.width = w;
+            rq.geometry.height = h;
         }
         if (!o->aspect.empty()) {
             double aw = 0, ah = 0;
@@ -174,14 +182,42 @@ Command make_generate_command() {
             return report(
                 invalid_argument("nothing to write: give --save-latents FILE and/or --output PATH"));
         const std::string progress = !o->progress.empty() ? o->progress : (isatty(2) ? "bar" : "none");
-        if (!o->cache.empty() && !o->quality.empty())
-            return report(invalid_argument("give --cache or --quality, not both (one cache per request)"));
-        {
-            auto spec = !o->cache.empty()     ? cache::parse_cache_spec(o->cache)
-                        : !o->quality.empty() ? cache::quality_preset(o->quality)
-                                              : Result<cache::CacheSpec>(cache::CacheSpec{});
+        { // the server's rule: --cache or --quality, never both
+            auto spec = api::resolve_cache_choice(
+                o->cache.empty() ? nlohmann::json() : nlohmann::json(o->cache), o->quality);
             if (!spec.ok()) return report(spec.status());
             rq.cache = *spec;
+        }
+
+        // ---- fl2va keyframes: decoded and put onto the canvas (spec §3 step 2) before anything is loaded
+        if (!o->first_frame.empty() || !o->last_frame.empty()) {
+            if (!o->aspect.empty())
+                return report(
+                    invalid_argument("--aspect does not apply with keyframes: the canvas comes from "
+                                     "the first keyframe unless --size is given"));
+            io::DecodedImage first, last;
+            pipeline::KeyframeRequest kr;
+            for (auto [path, img, slot] : {std::tuple{&o->first_frame, &first, &kr.first},
+                                           std::tuple{&o->last_frame, &last, &kr.last}}) {
+                if (path->empty()) continue;
+                auto r = io::read_image(*path);
+                if (!r.ok()) return report(r.status());
+                *img = std::move(r).value();
+                *slot = &img->image;
+            }
+            if (rq.geometry.width) kr.canvas = pipeline::Canvas{*rq.geometry.width, *rq.geometry.height};
+            auto kf = pipeline::prepare_keyframes(kr);
+            if (!kf.ok()) return report(kf.status());
+            int64_t tokens = 0;
+            for (const auto& im : kf->images) {
+                auto v = pipeline::preprocess_image(im);
+                if (!v.ok()) return report(v.status());
+                tokens += v->num_tokens(2);
+            }
+            std::fprintf(stderr, "generate: %zu keyframe(s) on a %dx%d canvas, %lld image tokens\n",
+                         kf->images.size(), kf->canvas.width, kf->canvas.height,
+                         static_cast<long long>(tokens));
+            return report(unimplemented("fl2va needs the VAE encoder and vision tower (not built yet)"));
         }
 
         // ---- checkpoint, conditioner, model
@@ -192,13 +228,8 @@ Command make_generate_command() {
         auto ckpt = model::open_dit_checkpoint(o->model);
         if (!ckpt.ok()) return report(ckpt.status());
         const int text_dim = ckpt->config.text_dim;
-        { // the cache against this checkpoint and schedule, before any weight is loaded
-            cache::StepCacheSetup cs{.steps = rq.steps - 1,
-                                     .num_layers = ckpt->config.num_layers,
-                                     .teacache_coefficients = cache::teacache_coefficients_for(ckpt->config)};
-            auto probe = cache::make_step_cache(rq.cache, cs);
-            if (!probe.ok()) return report(probe.status());
-        }
+        // the cache against this checkpoint and schedule, before any weight is loaded
+        if (Status s = api::check_cache(rq.cache, rq.steps, ckpt->config); !s.ok()) return report(s);
         auto session = DeviceSession::open(o->device);
         if (!session.ok()) return report(session.status());
         const ops::Context& ctx = (*session)->context();
