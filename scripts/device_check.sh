@@ -29,6 +29,7 @@ cat "$OUT/gpu.txt"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTURES=90a -DH3_BUILD_BENCH=OFF \
   "${CUDNN_ARGS[@]}" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
+for t in test_vae_encoder test_vision test_serve; do [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"
@@ -47,6 +48,8 @@ grep -E "cuda (A|B) (bf16|fp32) (sample|audio_sample|blocks.2.out)" "$OUT/dit.lo
 run_test "test_text_encoder (incl. CUDA)" text.log $T/test_text_encoder
 run_test "test_vae (incl. CUDA)" vae.log $T/test_vae
 run_test "test_generate" generate.log $T/test_generate
+[ -x $T/test_vae_encoder ] && run_test "test_vae_encoder (incl. CUDA)" vae_encoder.log $T/test_vae_encoder
+[ -x $T/test_vision ] && run_test "test_vision (incl. CUDA)" vision.log $T/test_vision
 # tiny model: generate on CPU and on CUDA from the same seed, compare the final latents
 $H3 make-tiny /tmp/tiny > /dev/null
 for dev in cpu cuda; do
@@ -61,7 +64,7 @@ for dt in fp32 bf16; do
   python3 tools/reference/compare_latents.py /tmp/lat_cuda_$dt.safetensors /tmp/lat_cpu_$dt.safetensors
 done
 # step caches on the device: the same decisions (hit pattern) as on the CPU, latents close (fp32)
-CACHES=("dbcache:Fn=1,Bn=0,rdt=0.3,warmup=1,mc=2" "dbcache:Fn=1,Bn=1,rdt=0.3,warmup=1,mc=2,taylorseer=2"
+CACHES=("dbcache:Fn=1,Bn=0,rdt=0.3,warmup=1,mc=2" "dbcache:Fn=1,Bn=0,rdt=0.3,warmup=1,mc=2,taylorseer=2"
         "teacache:thresh=0.3,coeffs=0/0/0/1/0" "velocity")
 for i in "${!CACHES[@]}"; do
   for dev in cpu cuda; do
@@ -113,6 +116,11 @@ if $H3 bench vae --help > /dev/null 2>&1; then
   echo "== bench vae"
   timeout 240 $H3 bench vae --random-weights --json > "$OUT/bench_vae.json" 2> "$OUT/bench_vae.err"
   echo "bench vae rc=$?"; cat "$OUT/bench_vae.json"; tail -3 "$OUT/bench_vae.err"
+fi
+if $H3 bench vae --help 2>&1 | grep -q -- --encode; then
+  echo "== bench vae --encode"
+  timeout 240 $H3 bench vae --random-weights --encode --json > "$OUT/bench_vae_encode.json" 2> "$OUT/bench_vae_encode.err"
+  echo "bench vae --encode rc=$?"; cat "$OUT/bench_vae_encode.json"; tail -3 "$OUT/bench_vae_encode.err"
 fi
 # Keep at most 8 files under $OUT (the device tool returns no more): pack the logs.
 (cd "$OUT" && tar czf logs.tgz *.log *.err *.json gpu.txt 2>/dev/null && find . -maxdepth 1 -type f ! -name logs.tgz -delete)

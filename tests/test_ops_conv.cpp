@@ -1,12 +1,14 @@
-// Op tests for the decoder ops (conv1d, conv_transpose1d, snake_beta, alias_free_snake_beta, clamp,
-// layer_norm), in the pattern of tests/test_ops.cpp. Default (CPU): each CPU reference is compared with a
-// naive double-precision loop written here. With `--backend cuda` (or H3_TEST_BACKEND=cuda) each op runs on
-// cuda:0 and is compared with the CPU reference on the same inputs. Every case checks NaN/Inf and guard
-// bytes.
+// Op tests for the VAE ops (conv1d, conv_transpose1d, snake_beta, alias_free_snake_beta, clamp,
+// layer_norm; conv3d and group_norm of the video encoder), in the pattern of tests/test_ops.cpp. Default
+// (CPU): each CPU reference is compared with a naive double-precision loop written here. With `--backend
+// cuda` (or H3_TEST_BACKEND=cuda) each op runs on cuda:0 and is compared with the CPU reference on the same
+// inputs. Every case checks NaN/Inf and guard bytes.
 //
 // Tolerances (|got − want| <= atol + rtol·|want|): convolutions sum Cin·K ≤ 11·24 fp32 products of values
 // ≤ 2 in magnitude, so fp32 vs double (or a different summation order) differs by ≲ 1e-5 absolute; the
 // alias-free activation chains two 12-tap filters around a sin(), ≲ 1e-5; LayerNorm output rounding only.
+// conv3d sums up to Cin·27 = 432 products (|x| ≤ 2, |w| ≤ 0.5): fp32 vs double ≲ 3e-5 absolute; group_norm
+// is one fp32 multiply-add after double statistics (plus SiLU's expf), ≲ 1e-5.
 #include "core/cuda_api.h"
 #include "core/dtype.h"
 #include "core/storage.h"
@@ -310,6 +312,239 @@ TEST(OpsConv, LayerNorm) {
         }
 }
 
+// ---- conv3d (causal temporal padding, reflect / zero / replicate spatial padding, strides) ---------------
+struct Conv3dCase {
+    int64_t b, cin, cout, t, h, w, kt, kh, kw;
+    Conv3dParams p;
+    bool bias;
+};
+
+int64_t pad_src(int64_t i, int64_t n, PadMode m) {
+    if (i >= 0 && i < n) return i;
+    if (m == PadMode::kZeros) return -1;
+    if (m == PadMode::kReflect) return i < 0 ? -i : 2 * (n - 1) - i;
+    return i < 0 ? 0 : n - 1;
+}
+
+// Written from the definition: build the padded input explicitly, then a plain strided convolution.
+std::vector<double> naive_conv3d(const Conv3dCase& c, const Shape& ys, const std::vector<double>& x,
+                                 const std::vector<double>& w, const std::vector<double>& bias) {
+    const Conv3dParams& p = c.p;
+    const int64_t tp = c.t + p.pad_front, hp = c.h + p.pad_top + p.pad_bottom,
+                  wp = c.w + p.pad_left + p.pad_right;
+    std::vector<double> xp(static_cast<size_t>(c.b * c.cin * tp * hp * wp), 0.0);
+    for (int64_t b = 0; b < c.b; ++b)
+        for (int64_t ci = 0; ci < c.cin; ++ci)
+            for (int64_t f = p.pad_front; f < tp; ++f)
+                for (int64_t yy = 0; yy < hp; ++yy)
+                    for (int64_t xx = 0; xx < wp; ++xx) {
+                        const int64_t sy = pad_src(yy - p.pad_top, c.h, p.spatial_mode);
+                        const int64_t sx = pad_src(xx - p.pad_left, c.w, p.spatial_mode);
+                        if (sy < 0 || sx < 0) continue;
+                        xp[static_cast<size_t>((((b * c.cin + ci) * tp + f) * hp + yy) * wp + xx)] =
+                            x[static_cast<size_t>(
+                                (((b * c.cin + ci) * c.t + f - p.pad_front) * c.h + sy) * c.w + sx)];
+                    }
+    const int64_t to = ys[2], ho = ys[3], wo = ys[4];
+    std::vector<double> y(static_cast<size_t>(ys.numel()));
+    for (int64_t b = 0; b < c.b; ++b)
+        for (int64_t co = 0; co < c.cout; ++co)
+            for (int64_t f = 0; f < to; ++f)
+                for (int64_t oy = 0; oy < ho; ++oy)
+                    for (int64_t ox = 0; ox < wo; ++ox) {
+                        double acc = c.bias ? bias[static_cast<size_t>(co)] : 0.0;
+                        for (int64_t ci = 0; ci < c.cin; ++ci)
+                            for (int64_t a = 0; a < c.kt; ++a)
+                                for (int64_t dy = 0; dy < c.kh; ++dy)
+                                    for (int64_t dx = 0; dx < c.kw; ++dx)
+                                        acc += xp[static_cast<size_t>(
+                                                   (((b * c.cin + ci) * tp + f * p.stride_t + a) * hp +
+                                                    oy * p.stride_h + dy) *
+                                                       wp +
+                                                   ox * p.stride_w + dx)] *
+                                               w[static_cast<size_t>(
+                                                   (((co * c.cin + ci) * c.kt + a) * c.kh + dy) * c.kw + dx)];
+                        y[static_cast<size_t>((((b * c.cout + co) * to + f) * ho + oy) * wo + ox)] = acc;
+                    }
+    return y;
+}
+
+constexpr Tol kConv3dTol{5e-5, 1e-5};
+
+TEST(OpsConv, Conv3d) {
+    SKIP_IF_NO_BACKEND();
+    const PadMode R = PadMode::kReflect, Z = PadMode::kZeros, P = PadMode::kReplicate;
+    const Conv3dCase cases[] = {
+        // conv_in of one frame: 3 → 8, causal pad 2, reflect 1 (only the last temporal tap sees data)
+        {1,
+         3,
+         8,
+         1,
+         5,
+         7,
+         3,
+         3,
+         3,
+         {.pad_front = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1, .spatial_mode = R},
+         true},
+        // a ResNet conv over several frames (Cin a multiple of 8: the aligned CUDA path)
+        {2,
+         8,
+         16,
+         5,
+         6,
+         6,
+         3,
+         3,
+         3,
+         {.pad_front = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1, .spatial_mode = R},
+         true},
+        // the downsampler: reflect right/bottom by 1, spatial and temporal stride 2
+        {1,
+         16,
+         12,
+         9,
+         8,
+         9,
+         3,
+         3,
+         3,
+         {.stride_t = 2,
+          .stride_h = 2,
+          .stride_w = 2,
+          .pad_front = 2,
+          .pad_bottom = 1,
+          .pad_right = 1,
+          .spatial_mode = R},
+         true},
+        // spatial stride only, one frame
+        {2,
+         8,
+         8,
+         1,
+         7,
+         6,
+         3,
+         3,
+         3,
+         {.stride_h = 2, .stride_w = 2, .pad_front = 2, .pad_bottom = 1, .pad_right = 1, .spatial_mode = R},
+         false},
+        // 1×1×1 shortcut / quant_conv
+        {1, 8, 24, 3, 4, 4, 1, 1, 1, {}, true},
+        // zero and replicate padding, asymmetric pads, a 2-tap temporal kernel
+        {1,
+         5,
+         7,
+         4,
+         5,
+         3,
+         3,
+         3,
+         3,
+         {.pad_front = 1, .pad_top = 2, .pad_bottom = 1, .pad_right = 2, .spatial_mode = Z},
+         true},
+        {1,
+         4,
+         6,
+         3,
+         4,
+         5,
+         2,
+         3,
+         1,
+         {.stride_w = 2, .pad_front = 1, .pad_top = 1, .pad_bottom = 3, .pad_left = 1, .spatial_mode = P},
+         false},
+        // several CUDA tiles in both Cout (200 > 128) and pixels (300 > 128)
+        {1,
+         16,
+         200,
+         2,
+         20,
+         15,
+         3,
+         3,
+         3,
+         {.pad_front = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1, .spatial_mode = R},
+         true},
+    };
+    uint32_t seed = 500;
+    int index = 0;
+    for (const auto& c : cases) {
+        SCOPED_TRACE("conv3d case " + std::to_string(index++));
+        Tensor x = rnd(Shape{c.b, c.cin, c.t, c.h, c.w}, DType::kF32, seed++);
+        Tensor w = rnd(Shape{c.cout, c.cin, c.kt, c.kh, c.kw}, DType::kF32, seed++, -0.5f, 0.5f);
+        Tensor bias = c.bias ? rnd(Shape{c.cout}, DType::kF32, seed++) : Tensor();
+        const Shape ys = conv3d_out_shape(x.shape(), w.shape(), c.p);
+        ASSERT_EQ(ys.rank(), 5);
+        Guarded y(Tensor::host(ys, DType::kF32));
+        ASSERT_OK(conv3d(ctx(), c.p, dev(x), dev(w), dev(bias), y.t));
+        auto want = want_from(
+            on_cuda(),
+            [&](const Context& cx, Tensor& out) { return conv3d(cx, c.p, clone(x), clone(w), bias, out); },
+            ys, naive_conv3d(c, ys, values(x), values(w), c.bias ? values(bias) : std::vector<double>{}));
+        check_output(y, want, kConv3dTol);
+    }
+}
+
+// ---- group_norm per frame (+ SiLU) ------------------------------------------------------------------------
+TEST(OpsConv, GroupNorm) {
+    SKIP_IF_NO_BACKEND();
+    struct Case {
+        int64_t b, c, t, h, w;
+        int groups;
+        bool affine, silu;
+    };
+    const Case cases[] = {{2, 8, 3, 4, 5, 4, true, true},
+                          {1, 6, 1, 7, 3, 3, false, false},
+                          {1, 64, 2, 16, 16, 32, true, true},
+                          {1, 4, 2, 1, 1, 2, true, false}};
+    uint32_t seed = 600;
+    for (const auto& c : cases) {
+        SCOPED_TRACE("group_norm C" + std::to_string(c.c) + " G" + std::to_string(c.groups) +
+                     (c.silu ? " silu" : ""));
+        // an offset so that the mean matters
+        Tensor x = rnd(Shape{c.b, c.c, c.t, c.h, c.w}, DType::kF32, seed++, -1.0f, 3.0f);
+        Tensor w = c.affine ? rnd(Shape{c.c}, DType::kF32, seed++, 0.5f, 1.5f) : Tensor();
+        Tensor bias = c.affine ? rnd(Shape{c.c}, DType::kF32, seed++, -0.5f, 0.5f) : Tensor();
+        const GroupNormParams p{.groups = c.groups, .eps = 1e-6f, .silu = c.silu};
+        auto xv = values(x);
+        const int64_t hw = c.h * c.w, cpg = c.c / c.groups;
+        std::vector<double> naive(xv.size());
+        for (int64_t b = 0; b < c.b; ++b)
+            for (int64_t f = 0; f < c.t; ++f)
+                for (int64_t g = 0; g < c.groups; ++g) {
+                    auto at = [&](int64_t ch, int64_t i) {
+                        return static_cast<size_t>(((b * c.c + ch) * c.t + f) * hw + i);
+                    };
+                    double m = 0, v = 0;
+                    for (int64_t ch = g * cpg; ch < (g + 1) * cpg; ++ch)
+                        for (int64_t i = 0; i < hw; ++i) m += xv[at(ch, i)];
+                    m /= static_cast<double>(cpg * hw);
+                    for (int64_t ch = g * cpg; ch < (g + 1) * cpg; ++ch)
+                        for (int64_t i = 0; i < hw; ++i) v += std::pow(xv[at(ch, i)] - m, 2);
+                    v /= static_cast<double>(cpg * hw);
+                    for (int64_t ch = g * cpg; ch < (g + 1) * cpg; ++ch)
+                        for (int64_t i = 0; i < hw; ++i) {
+                            double n = (xv[at(ch, i)] - m) / std::sqrt(v + 1e-6);
+                            if (c.affine) n = n * w.get({ch}) + bias.get({ch});
+                            if (c.silu) n = n / (1.0 + std::exp(-n));
+                            naive[at(ch, i)] = n;
+                        }
+                }
+        Guarded y(Tensor::host(x.shape(), DType::kF32));
+        ASSERT_OK(group_norm(ctx(), p, dev(x), dev(w), dev(bias), y.t));
+        auto want = want_from(
+            on_cuda(),
+            [&](const Context& cx, Tensor& out) { return group_norm(cx, p, clone(x), w, bias, out); },
+            x.shape(), naive);
+        check_output(y, want, Tol{1e-5, 1e-5});
+        // in place gives the same
+        Guarded z(x);
+        ASSERT_OK(group_norm(ctx(), p, z.t, dev(w), dev(bias), z.t));
+        check_output(z, want, Tol{1e-5, 1e-5});
+    }
+}
+
 // ---- argument errors -------------------------------------------------------------------------------------
 TEST(OpsConvErrors, ShapesAndDtypes) {
     Context cpu = Context::cpu();
@@ -338,6 +573,31 @@ TEST(OpsConvErrors, ShapesAndDtypes) {
     Tensor x2 = Tensor::host(Shape{3, 10}, DType::kF32), y2 = Tensor::host(Shape{3, 10}, DType::kF32);
     EXPECT_TRUE(layer_norm(cpu, {}, x2, Tensor(), Tensor(), y2).ok());
     EXPECT_FALSE(layer_norm(cpu, {}, x2, ln_w, Tensor(), y2).ok());
+    // conv3d / group_norm
+    Tensor v = Tensor::host(Shape{1, 4, 1, 3, 3}, DType::kF32);
+    Tensor k3 = Tensor::host(Shape{2, 4, 3, 3, 3}, DType::kF32);
+    const Conv3dParams causal{.pad_front = 2,
+                              .pad_top = 1,
+                              .pad_bottom = 1,
+                              .pad_left = 1,
+                              .pad_right = 1,
+                              .spatial_mode = PadMode::kReflect};
+    Tensor vy = Tensor::host(Shape{1, 2, 1, 3, 3}, DType::kF32);
+    EXPECT_TRUE(conv3d(cpu, causal, v, k3, Tensor(), vy).ok());
+    Tensor vy_bad = Tensor::host(Shape{1, 2, 2, 3, 3}, DType::kF32);
+    EXPECT_FALSE(conv3d(cpu, causal, v, k3, Tensor(), vy_bad).ok());
+    Tensor k3_bf = Tensor::host(Shape{2, 4, 3, 3, 3}, DType::kBF16);
+    EXPECT_FALSE(conv3d(cpu, causal, v, k3_bf, Tensor(), vy).ok());
+    Conv3dParams wide = causal;
+    wide.pad_left = 3; // reflect padding must be smaller than the frame
+    Tensor vy_wide = Tensor::host(Shape{1, 2, 1, 3, 5}, DType::kF32);
+    EXPECT_FALSE(conv3d(cpu, wide, v, k3, Tensor(), vy_wide).ok());
+    Tensor k3_cin = Tensor::host(Shape{2, 5, 3, 3, 3}, DType::kF32);
+    EXPECT_FALSE(conv3d(cpu, causal, v, k3_cin, Tensor(), vy).ok());
+    Tensor gy = Tensor::host(v.shape(), DType::kF32);
+    EXPECT_TRUE(group_norm(cpu, {.groups = 2}, v, Tensor(), Tensor(), gy).ok());
+    EXPECT_FALSE(group_norm(cpu, {.groups = 3}, v, Tensor(), Tensor(), gy).ok());
+    EXPECT_FALSE(group_norm(cpu, {.groups = 2}, v, Tensor::host(Shape{3}, DType::kF32), Tensor(), gy).ok());
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
 //                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--iters K] [--json]
 // h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
+// h3-engine bench vae --encode --random-weights [--size WxH] [--json]   (one keyframe through the encoder)
 // Times DiT blocks with random full-width weights generated on the device: seconds per block and per
 // 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory.
 #include "cli/app.h"
@@ -10,6 +11,7 @@
 #include "model/audio_vae/audio_vae.h"
 #include "model/dit/dit_random.h"
 #include "model/video_vae/video_vae.h"
+#include "model/video_vae/video_vae_encoder.h"
 #include "ops/ops.h"
 
 #include <CLI/CLI.hpp>
@@ -168,11 +170,61 @@ int run_bench(const BenchOptions& o) {
 struct VaeBenchOptions {
     std::string config = "official", size = "1344x768", device = "cuda", dtype = "f16";
     int frames = 124, tiles = 0, tile_batch = 0;
-    bool random_weights = false, json = false;
+    bool random_weights = false, json = false, encode = false;
     CLI::App* sub = nullptr;
 };
 
+// bench vae --encode: the video encoder (fp32, random weights made on the device) over one RGB8 keyframe of
+// --size, tiled like the reference (256-px tiles, min overlap 64), after one warm-up encode.
+int run_bench_vae_encode(const VaeBenchOptions& o) {
+    model::VideoVaeConfig vc;
+    vc.latents_mean.assign(static_cast<size_t>(vc.latent_channels), 0.0f);
+    vc.latents_std.assign(static_cast<size_t>(vc.latent_channels), 1.0f);
+    if (o.config != "official") {
+        auto r = model::VideoVaeConfig::from_file(o.config);
+        if (!r.ok()) return report(r.status());
+        vc = *r;
+    }
+    int W = 0, H = 0;
+    if (std::sscanf(o.size.c_str(), "%dx%d", &W, &H) != 2 || W <= 0 || H <= 0 || W % vc.patch || H % vc.patch)
+        return report(invalid_argument("--size '" + o.size + "' must be WxH with multiples of " +
+                                       std::to_string(vc.patch)));
+    auto session = DeviceSession::open(o.device);
+    if (!session.ok()) return report(session.status());
+    const ops::Context& ctx = (*session)->context();
+    auto enc = model::random_video_vae_encoder(ctx, vc, 1);
+    if (!enc.ok()) return report(enc.status());
+    Tensor img = Tensor::host(Shape{H, W, 3}, DType::kU8);
+    for (int64_t i = 0; i < img.numel(); ++i)
+        img.data_as<uint8_t>()[i] = static_cast<uint8_t>((i * 31) % 256);
+    const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch};
+    if (auto r = model::encode_keyframe(ctx, *enc, img, eo); !r.ok()) return report(r.status()); // warm-up
+    const auto t0 = Clock::now();
+    auto lat = model::encode_keyframe(ctx, *enc, img, eo);
+    if (!lat.ok()) return report(lat.status());
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    const int tiles =
+        static_cast<int>(model::split_tiles(H, eo.tile, eo.min_overlap, vc.patch).starts.size() *
+                         model::split_tiles(W, eo.tile, eo.min_overlap, vc.patch).starts.size());
+    const double peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
+    nlohmann::json j = {{"bench", "vae_encode"},
+                        {"device", ctx.device.to_string()},
+                        {"size", o.size},
+                        {"tiles", tiles},
+                        {"keyframe_encode_seconds", secs},
+                        {"peak_gib", peak},
+                        {"latent", lat->shape().to_vector()}};
+    if (o.json) {
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
+        std::printf("VAE encode bench on %s, %s keyframe (%d tiles): %.3f s, peak %.1f GiB\n",
+                    ctx.device.to_string().c_str(), o.size.c_str(), tiles, secs, peak);
+    }
+    return kExitOk;
+}
+
 int run_bench_vae(const VaeBenchOptions& o) {
+    if (o.encode && o.random_weights) return run_bench_vae_encode(o);
     if (!o.random_weights) {
         std::fprintf(stderr,
                      "h3-engine bench vae: only --random-weights is supported (real weights: decode)\n");
@@ -328,6 +380,7 @@ Command make_bench_command() {
             ->check(CLI::IsMember({"f16", "bf16", "f32"}))
             ->capture_default_str();
         vae->add_option("--device", vo->device, "cuda | cuda:N | cpu")->capture_default_str();
+        vae->add_flag("--encode", vo->encode, "time the video encoder on one --size keyframe instead");
         vae->add_flag("--json", vo->json, "JSON output");
         vo->sub = vae;
     };

@@ -1,4 +1,4 @@
-"""PyTorch reference for the MiniMax-H3 decoders, written from docs/spec (h3-model.md §9.2, §9.3, §10).
+"""PyTorch reference for the MiniMax-H3 VAEs, written from docs/spec (h3-model.md §3 step 4, §9.1–9.3, §10).
 
 Functional (weights are a dict of tensors named like the official checkpoints), fp32, CPU. Used by
 make_vae_goldens.py to produce the goldens the C++ tests compare against.
@@ -7,6 +7,11 @@ Video (`AutoencoderKLMiniMaxH3` decoder): de-normalize, post_quant_conv (1x1x1),
 voxel (+ register tokens + one zero token), LayerNorm + proj_out, unpatchify; temporal clips of
 tokens_chunk + token_overlap latents with pre-padding, cross-fade of the overlap frames; spatial tiles laid in
 pixel space with min overlap, each blended with its unblended top and left neighbours.
+Video encoder (`AutoencoderKLMiniMaxH3` encoder, §9.1): causal 3-D CNN (temporal pad 2 zero frames in front,
+spatial reflect pad 1), per-frame GroupNorm + SiLU ResNet blocks, right/bottom-padded stride-2 downsamplers,
+norm_out + SiLU + conv_out + quant_conv -> moments (mean | logvar); 17-frame clips, token_drop; spatial tiles
+laid in pixel space, blended in latent space; the keyframe recipe (posterior sample with a generator seeded
+42, fp16 rounding, per-channel normalization).
 Audio (`AutoencoderKLMiniMaxH3Audio` decoder): de-normalize, dec_in_proj, BigVGAN (weight-norm folded),
 anti-aliased SnakeBeta, conv_post, clamp.
 """
@@ -201,6 +206,128 @@ def to_pixels(sample):
     m = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1, 1)
     s = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1, 1)
     return (sample * s + m).clamp(0, 1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Video: causal 3-D CNN encoder (§9.1)
+# ---------------------------------------------------------------------------------------------------------
+def causal_conv3d(x, w, b, stride=(1, 1, 1), spatial_pad=1, temporal_pad=2, mode="reflect"):
+    """Spatial padding (symmetric, `mode`), then `temporal_pad` zero frames in front, then an unpadded conv."""
+    if spatial_pad > 0:
+        x = F.pad(x, (spatial_pad,) * 4 + (0, 0), mode=mode)
+    if temporal_pad > 0:
+        x = F.pad(x, (0, 0, 0, 0, temporal_pad, 0))
+    return F.conv3d(x, w, b, stride=stride)
+
+
+def frame_group_norm(x, weight, bias, groups, eps):
+    """GroupNorm with the time axis folded into the batch: statistics per (b, t, group)."""
+    b, c, t, h, w = x.shape
+    y = x.permute(0, 2, 1, 3, 4).reshape(b * t, c, h, w)
+    y = F.group_norm(y, groups, weight, bias, eps)
+    return y.reshape(b, t, c, h, w).permute(0, 2, 1, 3, 4).contiguous()
+
+
+def encoder_forward(x, W, cfg):
+    """x [B, 3, T, H, W] ImageNet-normalized pixels -> moments [B, 2*latent, T', H/16, W/16] (quant_conv applied)."""
+    groups, eps, mode = cfg["norm_num_groups"], cfg["norm_eps"], cfg.get("spatial_padding_mode", "reflect")
+
+    def conv(h, name, **kw):
+        return causal_conv3d(h, W[name + ".weight"], W[name + ".bias"], mode=mode, **kw)
+
+    def gn_silu(h, name):
+        return F.silu(frame_group_norm(h, W[name + ".weight"], W[name + ".bias"], groups, eps))
+
+    h = conv(x, "encoder.conv_in")
+    for i, _ in enumerate(cfg["block_out_channels"]):
+        for j in range(cfg["layers_per_block"]):
+            pre = f"encoder.down_blocks.{i}.resnets.{j}."
+            r = h
+            h = conv(gn_silu(h, pre + "norm1"), pre + "conv1")
+            h = conv(gn_silu(h, pre + "norm2"), pre + "conv2")
+            if pre + "conv_shortcut.weight" in W:
+                r = causal_conv3d(r, W[pre + "conv_shortcut.weight"], W[pre + "conv_shortcut.bias"],
+                                  spatial_pad=0, temporal_pad=0)
+            h = r + h
+        st, ss = cfg["temporal_downsample_factors"][i], cfg["spatial_downsample_factors"][i]
+        if st * ss > 1:
+            if ss == 2:
+                h = F.pad(h, (0, 1, 0, 1, 0, 0), mode=mode)
+            h = conv(h, f"encoder.down_blocks.{i}.downsamplers.0.conv", stride=(st, ss, ss), spatial_pad=0)
+    h = conv(gn_silu(h, "encoder.norm_out"), "encoder.conv_out")
+    return causal_conv3d(h, W["quant_conv.weight"], W["quant_conv.bias"], spatial_pad=0, temporal_pad=0)
+
+
+def encode_clip(x, W, cfg, tile=256, min_overlap=64, tiling=True):
+    """One temporal clip [B, 3, T, H, W] -> moments; spatial tiles in pixel space blended in latent space."""
+    if not tiling:
+        return encoder_forward(x, W, cfg)
+    ratio = cfg["_patch"]
+    ys, yl, yo = split_tiles(x.shape[-2], tile, min_overlap, ratio)
+    xs, xl, xo = split_tiles(x.shape[-1], tile, min_overlap, ratio)
+    tiles = [[encoder_forward(x[..., y:y + ly, xx:xx + lx], W, cfg) for xx, lx in zip(xs, xl)]
+             for y, ly in zip(ys, yl)]
+    yo = [o // ratio for o in yo]
+    xo = [o // ratio for o in xo]
+    rows = []
+    for i, row in enumerate(tiles):
+        out = []
+        for j, tl in enumerate(row):
+            if i > 0:
+                tl = blend(tiles[i - 1][j], tl, yo[i - 1], dim=-2)
+            if j > 0:
+                tl = blend(row[j - 1], tl, xo[j - 1], dim=-1)
+            if i < len(tiles) - 1:
+                tl = tl[..., : tl.shape[-2] - yo[i], :]
+            if j < len(row) - 1:
+                tl = tl[..., : tl.shape[-1] - xo[j]]
+            out.append(tl)
+        rows.append(torch.cat(out, dim=-1))
+    return torch.cat(rows, dim=-2)
+
+
+def encode_moments(x, W, cfg, tile=256, min_overlap=64, tiling=True):
+    """x [B, 3, F, H, W] -> moments: one frame directly; else 17-frame clips (last frame repeated), token_drop."""
+    clip = cfg["clip_length"]
+    if x.shape[2] == 1:
+        return encode_clip(x, W, cfg, tile, min_overlap, tiling)
+    if x.shape[2] % clip:
+        x = torch.cat([x, x[:, :, -1:].repeat(1, 1, (-x.shape[2]) % clip, 1, 1)], dim=2)
+    m = torch.cat([encode_clip(x[:, :, i:i + clip], W, cfg, tile, min_overlap, tiling)
+                   for i in range(0, x.shape[2], clip)], dim=2)
+    if cfg["token_drop"] > 0:
+        m = m[:, :, : m.shape[2] - cfg["token_drop"]]
+    return m
+
+
+def posterior(moments):
+    """DiagonalGaussianDistribution: (mean, std) with logvar clamped to [-30, 20]."""
+    mean, logvar = moments.chunk(2, dim=1)
+    logvar = logvar.clamp(-30.0, 20.0)
+    return mean, torch.exp(0.5 * logvar)
+
+
+def normalize_pixels(rgb8):
+    """u8 [F, H, W, 3] -> [1, 3, F, H, W] fp32: /255 then ImageNet mean/std."""
+    m = torch.tensor(IMAGENET_MEAN, dtype=torch.float32).view(1, -1, 1, 1, 1)
+    s = torch.tensor(IMAGENET_STD, dtype=torch.float32).view(1, -1, 1, 1, 1)
+    x = rgb8.permute(3, 0, 1, 2)[None].to(torch.float32).div(255.0)
+    return (x - m) / s
+
+
+def encode_keyframe(rgb8, W, cfg, tile=256, min_overlap=64, seed=42):
+    """u8 [H, W, 3] -> normalized conditioning latent [1, C, 1, h, w] (spec §3 step 4).
+
+    The posterior is sampled with a CPU generator seeded `seed` (torch.randn over the mean's shape, fp32),
+    rounded to fp16 and back, then normalized per channel with latents_mean / latents_std.
+    """
+    moments = encode_clip(normalize_pixels(rgb8[None]), W, cfg, tile, min_overlap)
+    mean, std = posterior(moments)
+    eps = torch.randn(mean.shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float32)
+    z = (mean + std * eps).to(torch.float16).float()
+    lm = torch.tensor(cfg["latents_mean"], dtype=torch.float32).view(1, -1, 1, 1, 1)
+    ls = torch.tensor(cfg["latents_std"], dtype=torch.float32).view(1, -1, 1, 1, 1)
+    return (z - lm) / ls
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "model/tiny/tiny_checkpoint.h"
+#include "model/video_vae/video_vae_encoder.h"
 #include "ops/random.h"
 
 #include <cmath>
@@ -88,6 +89,8 @@ VideoVaeConfig tiny_video_vae_config() {
     c.num_layers = 2;
     c.num_heads = 2;
     c.head_dim = 16;
+    c.block_out_channels = {8, 16, 16, 16, 16, 32}; // official levels and factors, tiny widths
+    c.norm_num_groups = 4;
     c.latents_mean = kVideoMean;
     c.latents_std = kVideoStd;
     return c;
@@ -124,6 +127,20 @@ Status write_tiny_video_vae(const std::string& dir, uint64_t seed) {
             bound = fan_in_bound(shape);
         }
         H3_ASSIGN_OR_RETURN(Tensor t, random_tensor(shape, s++, bound, offset));
+        tensors.push_back({name, t});
+    }
+    // The encoder from its own seed stream, so the decoder tensors stay what they were.
+    H3_TRY(c.validate_encoder("tiny video VAE config"));
+    uint64_t se = (seed + 0x5eedull) * 1000003ull;
+    for (const auto& [name, shape] : video_vae_encoder_tensors(c)) {
+        float bound = 0.02f, offset = 0.0f; // biases
+        if (shape.size() == 1 && ends_with(name, ".weight")) {
+            bound = 0.1f; // GroupNorm gains
+            offset = 1.0f;
+        } else if (ends_with(name, ".weight")) {
+            bound = fan_in_bound(shape);
+        }
+        H3_ASSIGN_OR_RETURN(Tensor t, random_tensor(shape, se++, bound, offset));
         tensors.push_back({name, t});
     }
     return write_component(dir, c.to_json(), std::move(tensors));

@@ -1,6 +1,7 @@
 // The tiny checkpoint's decoders: `vae/` (AutoencoderKLMiniMaxH3) and `audio_vae/`
 // (AutoencoderKLMiniMaxH3Audio) in the diffusers layout: official config.json fields and tensor names
-// (decoder tensors only), tiny sizes, fp32 weights deterministic from a seed.
+// (the video VAE's decoder and encoder, the audio VAE's decoder), tiny sizes, fp32 weights deterministic from
+// a seed.
 #pragma once
 
 #include "core/status.h"
@@ -15,7 +16,8 @@ namespace h3::model {
 struct TinyCheckpointParams;
 
 // 2 ViT blocks, 2 heads × 16 (rotary 12), official patching (×16 spatial, ×4 temporal) so a tiny DiT
-// latent grid decodes to the canvas it was planned for; official latents_mean/std.
+// latent grid decodes to the canvas it was planned for; official latents_mean/std. Encoder: the official
+// 6 levels × 2 ResNet blocks and downsample factors with widths 8, 16, 16, 16, 16, 32 and GroupNorm(4).
 VideoVaeConfig tiny_video_vae_config();
 // latent_dim 16, decoder_dim 16, rates 8·10·10 (hop 800 = the official 40 latents/s), kernels 16/20/20,
 // official resblocks and latents_mean/std.

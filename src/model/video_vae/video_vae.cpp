@@ -47,6 +47,12 @@ Result<VideoVaeConfig> VideoVaeConfig::from_json(const nlohmann::json& j, const 
     H3_TRY(read_field(j, "temporal_downsample_factors", c.temporal_downsample_factors, origin));
     H3_TRY(read_field(j, "latents_mean", c.latents_mean, origin));
     H3_TRY(read_field(j, "latents_std", c.latents_std, origin));
+    H3_TRY(read_field(j, "in_channels", c.in_channels, origin));
+    H3_TRY(read_field(j, "block_out_channels", c.block_out_channels, origin));
+    H3_TRY(read_field(j, "layers_per_block", c.layers_per_block, origin));
+    H3_TRY(read_field(j, "norm_num_groups", c.norm_num_groups, origin));
+    H3_TRY(read_field(j, "norm_eps", c.encoder_norm_eps, origin));
+    H3_TRY(read_field(j, "spatial_padding_mode", c.spatial_padding_mode, origin));
     c.patch = 1;
     for (int f : c.spatial_downsample_factors) c.patch *= f;
     c.patch_t = 1;
@@ -64,16 +70,16 @@ Result<VideoVaeConfig> VideoVaeConfig::from_file(const std::string& path) {
 
 nlohmann::json VideoVaeConfig::to_json() const {
     return {{"_class_name", "AutoencoderKLMiniMaxH3"},
-            {"in_channels", 3},
+            {"in_channels", in_channels},
             {"out_channels", out_channels},
             {"latent_channels", latent_channels},
-            {"block_out_channels", {128, 256, 256, 512, 512, 1024}},
-            {"layers_per_block", 2},
+            {"block_out_channels", block_out_channels},
+            {"layers_per_block", layers_per_block},
             {"spatial_downsample_factors", spatial_downsample_factors},
             {"temporal_downsample_factors", temporal_downsample_factors},
-            {"norm_num_groups", 32},
-            {"norm_eps", 1e-6},
-            {"spatial_padding_mode", "reflect"},
+            {"norm_num_groups", norm_num_groups},
+            {"norm_eps", encoder_norm_eps},
+            {"spatial_padding_mode", spatial_padding_mode},
             {"decoder_num_layers", num_layers},
             {"decoder_num_attention_heads", num_heads},
             {"decoder_attention_head_dim", head_dim},
@@ -101,6 +107,32 @@ Status VideoVaeConfig::validate(const std::string& origin) const {
     if (latents_mean.size() != static_cast<size_t>(latent_channels) ||
         latents_std.size() != static_cast<size_t>(latent_channels))
         return bad("latents_mean/latents_std must hold " + std::to_string(latent_channels) + " values each");
+    return ok_status();
+}
+
+Status VideoVaeConfig::validate_encoder(const std::string& origin) const {
+    auto bad = [&](const std::string& m) { return bad_input(origin + ": encoder: " + m); };
+    const size_t levels = block_out_channels.size();
+    if (levels == 0) return bad("block_out_channels is empty");
+    if (spatial_downsample_factors.size() != levels || temporal_downsample_factors.size() != levels)
+        return bad(
+            "spatial_downsample_factors and temporal_downsample_factors must have one entry per level (" +
+            std::to_string(levels) + ")");
+    if (in_channels < 1 || layers_per_block < 1 || latent_channels < 1) return bad("sizes must be positive");
+    if (norm_num_groups < 1) return bad("norm_num_groups must be >= 1");
+    for (size_t i = 0; i < levels; ++i) {
+        const int ch = block_out_channels[i];
+        if (ch < 1 || ch % norm_num_groups)
+            return bad("level " + std::to_string(i) + " has " + std::to_string(ch) +
+                       " channels, not a positive multiple of norm_num_groups " +
+                       std::to_string(norm_num_groups));
+        for (int f : {spatial_downsample_factors[i], temporal_downsample_factors[i]})
+            if (f != 1 && f != 2) return bad("downsample factors must be 1 or 2");
+    }
+    if (!(encoder_norm_eps >= 0.0)) return bad("norm_eps must be >= 0");
+    if (spatial_padding_mode != "reflect" && spatial_padding_mode != "constant" &&
+        spatial_padding_mode != "zeros" && spatial_padding_mode != "replicate")
+        return bad("spatial_padding_mode '" + spatial_padding_mode + "' (reflect | constant | replicate)");
     return ok_status();
 }
 

@@ -36,6 +36,13 @@ struct VideoVaeConfig {
     std::vector<int> spatial_downsample_factors = {2, 2, 2, 2, 1, 1};
     std::vector<int> temporal_downsample_factors = {1, 2, 2, 1, 1, 1};
     std::vector<float> latents_mean, latents_std; // [latent_channels]
+    // Encoder (spec §9.1; read by load_video_vae_encoder, video_vae_encoder.h).
+    int in_channels = 3;
+    std::vector<int> block_out_channels = {128, 256, 256, 512, 512, 1024};
+    int layers_per_block = 2;
+    int norm_num_groups = 32;
+    double encoder_norm_eps = 1e-6;               // config key "norm_eps"
+    std::string spatial_padding_mode = "reflect"; // F.pad mode: reflect | constant | replicate
 
     int dim() const { return num_heads * head_dim; }
     int rotary_dim() const { return static_cast<int>(head_dim * rope_dim_ratio); }
@@ -43,8 +50,11 @@ struct VideoVaeConfig {
     int patch_dim() const { return out_channels * patch_t * patch * patch; }
     static Result<VideoVaeConfig> from_json(const nlohmann::json& j, const std::string& origin);
     static Result<VideoVaeConfig> from_file(const std::string& path);
-    nlohmann::json to_json() const; // diffusers config.json (encoder fields at their official values)
+    nlohmann::json to_json() const; // diffusers config.json (decoder and encoder fields)
     Status validate(const std::string& origin) const;
+    // The encoder fields (one level per block_out_channels entry, factors of 1 or 2, groups dividing every
+    // level's channels, a known padding mode); the decoder alone does not need them.
+    Status validate_encoder(const std::string& origin) const;
 };
 
 struct VideoVaeBlock {
@@ -78,8 +88,9 @@ struct VideoVae {
 DType default_video_vae_compute(Device device);
 
 // `dir` is a vae component folder (config.json + safetensors, diffusers names; the encoder's tensors are not
-// read). Shapes are checked against the config; the block GEMM weights are converted to `compute` (f32, f16
-// or bf16; nullopt: default_video_vae_compute), everything else to fp32, and placed on `device`.
+// read: load_video_vae_encoder, video_vae_encoder.h). Shapes are checked against the config; the block GEMM
+// weights are converted to `compute` (f32, f16 or bf16; nullopt: default_video_vae_compute), everything else
+// to fp32, and placed on `device`.
 Result<VideoVae> load_video_vae(const std::string& dir, Device device,
                                 std::optional<DType> compute = std::nullopt);
 

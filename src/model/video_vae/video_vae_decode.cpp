@@ -387,46 +387,7 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
         }
     H3_TRY(flush());
     mark(ctx, "tiles_decode");
-    const int64_t oc = c.out_channels, of = t * c.patch_t;
-    Tensor out = Tensor::host(Shape{oc, of, height, width}, DType::kF32);
-    float* dst = out.data_as<float>();
-    for (size_t i = 0; i < ny; ++i)
-        for (size_t j = 0; j < nx; ++j) {
-            const Tensor& cur = tiles[i][j];
-            const int64_t th = cur.dim(2), tw = cur.dim(3);
-            const int64_t keep_h = i + 1 < ny ? th - ty.overlaps[i] : th;
-            const int64_t keep_w = j + 1 < nx ? tw - tx.overlaps[j] : tw;
-            const Tensor* up = i > 0 ? &tiles[i - 1][j] : nullptr;
-            const Tensor* left = j > 0 ? &tiles[i][j - 1] : nullptr;
-            const int64_t ey = up ? std::min({up->dim(2), th, static_cast<int64_t>(ty.overlaps[i - 1])}) : 0;
-            const int64_t ex =
-                left ? std::min({left->dim(3), tw, static_cast<int64_t>(tx.overlaps[j - 1])}) : 0;
-            const float* cp = cur.data_as<const float>();
-            const float* upp = up ? up->data_as<const float>() : nullptr;
-            const float* lp = left ? left->data_as<const float>() : nullptr;
-            const int64_t uh = up ? up->dim(2) : 0, uw = up ? up->dim(3) : 0;
-            const int64_t lh = left ? left->dim(2) : 0, lw = left ? left->dim(3) : 0;
-            const int64_t planes = oc * of;
-            // Every output row is independent: the same per-pixel expressions as the scalar reference.
-#pragma omp parallel for schedule(static) if (planes * keep_h * keep_w > (1 << 16))
-            for (int64_t pr = 0; pr < planes * keep_h; ++pr) {
-                const int64_t plane = pr / keep_h, r = pr % keep_h;
-                const float* crow = cp + (plane * th + r) * tw;
-                const float* urow = r < ey ? upp + (plane * uh + uh - ey + r) * uw : nullptr;
-                const float* lrow = ex > 0 ? lp + (plane * lh + r) * lw + lw - ex : nullptr;
-                const float wy = r < ey ? static_cast<float>(r) / static_cast<float>(ey) : 1.0f;
-                float* orow = dst + (plane * height + ty.starts[i] + r) * width + tx.starts[j];
-                for (int64_t col = 0; col < keep_w; ++col) {
-                    float v = crow[col];
-                    if (urow) v = urow[col] * (1.0f - wy) + v * wy;
-                    if (col < ex) {
-                        const float wb = static_cast<float>(col) / static_cast<float>(ex);
-                        v = lrow[col] * (1.0f - wb) + v * wb;
-                    }
-                    orow[col] = v;
-                }
-            }
-        }
+    Tensor out = stitch_tiles(tiles, ty.overlaps, tx.overlaps);
     mark(ctx, "host_stitch");
     return out;
 }

@@ -2,6 +2,8 @@
 // overlaps; spatial tiles laid in pixel space with a minimum overlap, the slack spread in latent-sized steps.
 #pragma once
 
+#include "core/tensor.h"
+
 #include <vector>
 
 namespace h3::model {
@@ -27,5 +29,13 @@ struct ClipPlan {
     int frames = 0;            // output frames
 };
 ClipPlan plan_clips(int latents, int clip_length, int temporal_ratio, int token_drop);
+
+// Stitches a grid of host f32 tiles tiles[i][j] [C, F, h_i, w_j] (decoder pixels, or encoder moments in
+// latent units): tile (i, j) is blended with the unblended tile above over y_overlaps[i−1] rows, then with
+// the unblended tile to the left over x_overlaps[j−1] columns (linear ramps k/e, extents clipped to both
+// tiles' sizes), its bottom/right overlaps are cropped, and the kept parts are concatenated: [C, F, Σ kept h,
+// Σ kept w].
+Tensor stitch_tiles(const std::vector<std::vector<Tensor>>& tiles, const std::vector<int>& y_overlaps,
+                    const std::vector<int>& x_overlaps);
 
 } // namespace h3::model

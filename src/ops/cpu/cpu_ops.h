@@ -61,4 +61,10 @@ Status clamp(const Context& ctx, float lo, float hi, const Tensor& x, Tensor& y)
 Status layer_norm(const Context& ctx, const LayerNormParams& p, const Tensor& x, const Tensor& weight,
                   const Tensor& bias, Tensor& y);
 
+// Video VAE encoder ops (ops/conv3d.h, ops/group_norm.h): f32 only.
+Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
+              Tensor& y);
+Status group_norm(const Context& ctx, const GroupNormParams& p, const Tensor& x, const Tensor& weight,
+                  const Tensor& bias, Tensor& y);
+
 } // namespace h3::ops::cpu_impl

@@ -1,0 +1,35 @@
+// 3-D convolution over [B, C, T, H, W] videos (the video VAE encoder's causal convolutions). See ops.h for
+// the shared conventions.
+#pragma once
+
+#include "core/tensor.h"
+#include "ops/context.h"
+
+namespace h3::ops {
+
+// How the spatial border is padded (PyTorch F.pad modes): zeros ("constant"), reflect (mirror without
+// repeating the edge, needs pad < size), replicate (repeat the edge).
+enum class PadMode { kZeros, kReflect, kReplicate };
+
+// PyTorch Conv3d over an explicitly padded input: `pad_front` zero frames before the first frame and none
+// after (causal), spatial padding per side in `spatial_mode`, then a convolution with no padding of its own.
+// Dilation 1, groups 1.
+struct Conv3dParams {
+    int stride_t = 1, stride_h = 1, stride_w = 1;
+    int pad_front = 0;                                            // zero frames in front (temporal, causal)
+    int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0; // spatial, in `spatial_mode`
+    PadMode spatial_mode = PadMode::kZeros;
+};
+
+// x [B, Cin, T, H, W], w [Cout, Cin, KT, KH, KW], bias [Cout] or undefined, y [B, Cout, To, Ho, Wo] with
+// To = (T + pad_front − KT)/stride_t + 1, Ho = (H + pad_top + pad_bottom − KH)/stride_h + 1, likewise Wo.
+// f32 only (the encoder runs in fp32, as the reference does); fp32 accumulation. Kernel taps that fall on
+// the zero frames in front contribute nothing and are skipped (a single frame through a 3×3×3 causal
+// convolution costs one 3×3 tap set, not three).
+Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
+              Tensor& y);
+// [B, Cout, To, Ho, Wo] for x [B, Cin, T, H, W] and w [Cout, Cin, KT, KH, KW]; an empty shape when some
+// output extent would be < 1.
+Shape conv3d_out_shape(const Shape& x, const Shape& w, const Conv3dParams& p);
+
+} // namespace h3::ops

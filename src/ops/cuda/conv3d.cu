@@ -1,0 +1,214 @@
+// CUDA conv3d: an fp32 implicit GEMM. The weights are first transposed into Wt [taps·Cin, Cout] (k = tap·Cin
+// + ci, tap = (kt·KH + kh)·KW + kw) in the context's scratch buffer; then every block computes a 128
+// (Cout) × 128 (output pixels of one output frame) tile over the K range of the temporal taps that land on
+// real frames for that output frame (the causal zero frames are skipped, block-uniformly). The input tile
+// is gathered on the fly (im2col never materialized), padding resolved per index. Double-buffered shared
+// memory, 8×8 outputs per thread, fp32 FMA accumulation.
+#include "ops/cuda/cuda_common.h"
+#include "ops/cuda/cuda_kernels.cuh"
+#include "ops/cuda/cuda_ops.h"
+
+namespace h3::ops::cuda_impl {
+
+using namespace cuda_detail;
+
+namespace {
+
+constexpr int kBM = 128, kBN = 128, kBK = 8, kThreads = 256;
+
+struct Conv3dArgs {
+    const float* x;
+    const float* wt; // [taps·Cin, Cout]
+    const float* bias;
+    float* y;
+    int cin, t, h, w, cout, kt, kh, kw, to, ho, wo;
+    int st, sh, sw, pad_front, pad_top, pad_left, mode;
+};
+
+// Source index of padded position i, or −1 for a zero (mode: 0 zeros, 1 reflect, 2 replicate).
+__device__ __forceinline__ int pad_index(int i, int n, int mode) {
+    if (i >= 0 && i < n) return i;
+    if (mode == 1) return i < 0 ? -i : 2 * (n - 1) - i;
+    if (mode == 2) return i < 0 ? 0 : n - 1;
+    return -1;
+}
+
+__global__ void transpose_weights_kernel(const float* __restrict__ w, float* __restrict__ wt, int64_t cout,
+                                         int64_t cin, int64_t taps) {
+    const int64_t n = cout * cin * taps;
+    for (int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; o < n;
+         o += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const int64_t co = o % cout, k = o / cout, ci = k % cin, tap = k / cin;
+        wt[o] = w[(co * cin + ci) * taps + tap];
+    }
+}
+
+// kCinAligned: Cin % kBK == 0, so the kBK rows of one K step share one tap (block-uniform tap decoding).
+template <bool kCinAligned>
+__global__ void __launch_bounds__(kThreads) conv3d_igemm_kernel(const Conv3dArgs a) {
+    __shared__ __align__(16) float As[2][kBK][kBM];
+    __shared__ __align__(16) float Bs[2][kBK][kBN];
+    const int tid = threadIdx.x;
+    const int frame = blockIdx.z % a.to, b = blockIdx.z / a.to;
+    const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
+    const int np = a.ho * a.wo, khw = a.kh * a.kw;
+    const int t_base = frame * a.st - a.pad_front;
+    const int kt0 = max(0, -t_base), kt1 = min(a.kt, a.t - t_base);
+    const int ktot = max(0, kt1 - kt0) * khw * a.cin;
+    const int64_t kbase = static_cast<int64_t>(kt0) * khw * a.cin; // first row of Wt used
+    const int64_t hw = static_cast<int64_t>(a.h) * a.w;
+    const float* xb = a.x + static_cast<int64_t>(b) * a.cin * a.t * hw;
+
+    // A loads: row k = tid / 32, columns m = (tid % 32)·4 .. +4 of Wt.
+    const int a_k = tid >> 5, a_m = (tid & 31) * 4;
+    // B loads: pixel n = tid % 128, rows k = tid / 128 + 2j.
+    const int b_n = tid & (kBN - 1), b_k = tid >> 7;
+    const int pix = n0 + b_n;
+    const bool b_ok = pix < np;
+    const int oy = b_ok ? pix / a.wo : 0, ox = b_ok ? pix - (pix / a.wo) * a.wo : 0;
+    const int iy0 = oy * a.sh - a.pad_top, ix0 = ox * a.sw - a.pad_left;
+
+    float ra[4], rb[4];
+    auto load = [&](int k0) {
+        {
+            const int k = k0 + a_k;
+            const float* src = a.wt + (kbase + k) * a.cout;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int co = m0 + a_m + j;
+                ra[j] = (k < ktot && co < a.cout) ? __ldg(src + co) : 0.0f;
+            }
+        }
+        if (kCinAligned) {
+            const int tap = k0 / a.cin, ci0 = k0 - tap * a.cin; // uniform
+            const int dt = tap / khw, r = tap - dt * khw, dy = r / a.kw, dx = r - dy * a.kw;
+            const int iy = pad_index(iy0 + dy, a.h, a.mode), ix = pad_index(ix0 + dx, a.w, a.mode);
+            const bool ok = b_ok && k0 < ktot && iy >= 0 && ix >= 0;
+            const float* src = xb + (static_cast<int64_t>(ci0) * a.t + t_base + kt0 + dt) * hw +
+                               static_cast<int64_t>(iy) * a.w + ix;
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                rb[j] = ok ? __ldg(src + static_cast<int64_t>(b_k + 2 * j) * a.t * hw) : 0.0f;
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int k = k0 + b_k + 2 * j;
+                float v = 0.0f;
+                if (b_ok && k < ktot) {
+                    const int tap = k / a.cin, ci = k - tap * a.cin;
+                    const int dt = tap / khw, r = tap - dt * khw, dy = r / a.kw, dx = r - dy * a.kw;
+                    const int iy = pad_index(iy0 + dy, a.h, a.mode), ix = pad_index(ix0 + dx, a.w, a.mode);
+                    if (iy >= 0 && ix >= 0)
+                        v = __ldg(xb + (static_cast<int64_t>(ci) * a.t + t_base + kt0 + dt) * hw +
+                                  static_cast<int64_t>(iy) * a.w + ix);
+                }
+                rb[j] = v;
+            }
+        }
+    };
+    auto store = [&](int buf) {
+        *reinterpret_cast<float4*>(&As[buf][a_k][a_m]) = make_float4(ra[0], ra[1], ra[2], ra[3]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) Bs[buf][b_k + 2 * j][b_n] = rb[j];
+    };
+
+    // Thread (ty, tx) owns rows ty·4 + {0..3}, 64 + ty·4 + {0..3} and columns tx·4 + {0..3}, 64 + tx·4 + ...
+    const int ty = tid >> 4, tx = tid & 15;
+    float acc[8][8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+    if (ktot > 0) {
+        load(0);
+        store(0);
+        __syncthreads();
+        int buf = 0;
+        for (int k0 = 0; k0 < ktot; k0 += kBK) {
+            const bool more = k0 + kBK < ktot;
+            if (more) load(k0 + kBK);
+#pragma unroll
+            for (int k = 0; k < kBK; ++k) {
+                const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][k][ty * 4]);
+                const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][k][64 + ty * 4]);
+                const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][k][tx * 4]);
+                const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][k][64 + tx * 4]);
+                const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+                for (int i = 0; i < 8; ++i)
+#pragma unroll
+                    for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+            }
+            if (more) {
+                store(buf ^ 1);
+                __syncthreads();
+                buf ^= 1;
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const int co = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+        if (co >= a.cout) continue;
+        const float bv = a.bias ? a.bias[co] : 0.0f;
+        float* yrow = a.y + ((static_cast<int64_t>(b) * a.cout + co) * a.to + frame) * np;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const int p = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+            if (p < np) yrow[p] = acc[i][j] + bv;
+        }
+    }
+}
+
+} // namespace
+
+Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
+              Tensor& y) {
+    if (y.numel() == 0) return ok_status();
+    const int64_t cout = w.dim(0), cin = w.dim(1), taps = w.dim(2) * w.dim(3) * w.dim(4);
+    const int64_t np = y.dim(3) * y.dim(4), frames = y.dim(0) * y.dim(2);
+    constexpr int64_t kIntMax = 2147483647;
+    if (x.numel() > kIntMax / 4 || y.numel() > kIntMax / 4 || taps * cin > kIntMax / 4 || np > kIntMax / 4)
+        return unimplemented("conv3d (CUDA): tensors beyond 2^29 elements per operand");
+    if (frames > 65535) return unimplemented("conv3d (CUDA): more than 65535 output frames (B·To)");
+    const size_t wt_bytes = static_cast<size_t>(cout * cin * taps) * sizeof(float);
+    H3_ASSIGN_OR_RETURN(void* wt, ctx.cuda->scratch(wt_bytes));
+    const cudaStream_t stream = stream_of(ctx);
+    transpose_weights_kernel<<<grid_for(cout * cin * taps, 256), 256, 0, stream>>>(
+        w.data_as<const float>(), static_cast<float*>(wt), cout, cin, taps);
+    H3_TRY(check_launch("conv3d weight transpose"));
+    Conv3dArgs a{};
+    a.x = x.data_as<const float>();
+    a.wt = static_cast<const float*>(wt);
+    a.bias = bias.defined() ? bias.data_as<const float>() : nullptr;
+    a.y = y.data_as<float>();
+    a.cin = static_cast<int>(cin);
+    a.t = static_cast<int>(x.dim(2));
+    a.h = static_cast<int>(x.dim(3));
+    a.w = static_cast<int>(x.dim(4));
+    a.cout = static_cast<int>(cout);
+    a.kt = static_cast<int>(w.dim(2));
+    a.kh = static_cast<int>(w.dim(3));
+    a.kw = static_cast<int>(w.dim(4));
+    a.to = static_cast<int>(y.dim(2));
+    a.ho = static_cast<int>(y.dim(3));
+    a.wo = static_cast<int>(y.dim(4));
+    a.st = p.stride_t;
+    a.sh = p.stride_h;
+    a.sw = p.stride_w;
+    a.pad_front = p.pad_front;
+    a.pad_top = p.pad_top;
+    a.pad_left = p.pad_left;
+    a.mode = p.spatial_mode == PadMode::kReflect ? 1 : (p.spatial_mode == PadMode::kReplicate ? 2 : 0);
+    const dim3 grid(static_cast<unsigned>((np + kBN - 1) / kBN),
+                    static_cast<unsigned>((cout + kBM - 1) / kBM), static_cast<unsigned>(frames));
+    if (grid.y > 65535) return unimplemented("conv3d (CUDA): more than 65535·128 output channels");
+    if (cin % kBK == 0)
+        conv3d_igemm_kernel<true><<<grid, kThreads, 0, stream>>>(a);
+    else
+        conv3d_igemm_kernel<false><<<grid, kThreads, 0, stream>>>(a);
+    return check_launch("conv3d");
+}
+
+} // namespace h3::ops::cuda_impl
