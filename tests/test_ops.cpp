@@ -193,7 +193,7 @@ double naive_silu(double v) {
     return v / (1.0 + std::exp(-v));
 }
 
-TEST(Ops, SiluSwigluAdd) {
+TEST(Ops, SiluGeluSwigluAdd) {
     SKIP_IF_NO_BACKEND();
     uint32_t seed = 200;
     for (auto [r, c] : kEltShapes)
@@ -215,6 +215,25 @@ TEST(Ops, SiluSwigluAdd) {
                     }
                     Guarded y(y0);
                     ASSERT_OK(silu(ctx(), dev(x), y.t));
+                    check_output(y, want, kPointTol.of(out));
+                }
+                for (bool tanh : {false, true}) {
+                    SCOPED_TRACE(tanh ? "gelu tanh" : "gelu erf");
+                    Tensor y0 = Tensor::host({r, 2 * c}, out);
+                    std::vector<double> want;
+                    if (on_cuda()) {
+                        Tensor y = clone(y0);
+                        ASSERT_OK(gelu(Context::cpu(), {.tanh = tanh}, x, y));
+                        want = values(y);
+                    } else {
+                        for (double v : xv)
+                            want.push_back(tanh ? 0.5 * v *
+                                                      (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
+                                                                       (v + 0.044715 * v * v * v)))
+                                                : 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
+                    }
+                    Guarded y(y0);
+                    ASSERT_OK(gelu(ctx(), {.tanh = tanh}, dev(x), y.t));
                     check_output(y, want, kPointTol.of(out));
                 }
                 {

@@ -1,4 +1,5 @@
-// silu / swiglu / cast / add dispatchers: validation, then the CPU reference or the CUDA implementation.
+// silu / gelu / swiglu / cast / add dispatchers: validation, then the CPU reference or the CUDA
+// implementation.
 #include "ops/elementwise.h"
 
 #include "ops/cpu/cpu_ops.h"
@@ -19,6 +20,16 @@ Status silu(const Context& ctx, const Tensor& x, Tensor& y) {
     H3_TRY(check_writable(op, "y", y));
     H3_TRY(check_shape(op, "y", y, x.shape(), "x's shape"));
     H3_OPS_DISPATCH(silu, ctx, x, y);
+}
+
+Status gelu(const Context& ctx, const GeluParams& p, const Tensor& x, Tensor& y) {
+    const char* op = "gelu";
+    H3_TRY(check_context(op, ctx));
+    H3_TRY(check_float_contig(op, "x", ctx, x));
+    H3_TRY(check_float_contig(op, "y", ctx, y));
+    H3_TRY(check_writable(op, "y", y));
+    H3_TRY(check_shape(op, "y", y, x.shape(), "x's shape"));
+    H3_OPS_DISPATCH(gelu, ctx, p, x, y);
 }
 
 Status swiglu(const Context& ctx, const Tensor& x, Tensor& y) {

@@ -8,6 +8,13 @@ namespace h3::ops {
 
 // y = x · sigmoid(x); x and y same shape, any float dtypes.
 Status silu(const Context& ctx, const Tensor& x, Tensor& y);
+// GELU: y = x·Φ(x) with the exact erf form, 0.5·x·(1 + erf(x/√2)) (torch.nn.GELU()), or with `tanh`
+// the approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (gelu_pytorch_tanh). fp32 math, one rounding
+// at the store; x and y same shape, any float dtypes.
+struct GeluParams {
+    bool tanh = false;
+};
+Status gelu(const Context& ctx, const GeluParams& p, const Tensor& x, Tensor& y);
 // SwiGLU: x [R, 2F] = [value | gate] per row, y [R,F] = value ⊙ SiLU(gate).
 Status swiglu(const Context& ctx, const Tensor& x, Tensor& y);
 // y = cast(x) (same shape; any dtypes; float rounding nearest-even, fp8 saturating).

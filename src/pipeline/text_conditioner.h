@@ -1,11 +1,17 @@
 // The checkpoint's own conditioner (spec §8): Qwen2 tokenizer + Qwen3-VL language stack, layers 0..49,
-// prompt → [L, text_dim] bf16 (f32 in fp32 mode), all rows tagged text. Keyframe images (fl2va) need the
-// vision tower, which is not built yet: a request with images is rejected with a clear error.
+// prompt → [L, text_dim] bf16 (f32 in fp32 mode), all rows tagged text. With keyframe images (fl2va, spec
+// §8.2) and a text encoder that has a vision tower (config.json vision_config + model.visual.* weights), per
+// image i (1-based): "<Picture i>: " (text) + <|vision_start|> + N × <|image_pad|> + <|vision_end|> (video),
+// then the prompt (text); images go through the Qwen2-VL processor (pipeline/vision_processor; the
+// checkpoint's processor/preprocessor_config.json when present) and model/vision, the LM runs with DeepStack
+// and MRoPE positions (model/text).
 #pragma once
 
 #include "model/text/text_model.h"
 #include "model/tokenizer/tokenizer.h"
+#include "model/vision/vision_model.h"
 #include "pipeline/conditioner.h"
+#include "pipeline/vision_processor.h"
 
 #include <memory>
 #include <string>
@@ -28,6 +34,17 @@ public:
     Result<Conditioning> encode(const ConditionerRequest& request,
                                 const ConditionerOptions& options = {}) override;
 
+    // The token sequence of a request (spec §8.2) with one tag per token, and the processed images.
+    struct Presentation {
+        std::vector<int32_t> ids, tags;
+        Tensor pixel_values;                     // [Σ patches, patch_dim] f32 host; undefined without images
+        std::vector<model::VisionGrid> grids;    // per image, in patches
+        std::vector<model::MropeGrid> llm_grids; // per image, in merged tokens
+    };
+    Result<Presentation> present(const ConditionerRequest& request) const;
+    bool has_vision() const { return vision_ != nullptr; }
+    const model::VisionModel* vision() const { return vision_.get(); }
+
     // The steps of encode(), for `h3-engine encode`.
     Result<std::vector<int32_t>> tokenize(const std::string& prompt) const;
     Result<Tensor> embed(const std::vector<int32_t>& ids, const ConditionerOptions& options = {}) const;
@@ -40,6 +57,8 @@ private:
         : tokenizer_(std::move(tok)), model_(std::move(model)), dir_(std::move(dir)) {}
     model::tokenizer::Tokenizer tokenizer_;
     std::unique_ptr<model::TextModel> model_;
+    std::unique_ptr<model::VisionModel> vision_; // null: the checkpoint has no vision tower
+    VisionProcessorConfig processor_;
     std::string dir_;
 };
 

@@ -60,7 +60,10 @@ def rope_tables(L, head_dim, theta):
     return emb.cos(), emb.sin()
 
 
-def forward(weights, cfg, ids, mode="fp32", n_used=None, record=None, swiglu_one_rounding=False):
+def forward(weights, cfg, ids, mode="fp32", n_used=None, record=None, swiglu_one_rounding=False, positions=None,
+            mrope_section=None, vision=None):
+    """positions [3, L] + mrope_section: interleaved MRoPE tables (h3_vision.mrope_tables); vision: dict(rows
+    LongTensor [V], embeds [V, hidden], deepstack [list of [V, hidden]]) replaces rows / adds after layer j."""
     r = _r(mode)
     W = {k: r(v.to(torch.float32)) for k, v in weights.items() if k.startswith(P)}
     D = cfg["head_dim"]
@@ -76,7 +79,11 @@ def forward(weights, cfg, ids, mode="fp32", n_used=None, record=None, swiglu_one
     def lin(x, name):
         return r(x @ W[name].t())
 
-    cos, sin = rope_tables(L, D, theta)
+    if positions is None:
+        cos, sin = rope_tables(L, D, theta)
+    else:
+        import h3_vision
+        cos, sin = h3_vision.mrope_tables(positions, D, theta, mrope_section)
     cos, sin = r(cos)[:, None, :], r(sin)[:, None, :]
 
     def rope(x):
@@ -86,6 +93,9 @@ def forward(weights, cfg, ids, mode="fp32", n_used=None, record=None, swiglu_one
 
     mask = torch.ones(L, L, dtype=torch.bool).tril()
     h = W[P + "embed_tokens.weight"][ids.long()]
+    if vision is not None:
+        h = h.clone()
+        h[vision["rows"]] = r(vision["embeds"].to(torch.float32))
     for i in range(n_used_layers(cfg, n_used)):
         p = f"{P}layers.{i}."
         x = rms(h, W[p + "input_layernorm.weight"])
@@ -107,6 +117,9 @@ def forward(weights, cfg, ids, mode="fp32", n_used=None, record=None, swiglu_one
         act = torch.nn.functional.silu(g)
         m = r((act if swiglu_one_rounding else r(act)) * u)
         h = r(h + lin(m, p + "mlp.down_proj.weight"))
+        if vision is not None and i < len(vision["deepstack"]):
+            h = h.clone()
+            h[vision["rows"]] = r(h[vision["rows"]] + r(vision["deepstack"][i].to(torch.float32)))
         if record is not None:
             record[f"layers.{i}.out"] = h.clone()
     return h

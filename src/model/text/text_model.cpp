@@ -2,6 +2,7 @@
 
 #include "ops/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -142,7 +143,64 @@ double TextModel::flops(const TextConfig& c, int layers, int64_t L) {
     return layers * (gemm + attn);
 }
 
+Result<std::array<std::vector<int64_t>, 3>>
+mrope_positions(const std::vector<int32_t>& ids, int image_token_id, const std::vector<MropeGrid>& grids) {
+    std::array<std::vector<int64_t>, 3> pos;
+    const int64_t L = static_cast<int64_t>(ids.size());
+    for (auto& p : pos) p.reserve(ids.size());
+    int64_t st = 0, next = 0; // next: previous maximum + 1
+    auto text = [&](int64_t count) {
+        for (int64_t i = 0; i < count; ++i)
+            for (auto& p : pos) p.push_back(next + i);
+        next += count;
+    };
+    for (size_t g = 0; g < grids.size(); ++g) {
+        int64_t ed = st;
+        while (ed < L && ids[static_cast<size_t>(ed)] != image_token_id) ++ed;
+        if (ed == L)
+            return invalid_argument("mrope positions: " + std::to_string(grids.size()) +
+                                    " image grids but only " + std::to_string(g) +
+                                    " image blocks in the tokens");
+        const MropeGrid& gr = grids[g];
+        const int64_t n = int64_t(gr.t) * gr.h * gr.w;
+        if (n <= 0 || ed + n > L)
+            return invalid_argument("mrope positions: image " + std::to_string(g) + " (grid " +
+                                    std::to_string(gr.t) + "x" + std::to_string(gr.h) + "x" +
+                                    std::to_string(gr.w) + ") does not fit the token sequence");
+        for (int64_t i = ed; i < ed + n; ++i)
+            if (ids[static_cast<size_t>(i)] != image_token_id)
+                return invalid_argument("mrope positions: image " + std::to_string(g) + " needs " +
+                                        std::to_string(n) + " consecutive image tokens from row " +
+                                        std::to_string(ed) + ", row " + std::to_string(i) + " is not one");
+        text(ed - st);
+        const int64_t s0 = next;
+        int64_t mx = s0;
+        for (int t = 0; t < gr.t; ++t)
+            for (int y = 0; y < gr.h; ++y)
+                for (int x = 0; x < gr.w; ++x) {
+                    pos[0].push_back(s0 + t);
+                    pos[1].push_back(s0 + y);
+                    pos[2].push_back(s0 + x);
+                    mx = std::max({mx, s0 + t, s0 + y, s0 + x});
+                }
+        next = mx + 1;
+        st = ed + n;
+    }
+    for (int64_t i = st; i < L; ++i)
+        if (ids[static_cast<size_t>(i)] == image_token_id)
+            return invalid_argument("mrope positions: more image tokens than the " +
+                                    std::to_string(grids.size()) + " image grids cover (row " +
+                                    std::to_string(i) + ")");
+    text(L - st);
+    return pos;
+}
+
 Result<Tensor> TextModel::forward(const std::vector<int32_t>& ids, const TextForwardOptions& o) const {
+    return forward(ids, nullptr, o);
+}
+
+Result<Tensor> TextModel::forward(const std::vector<int32_t>& ids, const TextVisionInputs* vis,
+                                  const TextForwardOptions& o) const {
     const TextConfig& c = config_;
     const int64_t L = static_cast<int64_t>(ids.size());
     if (L == 0) return invalid_argument("text encoder: no tokens");
@@ -168,18 +226,71 @@ Result<Tensor> TextModel::forward(const std::vector<int32_t>& ids, const TextFor
     } else {
         H3_ASSIGN_OR_RETURN(h, h_host.to(ctx_.device, ctx_.stream()));
     }
+
+    // Vision rows: the merged vision embeddings replace the <|image_pad|> embeddings.
+    const int64_t V = vis ? static_cast<int64_t>(vis->rows.size()) : 0;
+    Tensor vrows;
+    if (vis) {
+        for (int a = 0; a < 3; ++a)
+            if (!vis->positions[static_cast<size_t>(a)].empty() &&
+                static_cast<int64_t>(vis->positions[static_cast<size_t>(a)].size()) != L)
+                return invalid_argument("text encoder: vision positions have " +
+                                        std::to_string(vis->positions[static_cast<size_t>(a)].size()) +
+                                        " rows, the tokens " + std::to_string(L));
+        for (int64_t i = 0; i < V; ++i) {
+            const int64_t r = vis->rows[static_cast<size_t>(i)];
+            if (r < 0 || r >= L || (i > 0 && r <= vis->rows[static_cast<size_t>(i - 1)]))
+                return invalid_argument("text encoder: vision rows must be ascending rows in [0, " +
+                                        std::to_string(L) + "), entry " + std::to_string(i) + " is " +
+                                        std::to_string(r));
+        }
+        auto check = [&](const Tensor& t, const std::string& what) -> Status {
+            if (!t.defined() || t.rank() != 2 || t.dim(0) != V || t.dim(1) != hs)
+                return invalid_argument("text encoder: " + what + " must be [" + std::to_string(V) + ", " +
+                                        std::to_string(hs) + "], got " +
+                                        (t.defined() ? t.shape().to_string() : std::string("nothing")));
+            return ok_status();
+        };
+        if (V > 0) H3_TRY(check(vis->embeds, "vision embeddings"));
+        for (size_t j = 0; j < vis->deepstack.size(); ++j)
+            H3_TRY(check(vis->deepstack[j], "deepstack feature " + std::to_string(j)));
+        if (static_cast<int>(vis->deepstack.size()) > layers())
+            return invalid_argument("text encoder: " + std::to_string(vis->deepstack.size()) +
+                                    " deepstack features but only " + std::to_string(layers()) + " layers");
+        if (V > 0) {
+            Tensor vr = Tensor::host({V}, DType::kI64);
+            std::memcpy(vr.data(), vis->rows.data(), static_cast<size_t>(V) * sizeof(int64_t));
+            if (ctx_.device.is_cpu()) {
+                vrows = vr;
+            } else {
+                H3_ASSIGN_OR_RETURN(vrows, vr.to(ctx_.device, ctx_.stream()));
+            }
+            Tensor e = vis->embeds;
+            if (!(e.device() == ctx_.device)) {
+                H3_ASSIGN_OR_RETURN(e, e.to(ctx_.device, ctx_.stream()));
+            }
+            H3_TRY(ops::scatter_rows(ctx_, e, vrows, h));
+        }
+    }
     if (o.hook.active("embed")) o.hook.record("embed", h);
 
-    // RoPE tables [L, D] f32: angle = pos · inv_freq_j (fp32), inv_freq_j = 1 / θ^(2j/D), cos/sin of [a, a].
+    // RoPE tables [L, D] f32: angle = pos · inv_freq_j (fp32), inv_freq_j = 1 / θ^(2j/D), cos/sin of [a, a];
+    // pos is the t, h or w position of the row per the interleaved MRoPE sections (all equal for text).
     Tensor cos_h = Tensor::host({L, d}, DType::kF32), sin_h = Tensor::host({L, d}, DType::kF32);
     {
         float* cp = cos_h.data_as<float>();
         float* sp = sin_h.data_as<float>();
         const float theta = static_cast<float>(c.rope_theta);
+        const int sec_h = c.mrope_section.size() == 3 ? c.mrope_section[1] : 0,
+                  sec_w = c.mrope_section.size() == 3 ? c.mrope_section[2] : 0;
         for (int64_t j = 0; j < d / 2; ++j) {
             const float inv = 1.0f / std::pow(theta, static_cast<float>(2 * j) / static_cast<float>(d));
+            const size_t axis = (j % 3 == 1 && j < 3 * sec_h) ? 1 : (j % 3 == 2 && j < 3 * sec_w) ? 2 : 0;
+            const std::vector<int64_t>* pv =
+                vis && !vis->positions[axis].empty() ? &vis->positions[axis] : nullptr;
             for (int64_t p = 0; p < L; ++p) {
-                const float a = static_cast<float>(p) * inv;
+                const int64_t pos = pv ? (*pv)[static_cast<size_t>(p)] : p;
+                const float a = static_cast<float>(pos) * inv;
                 cp[p * d + j] = cp[p * d + j + d / 2] = std::cos(a);
                 sp[p * d + j] = sp[p * d + j + d / 2] = std::sin(a);
             }
@@ -207,6 +318,11 @@ Result<Tensor> TextModel::forward(const std::vector<int32_t>& ids, const TextFor
     const ops::AttentionParams attn{.scale = 1.0f / std::sqrt(static_cast<float>(d)), .causal = true};
     const Tensor none;
     const int n = layers();
+    Tensor ds_rows, ds_add;
+    if (vis && V > 0 && !vis->deepstack.empty()) {
+        H3_ASSIGN_OR_RETURN(ds_rows, alloc({V, hs}, act));
+        H3_ASSIGN_OR_RETURN(ds_add, alloc({V, hs}, act));
+    }
     for (int i = 0; i < n; ++i) {
         if (o.cancel && o.cancel->load())
             return cancelled("text encoder cancelled before layer " + std::to_string(i));
@@ -225,6 +341,17 @@ Result<Tensor> TextModel::forward(const std::vector<int32_t>& ids, const TextFor
         H3_TRY(ops::swiglu(ctx_, ug, m));
         H3_TRY(ops::gemm(ctx_, {}, m, w.down, none, y));
         H3_TRY(ops::add(ctx_, h, y, h));
+        if (ds_rows.defined() && i < static_cast<int>(vis->deepstack.size())) {
+            // DeepStack: h[rows] = h[rows] + feature (the feature cast to the activation dtype first).
+            Tensor ds = vis->deepstack[static_cast<size_t>(i)];
+            if (!(ds.device() == ctx_.device)) {
+                H3_ASSIGN_OR_RETURN(ds, ds.to(ctx_.device, ctx_.stream()));
+            }
+            H3_TRY(ops::cast(ctx_, ds, ds_add));
+            H3_TRY(ops::gather_rows(ctx_, h, vrows, ds_rows));
+            H3_TRY(ops::add(ctx_, ds_rows, ds_add, ds_rows));
+            H3_TRY(ops::scatter_rows(ctx_, ds_rows, vrows, h));
+        }
         const std::string name = "layers." + std::to_string(i) + ".out";
         if (o.hook.active(name)) o.hook.record(name, h);
         if (o.progress) o.progress(i + 1, n);

@@ -1,6 +1,11 @@
 // The H3 conditioner's language stack: Qwen3-VL text model, decoder layers 0..min(49, n-1), output the
 // un-normalized hidden state after the last of them (hidden_states[50] for the official model), spec §8.1.
 // Text-only input: positions 0..L-1, so the interleaved MRoPE is ordinary 1-D NeoX RoPE over head_dim.
+// With keyframe images (TextVisionInputs): the vision embeddings replace the <|image_pad|> rows, the
+// DeepStack features are added to those rows after layers 0, 1, 2, … (transformers' _deepstack_process),
+// and the rows get Qwen3-VL's 3-D MRoPE positions (mrope_positions): per frequency j < head_dim/2 the angle
+// uses the h position when j % 3 == 1 and j < 3·mrope_section[1], the w position when j % 3 == 2 and
+// j < 3·mrope_section[2], the t position otherwise (interleaved MRoPE).
 // PyTorch reference: tools/reference/h3_text.py (its docstring states the bf16 rounding contract).
 #pragma once
 
@@ -10,6 +15,7 @@
 #include "model/text/text_config.h"
 #include "ops/context.h"
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -56,6 +62,28 @@ struct TextLoadOptions {
     int layers = -1; // -1: config.used_layers()
 };
 
+// Vision input of one forward (fl2va keyframes).
+struct TextVisionInputs {
+    std::vector<int64_t> rows;     // ascending row indices of the <|image_pad|> tokens (V of them)
+    Tensor embeds;                 // [V, hidden] merged vision embeddings (host or the model's device)
+    std::vector<Tensor> deepstack; // each [V, hidden]: added to `rows` after layer j
+    // (t, h, w) position of every row [L] each; empty: 0..L-1 on all three axes.
+    std::array<std::vector<int64_t>, 3> positions;
+};
+
+// One image block of a token sequence: its grid in merged tokens (t, h/merge, w/merge).
+struct MropeGrid {
+    int t = 1, h = 0, w = 0;
+};
+
+// transformers' Qwen3VLModel.get_rope_index for one unpadded sequence: image blocks are the runs of
+// `image_token_id`, in order, with the grids `grids` (t·h·w tokens each). Text before a block continues from
+// the previous maximum + 1 (from 0 at the start) on all three axes; the block's rows get
+// (s + t_i, s + h_i, s + w_i) with s = the position the block's first row would have had as text; text after
+// it continues from the block's maximum + 1. Errors: block count or sizes that do not match the grids.
+Result<std::array<std::vector<int64_t>, 3>>
+mrope_positions(const std::vector<int32_t>& ids, int image_token_id, const std::vector<MropeGrid>& grids);
+
 struct TextForwardOptions {
     IntermediateHook hook;                             // "embed", "layers.{i}.out"
     std::function<void(int done, int total)> progress; // after each layer
@@ -75,6 +103,10 @@ public:
 
     // ids (each in [0, vocab)) → [L, hidden] in act_dtype() on the model's device.
     Result<Tensor> forward(const std::vector<int32_t>& ids, const TextForwardOptions& options = {}) const;
+    // With vision input (nullptr: the text-only forward above). "layers.{i}.out" is recorded after the
+    // DeepStack addition of that layer.
+    Result<Tensor> forward(const std::vector<int32_t>& ids, const TextVisionInputs* vision,
+                           const TextForwardOptions& options = {}) const;
 
     // Useful FLOPs of one forward over L tokens (GEMMs + attention, causal half counted).
     static double flops(const TextConfig& c, int layers, int64_t tokens);

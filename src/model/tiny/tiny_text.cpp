@@ -7,6 +7,7 @@
 #include "model/tiny/tiny_checkpoint.h"
 #include "model/tokenizer/tokenizer.h"
 #include "model/tokenizer/unicode.h"
+#include "model/vision/vision_model.h"
 #include "ops/ops.h"
 
 #include <algorithm>
@@ -62,6 +63,18 @@ TextConfig tiny_text_config() {
     c.rope_theta = 5e6;
     c.mrope_section = {4, 2, 2};
     return c;
+}
+
+VisionConfig tiny_vision_config() {
+    VisionConfig v;
+    v.depth = 3;
+    v.hidden_size = 16;
+    v.intermediate_size = 32;
+    v.num_heads = 2;
+    v.out_hidden_size = tiny_text_config().hidden_size;
+    v.num_position_embeddings = 64;
+    v.deepstack_visual_indexes = {0, 1, 2};
+    return v;
 }
 
 Status write_tiny_tokenizer(const std::string& dir, int n_merges) {
@@ -139,10 +152,12 @@ Status write_tiny_tokenizer(const std::string& dir, int n_merges) {
     return io::write_json_file((fs::path(dir) / "tokenizer_config.json").string(), cfg);
 }
 
-Status write_tiny_text_encoder(const std::string& dir, uint64_t seed) {
+Status write_tiny_text_encoder(const std::string& dir, uint64_t seed, const VisionConfig& vision) {
     H3_TRY(make_dirs(dir));
     const TextConfig c = tiny_text_config();
-    H3_TRY(io::write_json_file((fs::path(dir) / "config.json").string(), c.to_json()));
+    nlohmann::json cfg = c.to_json();
+    vision.add_to_json(cfg);
+    H3_TRY(io::write_json_file((fs::path(dir) / "config.json").string(), cfg));
     auto specs = text_tensor_specs(c, c.num_hidden_layers);
     specs.push_back(
         {std::string(kTextPrefix) + "norm.weight", {c.hidden_size}}); // in the official files, unused
@@ -159,6 +174,21 @@ Status write_tiny_text_encoder(const std::string& dir, uint64_t seed) {
                                  {.seed = s++, .bound = bound, .offset = norm ? 1.0f : 0.0f}, t));
         tensors.push_back({name, t});
     }
+    // The vision tower from its own stream (the language tensors above keep theirs).
+    uint64_t sv = seed * 1000003ull + 500009;
+    for (const auto& [name, shape] : vision_tensor_specs(vision)) {
+        Tensor t = Tensor::host(Shape(shape), DType::kBF16);
+        const bool vec = shape.size() == 1;
+        const bool norm_w = vec && name.find("norm") != std::string::npos && name.ends_with(".weight");
+        int64_t fan_in = 1;
+        for (size_t i = 1; i < shape.size(); ++i) fan_in *= shape[i];
+        const float bound = name.find("pos_embed") != std::string::npos ? 0.5f
+                            : vec                                       ? 0.1f
+                                                                        : 1.0f / std::sqrt(float(fan_in));
+        H3_TRY(ops::fill_uniform(ops::Context::cpu(),
+                                 {.seed = sv++, .bound = bound, .offset = norm_w ? 1.0f : 0.0f}, t));
+        tensors.push_back({name, t});
+    }
     std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
     return io::write_sharded_safetensors(dir, "model", tensors, 2);
 }
@@ -166,8 +196,18 @@ Status write_tiny_text_encoder(const std::string& dir, uint64_t seed) {
 Status write_tiny_text(const TinyCheckpointParams& p) {
     const bool original = p.layout == TinyLayout::kOriginal;
     const fs::path base = original ? fs::path(p.dir) / "FL2VA" : fs::path(p.dir);
-    H3_TRY(write_tiny_text_encoder((base / "text_encoder").string(), p.seed + 7));
     H3_TRY(write_tiny_tokenizer((base / "tokenizer").string()));
+    {
+        // The vision token ids are the tiny tokenizer's.
+        H3_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load((base / "tokenizer").string()));
+        VisionConfig v = tiny_vision_config();
+        v.image_token_id = tok.token_to_id("<|image_pad|>");
+        v.vision_start_token_id = tok.token_to_id("<|vision_start|>");
+        v.vision_end_token_id = tok.token_to_id("<|vision_end|>");
+        if (v.image_token_id < 0 || v.vision_start_token_id < 0 || v.vision_end_token_id < 0)
+            return internal_error("tiny tokenizer lacks the vision tokens");
+        H3_TRY(write_tiny_text_encoder((base / "text_encoder").string(), p.seed + 7, v));
+    }
     const std::string index_path = (base / "model_index.json").string();
     H3_ASSIGN_OR_RETURN(nlohmann::json index, io::read_json_file(index_path));
     if (original) {

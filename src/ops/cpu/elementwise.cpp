@@ -41,6 +41,17 @@ Status silu(const Context&, const Tensor& x, Tensor& y) {
     return ok_status();
 }
 
+Status gelu(const Context&, const GeluParams& p, const Tensor& x, Tensor& y) {
+    if (p.tanh)
+        unary_flat(x, y, [](float v) {
+            const float k = 0.7978845608028654f; // sqrt(2/pi)
+            return 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+        });
+    else
+        unary_flat(x, y, [](float v) { return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f)); });
+    return ok_status();
+}
+
 Status swiglu(const Context&, const Tensor& x, Tensor& y) {
     const int64_t rows = x.dim(0), f = y.dim(1);
 #pragma omp parallel

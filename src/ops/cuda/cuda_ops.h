@@ -45,6 +45,7 @@ Status gemm(const Context& ctx, const GemmParams& p, const Tensor& x, const Tens
 Status rms_norm(const Context& ctx, const RmsNormParams& p, const Tensor& x, const Tensor& weight, Tensor& y);
 
 Status silu(const Context& ctx, const Tensor& x, Tensor& y);
+Status gelu(const Context& ctx, const GeluParams& p, const Tensor& x, Tensor& y);
 Status swiglu(const Context& ctx, const Tensor& x, Tensor& y);
 Status cast(const Context& ctx, const Tensor& x, Tensor& y);
 Status add(const Context& ctx, const Tensor& x, const Tensor& z, Tensor& y);

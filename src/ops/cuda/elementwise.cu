@@ -34,6 +34,22 @@ __global__ void silu_kernel(const TX* __restrict__ x, TY* __restrict__ y, int64_
     }
 }
 
+template <int N, bool kTanh, typename TX, typename TY>
+__global__ void gelu_kernel(const TX* __restrict__ x, TY* __restrict__ y, int64_t chunks) {
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < chunks;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        float v[N];
+        load_vec<N>(x + i * N, v);
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            const float a = v[j];
+            v[j] = kTanh ? 0.5f * a * (1.0f + tanhf(0.7978845608028654f * (a + 0.044715f * a * a * a)))
+                         : 0.5f * a * (1.0f + erff(a * 0.7071067811865476f));
+        }
+        store_vec<N>(y + i * N, v);
+    }
+}
+
 template <int N, typename TX, typename TY>
 __global__ void swiglu_kernel(const TX* __restrict__ x, TY* __restrict__ y, int64_t rows, int64_t f) {
     const int64_t per_row = f / N, chunks = rows * per_row;
@@ -180,6 +196,32 @@ Status silu(const Context& ctx, const Tensor& x, Tensor& y) {
             else
                 silu_kernel<1><<<grid_for(n, kBlock), kBlock, 0, stream_of(ctx)>>>(xp, yp, n);
             return check_launch("silu");
+        });
+    });
+}
+
+Status gelu(const Context& ctx, const GeluParams& p, const Tensor& x, Tensor& y) {
+    const int64_t n = x.numel();
+    if (n == 0) return ok_status();
+    return dispatch_float(x.dtype(), [&](auto tx) {
+        return dispatch_float(y.dtype(), [&](auto ty) {
+            using TX = typename decltype(tx)::type;
+            using TY = typename decltype(ty)::type;
+            auto xp = x.data_as<const TX>();
+            auto yp = y.data_as<TY>();
+            const bool v8 = vec8_ok(n, {xp, yp});
+            const int64_t chunks = v8 ? n / 8 : n;
+            const auto grid = grid_for(chunks, kBlock);
+            auto s = stream_of(ctx);
+            if (v8 && p.tanh)
+                gelu_kernel<8, true><<<grid, kBlock, 0, s>>>(xp, yp, chunks);
+            else if (v8)
+                gelu_kernel<8, false><<<grid, kBlock, 0, s>>>(xp, yp, chunks);
+            else if (p.tanh)
+                gelu_kernel<1, true><<<grid, kBlock, 0, s>>>(xp, yp, chunks);
+            else
+                gelu_kernel<1, false><<<grid, kBlock, 0, s>>>(xp, yp, chunks);
+            return check_launch("gelu");
         });
     });
 }
