@@ -29,7 +29,7 @@ cat "$OUT/gpu.txt"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTURES=90a -DH3_BUILD_BENCH=OFF \
   "${CUDNN_ARGS[@]}" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
-for t in test_vae_encoder test_vision test_serve; do [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
+for t in test_vae_encoder test_vision test_serve test_fl2va; do [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"
@@ -50,6 +50,7 @@ run_test "test_vae (incl. CUDA)" vae.log $T/test_vae
 run_test "test_generate" generate.log $T/test_generate
 [ -x $T/test_vae_encoder ] && run_test "test_vae_encoder (incl. CUDA)" vae_encoder.log $T/test_vae_encoder
 [ -x $T/test_vision ] && run_test "test_vision (incl. CUDA)" vision.log $T/test_vision
+[ -x $T/test_fl2va ] && run_test "test_fl2va" fl2va.log $T/test_fl2va
 # tiny model: generate on CPU and on CUDA from the same seed, compare the final latents
 $H3 make-tiny /tmp/tiny > /dev/null
 for dev in cpu cuda; do
@@ -63,6 +64,15 @@ for dt in fp32 bf16; do
   echo "tiny generate cuda vs cpu ($dt):"
   python3 tools/reference/compare_latents.py /tmp/lat_cuda_$dt.safetensors /tmp/lat_cpu_$dt.safetensors
 done
+# tiny fl2va (first + last keyframe: VAE encoder, vision tower, condition rows) on CPU and CUDA, fp32
+for dev in cpu cuda; do
+  timeout 120 $H3 generate --model /tmp/tiny --prompt "a red fox runs through snow" --size 64x32 --frames 107 \
+    --steps 6 --seed 7 --device $dev --dtype fp32 --first-frame tests/data/images/png_rgb.png \
+    --last-frame tests/data/images/jpeg_444.jpg --save-latents /tmp/fl2va_$dev.safetensors --progress none \
+    > /dev/null 2> "$OUT/fl2va_$dev.err" || { echo "fl2va $dev failed"; tail -3 "$OUT/fl2va_$dev.err"; }
+done
+echo "tiny fl2va cuda vs cpu (fp32): $(grep -h 'encoded\|conditioning' "$OUT/fl2va_cuda.err" | tr '\n' ' ')"
+python3 tools/reference/compare_latents.py /tmp/fl2va_cuda.safetensors /tmp/fl2va_cpu.safetensors
 # step caches on the device: the same decisions (hit pattern) as on the CPU, latents close (fp32)
 CACHES=("dbcache:Fn=1,Bn=0,rdt=0.3,warmup=1,mc=2" "dbcache:Fn=1,Bn=0,rdt=0.3,warmup=1,mc=2,taylorseer=2"
         "teacache:thresh=0.3,coeffs=0/0/0/1/0" "velocity")

@@ -554,7 +554,32 @@ TEST_F(ServeApi, MultipartFormLikeTheOpenAiSdk) {
     EXPECT_EQ(wait_for(c, v["id"])["status"], "completed");
     httplib::MultipartFormDataItems with_file = {{"prompt", "x", "", ""},
                                                  {"input_reference", "\x89PNG", "a.png", "image/png"}};
-    expect_error(c.Post("/v1/videos", with_file), 400, "input_reference", "not supported yet");
+    expect_error(c.Post("/v1/videos", with_file), 400, "input_reference", "first_frame and last_frame");
+}
+
+TEST_F(ServeApi, MultipartKeyframeUpload) {
+    // fl2va: a first_frame image part (bytes, never a path) runs through the tiny model's VAE encoder and
+    // vision tower; a part that is not an image is a 400 naming it.
+    std::ifstream in(std::string(H3_SOURCE_DIR) + "/tests/data/images/png_rgb.png", std::ios::binary);
+    const std::string png((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(png.size(), 100u);
+    auto c = server_->client(true);
+    httplib::MultipartFormDataItems items = {{"prompt", "a keyframe", "", ""},
+                                             {"size", "64x32", "", ""},
+                                             {"seconds", "4", "", ""},
+                                             {"num_inference_steps", "3", "", ""},
+                                             {"seed", "5", "", ""},
+                                             {"first_frame", png, "first.png", "image/png"}};
+    auto r = c.Post("/v1/videos", items);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json v = wait_for(c, body_json(r)["id"]);
+    EXPECT_EQ(v["status"], "completed") << v.dump();
+    EXPECT_EQ(v["size"], "64x32");
+    EXPECT_GT(v["metrics"].value("keyframe_seconds", 0.0), 0.0) << v.dump(); // the keyframe was encoded
+    httplib::MultipartFormDataItems bad = {{"prompt", "x", "", ""},
+                                           {"last_frame", "/etc/passwd", "b.png", "image/png"}};
+    expect_error(c.Post("/v1/videos", bad), 400, "last_frame", "last_frame");
 }
 
 TEST_F(ServeApi, ListNewestFirstAndPaginated) {

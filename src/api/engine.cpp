@@ -4,6 +4,7 @@
 #include "core/cuda_api.h"
 #include "io/checkpoint.h"
 #include "pipeline/decode.h"
+#include "pipeline/fl2va.h"
 #include "pipeline/generate.h"
 #include "pipeline/text_conditioner.h"
 
@@ -81,7 +82,9 @@ Status Engine::check(const VideoRequest& request) const {
     return Status(s.code(), "cache: " + s.message());
 }
 
-Result<pipeline::Conditioning> Engine::condition(const VideoRequest& request, const JobOptions& options) {
+Result<pipeline::Conditioning> Engine::condition(const VideoRequest& request,
+                                                 std::vector<pipeline::ConditionerImage> images,
+                                                 const JobOptions& options) {
     std::unique_ptr<pipeline::Conditioner> per_job;
     pipeline::Conditioner* c = conditioner_.get();
     if (!c) {
@@ -92,6 +95,7 @@ Result<pipeline::Conditioning> Engine::condition(const VideoRequest& request, co
     }
     pipeline::ConditionerRequest creq;
     creq.prompt = request.prompt;
+    creq.images = std::move(images);
     pipeline::ConditionerOptions copt;
     copt.cancel = options.cancel;
     if (options.progress)
@@ -118,11 +122,20 @@ Result<JobResult> Engine::run(const VideoRequest& request, const JobOutputs& out
     // ---- encode
     report({.stage = Stage::kEncode, .percent = 0});
     auto t0 = std::chrono::steady_clock::now();
-    H3_ASSIGN_OR_RETURN(pipeline::Conditioning cond, condition(request, options));
+    pipeline::GenerationRequest rq = request.generation;
+    std::vector<pipeline::ConditionerImage> images;
+    if (request.keyframes) {
+        H3_ASSIGN_OR_RETURN(pipeline::Fl2vaInputs fl2va,
+                            pipeline::prepare_fl2va(params_.ctx, params_.model_dir, *request.keyframes,
+                                                    {.cancel = options.cancel}));
+        rq.keyframes = std::move(fl2va.keyframes);
+        images = std::move(fl2va.images);
+        r.keyframe_seconds = fl2va.encode_seconds;
+    }
+    H3_ASSIGN_OR_RETURN(pipeline::Conditioning cond, condition(request, std::move(images), options));
     r.encode_seconds = seconds_since(t0);
 
     // ---- denoise
-    pipeline::GenerationRequest rq = request.generation;
     rq.video_shift = video_shift_;
     rq.audio_shift = audio_shift_;
     pipeline::DenoiseOptions dopt;
@@ -173,6 +186,7 @@ Result<JobResult> Engine::run(const VideoRequest& request, const JobOutputs& out
 
     r.metrics = r.work.to_json();
     r.metrics["encode_seconds"] = r.encode_seconds;
+    if (request.keyframes) r.metrics["keyframe_seconds"] = r.keyframe_seconds;
     r.metrics["decode_seconds"] = r.decode_seconds;
     r.metrics["mux_seconds"] = r.mux_seconds;
     r.metrics["device"] = device_name_;

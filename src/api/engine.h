@@ -1,8 +1,9 @@
 // The engine behind the server (and any other front end that runs whole jobs): owns the loaded DiT and,
-// optionally, the text conditioner, and runs one validated VideoRequest at a time — conditioning →
-// pipeline::generate_latents → pipeline::decode_to_file — with a progress callback per stage and step and
-// a cancel flag checked between steps and DiT blocks. Everything a job allocates lives in run()'s frame
-// and is released on return, on success, error and cancellation alike; the next job starts clean.
+// optionally, the text conditioner, and runs one validated VideoRequest at a time — [fl2va: keyframes →
+// pipeline::prepare_fl2va (VAE encoder loaded for the job and released)] → conditioning (prompt + keyframe
+// images) → pipeline::generate_latents → pipeline::decode_to_file — with a progress callback per stage and
+// step and a cancel flag checked between steps and DiT blocks. Everything a job allocates lives in run()'s
+// frame and is released on return, on success, error and cancellation alike; the next job starts clean.
 #pragma once
 
 #include "api/video_request.h"
@@ -55,6 +56,7 @@ struct JobOutputs {
 struct JobResult {
     pipeline::Geometry geometry;
     cache::WorkReport work;
+    double keyframe_seconds = 0; // fl2va: VAE encoder load + keyframe encode (inside encode_seconds)
     double encode_seconds = 0, denoise_seconds = 0, decode_seconds = 0, mux_seconds = 0;
     // work.to_json() + the stage seconds, device and dtype.
     nlohmann::json metrics;
@@ -79,7 +81,9 @@ public:
 
 private:
     Engine() = default;
-    Result<pipeline::Conditioning> condition(const VideoRequest& request, const JobOptions& options);
+    Result<pipeline::Conditioning> condition(const VideoRequest& request,
+                                             std::vector<pipeline::ConditionerImage> images,
+                                             const JobOptions& options);
 
     EngineParams params_;
     std::string device_name_;

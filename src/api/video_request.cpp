@@ -101,6 +101,7 @@ nlohmann::json VideoRequest::to_json() const {
     if (!quality.empty()) j["quality"] = quality;
     j["cache"] = generation.cache.describe();
     j["output_format"] = output_format_name(output_format);
+    if (!keyframe_sources.empty()) j["keyframes"] = keyframe_sources;
     return j;
 }
 
@@ -216,6 +217,33 @@ Result<VideoRequest> parse_video_request(const nlohmann::json& body, const Video
         rq.output_format = *f;
     }
     return rq;
+}
+
+Status attach_keyframes(VideoRequest& rq, const io::DecodedImage* first_frame,
+                        const io::DecodedImage* last_frame, std::string* bad_field) {
+    pipeline::KeyframeRequest kr;
+    if (first_frame) kr.first = &first_frame->image;
+    if (last_frame) kr.last = &last_frame->image;
+    const char* lead = first_frame ? "first_frame" : "last_frame";
+    pipeline::GeometryRequest& g = rq.generation.geometry;
+    if (g.width && g.height) kr.canvas = pipeline::Canvas{*g.width, *g.height};
+    auto kf = pipeline::prepare_keyframes(kr);
+    if (!kf.ok()) return field_error(kr.canvas ? "size" : lead, kf.status(), bad_field);
+    g.width = kf->canvas.width;
+    g.height = kf->canvas.height;
+    g.aspect_w.reset();
+    g.aspect_h.reset();
+    auto geo = pipeline::resolve_geometry(g);
+    if (!geo.ok()) return field_error(kr.canvas ? "size" : lead, geo.status(), bad_field);
+    rq.geometry = *geo;
+    rq.keyframe_sources.clear();
+    for (auto [name, im] : {std::pair{"first_frame", first_frame}, std::pair{"last_frame", last_frame}})
+        if (im)
+            rq.keyframe_sources.push_back(std::string(name) + ": " + std::to_string(im->image.width) + "x" +
+                                          std::to_string(im->image.height) + " " +
+                                          io::image_format_name(im->format));
+    rq.keyframes = std::make_shared<const pipeline::PreparedKeyframes>(std::move(kf).value());
+    return ok_status();
 }
 
 Result<VideoRequest> parse_video_request_text(std::string_view body, const VideoRequestLimits& limits,

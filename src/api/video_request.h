@@ -7,11 +7,14 @@
 #pragma once
 
 #include "core/status.h"
+#include "io/image_reader.h"
 #include "pipeline/generate.h"
+#include "pipeline/keyframe_image.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -26,6 +29,7 @@ struct VideoRequestLimits {
     size_t max_prompt_bytes = 16 * 1024;
     int max_steps = 1000;
     pipeline::GeometryLimits geometry = {};
+    io::ImageLimits image = {}; // keyframe uploads (first_frame, last_frame)
 };
 
 struct VideoRequest {
@@ -36,6 +40,10 @@ struct VideoRequest {
     std::string quality;                    // "" (not given), lossless or high
     OutputFormat output_format = OutputFormat::kMp4;
     bool seed_given = false; // false: the server drew the seed (it is still reported)
+    // fl2va: the keyframes on the canvas, packed order (set by attach_keyframes); null for t2va. Held in
+    // memory with the job only: the job record keeps their anchors and sizes, never the pixels.
+    std::shared_ptr<const pipeline::PreparedKeyframes> keyframes;
+    std::vector<std::string> keyframe_sources; // per keyframe: "first_frame: 640x480 png" (the record)
 
     // The canonical form (what was asked, defaults filled in), stored in the job record.
     nlohmann::json to_json() const;
@@ -47,6 +55,12 @@ Result<VideoRequest> parse_video_request(const nlohmann::json& body, const Video
 // The same from the raw body text ("body" is the field of a JSON syntax error).
 Result<VideoRequest> parse_video_request_text(std::string_view body, const VideoRequestLimits& limits = {},
                                               std::string* bad_field = nullptr);
+
+// fl2va: the decoded keyframes of a parsed request (either or both) are put onto the canvas — the request's
+// `size` when given, else the canvas of the first keyframe's aspect — and the request's geometry becomes that
+// canvas (`seconds` kept). Errors name the field (first_frame, last_frame, size).
+Status attach_keyframes(VideoRequest& request, const io::DecodedImage* first_frame,
+                        const io::DecodedImage* last_frame, std::string* bad_field = nullptr);
 
 // "WxH" with whole positive pixel counts; `field` names the option in the message ("size", "--size").
 Status parse_size(const std::string& text, const std::string& field, int& width, int& height);

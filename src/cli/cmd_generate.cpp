@@ -1,7 +1,7 @@
 // h3-engine generate --model DIR (--prompt TEXT | --prompt-embeds FILE | --random-prompt-embeds L)
 //   [--seconds S | --frames F] [--size WxH | --aspect W:H] [--steps N] [--seed N] [--device cpu|cuda]
 //   [--dtype bf16|fp32] [--save-latents FILE] [--output PATH] [--progress bar|json|none]
-//   [--cache SPEC | --quality lossless|high] [--metrics FILE]
+//   [--cache SPEC | --quality lossless|high] [--metrics FILE] [--first-frame IMG] [--last-frame IMG]
 #include "api/engine.h"
 #include "api/video_request.h"
 #include "cli/app.h"
@@ -15,9 +15,9 @@
 #include "model/dit/dit_model.h"
 #include "pipeline/conditioner.h"
 #include "pipeline/decode.h"
+#include "pipeline/fl2va.h"
 #include "pipeline/generate.h"
 #include "pipeline/keyframe_image.h"
-#include "pipeline/vision_processor.h"
 
 #include <CLI/CLI.hpp>
 
@@ -25,6 +25,7 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <unistd.h>
 
@@ -95,7 +96,8 @@ Command make_generate_command() {
     auto o = std::make_shared<Options>();
     Command c;
     c.setup = [o](CLI::App& app) {
-        o->sub = app.add_subcommand("generate", "Generate video+audio latents from a prompt (t2va)");
+        o->sub = app.add_subcommand(
+            "generate", "Generate video+audio from a prompt (t2va) and optional keyframes (fl2va)");
         o->sub->add_option("--model", o->model, "checkpoint root (either layout) or transformer folder")
             ->required();
         auto* prompt =
@@ -190,6 +192,7 @@ Command make_generate_command() {
         }
 
         // ---- fl2va keyframes: decoded and put onto the canvas (spec §3 step 2) before anything is loaded
+        std::optional<pipeline::PreparedKeyframes> keyframes;
         if (!o->first_frame.empty() || !o->last_frame.empty()) {
             if (!o->aspect.empty())
                 return report(
@@ -208,16 +211,14 @@ Command make_generate_command() {
             if (rq.geometry.width) kr.canvas = pipeline::Canvas{*rq.geometry.width, *rq.geometry.height};
             auto kf = pipeline::prepare_keyframes(kr);
             if (!kf.ok()) return report(kf.status());
-            int64_t tokens = 0;
-            for (const auto& im : kf->images) {
-                auto v = pipeline::preprocess_image(im);
-                if (!v.ok()) return report(v.status());
-                tokens += v->num_tokens(2);
-            }
-            std::fprintf(stderr, "generate: %zu keyframe(s) on a %dx%d canvas, %lld image tokens\n",
-                         kf->images.size(), kf->canvas.width, kf->canvas.height,
-                         static_cast<long long>(tokens));
-            return report(unimplemented("fl2va needs the VAE encoder and vision tower (not built yet)"));
+            // the canvas is the request's size from here on
+            rq.geometry.width = kf->canvas.width;
+            rq.geometry.height = kf->canvas.height;
+            geometry = pipeline::resolve_geometry(rq.geometry);
+            if (!geometry.ok()) return report(geometry.status());
+            std::fprintf(stderr, "generate: %zu keyframe(s) on a %dx%d canvas\n", kf->images.size(),
+                         kf->canvas.width, kf->canvas.height);
+            keyframes = std::move(kf).value();
         }
 
         // ---- checkpoint, conditioner, model
@@ -233,6 +234,28 @@ Command make_generate_command() {
         auto session = DeviceSession::open(o->device);
         if (!session.ok()) return report(session.status());
         const ops::Context& ctx = (*session)->context();
+
+        // ---- fl2va: the keyframes' conditioning latents (VAE encoder, released again before the DiT loads)
+        // and the images the conditioner presents with the prompt
+        pipeline::Fl2vaInputs fl2va;
+        if (keyframes) {
+            SigintScope sigint;
+            pipeline::Fl2vaOptions fo;
+            fo.cancel = &g_cancel;
+            auto r = pipeline::prepare_fl2va(ctx, o->model, *keyframes, fo);
+            if (!r.ok())
+                return r.status().code() == ErrorCode::kCancelled ? (report(r.status()), kExitCancelled)
+                                                                  : report(r.status());
+            fl2va = std::move(r).value();
+            rq.keyframes = fl2va.keyframes;
+            std::fprintf(stderr, "generate: encoded %zu keyframe(s) in %.3f s\n", fl2va.keyframes.size(),
+                         fl2va.encode_seconds);
+            if (o->prompt.empty())
+                std::fprintf(stderr,
+                             "generate: the keyframe images are not presented to a conditioner (%s "
+                             "gives the conditioning rows as they are); their latents still condition\n",
+                             o->prompt_embeds.empty() ? "--random-prompt-embeds" : "--prompt-embeds");
+        }
 
         pipeline::Conditioning cond;
         if (o->random_prompt_embeds > 0) {
@@ -254,6 +277,7 @@ Command make_generate_command() {
             SigintScope sigint;
             pipeline::ConditionerRequest creq;
             creq.prompt = o->prompt;
+            if (!o->prompt.empty()) creq.images = std::move(fl2va.images);
             pipeline::ConditionerOptions copt;
             copt.cancel = &g_cancel;
             auto r = (*conditioner)->encode(creq, copt);
@@ -261,6 +285,12 @@ Command make_generate_command() {
                 return r.status().code() == ErrorCode::kCancelled ? (report(r.status()), kExitCancelled)
                                                                   : report(r.status());
             cond = std::move(r).value();
+            if (keyframes && !o->prompt.empty()) {
+                int64_t vision_rows = 0;
+                for (int32_t t : cond.tags) vision_rows += t == pipeline::kTagVideo;
+                std::fprintf(stderr, "generate: conditioning %lld rows, %lld of them vision\n",
+                             static_cast<long long>(cond.rows()), static_cast<long long>(vision_rows));
+            }
         }
 
         model::DitLoadOptions lo{.device = ctx.device,

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 namespace fs = std::filesystem;
 
@@ -67,13 +68,38 @@ bool send_file(httplib::Response& res, const std::string& path, const std::strin
 }
 
 // Multipart form fields (the OpenAI SDK posts videos as multipart/form-data) → the JSON body schema.
-// Numbers arrive as text; `cache` may carry JSON. Files (image input) are not supported yet.
-Result<nlohmann::json> form_to_json(const httplib::Request& req, std::string& bad_field) {
+// Numbers arrive as text; `cache` may carry JSON. The parts `first_frame` and `last_frame` are fl2va keyframe
+// uploads: their bytes are decoded as an image (PNG/JPEG/WebP, within limits.image) — never read as a path or
+// URL; other file parts are refused.
+struct FormKeyframes {
+    std::optional<io::DecodedImage> first, last;
+};
+
+Result<nlohmann::json> form_to_json(const httplib::Request& req, const api::VideoRequestLimits& limits,
+                                    FormKeyframes& keyframes, std::string& bad_field) {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& [name, part] : req.files) {
+        if (name == "first_frame" || name == "last_frame") {
+            std::optional<io::DecodedImage>& slot = name == "first_frame" ? keyframes.first : keyframes.last;
+            if (slot) {
+                bad_field = name;
+                return invalid_argument(name + ": given more than once");
+            }
+            auto im = io::decode_image(reinterpret_cast<const uint8_t*>(part.content.data()),
+                                       part.content.size(), name, limits.image);
+            if (!im.ok()) {
+                bad_field = name;
+                const std::string& m = im.status().message();
+                if (m.rfind(name, 0) == 0) return im.status();
+                return Status(im.status().code(), name + ": " + m);
+            }
+            slot = std::move(im).value();
+            continue;
+        }
         if (!part.filename.empty()) {
             bad_field = name;
-            return invalid_argument(name + ": file inputs (images) are not supported yet");
+            return invalid_argument(
+                name + ": file parts are accepted only as first_frame and last_frame (keyframes)");
         }
         const std::string& v = part.content;
         if ((name == "seed" || name == "num_inference_steps") && !v.empty() &&
@@ -98,9 +124,16 @@ Result<api::VideoRequest> parse_submission(const httplib::Request& req, const ap
                                            const HttpServer::Checker& check, std::string& bad_field) {
     Result<api::VideoRequest> rq = invalid_argument("body: empty");
     if (req.is_multipart_form_data()) {
-        auto j = form_to_json(req, bad_field);
+        FormKeyframes kf;
+        auto j = form_to_json(req, limits, kf, bad_field);
         if (!j.ok()) return j.status();
         rq = api::parse_video_request(*j, limits, &bad_field);
+        if (rq.ok() && (kf.first || kf.last)) {
+            if (Status s = api::attach_keyframes(*rq, kf.first ? &*kf.first : nullptr,
+                                                 kf.last ? &*kf.last : nullptr, &bad_field);
+                !s.ok())
+                return s;
+        }
     } else {
         rq = api::parse_video_request_text(req.body, limits, &bad_field);
     }
