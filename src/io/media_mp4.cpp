@@ -10,6 +10,8 @@ extern "C" {
 #include <libavutil/opt.h>
 #include <libswscale/swscale.h>
 }
+
+#include "io/ffmpeg_handles.h"
 #endif
 
 #include <cstdio>
@@ -28,38 +30,19 @@ bool media_available() {
 
 namespace {
 
-std::string av_err(int e) {
-    char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
-    av_strerror(e, buf, sizeof(buf));
-    return buf;
-}
+using namespace ffmpeg;
 
 Status check(int e, const std::string& what) {
     if (e >= 0) return ok_status();
     return io_error("FFmpeg: " + what + ": " + av_err(e));
 }
 
-struct CodecDel {
-    void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
-};
-struct FrameDel {
-    void operator()(AVFrame* f) const { av_frame_free(&f); }
-};
-struct PacketDel {
-    void operator()(AVPacket* p) const { av_packet_free(&p); }
-};
-struct SwsDel {
-    void operator()(SwsContext* s) const { sws_freeContext(s); }
-};
 struct FormatDel {
     void operator()(AVFormatContext* f) const {
         if (f->pb && !(f->oformat->flags & AVFMT_NOFILE)) avio_closep(&f->pb);
         avformat_free_context(f);
     }
 };
-using CodecPtr = std::unique_ptr<AVCodecContext, CodecDel>;
-using FramePtr = std::unique_ptr<AVFrame, FrameDel>;
-using PacketPtr = std::unique_ptr<AVPacket, PacketDel>;
 
 Status check_frames(const char* op, const Tensor& frames) {
     if (!frames.defined() || frames.rank() != 4 || frames.dim(3) != 3 || frames.dtype() != DType::kU8 ||
@@ -164,9 +147,9 @@ Status write_mp4(const std::string& path, const Tensor& frames, const Tensor& au
     vf->width = w;
     vf->height = h;
     H3_TRY(check(av_frame_get_buffer(vf.get(), 0), "allocate a video frame"));
-    std::unique_ptr<SwsContext, SwsDel> sws(
-        sws_getContext(w, h, AV_PIX_FMT_RGB24, w, h, AV_PIX_FMT_YUV420P,
-                       SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr, nullptr));
+    SwsPtr sws(sws_getContext(w, h, AV_PIX_FMT_RGB24, w, h, AV_PIX_FMT_YUV420P,
+                              SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr,
+                              nullptr));
     if (!sws) return internal_error("write_mp4: sws_getContext failed");
     {
         // RGB (full range) -> BT.709 limited-range YUV

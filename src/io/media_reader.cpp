@@ -11,6 +11,8 @@ extern "C" {
 #include <libswresample/swresample.h>
 #include <libswscale/swscale.h>
 }
+
+#include "io/ffmpeg_handles.h"
 #endif
 
 #include <cstring>
@@ -24,31 +26,11 @@ namespace h3::io {
 
 namespace {
 
-std::string av_err(int e) {
-    char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
-    av_strerror(e, buf, sizeof(buf));
-    return buf;
-}
+using namespace ffmpeg;
 
 struct InputDel {
     void operator()(AVFormatContext* f) const { avformat_close_input(&f); }
 };
-struct CodecDel {
-    void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
-};
-struct FrameDel {
-    void operator()(AVFrame* f) const { av_frame_free(&f); }
-};
-struct PacketDel {
-    void operator()(AVPacket* p) const { av_packet_free(&p); }
-};
-struct SwsDel {
-    void operator()(SwsContext* s) const { sws_freeContext(s); }
-};
-struct SwrDel {
-    void operator()(SwrContext* s) const { swr_free(&s); }
-};
-using CodecPtr = std::unique_ptr<AVCodecContext, CodecDel>;
 
 // sws coefficient table for the stream's declared YUV matrix (BT.601 when unspecified, as FFmpeg does).
 int sws_colorspace(AVColorSpace cs) {
@@ -140,7 +122,7 @@ public:
             out_.audio_codec = adec_->codec->name;
         }
 
-        std::unique_ptr<AVPacket, PacketDel> pkt(av_packet_alloc());
+        PacketPtr pkt(av_packet_alloc());
         frame_.reset(av_frame_alloc());
         if (!pkt || !frame_) return out_of_memory("read_media: allocating packets");
         while (!video_full()) {
@@ -289,9 +271,9 @@ private:
     AVStream* vst_ = nullptr;
     AVStream* ast_ = nullptr;
     CodecPtr vdec_, adec_;
-    std::unique_ptr<AVFrame, FrameDel> frame_;
-    std::unique_ptr<SwsContext, SwsDel> sws_;
-    std::unique_ptr<SwrContext, SwrDel> swr_;
+    FramePtr frame_;
+    SwsPtr sws_;
+    SwrPtr swr_;
     int width_ = 0, height_ = 0, src_fmt_ = -1;
     int64_t frames_ = 0;
     std::vector<uint8_t> video_;
