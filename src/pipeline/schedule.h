@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/status.h"
+#include "core/torch_linspace.h"
 
 #include <cstddef>
 #include <vector>
@@ -11,12 +12,6 @@ namespace h3::pipeline {
 
 inline constexpr double kDefaultVideoShift = 12.0;
 inline constexpr double kDefaultAudioShift = 3.0;
-
-// torch.linspace(start, end, steps, dtype=float32) on the CPU. torch's kernel writes vectors of 8 from a
-// base fma(step, idx, start) (fma(−step, steps−1−idx, end) past the midpoint) plus base + j·step, and the
-// remainder (< 16) with the per-element fma. `fused = false` is the build without FMA
-// (ATEN_CPU_CAPABILITY=default), where every product rounds.
-std::vector<float> torch_linspace_f32(float start, float end, int steps, bool fused = true);
 
 struct Schedule {
     double shift = 0;

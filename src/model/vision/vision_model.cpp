@@ -1,6 +1,7 @@
 #include "model/vision/vision_model.h"
 
 #include "core/dtype.h"
+#include "core/torch_linspace.h"
 #include "ops/ops.h"
 
 #include <cmath>
@@ -55,32 +56,6 @@ namespace {
 float round_to(float v, DType dt) {
     if (dt == DType::kBF16) return bf16_to_f32(f32_to_bf16(v));
     return v;
-}
-
-// torch.linspace(start, end, steps) for float32 on the CPU (vectorized kernel with fma); the same recipe as
-// pipeline/schedule's torch_linspace_f32.
-std::vector<float> linspace_f32(float start, float end, int steps) {
-    std::vector<float> out;
-    if (steps <= 0) return out;
-    if (steps == 1) return {start};
-    out.resize(static_cast<size_t>(steps));
-    const float step = (end - start) / static_cast<float>(steps - 1);
-    const int halfway = steps / 2;
-    auto base_at = [&](int idx) -> float {
-        if (idx < halfway) return std::fma(step, static_cast<float>(idx), start);
-        return std::fma(-step, static_cast<float>(steps - idx - 1), end);
-    };
-    constexpr int kVec = 8;
-    int i = 0;
-    for (; i <= steps - 2 * kVec; i += 2 * kVec)
-        for (int v = i; v < i + 2 * kVec; v += kVec) {
-            const float base = base_at(v);
-            out[static_cast<size_t>(v)] = base;
-            for (int j = 1; j < kVec; ++j)
-                out[static_cast<size_t>(v + j)] = base + static_cast<float>(j) * step;
-        }
-    for (; i < steps; ++i) out[static_cast<size_t>(i)] = base_at(i);
-    return out;
 }
 
 class Loader {
@@ -209,8 +184,8 @@ Tensor VisionModel::position_embedding(const std::vector<VisionGrid>& grids) con
     std::vector<float> e(static_cast<size_t>(hs));
     int64_t r = 0;
     for (const auto& g : grids) {
-        const std::vector<float> hi = linspace_f32(0.0f, float(side - 1), g.h),
-                                 wi = linspace_f32(0.0f, float(side - 1), g.w);
+        const std::vector<float> hi = torch_linspace_f32(0.0f, float(side - 1), g.h),
+                                 wi = torch_linspace_f32(0.0f, float(side - 1), g.w);
         for (int t = 0; t < g.t; ++t)
             for (int bh = 0; bh < g.h / m; ++bh)
                 for (int bw = 0; bw < g.w / m; ++bw)
