@@ -174,21 +174,29 @@ struct VaeBenchOptions {
     CLI::App* sub = nullptr;
 };
 
-// bench vae --encode: the video encoder (fp32, random weights made on the device) over one RGB8 keyframe of
-// --size, tiled like the reference (256-px tiles, min overlap 64), after one warm-up encode.
-int run_bench_vae_encode(const VaeBenchOptions& o) {
-    model::VideoVaeConfig vc;
+// The VAE config the benches use (the official one with unit latent normalization, or --config FILE) and
+// the --size canvas checked against its patch size.
+Status vae_bench_setup(const VaeBenchOptions& o, model::VideoVaeConfig& vc, int& W, int& H) {
+    vc = model::VideoVaeConfig{};
     vc.latents_mean.assign(static_cast<size_t>(vc.latent_channels), 0.0f);
     vc.latents_std.assign(static_cast<size_t>(vc.latent_channels), 1.0f);
     if (o.config != "official") {
         auto r = model::VideoVaeConfig::from_file(o.config);
-        if (!r.ok()) return report(r.status());
+        if (!r.ok()) return r.status();
         vc = *r;
     }
-    int W = 0, H = 0;
     if (std::sscanf(o.size.c_str(), "%dx%d", &W, &H) != 2 || W <= 0 || H <= 0 || W % vc.patch || H % vc.patch)
-        return report(invalid_argument("--size '" + o.size + "' must be WxH with multiples of " +
-                                       std::to_string(vc.patch)));
+        return invalid_argument("--size '" + o.size + "' must be WxH with multiples of " +
+                                std::to_string(vc.patch));
+    return ok_status();
+}
+
+// bench vae --encode: the video encoder (fp32, random weights made on the device) over one RGB8 keyframe of
+// --size, tiled like the reference (256-px tiles, min overlap 64), after one warm-up encode.
+int run_bench_vae_encode(const VaeBenchOptions& o) {
+    model::VideoVaeConfig vc;
+    int W = 0, H = 0;
+    if (Status s = vae_bench_setup(o, vc, W, H); !s.ok()) return report(s);
     auto session = DeviceSession::open(o.device);
     if (!session.ok()) return report(session.status());
     const ops::Context& ctx = (*session)->context();
@@ -231,17 +239,8 @@ int run_bench_vae(const VaeBenchOptions& o) {
         return kExitUsage;
     }
     model::VideoVaeConfig vc;
-    vc.latents_mean.assign(static_cast<size_t>(vc.latent_channels), 0.0f);
-    vc.latents_std.assign(static_cast<size_t>(vc.latent_channels), 1.0f);
-    if (o.config != "official") {
-        auto r = model::VideoVaeConfig::from_file(o.config);
-        if (!r.ok()) return report(r.status());
-        vc = *r;
-    }
     int W = 0, H = 0;
-    if (std::sscanf(o.size.c_str(), "%dx%d", &W, &H) != 2 || W <= 0 || H <= 0 || W % vc.patch || H % vc.patch)
-        return report(invalid_argument("--size '" + o.size + "' must be WxH with multiples of " +
-                                       std::to_string(vc.patch)));
+    if (Status s = vae_bench_setup(o, vc, W, H); !s.ok()) return report(s);
     if (o.frames < 5 || (o.frames - 5) % 17)
         return report(invalid_argument("--frames " + std::to_string(o.frames) + " must be 17n+5 (e.g. 124)"));
     const auto compute = parse_dtype(o.dtype);
