@@ -16,10 +16,10 @@ public:
     int text_dim() const override { return static_cast<int>(c_.embeddings.dim(1)); }
     Result<Conditioning> encode(const ConditionerRequest& request,
                                 const ConditionerOptions& options) override {
-        if (!request.images.empty())
-            return invalid_argument("prompt-embeds " + path_ +
-                                    ": precomputed embeddings cannot take keyframe images (they are already "
-                                    "encoded into the file)");
+        if (!request.images.empty() || !request.references.empty())
+            return invalid_argument("prompt-embeds " + path_ + ": precomputed embeddings cannot take " +
+                                    (request.images.empty() ? "references" : "keyframe images") +
+                                    " (the presentation is already encoded into the file)");
         if (options.cancel && options.cancel->load()) return cancelled("conditioning cancelled");
         if (options.progress) options.progress({"load", 1, 1});
         return c_;

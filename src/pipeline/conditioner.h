@@ -42,9 +42,23 @@ struct ConditionerImage {
     std::vector<uint8_t> rgb;
 };
 
+// One ref2va reference as the conditioner presents it (spec §8.2), in request order. Labels are numbered per
+// modality: "<Audio j>: " first when the reference carries audio (an audio reference, or a video with a
+// soundtrack), then "<Picture i>: " + an image block for an image, or "<Video k>: " + per block
+// "<{ts:.1f} seconds>" + a <|video_pad|> block for a video. An audio reference contributes its label only.
+enum class ReferenceKind { kImage, kVideo, kAudio };
+struct ConditionerReference {
+    ReferenceKind kind = ReferenceKind::kImage;
+    bool has_audio = false;                // kAudio: always; kVideo: the clip has a soundtrack
+    ConditionerImage image;                // kImage: the prepared image (2048-px short edge)
+    std::vector<ConditionerImage> frames;  // kVideo: the frames sampled at 2 fps (before pair padding)
+    std::vector<double> block_timestamps;  // kVideo: one per merged frame pair, seconds
+};
+
 struct ConditionerRequest {
     std::string prompt;                   // used verbatim (no chat template, no special tokens)
     std::vector<ConditionerImage> images; // fl2va keyframes in anchor order; empty for t2va
+    std::vector<ConditionerReference> references; // ref2va, in request order (images must then be empty)
 };
 
 struct Conditioning {
