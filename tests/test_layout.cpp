@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 
 using namespace h3;
 using namespace h3::pipeline;
@@ -43,6 +44,31 @@ void check_case(const std::string& name) {
     const std::string anchors = md.at("anchors");
     if (anchors.find("first") != std::string::npos) p.keyframes.push_back(KeyframeAnchor::kFirst);
     if (anchors.find("last") != std::string::npos) p.keyframes.push_back(KeyframeAnchor::kLast);
+    int64_t ref_video = 0, ref_audio = 0;
+    if (md.count("references")) { // "kind,T,h,w,A;..."
+        std::stringstream all(md.at("references"));
+        std::string one;
+        while (std::getline(all, one, ';')) {
+            std::stringstream f1(one);
+            std::string kind, v;
+            std::getline(f1, kind, ',');
+            int x[4];
+            for (int& xi : x) {
+                std::getline(f1, v, ',');
+                xi = std::stoi(v);
+            }
+            ReferenceBlock b;
+            b.kind = kind == "image" ? ReferenceKind::kImage
+                                     : kind == "video" ? ReferenceKind::kVideo : ReferenceKind::kAudio;
+            b.latent_frames = x[0];
+            b.latent_h = x[1];
+            b.latent_w = x[2];
+            b.audio_latents = x[3];
+            if (b.kind != ReferenceKind::kAudio) ref_video += int64_t(x[0]) * (x[1] / 2) * (x[2] / 2);
+            ref_audio += 2 * x[3];
+            p.references.push_back(b);
+        }
+    }
     const PackedLayout L = build_layout(p);
 
     const auto pos = f64(*f, "position_ids");
@@ -54,7 +80,9 @@ void check_case(const std::string& name) {
     EXPECT_EQ(L.video_indices, as<int32_t>(f64(*f, "video_indices")));
     EXPECT_EQ(L.audio_indices, as<int32_t>(f64(*f, "audio_indices")));
     EXPECT_EQ(L.text_indices, as<int32_t>(f64(*f, "text_indices")));
-    EXPECT_EQ(L.condition_rows, static_cast<int64_t>(p.keyframes.size()) * geo->rows_per_frame());
+    EXPECT_EQ(L.condition_rows,
+              static_cast<int64_t>(p.keyframes.size()) * geo->rows_per_frame() + ref_video);
+    EXPECT_EQ(L.condition_audio_rows, ref_audio);
 
     auto d = make_dual_schedule(5);
     for (int step : {0, 2}) {
@@ -79,6 +107,36 @@ TEST(Layout, Fl2vaLast) {
 }
 TEST(Layout, Fl2vaBoth) {
     check_case("fl2va_both");
+}
+
+TEST(Layout, Ref2vaMixed) {
+    // image, video + soundtrack, audio, silent video, video whose soundtrack outlasts its frames, image
+    check_case("ref2va_mixed");
+}
+
+TEST(Layout, Ref2vaClock) {
+    // One image then one audio clip: the image takes one slot, the clip its latent count, and the target
+    // starts after both; the audio rows are pinned to the target's width-grid extremes.
+    auto geo = resolve_geometry({.width = 64, .height = 64, .frames = 124});
+    ASSERT_TRUE(geo.ok());
+    LayoutParams p;
+    p.geometry = *geo;
+    p.text_tags = {1, 1, 1};
+    p.references = {{ReferenceKind::kImage, 1, 4, 4, 0}, {ReferenceKind::kAudio, 0, 0, 0, 5}};
+    const PackedLayout L = build_layout(p);
+    EXPECT_EQ(L.condition_rows, 4);
+    EXPECT_EQ(L.condition_audio_rows, 10);
+    EXPECT_EQ(L.positions[3 * 3 + 0], 3.0); // first image row: τ = L
+    EXPECT_EQ(L.positions[7 * 3 + 0], 4.0); // first audio row: τ = L + 1
+    const int64_t target_audio = L.audio_indices[10];
+    EXPECT_EQ(L.positions[static_cast<size_t>(target_audio) * 3], 9.0); // L + 1 + 5
+    const int64_t target_video = L.video_indices[4];
+    EXPECT_EQ(L.positions[static_cast<size_t>(target_video) * 3], 9.0);
+    const auto rt = row_timesteps(L, 0.25f, 0.5f);
+    ASSERT_EQ(rt.timesteps, (std::vector<float>{0.25f, 0.5f, 0.999f, 1.0f}));
+    EXPECT_EQ(rt.indices[static_cast<size_t>(L.audio_indices[0])], 3);  // reference audio: clean
+    EXPECT_EQ(rt.indices[static_cast<size_t>(target_audio)], 1);        // generated audio: t_audio
+    EXPECT_EQ(rt.indices[static_cast<size_t>(L.video_indices[0])], 2);  // reference image: 0.999
 }
 
 TEST(Layout, SpecExampleGrid) {

@@ -47,6 +47,7 @@ struct ConditionerImage {
 // soundtrack), then "<Picture i>: " + an image block for an image, or "<Video k>: " + per block
 // "<{ts:.1f} seconds>" + a <|video_pad|> block for a video. An audio reference contributes its label only.
 enum class ReferenceKind { kImage, kVideo, kAudio };
+const char* reference_kind_name(ReferenceKind kind); // "image", "video", "audio"
 struct ConditionerReference {
     ReferenceKind kind = ReferenceKind::kImage;
     bool has_audio = false;                // kAudio: always; kVideo: the clip has a soundtrack

@@ -35,11 +35,10 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
     if (in.video_rows.shape() != Shape{nv, cfg.video_patch_dim()} || in.video_rows.dtype() != DType::kF32)
         return invalid_argument("denoise: video rows are " + in.video_rows.describe() + ", expected f32[" +
                                 std::to_string(nv) + ", " + std::to_string(cfg.video_patch_dim()) + "]");
-    if (in.audio_rows.shape() != Shape{L.audio_rows, cfg.audio_in_channels} ||
-        in.audio_rows.dtype() != DType::kF32)
+    const int64_t na = L.condition_audio_rows + L.audio_rows;
+    if (in.audio_rows.shape() != Shape{na, cfg.audio_in_channels} || in.audio_rows.dtype() != DType::kF32)
         return invalid_argument("denoise: audio rows are " + in.audio_rows.describe() + ", expected f32[" +
-                                std::to_string(L.audio_rows) + ", " + std::to_string(cfg.audio_in_channels) +
-                                "]");
+                                std::to_string(na) + ", " + std::to_string(cfg.audio_in_channels) + "]");
     if (sched.video.sigmas.size() != sched.audio.sigmas.size() || sched.forwards() < 1)
         return invalid_argument("denoise: the video and audio schedules differ in length or are empty");
 
@@ -88,7 +87,7 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
     res.work.setup_seconds = res.setup_seconds;
     const auto t_loop = Clock::now();
     float* video = packed.video.data_as<float>() + L.condition_rows * cfg.video_patch_dim();
-    float* audio = packed.audio.data_as<float>();
+    float* audio = packed.audio.data_as<float>() + L.condition_audio_rows * cfg.audio_in_channels;
     for (int i = 0; i < steps; ++i) {
         if (cancelled_now(o))
             return cancelled("generation cancelled after " + std::to_string(i) + " of " +
@@ -114,7 +113,8 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
         const float* v = out->sample.data_as<float>() + L.condition_rows * cfg.video_patch_dim();
         euler_update(video, v, static_cast<size_t>(L.video_rows * cfg.video_patch_dim()),
                      sched.video.timesteps[vi], sched.video.sigmas[vi], sched.video.sigmas[vi + 1]);
-        euler_update(audio, out->audio_sample.data_as<float>(), static_cast<size_t>(packed.audio.numel()),
+        euler_update(audio, out->audio_sample.data_as<float>() + L.condition_audio_rows * cfg.audio_in_channels,
+                     static_cast<size_t>(L.audio_rows * cfg.audio_in_channels),
                      sched.audio.timesteps[vi], sched.audio.sigmas[vi], sched.audio.sigmas[vi + 1]);
         res.step_seconds.push_back(since(t_step));
         cache::StepRecord rec;
@@ -139,7 +139,8 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
     }
     res.video_rows = Tensor::host(Shape{L.video_rows, cfg.video_patch_dim()}, DType::kF32);
     std::copy_n(video, res.video_rows.numel(), res.video_rows.data_as<float>());
-    res.audio_rows = std::move(packed.audio);
+    res.audio_rows = Tensor::host(Shape{L.audio_rows, cfg.audio_in_channels}, DType::kF32);
+    std::copy_n(audio, res.audio_rows.numel(), res.audio_rows.data_as<float>());
     return res;
 }
 

@@ -33,12 +33,13 @@ struct DenoiseOptions {
     cache::CacheSpec cache;       // the request's step cache (default none: no probe, no extra memory)
 };
 
-// What the loop works on. Conditioning rows lead the video rows (layout.condition_rows of them).
+// What the loop works on. Conditioning rows lead the video rows (layout.condition_rows of them) and the
+// audio rows (layout.condition_audio_rows).
 struct DenoiseInputs {
     const PackedLayout* layout = nullptr;
     Tensor text;       // [L, text_dim] any float dtype
     Tensor video_rows; // [condition_rows + video_rows, 96] f32 host
-    Tensor audio_rows; // [2A, 32] f32 host
+    Tensor audio_rows; // [condition_audio_rows + 2A, 32] f32 host (reference rows lead, never written)
 };
 
 struct DenoiseResult {

@@ -22,21 +22,27 @@ Result<GenerationOutput> generate_latents(const model::DitModel& model, const Co
             return invalid_argument("prompt tags must be 1 (text) or 0 (vision rows), got " +
                                     std::to_string(t));
 
+    if (!rq.keyframes.empty() && !rq.references.empty())
+        return invalid_argument("a request has keyframes (fl2va) or references (ref2va), not both");
+
+    // The noise first: it also checks the conditions' shapes the layout is built from.
+    NoiseRequest nr;
+    nr.seed = rq.seed;
+    nr.kernel = rq.noise_kernel;
+    nr.keyframes = rq.keyframes;
+    nr.references = rq.references;
+    nr.video_noise = rq.video_noise;
+    nr.audio_noise = rq.audio_noise;
+    H3_ASSIGN_OR_RETURN(InitialLatents init, prepare_latents(geometry, nr));
+
     LayoutParams lp;
     lp.geometry = geometry;
     lp.text_tags = cond.tags;
     lp.patch_h = cfg.patch_h;
     lp.patch_w = cfg.patch_w;
     for (const auto& k : rq.keyframes) lp.keyframes.push_back(k.anchor);
+    for (const auto& r : rq.references) lp.references.push_back(reference_block(r));
     const PackedLayout layout = build_layout(lp);
-
-    NoiseRequest nr;
-    nr.seed = rq.seed;
-    nr.kernel = rq.noise_kernel;
-    nr.keyframes = rq.keyframes;
-    nr.video_noise = rq.video_noise;
-    nr.audio_noise = rq.audio_noise;
-    H3_ASSIGN_OR_RETURN(InitialLatents init, prepare_latents(geometry, nr));
 
     DenoiseInputs di;
     di.layout = &layout;
@@ -52,7 +58,17 @@ Result<GenerationOutput> generate_latents(const model::DitModel& model, const Co
     } else {
         di.video_rows = init.video_rows;
     }
-    di.audio_rows = init.audio_rows;
+    if (init.condition_audio_rows.defined()) {
+        const int64_t cols = init.audio_rows.dim(1);
+        di.audio_rows = Tensor::host(
+            Shape{init.condition_audio_rows.dim(0) + init.audio_rows.dim(0), cols}, DType::kF32);
+        std::copy_n(init.condition_audio_rows.data_as<float>(), init.condition_audio_rows.numel(),
+                    di.audio_rows.data_as<float>());
+        std::copy_n(init.audio_rows.data_as<float>(), init.audio_rows.numel(),
+                    di.audio_rows.data_as<float>() + init.condition_audio_rows.numel());
+    } else {
+        di.audio_rows = init.audio_rows;
+    }
     DenoiseOptions dopt = options;
     if (rq.cache.kind != cache::CacheKind::kNone) dopt.cache = rq.cache; // the request's cache wins
     H3_ASSIGN_OR_RETURN(DenoiseResult dr, run_denoise(model, di, schedule, dopt));

@@ -1,4 +1,4 @@
-// The t2va / fl2va workflow up to latents: geometry → layout → noise → schedule → denoise → unpack.
+// The t2va / fl2va / ref2va workflow up to latents: geometry → layout → noise → schedule → denoise → unpack.
 // Decoding the latents to media is the decoders' stage and starts from GenerationOutput.
 #pragma once
 
@@ -24,6 +24,8 @@ struct GenerationRequest {
     double audio_shift = kDefaultAudioShift;
     // fl2va: keyframe latents from the video VAE encoder, in packed order. Empty for t2va.
     std::vector<KeyframeCondition> keyframes;
+    // ref2va: the references' encodings in request order (pipeline/ref2va). Empty for t2va / fl2va.
+    std::vector<ReferenceCondition> references;
     std::optional<Tensor> video_noise; // [1, 24, T, h, w] instead of the seeded draw
     std::optional<Tensor> audio_noise; // [2, 32, A]
     TorchNormalKernel noise_kernel = TorchNormalKernel::kAvx2;

@@ -79,20 +79,43 @@ Tensor rows_to_audio(const Tensor& rows, int A) {
     return audio;
 }
 
+static Tensor concat_rows(const std::vector<Tensor>& parts) {
+    const int64_t cols = parts[0].dim(1);
+    int64_t total = 0;
+    for (const Tensor& c : parts) total += c.dim(0);
+    Tensor out = Tensor::host(Shape{total, cols}, DType::kF32);
+    int64_t off = 0;
+    for (const Tensor& c : parts) {
+        std::copy_n(c.data_as<float>(), c.numel(), out.data_as<float>() + off);
+        off += c.numel();
+    }
+    return out;
+}
+
+ReferenceBlock reference_block(const ReferenceCondition& r) {
+    ReferenceBlock b;
+    b.kind = r.kind;
+    if (r.kind != ReferenceKind::kAudio && r.latents.defined() && r.latents.rank() == 5) {
+        b.latent_frames = static_cast<int>(r.latents.dim(2));
+        b.latent_h = static_cast<int>(r.latents.dim(3));
+        b.latent_w = static_cast<int>(r.latents.dim(4));
+    }
+    if (r.audio_rows.defined() && r.audio_rows.rank() == 2)
+        b.audio_latents = static_cast<int>(r.audio_rows.dim(0) / kAudioChannels);
+    return b;
+}
+
 Result<InitialLatents> prepare_latents(const Geometry& g, const NoiseRequest& rq) {
     TorchGenerator gen(rq.seed, rq.kernel);
     InitialLatents out;
     const Shape video_shape{1, kLatentChannels, g.latent_frames, g.latent_h, g.latent_w};
     const Shape frame_shape{1, kLatentChannels, 1, g.latent_h, g.latent_w};
 
-    std::vector<Tensor> cond;
-    for (size_t k = 0; k < rq.keyframes.size(); ++k) {
-        const std::string what = "keyframe " + std::to_string(k) + " latents";
-        H3_TRY(expect_shape(rq.keyframes[k].latents, frame_shape, what));
-        H3_ASSIGN_OR_RETURN(Tensor z, host_f32(rq.keyframes[k].latents));
-        Tensor noise = Tensor::host(frame_shape, DType::kF32);
+    // scale_noise(z, 0.999, ε) = t·z + (1 − t)·ε, one fp32 rounding per tensor op, then patchified.
+    auto noised_rows = [&](const Tensor& latents, const std::string& what) -> Result<Tensor> {
+        H3_ASSIGN_OR_RETURN(Tensor z, host_f32(latents));
+        Tensor noise = Tensor::host(z.shape(), DType::kF32);
         gen.randn(noise.data_as<float>(), static_cast<size_t>(noise.numel()));
-        // scale_noise(z, 0.999, ε) = t·z + (1 − t)·ε, one fp32 rounding per tensor op.
         const float t = kKeyframeNoiseAug, one_minus = 1.0f - kKeyframeNoiseAug;
         float* zp = z.data_as<float>();
         const float* np = noise.data_as<float>();
@@ -101,19 +124,42 @@ Result<InitialLatents> prepare_latents(const Geometry& g, const NoiseRequest& rq
             const float b = one_minus * np[i];
             zp[i] = a + b;
         }
-        cond.push_back(patchify_video(z));
+        if (z.dim(3) % 2 || z.dim(4) % 2)
+            return invalid_argument(what + " " + z.shape().to_string() + ": latent height and width must be even");
+        return patchify_video(z);
+    };
+    std::vector<Tensor> cond;
+    for (size_t k = 0; k < rq.keyframes.size(); ++k) {
+        const std::string what = "keyframe " + std::to_string(k) + " latents";
+        H3_TRY(expect_shape(rq.keyframes[k].latents, frame_shape, what));
+        H3_ASSIGN_OR_RETURN(Tensor rows, noised_rows(rq.keyframes[k].latents, what));
+        cond.push_back(std::move(rows));
     }
-    if (!cond.empty()) {
-        const int64_t cols = cond[0].dim(1);
-        int64_t total = 0;
-        for (auto& c : cond) total += c.dim(0);
-        out.condition_rows = Tensor::host(Shape{total, cols}, DType::kF32);
-        int64_t off = 0;
-        for (auto& c : cond) {
-            std::copy_n(c.data_as<float>(), c.numel(), out.condition_rows.data_as<float>() + off);
-            off += c.numel();
+    std::vector<Tensor> cond_audio;
+    for (size_t k = 0; k < rq.references.size(); ++k) {
+        const ReferenceCondition& r = rq.references[k];
+        const std::string what = "reference " + std::to_string(k + 1) + " (" + reference_kind_name(r.kind) + ")";
+        if (r.kind != ReferenceKind::kAudio) {
+            const Tensor& z = r.latents;
+            if (!z.defined() || z.rank() != 5 || z.dim(0) != 1 || z.dim(1) != kLatentChannels || z.dim(2) < 1)
+                return invalid_argument(what + " latents must be [1, " + std::to_string(kLatentChannels) +
+                                        ", T, h, w], got " + (z.defined() ? z.describe() : "none"));
+            H3_ASSIGN_OR_RETURN(Tensor rows, noised_rows(z, what + " latents"));
+            cond.push_back(std::move(rows));
+        } else if (!r.audio_rows.defined()) {
+            return invalid_argument(what + " has no audio rows");
+        }
+        if (r.audio_rows.defined()) {
+            const Tensor& a = r.audio_rows;
+            if (a.rank() != 2 || a.dim(1) != kAudioLatentChannels || a.dim(0) < 2 || a.dim(0) % kAudioChannels)
+                return invalid_argument(what + " audio rows must be [2·A, " +
+                                        std::to_string(kAudioLatentChannels) + "], got " + a.describe());
+            H3_ASSIGN_OR_RETURN(Tensor rows, host_f32(a));
+            cond_audio.push_back(std::move(rows));
         }
     }
+    if (!cond_audio.empty()) out.condition_audio_rows = concat_rows(cond_audio);
+    if (!cond.empty()) out.condition_rows = concat_rows(cond);
 
     if (rq.video_noise) {
         H3_TRY(expect_shape(*rq.video_noise, video_shape, "video noise"));

@@ -12,6 +12,7 @@ namespace {
 
 constexpr double kFrameRescale = 5.0 / 3.0; // rotary units per pixel frame (40 audio latents/s ÷ 24 fps)
 constexpr int kFramesPerLatent[5] = {1, 4, 4, 4, 4};
+constexpr float kCleanTimestep = 1.0f; // ref2va reference audio rows
 
 // numpy's float64 sum: pairwise_sum (8 partial sums for blocks ≤ 128, recursive halving above). The reference
 // sums the keyframe anchor this way; a sequential sum differs in the last ulp from 16 latent frames on.
@@ -46,6 +47,13 @@ std::vector<double> latent_spans(int frames) {
     return s;
 }
 
+// Sequential float64 sum of the spans (Python's sum(); the reference advances the ref2va clock this way).
+double sequential_sum(const std::vector<double>& v) {
+    double r = 0.0;
+    for (double x : v) r += x;
+    return r;
+}
+
 } // namespace
 
 std::vector<double> spatial_grid(int dim, int patch, double sqrt_area) {
@@ -63,7 +71,106 @@ std::vector<double> spatial_grid(int dim, int patch, double sqrt_area) {
     return g;
 }
 
+namespace {
+
+PackedLayout build_ref2va_layout(const LayoutParams& p) {
+    const Geometry& g = p.geometry;
+    const int ph = p.patch_h, pw = p.patch_w;
+    PackedLayout L;
+    L.text_rows = static_cast<int64_t>(p.text_tags.size());
+    for (const ReferenceBlock& b : p.references) {
+        if (b.kind != ReferenceKind::kAudio) {
+            H3_CHECK(b.latent_frames >= 1 && b.latent_h % ph == 0 && b.latent_w % pw == 0,
+                     "reference latents not divisible by the patch");
+            L.condition_rows += static_cast<int64_t>(b.latent_frames) * (b.latent_h / ph) * (b.latent_w / pw);
+        }
+        L.condition_audio_rows += static_cast<int64_t>(kAudioChannels) * b.audio_latents;
+    }
+    L.audio_rows = static_cast<int64_t>(kAudioChannels) * g.audio_latents;
+    L.video_rows = g.latent_frames * g.rows_per_frame(ph, pw);
+    L.rows = L.text_rows + L.condition_rows + L.condition_audio_rows + L.audio_rows + L.video_rows;
+    L.positions.assign(static_cast<size_t>(L.rows * 3), 0.0);
+    L.tags.assign(static_cast<size_t>(L.rows), kTagVideo);
+    auto pos = [&](int64_t row, int axis) -> double& {
+        return L.positions[static_cast<size_t>(row * 3 + axis)];
+    };
+    for (int64_t i = 0; i < L.text_rows; ++i) {
+        pos(i, 0) = static_cast<double>(i);
+        L.text_indices.push_back(static_cast<int32_t>(i));
+        L.tags[static_cast<size_t>(i)] = p.text_tags[static_cast<size_t>(i)];
+    }
+    struct Grid {
+        std::vector<double> h, w;
+    };
+    auto grid_of = [&](int lh, int lw) {
+        const double sqrt_area = std::sqrt(static_cast<double>(lh) * lw);
+        return Grid{spatial_grid(lh, ph, sqrt_area), spatial_grid(lw, pw, sqrt_area)};
+    };
+    std::vector<int32_t> cond_video, cond_audio;
+    int64_t cursor = L.text_rows;
+    // Frames at origin + cumsum(spans)[k−1] (torch cumsum: sequential float64).
+    auto put_frames = [&](const Grid& gr, int frames, double origin, std::vector<int32_t>* indices) {
+        const std::vector<double> spans = latent_spans(frames);
+        double cum = 0.0;
+        for (int f = 0; f < frames; ++f) {
+            for (double hv : gr.h)
+                for (double wv : gr.w) {
+                    pos(cursor, 0) = origin + cum;
+                    pos(cursor, 1) = hv;
+                    pos(cursor, 2) = wv;
+                    indices->push_back(static_cast<int32_t>(cursor++));
+                }
+            cum += spans[static_cast<size_t>(f)];
+        }
+    };
+    // Channel-major audio rows pinned to the two extremes of their block's width grid.
+    auto put_audio = [&](int latents, double origin, const std::vector<double>& wg, std::vector<int32_t>* indices) {
+        for (int ch = 0; ch < kAudioChannels; ++ch)
+            for (int a = 0; a < latents; ++a) {
+                pos(cursor, 0) = origin + static_cast<double>(a);
+                pos(cursor, 2) = ch == 0 ? wg.front() : wg.back();
+                L.tags[static_cast<size_t>(cursor)] = kTagAudio;
+                indices->push_back(static_cast<int32_t>(cursor++));
+            }
+    };
+    const Grid target = grid_of(g.latent_h, g.latent_w);
+    double tau = static_cast<double>(L.text_rows);
+    for (const ReferenceBlock& b : p.references) {
+        switch (b.kind) {
+        case ReferenceKind::kImage:
+            put_frames(grid_of(b.latent_h, b.latent_w), 1, tau, &cond_video);
+            tau += 1.0; // one integer slot, not a latent frame's 5/3
+            break;
+        case ReferenceKind::kAudio:
+            put_audio(b.audio_latents, tau, target.w, &cond_audio);
+            tau += static_cast<double>(b.audio_latents);
+            break;
+        case ReferenceKind::kVideo: {
+            const Grid own = grid_of(b.latent_h, b.latent_w);
+            put_audio(b.audio_latents, tau, own.w, &cond_audio);
+            put_frames(own, b.latent_frames, tau, &cond_video);
+            tau += std::max(static_cast<double>(b.audio_latents), sequential_sum(latent_spans(b.latent_frames)));
+            break;
+        }
+        }
+    }
+    std::vector<int32_t> gen_audio, gen_video;
+    put_audio(g.audio_latents, tau, target.w, &gen_audio);
+    put_frames(target, g.latent_frames, tau, &gen_video);
+    L.video_indices = std::move(cond_video);
+    L.video_indices.insert(L.video_indices.end(), gen_video.begin(), gen_video.end());
+    L.audio_indices = std::move(cond_audio);
+    L.audio_indices.insert(L.audio_indices.end(), gen_audio.begin(), gen_audio.end());
+    return L;
+}
+
+} // namespace
+
 PackedLayout build_layout(const LayoutParams& p) {
+    if (!p.references.empty()) {
+        H3_CHECK(p.keyframes.empty(), "a layout has keyframes or references, not both");
+        return build_ref2va_layout(p);
+    }
     const Geometry& g = p.geometry;
     H3_CHECK(g.latent_h % p.patch_h == 0 && g.latent_w % p.patch_w == 0,
              "latent grid not divisible by the patch");
@@ -138,13 +245,17 @@ RowTimesteps row_timesteps(const PackedLayout& L, float t_video, float t_audio, 
     std::vector<float> row(static_cast<size_t>(L.rows), t_video);
     for (int64_t i = 0; i < L.condition_rows; ++i)
         row[static_cast<size_t>(L.video_indices[static_cast<size_t>(i)])] = t_cond;
-    for (int32_t r : L.audio_indices) row[static_cast<size_t>(r)] = t_audio;
+    for (size_t i = 0; i < L.audio_indices.size(); ++i)
+        row[static_cast<size_t>(L.audio_indices[i])] =
+            static_cast<int64_t>(i) < L.condition_audio_rows ? kCleanTimestep : t_audio;
     RowTimesteps out;
     out.timesteps = {t_video, t_audio};
     if (L.condition_rows > 0) out.timesteps.push_back(t_cond);
+    if (L.condition_audio_rows > 0) out.timesteps.push_back(kCleanTimestep);
     std::sort(out.timesteps.begin(), out.timesteps.end());
     out.timesteps.erase(std::unique(out.timesteps.begin(), out.timesteps.end()), out.timesteps.end());
-    if (L.audio_rows == 0 && t_audio != t_video && t_audio != t_cond)
+    if (L.audio_rows == 0 && t_audio != t_video && t_audio != t_cond &&
+        !(L.condition_audio_rows > 0 && t_audio == kCleanTimestep))
         out.timesteps.erase(std::find(out.timesteps.begin(), out.timesteps.end(), t_audio));
     out.indices.resize(row.size());
     for (size_t i = 0; i < row.size(); ++i)

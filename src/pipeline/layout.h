@@ -1,8 +1,12 @@
-// The packed sequence of a t2va / fl2va request (spec §5): row order
-// [text | keyframe conditions | audio L | audio R | target video], modality tags, fractional (t, h, w)
-// RoPE positions in float64 (bit-for-bit the reference's arithmetic), and per-step row timesteps.
+// The packed sequence of a request (spec §5): row order [text | keyframe conditions | audio L | audio R |
+// target video] for t2va / fl2va, [text | reference blocks in request order | target audio | target video]
+// for ref2va (§5.4: one rotary clock τ from L — an image takes one slot, an audio clip its latent count, a
+// video max(soundtrack latents, Σ frame spans) with its soundtrack rows just before its frames); modality tags,
+// fractional (t, h, w) RoPE positions in float64 (bit-for-bit the reference's arithmetic), and per-step row
+// timesteps.
 #pragma once
 
+#include "pipeline/conditioner.h"
 #include "pipeline/geometry.h"
 
 #include <cstdint>
@@ -12,17 +16,26 @@ namespace h3::pipeline {
 
 enum class KeyframeAnchor { kFirst, kLast };
 
+// One ref2va reference block, shaped by what the encoders produced for it.
+struct ReferenceBlock {
+    ReferenceKind kind = ReferenceKind::kImage;
+    int latent_frames = 0, latent_h = 0, latent_w = 0; // image (1 frame) and video latents
+    int audio_latents = 0; // per channel: an audio clip, or a video's soundtrack (0: none)
+};
+
 struct LayoutParams {
     Geometry geometry = {};
     std::vector<int32_t> text_tags = {}; // one per conditioner row (kTagText, or kTagVideo for vision rows)
     std::vector<KeyframeAnchor> keyframes = {}; // fl2va condition blocks in packed order; empty for t2va
+    std::vector<ReferenceBlock> references = {}; // ref2va blocks in request order (keyframes then empty)
     int patch_h = 2, patch_w = 2;
 };
 
 struct PackedLayout {
     int64_t text_rows = 0;
-    int64_t condition_rows = 0; // keyframe video rows (leading entries of video_indices)
-    int64_t audio_rows = 0;     // 2A, channel-major
+    int64_t condition_rows = 0;       // keyframe / reference video rows (leading entries of video_indices)
+    int64_t condition_audio_rows = 0; // reference audio rows, clean (leading entries of audio_indices)
+    int64_t audio_rows = 0;           // generated audio rows: 2A, channel-major
     int64_t video_rows = 0;     // generated video rows
     int64_t rows = 0;
     std::vector<double> positions; // [rows·3] (t, h, w)
@@ -41,7 +54,8 @@ struct RowTimesteps {
     std::vector<float> timesteps;
     std::vector<int32_t> indices;
 };
-// Text and generated video rows at t_video, keyframe rows at max(t_video, condition_floor), audio at t_audio.
+// Text and generated video rows at t_video, keyframe / reference video rows at max(t_video, condition_floor),
+// generated audio at t_audio, reference audio rows at 1.0 (clean).
 RowTimesteps row_timesteps(const PackedLayout& layout, float t_video, float t_audio,
                            float condition_floor = 0.999f);
 

@@ -116,11 +116,83 @@ def layout(text_tags, g, anchors):
                 text_indices=text_idx, condition_rows=K * rpf)
 
 
+def frame_grid(h, w):
+    sa = np.sqrt(h * w)
+    hg = torch.from_numpy(spatial_grid(h, sa))
+    wg = torch.from_numpy(spatial_grid(w, sa))
+    fh, fw = torch.meshgrid(hg, wg, indexing="ij")
+    return torch.stack([fh.reshape(-1), fw.reshape(-1)], -1), wg
+
+
+def frame_times(T, origin):
+    spans = torch.tensor([5.0 / 3.0 * SPANS[j % 5] for j in range(T)], dtype=F64)
+    return origin + torch.cat([torch.zeros(1, dtype=F64), spans[:-1].cumsum(0)])
+
+
+def ref2va_layout(text_tags, g, refs):
+    """§5.4: [text | reference blocks in request order | target audio | target video] on one rotary clock.
+    refs: dicts kind image|video|audio with T, h, w (latents) and A (audio latents per channel, 0 = none)."""
+    L, T, h, w, A = len(text_tags), g["T"], g["h"], g["w"], g["A"]
+    ref_v = sum(r["T"] * (r["h"] // 2) * (r["w"] // 2) for r in refs if r["kind"] != "audio")
+    ref_a = sum(2 * r["A"] for r in refs)
+    S = L + ref_v + ref_a + 2 * A + T * (h // 2) * (w // 2)
+    pos = torch.zeros(S, 3, dtype=F64)
+    pos[:L, 0] = torch.arange(L, dtype=F64)
+    tframe, twg = frame_grid(h, w)
+
+    def audio(rows_start, n, origin, wg):
+        pos[rows_start:rows_start + 2 * n, 0] = (origin + torch.arange(n, dtype=F64)).repeat(2)
+        pos[rows_start:rows_start + n, 2] = float(wg[0])
+        pos[rows_start + n:rows_start + 2 * n, 2] = float(wg[-1])
+
+    vid, aud = [], []
+    cur, tau = L, float(L)
+    for r in refs:
+        if r["kind"] == "image":
+            fr, _ = frame_grid(r["h"], r["w"])
+            n = fr.shape[0]
+            pos[cur:cur + n, 0] = tau
+            pos[cur:cur + n, 1:] = fr
+            vid.append(torch.arange(cur, cur + n))
+            cur += n
+            tau += 1.0
+        elif r["kind"] == "audio":
+            audio(cur, r["A"], tau, twg)
+            aud.append(torch.arange(cur, cur + 2 * r["A"]))
+            cur += 2 * r["A"]
+            tau += float(r["A"])
+        else:
+            fr, wg = frame_grid(r["h"], r["w"])
+            audio(cur, r["A"], tau, wg)
+            aud.append(torch.arange(cur, cur + 2 * r["A"]))
+            cur += 2 * r["A"]
+            n = r["T"] * fr.shape[0]
+            pos[cur:cur + n, 0] = frame_times(r["T"], tau).repeat_interleave(fr.shape[0])
+            pos[cur:cur + n, 1:] = fr.repeat(r["T"], 1)
+            vid.append(torch.arange(cur, cur + n))
+            cur += n
+            tau += max(float(r["A"]), sum(5.0 / 3.0 * SPANS[j % 5] for j in range(r["T"])))
+    a0, v0 = cur, cur + 2 * A
+    audio(a0, A, tau, twg)
+    pos[v0:, 0] = frame_times(T, tau).repeat_interleave(tframe.shape[0])
+    pos[v0:, 1:] = tframe.repeat(T, 1)
+    video_idx = torch.cat(vid + [torch.arange(v0, S)])
+    audio_idx = torch.cat(aud + [torch.arange(a0, v0)])
+    text_idx = torch.arange(L)
+    tags = torch.empty(S, dtype=torch.long)
+    tags[text_idx] = torch.tensor(text_tags, dtype=torch.long)
+    tags[audio_idx] = AUDIO_TAG
+    tags[video_idx] = VIDEO_TAG
+    return dict(position_ids=pos, token_tags=tags, video_indices=video_idx, audio_indices=audio_idx,
+                text_indices=text_idx, condition_rows=ref_v, condition_audio_rows=ref_a)
+
+
 def row_timesteps(lay, t_v, t_a):
     S = lay["token_tags"].numel()
     row = torch.full((S,), t_v, dtype=F32)
     row[lay["video_indices"][:lay["condition_rows"]]] = max(t_v, 0.999)
     row[lay["audio_indices"]] = t_a
+    row[lay["audio_indices"][:lay.get("condition_audio_rows", 0)]] = 1.0
     return torch.unique(row, sorted=True, return_inverse=True)
 
 
@@ -192,6 +264,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/data/pipeline")
     ap.add_argument("--dit", default="tests/data/dit/A/diffusers")
+    ap.add_argument("--layouts-only", action="store_true", help="write only the layout_*.safetensors goldens")
     ap.add_argument("--scalar-noise", help=argparse.SUPPRESS)  # internal: run under ATEN_CPU_CAPABILITY=default
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -228,19 +301,30 @@ def main():
         "fl2va_last": ([1, 0, 0, 0, 1, 1, 1], geometry(96, 64, 345), ["last"]),
         "fl2va_both": ([1, 0, 0, 1, 0, 0, 1, 1], geometry(64, 96, 243), ["first", "last"]),
     }
+    refs_mixed = [dict(kind="image", T=1, h=8, w=14, A=0), dict(kind="video", T=17, h=6, w=10, A=30),
+                  dict(kind="audio", T=0, h=0, w=0, A=20), dict(kind="video", T=7, h=4, w=8, A=0),
+                  dict(kind="video", T=2, h=4, w=4, A=70), dict(kind="image", T=1, h=12, w=6, A=0)]
+    cases["ref2va_mixed"] = ([1, 1, 0, 0, 0, 1, 0, 0, 1, 1], geometry(96, 64, 124), refs_mixed)
     for name, (tags, g, anchors) in cases.items():
-        lay = layout(tags, g, anchors)
+        ref2va = name.startswith("ref2va")
+        lay = ref2va_layout(tags, g, anchors) if ref2va else layout(tags, g, anchors)
         sv, tv = schedule(5, 12.0)
         sa, ta = schedule(5, 3.0)
-        out = {k: v for k, v in lay.items() if k != "condition_rows"}
+        out = {k: v for k, v in lay.items() if k not in ("condition_rows", "condition_audio_rows")}
         out["text_tags"] = torch.tensor(tags, dtype=torch.long)
         for step in (0, 2):
             ts, idx = row_timesteps(lay, float(tv[step]), float(ta[step]))
             out[f"step{step}_timesteps"] = ts
             out[f"step{step}_timestep_indices"] = idx
         meta = {k: str(v) for k, v in g.items()}
-        meta["anchors"] = ",".join(anchors)
+        if ref2va:
+            meta["anchors"] = ""
+            meta["references"] = ";".join(f"{r['kind']},{r['T']},{r['h']},{r['w']},{r['A']}" for r in anchors)
+        else:
+            meta["anchors"] = ",".join(anchors)
         sio.save(os.path.join(a.out, f"layout_{name}.safetensors"), out, meta)
+    if a.layouts_only:
+        return
 
     # schedules
     sch = {}
