@@ -1,4 +1,4 @@
-// snake_beta / alias_free_snake_beta / clamp dispatchers.
+// snake_beta / snake / alias_free_snake_beta / scale / clamp dispatchers.
 #include "ops/audio_act.h"
 
 #include "ops/cpu/cpu_ops.h"
@@ -17,6 +17,19 @@ Status check_f32(const char* op, const char* name, const Context& ctx, const Ten
     H3_TRY(check_float_contig(op, name, ctx, t));
     if (t.dtype() != DType::kF32)
         return invalid_argument(std::string(op) + ": " + name + " is " + desc(t) + ", expected f32");
+    return ok_status();
+}
+
+Status check_snake_args(const char* op, const Context& ctx, const Tensor& x, const Tensor& alpha,
+                        const Tensor& y) {
+    H3_TRY(check_context(op, ctx));
+    H3_TRY(check_f32(op, "x", ctx, x));
+    H3_TRY(check_rank(op, "x", x, 3));
+    H3_TRY(check_f32(op, "y", ctx, y));
+    H3_TRY(check_writable(op, "y", y));
+    H3_TRY(check_shape(op, "y", y, x.shape(), "x's shape"));
+    H3_TRY(check_f32(op, "alpha", ctx, alpha));
+    H3_TRY(check_shape(op, "alpha", alpha, Shape{x.dim(1)}, "x's channel count"));
     return ok_status();
 }
 
@@ -40,6 +53,11 @@ Status check_signal_args(const char* op, const Context& ctx, const Tensor& x, co
 Status snake_beta(const Context& ctx, const Tensor& x, const Tensor& alpha, const Tensor& beta, Tensor& y) {
     H3_TRY(check_signal_args("snake_beta", ctx, x, alpha, beta, y));
     H3_OPS_DISPATCH(snake_beta, ctx, x, alpha, beta, y);
+}
+
+Status snake(const Context& ctx, const Tensor& x, const Tensor& alpha, Tensor& y) {
+    H3_TRY(check_snake_args("snake", ctx, x, alpha, y));
+    H3_OPS_DISPATCH(snake, ctx, x, alpha, y);
 }
 
 Status alias_free_snake_beta(const Context& ctx, const AliasFreeParams& p, const Tensor& x,

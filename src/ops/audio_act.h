@@ -10,6 +10,10 @@ namespace h3::ops {
 // x, y [B, C, L] f32 (may alias); alpha, beta [C] f32.
 Status snake_beta(const Context& ctx, const Tensor& x, const Tensor& alpha, const Tensor& beta, Tensor& y);
 
+// DAC's Snake (the audio VAE encoder), alpha in linear space: y = x + 1/(alpha[c] + 1e-9) · sin²(alpha[c] ·
+// x). x, y [B, C, L] f32 (may alias); alpha [C] f32.
+Status snake(const Context& ctx, const Tensor& x, const Tensor& alpha, Tensor& y);
+
 // The alias-free ("anti-aliased") SnakeBeta of BigVGAN / alias-free-torch, fused:
 //   up:   replicate-pad x by P = K/r − 1 on both sides, depthwise transposed conv (stride r) with
 //         `up_filter`, times r, crop P·r + (K−r)/2 left and P·r + (K−r+1)/2 right  -> length r·L

@@ -1,4 +1,4 @@
-// silu / gelu / swiglu / cast / add dispatchers: validation, then the CPU reference or the CUDA
+// silu / gelu / swiglu / geglu / cast / add dispatchers: validation, then the CPU reference or the CUDA
 // implementation.
 #include "ops/elementwise.h"
 
@@ -32,18 +32,31 @@ Status gelu(const Context& ctx, const GeluParams& p, const Tensor& x, Tensor& y)
     H3_OPS_DISPATCH(gelu, ctx, p, x, y);
 }
 
-Status swiglu(const Context& ctx, const Tensor& x, Tensor& y) {
-    const char* op = "swiglu";
+namespace {
+
+// swiglu / geglu: x [R, 2F] = [value | gate], y [R, F].
+Status check_glu_args(const char* op, const Context& ctx, const Tensor& x, const Tensor& y) {
     H3_TRY(check_context(op, ctx));
     H3_TRY(check_float_contig(op, "x", ctx, x));
     H3_TRY(check_float_contig(op, "y", ctx, y));
     H3_TRY(check_writable(op, "y", y));
     H3_TRY(check_rank(op, "x", x, 2));
     if (x.dim(1) % 2 != 0)
-        return invalid_argument("swiglu: x is " + desc(x) +
+        return invalid_argument(std::string(op) + ": x is " + desc(x) +
                                 " but its last dim must be even ([value | gate])");
-    H3_TRY(check_shape(op, "y", y, Shape{x.dim(0), x.dim(1) / 2}, "[x rows, x cols / 2]"));
+    return check_shape(op, "y", y, Shape{x.dim(0), x.dim(1) / 2}, "[x rows, x cols / 2]");
+}
+
+} // namespace
+
+Status swiglu(const Context& ctx, const Tensor& x, Tensor& y) {
+    H3_TRY(check_glu_args("swiglu", ctx, x, y));
     H3_OPS_DISPATCH(swiglu, ctx, x, y);
+}
+
+Status geglu(const Context& ctx, const GeluParams& p, const Tensor& x, Tensor& y) {
+    H3_TRY(check_glu_args("geglu", ctx, x, y));
+    H3_OPS_DISPATCH(geglu, ctx, p, x, y);
 }
 
 Status cast(const Context& ctx, const Tensor& x, Tensor& y) {

@@ -17,6 +17,9 @@ struct GeluParams {
 Status gelu(const Context& ctx, const GeluParams& p, const Tensor& x, Tensor& y);
 // SwiGLU: x [R, 2F] = [value | gate] per row, y [R,F] = value ⊙ SiLU(gate).
 Status swiglu(const Context& ctx, const Tensor& x, Tensor& y);
+// GeGLU: x [R, 2F] = [value | gate] per row, y [R, F] = value ⊙ GELU(gate), GELU as in `gelu` (erf or tanh);
+// fp32 math, one rounding at the store.
+Status geglu(const Context& ctx, const GeluParams& p, const Tensor& x, Tensor& y);
 // y = cast(x) (same shape; any dtypes; float rounding nearest-even, fp8 saturating).
 Status cast(const Context& ctx, const Tensor& x, Tensor& y);
 // y = x + z (same shapes).

@@ -25,3 +25,4 @@
 #include "ops/reduce.h"
 #include "ops/rope.h"
 #include "ops/rows.h"
+#include "ops/transpose.h"

@@ -107,6 +107,20 @@ Status snake_beta(const Context&, const Tensor& x, const Tensor& alpha, const Te
     return ok_status();
 }
 
+// The reciprocal and the products in torch's order: x + (alpha + 1e-9)^-1 · sin(alpha·x)².
+Status snake(const Context&, const Tensor& x, const Tensor& alpha, Tensor& y) {
+    const int64_t nb = x.dim(0), c = x.dim(1), len = x.dim(2);
+    const float* xp = x.data_as<const float>();
+    float* yp = y.data_as<float>();
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < nb * c; ++r) {
+        const float a = alpha.data_as<const float>()[r % c];
+        const float inv = 1.0f / (a + 1e-9f);
+        for (int64_t t = 0; t < len; ++t) yp[r * len + t] = snake(xp[r * len + t], a, inv);
+    }
+    return ok_status();
+}
+
 Status alias_free_snake_beta(const Context&, const AliasFreeParams& p, const Tensor& x, const Tensor& alpha,
                              const Tensor& beta, const Tensor& up_filter, const Tensor& down_filter,
                              Tensor& y) {

@@ -21,6 +21,7 @@ Status rms_norm(const Context& ctx, const RmsNormParams& p, const Tensor& x, con
 Status silu(const Context& ctx, const Tensor& x, Tensor& y);
 Status gelu(const Context& ctx, const GeluParams& p, const Tensor& x, Tensor& y);
 Status swiglu(const Context& ctx, const Tensor& x, Tensor& y);
+Status geglu(const Context& ctx, const GeluParams& p, const Tensor& x, Tensor& y);
 Status cast(const Context& ctx, const Tensor& x, Tensor& y);
 Status add(const Context& ctx, const Tensor& x, const Tensor& z, Tensor& y);
 Status axpby(const Context& ctx, float alpha, const Tensor& x, float beta, const Tensor& z, Tensor& y);
@@ -54,6 +55,7 @@ Status conv1d(const Context& ctx, const Conv1dParams& p, const Tensor& x, const 
 Status conv_transpose1d(const Context& ctx, const ConvTranspose1dParams& p, const Tensor& x, const Tensor& w,
                         const Tensor& bias, Tensor& y);
 Status snake_beta(const Context& ctx, const Tensor& x, const Tensor& alpha, const Tensor& beta, Tensor& y);
+Status snake(const Context& ctx, const Tensor& x, const Tensor& alpha, Tensor& y);
 Status alias_free_snake_beta(const Context& ctx, const AliasFreeParams& p, const Tensor& x,
                              const Tensor& alpha, const Tensor& beta, const Tensor& up_filter,
                              const Tensor& down_filter, Tensor& y);
@@ -61,6 +63,9 @@ Status scale(const Context& ctx, float alpha, const Tensor& x, Tensor& y);
 Status clamp(const Context& ctx, float lo, float hi, const Tensor& x, Tensor& y);
 Status layer_norm(const Context& ctx, const LayerNormParams& p, const Tensor& x, const Tensor& weight,
                   const Tensor& bias, Tensor& y);
+
+// Batched transpose (ops/transpose.h): any dtype, raw bits.
+Status transpose(const Context& ctx, const Tensor& x, Tensor& y);
 
 // Video VAE encoder ops (ops/conv3d.h, ops/group_norm.h): f32 only.
 Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,

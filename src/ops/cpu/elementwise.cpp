@@ -17,6 +17,15 @@ inline float silu_f(float v) {
     return v / (1.0f + std::exp(-v));
 }
 
+inline float gelu_tanh_f(float v) {
+    const float k = 0.7978845608028654f; // sqrt(2/pi)
+    return 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+}
+
+inline float gelu_erf_f(float v) {
+    return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f));
+}
+
 // y[i] = f(x[i]) for flat contiguous x/y of `n` elements.
 template <typename F> void unary_flat(const Tensor& x, Tensor& y, F f) {
     const int64_t n = x.numel();
@@ -43,12 +52,9 @@ Status silu(const Context&, const Tensor& x, Tensor& y) {
 
 Status gelu(const Context&, const GeluParams& p, const Tensor& x, Tensor& y) {
     if (p.tanh)
-        unary_flat(x, y, [](float v) {
-            const float k = 0.7978845608028654f; // sqrt(2/pi)
-            return 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
-        });
+        unary_flat(x, y, gelu_tanh_f);
     else
-        unary_flat(x, y, [](float v) { return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f)); });
+        unary_flat(x, y, gelu_erf_f);
     return ok_status();
 }
 
@@ -62,6 +68,22 @@ Status swiglu(const Context&, const Tensor& x, Tensor& y) {
             load_f32(elem_ptr(x, r * 2 * f), x.dtype(), val.data(), f);
             load_f32(elem_ptr(x, r * 2 * f + f), x.dtype(), gate.data(), f);
             for (int64_t c = 0; c < f; ++c) val[c] *= silu_f(gate[c]);
+            store_f32(val.data(), elem_ptr_mut(y, r * f), y.dtype(), f);
+        }
+    }
+    return ok_status();
+}
+
+Status geglu(const Context&, const GeluParams& p, const Tensor& x, Tensor& y) {
+    const int64_t rows = x.dim(0), f = y.dim(1);
+#pragma omp parallel
+    {
+        std::vector<float> val(static_cast<size_t>(f)), gate(static_cast<size_t>(f));
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; ++r) {
+            load_f32(elem_ptr(x, r * 2 * f), x.dtype(), val.data(), f);
+            load_f32(elem_ptr(x, r * 2 * f + f), x.dtype(), gate.data(), f);
+            for (int64_t c = 0; c < f; ++c) val[c] *= p.tanh ? gelu_tanh_f(gate[c]) : gelu_erf_f(gate[c]);
             store_f32(val.data(), elem_ptr_mut(y, r * f), y.dtype(), f);
         }
     }

@@ -1,4 +1,4 @@
-// CUDA halves of conv1d, conv_transpose1d, snake_beta, alias_free_snake_beta, clamp and layer_norm.
+// CUDA halves of conv1d, conv_transpose1d, snake_beta, snake, alias_free_snake_beta, clamp and layer_norm.
 // Direct kernels (one thread per output sample, fp32 accumulation): the audio decoder's convolutions are
 // narrow and long, so consecutive threads walk consecutive time steps (coalesced x reads) while the weight
 // reads are warp-uniform broadcasts.
@@ -75,6 +75,16 @@ __global__ void snake_beta_kernel(const float* __restrict__ x, const float* __re
         const float a = expf(alpha[ch]);
         const float inv_b = 1.0f / (expf(beta[ch]) + 1e-9f);
         y[i] = snake_f(x[i], a, inv_b);
+    }
+}
+
+// DAC Snake: alpha in linear space.
+__global__ void snake_kernel(const float* __restrict__ x, const float* __restrict__ alpha,
+                             float* __restrict__ y, int64_t c, int64_t len, int64_t n) {
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const float a = alpha[(i / len) % c];
+        y[i] = snake_f(x[i], a, 1.0f / (a + 1e-9f));
     }
 }
 
@@ -197,6 +207,14 @@ Status snake_beta(const Context& ctx, const Tensor& x, const Tensor& alpha, cons
         x.data_as<const float>(), alpha.data_as<const float>(), beta.data_as<const float>(),
         y.data_as<float>(), x.dim(1), x.dim(2), n);
     return check_launch("snake_beta");
+}
+
+Status snake(const Context& ctx, const Tensor& x, const Tensor& alpha, Tensor& y) {
+    const int64_t n = x.numel();
+    if (n == 0) return ok_status();
+    snake_kernel<<<grid_for(n, kConvBlock), kConvBlock, 0, stream_of(ctx)>>>(
+        x.data_as<const float>(), alpha.data_as<const float>(), y.data_as<float>(), x.dim(1), x.dim(2), n);
+    return check_launch("snake");
 }
 
 Status alias_free_snake_beta(const Context& ctx, const AliasFreeParams& p, const Tensor& x,

@@ -1,5 +1,5 @@
-// Elementwise ops (silu, swiglu, cast, add) and row gather/scatter. Memory-bound: 16-byte accesses when
-// every pointer and the row length allow them, fp32 math, one rounding at the store.
+// Elementwise ops (silu, gelu, swiglu, geglu, cast, add) and row gather/scatter. Memory-bound: 16-byte
+// accesses when every pointer and the row length allow them, fp32 math, one rounding at the store.
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
 
@@ -34,6 +34,11 @@ __global__ void silu_kernel(const TX* __restrict__ x, TY* __restrict__ y, int64_
     }
 }
 
+template <bool kTanh> __device__ __forceinline__ float gelu_f(float a) {
+    return kTanh ? 0.5f * a * (1.0f + tanhf(0.7978845608028654f * (a + 0.044715f * a * a * a)))
+                 : 0.5f * a * (1.0f + erff(a * 0.7071067811865476f));
+}
+
 template <int N, bool kTanh, typename TX, typename TY>
 __global__ void gelu_kernel(const TX* __restrict__ x, TY* __restrict__ y, int64_t chunks) {
     for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < chunks;
@@ -41,12 +46,24 @@ __global__ void gelu_kernel(const TX* __restrict__ x, TY* __restrict__ y, int64_
         float v[N];
         load_vec<N>(x + i * N, v);
 #pragma unroll
-        for (int j = 0; j < N; ++j) {
-            const float a = v[j];
-            v[j] = kTanh ? 0.5f * a * (1.0f + tanhf(0.7978845608028654f * (a + 0.044715f * a * a * a)))
-                         : 0.5f * a * (1.0f + erff(a * 0.7071067811865476f));
-        }
+        for (int j = 0; j < N; ++j) v[j] = gelu_f<kTanh>(v[j]);
         store_vec<N>(y + i * N, v);
+    }
+}
+
+// GeGLU over rows [value | gate]: one thread per N outputs of a row.
+template <int N, bool kTanh, typename TX, typename TY>
+__global__ void geglu_kernel(const TX* __restrict__ x, TY* __restrict__ y, int64_t rows, int64_t f) {
+    const int64_t per_row = f / N, chunks = rows * per_row;
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < chunks;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const int64_t r = i / per_row, c = (i - r * per_row) * N;
+        float val[N], gate[N];
+        load_vec<N>(x + r * 2 * f + c, val);
+        load_vec<N>(x + r * 2 * f + f + c, gate);
+#pragma unroll
+        for (int j = 0; j < N; ++j) val[j] *= gelu_f<kTanh>(gate[j]);
+        store_vec<N>(y + r * f + c, val);
     }
 }
 
@@ -228,6 +245,33 @@ Status swiglu(const Context& ctx, const Tensor& x, Tensor& y) {
             else
                 swiglu_kernel<1><<<grid_for(rows * f, kBlock), kBlock, 0, stream_of(ctx)>>>(xp, yp, rows, f);
             return check_launch("swiglu");
+        });
+    });
+}
+
+Status geglu(const Context& ctx, const GeluParams& p, const Tensor& x, Tensor& y) {
+    const int64_t f = y.dim(-1);
+    const int64_t rows = f == 0 ? 0 : y.numel() / f;
+    if (rows == 0 || f == 0) return ok_status();
+    return dispatch_float(x.dtype(), [&](auto tx) {
+        return dispatch_float(y.dtype(), [&](auto ty) {
+            using TX = typename decltype(tx)::type;
+            using TY = typename decltype(ty)::type;
+            auto xp = x.data_as<const TX>();
+            auto yp = y.data_as<TY>();
+            const bool v8 = vec8_ok(f, {xp, yp});
+            const int64_t chunks = v8 ? rows * f / 8 : rows * f;
+            const auto grid = grid_for(chunks, kBlock);
+            auto s = stream_of(ctx);
+            if (v8 && p.tanh)
+                geglu_kernel<8, true><<<grid, kBlock, 0, s>>>(xp, yp, rows, f);
+            else if (v8)
+                geglu_kernel<8, false><<<grid, kBlock, 0, s>>>(xp, yp, rows, f);
+            else if (p.tanh)
+                geglu_kernel<1, true><<<grid, kBlock, 0, s>>>(xp, yp, rows, f);
+            else
+                geglu_kernel<1, false><<<grid, kBlock, 0, s>>>(xp, yp, rows, f);
+            return check_launch("geglu");
         });
     });
 }
