@@ -14,6 +14,11 @@ laid in pixel space, blended in latent space; the keyframe recipe (posterior sam
 42, fp16 rounding, per-channel normalization).
 Audio (`AutoencoderKLMiniMaxH3Audio` decoder): de-normalize, dec_in_proj, BigVGAN (weight-norm folded),
 anti-aliased SnakeBeta, conv_post, clamp.
+Audio encoder (§10 "Encoder", for ref2va audio references): right-pad to the hop, DAC trunk (Snake with alpha in
+linear space, residual units at dilations 1/3/9, strided convs k=2s pad ceil(s/2)), pre_block (causal attention
+whose heads are averaged and whose head dim is adaptive-average-pooled, plus a LayerNorm'd projection, then a
+GeGLU MLP behind two LayerNorms), mean_proj -> posterior mean; the ref2va rows (transpose, per-channel
+normalization, channel-major reshape).
 """
 import math
 
@@ -407,3 +412,83 @@ def decode_audio(latents, W, cfg):
     x = alias_free_snake_beta(x, W["decoder.activation_post.act.alpha"], W["decoder.activation_post.act.beta"])
     x = F.conv1d(x, wn(W, "decoder.conv_post"), None, padding=3)
     return x.clamp(-1.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Audio: DAC encoder + pre_block (posterior mean)
+# ---------------------------------------------------------------------------------------------------------
+def snake(x, alpha):
+    """DAC Snake, alpha [1, C, 1] in linear space: x + sin(alpha x)^2 / (alpha + 1e-9)."""
+    return x + (alpha + 1e-9).reciprocal() * torch.sin(alpha * x).pow(2)
+
+
+def dac_encoder(x, W, cfg):
+    """x [B, 1, L] (L a multiple of prod(encoder_rates)) -> [B, latent_dim, L / hop]."""
+    x = F.conv1d(x, wn(W, "encoder.block.0"), W["encoder.block.0.bias"], padding=3)
+    rates = cfg["encoder_rates"]
+    for i, s in enumerate(rates):
+        pre = f"encoder.block.{i + 1}.block."
+        for u, d in enumerate((1, 3, 9)):
+            up = pre + f"{u}.block."
+            r = snake(x, W[up + "0.alpha"])
+            r = F.conv1d(r, wn(W, up + "1"), W[up + "1.bias"], dilation=d, padding=3 * d)
+            r = snake(r, W[up + "2.alpha"])
+            r = F.conv1d(r, wn(W, up + "3"), W[up + "3.bias"])
+            crop = (x.shape[-1] - r.shape[-1]) // 2
+            if crop > 0:
+                x = x[..., crop:-crop]
+            x = x + r
+        x = snake(x, W[pre + "3.alpha"])
+        x = F.conv1d(x, wn(W, pre + "4"), W[pre + "4.bias"], stride=s, padding=math.ceil(s / 2))
+    n = len(rates)
+    x = snake(x, W[f"encoder.block.{n + 1}.alpha"])
+    return F.conv1d(x, wn(W, f"encoder.block.{n + 2}"), W[f"encoder.block.{n + 2}.bias"], padding=1)
+
+
+def _ln(x, W, name):
+    return F.layer_norm(x, (x.shape[-1],), W[name + ".weight"], W[name + ".bias"], 1e-5)
+
+
+def causal_attention_mean_heads(x, W, heads, out_dim):
+    """x [B, A, D] -> [B, A, out_dim]: fused qkv (+ q / zero k / v biases), causal softmax attention per head,
+    the mean over the heads, adaptive average pooling of the head dim to out_dim, then attn.proj."""
+    b, a, d = x.shape
+    hd = d // heads
+    bias = torch.cat([W["pre_block.attn.q_bias"], W["pre_block.attn.zero_k_bias"], W["pre_block.attn.v_bias"]])
+    qkv = F.linear(x, W["pre_block.attn.qkv.weight"], bias).reshape(b, a, 3, heads, hd).permute(2, 0, 3, 1, 4)
+    q, k, v = qkv[0], qkv[1], qkv[2]  # [B, H, A, hd]
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
+    scores = scores.masked_fill(torch.ones(a, a, dtype=torch.bool).triu(1), float("-inf"))
+    o = (scores.softmax(dim=-1) @ v).transpose(1, 2)  # [B, A, H, hd]
+    o = o.mean(dim=2)
+    o = F.adaptive_avg_pool1d(o, out_dim)
+    return F.linear(o, W["pre_block.attn.proj.weight"], W["pre_block.attn.proj.bias"])
+
+
+def audio_pre_block(x, W, cfg):
+    """x [B, A, latent_dim] -> [B, A, latent_channels]."""
+    out_dim = cfg["latent_channels"]
+    y = F.linear(_ln(x, W, "pre_block.norm3"), W["pre_block.proj.weight"], W["pre_block.proj.bias"])
+    y = y + causal_attention_mean_heads(_ln(x, W, "pre_block.norm1"), W, cfg["num_attention_heads"], out_dim)
+    m = _ln(_ln(y, W, "pre_block.norm2"), W, "pre_block.mlp.norm")
+    m = F.gelu(F.linear(m, W["pre_block.mlp.w0.weight"], W["pre_block.mlp.w0.bias"]), approximate="tanh") * F.linear(
+        m, W["pre_block.mlp.w1.weight"], W["pre_block.mlp.w1.bias"])
+    return y + F.linear(m, W["pre_block.mlp.w2.weight"], W["pre_block.mlp.w2.bias"])
+
+
+def encode_audio_mean(wave, W, cfg):
+    """wave [B, N] (each row a mono item) -> posterior mean [B, latent_channels, ceil(N / hop)]."""
+    hop = math.prod(cfg["encoder_rates"])
+    n = wave.shape[-1]
+    x = F.pad(wave[:, None], (0, math.ceil(n / hop) * hop - n))
+    h = dac_encoder(x, W, cfg)
+    y = audio_pre_block(h.transpose(1, 2), W, cfg).transpose(1, 2)
+    return F.conv1d(y, W["mean_proj.weight"], W["mean_proj.bias"])
+
+
+def reference_audio_rows(stereo, W, cfg):
+    """stereo [2, N] -> normalized channel-major rows [2 * A, latent_channels] (ref2va's clean audio rows)."""
+    z = encode_audio_mean(stereo, W, cfg).float().transpose(1, 2)  # [2, A, C]
+    mean = torch.tensor(cfg["latents_mean"]).view(1, 1, -1)
+    std = torch.tensor(cfg["latents_std"]).view(1, 1, -1)
+    return ((z - mean) / std).reshape(-1, cfg["latent_channels"])

@@ -51,9 +51,18 @@ int AudioVaeConfig::hop_length() const {
     return h;
 }
 
+int AudioVaeConfig::encoder_hop() const {
+    int h = 1;
+    for (int r : encoder_rates) h *= r;
+    return h;
+}
+
 Result<AudioVaeConfig> AudioVaeConfig::from_json(const nlohmann::json& j, const std::string& origin) {
     AudioVaeConfig c;
     if (!j.is_object()) return bad_input(origin + ": expected a JSON object");
+    H3_TRY(read_int(j, "encoder_dim", c.encoder_dim, origin));
+    H3_TRY(read_vec(j, "encoder_rates", c.encoder_rates, origin));
+    H3_TRY(read_int(j, "num_attention_heads", c.num_attention_heads, origin));
     H3_TRY(read_int(j, "latent_channels", c.latent_channels, origin));
     H3_TRY(read_int(j, "latent_dim", c.latent_dim, origin));
     H3_TRY(read_int(j, "decoder_dim", c.decoder_dim, origin));
@@ -75,14 +84,14 @@ Result<AudioVaeConfig> AudioVaeConfig::from_file(const std::string& path) {
 
 nlohmann::json AudioVaeConfig::to_json() const {
     return {{"_class_name", "AutoencoderKLMiniMaxH3Audio"},
-            {"encoder_dim", 64},
-            {"encoder_rates", {2, 4, 4, 5, 5}},
+            {"encoder_dim", encoder_dim},
+            {"encoder_rates", encoder_rates},
             {"latent_dim", latent_dim},
             {"latent_channels", latent_channels},
             {"decoder_dim", decoder_dim},
             {"decoder_rates", decoder_rates},
             {"decoder_kernel_sizes", decoder_kernel_sizes},
-            {"num_attention_heads", 8},
+            {"num_attention_heads", num_attention_heads},
             {"resblock_kernel_sizes", resblock_kernel_sizes},
             {"resblock_dilation_sizes", resblock_dilation_sizes},
             {"sampling_rate", sampling_rate},
@@ -111,6 +120,22 @@ Status AudioVaeConfig::validate(const std::string& origin) const {
     if (latents_mean.size() != static_cast<size_t>(latent_channels) ||
         latents_std.size() != static_cast<size_t>(latent_channels))
         return bad("latents_mean/latents_std must hold " + std::to_string(latent_channels) + " values each");
+    return ok_status();
+}
+
+Status AudioVaeConfig::validate_encoder(const std::string& origin) const {
+    auto bad = [&](const std::string& m) { return bad_input(origin + ": " + m); };
+    if (encoder_dim < 1) return bad("encoder_dim must be >= 1");
+    if (encoder_rates.empty()) return bad("encoder_rates must be non-empty");
+    for (int r : encoder_rates)
+        if (r < 2) // kernel 2·s, padding ceil(s/2): a stride of 1 would lengthen the signal by one sample
+            return bad("encoder_rates must be >= 2, got " + std::to_string(r));
+    if (encoder_hop() != hop_length())
+        return bad("encoder_rates multiply to " + std::to_string(encoder_hop()) + " but decoder_rates to " +
+                   std::to_string(hop_length()) + "; the encoder must downsample by the decoder's hop");
+    if (num_attention_heads < 1 || latent_dim % num_attention_heads)
+        return bad("latent_dim " + std::to_string(latent_dim) +
+                   " must be a multiple of num_attention_heads " + std::to_string(num_attention_heads));
     return ok_status();
 }
 

@@ -15,6 +15,9 @@
 namespace h3::model {
 
 struct AudioVaeConfig {
+    int encoder_dim = 64;                             // DAC encoder width after conv_in (doubles per block)
+    std::vector<int> encoder_rates = {2, 4, 4, 5, 5}; // encoder strides (their product is the hop)
+    int num_attention_heads = 8;                      // pre_block causal attention
     int latent_channels = 32;
     int latent_dim = 2048;
     int decoder_dim = 1024;
@@ -25,11 +28,14 @@ struct AudioVaeConfig {
     int sampling_rate = 32000;
     std::vector<float> latents_mean, latents_std; // [latent_channels]
 
-    int hop_length() const; // product of the decoder rates (800)
+    int hop_length() const;  // product of the decoder rates (800)
+    int encoder_hop() const; // product of the encoder rates (800)
     static Result<AudioVaeConfig> from_json(const nlohmann::json& j, const std::string& origin);
     static Result<AudioVaeConfig> from_file(const std::string& path);
     nlohmann::json to_json() const; // diffusers config.json
     Status validate(const std::string& origin) const;
+    // The encoder's fields: rates >= 2 whose product is hop_length(), latent_dim a multiple of the heads.
+    Status validate_encoder(const std::string& origin) const;
 };
 
 // The Kaiser-windowed sinc low-pass filter of alias-free-torch (`kaiser_sinc_filter1d`), normalized to sum 1.

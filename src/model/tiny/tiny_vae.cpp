@@ -1,5 +1,7 @@
 #include "model/tiny/tiny_vae.h"
 
+#include "model/audio_vae/audio_vae_encoder.h"
+
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "model/tiny/tiny_checkpoint.h"
@@ -102,6 +104,8 @@ AudioVaeConfig tiny_audio_vae_config() {
     c.decoder_dim = 16;
     c.decoder_rates = {8, 10, 10};
     c.decoder_kernel_sizes = {16, 20, 20};
+    c.encoder_dim = 4; // official rates 2·4·4·5·5 (hop 800): widths 4 → 8 → … → 128, then latent_dim
+    c.num_attention_heads = 2;
     c.latents_mean = kAudioMean;
     c.latents_std = kAudioStd;
     return c;
@@ -169,6 +173,27 @@ Status write_tiny_audio_vae(const std::string& dir, uint64_t seed) {
             bound = fan_in_bound(shape);
         }
         H3_ASSIGN_OR_RETURN(Tensor t, random_tensor(shape, s++, bound, offset));
+        tensors.push_back({name, t});
+    }
+    // The encoder from its own seed stream, so the decoder tensors stay what they were.
+    H3_TRY(c.validate_encoder("tiny audio VAE config"));
+    uint64_t se = (seed + 0x5eedull) * 1000003ull;
+    for (const auto& [name, shape] : audio_vae_encoder_tensors(c)) {
+        float bound = 0.02f, offset = 0.0f; // biases
+        if (ends_with(name, "zero_k_bias")) {
+            bound = 0.0f; // a frozen zero buffer
+        } else if (ends_with(name, ".weight_g")) {
+            // Weight-norm gains in [0.4, 1): the 21 convolutions keep the trunk's activations O(1); gains
+            // around 1 grow them to ~100 and make fp32 CPU and CUDA runs differ by ~2e-5 (rel-RMS).
+            bound = 0.3f;
+            offset = 0.7f;
+        } else if (ends_with(name, ".alpha") || (shape.size() == 1 && ends_with(name, ".weight"))) {
+            bound = 0.2f; // Snake alphas (linear space) and LayerNorm gains: ≈ 1
+            offset = 1.0f;
+        } else if (ends_with(name, ".weight_v") || ends_with(name, ".weight")) {
+            bound = fan_in_bound(shape);
+        }
+        H3_ASSIGN_OR_RETURN(Tensor t, random_tensor(shape, se++, bound, offset));
         tensors.push_back({name, t});
     }
     return write_component(dir, c.to_json(), std::move(tensors));

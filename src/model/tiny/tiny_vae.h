@@ -1,7 +1,7 @@
 // The tiny checkpoint's decoders: `vae/` (AutoencoderKLMiniMaxH3) and `audio_vae/`
 // (AutoencoderKLMiniMaxH3Audio) in the diffusers layout: official config.json fields and tensor names
-// (the video VAE's decoder and encoder, the audio VAE's decoder), tiny sizes, fp32 weights deterministic from
-// a seed.
+// (the video VAE's decoder and encoder, the audio VAE's decoder and encoder), tiny sizes, fp32 weights
+// deterministic from a seed.
 #pragma once
 
 #include "core/status.h"
@@ -20,7 +20,8 @@ struct TinyCheckpointParams;
 // 6 levels × 2 ResNet blocks and downsample factors with widths 8, 16, 16, 16, 16, 32 and GroupNorm(4).
 VideoVaeConfig tiny_video_vae_config();
 // latent_dim 16, decoder_dim 16, rates 8·10·10 (hop 800 = the official 40 latents/s), kernels 16/20/20,
-// official resblocks and latents_mean/std.
+// official resblocks and latents_mean/std. Encoder: the official rates 2·4·4·5·5 with encoder_dim 4 and 2
+// attention heads of 8 (pooled up to the 32 latent channels).
 AudioVaeConfig tiny_audio_vae_config();
 
 // Writes `dir`/config.json + diffusion_pytorch_model.safetensors.
