@@ -83,7 +83,9 @@ TEST(Fl2va, PrepareEncodesKeyframesAndPresentsImages) {
     auto tc = pipeline::TextConditioner::open({.checkpoint_dir = tiny_dir(), .ctx = ctx});
     ASSERT_TRUE(tc.ok()) << tc.status().to_string();
     ASSERT_TRUE((*tc)->has_vision());
-    pipeline::ConditionerRequest req{.prompt = "a red ball", .images = in->images};
+    pipeline::ConditionerRequest req;
+    req.prompt = "a red ball";
+    req.images = in->images;
     auto cond = (*tc)->encode(req);
     ASSERT_TRUE(cond.ok()) << cond.status().to_string();
     int64_t expected_vision = 0;

@@ -282,7 +282,7 @@ TEST(Vision, TinyTextEncoderRunsKeyframes) {
     ASSERT_TRUE(f.ok());
     for (float x : *f) ASSERT_TRUE(std::isfinite(x));
     // The keyframes change the prompt rows' encoding (attention reaches them).
-    pipeline::ConditionerRequest text_only{.prompt = req.prompt, .images = {}};
+    pipeline::ConditionerRequest text_only{.prompt = req.prompt, .images = {}, .references = {}};
     auto t = (*tc)->encode(text_only);
     ASSERT_TRUE(t.ok());
     const int64_t lp = t->rows(), hs = t->embeddings.dim(1);

@@ -10,6 +10,20 @@
 //   3. fused rescale + normalise in float32: (x − mean/rescale) / (std/rescale), i.e. (x − 127.5) / 127.5.
 //   4. the single image repeated temporal_patch times, then patch rows in the order
 //      (t, h/merge, w/merge, merge_h, merge_w) × columns (channel, temporal, patch_y, patch_x).
+//
+// Videos (ref2va, spec §8.2): transformers' Qwen3VLVideoProcessor with do_sample_frames=False on the frames
+// the caller sampled (2 fps); the official processor/video_preprocessor_config.json gives min/max pixels 4096
+// / 25165824 over the whole clip. Per video (all frames one size):
+//   1. smart_resize over the clip (video_smart_resize): a side < factor first scales the frame up to it
+//      (int(side·max(f/h, f/w))); h̄, w̄ as for images, t̄ = round(T/temporal)·temporal (half-even); the
+//      bounds compare t̄·h̄·w̄ and β uses T·h·w; fewer than temporal_patch frames is an error (as there).
+//      cap_pixels_per_frame (off unless the config sets it: transformers' default when unset up to 5.21; 5.17
+//      warns that 5.22 makes the cap the default) caps max_pixels at max(min(768·f², max // T),
+//      int(1.05·min))·T first.
+//   2. every frame resized like an image (torch's uint8 antialiased bicubic), then (x − 127.5) / 127.5;
+//   3. the frame count padded to a multiple of temporal_patch by repeating the last frame; grid_t = frames /
+//      temporal; rows (t, h/merge, w/merge, merge_h, merge_w) × columns (channel, temporal, patch_y,
+//      patch_x), the temporal column taking frames t·temporal … t·temporal + temporal − 1.
 #pragma once
 
 #include "core/tensor.h"
@@ -17,6 +31,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 namespace h3::pipeline {
 
@@ -29,17 +44,26 @@ struct VisionProcessorConfig {
     double rescale_factor = 1.0 / 255.0;
     std::array<double, 3> image_mean = {0.5, 0.5, 0.5};
     std::array<double, 3> image_std = {0.5, 0.5, 0.5};
+    bool cap_pixels_per_frame = false; // videos only (see above)
 };
 
-// Reads processor/preprocessor_config.json (size.shortest_edge/longest_edge or min_pixels/max_pixels,
-// patch_size, temporal_patch_size, merge_size, image_mean, image_std, rescale_factor); absent keys keep the
-// defaults above, which are the official H3 values.
-Result<VisionProcessorConfig> load_vision_processor_config(const std::string& path);
+// The official video processor (processor/video_preprocessor_config.json): min/max pixels 4096 / 25165824.
+VisionProcessorConfig video_processor_defaults();
+
+// Reads processor/preprocessor_config.json or video_preprocessor_config.json (size.shortest_edge/longest_edge
+// or min_pixels/max_pixels, patch_size, temporal_patch_size, merge_size, image_mean, image_std,
+// rescale_factor, cap_pixels_per_frame); absent keys keep `defaults` (the official image processor's values
+// unless given).
+Result<VisionProcessorConfig> load_vision_processor_config(const std::string& path,
+                                                           const VisionProcessorConfig& defaults = {});
 
 struct ResizedSize {
     int height = 0, width = 0;
 };
 Result<ResizedSize> smart_resize(int height, int width, int factor, int64_t min_pixels, int64_t max_pixels);
+// The video processor's smart_resize over `num_frames` frames (step 1 above).
+Result<ResizedSize> video_smart_resize(int num_frames, int height, int width, int temporal_factor, int factor,
+                                       int64_t min_pixels, int64_t max_pixels);
 
 struct VisionPatches {
     Tensor pixel_values; // [grid_t·grid_h·grid_w, 3·temporal·patch·patch] f32
@@ -49,8 +73,15 @@ struct VisionPatches {
     int64_t num_tokens(int merge_size) const {
         return static_cast<int64_t>(grid_t) * grid_h * grid_w / (merge_size * merge_size);
     }
+    // Tokens of one temporal slice (a video's vision block in the LM): grid_h·grid_w / merge²
+    int64_t block_tokens(int merge_size) const {
+        return static_cast<int64_t>(grid_h) * grid_w / (merge_size * merge_size);
+    }
 };
 
 Result<VisionPatches> preprocess_image(const io::RgbImage& image, const VisionProcessorConfig& config = {});
+// `frames`: one video's frames in order, all the same size (errors name the frame). grid_t = ⌈T / temporal⌉.
+Result<VisionPatches> preprocess_video(const std::vector<io::RgbImage>& frames,
+                                       const VisionProcessorConfig& config = video_processor_defaults());
 
 } // namespace h3::pipeline

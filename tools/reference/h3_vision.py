@@ -20,8 +20,22 @@ Vision tower (weights `model.visual.*`, config = text_encoder/config.json's `vis
 Row order of the patch rows (the Qwen2-VL processor): per image and frame, merge windows in raster order, the
 m×m patches of a window in raster order; columns (channel, temporal, py, px).
 
+Video processor (transformers' Qwen3VLVideoProcessor, do_sample_frames=False, read for understanding only):
+video_smart_resize over the clip (t̄·h̄·w̄ against min/max pixels, β from T·h·w, sides < factor scaled up first,
+fewer than temporal_patch frames rejected); frames normalised like images; the frame count padded to a multiple of
+temporal_patch with the last frame; rows (t, h/m, w/m, m, m) × columns (channel, temporal, py, px). The tower
+runs on a video grid (t, h, w) as on t frames: attention within each frame, positions and rotary repeated per
+frame. Resizing is not reproduced here (torch 1.13 has no uint8 antialiased bicubic): video_patchify asserts the
+frames keep their size; make_video_processor_goldens.py checks the resize against transformers itself.
+
+ref2va presentation (diffusers build_ref2va_presentation): per reference "<Audio j>: " when it has audio, an
+image "<Picture i>: " + image block, a video "<Video k>: " + per merged frame pair f"<{ts:.1f} seconds>" + a
+<|video_pad|> block; then the prompt; every label tokenized on its own. Positions: rope_index (transformers 5.x
+get_rope_index over mm_token_type_ids: runs of text / image / video tokens, video grids split per frame).
+
 Language stack with vision (h3_text.forward with positions/vision): the vision embeddings replace the
-<|image_pad|> embedding rows; after decoder layer j < len(deepstack) the rows get + deepstack_j; RoPE angle for
+<|image_pad|> / <|video_pad|> embedding rows (image features fill the image rows, video features the video rows,
+DeepStack features joined by position); after decoder layer j < len(deepstack) the rows get + deepstack_j; RoPE angle for
 frequency j uses the h position when j%3==1 and j < 3·sec[1], w when j%3==2 and j < 3·sec[2], else t
 (interleaved MRoPE); positions from get_rope_index (mrope_positions below).
 """
@@ -179,6 +193,121 @@ def mrope_positions(ids, image_token_id, llm_grids):
     if st < len(ids):
         parts.append(torch.arange(len(ids) - st).view(1, -1).expand(3, -1) + nxt)
     return torch.cat(parts, dim=1)
+
+
+def rope_index(ids, image_token_id, video_token_id, image_grids, video_grids):
+    """transformers 5.x get_rope_index for one sequence (mm_token_type_ids: image 1, video 2, else 0), grids in
+    merged tokens → LongTensor [3, L]."""
+    blocks = [(1, h, w) for t, h, w in video_grids for _ in range(t)]
+    grids = {1: iter(image_grids), 2: iter(blocks)}
+    types = [1 if i == image_token_id else 2 if i == video_token_id else 0 for i in ids]
+    parts, cur, st = [], 0, 0
+    while st < len(ids):
+        ed = st
+        while ed < len(ids) and types[ed] == types[st]:
+            ed += 1
+        if types[st] == 0:
+            parts.append(torch.arange(ed - st).view(1, -1).expand(3, -1) + cur)
+            cur += ed - st
+        else:
+            t, h, w = next(grids[types[st]])
+            assert t * h * w == ed - st, (t, h, w, ed - st)
+            ti = torch.arange(t).view(-1, 1, 1).expand(t, h, w).reshape(-1)
+            hi = torch.arange(h).view(1, -1, 1).expand(t, h, w).reshape(-1)
+            wi = torch.arange(w).view(1, 1, -1).expand(t, h, w).reshape(-1)
+            parts.append(torch.stack([ti, hi, wi]) + cur)
+            cur += max(h, w)
+        st = ed
+    assert next(grids[1], None) is None and next(grids[2], None) is None, "grids left over"
+    return torch.cat(parts, dim=1)
+
+
+def video_smart_resize(num_frames, height, width, temporal_factor, factor, min_pixels, max_pixels):
+    """Qwen3VLVideoProcessor's smart_resize → (h̄, w̄)."""
+    if num_frames < temporal_factor:
+        raise ValueError(f"t:{num_frames} must be larger than temporal_factor:{temporal_factor}")
+    if height < factor or width < factor:
+        scale = max(factor / height, factor / width)
+        height = int(height * scale)
+        width = int(width * scale)
+    if max(height, width) / min(height, width) > 200:
+        raise ValueError("aspect ratio above 200")
+    h_bar = round(height / factor) * factor
+    w_bar = round(width / factor) * factor
+    t_bar = round(num_frames / temporal_factor) * temporal_factor
+    if t_bar * h_bar * w_bar > max_pixels:
+        beta = math.sqrt((num_frames * height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif t_bar * h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (num_frames * height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def video_max_pixels(num_frames, min_pixels, max_pixels, factor, cap_pixels_per_frame):
+    """The max_pixels the video processor's resize uses (cap_pixels_per_frame: qwen-vl-utils' per-frame cap)."""
+    if not cap_pixels_per_frame:
+        return max_pixels
+    per_frame = max(min(768 * factor * factor, max_pixels // num_frames), int(min_pixels * 1.05))
+    return per_frame * num_frames
+
+
+def video_patchify(frames_u8, patch, temporal, m, min_pixels, max_pixels):
+    """[T, H, W, 3] uint8 frames (a size video_smart_resize keeps) → rows [N, 3·T·P·P] f32, grid (t, H/P, W/P)."""
+    T, H, Wd, _ = frames_u8.shape
+    assert video_smart_resize(T, H, Wd, temporal, patch * m, min_pixels, max_pixels) == (H, Wd), \
+        "video_patchify does not resize"
+    x = (frames_u8.to(torch.float32) - 127.5) / 127.5
+    x = x.permute(0, 3, 1, 2)  # [T, C, H, W]
+    pad = -T % temporal
+    if pad:
+        x = torch.cat([x, x[-1:].expand(pad, -1, -1, -1)])
+    gt, gh, gw = x.shape[0] // temporal, H // patch, Wd // patch
+    x = x.reshape(gt, temporal, 3, gh // m, m, patch, gw // m, m, patch).permute(0, 3, 6, 4, 7, 2, 1, 5, 8)
+    return x.reshape(gt * gh * gw, 3 * temporal * patch * patch), (gt, gh, gw)
+
+
+def block_timestamps(num_frames, fps=2.0, temporal=2):
+    """diffusers sample_reference_video_frames' labels for `num_frames` 2 fps frames: pairs merged (the last
+    frame repeated when odd), each labelled with the mean of its two timestamps."""
+    ts = [i / fps for i in range(num_frames)]
+    ts += [ts[-1]] * (-len(ts) % temporal)
+    return [(ts[i] + ts[i + temporal - 1]) / 2 for i in range(0, len(ts), temporal)]
+
+
+def ref2va_presentation(encode, prompt, refs, image_counts, video_block_counts, tok):
+    """refs: [dict(kind, has_audio, timestamps)]; encode(str) → ids; tok: dict of vision_start, vision_end,
+    image_pad, video_pad ids → (ids, tags)."""
+    ids, tags = [], []
+
+    def text(v):
+        t = encode(v)
+        ids.extend(t)
+        tags.extend([1] * len(t))
+
+    def block(pad, n):
+        ids.extend([tok["vision_start"]] + [tok[pad]] * n + [tok["vision_end"]])
+        tags.extend([0] * (n + 2))
+
+    counts = {"image": 0, "video": 0, "audio": 0}
+    for r in refs:
+        if r["has_audio"]:
+            counts["audio"] += 1
+            text(f"<Audio {counts['audio']}>: ")
+        if r["kind"] == "image":
+            counts["image"] += 1
+            text(f"<Picture {counts['image']}>: ")
+            block("image_pad", image_counts[counts["image"] - 1])
+        elif r["kind"] == "video":
+            counts["video"] += 1
+            text(f"<Video {counts['video']}>: ")
+            for ts in r["timestamps"]:
+                text(f"<{ts:.1f} seconds>")
+                block("video_pad", video_block_counts[counts["video"] - 1])
+    text(prompt)
+    return ids, tags
 
 
 def mrope_tables(positions, head_dim, theta, section):

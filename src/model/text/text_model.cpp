@@ -143,55 +143,64 @@ double TextModel::flops(const TextConfig& c, int layers, int64_t L) {
     return layers * (gemm + attn);
 }
 
-Result<std::array<std::vector<int64_t>, 3>>
-mrope_positions(const std::vector<int32_t>& ids, int image_token_id, const std::vector<MropeGrid>& grids) {
-    std::array<std::vector<int64_t>, 3> pos;
-    const int64_t L = static_cast<int64_t>(ids.size());
-    for (auto& p : pos) p.reserve(ids.size());
-    int64_t st = 0, next = 0; // next: previous maximum + 1
-    auto text = [&](int64_t count) {
-        for (int64_t i = 0; i < count; ++i)
-            for (auto& p : pos) p.push_back(next + i);
-        next += count;
+Result<std::array<std::vector<int64_t>, 3>> mrope_positions(const std::vector<int32_t>& ids,
+                                                            const MropeTokens& tokens,
+                                                            const std::vector<MropeGrid>& image_grids,
+                                                            const std::vector<MropeGrid>& video_grids) {
+    // Video grids split per frame: every timestamped block is a separate run.
+    std::vector<MropeGrid> blocks;
+    for (const MropeGrid& g : video_grids)
+        for (int t = 0; t < g.t; ++t) blocks.push_back({1, g.h, g.w});
+    const std::vector<MropeGrid>* grids[3] = {nullptr, &image_grids, &blocks};
+    const char* names[3] = {"", "image", "video block"};
+    size_t used[3] = {0, 0, 0};
+    auto type_of = [&](int32_t id) {
+        if (id == tokens.image_token_id) return 1;
+        if (id == tokens.video_token_id) return 2;
+        return 0;
     };
-    for (size_t g = 0; g < grids.size(); ++g) {
-        int64_t ed = st;
-        while (ed < L && ids[static_cast<size_t>(ed)] != image_token_id) ++ed;
-        if (ed == L)
-            return invalid_argument("mrope positions: " + std::to_string(grids.size()) +
-                                    " image grids but only " + std::to_string(g) +
-                                    " image blocks in the tokens");
-        const MropeGrid& gr = grids[g];
-        const int64_t n = int64_t(gr.t) * gr.h * gr.w;
-        if (n <= 0 || ed + n > L)
-            return invalid_argument("mrope positions: image " + std::to_string(g) + " (grid " +
-                                    std::to_string(gr.t) + "x" + std::to_string(gr.h) + "x" +
-                                    std::to_string(gr.w) + ") does not fit the token sequence");
-        for (int64_t i = ed; i < ed + n; ++i)
-            if (ids[static_cast<size_t>(i)] != image_token_id)
-                return invalid_argument("mrope positions: image " + std::to_string(g) + " needs " +
-                                        std::to_string(n) + " consecutive image tokens from row " +
-                                        std::to_string(ed) + ", row " + std::to_string(i) + " is not one");
-        text(ed - st);
-        const int64_t s0 = next;
-        int64_t mx = s0;
-        for (int t = 0; t < gr.t; ++t)
-            for (int y = 0; y < gr.h; ++y)
-                for (int x = 0; x < gr.w; ++x) {
-                    pos[0].push_back(s0 + t);
-                    pos[1].push_back(s0 + y);
-                    pos[2].push_back(s0 + x);
-                    mx = std::max({mx, s0 + t, s0 + y, s0 + x});
-                }
-        next = mx + 1;
-        st = ed + n;
+    std::array<std::vector<int64_t>, 3> pos;
+    for (auto& p : pos) p.reserve(ids.size());
+    const size_t L = ids.size();
+    int64_t cur = 0;
+    for (size_t st = 0; st < L;) {
+        const int type = type_of(ids[st]);
+        size_t ed = st + 1;
+        while (ed < L && type_of(ids[ed]) == type) ++ed;
+        const int64_t n = static_cast<int64_t>(ed - st);
+        if (type == 0) {
+            for (int64_t i = 0; i < n; ++i)
+                for (auto& p : pos) p.push_back(cur + i);
+            cur += n;
+        } else {
+            const std::vector<MropeGrid>& gl = *grids[type];
+            const size_t k = used[type]++;
+            if (k >= gl.size())
+                return invalid_argument("mrope positions: " + std::to_string(gl.size()) + " " + names[type] +
+                                        " grids but more " + names[type] + " runs in the tokens (row " +
+                                        std::to_string(st) + ")");
+            const MropeGrid& g = gl[k];
+            if (g.t < 1 || g.h < 1 || g.w < 1 || int64_t(g.t) * g.h * g.w != n)
+                return invalid_argument(
+                    "mrope positions: " + std::string(names[type]) + " " + std::to_string(k) + " (grid " +
+                    std::to_string(g.t) + "x" + std::to_string(g.h) + "x" + std::to_string(g.w) +
+                    ") does not match its " + std::to_string(n) + " tokens from row " + std::to_string(st));
+            for (int t = 0; t < g.t; ++t)
+                for (int y = 0; y < g.h; ++y)
+                    for (int x = 0; x < g.w; ++x) {
+                        pos[0].push_back(cur + t);
+                        pos[1].push_back(cur + y);
+                        pos[2].push_back(cur + x);
+                    }
+            cur += std::max(g.h, g.w);
+        }
+        st = ed;
     }
-    for (int64_t i = st; i < L; ++i)
-        if (ids[static_cast<size_t>(i)] == image_token_id)
-            return invalid_argument("mrope positions: more image tokens than the " +
-                                    std::to_string(grids.size()) + " image grids cover (row " +
-                                    std::to_string(i) + ")");
-    text(L - st);
+    for (int type = 1; type <= 2; ++type)
+        if (used[type] < grids[type]->size())
+            return invalid_argument("mrope positions: " + std::to_string(grids[type]->size()) + " " +
+                                    names[type] + " grids but only " + std::to_string(used[type]) + " " +
+                                    names[type] + " runs in the tokens");
     return pos;
 }
 

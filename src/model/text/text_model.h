@@ -1,8 +1,8 @@
 // The H3 conditioner's language stack: Qwen3-VL text model, decoder layers 0..min(49, n-1), output the
 // un-normalized hidden state after the last of them (hidden_states[50] for the official model), spec §8.1.
 // Text-only input: positions 0..L-1, so the interleaved MRoPE is ordinary 1-D NeoX RoPE over head_dim.
-// With keyframe images (TextVisionInputs): the vision embeddings replace the <|image_pad|> rows, the
-// DeepStack features are added to those rows after layers 0, 1, 2, … (transformers' _deepstack_process),
+// With vision input (TextVisionInputs): the vision embeddings replace the <|image_pad|>/<|video_pad|> rows,
+// the DeepStack features are added to those rows after layers 0, 1, 2, … (transformers' _deepstack_process),
 // and the rows get Qwen3-VL's 3-D MRoPE positions (mrope_positions): per frequency j < head_dim/2 the angle
 // uses the h position when j % 3 == 1 and j < 3·mrope_section[1], the w position when j % 3 == 2 and
 // j < 3·mrope_section[2], the t position otherwise (interleaved MRoPE).
@@ -62,27 +62,41 @@ struct TextLoadOptions {
     int layers = -1; // -1: config.used_layers()
 };
 
-// Vision input of one forward (fl2va keyframes).
+// Vision input of one forward (fl2va keyframes, ref2va images and videos).
 struct TextVisionInputs {
-    std::vector<int64_t> rows;     // ascending row indices of the <|image_pad|> tokens (V of them)
+    std::vector<int64_t> rows;     // ascending row indices of the <|image_pad|> / <|video_pad|> tokens (V)
     Tensor embeds;                 // [V, hidden] merged vision embeddings (host or the model's device)
     std::vector<Tensor> deepstack; // each [V, hidden]: added to `rows` after layer j
     // (t, h, w) position of every row [L] each; empty: 0..L-1 on all three axes.
     std::array<std::vector<int64_t>, 3> positions;
 };
 
-// One image block of a token sequence: its grid in merged tokens (t, h/merge, w/merge).
+// One vision input of a token sequence in merged tokens: an image (t = 1) or a video (t = its blocks).
 struct MropeGrid {
     int t = 1, h = 0, w = 0;
 };
 
-// transformers' Qwen3VLModel.get_rope_index for one unpadded sequence: image blocks are the runs of
-// `image_token_id`, in order, with the grids `grids` (t·h·w tokens each). Text before a block continues from
-// the previous maximum + 1 (from 0 at the start) on all three axes; the block's rows get
-// (s + t_i, s + h_i, s + w_i) with s = the position the block's first row would have had as text; text after
-// it continues from the block's maximum + 1. Errors: block count or sizes that do not match the grids.
-Result<std::array<std::vector<int64_t>, 3>>
-mrope_positions(const std::vector<int32_t>& ids, int image_token_id, const std::vector<MropeGrid>& grids);
+// The token ids whose runs are vision blocks (transformers' mm_token_type_ids: image 1, video 2, text 0).
+struct MropeTokens {
+    int image_token_id = -1;
+    int video_token_id = -1; // -1: no videos
+};
+
+// transformers' (5.x) Qwen3VLModel.get_rope_index for one unpadded sequence. Video grids are first split per
+// frame (repeat_interleave over t, t := 1: every timestamped video block is its own run). The tokens are cut
+// into runs of equal type; a text run of n tokens gets p … p+n−1 on all three axes (p from 0) and advances p
+// by n; a vision run takes the next grid of its modality (images and videos in order) and gets
+// (p + t_i, p + h_i, p + w_i) over its t×h×w tokens, then advances p by max(h, w). Errors: a run without a
+// grid left, a run whose length is not its grid's t·h·w, grids left over.
+Result<std::array<std::vector<int64_t>, 3>> mrope_positions(const std::vector<int32_t>& ids,
+                                                            const MropeTokens& tokens,
+                                                            const std::vector<MropeGrid>& image_grids,
+                                                            const std::vector<MropeGrid>& video_grids);
+// Images only (fl2va).
+inline Result<std::array<std::vector<int64_t>, 3>>
+mrope_positions(const std::vector<int32_t>& ids, int image_token_id, const std::vector<MropeGrid>& grids) {
+    return mrope_positions(ids, MropeTokens{image_token_id, -1}, grids, {});
+}
 
 struct TextForwardOptions {
     IntermediateHook hook;                             // "embed", "layers.{i}.out"

@@ -204,7 +204,9 @@ Status write_tiny_text(const TinyCheckpointParams& p) {
         v.image_token_id = tok.token_to_id("<|image_pad|>");
         v.vision_start_token_id = tok.token_to_id("<|vision_start|>");
         v.vision_end_token_id = tok.token_to_id("<|vision_end|>");
-        if (v.image_token_id < 0 || v.vision_start_token_id < 0 || v.vision_end_token_id < 0)
+        v.video_token_id = tok.token_to_id("<|video_pad|>");
+        if (v.image_token_id < 0 || v.vision_start_token_id < 0 || v.vision_end_token_id < 0 ||
+            v.video_token_id < 0)
             return internal_error("tiny tokenizer lacks the vision tokens");
         H3_TRY(write_tiny_text_encoder((base / "text_encoder").string(), p.seed + 7, v));
     }

@@ -52,6 +52,10 @@ Result<VisionConfig> VisionConfig::from_json(const nlohmann::json& root, const s
     H3_TRY(get_int(root, src, top, "image_token_id", c.image_token_id, 0, false));
     H3_TRY(get_int(root, src, top, "vision_start_token_id", c.vision_start_token_id, 0, false));
     H3_TRY(get_int(root, src, top, "vision_end_token_id", c.vision_end_token_id, 0, false));
+    H3_TRY(get_int(root, src, top, "video_token_id", c.video_token_id, 0, false));
+    if (c.video_token_id == c.image_token_id)
+        return bad_input(src + ": video_token_id and image_token_id are both " +
+                         std::to_string(c.image_token_id));
     if (c.hidden_size % c.num_heads)
         return bad_input(src + ": vision_config.hidden_size = " + std::to_string(c.hidden_size) +
                          " is not a multiple of num_heads = " + std::to_string(c.num_heads));
@@ -100,6 +104,7 @@ void VisionConfig::add_to_json(nlohmann::json& root) const {
     root["image_token_id"] = image_token_id;
     root["vision_start_token_id"] = vision_start_token_id;
     root["vision_end_token_id"] = vision_end_token_id;
+    root["video_token_id"] = video_token_id;
 }
 
 } // namespace h3::model

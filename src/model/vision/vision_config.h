@@ -27,6 +27,7 @@ struct VisionConfig {
     int image_token_id = 151655;
     int vision_start_token_id = 151652;
     int vision_end_token_id = 151653;
+    int video_token_id = 151656; // <|video_pad|> (ref2va video blocks)
 
     int head_dim() const { return hidden_size / num_heads; }
     int patch_dim() const { return in_channels * temporal_patch_size * patch_size * patch_size; }
