@@ -29,7 +29,8 @@ cat "$OUT/gpu.txt"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTURES=90a -DH3_BUILD_BENCH=OFF \
   "${CUDNN_ARGS[@]}" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
-for t in test_vae_encoder test_vision test_serve test_fl2va; do [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
+for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner test_audio_encoder \
+         test_audio_resample test_references test_layout; do [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"
@@ -51,6 +52,9 @@ run_test "test_generate" generate.log $T/test_generate
 [ -x $T/test_vae_encoder ] && run_test "test_vae_encoder (incl. CUDA)" vae_encoder.log $T/test_vae_encoder
 [ -x $T/test_vision ] && run_test "test_vision (incl. CUDA)" vision.log $T/test_vision
 [ -x $T/test_fl2va ] && run_test "test_fl2va" fl2va.log $T/test_fl2va
+for t in test_ref_conditioner test_audio_encoder test_audio_resample test_references test_layout; do
+  [ -x $T/$t ] && run_test "$t (incl. CUDA where it has it)" $t.log $T/$t
+done
 # tiny model: generate on CPU and on CUDA from the same seed, compare the final latents
 $H3 make-tiny /tmp/tiny > /dev/null
 for dev in cpu cuda; do
@@ -73,6 +77,19 @@ for dev in cpu cuda; do
 done
 echo "tiny fl2va cuda vs cpu (fp32): $(grep -h 'encoded\|conditioning' "$OUT/fl2va_cuda.err" | tr '\n' ' ')"
 python3 tools/reference/compare_latents.py /tmp/fl2va_cuda.safetensors /tmp/fl2va_cpu.safetensors
+# tiny ref2va (image + WAV references: video VAE encoder, audio VAE encoder, vision tower, reference rows on the
+# Ref2VA DiT) on CPU and CUDA, fp32; the GPU image has no FFmpeg, so no video reference here
+timeout 120 $H3 generate --model /tmp/tiny --prompt "waves" --size 64x32 --frames 107 --steps 2 --seed 3 \
+  --output /tmp/voice.wav --progress none > /dev/null 2>&1
+for dev in cpu cuda; do
+  timeout 200 $H3 generate --model /tmp/tiny --prompt "a red fox runs through snow" --size 64x32 --frames 107 \
+    --steps 6 --seed 7 --device $dev --dtype fp32 --reference tests/data/images/png_rgb.png \
+    --reference /tmp/voice.wav --reference-image-edge 256 --save-latents /tmp/ref2va_$dev.safetensors \
+    --progress none > /dev/null 2> "$OUT/ref2va_$dev.err" || { echo "ref2va $dev failed"; tail -3 "$OUT/ref2va_$dev.err"; }
+done
+echo "tiny ref2va cuda vs cpu (fp32): $(grep -h 'encoded\|conditioning' "$OUT/ref2va_cuda.err" | tr '\n' ' ')"
+echo "tiny ref2va cpu: $(grep -h 'encoded' "$OUT/ref2va_cpu.err")"
+python3 tools/reference/compare_latents.py /tmp/ref2va_cuda.safetensors /tmp/ref2va_cpu.safetensors
 # step caches on the device: the same decisions (hit pattern) as on the CPU, latents close (fp32)
 CACHES=("dbcache:Fn=1,Bn=0,rdt=0.3,warmup=1,mc=2" "dbcache:Fn=1,Bn=0,rdt=0.3,warmup=1,mc=2,taylorseer=2"
         "teacache:thresh=0.3,coeffs=0/0/0/1/0" "velocity")

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <fcntl.h>
@@ -764,6 +765,63 @@ TEST(ServeRestart, KillKeepsCompletedAndFailsInterrupted) {
         EXPECT_EQ(rec["status"], "completed");
         EXPECT_TRUE(fs::exists(out / id / "video.mp4"));
     }
+}
+
+TEST(ServeRef2va, MultipartReferences) {
+    // ref2va over multipart: repeated `reference` parts (bytes, kind by content, upload order kept) are checked
+    // against the rules (400 naming `reference`) and run on the tiny Ref2VA DiT at reduced reference sizes.
+    fs::remove_all(kWork / "ref_out");
+    Server server(kWork / "ref_out",
+                  {"--max-body-bytes", "8000000", "--reference-image-edge", "64", "--reference-video-edge", "32"},
+                  "ref2va");
+    ASSERT_TRUE(server.up());
+    std::ifstream in(std::string(H3_SOURCE_DIR) + "/tests/data/images/png_rgb.png", std::ios::binary);
+    const std::string png((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // 2.5 s of mono PCM16 at 8 kHz: a 44-byte header then a sine
+    std::string wav;
+    auto put = [&](uint32_t v, int bytes) {
+        for (int i = 0; i < bytes; ++i) wav.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    };
+    const uint32_t n = 20000;
+    wav += "RIFF";
+    put(36 + 2 * n, 4);
+    wav += "WAVEfmt ";
+    put(16, 4), put(1, 2), put(1, 2), put(8000, 4), put(16000, 4), put(2, 2), put(16, 2);
+    wav += "data";
+    put(2 * n, 4);
+    for (uint32_t i = 0; i < n; ++i)
+        put(static_cast<uint16_t>(static_cast<int16_t>(8000 * std::sin(0.05 * i))), 2);
+    auto c = server.client();
+    httplib::MultipartFormDataItems items = {{"prompt", "a referenced ball", "", ""},
+                                             {"size", "64x32", "", ""},
+                                             {"seconds", "4", "", ""},
+                                             {"num_inference_steps", "3", "", ""},
+                                             {"seed", "5", "", ""},
+                                             {"reference", png, "subject.png", "image/png"},
+                                             {"reference", wav, "voice.wav", "audio/wav"}};
+    auto r = c.Post("/v1/videos", items);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json v = wait_for(c, body_json(r)["id"]);
+    EXPECT_EQ(v["status"], "completed") << v.dump();
+    EXPECT_GT(v["metrics"].value("reference_seconds", 0.0), 0.0) << v.dump();
+    std::ifstream rec(kWork / "ref_out" / v["id"].get<std::string>() / "job.json");
+    const json record = json::parse(rec);
+    ASSERT_TRUE(record.dump().find("reference 2: audio, 2.50 s") != std::string::npos) << record.dump();
+
+    httplib::MultipartFormDataItems alone = {{"prompt", "x", "", ""},
+                                             {"reference", wav, "voice.wav", "audio/wav"}};
+    expect_error(c.Post("/v1/videos", alone), 400, "reference", "cannot be used alone");
+    httplib::MultipartFormDataItems junk = {{"prompt", "x", "", ""},
+                                            {"reference", png, "subject.png", "image/png"},
+                                            {"reference", "neither image nor media", "x.bin", ""}};
+    expect_error(c.Post("/v1/videos", junk), 400, "reference", "reference 2 (x.bin)");
+    httplib::MultipartFormDataItems both = {{"prompt", "x", "", ""},
+                                            {"first_frame", png, "first.png", "image/png"},
+                                            {"reference", png, "subject.png", "image/png"}};
+    expect_error(c.Post("/v1/videos", both), 400, "reference", "cannot be combined");
+    // the server still serves
+    EXPECT_EQ(c.Get("/health")->status, 200);
 }
 
 TEST(ServeTtl, OutputsExpire) {

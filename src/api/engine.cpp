@@ -6,6 +6,7 @@
 #include "pipeline/decode.h"
 #include "pipeline/fl2va.h"
 #include "pipeline/generate.h"
+#include "pipeline/ref2va.h"
 #include "pipeline/text_conditioner.h"
 
 #include <chrono>
@@ -67,23 +68,48 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineParams& params) {
                              .precision =
                                  params.fp32 ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16};
     H3_ASSIGN_OR_RETURN(e->dit_, model::DitModel::load(ckpt, lo, params.ctx));
+    e->dit_component_ = "transformer";
+    e->config_ = e->dit_->config();
+    const io::Component* ref = dir.find("transformer_ref");
+    e->has_ref_dit_ = ref && ref->has_weights;
     return e;
+}
+
+Result<const model::DitModel*> Engine::dit_for(const std::string& component) {
+    if (dit_ && dit_component_ == component) return dit_.get();
+    dit_.reset(); // never two DiTs resident
+    dit_component_.clear();
+    H3_ASSIGN_OR_RETURN(auto ckpt, model::open_dit_checkpoint(params_.model_dir, component));
+    model::DitLoadOptions lo{.device = params_.ctx.device,
+                             .precision =
+                                 params_.fp32 ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16};
+    if (ckpt.config.num_layers != config_.num_layers || ckpt.config.inner_dim() != config_.inner_dim() ||
+        ckpt.config.text_dim != config_.text_dim)
+        return bad_input("checkpoint " + params_.model_dir + ": " + component +
+                         "/ has a different config from transformer/ (they must be identical)");
+    H3_ASSIGN_OR_RETURN(dit_, model::DitModel::load(ckpt, lo, params_.ctx));
+    dit_component_ = component;
+    return dit_.get();
 }
 
 Engine::~Engine() = default;
 
 const model::DitConfig& Engine::config() const {
-    return dit_->config();
+    return config_;
 }
 
 Status Engine::check(const VideoRequest& request) const {
-    Status s = check_cache(request.generation.cache, request.generation.steps, dit_->config());
+    if (request.references && !has_ref_dit_)
+        return invalid_argument("reference: checkpoint " + params_.model_dir +
+                                " has no transformer_ref/ (the Ref2VA DiT that ref2va requests run on)");
+    Status s = check_cache(request.generation.cache, request.generation.steps, config_);
     if (s.ok() || s.message().rfind("cache", 0) == 0) return s;
     return Status(s.code(), "cache: " + s.message());
 }
 
 Result<pipeline::Conditioning> Engine::condition(const VideoRequest& request,
                                                  std::vector<pipeline::ConditionerImage> images,
+                                                 std::vector<pipeline::ConditionerReference> references,
                                                  const JobOptions& options) {
     std::unique_ptr<pipeline::Conditioner> per_job;
     pipeline::Conditioner* c = conditioner_.get();
@@ -96,6 +122,7 @@ Result<pipeline::Conditioning> Engine::condition(const VideoRequest& request,
     pipeline::ConditionerRequest creq;
     creq.prompt = request.prompt;
     creq.images = std::move(images);
+    creq.references = std::move(references);
     pipeline::ConditionerOptions copt;
     copt.cancel = options.cancel;
     if (options.progress)
@@ -132,7 +159,17 @@ Result<JobResult> Engine::run(const VideoRequest& request, const JobOutputs& out
         images = std::move(fl2va.images);
         r.keyframe_seconds = fl2va.encode_seconds;
     }
-    H3_ASSIGN_OR_RETURN(pipeline::Conditioning cond, condition(request, std::move(images), options));
+    std::vector<pipeline::ConditionerReference> refs;
+    if (request.references) {
+        H3_ASSIGN_OR_RETURN(pipeline::Ref2vaInputs ref2va,
+                            pipeline::prepare_ref2va(params_.ctx, params_.model_dir, *request.references,
+                                                     {.cancel = options.cancel}));
+        rq.references = std::move(ref2va.references);
+        refs = std::move(ref2va.conditioner);
+        r.keyframe_seconds = ref2va.encode_seconds;
+    }
+    H3_ASSIGN_OR_RETURN(pipeline::Conditioning cond,
+                        condition(request, std::move(images), std::move(refs), options));
     r.encode_seconds = seconds_since(t0);
 
     // ---- denoise
@@ -155,7 +192,9 @@ Result<JobResult> Engine::run(const VideoRequest& request, const JobOutputs& out
     };
     report({.stage = Stage::kDenoise, .percent = kEncodeEnd, .step = 0, .total = rq.steps - 1});
     t0 = std::chrono::steady_clock::now();
-    Result<pipeline::GenerationOutput> out = pipeline::generate_latents(*dit_, cond, rq, dopt);
+    H3_ASSIGN_OR_RETURN(const model::DitModel* dit,
+                        dit_for(request.references ? "transformer_ref" : "transformer"));
+    Result<pipeline::GenerationOutput> out = pipeline::generate_latents(*dit, cond, rq, dopt);
     if (fault_fired)
         return out_of_memory("injected fault: simulated out of device memory after denoise step 1");
     if (!out.ok()) return out.status();
@@ -187,6 +226,7 @@ Result<JobResult> Engine::run(const VideoRequest& request, const JobOutputs& out
     r.metrics = r.work.to_json();
     r.metrics["encode_seconds"] = r.encode_seconds;
     if (request.keyframes) r.metrics["keyframe_seconds"] = r.keyframe_seconds;
+    if (request.references) r.metrics["reference_seconds"] = r.keyframe_seconds;
     r.metrics["decode_seconds"] = r.decode_seconds;
     r.metrics["mux_seconds"] = r.mux_seconds;
     r.metrics["device"] = device_name_;

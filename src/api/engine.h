@@ -56,7 +56,8 @@ struct JobOutputs {
 struct JobResult {
     pipeline::Geometry geometry;
     cache::WorkReport work;
-    double keyframe_seconds = 0; // fl2va: VAE encoder load + keyframe encode (inside encode_seconds)
+    double keyframe_seconds = 0; // fl2va / ref2va: encoders' load + keyframe / reference encode (inside
+                                 // encode_seconds)
     double encode_seconds = 0, denoise_seconds = 0, decode_seconds = 0, mux_seconds = 0;
     // work.to_json() + the stage seconds, device and dtype.
     nlohmann::json metrics;
@@ -83,12 +84,19 @@ private:
     Engine() = default;
     Result<pipeline::Conditioning> condition(const VideoRequest& request,
                                              std::vector<pipeline::ConditionerImage> images,
+                                             std::vector<pipeline::ConditionerReference> references,
                                              const JobOptions& options);
+    // The DiT a job runs on: "transformer" (t2va, fl2va) or "transformer_ref" (ref2va). One is resident at a
+    // time; a job of the other family releases it and loads its own.
+    Result<const model::DitModel*> dit_for(const std::string& component);
 
     EngineParams params_;
     std::string device_name_;
     double video_shift_ = 0, audio_shift_ = 0;
     std::unique_ptr<model::DitModel> dit_;
+    std::string dit_component_; // which DiT dit_ holds
+    model::DitConfig config_;   // both DiTs share it (checked when the other one loads); read by check()
+    bool has_ref_dit_ = false;  // the checkpoint has transformer_ref/ (ref2va)
     std::unique_ptr<pipeline::Conditioner> conditioner_; // null when loaded per job
 };
 

@@ -1,6 +1,7 @@
 #include "api/video_request.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <set>
@@ -102,6 +103,7 @@ nlohmann::json VideoRequest::to_json() const {
     j["cache"] = generation.cache.describe();
     j["output_format"] = output_format_name(output_format);
     if (!keyframe_sources.empty()) j["keyframes"] = keyframe_sources;
+    if (!reference_sources.empty()) j["references"] = reference_sources;
     return j;
 }
 
@@ -243,6 +245,39 @@ Status attach_keyframes(VideoRequest& rq, const io::DecodedImage* first_frame,
                                           std::to_string(im->image.height) + " " +
                                           io::image_format_name(im->format));
     rq.keyframes = std::make_shared<const pipeline::PreparedKeyframes>(std::move(kf).value());
+    return ok_status();
+}
+
+Status attach_references(VideoRequest& rq, const std::vector<pipeline::ReferenceMedia>& refs,
+                         const VideoRequestLimits& limits, std::string* bad_field) {
+    if (rq.keyframes) {
+        if (bad_field) *bad_field = "reference";
+        return invalid_argument("reference: references (ref2va) cannot be combined with first_frame/last_frame "
+                                "(fl2va)");
+    }
+    if (Status s = pipeline::validate_references(refs); !s.ok()) return field_error("reference", s, bad_field);
+    auto norm = pipeline::normalize_references(refs, {.num_frames = rq.geometry.frames,
+                                                      .image_short_edge = limits.reference_image_edge,
+                                                      .video_short_edge = limits.reference_video_edge});
+    if (!norm.ok()) return field_error("reference", norm.status(), bad_field);
+    rq.reference_sources.clear();
+    for (size_t i = 0; i < refs.size(); ++i) {
+        const pipeline::ReferenceMedia& r = refs[i];
+        std::string d = "reference " + std::to_string(i + 1) + ": " + pipeline::reference_kind_name(r.kind);
+        if (r.kind == pipeline::ReferenceKind::kImage)
+            d += " " + std::to_string(r.image.width) + "x" + std::to_string(r.image.height);
+        if (r.kind == pipeline::ReferenceKind::kVideo)
+            d += " " + std::to_string(r.frames.dim(2)) + "x" + std::to_string(r.frames.dim(1));
+        if (r.kind != pipeline::ReferenceKind::kImage) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, ", %.2f s", r.clip_seconds());
+            d += buf;
+        }
+        if (r.kind == pipeline::ReferenceKind::kVideo && r.has_audio()) d += ", with audio";
+        rq.reference_sources.push_back(d);
+    }
+    rq.references =
+        std::make_shared<const std::vector<pipeline::NormalizedReference>>(std::move(norm).value());
     return ok_status();
 }
 

@@ -10,6 +10,7 @@
 #include "io/image_reader.h"
 #include "pipeline/generate.h"
 #include "pipeline/keyframe_image.h"
+#include "pipeline/references.h"
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,10 @@ struct VideoRequestLimits {
     int max_steps = 1000;
     pipeline::GeometryLimits geometry = {};
     io::ImageLimits image = {}; // keyframe uploads (first_frame, last_frame)
+    int max_reference_parts = 12; // `reference` uploads (the ref2va rules then apply)
+    // ref2va reference resolutions (pipeline::NormalizeOptions): the model's 2048 / 768 unless the server was
+    // started in the reduced-cost mode
+    int reference_image_edge = 2048, reference_video_edge = 768;
 };
 
 struct VideoRequest {
@@ -44,6 +49,10 @@ struct VideoRequest {
     // memory with the job only: the job record keeps their anchors and sizes, never the pixels.
     std::shared_ptr<const pipeline::PreparedKeyframes> keyframes;
     std::vector<std::string> keyframe_sources; // per keyframe: "first_frame: 640x480 png" (the record)
+    // ref2va: the normalized references in upload order (set by attach_references); null otherwise. Held in
+    // memory with the job only, like the keyframes.
+    std::shared_ptr<const std::vector<pipeline::NormalizedReference>> references;
+    std::vector<std::string> reference_sources; // per reference: "reference 1: video 640x360, 3.00 s, audio"
 
     // The canonical form (what was asked, defaults filled in), stored in the job record.
     nlohmann::json to_json() const;
@@ -61,6 +70,12 @@ Result<VideoRequest> parse_video_request_text(std::string_view body, const Video
 // canvas (`seconds` kept). Errors name the field (first_frame, last_frame, size).
 Status attach_keyframes(VideoRequest& request, const io::DecodedImage* first_frame,
                         const io::DecodedImage* last_frame, std::string* bad_field = nullptr);
+
+// ref2va: the decoded references (upload order) are checked against the rules (pipeline/references) and
+// normalized for the request's frame count; the canvas stays the request's (16:9 unless `size`/`aspect`).
+// Errors name the field "reference".
+Status attach_references(VideoRequest& request, const std::vector<pipeline::ReferenceMedia>& references,
+                         const VideoRequestLimits& limits = {}, std::string* bad_field = nullptr);
 
 // "WxH" with whole positive pixel counts; `field` names the option in the message ("size", "--size").
 Status parse_size(const std::string& text, const std::string& field, int& width, int& height);

@@ -2,6 +2,7 @@
 //   [--seconds S | --frames F] [--size WxH | --aspect W:H] [--steps N] [--seed N] [--device cpu|cuda]
 //   [--dtype bf16|fp32] [--save-latents FILE] [--output PATH] [--progress bar|json|none]
 //   [--cache SPEC | --quality lossless|high] [--metrics FILE] [--first-frame IMG] [--last-frame IMG]
+//   [--reference [image:|video:|audio:]FILE ...]
 #include "api/engine.h"
 #include "api/video_request.h"
 #include "cli/app.h"
@@ -18,6 +19,8 @@
 #include "pipeline/fl2va.h"
 #include "pipeline/generate.h"
 #include "pipeline/keyframe_image.h"
+#include "pipeline/ref2va.h"
+#include "pipeline/reference_files.h"
 
 #include <CLI/CLI.hpp>
 
@@ -90,14 +93,17 @@ Command make_generate_command() {
         int random_prompt_embeds = 0, steps = 50, frames = 0;
         double seconds = 0;
         uint64_t seed = 0;
-        std::string first_frame, last_frame; // fl2va keyframes
+        std::string first_frame, last_frame;  // fl2va keyframes
+        std::vector<std::string> references; // ref2va, in order
+        int reference_image_edge = 2048, reference_video_edge = 768;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
     Command c;
     c.setup = [o](CLI::App& app) {
         o->sub = app.add_subcommand(
-            "generate", "Generate video+audio from a prompt (t2va) and optional keyframes (fl2va)");
+            "generate",
+            "Generate video+audio from a prompt (t2va), with keyframes (fl2va) or with references (ref2va)");
         o->sub->add_option("--model", o->model, "checkpoint root (either layout) or transformer folder")
             ->required();
         auto* prompt =
@@ -149,6 +155,24 @@ Command make_generate_command() {
                            "fl2va: keyframe the video starts from (PNG/JPEG/WebP)");
         o->sub->add_option("--last-frame", o->last_frame,
                            "fl2va: keyframe the video ends on (PNG/JPEG/WebP)");
+        o->sub->add_option("--reference", o->references,
+                           "ref2va (repeatable, order kept; uses transformer_ref): an image, a video (its "
+                           "soundtrack comes along) or an audio clip; prefix image:, video: or audio: to "
+                           "choose the kind (audio:clip.mp4 takes a video's soundtrack alone). At most 9 "
+                           "images, 3 videos, 3 audio clips, 12 in all; audio never alone; clips 2-15 s, "
+                           "15 s together");
+        o->sub
+            ->add_option("--reference-image-edge", o->reference_image_edge,
+                         "ref2va: short edge image references are resized to (the model's is 2048; smaller "
+                         "is a reduced-cost mode that changes the result)")
+            ->check(CLI::Range(32, 8192))
+            ->capture_default_str();
+        o->sub
+            ->add_option("--reference-video-edge", o->reference_video_edge,
+                         "ref2va: short edge of the canvas video references are put on (the model's is 768; "
+                         "smaller is a reduced-cost mode that changes the result)")
+            ->check(CLI::Range(32, 2048))
+            ->capture_default_str();
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
@@ -221,12 +245,37 @@ Command make_generate_command() {
             keyframes = std::move(kf).value();
         }
 
+        // ---- ref2va references: decoded, checked against the rules and normalized before anything is loaded
+        std::vector<pipeline::NormalizedReference> references;
+        if (!o->references.empty()) {
+            if (keyframes)
+                return report(invalid_argument(
+                    "--reference (ref2va) cannot be combined with --first-frame/--last-frame (fl2va)"));
+            if (!o->prompt_embeds.empty() || o->random_prompt_embeds > 0)
+                return report(invalid_argument(
+                    "--reference needs --prompt: the references are presented to the text encoder with it"));
+            std::vector<pipeline::ReferenceMedia> media;
+            for (const std::string& spec : o->references) {
+                auto r = pipeline::read_reference(pipeline::parse_reference_spec(spec));
+                if (!r.ok()) return report(r.status().with_context("--reference " + spec));
+                media.push_back(std::move(r).value());
+            }
+            if (Status s = pipeline::validate_references(media); !s.ok()) return report(s);
+            auto norm = pipeline::normalize_references(media, {.num_frames = geometry->frames,
+                                                               .image_short_edge = o->reference_image_edge,
+                                                               .video_short_edge = o->reference_video_edge});
+            if (!norm.ok()) return report(norm.status());
+            references = std::move(norm).value();
+            std::fprintf(stderr, "generate: %zu reference(s)\n", references.size());
+        }
+
         // ---- checkpoint, conditioner, model
         auto dir = io::discover_checkpoint(o->model);
         if (!dir.ok()) return report(dir.status());
         rq.video_shift = dir->video_shift.value_or(pipeline::kDefaultVideoShift);
         rq.audio_shift = dir->audio_shift.value_or(pipeline::kDefaultAudioShift);
-        auto ckpt = model::open_dit_checkpoint(o->model);
+        // ref2va runs on the Ref2VA DiT (transformer_ref/), t2va and fl2va on the FL2VA one (transformer/)
+        auto ckpt = model::open_dit_checkpoint(o->model, references.empty() ? "transformer" : "transformer_ref");
         if (!ckpt.ok()) return report(ckpt.status());
         const int text_dim = ckpt->config.text_dim;
         // the cache against this checkpoint and schedule, before any weight is loaded
@@ -257,6 +306,22 @@ Command make_generate_command() {
                              o->prompt_embeds.empty() ? "--random-prompt-embeds" : "--prompt-embeds");
         }
 
+        // ---- ref2va: the references' encodings (VAE encoders, released again before the DiT loads)
+        pipeline::Ref2vaInputs ref2va;
+        if (!references.empty()) {
+            SigintScope sigint;
+            pipeline::Ref2vaOptions ro;
+            ro.cancel = &g_cancel;
+            auto r = pipeline::prepare_ref2va(ctx, o->model, references, ro);
+            if (!r.ok())
+                return r.status().code() == ErrorCode::kCancelled ? (report(r.status()), kExitCancelled)
+                                                                  : report(r.status());
+            ref2va = std::move(r).value();
+            rq.references = ref2va.references;
+            std::fprintf(stderr, "generate: encoded %zu reference(s) in %.3f s\n", ref2va.references.size(),
+                         ref2va.encode_seconds);
+        }
+
         pipeline::Conditioning cond;
         if (o->random_prompt_embeds > 0) {
             // Conditioner outputs are bf16; round like one.
@@ -278,6 +343,7 @@ Command make_generate_command() {
             pipeline::ConditionerRequest creq;
             creq.prompt = o->prompt;
             if (!o->prompt.empty()) creq.images = std::move(fl2va.images);
+            creq.references = std::move(ref2va.conditioner);
             pipeline::ConditionerOptions copt;
             copt.cancel = &g_cancel;
             auto r = (*conditioner)->encode(creq, copt);
@@ -285,7 +351,7 @@ Command make_generate_command() {
                 return r.status().code() == ErrorCode::kCancelled ? (report(r.status()), kExitCancelled)
                                                                   : report(r.status());
             cond = std::move(r).value();
-            if (keyframes && !o->prompt.empty()) {
+            if ((keyframes || !references.empty()) && !o->prompt.empty()) {
                 int64_t vision_rows = 0;
                 for (int32_t t : cond.tags) vision_rows += t == pipeline::kTagVideo;
                 std::fprintf(stderr, "generate: conditioning %lld rows, %lld of them vision\n",

@@ -24,6 +24,7 @@ Command make_serve_command() {
         std::string model, host = "127.0.0.1", device = "cpu", dtype = "bf16", output_dir = "h3-serve-output",
                            api_key, on_term = "cancel", text_encoder = "resident", fault_prompt;
         int port = 8080, max_queue = 8, threads = 32;
+        int reference_image_edge = 2048, reference_video_edge = 768;
         int64_t ttl = 86400;
         size_t max_body = 1 << 20;
         CLI::App* sub = nullptr;
@@ -67,6 +68,17 @@ Command make_serve_command() {
                          "resident (kept loaded) | per-job (loaded for each job, frees its memory between)")
             ->check(CLI::IsMember({"resident", "per-job"}))
             ->capture_default_str();
+        o->sub
+            ->add_option("--reference-image-edge", o->reference_image_edge,
+                         "ref2va: short edge image references are resized to (the model's is 2048; smaller "
+                         "is a reduced-cost mode that changes the result)")
+            ->check(CLI::Range(32, 8192))
+            ->capture_default_str();
+        o->sub
+            ->add_option("--reference-video-edge", o->reference_video_edge,
+                         "ref2va: short edge of the canvas video references are put on (the model's is 768)")
+            ->check(CLI::Range(32, 2048))
+            ->capture_default_str();
         // Testing only: a job with this prompt fails after its first denoise step (an injected OOM).
         o->sub->add_option("--fault-inject-prompt", o->fault_prompt)->group("");
     };
@@ -98,6 +110,8 @@ Command make_serve_command() {
         p.http.api_key = o->api_key;
         p.http.max_body_bytes = o->max_body;
         p.http.threads = o->threads;
+        p.http.limits.reference_image_edge = o->reference_image_edge;
+        p.http.limits.reference_video_edge = o->reference_video_edge;
         p.worker.fault_prompt = o->fault_prompt;
         Status s = serve::run_server(
             p,

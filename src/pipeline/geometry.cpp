@@ -27,15 +27,20 @@ Status check_aspect(double r, const std::string& field) {
 
 } // namespace
 
-Result<Canvas> canvas_from_aspect(double aw, double ah) {
+Result<Canvas> canvas_from_aspect(double aw, double ah, int short_edge) {
     if (!(aw > 0) || !(ah > 0) || !std::isfinite(aw) || !std::isfinite(ah))
         return invalid_argument("aspect " + fmt(aw) + ":" + fmt(ah) + " must have two positive numbers");
     const double r = aw / ah;
     H3_TRY(check_aspect(r, "aspect " + fmt(aw) + ":" + fmt(ah)));
-    double w = r >= 1.0 ? kCanvasShortEdge * r : kCanvasShortEdge;
-    double h = r >= 1.0 ? kCanvasShortEdge : kCanvasShortEdge / r;
-    if (w * h > static_cast<double>(kCanvasMaxArea)) {
-        const double s = std::sqrt(static_cast<double>(kCanvasMaxArea) / (w * h));
+    const double se = short_edge;
+    // the area cap keeps the default's 768×1344 proportion for other short edges
+    const double max_area = short_edge == kCanvasShortEdge
+                                ? static_cast<double>(kCanvasMaxArea)
+                                : se * se * static_cast<double>(kCanvasMaxArea) / (kCanvasShortEdge * kCanvasShortEdge);
+    double w = r >= 1.0 ? se * r : se;
+    double h = r >= 1.0 ? se : se / r;
+    if (w * h > max_area) {
+        const double s = std::sqrt(max_area / (w * h));
         w *= s;
         h *= s;
     }

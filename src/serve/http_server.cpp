@@ -1,12 +1,15 @@
 #include "serve/http_server.h"
 
 #include "core/log.h"
+#include "pipeline/reference_files.h"
 #include "serve/sse.h"
 
 #include <httplib.h>
 
 #include <cmath>
 #include <ctime>
+#include "pipeline/reference_files.h"
+
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -73,6 +76,7 @@ bool send_file(httplib::Response& res, const std::string& path, const std::strin
 // URL; other file parts are refused.
 struct FormKeyframes {
     std::optional<io::DecodedImage> first, last;
+    std::vector<pipeline::ReferenceMedia> references; // `reference` parts (ref2va), in upload order
 };
 
 Result<nlohmann::json> form_to_json(const httplib::Request& req, const api::VideoRequestLimits& limits,
@@ -96,10 +100,27 @@ Result<nlohmann::json> form_to_json(const httplib::Request& req, const api::Vide
             slot = std::move(im).value();
             continue;
         }
+        if (name == "reference") { // repeatable; multimap keeps equal keys in upload order
+            if (keyframes.references.size() >= static_cast<size_t>(limits.max_reference_parts)) {
+                bad_field = name;
+                return invalid_argument("reference: more than " + std::to_string(limits.max_reference_parts) +
+                                        " uploads");
+            }
+            const std::string label =
+                "reference " + std::to_string(keyframes.references.size() + 1) +
+                (part.filename.empty() ? std::string() : " (" + part.filename + ")");
+            auto r = pipeline::decode_reference(part.content, label);
+            if (!r.ok()) {
+                bad_field = name;
+                return r.status();
+            }
+            keyframes.references.push_back(std::move(r).value());
+            continue;
+        }
         if (!part.filename.empty()) {
             bad_field = name;
-            return invalid_argument(
-                name + ": file parts are accepted only as first_frame and last_frame (keyframes)");
+            return invalid_argument(name + ": file parts are accepted only as first_frame and last_frame "
+                                           "(keyframes) and reference (ref2va)");
         }
         const std::string& v = part.content;
         if ((name == "seed" || name == "num_inference_steps") && !v.empty() &&
@@ -133,6 +154,9 @@ Result<api::VideoRequest> parse_submission(const httplib::Request& req, const ap
                                                  kf.last ? &*kf.last : nullptr, &bad_field);
                 !s.ok())
                 return s;
+        }
+        if (rq.ok() && !kf.references.empty()) {
+            if (Status s = api::attach_references(*rq, kf.references, limits, &bad_field); !s.ok()) return s;
         }
     } else {
         rq = api::parse_video_request_text(req.body, limits, &bad_field);

@@ -61,8 +61,9 @@ void Worker::run_one(const std::shared_ptr<Job>& job) {
         result = internal_error("unexpected exception");
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    job->request.keyframes
-        .reset(); // the keyframe pixels are not kept past the run (only this thread reads it)
+    // the keyframe and reference media are not kept past the run (only this thread reads them)
+    job->request.keyframes.reset();
+    job->request.references.reset();
 
     Status moved = ok_status();
     if (result.ok()) {

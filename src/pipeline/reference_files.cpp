@@ -1,0 +1,144 @@
+#include "pipeline/reference_files.h"
+
+#include "io/image_reader.h"
+#include "io/media_reader.h"
+#include "io/media_writer.h"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace h3::pipeline {
+
+ReferenceSpec parse_reference_spec(const std::string& spec) {
+    ReferenceSpec out;
+    out.path = spec;
+    const size_t colon = spec.find(':');
+    if (colon == std::string::npos) return out;
+    const std::string head = spec.substr(0, colon);
+    for (ReferenceKind k : {ReferenceKind::kImage, ReferenceKind::kVideo, ReferenceKind::kAudio})
+        if (head == reference_kind_name(k)) {
+            out.kind = k;
+            out.path = spec.substr(colon + 1);
+        }
+    return out;
+}
+
+namespace {
+
+bool looks_like_image(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    uint8_t head[32] = {};
+    f.read(reinterpret_cast<char*>(head), sizeof(head));
+    return io::detect_image_format(head, static_cast<size_t>(f.gcount())) != io::ImageFormat::kUnknown;
+}
+
+bool looks_like_wav(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    char head[12] = {};
+    f.read(head, sizeof(head));
+    return f.gcount() == 12 && std::string(head, 4) == "RIFF" && std::string(head + 8, 4) == "WAVE";
+}
+
+} // namespace
+
+Result<ReferenceMedia> read_reference(const ReferenceSpec& spec) {
+    if (spec.path.empty()) return invalid_argument("reference: empty file name");
+    ReferenceMedia r;
+    r.source = spec.path;
+    const bool image = spec.kind ? *spec.kind == ReferenceKind::kImage : looks_like_image(spec.path);
+    if (image) {
+        H3_ASSIGN_OR_RETURN(io::DecodedImage d, io::read_image(spec.path));
+        r.kind = ReferenceKind::kImage;
+        r.image = std::move(d.image);
+        return r;
+    }
+    if (!io::media_available() && spec.kind != ReferenceKind::kVideo && looks_like_wav(spec.path)) {
+        // a build without FFmpeg still reads WAV audio references
+        H3_ASSIGN_OR_RETURN(io::WavData w, io::read_wav(spec.path));
+        r.kind = ReferenceKind::kAudio;
+        r.audio = std::move(w.samples);
+        r.sample_rate = w.sample_rate;
+        return r;
+    }
+    io::MediaReadOptions mo;
+    mo.video = spec.kind != ReferenceKind::kAudio;
+    mo.audio = true;
+    auto media = io::read_media(spec.path, mo);
+    if (!media.ok() && !spec.kind && media.status().message().find("no video stream") != std::string::npos) {
+        mo.video = false; // a bare path without pictures: an audio reference
+        media = io::read_media(spec.path, mo);
+    }
+    if (!media.ok()) return media.status();
+    if (mo.video && media->frames.defined()) {
+        r.kind = ReferenceKind::kVideo;
+        r.frames = std::move(media->frames);
+        r.fps = media->fps;
+    } else {
+        r.kind = ReferenceKind::kAudio;
+        if (!media->audio.defined())
+            return invalid_argument(spec.path + ": no audio stream (an audio reference needs one)");
+    }
+    if (media->audio.defined()) {
+        r.audio = std::move(media->audio);
+        r.sample_rate = media->sample_rate;
+    }
+    return r;
+}
+
+} // namespace h3::pipeline
+
+namespace h3::pipeline {
+
+namespace {
+
+// A uniquely named file in the temporary directory, removed when the owner goes.
+struct TempFile {
+    std::filesystem::path path;
+    ~TempFile() {
+        std::error_code ec;
+        if (!path.empty()) std::filesystem::remove(path, ec);
+    }
+};
+
+} // namespace
+
+Result<ReferenceMedia> decode_reference(const std::string& bytes, const std::string& label,
+                                        std::optional<ReferenceKind> kind) {
+    if (bytes.empty()) return invalid_argument(label + ": empty upload");
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+    const bool image = kind ? *kind == ReferenceKind::kImage
+                            : io::detect_image_format(data, bytes.size()) != io::ImageFormat::kUnknown;
+    if (image) {
+        auto d = io::decode_image(data, bytes.size(), label);
+        if (!d.ok()) return d.status();
+        ReferenceMedia r;
+        r.kind = ReferenceKind::kImage;
+        r.source = label;
+        r.image = std::move(d->image);
+        return r;
+    }
+    static std::atomic<uint64_t> counter{0};
+    TempFile tmp;
+    std::error_code ec;
+    tmp.path = std::filesystem::temp_directory_path(ec) /
+               ("h3-reference-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    {
+        std::ofstream f(tmp.path, std::ios::binary);
+        f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        if (!f) return io_error(label + ": cannot stage the upload in " + tmp.path.parent_path().string());
+    }
+    auto r = read_reference({kind, tmp.path.string()});
+    if (!r.ok()) {
+        // the message names the temporary file; name the upload instead
+        std::string m = r.status().message();
+        for (size_t at; (at = m.find(tmp.path.string())) != std::string::npos;)
+            m.replace(at, tmp.path.string().size(), label);
+        return Status(r.status().code(), m);
+    }
+    r->source = label;
+    return r;
+}
+
+} // namespace h3::pipeline

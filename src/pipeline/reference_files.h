@@ -1,0 +1,32 @@
+// Reading ref2va references from files (the CLI's `--reference`, the server's uploads): "image:PATH",
+// "video:PATH", "audio:PATH", or a bare PATH whose kind comes from its content — an image by its magic bytes
+// (PNG/JPEG/WebP), otherwise a media file FFmpeg opens: with a video stream it is a video reference (its
+// soundtrack, when it has one, comes along), with only an audio stream an audio reference (WAV, MP3, AAC,
+// FLAC, …). "audio:clip.mp4" takes a video file's soundtrack alone.
+#pragma once
+
+#include "core/status.h"
+#include "pipeline/references.h"
+
+#include <optional>
+#include <string>
+
+namespace h3::pipeline {
+
+// Splits "kind:path" (kind image|video|audio); any other text before a ':' is part of the path.
+struct ReferenceSpec {
+    std::optional<ReferenceKind> kind;
+    std::string path;
+};
+ReferenceSpec parse_reference_spec(const std::string& spec);
+
+// Errors name the file and what was wrong with it (unreadable, not an image or media file, the wrong kind).
+Result<ReferenceMedia> read_reference(const ReferenceSpec& spec);
+
+// The same from uploaded bytes (the server's multipart parts): images decode in memory; other media go through
+// a private temporary file (removed before return) because FFmpeg's demuxers read files. `label` names the
+// part in errors and becomes the reference's source.
+Result<ReferenceMedia> decode_reference(const std::string& bytes, const std::string& label,
+                                        std::optional<ReferenceKind> kind = {});
+
+} // namespace h3::pipeline

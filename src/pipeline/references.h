@@ -1,0 +1,87 @@
+// ref2va references (spec §1, §3, §8.2; diffusers MiniMaxH3Ref2VASetupStep and references.py): decoded media
+// in request order, the request rules, and the normalization onto the model's own rates and resolutions.
+//   - rules: ≥ 1 reference; ≤ 9 images, ≤ 3 videos, ≤ 3 audio clips, ≤ 12 in all; audio never alone; each
+//     video / audio clip 2–15 s long and the clips ≤ 15 s together (official README);
+//   - image: resized (PIL LANCZOS, upscaling included) to a 2048-px short edge, each side rounded half-even
+//     to a multiple of 32, no area cap; aspect within [1/4, 4];
+//   - video: onto 24 fps by whole-frame drop/duplicate (ffmpeg's fps filter: source frame i lands on slot
+//     floor(i·24/fps + 0.5), the stream end on floor(n·24/fps + 0.5)), cut to the target's frame count, then
+//     resized (PIL LANCZOS) to the 768-short-edge canvas of its own aspect (the target's canvas rule);
+//   - soundtrack / audio: cut at int(F/24 · rate) samples at its own rate, mono repeated to stereo, then
+//     resampled once to the audio VAE's rate (torchaudio's sinc_interp_hann, pipeline/audio_resample).
+#pragma once
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "io/image_reader.h"
+#include "pipeline/conditioner.h"
+#include "pipeline/geometry.h"
+
+#include <string>
+#include <vector>
+
+namespace h3::pipeline {
+
+// One decoded reference.
+struct ReferenceMedia {
+    ReferenceKind kind = ReferenceKind::kImage;
+    std::string source;  // for messages: the file name or upload field
+    io::RgbImage image;  // kImage (RGB, EXIF-transposed)
+    Tensor frames;       // kVideo: [F, H, W, 3] u8 RGB
+    double fps = 24.0;   // kVideo: the rate `frames` carries
+    Tensor audio;        // kAudio, or a video's soundtrack (undefined: none): [C, N] f32, C = 1 or 2
+    int sample_rate = 0; // of `audio`
+    bool has_audio() const { return kind == ReferenceKind::kAudio || audio.defined(); }
+    double clip_seconds() const; // video: F/fps; audio: N/rate; image: 0
+};
+
+struct ReferenceLimits {
+    int max_images = 9, max_videos = 3, max_audios = 3, max_references = 12;
+    double min_clip_seconds = 2.0, max_clip_seconds = 15.0, max_total_clip_seconds = 15.0;
+};
+
+// Every rule the request breaks is reported in one invalid_argument naming the references concerned.
+Status validate_references(const std::vector<ReferenceMedia>& references, const ReferenceLimits& limits = {});
+
+// A reference on the model's rates and resolutions.
+struct NormalizedReference {
+    ReferenceKind kind = ReferenceKind::kImage;
+    std::string source;
+    io::RgbImage image; // kImage: 2048-px short edge
+    Tensor frames;      // kVideo: [F', H', W', 3] u8 at 24 fps, F' ≤ the target's frames, its own canvas
+    Tensor audio;       // has_audio(): [2, N'] f32 at the audio VAE's rate
+    bool has_audio() const { return audio.defined(); }
+};
+
+struct NormalizeOptions {
+    int num_frames = 124;   // the target's aligned frame count (17n+5)
+    int audio_rate = 32000; // the audio VAE's sampling rate
+    // The reference resolutions: the released model's 2048-px image short edge (diffusers' Ref2VA setup step
+    // takes it as `reference_image_short_edge`) and the 768-px canvas rule for videos. Smaller values are a
+    // reduced-cost mode (tests on the CPU, small GPUs); they change what the model sees.
+    int image_short_edge = 2048;
+    int video_short_edge = kCanvasShortEdge;
+};
+
+Result<std::vector<NormalizedReference>> normalize_references(const std::vector<ReferenceMedia>& references,
+                                                              const NormalizeOptions& options);
+
+// The pieces, exposed for tests.
+Result<Canvas> reference_image_size(int width, int height, int short_edge = 2048);
+// Source frame index of every 24 fps output frame.
+std::vector<int64_t> resample_to_24fps(int64_t frames, double fps);
+
+// What the conditioner sees of a normalized video (diffusers sample_reference_video_frames): every 12th frame
+// (2 fps), deduplicated; the sampled frames pair up (last repeated when odd) and each pair's label is the mean
+// of the pair's timestamps k/2.
+struct ConditionerFrames {
+    std::vector<int64_t> indices;
+    std::vector<double> block_timestamps;
+};
+ConditionerFrames sample_conditioner_frames(int64_t frames, double fps = 24.0, double sample_fps = 2.0,
+                                            int temporal_patch = 2);
+
+// The frames the video VAE encodes: snapped down to 17n+5 (at least 22).
+int64_t trim_reference_frames(int64_t frames);
+
+} // namespace h3::pipeline
