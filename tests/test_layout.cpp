@@ -58,8 +58,9 @@ void check_case(const std::string& name) {
                 xi = std::stoi(v);
             }
             ReferenceBlock b;
-            b.kind = kind == "image" ? ReferenceKind::kImage
-                                     : kind == "video" ? ReferenceKind::kVideo : ReferenceKind::kAudio;
+            b.kind = kind == "image"   ? ReferenceKind::kImage
+                     : kind == "video" ? ReferenceKind::kVideo
+                                       : ReferenceKind::kAudio;
             b.latent_frames = x[0];
             b.latent_h = x[1];
             b.latent_w = x[2];
@@ -80,8 +81,7 @@ void check_case(const std::string& name) {
     EXPECT_EQ(L.video_indices, as<int32_t>(f64(*f, "video_indices")));
     EXPECT_EQ(L.audio_indices, as<int32_t>(f64(*f, "audio_indices")));
     EXPECT_EQ(L.text_indices, as<int32_t>(f64(*f, "text_indices")));
-    EXPECT_EQ(L.condition_rows,
-              static_cast<int64_t>(p.keyframes.size()) * geo->rows_per_frame() + ref_video);
+    EXPECT_EQ(L.condition_rows, static_cast<int64_t>(p.keyframes.size()) * geo->rows_per_frame() + ref_video);
     EXPECT_EQ(L.condition_audio_rows, ref_audio);
 
     auto d = make_dual_schedule(5);
@@ -134,9 +134,9 @@ TEST(Layout, Ref2vaClock) {
     EXPECT_EQ(L.positions[static_cast<size_t>(target_video) * 3], 9.0);
     const auto rt = row_timesteps(L, 0.25f, 0.5f);
     ASSERT_EQ(rt.timesteps, (std::vector<float>{0.25f, 0.5f, 0.999f, 1.0f}));
-    EXPECT_EQ(rt.indices[static_cast<size_t>(L.audio_indices[0])], 3);  // reference audio: clean
-    EXPECT_EQ(rt.indices[static_cast<size_t>(target_audio)], 1);        // generated audio: t_audio
-    EXPECT_EQ(rt.indices[static_cast<size_t>(L.video_indices[0])], 2);  // reference image: 0.999
+    EXPECT_EQ(rt.indices[static_cast<size_t>(L.audio_indices[0])], 3); // reference audio: clean
+    EXPECT_EQ(rt.indices[static_cast<size_t>(target_audio)], 1);       // generated audio: t_audio
+    EXPECT_EQ(rt.indices[static_cast<size_t>(L.video_indices[0])], 2); // reference image: 0.999
 }
 
 TEST(Layout, SpecExampleGrid) {

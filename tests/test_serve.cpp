@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <fcntl.h>
 #include <filesystem>
@@ -768,12 +768,14 @@ TEST(ServeRestart, KillKeepsCompletedAndFailsInterrupted) {
 }
 
 TEST(ServeRef2va, MultipartReferences) {
-    // ref2va over multipart: repeated `reference` parts (bytes, kind by content, upload order kept) are checked
-    // against the rules (400 naming `reference`) and run on the tiny Ref2VA DiT at reduced reference sizes.
+    // ref2va over multipart: repeated `reference` parts (bytes, kind by content, upload order kept) are
+    // checked against the rules (400 naming `reference`) and run on the tiny Ref2VA DiT at reduced reference
+    // sizes.
     fs::remove_all(kWork / "ref_out");
-    Server server(kWork / "ref_out",
-                  {"--max-body-bytes", "8000000", "--reference-image-edge", "64", "--reference-video-edge", "32"},
-                  "ref2va");
+    Server server(
+        kWork / "ref_out",
+        {"--max-body-bytes", "8000000", "--reference-image-edge", "64", "--reference-video-edge", "32"},
+        "ref2va");
     ASSERT_TRUE(server.up());
     std::ifstream in(std::string(H3_SOURCE_DIR) + "/tests/data/images/png_rgb.png", std::ios::binary);
     const std::string png((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -252,10 +252,12 @@ Status attach_references(VideoRequest& rq, const std::vector<pipeline::Reference
                          const VideoRequestLimits& limits, std::string* bad_field) {
     if (rq.keyframes) {
         if (bad_field) *bad_field = "reference";
-        return invalid_argument("reference: references (ref2va) cannot be combined with first_frame/last_frame "
-                                "(fl2va)");
+        return invalid_argument(
+            "reference: references (ref2va) cannot be combined with first_frame/last_frame "
+            "(fl2va)");
     }
-    if (Status s = pipeline::validate_references(refs); !s.ok()) return field_error("reference", s, bad_field);
+    if (Status s = pipeline::validate_references(refs); !s.ok())
+        return field_error("reference", s, bad_field);
     auto norm = pipeline::normalize_references(refs, {.num_frames = rq.geometry.frames,
                                                       .image_short_edge = limits.reference_image_edge,
                                                       .video_short_edge = limits.reference_video_edge});

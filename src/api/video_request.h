@@ -30,7 +30,7 @@ struct VideoRequestLimits {
     size_t max_prompt_bytes = 16 * 1024;
     int max_steps = 1000;
     pipeline::GeometryLimits geometry = {};
-    io::ImageLimits image = {}; // keyframe uploads (first_frame, last_frame)
+    io::ImageLimits image = {};   // keyframe uploads (first_frame, last_frame)
     int max_reference_parts = 12; // `reference` uploads (the ref2va rules then apply)
     // ref2va reference resolutions (pipeline::NormalizeOptions): the model's 2048 / 768 unless the server was
     // started in the reduced-cost mode

@@ -8,6 +8,7 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
+#include "cli/reference_options.h"
 #include "core/torch_generator.h"
 #include "io/checkpoint.h"
 #include "io/image_reader.h"
@@ -93,7 +94,7 @@ Command make_generate_command() {
         int random_prompt_embeds = 0, steps = 50, frames = 0;
         double seconds = 0;
         uint64_t seed = 0;
-        std::string first_frame, last_frame;  // fl2va keyframes
+        std::string first_frame, last_frame; // fl2va keyframes
         std::vector<std::string> references; // ref2va, in order
         int reference_image_edge = 2048, reference_video_edge = 768;
         CLI::App* sub = nullptr;
@@ -161,18 +162,7 @@ Command make_generate_command() {
                            "choose the kind (audio:clip.mp4 takes a video's soundtrack alone). At most 9 "
                            "images, 3 videos, 3 audio clips, 12 in all; audio never alone; clips 2-15 s, "
                            "15 s together");
-        o->sub
-            ->add_option("--reference-image-edge", o->reference_image_edge,
-                         "ref2va: short edge image references are resized to (the model's is 2048; smaller "
-                         "is a reduced-cost mode that changes the result)")
-            ->check(CLI::Range(32, 8192))
-            ->capture_default_str();
-        o->sub
-            ->add_option("--reference-video-edge", o->reference_video_edge,
-                         "ref2va: short edge of the canvas video references are put on (the model's is 768; "
-                         "smaller is a reduced-cost mode that changes the result)")
-            ->check(CLI::Range(32, 2048))
-            ->capture_default_str();
+        add_reference_size_options(o->sub, o->reference_image_edge, o->reference_video_edge);
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
@@ -275,7 +265,8 @@ Command make_generate_command() {
         rq.video_shift = dir->video_shift.value_or(pipeline::kDefaultVideoShift);
         rq.audio_shift = dir->audio_shift.value_or(pipeline::kDefaultAudioShift);
         // ref2va runs on the Ref2VA DiT (transformer_ref/), t2va and fl2va on the FL2VA one (transformer/)
-        auto ckpt = model::open_dit_checkpoint(o->model, references.empty() ? "transformer" : "transformer_ref");
+        auto ckpt =
+            model::open_dit_checkpoint(o->model, references.empty() ? "transformer" : "transformer_ref");
         if (!ckpt.ok()) return report(ckpt.status());
         const int text_dim = ckpt->config.text_dim;
         // the cache against this checkpoint and schedule, before any weight is loaded

@@ -1,10 +1,12 @@
 // h3-engine serve --model DIR [--host 127.0.0.1] [--port 8080] [--device cpu|cuda] [--dtype bf16|fp32]
 //   [--max-queue N] [--output-dir DIR] [--ttl SECONDS] [--api-key KEY] [--on-term cancel|finish]
-//   [--max-body-bytes N] [--text-encoder resident|per-job]
+//   [--max-body-bytes N] [--text-encoder resident|per-job] [--reference-image-edge N] [--reference-video-edge
+//   N]
 // The OpenAI-style video API over HTTP (serve/http_server.h lists the routes).
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
+#include "cli/reference_options.h"
 
 #include <CLI/CLI.hpp>
 
@@ -68,17 +70,7 @@ Command make_serve_command() {
                          "resident (kept loaded) | per-job (loaded for each job, frees its memory between)")
             ->check(CLI::IsMember({"resident", "per-job"}))
             ->capture_default_str();
-        o->sub
-            ->add_option("--reference-image-edge", o->reference_image_edge,
-                         "ref2va: short edge image references are resized to (the model's is 2048; smaller "
-                         "is a reduced-cost mode that changes the result)")
-            ->check(CLI::Range(32, 8192))
-            ->capture_default_str();
-        o->sub
-            ->add_option("--reference-video-edge", o->reference_video_edge,
-                         "ref2va: short edge of the canvas video references are put on (the model's is 768)")
-            ->check(CLI::Range(32, 2048))
-            ->capture_default_str();
+        add_reference_size_options(o->sub, o->reference_image_edge, o->reference_video_edge);
         // Testing only: a job with this prompt fails after its first denoise step (an injected OOM).
         o->sub->add_option("--fault-inject-prompt", o->fault_prompt)->group("");
     };

@@ -50,15 +50,15 @@ enum class ReferenceKind { kImage, kVideo, kAudio };
 const char* reference_kind_name(ReferenceKind kind); // "image", "video", "audio"
 struct ConditionerReference {
     ReferenceKind kind = ReferenceKind::kImage;
-    bool has_audio = false;                // kAudio: always; kVideo: the clip has a soundtrack
-    ConditionerImage image;                // kImage: the prepared image (2048-px short edge)
-    std::vector<ConditionerImage> frames;  // kVideo: the frames sampled at 2 fps (before pair padding)
-    std::vector<double> block_timestamps;  // kVideo: one per merged frame pair, seconds
+    bool has_audio = false;               // kAudio: always; kVideo: the clip has a soundtrack
+    ConditionerImage image;               // kImage: the prepared image (2048-px short edge)
+    std::vector<ConditionerImage> frames; // kVideo: the frames sampled at 2 fps (before pair padding)
+    std::vector<double> block_timestamps; // kVideo: one per merged frame pair, seconds
 };
 
 struct ConditionerRequest {
-    std::string prompt;                   // used verbatim (no chat template, no special tokens)
-    std::vector<ConditionerImage> images; // fl2va keyframes in anchor order; empty for t2va
+    std::string prompt;                           // used verbatim (no chat template, no special tokens)
+    std::vector<ConditionerImage> images;         // fl2va keyframes in anchor order; empty for t2va
     std::vector<ConditionerReference> references; // ref2va, in request order (images must then be empty)
 };
 

@@ -113,9 +113,10 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
         const float* v = out->sample.data_as<float>() + L.condition_rows * cfg.video_patch_dim();
         euler_update(video, v, static_cast<size_t>(L.video_rows * cfg.video_patch_dim()),
                      sched.video.timesteps[vi], sched.video.sigmas[vi], sched.video.sigmas[vi + 1]);
-        euler_update(audio, out->audio_sample.data_as<float>() + L.condition_audio_rows * cfg.audio_in_channels,
-                     static_cast<size_t>(L.audio_rows * cfg.audio_in_channels),
-                     sched.audio.timesteps[vi], sched.audio.sigmas[vi], sched.audio.sigmas[vi + 1]);
+        euler_update(audio,
+                     out->audio_sample.data_as<float>() + L.condition_audio_rows * cfg.audio_in_channels,
+                     static_cast<size_t>(L.audio_rows * cfg.audio_in_channels), sched.audio.timesteps[vi],
+                     sched.audio.sigmas[vi], sched.audio.sigmas[vi + 1]);
         res.step_seconds.push_back(since(t_step));
         cache::StepRecord rec;
         if (step_cache) {

@@ -60,8 +60,8 @@ Result<GenerationOutput> generate_latents(const model::DitModel& model, const Co
     }
     if (init.condition_audio_rows.defined()) {
         const int64_t cols = init.audio_rows.dim(1);
-        di.audio_rows = Tensor::host(
-            Shape{init.condition_audio_rows.dim(0) + init.audio_rows.dim(0), cols}, DType::kF32);
+        di.audio_rows =
+            Tensor::host(Shape{init.condition_audio_rows.dim(0) + init.audio_rows.dim(0), cols}, DType::kF32);
         std::copy_n(init.condition_audio_rows.data_as<float>(), init.condition_audio_rows.numel(),
                     di.audio_rows.data_as<float>());
         std::copy_n(init.audio_rows.data_as<float>(), init.audio_rows.numel(),

@@ -34,9 +34,9 @@ Result<Canvas> canvas_from_aspect(double aw, double ah, int short_edge) {
     H3_TRY(check_aspect(r, "aspect " + fmt(aw) + ":" + fmt(ah)));
     const double se = short_edge;
     // the area cap keeps the default's 768×1344 proportion for other short edges
-    const double max_area = short_edge == kCanvasShortEdge
-                                ? static_cast<double>(kCanvasMaxArea)
-                                : se * se * static_cast<double>(kCanvasMaxArea) / (kCanvasShortEdge * kCanvasShortEdge);
+    const double max_area = short_edge == kCanvasShortEdge ? static_cast<double>(kCanvasMaxArea)
+                                                           : se * se * static_cast<double>(kCanvasMaxArea) /
+                                                                 (kCanvasShortEdge * kCanvasShortEdge);
     double w = r >= 1.0 ? se * r : se;
     double h = r >= 1.0 ? se : se / r;
     if (w * h > max_area) {

@@ -24,8 +24,8 @@ struct Canvas {
 };
 
 // The 768-short-edge canvas of aspect aw:ah, capped at 768·1344 pixels, each side rounded (half-even) to a
-// multiple of 32. The aspect must lie in [1/4, 4]. Another `short_edge` scales the rule (cap short_edge²·7/4);
-// only ref2va's reduced-size option uses it.
+// multiple of 32. The aspect must lie in [1/4, 4]. Another `short_edge` scales the rule (cap
+// short_edge²·7/4); only ref2va's reduced-size option uses it.
 Result<Canvas> canvas_from_aspect(double aw, double ah, int short_edge = kCanvasShortEdge);
 // An explicit size: both sides multiples of 32 in [32, 4096], aspect in [1/4, 4].
 Result<Canvas> canvas_from_size(int width, int height);

@@ -125,7 +125,8 @@ Result<InitialLatents> prepare_latents(const Geometry& g, const NoiseRequest& rq
             zp[i] = a + b;
         }
         if (z.dim(3) % 2 || z.dim(4) % 2)
-            return invalid_argument(what + " " + z.shape().to_string() + ": latent height and width must be even");
+            return invalid_argument(what + " " + z.shape().to_string() +
+                                    ": latent height and width must be even");
         return patchify_video(z);
     };
     std::vector<Tensor> cond;
@@ -138,7 +139,8 @@ Result<InitialLatents> prepare_latents(const Geometry& g, const NoiseRequest& rq
     std::vector<Tensor> cond_audio;
     for (size_t k = 0; k < rq.references.size(); ++k) {
         const ReferenceCondition& r = rq.references[k];
-        const std::string what = "reference " + std::to_string(k + 1) + " (" + reference_kind_name(r.kind) + ")";
+        const std::string what =
+            "reference " + std::to_string(k + 1) + " (" + reference_kind_name(r.kind) + ")";
         if (r.kind != ReferenceKind::kAudio) {
             const Tensor& z = r.latents;
             if (!z.defined() || z.rank() != 5 || z.dim(0) != 1 || z.dim(1) != kLatentChannels || z.dim(2) < 1)
@@ -151,7 +153,8 @@ Result<InitialLatents> prepare_latents(const Geometry& g, const NoiseRequest& rq
         }
         if (r.audio_rows.defined()) {
             const Tensor& a = r.audio_rows;
-            if (a.rank() != 2 || a.dim(1) != kAudioLatentChannels || a.dim(0) < 2 || a.dim(0) % kAudioChannels)
+            if (a.rank() != 2 || a.dim(1) != kAudioLatentChannels || a.dim(0) < 2 ||
+                a.dim(0) % kAudioChannels)
                 return invalid_argument(what + " audio rows must be [2·A, " +
                                         std::to_string(kAudioLatentChannels) + "], got " + a.describe());
             H3_ASSIGN_OR_RETURN(Tensor rows, host_f32(a));

@@ -33,8 +33,9 @@ struct KeyframeCondition {
 // One ref2va reference's conditioning, encoded at its own size (pipeline/ref2va).
 struct ReferenceCondition {
     ReferenceKind kind = ReferenceKind::kImage;
-    Tensor latents;    // kImage / kVideo: [1, 24, T, h, w] normalized (seed-42 sample, fp16-rounded)
-    Tensor audio_rows; // kAudio, or a video's soundtrack: [2·A_r, 32] normalized posterior mean; else undefined
+    Tensor latents; // kImage / kVideo: [1, 24, T, h, w] normalized (seed-42 sample, fp16-rounded)
+    Tensor
+        audio_rows; // kAudio, or a video's soundtrack: [2·A_r, 32] normalized posterior mean; else undefined
 };
 // The layout block a reference occupies.
 ReferenceBlock reference_block(const ReferenceCondition& reference);
@@ -44,8 +45,8 @@ struct NoiseRequest {
     TorchNormalKernel kernel = TorchNormalKernel::kAvx2;
     std::vector<KeyframeCondition> keyframes;
     std::vector<ReferenceCondition> references; // ref2va, request order (keyframes then empty)
-    std::optional<Tensor> video_noise; // [1, 24, T, h, w]: used instead of the draw
-    std::optional<Tensor> audio_noise; // [2, 32, A]: used instead of the draw
+    std::optional<Tensor> video_noise;          // [1, 24, T, h, w]: used instead of the draw
+    std::optional<Tensor> audio_noise;          // [2, 32, A]: used instead of the draw
 };
 
 struct InitialLatents {
@@ -53,8 +54,8 @@ struct InitialLatents {
     Tensor audio_noise;    // [2, 32, A] f32
     Tensor condition_rows; // [K·rows_per_frame, 96] f32: 0.999·z + 0.001·ε, patchified (empty for t2va)
     Tensor condition_audio_rows; // ref2va: [Σ 2·A_r, 32] f32 clean reference audio rows (else undefined)
-    Tensor video_rows;     // [T·rows_per_frame, 96] f32
-    Tensor audio_rows;     // [2A, 32] f32
+    Tensor video_rows;           // [T·rows_per_frame, 96] f32
+    Tensor audio_rows;           // [2A, 32] f32
 };
 
 // Draws in the reference's order from one generator: one draw per keyframe / visual reference (its latent

@@ -124,7 +124,8 @@ PackedLayout build_ref2va_layout(const LayoutParams& p) {
         }
     };
     // Channel-major audio rows pinned to the two extremes of their block's width grid.
-    auto put_audio = [&](int latents, double origin, const std::vector<double>& wg, std::vector<int32_t>* indices) {
+    auto put_audio = [&](int latents, double origin, const std::vector<double>& wg,
+                         std::vector<int32_t>* indices) {
         for (int ch = 0; ch < kAudioChannels; ++ch)
             for (int a = 0; a < latents; ++a) {
                 pos(cursor, 0) = origin + static_cast<double>(a);
@@ -149,7 +150,8 @@ PackedLayout build_ref2va_layout(const LayoutParams& p) {
             const Grid own = grid_of(b.latent_h, b.latent_w);
             put_audio(b.audio_latents, tau, own.w, &cond_audio);
             put_frames(own, b.latent_frames, tau, &cond_video);
-            tau += std::max(static_cast<double>(b.audio_latents), sequential_sum(latent_spans(b.latent_frames)));
+            tau +=
+                std::max(static_cast<double>(b.audio_latents), sequential_sum(latent_spans(b.latent_frames)));
             break;
         }
         }

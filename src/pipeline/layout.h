@@ -1,9 +1,9 @@
 // The packed sequence of a request (spec §5): row order [text | keyframe conditions | audio L | audio R |
 // target video] for t2va / fl2va, [text | reference blocks in request order | target audio | target video]
 // for ref2va (§5.4: one rotary clock τ from L — an image takes one slot, an audio clip its latent count, a
-// video max(soundtrack latents, Σ frame spans) with its soundtrack rows just before its frames); modality tags,
-// fractional (t, h, w) RoPE positions in float64 (bit-for-bit the reference's arithmetic), and per-step row
-// timesteps.
+// video max(soundtrack latents, Σ frame spans) with its soundtrack rows just before its frames); modality
+// tags, fractional (t, h, w) RoPE positions in float64 (bit-for-bit the reference's arithmetic), and per-step
+// row timesteps.
 #pragma once
 
 #include "pipeline/conditioner.h"
@@ -26,7 +26,7 @@ struct ReferenceBlock {
 struct LayoutParams {
     Geometry geometry = {};
     std::vector<int32_t> text_tags = {}; // one per conditioner row (kTagText, or kTagVideo for vision rows)
-    std::vector<KeyframeAnchor> keyframes = {}; // fl2va condition blocks in packed order; empty for t2va
+    std::vector<KeyframeAnchor> keyframes = {};  // fl2va condition blocks in packed order; empty for t2va
     std::vector<ReferenceBlock> references = {}; // ref2va blocks in request order (keyframes then empty)
     int patch_h = 2, patch_w = 2;
 };
@@ -36,7 +36,7 @@ struct PackedLayout {
     int64_t condition_rows = 0;       // keyframe / reference video rows (leading entries of video_indices)
     int64_t condition_audio_rows = 0; // reference audio rows, clean (leading entries of audio_indices)
     int64_t audio_rows = 0;           // generated audio rows: 2A, channel-major
-    int64_t video_rows = 0;     // generated video rows
+    int64_t video_rows = 0;           // generated video rows
     int64_t rows = 0;
     std::vector<double> positions; // [rows·3] (t, h, w)
     std::vector<int32_t> tags;     // [rows]

@@ -51,8 +51,8 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const std::string& 
         audio |= r.has_audio();
         if (r.kind == ReferenceKind::kAudio && !r.has_audio())
             return invalid_argument("an audio reference carries no waveform");
-        if (r.kind == ReferenceKind::kVideo &&
-            (!r.frames.defined() || r.frames.rank() != 4 || r.frames.dim(0) < 1 || r.frames.dtype() != DType::kU8))
+        if (r.kind == ReferenceKind::kVideo && (!r.frames.defined() || r.frames.rank() != 4 ||
+                                                r.frames.dim(0) < 1 || r.frames.dtype() != DType::kU8))
             return invalid_argument("a video reference carries no RGB8 frames");
     }
     H3_ASSIGN_OR_RETURN(io::CheckpointDir dir, io::discover_checkpoint(checkpoint_dir));
@@ -61,9 +61,10 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const std::string& 
     if (visual) {
         const io::Component* vae = dir.find("vae");
         if (!vae || !vae->has_weights)
-            return not_found("checkpoint " + checkpoint_dir +
-                             " has no 'vae' component with weights (ref2va encodes image and video references "
-                             "with it)");
+            return not_found(
+                "checkpoint " + checkpoint_dir +
+                " has no 'vae' component with weights (ref2va encodes image and video references "
+                "with it)");
         H3_ASSIGN_OR_RETURN(video_enc, model::load_video_vae_encoder(vae->dir, ctx.device));
     }
     std::optional<model::AudioVaeEncoder> audio_enc;
@@ -71,9 +72,10 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const std::string& 
     if (audio) {
         const io::Component* avae = dir.find("audio_vae");
         if (!avae || !avae->has_weights)
-            return not_found("checkpoint " + checkpoint_dir +
-                             " has no 'audio_vae' component with weights (ref2va encodes audio references and "
-                             "soundtracks with it)");
+            return not_found(
+                "checkpoint " + checkpoint_dir +
+                " has no 'audio_vae' component with weights (ref2va encodes audio references and "
+                "soundtracks with it)");
         H3_ASSIGN_OR_RETURN(audio_enc, model::load_audio_vae_encoder(avae->dir, ctx.device));
         audio_cfg = audio_enc->config;
     }

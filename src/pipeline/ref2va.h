@@ -1,12 +1,15 @@
 // ref2va conditioning inputs (spec §3, §5.4, §8.2; diffusers MiniMaxH3Ref2VAReferenceEncoderStep and
 // MiniMaxH3Ref2VATextEncoderStep), shared by `h3-engine generate --reference` and the server's engine: the
 // normalized references (pipeline/references) → what the conditioner presents (images; videos as their 2 fps
-// frames with one timestamp per merged pair; audio as a label) and the references' encodings in request order:
-//   - image: one frame through the video VAE encoder at its own 2048-px size (tiled), sampled with the private
+// frames with one timestamp per merged pair; audio as a label) and the references' encodings in request
+// order:
+//   - image: one frame through the video VAE encoder at its own 2048-px size (tiled), sampled with the
+//   private
 //     generator seeded 42, fp16-rounded, normalized (the keyframe recipe);
 //   - video: its first 17n+5 frames (snapped down) through the encoder's clips, the same recipe over every
 //     latent frame → [1, 24, 5n+2, h, w];
-//   - audio / a video's soundtrack: stereo through the audio VAE encoder, posterior mean, normalized per channel
+//   - audio / a video's soundtrack: stereo through the audio VAE encoder, posterior mean, normalized per
+//   channel
 //     → clean channel-major rows [2·A_r, 32].
 // The encoders are loaded for the call and released before it returns.
 #pragma once

@@ -23,9 +23,9 @@ ReferenceSpec parse_reference_spec(const std::string& spec);
 // Errors name the file and what was wrong with it (unreadable, not an image or media file, the wrong kind).
 Result<ReferenceMedia> read_reference(const ReferenceSpec& spec);
 
-// The same from uploaded bytes (the server's multipart parts): images decode in memory; other media go through
-// a private temporary file (removed before return) because FFmpeg's demuxers read files. `label` names the
-// part in errors and becomes the reference's source.
+// The same from uploaded bytes (the server's multipart parts): images decode in memory; other media go
+// through a private temporary file (removed before return) because FFmpeg's demuxers read files. `label`
+// names the part in errors and becomes the reference's source.
 Result<ReferenceMedia> decode_reference(const std::string& bytes, const std::string& label,
                                         std::optional<ReferenceKind> kind = {});
 

@@ -73,16 +73,20 @@ Status validate_references(const std::vector<ReferenceMedia>& refs, const Refere
             total += s;
             if (s < lim.min_clip_seconds || s > lim.max_clip_seconds)
                 errors.push_back(label(i, r) + " lasts " + fmt_seconds(s) + "; each clip must last " +
-                                 fmt_seconds(lim.min_clip_seconds) + " to " + fmt_seconds(lim.max_clip_seconds));
+                                 fmt_seconds(lim.min_clip_seconds) + " to " +
+                                 fmt_seconds(lim.max_clip_seconds));
         }
     }
     const int images = n[0], videos = n[1], audios = n[2];
     if (images > lim.max_images)
-        errors.push_back(std::to_string(images) + " image references; at most " + std::to_string(lim.max_images));
+        errors.push_back(std::to_string(images) + " image references; at most " +
+                         std::to_string(lim.max_images));
     if (videos > lim.max_videos)
-        errors.push_back(std::to_string(videos) + " video references; at most " + std::to_string(lim.max_videos));
+        errors.push_back(std::to_string(videos) + " video references; at most " +
+                         std::to_string(lim.max_videos));
     if (audios > lim.max_audios)
-        errors.push_back(std::to_string(audios) + " audio references; at most " + std::to_string(lim.max_audios));
+        errors.push_back(std::to_string(audios) + " audio references; at most " +
+                         std::to_string(lim.max_audios));
     if (static_cast<int>(refs.size()) > lim.max_references)
         errors.push_back(std::to_string(refs.size()) + " references; at most " +
                          std::to_string(lim.max_references) + " in all");
@@ -120,7 +124,9 @@ std::vector<int64_t> resample_to_24fps(int64_t n, double fps) {
         return out;
     }
     const double scale = static_cast<double>(kFps) / fps;
-    auto slot = [&](int64_t i) { return static_cast<int64_t>(std::floor(static_cast<double>(i) * scale + 0.5)); };
+    auto slot = [&](int64_t i) {
+        return static_cast<int64_t>(std::floor(static_cast<double>(i) * scale + 0.5));
+    };
     for (int64_t i = 0; i < n; ++i) {
         const int64_t next = slot(i + 1); // i + 1 == n: the stream's end
         for (int64_t s = slot(i); s < next; ++s) out.push_back(i);
@@ -128,7 +134,8 @@ std::vector<int64_t> resample_to_24fps(int64_t n, double fps) {
     return out;
 }
 
-ConditionerFrames sample_conditioner_frames(int64_t frames, double fps, double sample_fps, int temporal_patch) {
+ConditionerFrames sample_conditioner_frames(int64_t frames, double fps, double sample_fps,
+                                            int temporal_patch) {
     ConditionerFrames out;
     const double stride = fps / sample_fps;
     double cursor = 0.0;

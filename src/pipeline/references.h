@@ -72,8 +72,8 @@ Result<Canvas> reference_image_size(int width, int height, int short_edge = 2048
 std::vector<int64_t> resample_to_24fps(int64_t frames, double fps);
 
 // What the conditioner sees of a normalized video (diffusers sample_reference_video_frames): every 12th frame
-// (2 fps), deduplicated; the sampled frames pair up (last repeated when odd) and each pair's label is the mean
-// of the pair's timestamps k/2.
+// (2 fps), deduplicated; the sampled frames pair up (last repeated when odd) and each pair's label is the
+// mean of the pair's timestamps k/2.
 struct ConditionerFrames {
     std::vector<int64_t> indices;
     std::vector<double> block_timestamps;

@@ -6,9 +6,9 @@
 
 #include <httplib.h>
 
+#include "pipeline/reference_files.h"
 #include <cmath>
 #include <ctime>
-#include "pipeline/reference_files.h"
 
 #include <filesystem>
 #include <fstream>
@@ -106,9 +106,8 @@ Result<nlohmann::json> form_to_json(const httplib::Request& req, const api::Vide
                 return invalid_argument("reference: more than " + std::to_string(limits.max_reference_parts) +
                                         " uploads");
             }
-            const std::string label =
-                "reference " + std::to_string(keyframes.references.size() + 1) +
-                (part.filename.empty() ? std::string() : " (" + part.filename + ")");
+            const std::string label = "reference " + std::to_string(keyframes.references.size() + 1) +
+                                      (part.filename.empty() ? std::string() : " (" + part.filename + ")");
             auto r = pipeline::decode_reference(part.content, label);
             if (!r.ok()) {
                 bad_field = name;

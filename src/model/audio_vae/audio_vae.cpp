@@ -3,6 +3,7 @@
 #include "core/cuda_api.h"
 #include "io/checkpoint.h"
 #include "io/json_file.h"
+#include "model/audio_vae/audio_vae_common.h"
 #include "ops/ops.h"
 
 #include <cmath>
@@ -190,14 +191,7 @@ public:
     Result<Tensor> weight_norm(const std::string& name, const Shape& shape) {
         H3_ASSIGN_OR_RETURN(Tensor g, host(name + ".weight_g", Shape{shape[0], 1, 1}));
         H3_ASSIGN_OR_RETURN(Tensor v, host(name + ".weight_v", shape));
-        const int64_t rows = shape[0], cols = shape[1] * shape[2];
-        float* vp = v.data_as<float>();
-        for (int64_t r = 0; r < rows; ++r) {
-            double ss = 0.0;
-            for (int64_t i = 0; i < cols; ++i) ss += static_cast<double>(vp[r * cols + i]) * vp[r * cols + i];
-            const double f = g.data_as<const float>()[r] / std::sqrt(ss);
-            for (int64_t i = 0; i < cols; ++i) vp[r * cols + i] = static_cast<float>(vp[r * cols + i] * f);
-        }
+        fold_weight_norm(g, v);
         return place(v);
     }
     Result<AudioConv> conv(const std::string& name, int64_t a, int64_t b, int64_t k, int64_t bias_n) {
@@ -319,15 +313,12 @@ Result<AudioVae> load_audio_vae(const std::string& dir, Device device) {
 namespace {
 
 Result<Tensor> alloc(const ops::Context& ctx, const Shape& s) {
-    return Tensor::empty(s, DType::kF32, ctx.device);
+    return alloc_f32(ctx, s);
 }
 
 Result<Tensor> conv(const ops::Context& ctx, const ops::Conv1dParams& p, const AudioConv& c,
                     const Tensor& x) {
-    const int64_t lout = ops::conv1d_out_length(x.dim(2), c.w.dim(2), p);
-    H3_ASSIGN_OR_RETURN(Tensor y, alloc(ctx, Shape{x.dim(0), c.w.dim(0), lout}));
-    H3_TRY(ops::conv1d(ctx, p, x, c.w, c.b, y));
-    return y;
+    return run_conv1d(ctx, p, c, x);
 }
 
 Result<Tensor> act(const ops::Context& ctx, const AudioAct& a, const Tensor& filter, const Tensor& x) {

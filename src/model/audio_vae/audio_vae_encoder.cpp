@@ -1,4 +1,5 @@
 #include "model/audio_vae/audio_vae_encoder.h"
+#include "model/audio_vae/audio_vae_common.h"
 
 #include "core/cuda_api.h"
 #include "io/checkpoint.h"
@@ -44,14 +45,7 @@ public:
     Result<AudioConv> wn_conv(const std::string& name, int64_t out, int64_t in, int64_t k) {
         H3_ASSIGN_OR_RETURN(Tensor g, src_.get(name + ".weight_g", Shape{out, 1, 1}));
         H3_ASSIGN_OR_RETURN(Tensor v, src_.get(name + ".weight_v", Shape{out, in, k}));
-        float* vp = v.data_as<float>();
-        const int64_t cols = in * k;
-        for (int64_t r = 0; r < out; ++r) {
-            double ss = 0.0;
-            for (int64_t i = 0; i < cols; ++i) ss += static_cast<double>(vp[r * cols + i]) * vp[r * cols + i];
-            const double f = g.data_as<const float>()[r] / std::sqrt(ss);
-            for (int64_t i = 0; i < cols; ++i) vp[r * cols + i] = static_cast<float>(vp[r * cols + i] * f);
-        }
+        fold_weight_norm(g, v);
         AudioConv c;
         H3_ASSIGN_OR_RETURN(c.w, place(v));
         H3_ASSIGN_OR_RETURN(c.b, get(name + ".bias", Shape{out}));
@@ -178,15 +172,12 @@ Result<AudioVaeEncoderWeights> build_weights(const AudioVaeConfig& c, EncoderBui
 // -------------------------------------------------------------------------------------------------
 
 Result<Tensor> alloc(const ops::Context& ctx, const Shape& s) {
-    return Tensor::empty(s, DType::kF32, ctx.device);
+    return alloc_f32(ctx, s);
 }
 
 Result<Tensor> conv(const ops::Context& ctx, const ops::Conv1dParams& p, const AudioConv& c,
                     const Tensor& x) {
-    const int64_t lout = ops::conv1d_out_length(x.dim(2), c.w.dim(2), p);
-    H3_ASSIGN_OR_RETURN(Tensor y, alloc(ctx, Shape{x.dim(0), c.w.dim(0), lout}));
-    H3_TRY(ops::conv1d(ctx, p, x, c.w, c.b, y));
-    return y;
+    return run_conv1d(ctx, p, c, x);
 }
 
 Result<Tensor> snake(const ops::Context& ctx, const Tensor& alpha, const Tensor& x) {

@@ -1,0 +1,11 @@
+// The ref2va reference-size options `generate` and `serve` share.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace h3::cli {
+
+// --reference-image-edge (default 2048) and --reference-video-edge (default 768).
+void add_reference_size_options(CLI::App* sub, int& image_edge, int& video_edge);
+
+} // namespace h3::cli
