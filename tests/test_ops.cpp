@@ -193,7 +193,7 @@ double naive_silu(double v) {
     return v / (1.0 + std::exp(-v));
 }
 
-TEST(Ops, SiluGeluSwigluAdd) {
+TEST(Ops, SiluGeluSwigluGegluTransposeAdd) {
     SKIP_IF_NO_BACKEND();
     uint32_t seed = 200;
     for (auto [r, c] : kEltShapes)
@@ -252,6 +252,40 @@ TEST(Ops, SiluGeluSwigluAdd) {
                     Guarded y(y0);
                     ASSERT_OK(swiglu(ctx(), dev(x), y.t));
                     check_output(y, want, kPointTol.of(out));
+                }
+                for (bool tanh : {false, true}) {
+                    SCOPED_TRACE(tanh ? "geglu tanh" : "geglu erf");
+                    Tensor y0 = Tensor::host({r, c}, out);
+                    std::vector<double> want;
+                    if (on_cuda()) {
+                        Tensor y = clone(y0);
+                        ASSERT_OK(geglu(Context::cpu(), {.tanh = tanh}, x, y));
+                        want = values(y);
+                    } else {
+                        for (int64_t i = 0; i < r; ++i)
+                            for (int64_t j = 0; j < c; ++j) {
+                                const double g = xv[i * 2 * c + c + j];
+                                const double gl = tanh ? 0.5 * g *
+                                                             (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
+                                                                              (g + 0.044715 * g * g * g)))
+                                                       : 0.5 * g * (1.0 + std::erf(g / std::sqrt(2.0)));
+                                want.push_back(xv[i * 2 * c + j] * gl);
+                            }
+                    }
+                    Guarded y(y0);
+                    ASSERT_OK(geglu(ctx(), {.tanh = tanh}, dev(x), y.t));
+                    check_output(y, want, kPointTol.of(out));
+                }
+                {
+                    SCOPED_TRACE("transpose");
+                    Tensor y0 = Tensor::host({2 * c, r}, in);
+                    std::vector<double> want;
+                    for (int64_t j = 0; j < 2 * c; ++j)
+                        for (int64_t i = 0; i < r; ++i)
+                            want.push_back(xv[i * 2 * c + j]); // bits moved, exact
+                    Guarded y(y0);
+                    ASSERT_OK(transpose(ctx(), dev(x), y.t));
+                    check_output(y, want, kExactTol.of(in));
                 }
                 {
                     SCOPED_TRACE("add");

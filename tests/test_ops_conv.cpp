@@ -186,6 +186,26 @@ TEST(OpsConv, SnakeBeta) {
     check_output(y, want, kActTol);
 }
 
+// DAC's Snake (the audio VAE encoder): alpha in linear space.
+TEST(OpsConv, Snake) {
+    SKIP_IF_NO_BACKEND();
+    Tensor x = rnd(Shape{3, 4, 29}, DType::kF32, 17, -3.0f, 3.0f);
+    Tensor a = rnd(Shape{4}, DType::kF32, 18, 0.2f, 2.0f);
+    std::vector<double> naive;
+    auto xv = values(x);
+    for (size_t i = 0; i < xv.size(); ++i) {
+        const double al = a.get({static_cast<int64_t>(i / 29) % 4});
+        const double s = std::sin(al * xv[i]);
+        naive.push_back(xv[i] + 1.0 / (al + 1e-9) * s * s);
+    }
+    Guarded y(Tensor::host(x.shape(), DType::kF32));
+    ASSERT_OK(snake(ctx(), dev(x), dev(a), y.t));
+    auto want = want_from(
+        on_cuda(), [&](const Context& cx, Tensor& out) { return snake(cx, clone(x), a, out); }, x.shape(),
+        naive);
+    check_output(y, want, kActTol);
+}
+
 // Naive alias-free activation, written from its definition: explicit padded buffers, a transposed conv,
 // crops, SnakeBeta, a strided conv.
 std::vector<double> naive_alias_free(const std::vector<double>& x, int64_t rows, int64_t len, int64_t c,
