@@ -179,6 +179,27 @@ TEST(References, SpecParsing) {
     EXPECT_EQ(*c.kind, ReferenceKind::kAudio);
 }
 
+TEST(References, RotationMatchesNumpyRot90) {
+    // one 2×3 frame, pixel value = 10·row + col in every channel; np.rot90(m, k=−t) for t = 1, 2, 3
+    Tensor f = Tensor::host(Shape{1, 2, 3, 3}, DType::kU8);
+    for (int y = 0; y < 2; ++y)
+        for (int x = 0; x < 3; ++x)
+            for (int c = 0; c < 3; ++c)
+                f.data_as<uint8_t>()[(y * 3 + x) * 3 + c] = static_cast<uint8_t>(10 * y + x);
+    auto flat = [](const Tensor& t) {
+        std::vector<int> v;
+        for (int64_t i = 0; i < t.numel(); i += 3) v.push_back(t.data_as<uint8_t>()[i]);
+        return v;
+    };
+    Tensor r1 = rotate_frames_clockwise(f, 1), r2 = rotate_frames_clockwise(f, 2),
+           r3 = rotate_frames_clockwise(f, 3);
+    EXPECT_EQ(r1.shape(), (Shape{1, 3, 2, 3}));
+    EXPECT_EQ(flat(r1), (std::vector<int>{10, 0, 11, 1, 12, 2})); // [[10,0],[11,1],[12,2]]
+    EXPECT_EQ(flat(r2), (std::vector<int>{12, 11, 10, 2, 1, 0})); // [[12,11,10],[2,1,0]]
+    EXPECT_EQ(flat(r3), (std::vector<int>{2, 12, 1, 11, 0, 10})); // [[2,12],[1,11],[0,10]]
+    EXPECT_EQ(flat(rotate_frames_clockwise(f, 4)), flat(f));
+}
+
 TEST(References, ReadsFilesAndUploadsByContent) {
     if (!io::media_available()) GTEST_SKIP() << "built without FFmpeg";
     const auto dir = std::filesystem::temp_directory_path() / "h3_test_references";

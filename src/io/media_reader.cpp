@@ -7,6 +7,7 @@ extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/channel_layout.h>
+#include <libavutil/display.h>
 #include <libavutil/pixdesc.h>
 #include <libswresample/swresample.h>
 #include <libswscale/swscale.h>
@@ -15,6 +16,7 @@ extern "C" {
 #include "io/ffmpeg_handles.h"
 #endif
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -23,6 +25,27 @@ extern "C" {
 namespace h3::io {
 
 #ifdef H3_WITH_FFMPEG
+
+namespace {
+
+// The counterclockwise rotation the stream's display matrix asks for (phone videos), 0 without one.
+double display_rotation(const AVStream* st) {
+    const uint8_t* sd = nullptr;
+#if LIBAVFORMAT_VERSION_MAJOR >= 61
+    const AVPacketSideData* p = av_packet_side_data_get(
+        st->codecpar->coded_side_data, st->codecpar->nb_coded_side_data, AV_PKT_DATA_DISPLAYMATRIX);
+    if (p && p->size >= 9 * 4) sd = p->data;
+#else
+    size_t size = 0;
+    sd = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &size);
+    if (size < 9 * 4) sd = nullptr;
+#endif
+    if (!sd) return 0.0;
+    const double r = av_display_rotation_get(reinterpret_cast<const int32_t*>(sd));
+    return std::isnan(r) ? 0.0 : r;
+}
+
+} // namespace
 
 namespace {
 
@@ -109,6 +132,7 @@ public:
                 out_.fps = av_q2d(r);
             }
             out_.video_codec = vdec_->codec->name;
+            out_.rotation_degrees = display_rotation(vst_);
             if (vst_->nb_frames > 0 && vdec_->width > 0 && vdec_->height > 0) {
                 const int64_t n =
                     opt_.max_frames >= 0 ? std::min(opt_.max_frames, vst_->nb_frames) : vst_->nb_frames;

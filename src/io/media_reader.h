@@ -24,6 +24,9 @@ struct MediaData {
     double fps = 0.0; // average frame rate of the video stream (r_frame_rate when the average is unknown)
     int fps_num = 0, fps_den = 1;
     std::string video_codec; // FFmpeg decoder name, e.g. "h264"
+    // Counterclockwise rotation in degrees from the stream's display matrix (0 without one). The frames are
+    // as stored; a consumer that wants them upright turns them (pipeline/reference_files does).
+    double rotation_degrees = 0.0;
 
     // [C, N] f32 at the stream's own rate and channel count. Undefined when the file has no audio stream
     // or MediaReadOptions::audio is false. Encoder priming is dropped the way FFmpeg's demuxer says to.

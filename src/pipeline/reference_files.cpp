@@ -5,6 +5,8 @@
 #include "io/media_writer.h"
 
 #include <atomic>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -43,6 +45,26 @@ bool looks_like_wav(const std::string& path) {
 
 } // namespace
 
+Tensor rotate_frames_clockwise(const Tensor& frames, int quarter_turns) {
+    const int t = ((quarter_turns % 4) + 4) % 4;
+    const int64_t n = frames.dim(0), h = frames.dim(1), w = frames.dim(2);
+    const bool swap = t % 2 == 1;
+    Tensor out = Tensor::host(Shape{n, swap ? w : h, swap ? h : w, 3}, DType::kU8);
+    const int64_t oh = out.dim(1), ow = out.dim(2);
+    const uint8_t* src = frames.data_as<uint8_t>();
+    uint8_t* dst = out.data_as<uint8_t>();
+    for (int64_t f = 0; f < n; ++f)
+        for (int64_t y = 0; y < oh; ++y)
+            for (int64_t x = 0; x < ow; ++x) {
+                int64_t sy = y, sx = x; // source pixel of out[y][x]
+                if (t == 1) sy = h - 1 - x, sx = y;
+                if (t == 2) sy = h - 1 - y, sx = w - 1 - x;
+                if (t == 3) sy = x, sx = w - 1 - y;
+                std::memcpy(dst + ((f * oh + y) * ow + x) * 3, src + ((f * h + sy) * w + sx) * 3, 3);
+            }
+    return out;
+}
+
 Result<ReferenceMedia> read_reference(const ReferenceSpec& spec) {
     if (spec.path.empty()) return invalid_argument("reference: empty file name");
     ReferenceMedia r;
@@ -73,7 +95,9 @@ Result<ReferenceMedia> read_reference(const ReferenceSpec& spec) {
     if (!media.ok()) return media.status();
     if (mo.video && media->frames.defined()) {
         r.kind = ReferenceKind::kVideo;
-        r.frames = std::move(media->frames);
+        // Python round() (half to even) of rotation/90, modulo 4 (non-negative)
+        const int turns = ((static_cast<int>(std::nearbyint(media->rotation_degrees / 90.0)) % 4) + 4) % 4;
+        r.frames = turns ? rotate_frames_clockwise(media->frames, turns) : std::move(media->frames);
         r.fps = media->fps;
     } else {
         r.kind = ReferenceKind::kAudio;

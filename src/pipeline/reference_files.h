@@ -2,7 +2,8 @@
 // "video:PATH", "audio:PATH", or a bare PATH whose kind comes from its content — an image by its magic bytes
 // (PNG/JPEG/WebP), otherwise a media file FFmpeg opens: with a video stream it is a video reference (its
 // soundtrack, when it has one, comes along), with only an audio stream an audio reference (WAV, MP3, AAC,
-// FLAC, …). "audio:clip.mp4" takes a video file's soundtrack alone.
+// FLAC, …). "audio:clip.mp4" takes a video file's soundtrack alone. A video's display-matrix rotation is
+// undone (snapped to quarter turns), as diffusers' decode_reference_video does; pixel aspect ratios are not.
 #pragma once
 
 #include "core/status.h"
@@ -19,6 +20,10 @@ struct ReferenceSpec {
     std::string path;
 };
 ReferenceSpec parse_reference_spec(const std::string& spec);
+
+// Frames [F, H, W, 3] turned clockwise by `quarter_turns` × 90° (np.rot90(frames, k=−turns, axes=(1, 2))):
+// a video whose display matrix rotates it counterclockwise by 90·t degrees is shown upright this way.
+Tensor rotate_frames_clockwise(const Tensor& frames, int quarter_turns);
 
 // Errors name the file and what was wrong with it (unreadable, not an image or media file, the wrong kind).
 Result<ReferenceMedia> read_reference(const ReferenceSpec& spec);
