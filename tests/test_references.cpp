@@ -227,6 +227,24 @@ TEST(References, ReadsFilesAndUploadsByContent) {
     EXPECT_EQ(soundtrack->kind, ReferenceKind::kAudio);
     EXPECT_FALSE(soundtrack->frames.defined());
 
+    // reading stops past max_seconds (the rule then fails, naming the clip), and a decode cap refuses
+    auto capped = read_reference(parse_reference_spec(mp4), {.max_seconds = 1.0});
+    ASSERT_TRUE(capped.ok()) << capped.status().to_string();
+    EXPECT_TRUE(capped->truncated);
+    EXPECT_EQ(capped->frames.dim(0), 25); // ceil(1.0 · 24) + 1
+    EXPECT_LE(capped->audio.dim(1), 32001);
+    Status rule = validate_references({*capped});
+    EXPECT_NE(rule.message().find("lasts more than 1.042 s"), std::string::npos) << rule.message();
+    auto wav_capped = read_reference(parse_reference_spec(wav), {.max_seconds = 1.0});
+    ASSERT_TRUE(wav_capped.ok());
+    EXPECT_TRUE(wav_capped->truncated);
+    EXPECT_EQ(wav_capped->audio.dim(1), 32001);
+    EXPECT_FALSE(rv->truncated);
+    auto too_big = read_reference(parse_reference_spec(mp4), {.max_video_bytes = 32 * 32 * 3 * 10});
+    ASSERT_FALSE(too_big.ok());
+    EXPECT_NE(too_big.status().message().find("use a shorter or smaller video"), std::string::npos)
+        << too_big.status().message();
+
     // the same bytes as an upload
     std::ifstream f(mp4, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

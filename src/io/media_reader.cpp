@@ -132,6 +132,8 @@ public:
                 out_.fps = av_q2d(r);
             }
             out_.video_codec = vdec_->codec->name;
+            if (opt_.max_seconds >= 0 && out_.fps > 0)
+                time_cap_frames_ = static_cast<int64_t>(std::ceil(opt_.max_seconds * out_.fps)) + 1;
             out_.rotation_degrees = display_rotation(vst_);
             if (vst_->nb_frames > 0 && vdec_->width > 0 && vdec_->height > 0) {
                 const int64_t n =
@@ -149,7 +151,7 @@ public:
         PacketPtr pkt(av_packet_alloc());
         frame_.reset(av_frame_alloc());
         if (!pkt || !frame_) return out_of_memory("read_media: allocating packets");
-        while (!video_full()) {
+        while (!video_full() && !(audio_full_ && !vst_)) {
             e = av_read_frame(fmt_.get(), pkt.get());
             if (e == AVERROR_EOF) break;
             if (e < 0) return bad_input("read_media: '" + path_ + "': demuxing failed: " + av_err(e));
@@ -170,7 +172,10 @@ public:
     }
 
 private:
-    bool video_full() const { return vst_ && opt_.max_frames >= 0 && frames_ >= opt_.max_frames; }
+    bool video_full() const {
+        return vst_ && ((opt_.max_frames >= 0 && frames_ >= opt_.max_frames) ||
+                        (time_cap_frames_ >= 0 && frames_ >= time_cap_frames_));
+    }
 
     Status decode_error(bool video, int e) const {
         const AVCodecContext* c = video ? vdec_.get() : adec_.get();
@@ -216,6 +221,11 @@ private:
         }
         const size_t bytes = static_cast<size_t>(width_) * height_ * 3;
         const size_t at = video_.size();
+        if (opt_.max_video_bytes >= 0 && static_cast<int64_t>(at + bytes) > opt_.max_video_bytes)
+            return bad_input("read_media: '" + path_ + "': its " + std::to_string(width_) + "x" +
+                             std::to_string(height_) + " frames pass " +
+                             std::to_string(opt_.max_video_bytes >> 20) + " MiB decoded after " +
+                             std::to_string(frames_) + " frames; use a shorter or smaller video");
         video_.resize(at + bytes);
         uint8_t* dst[1] = {video_.data() + at};
         const int stride[1] = {3 * width_};
@@ -256,8 +266,17 @@ private:
         for (int c = 0; c < channels_; ++c) out[c] = reinterpret_cast<uint8_t*>(tmp[c].data());
         const int got = swr_convert(swr_.get(), out.data(), cap, in, n);
         if (got < 0) return bad_input("read_media: '" + path_ + "': audio conversion failed: " + av_err(got));
+        if (audio_full_) return ok_status();
         for (int c = 0; c < channels_; ++c)
             pcm_[c].insert(pcm_[c].end(), tmp[c].begin(), tmp[c].begin() + got);
+        if (opt_.max_seconds >= 0) {
+            const auto cap = static_cast<size_t>(opt_.max_seconds * rate_) + 1;
+            if (pcm_[0].size() > cap) {
+                for (auto& ch : pcm_) ch.resize(cap);
+                audio_full_ = true;
+                out_.truncated = true;
+            }
+        }
         return ok_status();
     }
 
@@ -267,6 +286,7 @@ private:
     }
 
     Result<MediaData> finish() {
+        if (time_cap_frames_ >= 0 && frames_ >= time_cap_frames_) out_.truncated = true;
         if (vst_) {
             if (frames_ == 0)
                 return bad_input("read_media: '" + path_ + "': the video stream (" + out_.video_codec +
@@ -298,6 +318,8 @@ private:
     FramePtr frame_;
     SwsPtr sws_;
     SwrPtr swr_;
+    int64_t time_cap_frames_ = -1; // from max_seconds once the frame rate is known
+    bool audio_full_ = false;
     int width_ = 0, height_ = 0, src_fmt_ = -1;
     int64_t frames_ = 0;
     std::vector<uint8_t> video_;

@@ -15,6 +15,11 @@ struct MediaReadOptions {
     bool video = true;       // decode the best video stream; a file without one is an error
     bool audio = true;       // decode the best audio stream when the file has one
     int64_t max_frames = -1; // stop after this many video frames (< 0: all)
+    // Stop once the video (one frame past ceil(max_seconds·fps)) and the audio (one sample past
+    // max_seconds·rate) are longer than this many seconds; MediaData::truncated says it happened (< 0: all).
+    double max_seconds = -1;
+    // Refuse (bad_input) a video whose decoded RGB frames would pass this many bytes (< 0: no cap).
+    int64_t max_video_bytes = -1;
 };
 
 struct MediaData {
@@ -33,6 +38,8 @@ struct MediaData {
     Tensor audio;
     int sample_rate = 0;
     std::string audio_codec; // e.g. "aac"
+
+    bool truncated = false; // MediaReadOptions::max_seconds stopped the decode before the end
 };
 
 // Errors name the file and what was wrong: missing or unreadable file (not_found / io_error), not a media

@@ -65,7 +65,7 @@ Tensor rotate_frames_clockwise(const Tensor& frames, int quarter_turns) {
     return out;
 }
 
-Result<ReferenceMedia> read_reference(const ReferenceSpec& spec) {
+Result<ReferenceMedia> read_reference(const ReferenceSpec& spec, const ReferenceReadLimits& limits) {
     if (spec.path.empty()) return invalid_argument("reference: empty file name");
     ReferenceMedia r;
     r.source = spec.path;
@@ -87,6 +87,8 @@ Result<ReferenceMedia> read_reference(const ReferenceSpec& spec) {
     io::MediaReadOptions mo;
     mo.video = spec.kind != ReferenceKind::kAudio;
     mo.audio = true;
+    mo.max_seconds = limits.max_seconds;
+    mo.max_video_bytes = limits.max_video_bytes;
     auto media = io::read_media(spec.path, mo);
     if (!media.ok() && !spec.kind && media.status().message().find("no video stream") != std::string::npos) {
         mo.video = false; // a bare path without pictures: an audio reference
@@ -108,6 +110,7 @@ Result<ReferenceMedia> read_reference(const ReferenceSpec& spec) {
         r.audio = std::move(media->audio);
         r.sample_rate = media->sample_rate;
     }
+    r.truncated = media->truncated;
     return r;
 }
 
@@ -129,7 +132,8 @@ struct TempFile {
 } // namespace
 
 Result<ReferenceMedia> decode_reference(const std::string& bytes, const std::string& label,
-                                        std::optional<ReferenceKind> kind) {
+                                        std::optional<ReferenceKind> kind,
+                                        const ReferenceReadLimits& limits) {
     if (bytes.empty()) return invalid_argument(label + ": empty upload");
     const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
     const bool image = kind ? *kind == ReferenceKind::kImage
@@ -153,7 +157,7 @@ Result<ReferenceMedia> decode_reference(const std::string& bytes, const std::str
         f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
         if (!f) return io_error(label + ": cannot stage the upload in " + tmp.path.parent_path().string());
     }
-    auto r = read_reference({kind, tmp.path.string()});
+    auto r = read_reference({kind, tmp.path.string()}, limits);
     if (!r.ok()) {
         // the message names the temporary file; name the upload instead
         std::string m = r.status().message();

@@ -25,13 +25,23 @@ ReferenceSpec parse_reference_spec(const std::string& spec);
 // a video whose display matrix rotates it counterclockwise by 90·t degrees is shown upright this way.
 Tensor rotate_frames_clockwise(const Tensor& frames, int quarter_turns);
 
-// Errors name the file and what was wrong with it (unreadable, not an image or media file, the wrong kind).
-Result<ReferenceMedia> read_reference(const ReferenceSpec& spec);
+// What a reference may cost to read: decoding stops past `max_seconds` (the clip is then marked truncated and
+// fails the duration rule) and a video whose RGB frames would pass `max_video_bytes` is refused — so an
+// upload cannot make the server decode an hour of 8K video.
+struct ReferenceReadLimits {
+    double max_seconds = 15.5;                  // the 15 s rule plus a margin
+    int64_t max_video_bytes = int64_t{4} << 30; // 15 s of 1080p at 30 fps is ≈ 2.8 GiB
+};
+
+// Errors name the file and what was wrong with it (unreadable, not an image or media file, the wrong kind,
+// too large to decode).
+Result<ReferenceMedia> read_reference(const ReferenceSpec& spec, const ReferenceReadLimits& limits = {});
 
 // The same from uploaded bytes (the server's multipart parts): images decode in memory; other media go
 // through a private temporary file (removed before return) because FFmpeg's demuxers read files. `label`
 // names the part in errors and becomes the reference's source.
 Result<ReferenceMedia> decode_reference(const std::string& bytes, const std::string& label,
-                                        std::optional<ReferenceKind> kind = {});
+                                        std::optional<ReferenceKind> kind = {},
+                                        const ReferenceReadLimits& limits = {});
 
 } // namespace h3::pipeline

@@ -71,8 +71,9 @@ Status validate_references(const std::vector<ReferenceMedia>& refs, const Refere
         if (r.kind != ReferenceKind::kImage) {
             const double s = r.clip_seconds();
             total += s;
-            if (s < lim.min_clip_seconds || s > lim.max_clip_seconds)
-                errors.push_back(label(i, r) + " lasts " + fmt_seconds(s) + "; each clip must last " +
+            if (r.truncated || s < lim.min_clip_seconds || s > lim.max_clip_seconds)
+                errors.push_back(label(i, r) + " lasts " + (r.truncated ? "more than " : "") +
+                                 fmt_seconds(s) + "; each clip must last " +
                                  fmt_seconds(lim.min_clip_seconds) + " to " +
                                  fmt_seconds(lim.max_clip_seconds));
         }

@@ -25,12 +25,13 @@ namespace h3::pipeline {
 // One decoded reference.
 struct ReferenceMedia {
     ReferenceKind kind = ReferenceKind::kImage;
-    std::string source;  // for messages: the file name or upload field
-    io::RgbImage image;  // kImage (RGB, EXIF-transposed)
-    Tensor frames;       // kVideo: [F, H, W, 3] u8 RGB
-    double fps = 24.0;   // kVideo: the rate `frames` carries
-    Tensor audio;        // kAudio, or a video's soundtrack (undefined: none): [C, N] f32, C = 1 or 2
-    int sample_rate = 0; // of `audio`
+    std::string source;     // for messages: the file name or upload field
+    io::RgbImage image;     // kImage (RGB, EXIF-transposed)
+    Tensor frames;          // kVideo: [F, H, W, 3] u8 RGB
+    double fps = 24.0;      // kVideo: the rate `frames` carries
+    Tensor audio;           // kAudio, or a video's soundtrack (undefined: none): [C, N] f32, C = 1 or 2
+    int sample_rate = 0;    // of `audio`
+    bool truncated = false; // the reader stopped early: the clip is longer than it was allowed to read
     bool has_audio() const { return kind == ReferenceKind::kAudio || audio.defined(); }
     double clip_seconds() const; // video: F/fps; audio: N/rate; image: 0
 };
