@@ -2,6 +2,7 @@
 //                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--iters K] [--json]
 // h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
 // h3-engine bench vae --encode --random-weights [--size WxH] [--json]   (one keyframe through the encoder)
+// h3-engine bench vae --reference --random-weights [--size WxH] [--frames F] [--json]   (ref2va encoders)
 // Times DiT blocks with random full-width weights generated on the device: seconds per block and per
 // 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory.
 #include "cli/app.h"
@@ -9,6 +10,7 @@
 #include "cli/device_setup.h"
 #include "core/cuda_api.h"
 #include "model/audio_vae/audio_vae.h"
+#include "model/audio_vae/audio_vae_encoder.h"
 #include "model/dit/dit_random.h"
 #include "model/video_vae/video_vae.h"
 #include "model/video_vae/video_vae_encoder.h"
@@ -170,7 +172,7 @@ int run_bench(const BenchOptions& o) {
 struct VaeBenchOptions {
     std::string config = "official", size = "1344x768", device = "cuda", dtype = "f16";
     int frames = 124, tiles = 0, tile_batch = 0;
-    bool random_weights = false, json = false, encode = false;
+    bool random_weights = false, json = false, encode = false, reference = false;
     CLI::App* sub = nullptr;
 };
 
@@ -231,7 +233,75 @@ int run_bench_vae_encode(const VaeBenchOptions& o) {
     return kExitOk;
 }
 
+// bench vae --reference: the ref2va reference encoders (fp32, random weights made on the device) — a --frames
+// clip of --size through the video encoder with the seeded-sample recipe, then its soundtrack (stereo,
+// frames/24 s at 32 kHz) through the audio encoder (posterior mean) — after one warm-up keyframe encode.
+int run_bench_vae_reference(const VaeBenchOptions& o) {
+    model::VideoVaeConfig vc;
+    int W = 0, H = 0;
+    if (Status s = vae_bench_setup(o, vc, W, H); !s.ok()) return report(s);
+    if (o.frames < 1 || (o.frames - 5) % 17 != 0)
+        return report(invalid_argument("--frames must be of the form 17n+5 for a reference clip"));
+    auto session = DeviceSession::open(o.device);
+    if (!session.ok()) return report(session.status());
+    const ops::Context& ctx = (*session)->context();
+    double video_secs = 0, video_peak = 0;
+    Tensor lat;
+    { // the video encoder is released before the audio one loads
+        auto enc = model::random_video_vae_encoder(ctx, vc, 1);
+        if (!enc.ok()) return report(enc.status());
+        Tensor clip = Tensor::host(Shape{o.frames, H, W, 3}, DType::kU8);
+        for (int64_t i = 0; i < clip.numel(); ++i)
+            clip.data_as<uint8_t>()[i] = static_cast<uint8_t>((i * 31 + i / (int64_t(W) * H * 3)) % 256);
+        const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch};
+        Tensor first = Tensor::host(Shape{H, W, 3}, DType::kU8);
+        std::copy_n(clip.data_as<uint8_t>(), first.numel(), first.data_as<uint8_t>());
+        if (auto r = model::encode_keyframe(ctx, *enc, first, eo); !r.ok())
+            return report(r.status()); // warm-up
+        const auto t0 = Clock::now();
+        auto post = model::encode_video(ctx, *enc, clip, eo);
+        if (!post.ok()) return report(post.status());
+        lat = model::sample_normalized_latent(*post, vc, 42);
+        video_secs = std::chrono::duration<double>(Clock::now() - t0).count();
+        video_peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
+    }
+    model::AudioVaeConfig ac; // official sizes, unit latent normalization
+    ac.latents_mean.assign(static_cast<size_t>(ac.latent_channels), 0.0f);
+    ac.latents_std.assign(static_cast<size_t>(ac.latent_channels), 1.0f);
+    auto aenc = model::random_audio_vae_encoder(ctx, ac, 2);
+    if (!aenc.ok()) return report(aenc.status());
+    const int64_t samples = static_cast<int64_t>(std::llround(o.frames / 24.0 * ac.sampling_rate));
+    Tensor wave = Tensor::host(Shape{2, samples}, DType::kF32);
+    for (int64_t i = 0; i < wave.numel(); ++i)
+        wave.data_as<float>()[i] = 0.5f * std::sin(0.0123f * static_cast<float>(i % 100003));
+    if (auto r = model::encode_audio_mean(ctx, *aenc, wave); !r.ok()) return report(r.status()); // warm-up
+    const auto t1 = Clock::now();
+    auto mean = model::encode_audio_mean(ctx, *aenc, wave);
+    if (!mean.ok()) return report(mean.status());
+    const double audio_secs = std::chrono::duration<double>(Clock::now() - t1).count();
+    nlohmann::json j = {{"bench", "vae_reference"},
+                        {"device", ctx.device.to_string()},
+                        {"size", o.size},
+                        {"frames", o.frames},
+                        {"clip_encode_seconds", video_secs},
+                        {"clip_latent", lat.shape().to_vector()},
+                        {"clip_peak_gib", video_peak},
+                        {"soundtrack_seconds", static_cast<double>(samples) / ac.sampling_rate},
+                        {"soundtrack_encode_seconds", audio_secs},
+                        {"soundtrack_latent", mean->shape().to_vector()}};
+    if (o.json) {
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
+        std::printf("ref2va reference encode on %s: %d-frame %s clip %.3f s (peak %.1f GiB), %.2f s stereo "
+                    "soundtrack %.3f s\n",
+                    ctx.device.to_string().c_str(), o.frames, o.size.c_str(), video_secs, video_peak,
+                    static_cast<double>(samples) / ac.sampling_rate, audio_secs);
+    }
+    return kExitOk;
+}
+
 int run_bench_vae(const VaeBenchOptions& o) {
+    if (o.reference && o.random_weights) return run_bench_vae_reference(o);
     if (o.encode && o.random_weights) return run_bench_vae_encode(o);
     if (!o.random_weights) {
         std::fprintf(stderr,
@@ -380,6 +450,10 @@ Command make_bench_command() {
             ->capture_default_str();
         vae->add_option("--device", vo->device, "cuda | cuda:N | cpu")->capture_default_str();
         vae->add_flag("--encode", vo->encode, "time the video encoder on one --size keyframe instead");
+        vae->add_flag(
+            "--reference", vo->reference,
+            "time the ref2va reference encoders instead: a --frames clip of --size (video encoder) and "
+            "its stereo soundtrack (audio encoder)");
         vae->add_flag("--json", vo->json, "JSON output");
         vo->sub = vae;
     };
