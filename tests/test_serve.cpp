@@ -822,6 +822,15 @@ TEST(ServeRef2va, MultipartReferences) {
                                             {"first_frame", png, "first.png", "image/png"},
                                             {"reference", png, "subject.png", "image/png"}};
     expect_error(c.Post("/v1/videos", both), 400, "reference", "cannot be combined");
+    // a t2va job after the ref2va one runs on the FL2VA DiT again (the engine swaps back)
+    httplib::MultipartFormDataItems t2va = {{"prompt", "no references", "", ""},
+                                            {"size", "64x32", "", ""},
+                                            {"seconds", "4", "", ""},
+                                            {"num_inference_steps", "3", "", ""}};
+    r = c.Post("/v1/videos", t2va);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(wait_for(c, body_json(r)["id"])["status"], "completed");
     // the server still serves
     EXPECT_EQ(c.Get("/health")->status, 200);
 }
