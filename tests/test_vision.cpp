@@ -13,6 +13,7 @@
 #include "pipeline/text_conditioner.h"
 
 #include "golden_compare.h"
+#include "vision_test_data.h"
 
 #include <gtest/gtest.h>
 
@@ -31,33 +32,17 @@ namespace {
 
 const std::string kData = std::string(H3_SOURCE_DIR) + "/tests/data/vision";
 
-// A text_encoder folder: the golden config + index + visual shard, A's LM weights as the first shard, and the
-// 0-merge tiny tokenizer (ids = bytes) in tokenizer/.
 std::string checkpoint() {
-    static const std::string dir = [] {
-        const fs::path d = fs::path(H3_BINARY_DIR) / "test_vision" / "text_encoder";
-        fs::remove_all(d);
-        fs::create_directories(d);
-        for (const char* f :
-             {"config.json", "model.safetensors.index.json", "model-00002-of-00002.safetensors"})
-            fs::copy_file(fs::path(kData) / "text_encoder" / f, d / f);
-        fs::copy_file(fs::path(H3_SOURCE_DIR) / "tests/data/text/A/text_encoder/model.safetensors",
-                      d / "model-00001-of-00002.safetensors");
-        EXPECT_TRUE(write_tiny_tokenizer((d / "tokenizer").string(), 0).ok());
-        return d.string();
-    }();
+    static const std::string dir = testing_support::vision_test_checkpoint("test_vision");
     return dir;
 }
 
 io::SafetensorsFile golden(const std::string& name) {
-    auto f = io::SafetensorsFile::open(kData + "/" + name);
-    EXPECT_TRUE(f.ok()) << f.status().to_string();
-    return std::move(f).value();
+    return testing_support::vision_golden(name);
 }
 
 std::vector<int64_t> ints(const io::SafetensorsFile& f, const std::string& name) {
-    auto v = to_f32_vector(*f.tensor(name));
-    return std::vector<int64_t>(v->begin(), v->end());
+    return testing_support::golden_ints(f, name);
 }
 
 void expect_close(const Tensor& got, const Tensor& want, const std::string& what, double rel = 1e-4) {
