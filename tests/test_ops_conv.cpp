@@ -503,6 +503,25 @@ TEST(OpsConv, Conv3d) {
             [&](const Context& cx, Tensor& out) { return conv3d(cx, c.p, clone(x), clone(w), bias, out); },
             ys, naive_conv3d(c, ys, values(x), values(w), c.bias ? values(bias) : std::vector<double>{}));
         check_output(y, want, kConv3dTol);
+        if (on_cuda()) {
+            // TF32 tensor cores (ctx.allow_tf32): both operands rounded to 10-bit mantissas (≤ 2^-11 relative
+            // each), fp32 sums of ≤ 432 products with |x·w| ≤ 1: ≲ 432 · 2^-10 ≈ 0.42 worst case, ~0.02
+            // typical; the bound below is the worst case, the RMS check the typical one.
+            Context tf = ctx();
+            tf.allow_tf32 = true;
+            Guarded yt(Tensor::host(ys, DType::kF32));
+            ASSERT_OK(conv3d(tf, c.p, dev(x), dev(w), dev(bias), yt.t));
+            check_output(yt, want, Tol{0.45, 0.0});
+            const auto got = values(yt.host());
+            double se = 0, sw = 0;
+            for (size_t i = 0; i < got.size(); ++i) {
+                se += (got[i] - want[i]) * (got[i] - want[i]);
+                sw += want[i] * want[i];
+            }
+            const double rel_rms = std::sqrt(se / std::max(sw, 1e-30));
+            std::printf("[tf32] conv3d case %d rel_rms %.3e\n", index - 1, rel_rms);
+            EXPECT_LT(rel_rms, 3e-3);
+        }
     }
 }
 

@@ -172,7 +172,7 @@ int run_bench(const BenchOptions& o) {
 struct VaeBenchOptions {
     std::string config = "official", size = "1344x768", device = "cuda", dtype = "f16";
     int frames = 124, tiles = 0, tile_batch = 0;
-    bool random_weights = false, json = false, encode = false, reference = false;
+    bool random_weights = false, json = false, encode = false, reference = false, tf32 = false;
     CLI::App* sub = nullptr;
 };
 
@@ -207,7 +207,7 @@ int run_bench_vae_encode(const VaeBenchOptions& o) {
     Tensor img = Tensor::host(Shape{H, W, 3}, DType::kU8);
     for (int64_t i = 0; i < img.numel(); ++i)
         img.data_as<uint8_t>()[i] = static_cast<uint8_t>((i * 31) % 256);
-    const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch};
+    const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = o.tf32};
     if (auto r = model::encode_keyframe(ctx, *enc, img, eo); !r.ok()) return report(r.status()); // warm-up
     const auto t0 = Clock::now();
     auto lat = model::encode_keyframe(ctx, *enc, img, eo);
@@ -253,7 +253,7 @@ int run_bench_vae_reference(const VaeBenchOptions& o) {
         Tensor clip = Tensor::host(Shape{o.frames, H, W, 3}, DType::kU8);
         for (int64_t i = 0; i < clip.numel(); ++i)
             clip.data_as<uint8_t>()[i] = static_cast<uint8_t>((i * 31 + i / (int64_t(W) * H * 3)) % 256);
-        const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch};
+        const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = o.tf32};
         Tensor first = Tensor::host(Shape{H, W, 3}, DType::kU8);
         std::copy_n(clip.data_as<uint8_t>(), first.numel(), first.data_as<uint8_t>());
         if (auto r = model::encode_keyframe(ctx, *enc, first, eo); !r.ok())
@@ -284,6 +284,7 @@ int run_bench_vae_reference(const VaeBenchOptions& o) {
                         {"size", o.size},
                         {"frames", o.frames},
                         {"clip_encode_seconds", video_secs},
+                        {"tf32", o.tf32},
                         {"clip_latent", lat.shape().to_vector()},
                         {"clip_peak_gib", video_peak},
                         {"soundtrack_seconds", static_cast<double>(samples) / ac.sampling_rate},
@@ -454,6 +455,8 @@ Command make_bench_command() {
             "--reference", vo->reference,
             "time the ref2va reference encoders instead: a --frames clip of --size (video encoder) and "
             "its stereo soundtrack (audio encoder)");
+        vae->add_flag("--tf32", vo->tf32,
+                      "encoder convolutions on TF32 tensor cores (--encode, --reference)");
         vae->add_flag("--json", vo->json, "JSON output");
         vo->sub = vae;
     };

@@ -10,6 +10,9 @@ class CudaContext; // ops/cuda/cuda_context.h; exists only in CUDA builds
 struct Context {
     Device device = Device::cpu();
     CudaContext* cuda = nullptr;
+    // CUDA fp32 convolutions (conv3d) may multiply on TF32 tensor cores, as PyTorch's default
+    // torch.backends.cudnn.allow_tf32 does; off: fp32 FMA, the CPU reference's precision. CPU ops ignore it.
+    bool allow_tf32 = false;
 
     static Context cpu() { return {}; }
     bool is_cuda() const { return device.is_cuda(); }

@@ -286,8 +286,10 @@ Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& en
     return to_host(ctx, m);
 }
 
-Result<Tensor> encode_clip_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& x,
-                                   const VideoEncodeOptions& opt) {
+Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVaeEncoder& enc,
+                                   const Tensor& x, const VideoEncodeOptions& opt) {
+    ops::Context ctx = caller_ctx;
+    ctx.allow_tf32 = opt.tf32;
     const VideoVaeConfig& c = enc.config;
     if (x.rank() != 4 || x.dim(0) != c.in_channels || x.dtype() != DType::kF32 || !x.device().is_cpu())
         return invalid_argument("encode_clip_moments: x must be host f32 [" + std::to_string(c.in_channels) +

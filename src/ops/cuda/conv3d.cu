@@ -3,7 +3,9 @@
 // (Cout) × 128 (output pixels of one output frame) tile over the K range of the temporal taps that land on
 // real frames for that output frame (the causal zero frames are skipped, block-uniformly). The input tile
 // is gathered on the fly (im2col never materialized), padding resolved per index. Double-buffered shared
-// memory, 8×8 outputs per thread, fp32 FMA accumulation.
+// memory, 8×8 outputs per thread, fp32 FMA accumulation — or, with ctx.allow_tf32, TF32 tensor cores
+// (mma.sync m16n8k8, 8 warps of 64×32, fp32 accumulation; shared rows padded by 8 floats so the fragment
+// loads are conflict-free).
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
@@ -14,7 +16,7 @@ using namespace cuda_detail;
 
 namespace {
 
-constexpr int kBM = 128, kBN = 128, kBK = 8, kThreads = 256;
+constexpr int kBM = 128, kBN = 128, kBK = 8, kThreads = 256, kPad = 8;
 
 struct Conv3dArgs {
     const float* x;
@@ -43,11 +45,30 @@ __global__ void transpose_weights_kernel(const float* __restrict__ w, float* __r
     }
 }
 
+__device__ __forceinline__ uint32_t to_tf32(float f) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+    return r;
+}
+
+// c += a·b on one 16×8×8 TF32 tile (sm_80+).
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    __trap();
+#endif
+}
+
 // kCinAligned: Cin % kBK == 0, so the kBK rows of one K step share one tap (block-uniform tap decoding).
-template <bool kCinAligned>
+// kTf32: the products on TF32 tensor cores instead of fp32 FMA.
+template <bool kCinAligned, bool kTf32>
 __global__ void __launch_bounds__(kThreads) conv3d_igemm_kernel(const Conv3dArgs a) {
-    __shared__ __align__(16) float As[2][kBK][kBM];
-    __shared__ __align__(16) float Bs[2][kBK][kBN];
+    __shared__ __align__(16) float As[2][kBK][kBM + kPad];
+    __shared__ __align__(16) float Bs[2][kBK][kBN + kPad];
     const int tid = threadIdx.x;
     const int frame = blockIdx.z % a.to, b = blockIdx.z / a.to;
     const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
@@ -112,6 +133,69 @@ __global__ void __launch_bounds__(kThreads) conv3d_igemm_kernel(const Conv3dArgs
         for (int j = 0; j < 4; ++j) Bs[buf][b_k + 2 * j][b_n] = rb[j];
     };
 
+    if constexpr (kTf32) {
+        // Warp w owns rows (w / 4)·64 + [0, 64) and columns (w % 4)·32 + [0, 32): 4 × 4 tiles of 16 × 8.
+        const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+        const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;
+        float acc[4][4][4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+        if (ktot > 0) {
+            load(0);
+            store(0);
+            __syncthreads();
+            int buf = 0;
+            for (int k0 = 0; k0 < ktot; k0 += kBK) {
+                const bool more = k0 + kBK < ktot;
+                if (more) load(k0 + kBK);
+                uint32_t af[4][4], bf[4][2];
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const int m = wm + i * 16 + g;
+                    af[i][0] = to_tf32(As[buf][t4][m]);
+                    af[i][1] = to_tf32(As[buf][t4][m + 8]);
+                    af[i][2] = to_tf32(As[buf][t4 + 4][m]);
+                    af[i][3] = to_tf32(As[buf][t4 + 4][m + 8]);
+                }
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const int n = wn + j * 8 + g;
+                    bf[j][0] = to_tf32(Bs[buf][t4][n]);
+                    bf[j][1] = to_tf32(Bs[buf][t4 + 4][n]);
+                }
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) mma_tf32(acc[i][j], af[i], bf[j]);
+                if (more) {
+                    store(buf ^ 1); // buf ^ 1 was last read before the previous step's barrier
+                    __syncthreads();
+                    buf ^= 1;
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int co = m0 + wm + i * 16 + g + 8 * h;
+                if (co >= a.cout) continue;
+                const float bv = a.bias ? a.bias[co] : 0.0f;
+                float* yrow = a.y + ((static_cast<int64_t>(b) * a.cout + co) * a.to + frame) * np;
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int p = n0 + wn + j * 8 + 2 * t4 + e;
+                        if (p < np) yrow[p] = acc[i][j][2 * h + e] + bv;
+                    }
+            }
+        return;
+    }
     // Thread (ty, tx) owns rows ty·4 + {0..3}, 64 + ty·4 + {0..3} and columns tx·4 + {0..3}, 64 + tx·4 + ...
     const int ty = tid >> 4, tx = tid & 15;
     float acc[8][8];
@@ -204,10 +288,17 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
     const dim3 grid(static_cast<unsigned>((np + kBN - 1) / kBN),
                     static_cast<unsigned>((cout + kBM - 1) / kBM), static_cast<unsigned>(frames));
     if (grid.y > 65535) return unimplemented("conv3d (CUDA): more than 65535·128 output channels");
-    if (cin % kBK == 0)
-        conv3d_igemm_kernel<true><<<grid, kThreads, 0, stream>>>(a);
-    else
-        conv3d_igemm_kernel<false><<<grid, kThreads, 0, stream>>>(a);
+    const bool aligned = cin % kBK == 0;
+    if (ctx.allow_tf32) {
+        if (aligned)
+            conv3d_igemm_kernel<true, true><<<grid, kThreads, 0, stream>>>(a);
+        else
+            conv3d_igemm_kernel<false, true><<<grid, kThreads, 0, stream>>>(a);
+    } else if (aligned) {
+        conv3d_igemm_kernel<true, false><<<grid, kThreads, 0, stream>>>(a);
+    } else {
+        conv3d_igemm_kernel<false, false><<<grid, kThreads, 0, stream>>>(a);
+    }
     return check_launch("conv3d");
 }
 
