@@ -153,13 +153,10 @@ def blend(a, b, extent, dim):
     return torch.cat([out, b.narrow(dim, extent, b.shape[dim] - extent)], dim=dim)
 
 
-def decode_clip_tiled(z, W, cfg, tile, min_overlap):
-    p = cfg["_patch"]
-    H, Wd = z.shape[-2] * p, z.shape[-1] * p
-    ys, yl, yo = split_tiles(H, tile, min_overlap, p)
-    xs, xl, xo = split_tiles(Wd, tile, min_overlap, p)
-    tiles = [[vit_decode(z[:, :, y // p:(y + ly) // p, x // p:(x + lx) // p], W, cfg) for x, lx in zip(xs, xl)]
-             for y, ly in zip(ys, yl)]
+
+def stitch_tiles(tiles, yo, xo):
+    """Each tile blended with the unblended tile above (dim H), then the one to its left (dim W); overlaps
+    cropped on the right / bottom; rows concatenated."""
     rows = []
     for i, row in enumerate(tiles):
         out = []
@@ -175,6 +172,15 @@ def decode_clip_tiled(z, W, cfg, tile, min_overlap):
             out.append(tl)
         rows.append(torch.cat(out, dim=-1))
     return torch.cat(rows, dim=-2)
+
+def decode_clip_tiled(z, W, cfg, tile, min_overlap):
+    p = cfg["_patch"]
+    H, Wd = z.shape[-2] * p, z.shape[-1] * p
+    ys, yl, yo = split_tiles(H, tile, min_overlap, p)
+    xs, xl, xo = split_tiles(Wd, tile, min_overlap, p)
+    tiles = [[vit_decode(z[:, :, y // p:(y + ly) // p, x // p:(x + lx) // p], W, cfg) for x, lx in zip(xs, xl)]
+             for y, ly in zip(ys, yl)]
+    return stitch_tiles(tiles, yo, xo)
 
 
 def decode_video(latents, W, cfg, tile=256, min_overlap=64):
@@ -274,21 +280,7 @@ def encode_clip(x, W, cfg, tile=256, min_overlap=64, tiling=True):
              for y, ly in zip(ys, yl)]
     yo = [o // ratio for o in yo]
     xo = [o // ratio for o in xo]
-    rows = []
-    for i, row in enumerate(tiles):
-        out = []
-        for j, tl in enumerate(row):
-            if i > 0:
-                tl = blend(tiles[i - 1][j], tl, yo[i - 1], dim=-2)
-            if j > 0:
-                tl = blend(row[j - 1], tl, xo[j - 1], dim=-1)
-            if i < len(tiles) - 1:
-                tl = tl[..., : tl.shape[-2] - yo[i], :]
-            if j < len(row) - 1:
-                tl = tl[..., : tl.shape[-1] - xo[j]]
-            out.append(tl)
-        rows.append(torch.cat(out, dim=-1))
-    return torch.cat(rows, dim=-2)
+    return stitch_tiles(tiles, yo, xo)
 
 
 def encode_moments(x, W, cfg, tile=256, min_overlap=64, tiling=True):
