@@ -73,11 +73,12 @@ expect_rc 0 "${GEN[@]}" --reference "$IMG/jpeg_444.jpg" --reference "audio:$WORK
 cmp -s "$WORK/r3.st" "$WORK/r4.st" && fail "different references gave the same latents"
 # clip length is no rule: a 17.8 s clip is cut to the generated 107 frames (the same latents as the clip cut to
 # int(107/24 · 32000) samples beforehand), a 1.5 s one is used whole
-expect_rc 0 "${GEN[@]}" --reference "$IMG/png_rgb.png" --reference "$WORK/long.wav" --save-latents "$WORK/long.st"
-expect_rc 0 "${GEN[@]}" --reference "$IMG/png_rgb.png" --reference "$WORK/cut.wav" --save-latents "$WORK/cut.st"
+expect_rc 0 "${GEN[@]}" --reference "$IMG/png_rgb.png" --reference "$WORK/long.wav" --reference "$WORK/short.wav" \
+  --save-latents "$WORK/long.st"
+expect_err "3 reference(s)"
+expect_rc 0 "${GEN[@]}" --reference "$IMG/png_rgb.png" --reference "$WORK/cut.wav" --reference "$WORK/short.wav" \
+  --save-latents "$WORK/cut.st"
 cmp -s "$WORK/long.st" "$WORK/cut.st" || fail "a long audio reference is not cut to the generated length"
-expect_rc 0 "${GEN[@]}" --reference "$IMG/png_rgb.png" --reference "$WORK/short.wav" --save-latents "$WORK/short.st"
-cmp -s "$WORK/short.st" "$WORK/cut.st" && fail "the short audio reference gave the latents of the long one"
 # t2va on the same seed differs (and runs on the other DiT)
 expect_rc 0 "${GEN[@]}" --save-latents "$WORK/t2va.st"
 cmp -s "$WORK/r1.st" "$WORK/t2va.st" && fail "ref2va gave the t2va latents"
