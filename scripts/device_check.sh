@@ -26,6 +26,9 @@ if ! ls /usr/local/cuda/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
+echo "== torch 2.x / transformers 5.x numerics (linspace, sigma grid, vision position embedding)"
+timeout 300 python3 tools/reference/check_torch2_numerics.py > "$OUT/torch2_numerics.txt" 2>&1
+echo "check_torch2_numerics rc=$?"; tail -12 "$OUT/torch2_numerics.txt"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTURES=90a -DH3_BUILD_BENCH=OFF \
   "${CUDNN_ARGS[@]}" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"

@@ -160,8 +160,8 @@ Command make_generate_command() {
                            "ref2va (repeatable, order kept; uses transformer_ref): an image, a video (its "
                            "soundtrack comes along) or an audio clip; prefix image:, video: or audio: to "
                            "choose the kind (audio:clip.mp4 takes a video's soundtrack alone). At most 9 "
-                           "images, 3 videos, 3 audio clips, 12 in all; audio never alone; clips 2-15 s, "
-                           "15 s together");
+                           "images, 3 videos, 3 audio clips, 12 in all; audio never alone; clips are cut to "
+                           "the generated length");
         add_reference_size_options(o->sub, o->reference_image_edge, o->reference_video_edge);
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
