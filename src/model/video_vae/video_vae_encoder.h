@@ -55,7 +55,9 @@ struct VideoEncodeOptions {
     bool tiling = true;   // false: every clip encoded whole
     int tile_batch = 0; // tiles per encoder call (same shapes only); 0: 1 on the CPU, on CUDA as many as keep
                         // the widest activation under ~1 GiB
-    bool tf32 = false; // CUDA: the convolutions on TF32 tensor cores (ops::Context::allow_tf32); CPU: ignored
+    // CUDA: the convolutions on TF32 tensor cores (ops::Context::allow_tf32), as PyTorch runs them by default
+    // (torch.backends.cudnn.allow_tf32); false: exact fp32. The CPU is always fp32.
+    bool tf32 = true;
 };
 
 // ImageNet normalization of RGB8 frames [F, H, W, 3] u8 -> [3, F, H, W] f32: (v/255 − mean)/std in fp32.
