@@ -165,10 +165,10 @@ if $H3 bench vae --help > /dev/null 2>&1; then
   H3_GEMM_AUTOTUNE=0 timeout 240 $H3 bench vae --random-weights --assemble-on-host --json \
     > "$OUT/bench_vae_host.json" 2> "$OUT/bench_vae_host.err"
   echo "bench vae --assemble-on-host (H3_GEMM_AUTOTUNE=0) rc=$?: $(python3 -c "import json;d=json.load(open('$OUT/bench_vae_host.json'));print(d['video_decode_seconds'])" 2>/dev/null) s"
-  echo "== bench vae --reference (5 s 1344x768 clip: TF32 cuDNN default; then 1-clip exact / built-in variants)"
+  echo "== bench vae --reference (5 s 1344x768 clip: TF32 implicit GEMM default; then 1-clip exact / cuDNN variants)"
   timeout 240 $H3 bench vae --reference --random-weights --json > "$OUT/bench_vae_ref.json" 2> "$OUT/bench_vae_ref.err"
   echo "bench vae --reference rc=$?"; cat "$OUT/bench_vae_ref.json"; tail -3 "$OUT/bench_vae_ref.err"
-  for v in "cudnn_tf32::" "cudnn_fp32::--exact-fp32" "igemm_tf32:H3_CONV3D=igemm:" "igemm_fp32:H3_CONV3D=igemm:--exact-fp32"; do
+  for v in "igemm_tf32::" "igemm_fp32::--exact-fp32" "cudnn_ndhwc_tf32:H3_CONV3D=cudnn:" "cudnn_ndhwc_fp32:H3_CONV3D=cudnn:--exact-fp32"; do
     n=${v%%:*}; rest=${v#*:}; e=${rest%%:*}; flag=${rest#*:}
     timeout 120 env $e $H3 bench vae --reference --random-weights --frames 5 $flag --json \
       > "$OUT/bench_vae_ref5_$n.json" 2> "$OUT/bench_vae_ref5_$n.err"

@@ -502,8 +502,11 @@ TEST(OpsConv, Conv3d) {
             on_cuda(),
             [&](const Context& cx, Tensor& out) { return conv3d(cx, c.p, clone(x), clone(w), bias, out); },
             ys, naive_conv3d(c, ys, values(x), values(w), c.bias ? values(bias) : std::vector<double>{}));
-        // On CUDA both paths: cuDNN's convolution (the default) and the built-in implicit GEMM kernels.
-        for (const bool cudnn : on_cuda() ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
+        // On CUDA both paths: the built-in implicit GEMM kernels (the default) and cuDNN's convolution.
+#ifdef H3_WITH_CUDA
+        const bool initial = on_cuda() && backend().holder->conv3d_cudnn();
+#endif
+        for (const bool cudnn : on_cuda() ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
             SCOPED_TRACE(on_cuda() ? (cudnn ? "cuDNN" : "implicit GEMM") : "cpu");
 #ifdef H3_WITH_CUDA
             if (on_cuda()) backend().holder->set_conv3d_cudnn(cudnn);
@@ -532,7 +535,7 @@ TEST(OpsConv, Conv3d) {
             EXPECT_LT(rel_rms, 3e-3);
         }
 #ifdef H3_WITH_CUDA
-        if (on_cuda()) backend().holder->set_conv3d_cudnn(true);
+        if (on_cuda()) backend().holder->set_conv3d_cudnn(initial);
 #endif
     }
 }

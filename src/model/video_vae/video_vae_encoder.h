@@ -7,7 +7,10 @@
 // posterior and the sampling run on the host over small latent tensors.
 #pragma once
 
+#include "core/buffer_pool.h"
 #include "model/video_vae/video_vae.h"
+
+#include <memory>
 
 namespace h3::model {
 
@@ -37,6 +40,9 @@ struct VideoVaeEncoder {
     VideoVaeConfig config;
     VideoVaeEncoderWeights weights;
     Device device = Device::cpu();
+    // The activations of encoder calls, reused while the encoder lives (every tile of a clip has the same
+    // shapes: after the first one nothing is allocated or freed); made by the first call, shared by copies.
+    mutable std::shared_ptr<BufferPool> buffers;
 };
 
 // The diffusers names and shapes of every encoder tensor (encoder.*, quant_conv.*), from the config.

@@ -16,9 +16,10 @@ Status conv3d_pad_input(const Context& ctx, const Tensor& x, int front, int top,
 // frames dropped).
 Status conv3d_slice_taps(const Context& ctx, const Tensor& w, int first, float* wt);
 
-// y = conv3d(x, w) + bias through cuDNN: TF32 tensor-core algorithms with ctx.allow_tf32, FMA-only ones
-// otherwise; only the GEMM-family algorithms (no FFT or Winograd). `ran` is false when cuDNN offers no
-// usable algorithm for the problem (cached), and the caller runs its own kernels.
+// y = conv3d(x, w) + bias through cuDNN in channels-last layout (operands transposed through the context's
+// scratch): TF32 tensor-core algorithms with ctx.allow_tf32, FMA-only ones otherwise; only the GEMM-family
+// algorithms (no FFT or Winograd). `ran` is false when cuDNN offers no usable algorithm for the problem
+// (cached) or the shape is beyond its descriptors, and the caller runs its own kernels.
 Status cudnn_conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w,
                     const Tensor& bias, Tensor& y, bool& ran);
 

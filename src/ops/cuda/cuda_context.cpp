@@ -30,7 +30,7 @@ Result<std::unique_ptr<CudaContext>> CudaContext::create(int device) {
     c->attention_cache_ = std::make_unique<cuda_detail::AttentionCache>();
     c->conv3d_cache_ = std::make_unique<cuda_detail::Conv3dCache>();
     if (const char* e = std::getenv("H3_GEMM_AUTOTUNE")) c->gemm_autotune_ = std::string(e) != "0";
-    if (const char* e = std::getenv("H3_CONV3D")) c->conv3d_cudnn_ = std::string(e) != "igemm";
+    if (const char* e = std::getenv("H3_CONV3D")) c->conv3d_cudnn_ = std::string(e) == "cudnn";
 
     cudaDeviceProp prop{};
     H3_TRY(cuda_status(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"));
