@@ -131,6 +131,20 @@ PY
 done
 timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --json > "$OUT/bench_2.json" 2> "$OUT/bench_2.err"
 echo "bench(2 blocks) rc=$?"; cat "$OUT/bench_2.json"; tail -5 "$OUT/bench_2.err"
+# the same without GEMM autotuning (cuBLASLt's first heuristic choice, as before issue #19), same run
+H3_GEMM_AUTOTUNE=0 timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --json \
+  > "$OUT/bench_2_untuned.json" 2> "$OUT/bench_2_untuned.err"
+echo "bench(2 blocks, H3_GEMM_AUTOTUNE=0) rc=$?"
+python3 - "$OUT/bench_2_untuned.json" "$OUT/bench_2.json" <<'PY'
+import json, sys
+for label, path in zip(("untuned", "tuned"), sys.argv[1:3]):
+    try: d = json.load(open(path))
+    except Exception: print(label, "missing"); continue
+    f = d.get("forward", {})
+    print(f"{label}: {d['seconds_per_block']:.4f} s/block, GEMM {d.get('gemm_tflops', 0):.0f} TFLOP/s, "
+          f"per-op ms {dict((k, round(v * 1e3, 2)) for k, v in d.get('per_op_seconds_per_block', {}).items())}")
+    for k, v in f.items(): print(f"  forward ({d.get('forward_blocks')} blocks) {k}: {v['seconds']:.4f} s, {v['device_allocations']} allocations")
+PY
 ATT=$(python3 -c "import json;print(json.load(open('$OUT/bench_2.json'))['attention_tflops'])" 2>/dev/null || echo 0)
 if python3 -c "import sys; sys.exit(0 if float('$ATT') > 100 else 1)"; then
   timeout 240 $H3 bench dit --random-weights --blocks 50 --iters 1 --json > "$OUT/bench_50.json" 2> "$OUT/bench_50.err"
@@ -161,6 +175,19 @@ if $H3 bench vae --help > /dev/null 2>&1; then
   echo "== bench vae"
   timeout 240 $H3 bench vae --random-weights --json > "$OUT/bench_vae.json" 2> "$OUT/bench_vae.err"
   echo "bench vae rc=$?"; cat "$OUT/bench_vae.json"; tail -3 "$OUT/bench_vae.err"
+  # before issue #19's device assembly: tiles stitched on the host, untuned GEMMs (same run, for the ratio)
+  H3_GEMM_AUTOTUNE=0 timeout 240 $H3 bench vae --random-weights --assemble-on-host --json \
+    > "$OUT/bench_vae_host.json" 2> "$OUT/bench_vae_host.err"
+  echo "bench vae --assemble-on-host (H3_GEMM_AUTOTUNE=0) rc=$?: $(python3 -c "import json;d=json.load(open('$OUT/bench_vae_host.json'));print(d['video_decode_seconds'])" 2>/dev/null) s"
+  echo "== bench vae --reference (5 s 1344x768 clip: TF32 implicit GEMM default; then 1-clip exact / cuDNN variants)"
+  timeout 240 $H3 bench vae --reference --random-weights --json > "$OUT/bench_vae_ref.json" 2> "$OUT/bench_vae_ref.err"
+  echo "bench vae --reference rc=$?"; cat "$OUT/bench_vae_ref.json"; tail -3 "$OUT/bench_vae_ref.err"
+  for v in "igemm_tf32::" "igemm_fp32::--exact-fp32" "cudnn_ndhwc_tf32:H3_CONV3D=cudnn:" "cudnn_ndhwc_fp32:H3_CONV3D=cudnn:--exact-fp32"; do
+    n=${v%%:*}; rest=${v#*:}; e=${rest%%:*}; flag=${rest#*:}
+    timeout 120 env $e $H3 bench vae --reference --random-weights --frames 5 $flag --json \
+      > "$OUT/bench_vae_ref5_$n.json" 2> "$OUT/bench_vae_ref5_$n.err"
+    echo "  5-frame clip $n rc=$?: $(python3 -c "import json;print(json.load(open('$OUT/bench_vae_ref5_$n.json'))['clip_encode_seconds'])" 2>/dev/null) s"
+  done
 fi
 if $H3 bench vae --help 2>&1 | grep -q -- --encode; then
   echo "== bench vae --encode"

@@ -25,4 +25,6 @@
 #include "ops/reduce.h"
 #include "ops/rope.h"
 #include "ops/rows.h"
+#include "ops/sampling.h"
+#include "ops/tiles.h"
 #include "ops/transpose.h"

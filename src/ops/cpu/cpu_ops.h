@@ -73,4 +73,11 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
 Status group_norm(const Context& ctx, const GroupNormParams& p, const Tensor& x, const Tensor& weight,
                   const Tensor& bias, Tensor& y);
 
+// The sampling loop's Euler step and the tiled VAE's assembly (ops/sampling.h, ops/tiles.h): f32 only.
+Status euler_update(const Context& ctx, const EulerParams& p, Tensor& x, const Tensor& v);
+Status blend_tile(const Context& ctx, const BlendTileParams& p, const Tensor& cur, const Tensor& up,
+                  const Tensor& left, Tensor& out);
+Status crossfade_frames(const Context& ctx, const CrossfadeParams& p, const Tensor& src, const Tensor& prev,
+                        Tensor& out);
+
 } // namespace h3::ops::cpu_impl

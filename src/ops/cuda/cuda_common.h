@@ -77,11 +77,30 @@ struct GemmKey {
 struct GemmAlgo {
     bool supported = false; // false: cuBLASLt offered nothing for this combination (use the fallback)
     cublasLtMatmulAlgo_t algo{};
+    int candidates = 0;   // heuristic results considered
+    int chosen = 0;       // index of the kept one among them (0: the heuristic's first)
+    float best_ms = 0.0f; // its time when the candidates were timed
 };
 
 struct GemmCache {
     std::mutex mutex;
     std::map<GemmKey, GemmAlgo> algos;
+};
+
+// conv3d through cuDNN's convolution (conv3d_cudnn.cpp): the algorithm chosen per problem.
+struct Conv3dKey {
+    std::vector<int> dims; // x, w, pads, strides, math
+    bool operator<(const Conv3dKey& o) const { return dims < o.dims; }
+};
+struct Conv3dAlgo {
+    bool supported = false; // false: no usable cuDNN algorithm (the implicit GEMM kernels run instead)
+    int algo = 0;           // cudnnConvolutionFwdAlgo_t
+    int math = 0;           // cudnnMathType_t
+    size_t workspace = 0;
+};
+struct Conv3dCache {
+    std::mutex mutex;
+    std::map<Conv3dKey, Conv3dAlgo> algos;
 };
 
 // A finalized cuDNN execution plan and every descriptor it was built from (kept alive with it).
