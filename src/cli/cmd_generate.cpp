@@ -1,6 +1,7 @@
 // h3-engine generate --model DIR (--prompt TEXT | --prompt-embeds FILE | --random-prompt-embeds L)
 //   [--seconds S | --frames F] [--size WxH | --aspect W:H] [--steps N] [--seed N] [--device cpu|cuda]
-//   [--dtype bf16|fp32] [--save-latents FILE] [--output PATH] [--progress bar|json|none]
+//   [--dtype bf16|fp32] [--precision bf16|fp8] [--save-latents FILE] [--output PATH]
+//   [--progress bar|json|none]
 //   [--cache SPEC | --quality lossless|high] [--metrics FILE] [--first-frame IMG] [--last-frame IMG]
 //   [--reference [image:|video:|audio:]FILE ...]
 #include "api/engine.h"
@@ -90,7 +91,8 @@ void print_bar(const pipeline::StepProgress& p) {
 Command make_generate_command() {
     struct Options {
         std::string model, prompt, prompt_embeds, size, aspect, device = "cpu", dtype = "bf16", save_latents,
-                                                                output, progress, cache, quality, metrics;
+                                                                output, progress, cache, quality, metrics,
+                                                                precision = "bf16";
         int random_prompt_embeds = 0, steps = 50, frames = 0;
         double seconds = 0;
         uint64_t seed = 0;
@@ -136,6 +138,13 @@ Command make_generate_command() {
         o->sub->add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
         o->sub->add_option("--dtype", o->dtype, "bf16 | fp32")
             ->check(CLI::IsMember({"bf16", "fp32"}))
+            ->capture_default_str();
+        o->sub
+            ->add_option(
+                "--precision", o->precision,
+                "DiT precision with --dtype bf16: bf16 (lossless) | fp8 (opt-in, lossy: the blocks' GEMMs "
+                "and attention in e4m3; CUDA needs an H100/H200)")
+            ->check(CLI::IsMember({"bf16", "fp8"}))
             ->capture_default_str();
         o->sub->add_option("--save-latents", o->save_latents,
                            "safetensors to write video_noise/video_latents [1,24,T,h,w] and audio_noise/"
@@ -350,16 +359,20 @@ Command make_generate_command() {
             }
         }
 
+        if (o->precision == "fp8" && o->dtype == "fp32")
+            return report(
+                invalid_argument("--precision fp8 needs --dtype bf16 (fp8 is a bf16-model option)"));
         model::DitLoadOptions lo{.device = ctx.device,
-                                 .precision = o->dtype == "fp32" ? model::DitPrecision::kFp32
-                                                                 : model::DitPrecision::kBf16};
+                                 .precision = o->dtype == "fp32"      ? model::DitPrecision::kFp32
+                                              : o->precision == "fp8" ? model::DitPrecision::kFp8
+                                                                      : model::DitPrecision::kBf16};
         auto m = model::DitModel::load(*ckpt, lo, ctx);
         if (!m.ok()) return report(m.status());
-        std::fprintf(stderr,
-                     "generate: %s, %d steps (%d forwards), seed %llu, shifts %g/%g, %s %s, cache %s\n",
-                     geometry->describe().c_str(), rq.steps, rq.steps - 1,
-                     static_cast<unsigned long long>(rq.seed), rq.video_shift, rq.audio_shift,
-                     ctx.device.to_string().c_str(), o->dtype.c_str(), rq.cache.describe().c_str());
+        std::fprintf(
+            stderr, "generate: %s, %d steps (%d forwards), seed %llu, shifts %g/%g, %s %s, cache %s\n",
+            geometry->describe().c_str(), rq.steps, rq.steps - 1, static_cast<unsigned long long>(rq.seed),
+            rq.video_shift, rq.audio_shift, ctx.device.to_string().c_str(),
+            model::precision_name((*m)->precision()), rq.cache.describe().c_str());
 
         // ---- denoise (Ctrl-C cancels between steps and between blocks)
         pipeline::DenoiseOptions dopt;
@@ -386,15 +399,17 @@ Command make_generate_command() {
         }
 
         // ---- outputs
-        const std::map<std::string, std::string> meta = {{"seed", std::to_string(rq.seed)},
-                                                         {"steps", std::to_string(rq.steps)},
-                                                         {"width", std::to_string(out->geometry.width)},
-                                                         {"height", std::to_string(out->geometry.height)},
-                                                         {"frames", std::to_string(out->geometry.frames)},
-                                                         {"video_shift", std::to_string(rq.video_shift)},
-                                                         {"audio_shift", std::to_string(rq.audio_shift)},
-                                                         {"dtype", o->dtype},
-                                                         {"device", ctx.device.to_string()}};
+        const std::map<std::string, std::string> meta = {
+            {"seed", std::to_string(rq.seed)},
+            {"steps", std::to_string(rq.steps)},
+            {"width", std::to_string(out->geometry.width)},
+            {"height", std::to_string(out->geometry.height)},
+            {"frames", std::to_string(out->geometry.frames)},
+            {"video_shift", std::to_string(rq.video_shift)},
+            {"audio_shift", std::to_string(rq.audio_shift)},
+            {"dtype", o->dtype},
+            {"precision", model::precision_name((*m)->precision())},
+            {"device", ctx.device.to_string()}};
         if (!o->save_latents.empty()) {
             Status w = io::write_safetensors(o->save_latents,
                                              {{"video_noise", out->video_noise},
@@ -418,6 +433,7 @@ Command make_generate_command() {
             nlohmann::json mj = out->work.to_json();
             mj["device"] = ctx.device.to_string();
             mj["dtype"] = o->dtype;
+            mj["precision"] = model::precision_name((*m)->precision());
             if (Status w = io::write_json_file(o->metrics, mj); !w.ok()) return report(w);
         }
         std::fprintf(stderr, "generate: %s\n", out->work.summary().c_str());
