@@ -64,6 +64,16 @@ fi
 run_test "test_ops_fp8 --backend cuda" ops_fp8.log 120 $T/test_ops_fp8 --backend cuda --gtest_filter='-*HopperStages*'
 run_test "test_ops --backend cuda (Attention*)" ops_attn.log 120 $T/test_ops --backend cuda --gtest_filter='*Attention*'
 run_test "test_dit_fp8 (CPU bound + CUDA vs CPU)" dit_fp8.log 150 $T/test_dit_fp8
+# tiny model, --precision fp8 (e4m3 GEMMs; its head dim 32 keeps attention bf16) on CPU and CUDA: the same
+# quantization on both, so the latents agree like the bf16 ones do
+[ -d /tmp/tiny ] || $H3 make-tiny /tmp/tiny > /dev/null
+for dev in cpu cuda; do
+  timeout 120 $H3 generate --model /tmp/tiny --prompt "a red fox runs through snow" --size 64x32 --frames 107 \
+    --steps 6 --seed 7 --device $dev --precision fp8 --save-latents /tmp/lat_fp8_$dev.safetensors --progress none \
+    > /dev/null 2> "$OUT/gen_fp8_$dev.err" || { echo "generate fp8 $dev failed"; tail -3 "$OUT/gen_fp8_$dev.err"; }
+done
+echo "tiny generate --precision fp8, cuda vs cpu:"
+python3 tools/reference/compare_latents.py /tmp/lat_fp8_cuda.safetensors /tmp/lat_fp8_cpu.safetensors
 if [ "${H3_ATTN_QUICK:-0}" = 1 ]; then exit 0; fi
 echo "== bench attention (every candidate, same process; ms, TFLOP/s, x the default cuDNN plan, error vs exact)"
 timeout 240 $H3 bench attention --seq 38247 --fp8 --iters 3 --rounds 2 > "$OUT/attn_38k.log" 2> "$OUT/attn_38k.err"
