@@ -33,7 +33,8 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTU
   "${CUDNN_ARGS[@]}" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
 for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner test_audio_encoder \
-         test_audio_resample test_references test_layout test_generator; do [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
+         test_audio_resample test_references test_layout test_generator test_ops_fp8 test_dit_fp8; do
+  [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"
@@ -104,6 +105,8 @@ for dev in cpu cuda; do
 done
 echo "tiny non-release geometry cuda vs cpu (fp32): $(grep -h 'latents' "$OUT/tiny8_cuda.err" | head -1)"
 python3 tools/reference/compare_latents.py /tmp/tiny8_cuda.safetensors /tmp/tiny8_cpu.safetensors
+# attention kernels, cuDNN configs, fp8 (tests always; the full-size benches unless H3_SKIP_BENCH=1)
+[ -f scripts/device_attention.sh ] && H3_ATTN_QUICK=${H3_SKIP_BENCH:-0} bash scripts/device_attention.sh
 pack_logs() { # at most 8 files come back from $OUT: pack the logs
   (cd "$OUT" && tar czf logs.tgz *.log *.err *.json gpu.txt 2>/dev/null && find . -maxdepth 1 -type f ! -name logs.tgz -delete)
 }

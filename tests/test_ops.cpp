@@ -757,13 +757,25 @@ struct AttnCase {
     int64_t hkv = 0; // kv heads (0: = h)
     bool causal = false;
 };
-// The last five: grouped-query and/or causal (the text encoder's attention); causal needs sq == sk, and
-// 70 rows cross the CUDA fallback's 32-key tiles and 4-query blocks unevenly.
-const AttnCase kAttnCases[] = {{1, 1, 1, 1, 0.0f},           {5, 7, 2, 16, 0.0f},
-                               {33, 17, 3, 64, 0.3f},        {17, 70, 2, 128, 0.0f},
-                               {5, 5, 4, 16, 0.0f, 2, true}, {33, 33, 4, 64, 0.0f, 4, true},
-                               {17, 23, 6, 64, 0.0f, 3},     {70, 70, 8, 128, 0.2f, 2, true},
-                               {1, 1, 4, 32, 0.0f, 1, true}};
+// Then grouped-query and/or causal (the text encoder's attention); causal needs sq == sk, and 70 rows
+// cross the CUDA fallback's 32-key tiles and 4-query blocks unevenly. The last six have head dim 128 and
+// sizes that are not multiples of the sm_90a kernel's 128-row tiles (partial query and key tiles, rows
+// past Sq in the last tile, one query row, causal GQA / MQA over several tiles, non-causal GQA).
+const AttnCase kAttnCases[] = {{1, 1, 1, 1, 0.0f},
+                               {5, 7, 2, 16, 0.0f},
+                               {33, 17, 3, 64, 0.3f},
+                               {17, 70, 2, 128, 0.0f},
+                               {5, 5, 4, 16, 0.0f, 2, true},
+                               {33, 33, 4, 64, 0.0f, 4, true},
+                               {17, 23, 6, 64, 0.0f, 3},
+                               {70, 70, 8, 128, 0.2f, 2, true},
+                               {1, 1, 4, 32, 0.0f, 1, true},
+                               {300, 333, 3, 128, 0.0f},
+                               {129, 129, 2, 128, 0.1f},
+                               {1, 200, 2, 128, 0.0f},
+                               {257, 257, 4, 128, 0.0f, 2, true},
+                               {200, 200, 8, 128, 0.0f, 1, true},
+                               {150, 190, 4, 128, 0.0f, 2}};
 
 TEST(Ops, Attention) {
     SKIP_IF_NO_BACKEND();
@@ -808,9 +820,19 @@ TEST(Ops, Attention) {
                                         s[j] / sum * vv[(j * hkv + hk) * c.d + e];
                         }
                 }
-                Guarded o(o0);
-                ASSERT_OK(attention(ctx(), p, dev(q), dev(k), dev(v), o.t));
-                check_output(o, want, kAttnTol.of(out));
+                // Every CUDA implementation that takes the call (kAuto's choice first); the CPU has one.
+                const AttentionImpl impls[] = {AttentionImpl::kAuto, AttentionImpl::kHopper,
+                                               AttentionImpl::kCudnn, AttentionImpl::kFallback};
+                for (AttentionImpl impl : impls) {
+                    if (!on_cuda() && impl != AttentionImpl::kAuto) break;
+                    SCOPED_TRACE("impl " + std::to_string(static_cast<int>(impl)));
+                    Guarded o(o0);
+                    p.impl = impl;
+                    Status st = attention(ctx(), p, dev(q), dev(k), dev(v), o.t);
+                    if (impl != AttentionImpl::kAuto && st.code() == ErrorCode::kUnimplemented) continue;
+                    ASSERT_OK(st);
+                    check_output(o, want, kAttnTol.of(out));
+                }
             }
 }
 

@@ -1,5 +1,5 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
-//                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--iters K] [--json]
+//                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--precision fp8] [--iters K] [--json]
 // h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
 // h3-engine bench vae --encode --random-weights [--size WxH] [--json]   (one keyframe through the encoder)
 // h3-engine bench vae --reference --random-weights [--size WxH] [--frames F] [--json]   (ref2va encoders)
@@ -12,6 +12,7 @@
 #include "core/phase_timer.h"
 #include "model/audio_vae/audio_vae.h"
 #include "model/audio_vae/audio_vae_encoder.h"
+#include "model/dit/dit_fp8.h"
 #include "model/dit/dit_random.h"
 #include "model/video_vae/video_vae.h"
 #include "model/video_vae/video_vae_encoder.h"
@@ -33,7 +34,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
-    std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16";
+    std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16", precision;
     int frames = 124, text = 537, blocks = 4, iters = 2;
     bool random_weights = false, json = false;
     CLI::App* sub = nullptr;
@@ -80,7 +81,10 @@ int run_bench(const BenchOptions& o) {
     auto session = DeviceSession::open(o.device);
     if (!session.ok()) return report(session.status());
     const ops::Context& ctx = (*session)->context();
-    const auto prec = o.dtype == "fp32" ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16;
+    const std::string pname = o.precision.empty() ? o.dtype : o.precision; // --precision wins over --dtype
+    const bool fp8 = pname == "fp8";
+    const auto prec = fp8 ? model::DitPrecision::kFp8
+                          : (pname == "fp32" ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16);
     const int blocks = std::max(1, std::min(o.blocks, c.num_layers));
     reset_device_memory_peak();
     auto weights = model::random_dit_weights(c, ctx, prec, {.blocks = blocks, .adaln = false, .seed = 1});
@@ -89,6 +93,10 @@ int run_bench(const BenchOptions& o) {
     // also extrapolated to the config's block count from the per-block time.
     model::DitConfig truncated = c;
     truncated.num_layers = blocks;
+    if (fp8) { // every timed block in e4m3 (the default exceptions name the last of 50 blocks)
+        Status q = model::quantize_dit_fp8(ctx, truncated, {.bf16_layers = {}}, *weights);
+        if (!q.ok()) return report(q);
+    }
     model::DitModel dit(truncated, std::move(*weights), prec, ctx);
     auto packed = model::synthetic_inputs(c, layout, 0.3f, 0.55f, 2);
     auto tables = model::random_adaln_tables(c, ctx, dit.act_dtype(), packed.timesteps, blocks, 3);
@@ -186,11 +194,12 @@ int run_bench(const BenchOptions& o) {
         auto out = Tensor::empty(Shape{S, Hh, hd}, dit.act_dtype(), ctx.device);
         if (!q.ok() || !k.ok() || !v.ok() || !out.ok()) return report(internal_error("attention buffers"));
         for (auto* t : {&*q, &*k, &*v}) st = ops::fill_uniform(ctx, {.seed = 5, .bound = 1.0f}, *t);
-        st = ops::attention(ctx, {}, *q, *k, *v, *out); // warm-up
+        const ops::AttentionParams ap{.fp8 = fp8};
+        st = ops::attention(ctx, ap, *q, *k, *v, *out); // warm-up
         if (st.ok()) st = (*session)->synchronize();
         if (!st.ok()) return report(st);
         auto ta = Clock::now();
-        for (int i = 0; i < o.iters; ++i) st = ops::attention(ctx, {}, *q, *k, *v, *out);
+        for (int i = 0; i < o.iters; ++i) st = ops::attention(ctx, ap, *q, *k, *v, *out);
         if (st.ok()) st = (*session)->synchronize();
         if (!st.ok()) return report(st);
         attn_s = std::chrono::duration<double>(Clock::now() - ta).count() / o.iters;
@@ -199,7 +208,8 @@ int run_bench(const BenchOptions& o) {
     const double attn_flops = 4.0 * static_cast<double>(S) * static_cast<double>(S) * c.inner_dim();
     nlohmann::json j = {
         {"device", ctx.device.to_string()},
-        {"dtype", o.dtype},
+        {"dtype", pname},
+        {"precision", model::precision_name(prec)},
         {"size", o.size},
         {"frames", o.frames},
         {"rows", S},
@@ -242,7 +252,7 @@ int run_bench(const BenchOptions& o) {
         std::printf(
             "DiT bench on %s, %s, %lld rows: %.4f s/block, %.2f s per %d-block forward, %.0f TFLOP/s; "
             "GEMM %.0f TFLOP/s; attention %.0f TFLOP/s; peak %.1f GiB\n",
-            ctx.device.to_string().c_str(), o.dtype.c_str(), static_cast<long long>(S), block_s,
+            ctx.device.to_string().c_str(), model::precision_name(prec), static_cast<long long>(S), block_s,
             block_s * c.num_layers, c.num_layers, (gemm_flops + attn_flops) / block_s / 1e12,
             gemm_s > 0 ? gemm_flops / gemm_s / 1e12 : 0.0, attn_flops / attn_s / 1e12,
             static_cast<double>(block_peak) / (1ull << 30));
@@ -500,16 +510,20 @@ int run_bench_vae(const VaeBenchOptions& o) {
 
 } // namespace
 
-Command bench_text_command();     // cmd_bench_text.cpp: `bench text`
-Command bench_generate_command(); // cmd_bench_generate.cpp: `bench generate`
+Command bench_text_command();      // cmd_bench_text.cpp: `bench text`
+Command bench_generate_command();  // cmd_bench_generate.cpp: `bench generate`
+Command bench_attention_command(); // cmd_bench_attention.cpp: `bench attention`
+Command bench_fp8_command();       // cmd_bench_fp8.cpp: `bench fp8`
 
 Command make_bench_command() {
     auto o = std::make_shared<BenchOptions>();
     auto vo = std::make_shared<VaeBenchOptions>();
     auto text = std::make_shared<Command>(bench_text_command());
     auto gen = std::make_shared<Command>(bench_generate_command());
+    auto attn = std::make_shared<Command>(bench_attention_command());
+    auto fp8c = std::make_shared<Command>(bench_fp8_command());
     Command c;
-    c.setup = [o, vo, text, gen](CLI::App& app) {
+    c.setup = [o, vo, text, gen, attn, fp8c](CLI::App& app) {
         o->sub = app.add_subcommand("bench", "Benchmarks (machine-readable with --json)");
         CLI::App* dit = o->sub->add_subcommand("dit", "DiT blocks with random full-width weights");
         o->sub->require_subcommand(1);
@@ -525,8 +539,13 @@ Command make_bench_command() {
         dit->add_option("--dtype", o->dtype, "bf16 | fp32")
             ->check(CLI::IsMember({"bf16", "fp32"}))
             ->capture_default_str();
+        dit->add_option("--precision", o->precision,
+                        "fp8: the blocks' GEMMs and attention in e4m3 (Hopper), else --dtype decides")
+            ->check(CLI::IsMember({"bf16", "fp8", "fp32"}));
         dit->add_flag("--json", o->json, "JSON output");
         text->setup(*o->sub);
+        attn->setup(*o->sub);
+        fp8c->setup(*o->sub);
         gen->setup(*o->sub);
         CLI::App* vae =
             o->sub->add_subcommand("vae", "video + audio VAE decoders with random full-width weights");
@@ -557,9 +576,11 @@ Command make_bench_command() {
         vo->sub = vae;
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
-    c.run = [o, vo, text, gen]() -> int {
+    c.run = [o, vo, text, gen, attn, fp8c]() -> int {
         if (vo->sub && vo->sub->parsed()) return run_bench_vae(*vo);
         if (gen->parsed()) return gen->run();
+        if (attn->parsed()) return attn->run();
+        if (fp8c->parsed()) return fp8c->run();
         return text->parsed() ? text->run() : run_bench(*o);
     };
     return c;

@@ -1,6 +1,7 @@
 // h3-engine generate --model DIR (--prompt TEXT | --prompt-embeds FILE | --random-prompt-embeds L)
 //   [--seconds S | --frames F] [--size WxH | --aspect W:H] [--steps N] [--seed N] [--device cpu|cuda]
-//   [--dtype bf16|fp32] [--save-latents FILE] [--output PATH] [--progress bar|json|none]
+//   [--dtype bf16|fp32] [--precision bf16|fp8] [--save-latents FILE] [--output PATH]
+//   [--progress bar|json|none]
 //   [--cache SPEC | --quality lossless|high] [--metrics FILE] [--first-frame IMG] [--last-frame IMG]
 //   [--reference [image:|video:|audio:]FILE ...]
 // A translator onto pipeline::Generator: the flags (and the files they name) become a pipeline::JobInput, the
@@ -75,7 +76,8 @@ void print_json_step(const pipeline::JobProgress& p) {
 Command make_generate_command() {
     struct Options {
         std::string model, prompt, prompt_embeds, size, aspect, device = "cpu", dtype = "bf16", save_latents,
-                                                                output, progress, cache, quality, metrics;
+                                                                output, progress, cache, quality, metrics,
+                                                                precision = "bf16";
         int random_prompt_embeds = 0, steps = 50, frames = 0;
         double seconds = 0;
         uint64_t seed = 0;
@@ -123,6 +125,13 @@ Command make_generate_command() {
         o->sub->add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
         o->sub->add_option("--dtype", o->dtype, "bf16 | fp32")
             ->check(CLI::IsMember({"bf16", "fp32"}))
+            ->capture_default_str();
+        o->sub
+            ->add_option(
+                "--precision", o->precision,
+                "DiT precision with --dtype bf16: bf16 (lossless) | fp8 (opt-in, lossy: the blocks' GEMMs "
+                "and attention in e4m3; CUDA needs an H100/H200)")
+            ->check(CLI::IsMember({"bf16", "fp8"}))
             ->capture_default_str();
         o->sub->add_option("--save-latents", o->save_latents,
                            "safetensors to write video_noise/video_latents [1,C,T,h,w] and audio_noise/"
@@ -206,8 +215,12 @@ Command make_generate_command() {
         // ---- the checkpoint's configs (a per-job plan loads nothing until the job leases it), then the job
         auto device = parse_device(o->device);
         if (!device.ok()) return report(device.status().with_context("--device"));
-        const auto precision =
-            o->dtype == "fp32" ? runtime::ComputePrecision::kFp32 : runtime::ComputePrecision::kDefault;
+        if (o->precision == "fp8" && o->dtype == "fp32")
+            return report(
+                invalid_argument("--precision fp8 needs --dtype bf16 (fp8 is a bf16-model option)"));
+        const auto precision = o->dtype == "fp32"      ? runtime::ComputePrecision::kFp32
+                               : o->precision == "fp8" ? runtime::ComputePrecision::kFp8
+                                                       : runtime::ComputePrecision::kDefault;
         auto store = runtime::ModelStore::open(o->model, runtime::PlacementPlan::per_job(*device, precision));
         if (!store.ok()) return report(store.status());
         const pipeline::JobBuilder builder((*store)->info(), bo);

@@ -18,6 +18,7 @@
 #include "ops/elementwise.h"
 #include "ops/fused.h"
 #include "ops/gemm.h"
+#include "ops/gemm_fp8.h"
 #include "ops/group_norm.h"
 #include "ops/layer_norm.h"
 #include "ops/norm.h"

@@ -65,7 +65,9 @@ Result<std::unique_ptr<ModelStore>> ModelStore::open(const std::string& root, co
     info.root = root;
     const Device device = plan[Component::kTransformer].device;
     info.device = device.to_string();
-    info.dtype = plan[Component::kTransformer].precision == ComputePrecision::kFp32 ? "fp32" : "bf16";
+    info.dtype = plan[Component::kTransformer].precision == ComputePrecision::kFp32  ? "fp32"
+                 : plan[Component::kTransformer].precision == ComputePrecision::kFp8 ? "fp8"
+                                                                                     : "bf16";
 
     // ---- where every component is, and its config (read and validated; no weights)
     model::LatentSpecSources src;
@@ -184,7 +186,9 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
     case Component::kTransformerRef: {
         H3_ASSIGN_OR_RETURN(auto ckpt, model::open_dit_checkpoint(dir, component_name(c)));
         model::DitLoadOptions lo{.device = p.device,
-                                 .precision = fp32 ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16};
+                                 .precision = fp32 ? model::DitPrecision::kFp32
+                                              : p.precision == ComputePrecision::kFp8 ? model::DitPrecision::kFp8
+                                                                                      : model::DitPrecision::kBf16};
         H3_ASSIGN_OR_RETURN(auto m, model::DitModel::load(ckpt, lo, ctx));
         return share(std::move(m));
     }

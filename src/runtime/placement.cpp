@@ -24,6 +24,15 @@ const char* component_name(Component c) {
     return "unknown";
 }
 
+const char* precision_name(ComputePrecision p) {
+    switch (p) {
+    case ComputePrecision::kFp32: return "fp32";
+    case ComputePrecision::kFp8: return "fp8";
+    case ComputePrecision::kDefault: break;
+    }
+    return "default";
+}
+
 const char* residency_name(Residency r) {
     return r == Residency::kResident ? "resident" : "per_job";
 }
@@ -34,6 +43,9 @@ PlacementPlan PlacementPlan::per_job(Device device, ComputePrecision precision) 
     for (Component c : {Component::kTransformer, Component::kTransformerRef, Component::kTextEncoder,
                         Component::kVisionTower})
         p[c].precision = precision;
+    if (precision == ComputePrecision::kFp8) // e4m3 is a DiT mode; the conditioner keeps bf16
+        for (Component c : {Component::kTextEncoder, Component::kVisionTower})
+            p[c].precision = ComputePrecision::kDefault;
     return p;
 }
 
@@ -63,7 +75,7 @@ std::string PlacementPlan::describe() const {
         const ComponentPlacement& p = (*this)[c];
         if (!s.empty()) s += ", ";
         s += std::string(component_name(c)) + " " + residency_name(p.residency) + " " + p.device.to_string() +
-             (p.precision == ComputePrecision::kFp32 ? " fp32" : "");
+             (p.precision == ComputePrecision::kDefault ? "" : std::string(" ") + precision_name(p.precision));
     }
     return s;
 }

@@ -38,8 +38,10 @@ enum class Residency {
 const char* residency_name(Residency r); // "per_job", "resident"
 
 // The arithmetic a component runs in: its default (bf16 DiT and text stack; f16 video decoder blocks on CUDA,
-// fp32 on the CPU; fp32 encoders and audio decoder), or fp32 throughout where the component has that mode.
-enum class ComputePrecision { kDefault, kFp32 };
+// fp32 on the CPU; fp32 encoders and audio decoder), fp32 throughout where the component has that mode, or
+// (DiTs only; opt-in, lossy) e4m3 block GEMMs and attention (model::DitPrecision::kFp8).
+enum class ComputePrecision { kDefault, kFp32, kFp8 };
+const char* precision_name(ComputePrecision p); // "default", "fp32", "fp8"
 
 struct ComponentPlacement {
     Residency residency = Residency::kPerJob;
@@ -54,7 +56,7 @@ struct PlacementPlan {
     const ComponentPlacement& operator[](Component c) const { return components[static_cast<size_t>(c)]; }
 
     // Every component per job on `device`; `precision` for the DiTs and the conditioner (the decoders and
-    // encoders keep their defaults, as `--dtype` always did).
+    // encoders keep their defaults, as `--dtype` always did; kFp8 is the DiTs' alone).
     static PlacementPlan per_job(Device device, ComputePrecision precision = ComputePrecision::kDefault);
     // A server's plan: the DiTs and the decoders resident (the DiTs share one slot: the other variant swaps
     // in when a job needs it), the encoders per job, the text stack and vision tower as `text_encoder` says.

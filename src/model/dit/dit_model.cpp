@@ -1,5 +1,6 @@
 #include "model/dit/dit_model.h"
 
+#include "model/dit/dit_fp8.h"
 #include "ops/ops.h"
 
 #include <cmath>
@@ -71,6 +72,7 @@ Result<std::unique_ptr<DitModel>> DitModel::load(const DitCheckpoint& ckpt, cons
         return invalid_argument("DitModel::load: weights device " + options.device.to_string() +
                                 " differs from the op context's " + ctx.device.to_string());
     H3_ASSIGN_OR_RETURN(DitWeights w, load_dit_weights(ckpt, options));
+    if (options.precision == DitPrecision::kFp8) H3_TRY(quantize_dit_fp8(ctx, ckpt.config, options.fp8, w));
     return std::make_unique<DitModel>(ckpt.config, std::move(w), options.precision, ctx);
 }
 
@@ -263,9 +265,9 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     const DType act = act_dtype();
     H3_CHECK(S <= sc.rows, "scratch holds " << sc.rows << " rows, the branch needs " << S);
     Tensor q = sc.q.slice(0, 0, S), k = sc.k.slice(0, 0, S), v = sc.v.slice(0, 0, S), o = sc.o.slice(0, 0, S);
-    H3_TRY(ops::gemm(ctx_, {}, x, w.to_q, Tensor(), q));
-    H3_TRY(ops::gemm(ctx_, {}, x, w.to_k, Tensor(), k));
-    H3_TRY(ops::gemm(ctx_, {}, x, w.to_v, Tensor(), v));
+    H3_TRY(linear(x, w.to_q, w.fp8.to_q, q));
+    H3_TRY(linear(x, w.to_k, w.fp8.to_k, k));
+    H3_TRY(linear(x, w.to_v, w.fp8.to_v, v));
     if (timer) H3_TRY(timer->mark("gemm_qkv"));
     Tensor q3 = q.view({S, H, hd}), k3 = k.view({S, H, hd}), v3 = v.view({S, H, hd}), o3 = o.view({S, H, hd});
     ops::RmsNormParams np{.eps = static_cast<float>(c.qk_norm_eps)};
@@ -274,11 +276,17 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, q3, w.norm_q, rows ? rows->cos : none, rows ? rows->sin : none));
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, k3, w.norm_k, rows ? rows->cos : none, rows ? rows->sin : none));
     if (timer) H3_TRY(timer->mark("head_norm_rope"));
-    H3_TRY(ops::attention(ctx_, {}, q3, k3, v3, o3));
+    H3_TRY(
+        ops::attention(ctx_, {.fp8 = precision_ == DitPrecision::kFp8 && w.fp8.attention}, q3, k3, v3, o3));
     if (timer) H3_TRY(timer->mark("attention"));
-    H3_TRY(ops::gemm(ctx_, {}, o, w.to_out, Tensor(), out));
+    H3_TRY(linear(o, w.to_out, w.fp8.to_out, out));
     if (timer) H3_TRY(timer->mark("gemm_out"));
     return ok_status();
+}
+
+Status DitModel::linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8, Tensor& y) const {
+    if (precision_ == DitPrecision::kFp8 && w8.defined()) return ops::gemm_fp8(ctx_, {}, x, w8, Tensor(), y);
+    return ops::gemm(ctx_, {}, x, w, Tensor(), y);
 }
 
 Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& sc,
@@ -287,11 +295,11 @@ Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& o
     for (int64_t r0 = 0; r0 < S; r0 += chunk) {
         int64_t n = std::min(chunk, S - r0);
         Tensor hs = sc.ffn_h.slice(0, 0, n), gs = sc.ffn_g.slice(0, 0, n), os = out.slice(0, r0, r0 + n);
-        H3_TRY(ops::gemm(ctx_, {}, x.slice(0, r0, r0 + n), w.ff_in, Tensor(), hs));
+        H3_TRY(linear(x.slice(0, r0, r0 + n), w.ff_in, w.fp8.ff_in, hs));
         if (timer) H3_TRY(timer->mark("gemm_fc1"));
         H3_TRY(ops::swiglu(ctx_, hs, gs));
         if (timer) H3_TRY(timer->mark("swiglu"));
-        H3_TRY(ops::gemm(ctx_, {}, gs, w.ff_out, Tensor(), os));
+        H3_TRY(linear(gs, w.ff_out, w.fp8.ff_out, os));
         if (timer) H3_TRY(timer->mark("gemm_fc2"));
     }
     return ok_status();

@@ -154,6 +154,8 @@ private:
                             DitScratch& scratch, PhaseTimer* timer = nullptr) const;
     Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch,
                       PhaseTimer* timer = nullptr) const;
+    // y = x·wᵀ: the e4m3 GEMM under kFp8 when the layer has an fp8 copy, else the bf16/fp32 one.
+    Status linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8, Tensor& y) const;
     Result<Tensor> upload(const Tensor& host) const;
     Result<Tensor> alloc(const Shape& shape, DType dtype) const;
 

@@ -108,7 +108,8 @@ struct AttentionPlan {
     cudnnBackendDescriptor_t plan = nullptr;
     std::vector<cudnnBackendDescriptor_t> keep;
     int64_t workspace = 0;
-    std::string info;
+    std::string info;   // for logs
+    std::string config; // graph, engine and knobs: names the candidate in benches
     AttentionPlan() = default;
     AttentionPlan(const AttentionPlan&) = delete;
     AttentionPlan& operator=(const AttentionPlan&) = delete;
@@ -129,6 +130,8 @@ struct AttentionCache {
     std::mutex mutex;
     // nullptr entry: no plan could be built for this key (do not retry every call).
     std::map<AttentionKey, std::shared_ptr<AttentionPlan>> plans;
+    // Every distinct plan the heuristics offer for a key (the first is the default above).
+    std::map<AttentionKey, std::vector<std::shared_ptr<AttentionPlan>>> candidates;
 };
 
 } // namespace h3::ops::cuda_detail
@@ -145,6 +148,10 @@ void log_info(const std::string& message);
 // use; nullptr (also cached) when cuDNN offers no engine, with `why` set on the first failure.
 std::shared_ptr<AttentionPlan> cudnn_attention_plan(const Context& ctx, const AttentionKey& key,
                                                     std::string& why);
+// Every distinct plan cuDNN's heuristics (modes A, B, fallback) offer for the key, cached; empty with `why`
+// set when none builds.
+std::vector<std::shared_ptr<AttentionPlan>>
+cudnn_attention_candidates(const Context& ctx, const AttentionKey& key, std::string& why);
 // Runs the plan on ctx's stream. Pointers are device pointers; scale is passed by value.
 Status cudnn_attention_run(const Context& ctx, const AttentionPlan& plan, const void* q, const void* k,
                            const void* v, void* o, float scale);
