@@ -205,6 +205,7 @@ Result<JobResult> Engine::run(const VideoRequest& request, const JobOutputs& out
     // ---- decode + mux
     if (options.cancel && options.cancel->load()) return cancelled("cancelled before decoding");
     pipeline::DecodeOptions decode;
+    decode.cancel = options.cancel; // checked inside the decoders and the muxer
     decode.on_stage = [&](pipeline::DecodeStage s) {
         if (s == pipeline::DecodeStage::kVideo) report({.stage = Stage::kDecode, .percent = kDenoiseEnd});
         if (s == pipeline::DecodeStage::kAudio)

@@ -1,5 +1,7 @@
 #include "api/video_request.h"
 
+#include "io/json_file.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -118,7 +120,7 @@ Result<VideoRequest> parse_video_request(const nlohmann::json& body, const Video
         if (it.key() == "prompt_embeds")
             return field_error("prompt_embeds", "is not accepted from clients (send a prompt)", bad_field);
         if (!known.count(it.key()))
-            return field_error(it.key(),
+            return field_error(it.key().empty() ? std::string("\"\"") : it.key(), // an empty key is named too
                                "unknown field (accepted: prompt, model, seconds, size, seed, "
                                "num_inference_steps, quality, cache, output_format)",
                                bad_field);
@@ -285,14 +287,13 @@ Status attach_references(VideoRequest& rq, const std::vector<pipeline::Reference
 
 Result<VideoRequest> parse_video_request_text(std::string_view body, const VideoRequestLimits& limits,
                                               std::string* bad_field) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(body);
-    } catch (const nlohmann::json::exception& e) {
+    // bounded nesting: a deeply nested body is refused before anything recurses over it
+    auto j = io::parse_json(body, "body");
+    if (!j.ok()) {
         if (bad_field) *bad_field = "body";
-        return invalid_argument(std::string("body: not valid JSON (") + e.what() + ")");
+        return invalid_argument(j.status().message());
     }
-    return parse_video_request(j, limits, bad_field);
+    return parse_video_request(*j, limits, bad_field);
 }
 
 } // namespace h3::api

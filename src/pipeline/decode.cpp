@@ -42,11 +42,20 @@ OutputKind output_kind(const std::string& path) {
     return OutputKind::kPngDir;
 }
 
+Result<OutputKind> checked_output_kind(const std::string& path) {
+    if (path.empty()) return invalid_argument("output path is empty");
+    const OutputKind kind = output_kind(path);
+    if (kind != OutputKind::kPngDir || path.back() == '/' || fs::path(path).extension().empty()) return kind;
+    return invalid_argument("output '" + path + "': unknown extension '" +
+                            fs::path(path).extension().string() +
+                            "'; give .mp4 (video + audio), .wav (audio only) or a directory (PNG frames)");
+}
+
 Result<DecodeReport> decode_to_file(const ops::Context& ctx, const std::string& model_root,
                                     const Tensor& video_latents, const Tensor& audio_latents,
                                     const std::string& output, const DecodeOptions& opt) {
     DecodeReport rep;
-    rep.kind = output_kind(output);
+    H3_ASSIGN_OR_RETURN(rep.kind, checked_output_kind(output));
     const bool want_video = rep.kind != OutputKind::kWav;
     const bool want_audio = audio_latents.defined();
     if (want_video && !video_latents.defined())
@@ -58,16 +67,22 @@ Result<DecodeReport> decode_to_file(const ops::Context& ctx, const std::string& 
 
     if (!opt.audio_wav.empty() && (rep.kind != OutputKind::kMp4 || !want_audio))
         return invalid_argument("decode: audio_wav is for MP4 output with audio latents");
-    const auto stage = [&](DecodeStage s) {
+    const auto stage = [&](DecodeStage s) -> Status {
+        if (opt.cancel && opt.cancel->load()) return cancelled("decode cancelled");
         if (opt.on_stage) opt.on_stage(s);
+        return ok_status();
     };
+    model::VideoDecodeOptions video_opt = opt.video;
+    if (opt.cancel) video_opt.cancel = opt.cancel;
+    io::Mp4Options mp4_opt = opt.mp4;
+    if (opt.cancel) mp4_opt.cancel = opt.cancel;
     Tensor frames, wave;
     if (want_video) {
-        stage(DecodeStage::kVideo);
+        H3_TRY(stage(DecodeStage::kVideo));
         H3_ASSIGN_OR_RETURN(std::string dir, component_dir(model_root, "vae"));
         H3_ASSIGN_OR_RETURN(model::VideoVae vae, model::load_video_vae(dir, ctx.device));
         const auto t0 = std::chrono::steady_clock::now();
-        H3_ASSIGN_OR_RETURN(Tensor sample, model::decode_video_sample(ctx, vae, video_latents, opt.video));
+        H3_ASSIGN_OR_RETURN(Tensor sample, model::decode_video_sample(ctx, vae, video_latents, video_opt));
         rep.video_decode_seconds = seconds_since(t0);
         frames = model::sample_to_rgb8(sample);
         rep.frames = static_cast<int>(frames.dim(0));
@@ -75,20 +90,20 @@ Result<DecodeReport> decode_to_file(const ops::Context& ctx, const std::string& 
         rep.width = static_cast<int>(frames.dim(2));
     }
     if (want_audio) {
-        stage(DecodeStage::kAudio);
+        H3_TRY(stage(DecodeStage::kAudio));
         H3_ASSIGN_OR_RETURN(std::string dir, component_dir(model_root, "audio_vae"));
         H3_ASSIGN_OR_RETURN(model::AudioVae vae, model::load_audio_vae(dir, ctx.device));
         const auto t0 = std::chrono::steady_clock::now();
-        H3_ASSIGN_OR_RETURN(wave, model::decode_audio(ctx, vae, audio_latents));
+        H3_ASSIGN_OR_RETURN(wave, model::decode_audio(ctx, vae, audio_latents, {.cancel = opt.cancel}));
         rep.audio_decode_seconds = seconds_since(t0);
         rep.audio_samples = wave.dim(1);
         rep.sample_rate = vae.config.sampling_rate;
     }
-    stage(DecodeStage::kWrite);
+    H3_TRY(stage(DecodeStage::kWrite));
     const auto t0 = std::chrono::steady_clock::now();
     switch (rep.kind) {
     case OutputKind::kMp4:
-        H3_TRY(io::write_mp4(output, frames, wave, rep.sample_rate, opt.mp4));
+        H3_TRY(io::write_mp4(output, frames, wave, rep.sample_rate, mp4_opt));
         if (!opt.audio_wav.empty()) H3_TRY(io::write_wav(opt.audio_wav, wave, rep.sample_rate, opt.wav));
         break;
     case OutputKind::kWav:

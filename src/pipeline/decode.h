@@ -10,6 +10,7 @@
 #include "model/video_vae/video_vae.h"
 #include "ops/context.h"
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -17,6 +18,10 @@ namespace h3::pipeline {
 
 enum class OutputKind { kMp4, kWav, kPngDir };
 OutputKind output_kind(const std::string& path);
+// The kind of an output path, refusing what no writer handles: ".mp4", ".wav", or a directory for PNG frames
+// (a path without an extension, or ending in '/'); anything else (".mkv", ".png", ...) is invalid_argument
+// naming the allowed ones.
+Result<OutputKind> checked_output_kind(const std::string& path);
 
 enum class DecodeStage { kVideo, kAudio, kWrite };
 
@@ -27,6 +32,9 @@ struct DecodeOptions {
     // MP4 output only: also write the decoded waveform to this WAV (one audio decode, two files).
     std::string audio_wav;
     std::function<void(DecodeStage)> on_stage; // optional: called as each stage starts
+    // Checked between stages and inside each (video decoder calls, audio decoder stages, every muxed frame):
+    // once set, decode_to_file stops with kCancelled.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct DecodeReport {

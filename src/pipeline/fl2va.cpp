@@ -37,7 +37,9 @@ Result<Fl2vaInputs> prepare_fl2va(const ops::Context& ctx, const std::string& ch
             const io::RgbImage& im = keyframes.images[i];
             Tensor pixels = Tensor::host(Shape{im.height, im.width, 3}, DType::kU8);
             std::memcpy(pixels.data(), im.pixels.data(), im.pixels.size());
-            auto z = model::encode_keyframe(ctx, enc, pixels, options.encode, options.seed);
+            model::VideoEncodeOptions eo = options.encode;
+            if (options.cancel) eo.cancel = options.cancel; // inside the encoder too (between tiles)
+            auto z = model::encode_keyframe(ctx, enc, pixels, eo, options.seed);
             if (!z.ok())
                 return z.status().with_context(std::string(keyframe_anchor_name(keyframes.anchors[i])) +
                                                " keyframe");

@@ -35,8 +35,9 @@ struct Ref2vaInputs {
 
 struct Ref2vaOptions {
     model::VideoEncodeOptions encode = {};
-    uint64_t seed = 42;                        // the recipe's private generator (every visual reference)
-    const std::atomic<bool>* cancel = nullptr; // checked between references; → kCancelled
+    uint64_t seed = 42; // the recipe's private generator (every visual reference)
+    const std::atomic<bool>* cancel =
+        nullptr; // checked between references and inside the encoders; → kCancelled
 };
 
 // `checkpoint_dir` is a checkpoint root with `vae` (encoder weights) when a reference is an image or a video,

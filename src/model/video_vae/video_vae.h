@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -107,6 +108,9 @@ struct VideoDecodeOptions {
     bool tiling = true;   // false: every clip decoded whole
     int tile_batch = 0;   // tiles of one clip per decoder call (same shapes only); 0: up to 16 on CUDA (the
                           // clip's tiles split evenly over the fewest calls), 1 on the CPU
+    // Checked before every decoder call (each batch of tiles of each clip): once set, the decode stops with
+    // kCancelled.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // Tiles per decoder call for a clip of `tiles` tiles on `device` under `options`.

@@ -352,6 +352,7 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
     const int p = c.patch;
     const int64_t lc = z.dim(0), t = z.dim(1), lh = z.dim(2), lw = z.dim(3);
     const int height = static_cast<int>(lh * p), width = static_cast<int>(lw * p);
+    if (opt.cancel && opt.cancel->load()) return cancelled("video decode cancelled");
     if (!opt.tiling) return decode_tile_clip(ctx, vae, z);
     const TileLayout ty = split_tiles(height, opt.tile, opt.min_overlap, p);
     const TileLayout tx = split_tiles(width, opt.tile, opt.min_overlap, p);
@@ -363,6 +364,7 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
     std::vector<std::pair<size_t, size_t>> batch_at;
     auto flush = [&]() -> Status {
         if (batch.empty()) return ok_status();
+        if (opt.cancel && opt.cancel->load()) return cancelled("video decode cancelled");
         H3_ASSIGN_OR_RETURN(auto outs, decode_tile_clips(ctx, vae, batch));
         for (size_t m = 0; m < outs.size(); ++m) tiles[batch_at[m].first][batch_at[m].second] = outs[m];
         batch.clear();

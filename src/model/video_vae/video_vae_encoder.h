@@ -56,6 +56,9 @@ struct VideoEncodeOptions {
     int tile_batch = 0; // tiles per encoder call (same shapes only); 0: 1 on the CPU, on CUDA as many as keep
                         // the widest activation under ~1 GiB
     bool tf32 = false; // CUDA: the convolutions on TF32 tensor cores (ops::Context::allow_tf32); CPU: ignored
+    // Checked before every encoder call (each batch of tiles of each clip): once set, the encode stops with
+    // kCancelled.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // ImageNet normalization of RGB8 frames [F, H, W, 3] u8 -> [3, F, H, W] f32: (v/255 − mean)/std in fp32.
