@@ -25,7 +25,8 @@ Command make_serve_command() {
     struct Options {
         std::string model, host = "127.0.0.1", device = "cpu", dtype = "bf16", output_dir = "h3-serve-output",
                            api_key, on_term = "cancel", text_encoder = "resident", fault_prompt;
-        int port = 8080, max_queue = 8, threads = 32;
+        int port = 8080, max_queue = 8, threads = 2, max_connections = 1024, max_event_streams = 64,
+            max_sync_waiters = 16, idle_timeout = 30, body_timeout = 120;
         int reference_image_edge = 2048, reference_video_edge = 768;
         int64_t ttl = 86400;
         size_t max_body = 1 << 20;
@@ -62,8 +63,27 @@ Command make_serve_command() {
         o->sub->add_option("--max-body-bytes", o->max_body, "larger request bodies get 413")
             ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
             ->capture_default_str();
-        o->sub->add_option("--http-threads", o->threads, "connections served at once")
-            ->check(CLI::Range(4, 1024))
+        o->sub->add_option("--http-threads", o->threads, "event-loop threads of the listener")
+            ->check(CLI::Range(1, 64))
+            ->capture_default_str();
+        o->sub
+            ->add_option("--max-connections", o->max_connections,
+                         "open connections at once (more are refused)")
+            ->check(CLI::Range(8, 100000))
+            ->capture_default_str();
+        o->sub->add_option("--max-event-streams", o->max_event_streams, "event streams at once (503 over)")
+            ->check(CLI::Range(1, 100000))
+            ->capture_default_str();
+        o->sub
+            ->add_option("--max-sync-waiters", o->max_sync_waiters,
+                         "sync requests waiting at once (503 over)")
+            ->check(CLI::Range(1, 100000))
+            ->capture_default_str();
+        o->sub->add_option("--idle-timeout", o->idle_timeout, "seconds a connection may stay silent")
+            ->check(CLI::Range(1, 3600))
+            ->capture_default_str();
+        o->sub->add_option("--body-timeout", o->body_timeout, "seconds a request body may take to arrive")
+            ->check(CLI::Range(1, 3600))
             ->capture_default_str();
         o->sub
             ->add_option("--text-encoder", o->text_encoder,
@@ -77,7 +97,8 @@ Command make_serve_command() {
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
 #ifndef H3_WITH_HTTP_SERVER
-        return report(unimplemented("serve: this build has no HTTP server (install libcpp-httplib-dev)"));
+        return report(unimplemented("serve: this build has no HTTP server (install libmicrohttpd-dev, "
+                                    "zlib1g-dev and libbrotli-dev)"));
 #else
         if (o->api_key.empty())
             if (const char* k = std::getenv("H3_API_KEY")) o->api_key = k;
@@ -101,9 +122,14 @@ Command make_serve_command() {
         p.http.port = o->port;
         p.http.api_key = o->api_key;
         p.http.max_body_bytes = o->max_body;
-        p.http.threads = o->threads;
-        p.http.limits.reference_image_edge = o->reference_image_edge;
-        p.http.limits.reference_video_edge = o->reference_video_edge;
+        p.http.poll_threads = o->threads;
+        p.http.max_connections = o->max_connections;
+        p.http.max_event_streams = o->max_event_streams;
+        p.http.max_sync_waiters = o->max_sync_waiters;
+        p.http.idle_timeout_seconds = o->idle_timeout;
+        p.http.body_timeout_seconds = o->body_timeout;
+        p.http.limits.request.reference_image_edge = o->reference_image_edge;
+        p.http.limits.request.reference_video_edge = o->reference_video_edge;
         p.worker.fault_prompt = o->fault_prompt;
         Status s = serve::run_server(
             p,

@@ -22,6 +22,6 @@ struct ServeParams {
 };
 
 // Serves until SIGTERM or SIGINT. Prints "serve: listening on http://HOST:PORT" once the port is bound.
-Status run_server(const ServeParams& params, JobRunner runner, HttpServer::Checker check);
+Status run_server(const ServeParams& params, JobRunner runner, RequestChecker check);
 
 } // namespace h3::serve
