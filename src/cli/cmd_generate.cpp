@@ -37,8 +37,6 @@ namespace h3::cli {
 
 namespace {
 
-constexpr int kExitCancelled = 130; // the shell's code for SIGINT
-
 std::atomic<bool> g_cancel{false};
 
 void on_sigint(int) {
@@ -197,6 +195,9 @@ Command make_generate_command() {
         if (o->save_latents.empty() && o->output.empty())
             return report(
                 invalid_argument("nothing to write: give --save-latents FILE and/or --output PATH"));
+        if (!o->output.empty())
+            if (auto k = pipeline::checked_output_kind(o->output); !k.ok())
+                return report(Status(k.status().code(), "--" + k.status().message()));
         const std::string progress = !o->progress.empty() ? o->progress : (isatty(2) ? "bar" : "none");
         { // the server's rule: --cache or --quality, never both
             auto spec = api::resolve_cache_choice(
