@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan), writes their seed corpora (tests/fuzz/fuzz_seeds.cpp
 # plus the checked-in safetensors seeds) and runs each target for a bounded time, one after the other.
-# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]   (default 25 s each, every target).
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]   (default 20 s each, every target).
 # Exits 0 with a notice when clang is unavailable; non-zero when a target finds a crash (its input is kept in
 # the build tree's fuzz_artifacts/).
 set -euo pipefail
 
-SECONDS_TO_RUN="${1:-25}"
+SECONDS_TO_RUN="${1:-20}"
 if ! [[ "$SECONDS_TO_RUN" =~ ^[0-9]+$ ]]; then
     echo "usage: $0 [SECONDS_PER_TARGET] [TARGET ...]" >&2
     exit 2

@@ -51,6 +51,7 @@ expect_rc 3 "$H3" generate --model "$WORK/nested" --random-prompt-embeds 5 --siz
 expect_err "nests deeper than 64"
 cp -r "$WORK/tiny" "$WORK/nested_cfg"
 python3 -c "import sys; sys.stdout.write('{\"num_layers\": ' + '[' * 200000 + '}')" > "$WORK/nested_cfg/transformer/config.json"
-expect_rc 3 "$H3" inspect "$WORK/nested_cfg/transformer"
+expect_rc 3 "$H3" generate --model "$WORK/nested_cfg" --random-prompt-embeds 5 --size 64x32 --frames 107 \
+  --steps 2 --save-latents "$WORK/w.st"
 expect_err "nests deeper than 64"
 echo "cli hardening: ok"
