@@ -3,6 +3,7 @@
 // declared image and video sizes, cooperative cancellation inside the VAE decoders/encoders and the muxer,
 // the job store's lock, orphan cleanup and deletion order; and the server's pure parts (byte ranges,
 // multipart, body decoding).
+#include "api/video_request.h"
 #include "core/strict_int.h"
 #include "core/utf8.h"
 #include "io/image_reader.h"
@@ -99,6 +100,15 @@ TEST(Json, NestingIsBoundedBeforeParsing) {
     auto bad = io::parse_json("{nope", "file c.json");
     ASSERT_FALSE(bad.ok());
     EXPECT_TRUE(has(bad.status(), "file c.json: not valid JSON")) << bad.status().message();
+}
+
+// Found by fuzz_request_json: an empty key was refused without naming a field (the API's param was null).
+TEST(Json, EmptyKeyIsNamed) {
+    std::string field;
+    auto r = api::parse_video_request_text(R"({"prompt": "a fox", "": 7})", {}, &field);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(field, "\"\"");
+    EXPECT_TRUE(has(r.status(), "unknown field")) << r.status().message();
 }
 
 TEST(Json, ConfigIntegersAreRangeChecked) {

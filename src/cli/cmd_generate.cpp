@@ -28,6 +28,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -406,9 +407,18 @@ Command make_generate_command() {
             if (!w.ok()) return report(w);
         }
         if (!o->output.empty()) {
-            auto d =
-                pipeline::decode_to_file(ctx, o->model, out->video_latents, out->audio_latents, o->output);
-            if (!d.ok()) return report(d.status());
+            SigintScope sigint; // Ctrl-C reaches into the decoders and the muxer too
+            pipeline::DecodeOptions dec;
+            dec.cancel = &g_cancel;
+            auto d = pipeline::decode_to_file(ctx, o->model, out->video_latents, out->audio_latents,
+                                              o->output, dec);
+            if (!d.ok()) {
+                std::error_code ec; // a cancelled mux leaves no half-written file behind
+                if (d.status().code() == ErrorCode::kCancelled &&
+                    std::filesystem::is_regular_file(o->output, ec))
+                    std::filesystem::remove(o->output, ec);
+                return report(d.status()); // kCancelled exits 130
+            }
             std::fprintf(
                 stderr,
                 "generate: decoded %d frames %dx%d + %lld audio samples (video %.3f s, audio %.3f s)\n",
