@@ -26,11 +26,14 @@ if ! ls /usr/local/cuda/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
+echo "== torch 2.x / transformers 5.x numerics (linspace, sigma grid, vision position embedding)"
+timeout 300 python3 tools/reference/check_torch2_numerics.py > "$OUT/torch2_numerics.txt" 2>&1
+echo "check_torch2_numerics rc=$?"; tail -12 "$OUT/torch2_numerics.txt"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTURES=90a -DH3_BUILD_BENCH=OFF \
   "${CUDNN_ARGS[@]}" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
 for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner test_audio_encoder \
-         test_audio_resample test_references test_layout; do [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
+         test_audio_resample test_references test_layout test_generator; do [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"
@@ -52,7 +55,7 @@ run_test "test_generate" generate.log $T/test_generate
 [ -x $T/test_vae_encoder ] && run_test "test_vae_encoder (incl. CUDA)" vae_encoder.log $T/test_vae_encoder
 [ -x $T/test_vision ] && run_test "test_vision (incl. CUDA)" vision.log $T/test_vision
 [ -x $T/test_fl2va ] && run_test "test_fl2va" fl2va.log $T/test_fl2va
-for t in test_ref_conditioner test_audio_encoder test_audio_resample test_references test_layout; do
+for t in test_ref_conditioner test_audio_encoder test_audio_resample test_references test_layout test_generator; do
   [ -x $T/$t ] && run_test "$t (incl. CUDA where it has it)" $t.log $T/$t
 done
 # tiny model: generate on CPU and on CUDA from the same seed, compare the final latents
@@ -90,6 +93,17 @@ done
 echo "tiny ref2va cuda vs cpu (fp32): $(grep -h 'encoded\|conditioning' "$OUT/ref2va_cuda.err" | tr '\n' ' ')"
 echo "tiny ref2va cpu: $(grep -h 'encoded' "$OUT/ref2va_cpu.err")"
 python3 tools/reference/compare_latents.py /tmp/ref2va_cuda.safetensors /tmp/ref2va_cpu.safetensors
+# non-release geometry from the configs (8 video latent channels, an 8x VAE, 16 audio latent channels, a 48-wide
+# conditioner): fl2va on CPU and CUDA, fp32 (the VAE encoder and decoders at those sizes, the DiT's 32-wide patches)
+$H3 make-tiny /tmp/tiny8 --latent-channels 8 --vae-stride 8 --audio-latent-channels 16 --text-dim 48 > /dev/null
+for dev in cpu cuda; do
+  timeout 120 $H3 generate --model /tmp/tiny8 --prompt "a red fox runs through snow" --size 48x32 --frames 107 \
+    --steps 6 --seed 7 --device $dev --dtype fp32 --first-frame tests/data/images/png_rgb.png \
+    --save-latents /tmp/tiny8_$dev.safetensors --output /tmp/tiny8_$dev.wav --progress none \
+    > /dev/null 2> "$OUT/tiny8_$dev.err" || { echo "tiny8 $dev failed"; tail -3 "$OUT/tiny8_$dev.err"; }
+done
+echo "tiny non-release geometry cuda vs cpu (fp32): $(grep -h 'latents' "$OUT/tiny8_cuda.err" | head -1)"
+python3 tools/reference/compare_latents.py /tmp/tiny8_cuda.safetensors /tmp/tiny8_cpu.safetensors
 pack_logs() { # at most 8 files come back from $OUT: pack the logs
   (cd "$OUT" && tar czf logs.tgz *.log *.err *.json gpu.txt 2>/dev/null && find . -maxdepth 1 -type f ! -name logs.tgz -delete)
 }

@@ -55,17 +55,22 @@ inline const fs::path& tiny_model() {
 
 // One `h3-engine serve` child process. stdout/stderr go to files; the port comes from the
 // "serve: listening on http://HOST:PORT" line. `env` entries ("NAME=value") are added to its environment.
+// `binary` is h3-engine (run as `h3-engine serve ...`) or a test tool taking the same options
+// (tests/tools/serve_with_faults).
 class Server {
 public:
     Server(const fs::path& output_dir, std::vector<std::string> extra, const std::string& name,
-           std::vector<std::string> env = {}, bool expect_up = true)
+           std::vector<std::string> env = {}, bool expect_up = true, const std::string& binary = kBinary)
         : log_dir_(kWork / ("log_" + name)) {
         fs::create_directories(log_dir_);
         out_ = log_dir_ / "stdout.txt";
         err_ = log_dir_ / "stderr.txt";
-        std::vector<std::string> args = {
-            kBinary,  "serve", "--model",      tiny_model().string(), "--device", "cpu",
-            "--port", "0",     "--output-dir", output_dir.string(),   "--dtype",  "fp32"};
+        std::vector<std::string> args = {binary};
+        if (binary == kBinary) args.push_back("serve");
+        const std::vector<std::string> common = {
+            "--model", tiny_model().string(), "--device",          "cpu",     "--port",
+            "0",       "--output-dir",        output_dir.string(), "--dtype", "fp32"};
+        args.insert(args.end(), common.begin(), common.end());
         args.insert(args.end(), extra.begin(), extra.end());
         for (size_t i = 0; i + 1 < extra.size(); ++i)
             if (extra[i] == "--api-key") key_ = extra[i + 1];
@@ -82,7 +87,7 @@ public:
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const int rc = posix_spawn(&pid_, kBinary.c_str(), &fa, nullptr, argv.data(), envp.data());
+        const int rc = posix_spawn(&pid_, binary.c_str(), &fa, nullptr, argv.data(), envp.data());
         posix_spawn_file_actions_destroy(&fa);
         if (rc != 0) {
             pid_ = -1;

@@ -3,7 +3,6 @@
 // declared image and video sizes, cooperative cancellation inside the VAE decoders/encoders and the muxer,
 // the job store's lock, orphan cleanup and deletion order; and the server's pure parts (byte ranges,
 // multipart, body decoding).
-#include "api/video_request.h"
 #include "core/strict_int.h"
 #include "core/utf8.h"
 #include "io/image_reader.h"
@@ -21,6 +20,7 @@
 #include "ops/random.h"
 #include "pipeline/decode.h"
 #include "pipeline/reference_files.h"
+#include "serve/wire/video_request.h"
 
 #include <gtest/gtest.h>
 
@@ -105,7 +105,7 @@ TEST(Json, NestingIsBoundedBeforeParsing) {
 // Found by fuzz_request_json: an empty key was refused without naming a field (the API's param was null).
 TEST(Json, EmptyKeyIsNamed) {
     std::string field;
-    auto r = api::parse_video_request_text(R"({"prompt": "a fox", "": 7})", {}, &field);
+    auto r = api::read_video_body_text(R"({"prompt": "a fox", "": 7})", &field);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(field, "\"\"");
     EXPECT_TRUE(has(r.status(), "unknown field")) << r.status().message();
@@ -295,7 +295,8 @@ TEST(Cancel, DecodersAndEncodersStopFromInside) {
     d.on_stage = [&](pipeline::DecodeStage s) {
         if (s == pipeline::DecodeStage::kVideo) cancel = true;
     };
-    auto r = pipeline::decode_to_file(cpu, tiny.string(), lat, alat, (kWork / "cancelled.mp4").string(), d);
+    auto r = pipeline::decode_to_file(cpu, {.video = &*vae, .audio = &*avae}, lat, alat,
+                                      (kWork / "cancelled.mp4").string(), d);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), ErrorCode::kCancelled);
     EXPECT_TRUE(has(r.status(), "video decode cancelled")) << r.status().message();

@@ -306,6 +306,53 @@ TEST(Ops, SiluGeluSwigluGegluTransposeAdd) {
 }
 
 // The step caches' arithmetic: axpby (bit-exact across backends, in place) and the relative-L1 sums.
+
+TEST(Ops, GeluErfKeepsRelativeAccuracyForNegativeInputs) {
+    // x·Φ(x) for x down to −10 is tiny but a normal fp32 number: 1 + erf(x/√2) in fp32 cancels (at x = −4 it
+    // keeps ~3 digits, below −5.5 none), erfc(−x/√2) does not. Relative error against double-precision erfc,
+    // for gelu and for geglu (value 1 and 3), on the backend under test (the CPU reference included). The
+    // bound is the function's own conditioning: rounding x/√2 to fp32 (2⁻²⁴) moves erfc by ≈ x² times that,
+    // so (8 + 2x²)·2⁻²⁴ (≈ 1.3e-5 at x = −10, 2.4e-6 at x = −4, where the 1 + erf form is off by ~1e-3).
+    SKIP_IF_NO_BACKEND();
+    const int64_t n = 2048;
+    Tensor x = Tensor::host({1, 2 * n}, DType::kF32);
+    float* xp = x.data_as<float>();
+    for (int64_t i = 0; i < n; ++i) {
+        xp[i] = i % 2 ? 3.0f : 1.0f;                                                // geglu values
+        xp[n + i] = -10.0f + 12.0f * static_cast<float>(i) / static_cast<float>(n); // gates in [−10, 2)
+    }
+    auto exact = [](double g) { return 0.5 * g * std::erfc(-g / std::sqrt(2.0)); };
+    auto check = [&](const Guarded& got, int64_t count, auto want_of) {
+        const double eps = std::ldexp(1.0, -24);
+        EXPECT_TRUE(got.guards_intact()) << "the op wrote outside its output";
+        const std::vector<double> v_all = values(got.host());
+        ASSERT_EQ(static_cast<int64_t>(v_all.size()), count);
+        int bad = 0;
+        double worst = 0;
+        for (int64_t i = 0; i < count; ++i) {
+            const double want = want_of(i), v = v_all[static_cast<size_t>(i)];
+            const double g = xp[n + i], bound = (8.0 + 2.0 * g * g) * eps;
+            const double rel = std::fabs(v - want) / std::fabs(want);
+            worst = std::max(worst, rel / bound);
+            bad += !(rel <= bound);
+        }
+        EXPECT_EQ(bad, 0) << "worst relative error " << worst << " of the bound";
+    };
+    {
+        SCOPED_TRACE("gelu erf");
+        Tensor gates = Tensor::host({1, n}, DType::kF32);
+        std::memcpy(gates.data(), xp + n, static_cast<size_t>(n) * sizeof(float));
+        Guarded y(Tensor::host({1, n}, DType::kF32));
+        ASSERT_OK(gelu(ctx(), {.tanh = false}, dev(gates), y.t));
+        check(y, n, [&](int64_t i) { return exact(xp[n + i]); });
+    }
+    {
+        SCOPED_TRACE("geglu erf");
+        Guarded y(Tensor::host({1, n}, DType::kF32));
+        ASSERT_OK(geglu(ctx(), {.tanh = false}, dev(x), y.t));
+        check(y, n, [&](int64_t i) { return xp[i] * exact(xp[n + i]); });
+    }
+}
 TEST(Ops, AxpbyAndL1Sums) {
     SKIP_IF_NO_BACKEND();
     uint32_t seed = 900;

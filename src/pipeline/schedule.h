@@ -20,7 +20,9 @@ struct Schedule {
     int forwards() const { return static_cast<int>(timesteps.size()); }
 };
 
-// σ' = s·u / (1 + (s−1)·u) over u = linspace(1, 0, N) in fp32, consecutive duplicates removed.
+// σ' = s·u / (1 + (s−1)·u) over u = torch.linspace(1, 0, N) in fp32 as torch 2.x computes it on the CPU
+// (core/torch_linspace.h; diffusers' MiniMaxH3Scheduler builds the grid there), consecutive duplicates
+// removed.
 Result<Schedule> make_schedule(int grid_points, double shift);
 
 struct DualSchedule {

@@ -251,12 +251,27 @@ Target match(const std::string& method, const std::string& path) {
     return {};
 }
 
+// The file a completed job serves for `variant`: a WAV job's content is its audio whatever the variant, a
+// latents job's its safetensors.
+struct ContentFile {
+    const char* name;
+    const char* type;
+    const char* extension;
+};
+ContentFile content_file(api::OutputFormat format, const std::string& variant) {
+    if (format == api::OutputFormat::kLatents)
+        return {api::kLatentsFile, api::output_content_type(format), ".safetensors"};
+    if (format == api::OutputFormat::kMp4 && variant == "video")
+        return {api::kVideoFile, "video/mp4", ".mp4"};
+    return {api::kAudioFile, "audio/wav", ".wav"};
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------------------
 struct HttpServer::Impl {
-    Impl(JobBoard& b, const JobStore& s, Metrics& m, RequestChecker c, HttpOptions o)
-        : board(b), store(s), metrics(m), check(std::move(c)), opt(std::move(o)),
+    Impl(JobBoard& b, const JobStore& s, Metrics& m, const pipeline::JobBuilder& jb, HttpOptions o)
+        : board(b), store(s), metrics(m), builder(jb), opt(std::move(o)),
           pool(std::max(1, opt.parse_threads), static_cast<size_t>(std::max(1, opt.max_parse_queue))) {}
 
     // One request on one connection (MHD's per-request pointer).
@@ -354,7 +369,7 @@ struct HttpServer::Impl {
     JobBoard& board;
     const JobStore& store;
     Metrics& metrics;
-    RequestChecker check;
+    const pipeline::JobBuilder& builder; // validates submissions against the checkpoint the worker runs
     HttpOptions opt;
 
     MHD_Daemon* daemon = nullptr;
@@ -670,7 +685,7 @@ void Impl::parse(Exchange& ex) {
     std::string field;
     Response r;
     try {
-        auto rq = parse_submission(ex.content_type, ex.decoder->body(), opt.limits, check, field);
+        auto rq = parse_submission(ex.content_type, ex.decoder->body(), opt.limits, builder, field);
         ex.drop_body();
         if (!rq.ok()) {
             metrics.job_rejected("invalid");
@@ -763,17 +778,21 @@ Response Impl::content(MHD_Connection* c, const std::string& id) const {
     if (!job) return not_found(id);
     const api::VideoRecord rec = board.wait(job, UINT64_MAX, std::chrono::milliseconds(0)).record;
     const std::string variant = arg(c, "variant").value_or("video");
-    if (variant != "video" && variant != "audio")
-        return error_response(400, "variant must be video or audio, got '" + shown(variant) + "'", "variant");
+    if (variant != "video" && variant != "audio" && variant != "latents")
+        return error_response(400, "variant must be video, audio or latents, got '" + shown(variant) + "'",
+                              "variant");
     if (rec.status != api::JobStatus::kCompleted)
         return error_response(
             409, "video " + rec.id + " is " + api::job_status_name(rec.status) + ", not completed", "id",
             "not_ready");
-    // a WAV job's content is its audio whatever the variant
-    const bool video = variant == "video" && rec.output_format == api::OutputFormat::kMp4;
-    const char* file = video ? api::kVideoFile : api::kAudioFile;
-    auto r = file_response(store.content_path(rec.id, file), video ? "video/mp4" : "audio/wav",
-                           rec.id + (video ? ".mp4" : ".wav"), header(c, MHD_HTTP_HEADER_RANGE));
+    if ((variant == "latents") != (rec.output_format == api::OutputFormat::kLatents))
+        return error_response(400,
+                              "variant " + variant + ": video " + rec.id + " was made with output_format " +
+                                  api::output_format_name(rec.output_format),
+                              "variant");
+    const ContentFile f = content_file(rec.output_format, variant);
+    auto r = file_response(store.content_path(rec.id, f.name), f.type, rec.id + f.extension,
+                           header(c, MHD_HTTP_HEADER_RANGE));
     if (!r) return error_response(404, "the content of " + rec.id + " is gone", "id", "not_found");
     return std::move(*r);
 }
@@ -815,11 +834,8 @@ Response Impl::sync_result(const Exchange& ex) const {
     const api::VideoRecord rec = board.wait(ex.sync_job, UINT64_MAX, std::chrono::milliseconds(0)).record;
     Response r;
     if (rec.status == api::JobStatus::kCompleted) {
-        const bool mp4 = rec.output_format == api::OutputFormat::kMp4;
-        const char* file = mp4 ? api::kVideoFile : api::kAudioFile;
-        if (auto f =
-                file_response(store.content_path(rec.id, file), api::output_content_type(rec.output_format),
-                              rec.id + (mp4 ? ".mp4" : ".wav"), ""))
+        const ContentFile cf = content_file(rec.output_format, "video");
+        if (auto f = file_response(store.content_path(rec.id, cf.name), cf.type, rec.id + cf.extension, ""))
             r = std::move(*f);
         else
             r = error_response(410, "video " + rec.id + " was deleted before it could be sent", "id", "gone");
@@ -838,9 +854,9 @@ Response Impl::sync_result(const Exchange& ex) const {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-HttpServer::HttpServer(JobBoard& board, const JobStore& store, Metrics& metrics, RequestChecker check,
-                       HttpOptions options)
-    : impl_(std::make_unique<Impl>(board, store, metrics, std::move(check), std::move(options))) {}
+HttpServer::HttpServer(JobBoard& board, const JobStore& store, Metrics& metrics,
+                       const pipeline::JobBuilder& builder, HttpOptions options)
+    : impl_(std::make_unique<Impl>(board, store, metrics, builder, std::move(options))) {}
 
 HttpServer::~HttpServer() {
     stop();

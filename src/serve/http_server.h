@@ -1,10 +1,11 @@
 // The HTTP routes of the video API. Handlers only parse, validate and serialize: jobs go to the JobBoard,
 // the worker runs them. Routes:
 //   POST   /v1/videos                 submit (JSON or multipart) → video object (429 + Retry-After when full)
-//   POST   /v1/videos/sync            submit and wait            → the MP4 / WAV bytes
+//   POST   /v1/videos/sync            submit and wait            → the MP4 / WAV / latents bytes
 //   GET    /v1/videos                 list, newest first         ?limit=N&after=ID&order=desc|asc
 //   GET    /v1/videos/{id}            the video object
-//   GET    /v1/videos/{id}/content    the MP4 (?variant=audio: the WAV); one byte Range → 206
+//   GET    /v1/videos/{id}/content    the MP4 (?variant=audio: the WAV; a latents job's safetensors);
+//                                      one byte Range → 206
 //   GET    /v1/videos/{id}/events     server-sent progress events
 //   POST   /v1/videos/{id}/cancel     cancel, keep the record (no body needed)
 //   DELETE /v1/videos/{id}            cancel if needed, then delete
@@ -56,7 +57,8 @@ struct HttpOptions {
 
 class HttpServer {
 public:
-    HttpServer(JobBoard& board, const JobStore& store, Metrics& metrics, RequestChecker check,
+    // `builder` validates submissions against the checkpoint the worker runs.
+    HttpServer(JobBoard& board, const JobStore& store, Metrics& metrics, const pipeline::JobBuilder& builder,
                HttpOptions options);
     ~HttpServer();
 

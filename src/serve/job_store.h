@@ -8,8 +8,8 @@
 // the job back.
 #pragma once
 
-#include "api/video_object.h"
 #include "core/status.h"
+#include "serve/wire/video_object.h"
 
 #include <memory>
 #include <string>

@@ -104,10 +104,9 @@ Result<nlohmann::json> form_to_json(const std::vector<FormPart>& parts, const Su
 
 } // namespace
 
-Result<api::VideoRequest> parse_submission(std::string_view content_type, std::string_view body,
-                                           const SubmissionLimits& limits, const RequestChecker& check,
-                                           std::string& bad_field) {
-    Result<api::VideoRequest> rq = invalid_argument("body: empty");
+Result<api::WireRequest> read_submission(std::string_view content_type, std::string_view body,
+                                         const SubmissionLimits& limits, std::string& bad_field) {
+    Result<api::WireRequest> wire = invalid_argument("body: empty");
     if (is_multipart(content_type)) {
         bad_field = "body";
         H3_ASSIGN_OR_RETURN(std::string boundary, multipart_boundary(content_type));
@@ -115,28 +114,16 @@ Result<api::VideoRequest> parse_submission(std::string_view content_type, std::s
         bad_field.clear();
         FormMedia media;
         H3_ASSIGN_OR_RETURN(nlohmann::json j, form_to_json(parts, limits, media, bad_field));
-        rq = api::parse_video_request(j, limits.request, &bad_field);
-        if (rq.ok() && (media.first || media.last)) {
-            if (Status s = api::attach_keyframes(*rq, media.first ? &*media.first : nullptr,
-                                                 media.last ? &*media.last : nullptr, &bad_field);
-                !s.ok())
-                return s;
-        }
-        if (rq.ok() && !media.references.empty()) {
-            if (Status s = api::attach_references(*rq, media.references, limits.request, &bad_field); !s.ok())
-                return s;
+        wire = api::read_video_body(j, &bad_field);
+        if (wire.ok()) {
+            wire->input.first_frame = std::move(media.first);
+            wire->input.last_frame = std::move(media.last);
+            wire->input.references = std::move(media.references);
         }
     } else {
-        rq = api::parse_video_request_text(body, limits.request, &bad_field);
+        wire = api::read_video_body_text(body, &bad_field);
     }
-    if (!rq.ok()) return rq.status();
-    if (check) {
-        if (Status s = check(*rq); !s.ok()) {
-            bad_field = "cache";
-            return s;
-        }
-    }
-    return rq;
+    return wire;
 }
 
 } // namespace h3::serve

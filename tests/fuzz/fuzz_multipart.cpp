@@ -13,18 +13,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     limits.reference.max_audio_bytes = 8 << 20;
     limits.reference.max_frame_pixels = 1 << 20;
     limits.reference.image = limits.request.image;
-    limits.request.reference_image_edge = 32; // normalization cost is not what is fuzzed
-    limits.request.reference_video_edge = 32;
     std::string field;
-    auto rq = h3::serve::parse_submission("multipart/form-data; boundary=XyZ",
-                                          std::string_view(reinterpret_cast<const char*>(data), size), limits,
-                                          nullptr, field);
+    auto rq = h3::serve::read_submission("multipart/form-data; boundary=XyZ",
+                                         std::string_view(reinterpret_cast<const char*>(data), size), limits,
+                                         field);
     if (!rq.ok())
         h3::fuzz::expect_clean(rq.status(),
                                {h3::ErrorCode::kInvalidArgument, h3::ErrorCode::kBadInput,
                                 h3::ErrorCode::kNotFound, h3::ErrorCode::kUnimplemented},
-                               "parse_submission");
-    else
-        (void)rq->to_json().dump();
+                               "read_submission");
+    else if (rq->input.cache)
+        (void)rq->input.cache->dump();
     return 0;
 }

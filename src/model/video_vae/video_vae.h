@@ -129,7 +129,9 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
 Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
                                    const VideoDecodeOptions& options = {});
 
-// sample [3, F, H, W] -> RGB24 frames [F, H, W, 3] u8: x·std + mean (ImageNet), clamp [0, 1], ·255, rounded.
+// sample [3, F, H, W] -> RGB24 frames [F, H, W, 3] u8 as diffusers' H3 output path makes them: x·std + mean
+// (ImageNet, fp32), clamp [0, 1], then VaeImageProcessor.numpy_to_pil's (x · 255).round() in fp32 — numpy
+// rounds half to even.
 Tensor sample_to_rgb8(const Tensor& sample);
 
 } // namespace h3::model

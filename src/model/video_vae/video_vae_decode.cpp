@@ -514,7 +514,8 @@ Tensor sample_to_rgb8(const Tensor& sample) {
             for (int64_t i = 0; i < hw; ++i) {
                 float v = s[(ch * f + fi) * hw + i] * kStd[ch] + kMean[ch];
                 v = std::min(1.0f, std::max(0.0f, v));
-                d[(fi * hw + i) * 3 + ch] = static_cast<uint8_t>(std::lround(v * 255.0f));
+                // numpy's (x * 255).round(): half to even (nearbyint in the default rounding mode).
+                d[(fi * hw + i) * 3 + ch] = static_cast<uint8_t>(std::nearbyint(v * 255.0f));
             }
     return out;
 }
