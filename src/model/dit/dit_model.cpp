@@ -1,5 +1,6 @@
 #include "model/dit/dit_model.h"
 
+#include "model/lora/lora_apply.h"
 #include "ops/ops.h"
 
 #include <cmath>
@@ -11,6 +12,17 @@ namespace {
 
 bool is_cancelled(const DitForwardOptions& o) {
     return o.cancel && o.cancel->load(std::memory_order_relaxed);
+}
+
+int64_t lora_rank(const LoraSet* lora) {
+    return lora ? lora->max_rank() : 0;
+}
+
+// The run-time adapters of one projection: y (= x·Wᵀ) += Σ scale·(x·Aᵀ)·Bᵀ.
+Status add_lora(const ops::Context& ctx, const LoraBlockFactors* lora, LoraProjection p, const Tensor& x,
+                Tensor& y, const DitScratch& sc) {
+    if (!lora || (*lora)[static_cast<size_t>(p)].empty()) return ok_status();
+    return lora_apply(ctx, (*lora)[static_cast<size_t>(p)], x, y, sc.lora);
 }
 
 } // namespace
@@ -88,7 +100,8 @@ Result<Tensor> DitModel::alloc(const Shape& shape, DType dtype) const {
 
 Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& timesteps,
                                                    const IntermediateHook* hook,
-                                                   const DitCheckpoint* stream_from) const {
+                                                   const DitCheckpoint* stream_from,
+                                                   const LoraSet* lora) const {
     const DitConfig& c = config_;
     const int64_t M = static_cast<int64_t>(timesteps.size());
     if (M == 0) return invalid_argument("compute_adaln_tables: no timesteps");
@@ -111,10 +124,17 @@ Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& tim
     }
     // SiLU(temb) in fp32, rounded once to the activation dtype, feeds every AdaLN GEMM.
     H3_TRY(ops::silu(ctx_, tables.temb, silu_temb));
-    auto rows_gemm = [&](const Tensor& w, const Tensor& b, Tensor& out) -> Status {
+    Tensor lora_tmp; // x·Aᵀ of one table row for the AdaLN adapters
+    if (lora_rank(lora) > 0) {
+        H3_ASSIGN_OR_RETURN(lora_tmp, alloc(Shape{lora_rank(lora)}, act_dtype()));
+    }
+    auto rows_gemm = [&](const Tensor& w, const Tensor& b, const LoraFactors* adapters,
+                         Tensor& out) -> Status {
         for (int64_t m = 0; m < M; ++m) {
             Tensor row = out.slice(0, m, m + 1);
-            H3_TRY(ops::gemm(ctx_, {}, silu_temb.slice(0, m, m + 1), w, b, row));
+            const Tensor x = silu_temb.slice(0, m, m + 1);
+            H3_TRY(ops::gemm(ctx_, {}, x, w, b, row));
+            if (adapters && !adapters->empty()) H3_TRY(lora_apply(ctx_, *adapters, x, row, lora_tmp));
         }
         return ok_status();
     };
@@ -132,10 +152,14 @@ Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& tim
             H3_ASSIGN_OR_RETURN(bias, load_dit_tensor(*stream_from, p + "bias", stream_opts));
         }
         H3_ASSIGN_OR_RETURN(Tensor mod, alloc(Shape{M, c.adaln_out_features()}, act_dtype()));
-        H3_TRY(rows_gemm(weight, bias, mod));
+        const LoraBlockFactors* block_lora = lora ? lora->block(b) : nullptr;
+        H3_TRY(rows_gemm(weight, bias,
+                         block_lora ? &(*block_lora)[static_cast<size_t>(LoraProjection::kAdaln)] : nullptr,
+                         mod));
         tables.blocks.push_back(mod.view({M * 3, 6LL * c.hidden_size}));
     } // a streamed block's weight is released here, before the next one is read
-    H3_TRY(rows_gemm(weights_.norm_out_w, weights_.norm_out_b, tables.final_layer));
+    H3_TRY(rows_gemm(weights_.norm_out_w, weights_.norm_out_b, lora ? &lora->final_adaln() : nullptr,
+                     tables.final_layer));
     if (hook && hook->active("temb")) hook->record("temb", tables.temb);
     return tables;
 }
@@ -174,7 +198,7 @@ Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in
     return rt;
 }
 
-Result<DitScratch> DitModel::make_scratch(int64_t rows, size_t ffn_chunk_bytes) const {
+Result<DitScratch> DitModel::make_scratch(int64_t rows, size_t ffn_chunk_bytes, int64_t lora_rank) const {
     const DitConfig& c = config_;
     const DType act = act_dtype();
     const int64_t D = c.hidden_size, I = c.inner_dim(), F = c.ffn_dim;
@@ -191,11 +215,14 @@ Result<DitScratch> DitModel::make_scratch(int64_t rows, size_t ffn_chunk_bytes) 
     H3_ASSIGN_OR_RETURN(s.o, alloc(Shape{rows, I}, act));
     H3_ASSIGN_OR_RETURN(s.ffn_h, alloc(Shape{s.ffn_rows, 2 * F}, act));
     H3_ASSIGN_OR_RETURN(s.ffn_g, alloc(Shape{s.ffn_rows, F}, act));
+    if (lora_rank > 0) {
+        H3_ASSIGN_OR_RETURN(s.lora, alloc(Shape{rows * lora_rank}, act));
+    }
     return s;
 }
 
 Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows,
-                                  Tensor& out, DitScratch& sc) const {
+                                  Tensor& out, DitScratch& sc, const LoraBlockFactors* lora) const {
     const DitConfig& c = config_;
     const int64_t S = x.dim(0), H = c.num_attention_heads, hd = c.attention_head_dim;
     const DType act = act_dtype();
@@ -204,6 +231,9 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     H3_TRY(ops::gemm(ctx_, {}, x, w.to_q, Tensor(), q));
     H3_TRY(ops::gemm(ctx_, {}, x, w.to_k, Tensor(), k));
     H3_TRY(ops::gemm(ctx_, {}, x, w.to_v, Tensor(), v));
+    H3_TRY(add_lora(ctx_, lora, LoraProjection::kToQ, x, q, sc));
+    H3_TRY(add_lora(ctx_, lora, LoraProjection::kToK, x, k, sc));
+    H3_TRY(add_lora(ctx_, lora, LoraProjection::kToV, x, v, sc));
     Tensor q3 = q.view({S, H, hd}), k3 = k.view({S, H, hd}), v3 = v.view({S, H, hd}), o3 = o.view({S, H, hd});
     ops::RmsNormParams np{.eps = static_cast<float>(c.qk_norm_eps)};
     ops::RopeParams rp{.rotary_dim = rows ? c.rotary_dim() : 0, .round_tables = act != DType::kF32};
@@ -211,17 +241,22 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, q3, w.norm_q, rows ? rows->cos : none, rows ? rows->sin : none));
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, k3, w.norm_k, rows ? rows->cos : none, rows ? rows->sin : none));
     H3_TRY(ops::attention(ctx_, {}, q3, k3, v3, o3));
-    return ops::gemm(ctx_, {}, o, w.to_out, Tensor(), out);
+    H3_TRY(ops::gemm(ctx_, {}, o, w.to_out, Tensor(), out));
+    return add_lora(ctx_, lora, LoraProjection::kToOut, o, out, sc);
 }
 
-Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& sc) const {
+Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& sc,
+                            const LoraBlockFactors* lora) const {
     const int64_t S = x.dim(0), chunk = sc.ffn_rows;
     for (int64_t r0 = 0; r0 < S; r0 += chunk) {
         int64_t n = std::min(chunk, S - r0);
         Tensor hs = sc.ffn_h.slice(0, 0, n), gs = sc.ffn_g.slice(0, 0, n), os = out.slice(0, r0, r0 + n);
-        H3_TRY(ops::gemm(ctx_, {}, x.slice(0, r0, r0 + n), w.ff_in, Tensor(), hs));
+        const Tensor xs = x.slice(0, r0, r0 + n);
+        H3_TRY(ops::gemm(ctx_, {}, xs, w.ff_in, Tensor(), hs));
+        H3_TRY(add_lora(ctx_, lora, LoraProjection::kFfIn, xs, hs, sc));
         H3_TRY(ops::swiglu(ctx_, hs, gs));
         H3_TRY(ops::gemm(ctx_, {}, gs, w.ff_out, Tensor(), os));
+        H3_TRY(add_lora(ctx_, lora, LoraProjection::kFfOut, gs, os, sc));
     }
     return ok_status();
 }
@@ -230,20 +265,22 @@ Result<Tensor> DitModel::refine_text(const DitPackedInputs& in, const DitForward
     const DitConfig& c = config_;
     const int64_t L = in.text.dim(0), D = c.hidden_size;
     const DType act = act_dtype();
-    H3_ASSIGN_OR_RETURN(DitScratch sc, make_scratch(L, o.ffn_chunk_bytes));
+    H3_ASSIGN_OR_RETURN(DitScratch sc, make_scratch(L, o.ffn_chunk_bytes, lora_rank(o.lora)));
     H3_ASSIGN_OR_RETURN(Tensor text_host, in.text.to_dtype(act)); // the conditioner output is bf16
     H3_ASSIGN_OR_RETURN(Tensor text, upload(text_host));
     H3_ASSIGN_OR_RETURN(Tensor x, alloc(Shape{L, D}, act));
     H3_TRY(ops::gemm(ctx_, {}, text, weights_.context_w, weights_.context_b, x));
     Tensor n = sc.x, y = sc.y;
     ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
-    for (const auto& w : weights_.refiner) {
+    for (size_t i = 0; i < weights_.refiner.size(); ++i) {
+        const DitBlockWeights& w = weights_.refiner[i];
+        const LoraBlockFactors* lora = o.lora ? o.lora->refiner(static_cast<int>(i)) : nullptr;
         if (is_cancelled(o)) return cancelled("DiT forward cancelled in the token refiner");
         H3_TRY(ops::rms_norm(ctx_, np, x, w.norm1, n));
-        H3_TRY(attention_branch(w, n, nullptr, y, sc));
+        H3_TRY(attention_branch(w, n, nullptr, y, sc, lora));
         H3_TRY(ops::add(ctx_, x, y, x));
         H3_TRY(ops::rms_norm(ctx_, np, x, w.norm2, n));
-        H3_TRY(ffn_branch(w, n, y, sc));
+        H3_TRY(ffn_branch(w, n, y, sc, lora));
         H3_TRY(ops::add(ctx_, x, y, x));
     }
     H3_ASSIGN_OR_RETURN(Tensor out, alloc(Shape{L, D}, act));
@@ -259,6 +296,11 @@ Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowT
     const int64_t S = h.dim(0), D = c.hidden_size;
     const bool emulate = act_dtype() != DType::kF32;
     H3_CHECK(S <= sc.rows, "scratch holds " << sc.rows << " rows, block needs " << S);
+    const LoraBlockFactors* lora = o.lora ? o.lora->block(index) : nullptr;
+    if (lora && sc.lora.numel() < S * o.lora->max_rank())
+        return invalid_argument(
+            "DiT block " + std::to_string(index) +
+            ": the scratch has no room for the run-time adapters (make_scratch's lora_rank)");
     auto chunk = [&](int i) { return table.slice(1, i * D, (i + 1) * D); };
     const std::string prefix = "blocks." + std::to_string(index) + ".";
     ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
@@ -267,11 +309,11 @@ Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowT
     Tensor x = sc.x.slice(0, 0, S), y = sc.y.slice(0, 0, S);
     H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm1, chunk(0), chunk(1), rows.adaln_row, x));
     if (o.hook.active(prefix + "norm1_out")) o.hook.record(prefix + "norm1_out", x);
-    H3_TRY(attention_branch(w, x, &rows, y, sc));
+    H3_TRY(attention_branch(w, x, &rows, y, sc, lora));
     if (o.hook.active(prefix + "attn_out")) o.hook.record(prefix + "attn_out", y);
     H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(2), y, rows.adaln_row));
     H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm2, chunk(3), chunk(4), rows.adaln_row, x));
-    H3_TRY(ffn_branch(w, x, y, sc));
+    H3_TRY(ffn_branch(w, x, y, sc, lora));
     if (o.hook.active(prefix + "ff_out")) o.hook.record(prefix + "ff_out", y);
     H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(5), y, rows.adaln_row));
     if (o.hook.active(prefix + "out")) o.hook.record(prefix + "out", h);
@@ -318,7 +360,7 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     const DType act = act_dtype();
     AdalnTables own;
     if (!tables_in) {
-        H3_ASSIGN_OR_RETURN(own, compute_adaln_tables(in.timesteps, &o.hook));
+        H3_ASSIGN_OR_RETURN(own, compute_adaln_tables(in.timesteps, &o.hook, nullptr, o.lora));
         tables_in = &own;
     }
     DitRequestState own_state;
@@ -353,7 +395,7 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
 
     // 2. Blocks, sharing one set of scratch buffers.
     {
-        H3_ASSIGN_OR_RETURN(DitScratch scratch, make_scratch(S, o.ffn_chunk_bytes));
+        H3_ASSIGN_OR_RETURN(DitScratch scratch, make_scratch(S, o.ffn_chunk_bytes, lora_rank(o.lora)));
         const BlockScheduleContext sctx{
             .model = this, .tables = tables_in, .rows = &rows, .scratch = &scratch};
         for (int b = 0; b < c.num_layers; ++b) {

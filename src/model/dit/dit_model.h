@@ -8,6 +8,7 @@
 #include "model/dit/dit_config.h"
 #include "model/dit/dit_inputs.h"
 #include "model/dit/dit_weights.h"
+#include "model/lora/lora_set.h"
 #include "ops/context.h"
 
 #include <atomic>
@@ -44,6 +45,7 @@ struct DitForwardOptions {
     BlockSchedule* schedule = nullptr; // step caches (src/cache); null: every block runs, nothing probed
     const std::atomic<bool>* cancel = nullptr; // checked between blocks
     size_t ffn_chunk_bytes = 512ull << 20;     // budget for the [rows, 2·ffn] + [rows, ffn] intermediates
+    const LoraSet* lora = nullptr; // run-time adapters of this request (null: none); see model/lora/
 };
 
 // What stays fixed for a whole request and is computed once (spec §13: lossless hoisting): the refined
@@ -59,6 +61,7 @@ struct DitRequestState {
 struct DitScratch {
     Tensor x, y, q, k, v, o; // [rows, hidden] / [rows, inner]
     Tensor ffn_h, ffn_g;     // [ffn_rows, 2·ffn] / [ffn_rows, ffn]: the FFN runs in row chunks of ffn_rows
+    Tensor lora;             // [rows · max rank] x·Aᵀ of run-time adapters (undefined without adapters)
     int64_t rows = 0, ffn_rows = 0;
 };
 
@@ -77,9 +80,11 @@ public:
     // Time embedding and AdaLN tables for the given timesteps. With the AdaLN weights loaded they are used;
     // otherwise `stream_from` supplies each block's projection in turn (read from the checkpoint, put on the
     // device for that block only, then released) so the 13 B AdaLN weights never sit on the device at once.
+    // `lora`: run-time adapters of the AdaLN projections (block and final layer) added to each table row.
     Result<AdalnTables> compute_adaln_tables(const std::vector<float>& timesteps,
                                              const IntermediateHook* hook = nullptr,
-                                             const DitCheckpoint* stream_from = nullptr) const;
+                                             const DitCheckpoint* stream_from = nullptr,
+                                             const LoraSet* lora = nullptr) const;
     // Refiner, RoPE tables and index lists for a request (text, positions and indices of `in`).
     Result<DitRequestState> prepare_request(const DitPackedInputs& in,
                                             const DitForwardOptions& options = {}) const;
@@ -98,7 +103,7 @@ public:
     };
     Result<RowTables> build_row_tables(const DitPackedInputs& in, const AdalnTables& tables,
                                        const DitRequestState* state = nullptr) const;
-    Result<DitScratch> make_scratch(int64_t rows, size_t ffn_chunk_bytes) const;
+    Result<DitScratch> make_scratch(int64_t rows, size_t ffn_chunk_bytes, int64_t lora_rank = 0) const;
     Status run_block(int index, Tensor& h, const Tensor& block_table, const RowTables& rows,
                      const DitForwardOptions& options, DitScratch& scratch) const;
     // The first op of block `index`: RMSNorm(h)·(1 + scale_msa) + shift_msa into `out` [S, hidden] (the
@@ -106,11 +111,18 @@ public:
     Status modulated_input(int index, const Tensor& h, const Tensor& block_table, const RowTables& rows,
                            Tensor& out) const;
 
+    // Folds adapters into the resident weights for the rest of the model's life (model/lora/lora_apply.h
+    // lora_merge: fp32 sum, one rounding). Every target's weight must be resident (AdaLN adapters need the
+    // AdaLN weights loaded). Afterwards merged_adapters() names them (the AdaLN cache keys on it).
+    Status merge_adapters(const std::vector<LoraUse>& uses);
+    const std::string& merged_adapters() const { return merged_; }
+
 private:
     Result<Tensor> refine_text(const DitPackedInputs& in, const DitForwardOptions& options) const;
     Status attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows, Tensor& out,
-                            DitScratch& scratch) const;
-    Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch) const;
+                            DitScratch& scratch, const LoraBlockFactors* lora) const;
+    Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch,
+                      const LoraBlockFactors* lora) const;
     Result<Tensor> upload(const Tensor& host) const;
     Result<Tensor> alloc(const Shape& shape, DType dtype) const;
 
@@ -118,6 +130,7 @@ private:
     DitWeights weights_;
     DitPrecision precision_;
     ops::Context ctx_;
+    std::string merged_; // adapters folded into weights_ (merge_adapters), "" for none
 };
 
 // Lets a step cache steer one forward's block loop. `at_block(b)` is called before block b runs and once
