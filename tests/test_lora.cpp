@@ -1,5 +1,6 @@
 // LoRA files: every published key layout converts to the same canonical delta, the alpha/rank rules per
 // layout, the fused-qkv split (stacked and per-head rows), the fc1 half swap, and the errors a bad file gets.
+#include "cli/adapter_options.h"
 #include "lora_test_data.h"
 #include "model/lora/lora_file.h"
 #include "model/lora/lora_keys.h"
@@ -311,4 +312,23 @@ TEST(LoraFormats, UnknownKeysWarnOrFailWhenStrict) {
     expect_error(strict, "3 of " + std::to_string(good + 3) + " keys");
     expect_error(strict, "diffusion_model.condition_proj.lora_A.weight");
     expect_error(strict, "lora_te_text_model_encoder_layers_0_mlp_fc1.lora_down.weight");
+}
+
+TEST(LoraCli, SpecParsing) {
+    auto a = cli::parse_lora_spec("turbo.safetensors");
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ(a->path, "turbo.safetensors");
+    EXPECT_EQ(a->strength, 1.0f);
+    auto b = cli::parse_lora_spec("dir/turbo.safetensors:0.75");
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(b->path, "dir/turbo.safetensors");
+    EXPECT_EQ(b->strength, 0.75f);
+    auto c = cli::parse_lora_spec("odd:name.safetensors"); // not a number after the colon: part of the name
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->path, "odd:name.safetensors");
+    auto d = cli::parse_lora_spec("x.safetensors:-0.5");
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->strength, -0.5f);
+    EXPECT_FALSE(cli::parse_lora_spec("x.safetensors:inf").ok());
+    EXPECT_FALSE(cli::parse_lora_spec(":0.5").ok());
 }

@@ -2,9 +2,11 @@
 //   [--seconds S | --frames F] [--size WxH | --aspect W:H] [--steps N] [--seed N] [--device cpu|cuda]
 //   [--dtype bf16|fp32] [--save-latents FILE] [--output PATH] [--progress bar|json|none]
 //   [--cache SPEC | --quality lossless|high] [--metrics FILE] [--first-frame IMG] [--last-frame IMG]
-//   [--reference [image:|video:|audio:]FILE ...]
+//   [--reference [image:|video:|audio:]FILE ...] [--lora FILE[:SCALE] ...] [--lora-mode merged|runtime]
+//   [--preset NAME] [--video-shift S] [--audio-shift S]
 #include "api/engine.h"
 #include "api/video_request.h"
+#include "cli/adapter_options.h"
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
@@ -97,6 +99,7 @@ Command make_generate_command() {
         std::string first_frame, last_frame; // fl2va keyframes
         std::vector<std::string> references; // ref2va, in order
         int reference_image_edge = 2048, reference_video_edge = 768;
+        AdapterCliOptions adapters; // --lora, --preset, shifts
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -163,6 +166,7 @@ Command make_generate_command() {
                            "images, 3 videos, 3 audio clips, 12 in all; audio never alone; clips are cut to "
                            "the generated length");
         add_reference_size_options(o->sub, o->reference_image_edge, o->reference_video_edge);
+        add_adapter_options(o->sub, o->adapters);
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
@@ -183,6 +187,11 @@ Command make_generate_command() {
         if (o->sub->count("--frames")) rq.geometry.frames = o->frames;
         if (o->sub->count("--seconds")) rq.geometry.seconds = o->seconds;
         rq.steps = o->steps;
+        { // --preset's steps take part in the early checks; its shifts are applied with the checkpoint's
+            double vs = 0, as = 0;
+            if (Status s = apply_schedule_options(*o->sub, o->adapters, rq.steps, vs, as); !s.ok())
+                return report(s);
+        }
         rq.seed = o->seed;
         auto geometry = pipeline::resolve_geometry(rq.geometry);
         if (!geometry.ok()) return report(geometry.status());
@@ -264,6 +273,9 @@ Command make_generate_command() {
         if (!dir.ok()) return report(dir.status());
         rq.video_shift = dir->video_shift.value_or(pipeline::kDefaultVideoShift);
         rq.audio_shift = dir->audio_shift.value_or(pipeline::kDefaultAudioShift);
+        if (Status s = apply_schedule_options(*o->sub, o->adapters, rq.steps, rq.video_shift, rq.audio_shift);
+            !s.ok())
+            return report(s);
         // ref2va runs on the Ref2VA DiT (transformer_ref/), t2va and fl2va on the FL2VA one (transformer/)
         auto ckpt =
             model::open_dit_checkpoint(o->model, references.empty() ? "transformer" : "transformer_ref");
@@ -271,6 +283,8 @@ Command make_generate_command() {
         const int text_dim = ckpt->config.text_dim;
         // the cache against this checkpoint and schedule, before any weight is loaded
         if (Status s = api::check_cache(rq.cache, rq.steps, ckpt->config); !s.ok()) return report(s);
+        auto lora_uses = read_lora_options(o->adapters, ckpt->config); // adapters checked before any weight
+        if (!lora_uses.ok()) return report(lora_uses.status());
         auto session = DeviceSession::open(o->device);
         if (!session.ok()) return report(session.status());
         const ops::Context& ctx = (*session)->context();
@@ -355,6 +369,8 @@ Command make_generate_command() {
                                                                  : model::DitPrecision::kBf16};
         auto m = model::DitModel::load(*ckpt, lo, ctx);
         if (!m.ok()) return report(m.status());
+        auto lora_set = attach_lora_options(o->adapters, *lora_uses, **m);
+        if (!lora_set.ok()) return report(lora_set.status());
         std::fprintf(stderr,
                      "generate: %s, %d steps (%d forwards), seed %llu, shifts %g/%g, %s %s, cache %s\n",
                      geometry->describe().c_str(), rq.steps, rq.steps - 1,
@@ -364,6 +380,7 @@ Command make_generate_command() {
         // ---- denoise (Ctrl-C cancels between steps and between blocks)
         pipeline::DenoiseOptions dopt;
         dopt.cancel = &g_cancel;
+        dopt.lora = lora_set->get();
         if (progress == "bar") dopt.progress = print_bar;
         if (progress == "json")
             dopt.progress = [](const pipeline::StepProgress& p) {
