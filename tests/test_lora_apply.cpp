@@ -8,6 +8,7 @@
 #include "model/lora/lora_file.h"
 #include "model/lora/lora_set.h"
 #include "pipeline/generate.h"
+#include "runtime/adapter_library.h"
 
 #include <gtest/gtest.h>
 
@@ -271,4 +272,87 @@ TEST(LoraApply, SetChecksTargetsAndScratch) {
     Status s = m->run_block(0, h, Tensor(), rows, fo, *sc);
     EXPECT_FALSE(s.ok());
     EXPECT_NE(s.message().find("run-time adapters"), std::string::npos) << s.to_string();
+}
+
+// The server's adapter folder: names resolve only inside it, sets are loaded once, shared, reloaded when the
+// file changes and dropped past the byte budget; a request's combination equals building it directly.
+TEST(AdapterLibrary, PathsCacheAndCombination) {
+    const fs::path root = fs::path(H3_BINARY_DIR) / "test_lora_apply" / "library";
+    fs::remove_all(root);
+    fs::create_directories(root / "loras" / "sub");
+    fs::create_directories(root / "outside");
+    const RefFactors rx = reference_factors(cfg(), 61, 0.03f), ry = reference_factors(cfg(), 62, 0.03f);
+    ASSERT_TRUE(io::write_safetensors((root / "loras" / "x.safetensors").string(),
+                                      write_layout(cfg(), rx, Layout::kPeft))
+                    .ok());
+    ASSERT_TRUE(io::write_safetensors((root / "loras" / "sub" / "y.safetensors").string(),
+                                      write_layout(cfg(), ry, Layout::kOriginal))
+                    .ok());
+    ASSERT_TRUE(io::write_safetensors((root / "outside" / "z.safetensors").string(),
+                                      write_layout(cfg(), ry, Layout::kPeft))
+                    .ok());
+    fs::create_symlink(root / "outside" / "z.safetensors", root / "loras" / "escape.safetensors");
+    fs::create_symlink(root / "loras" / "x.safetensors", root / "loras" / "alias.safetensors");
+    auto m = load(model::DitPrecision::kFp32);
+    auto lib = runtime::AdapterLibrary::open({.dir = (root / "loras").string(),
+                                              .config = cfg(),
+                                              .ctx = ops::Context::cpu(),
+                                              .dtype = m->act_dtype(),
+                                              .read = {}});
+    ASSERT_TRUE(lib.ok()) << lib.status().to_string();
+    auto& L = **lib;
+    EXPECT_TRUE(L.resolve("x.safetensors").ok());
+    EXPECT_TRUE(L.resolve("sub/y.safetensors").ok());
+    EXPECT_TRUE(L.resolve("alias.safetensors").ok()); // a link that stays inside
+    for (const char* bad : {"../outside/z.safetensors", "sub/../x.safetensors", "/etc/passwd",
+                            "escape.safetensors", "x.txt", "", "nope.safetensors"}) {
+        auto r = L.resolve(bad);
+        EXPECT_FALSE(r.ok()) << bad;
+    }
+    EXPECT_NE(L.resolve("escape.safetensors").status().message().find("outside"), std::string::npos);
+    EXPECT_NE(L.resolve("../outside/z.safetensors").status().message().find("'..'"), std::string::npos);
+    EXPECT_EQ(L.resolve("nope.safetensors").status().code(), ErrorCode::kNotFound);
+
+    auto x1 = L.get("x.safetensors"), x2 = L.get("x.safetensors");
+    ASSERT_TRUE(x1.ok() && x2.ok()) << x1.status().to_string();
+    EXPECT_EQ(x1->get(), x2->get()); // read once, shared
+    EXPECT_EQ(L.cached_sets(), 1u);
+    // A request's combination equals the set built from the adapters directly.
+    auto combo = L.request_set({{"x.safetensors", 0.7f}, {"sub/y.safetensors", 0.4f}});
+    ASSERT_TRUE(combo.ok()) << combo.status().to_string();
+    auto direct = runtime_set(*m, {{adapter_from(write_layout(cfg(), rx, Layout::kPeft)), 0.7f},
+                                   {adapter_from(write_layout(cfg(), ry, Layout::kOriginal)), 0.4f}});
+    const Latents a = generate(*m, combo->get()), b = generate(*m, direct.get());
+    EXPECT_EQ(a.video, b.video);
+    EXPECT_EQ(a.audio, b.audio);
+    EXPECT_EQ(L.request_set({})->get(), nullptr);
+    // A bad file fails the request that names it; the library keeps serving the others.
+    {
+        std::FILE* f = std::fopen((root / "loras" / "bad.safetensors").c_str(), "wb");
+        std::fputs("junk", f);
+        std::fclose(f);
+    }
+    auto bad = L.request_set({{"x.safetensors", 1.0f}, {"bad.safetensors", 1.0f}});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("bad.safetensors"), std::string::npos) << bad.status().to_string();
+    EXPECT_TRUE(L.get("x.safetensors").ok());
+    // A changed file is read again.
+    fs::last_write_time(root / "loras" / "x.safetensors",
+                        fs::last_write_time(root / "loras" / "x.safetensors") + std::chrono::seconds(5));
+    auto x3 = L.get("x.safetensors");
+    ASSERT_TRUE(x3.ok());
+    EXPECT_NE(x3->get(), x1->get());
+    // Past the budget the least recently used set goes (the one just loaded stays).
+    auto small = runtime::AdapterLibrary::open({.dir = (root / "loras").string(),
+                                                .config = cfg(),
+                                                .ctx = ops::Context::cpu(),
+                                                .dtype = m->act_dtype(),
+                                                .budget_bytes = 1,
+                                                .read = {}});
+    ASSERT_TRUE(small.ok());
+    ASSERT_TRUE((*small)->get("x.safetensors").ok());
+    ASSERT_TRUE((*small)->get("sub/y.safetensors").ok());
+    EXPECT_EQ((*small)->cached_sets(), 1u);
+    // In-flight users keep a dropped set alive.
+    EXPECT_TRUE(x1->get()->factor_count() > 0);
 }
