@@ -59,26 +59,30 @@ Result<LoraSpec> parse_lora_spec(const std::string& text) {
     return s;
 }
 
-Status apply_schedule_options(const CLI::App& sub, const AdapterCliOptions& o, int& steps,
-                              double& video_shift, double& audio_shift) {
-    if (!o.preset.empty()) {
-        const pipeline::FewStepPreset* p = pipeline::find_few_step_preset(o.preset);
-        if (!p) return invalid_argument("unknown --preset '" + o.preset + "'");
-        if (!sub.count("--steps")) steps = p->steps;
-        video_shift = p->video_shift;
-        audio_shift = p->audio_shift;
+Status adapter_flags_to_input(const CLI::App& sub, const AdapterCliOptions& o, pipeline::LoraJobInput& in) {
+    for (const std::string& text : o.lora) {
+        H3_ASSIGN_OR_RETURN(LoraSpec spec, parse_lora_spec(text));
+        in.lora.push_back({spec.path, static_cast<double>(spec.strength)});
     }
-    if (sub.count("--video-shift")) video_shift = o.video_shift;
-    if (sub.count("--audio-shift")) audio_shift = o.audio_shift;
+    in.lora_mode = o.lora_mode;
+    if (o.lora_strict) in.lora_strict = true;
+    if (!o.preset.empty()) in.preset = o.preset;
+    if (sub.count("--video-shift")) in.video_shift = o.video_shift;
+    if (sub.count("--audio-shift")) in.audio_shift = o.audio_shift;
     return ok_status();
 }
 
-Result<std::vector<model::LoraUse>> read_lora_options(const AdapterCliOptions& o,
-                                                      const model::DitConfig& config) {
+model::LoraReadOptions lora_read_options(const AdapterCliOptions& o) {
     model::LoraReadOptions ro{.strict = o.lora_strict};
     ro.qkv_rows = o.qkv_rows == "stacked"    ? model::LoraQkvRows::kStacked
                   : o.qkv_rows == "per-head" ? model::LoraQkvRows::kPerHead
                                              : model::LoraQkvRows::kAuto;
+    return ro;
+}
+
+Result<std::vector<model::LoraUse>> read_lora_options(const AdapterCliOptions& o,
+                                                      const model::DitConfig& config) {
+    const model::LoraReadOptions ro = lora_read_options(o);
     std::vector<model::LoraUse> uses;
     for (const std::string& text : o.lora) {
         H3_ASSIGN_OR_RETURN(LoraSpec spec, parse_lora_spec(text));
@@ -91,24 +95,6 @@ Result<std::vector<model::LoraUse>> read_lora_options(const AdapterCliOptions& o
             {std::make_shared<const model::LoraAdapter>(std::move(adapter).value()), spec.strength});
     }
     return uses;
-}
-
-Result<std::shared_ptr<const model::LoraSet>> attach_lora_options(const AdapterCliOptions& o,
-                                                                  const std::vector<model::LoraUse>& uses,
-                                                                  model::DitModel& model) {
-    if (uses.empty()) return std::shared_ptr<const model::LoraSet>();
-    if (o.lora_mode == "merged") {
-        H3_TRY(model.merge_adapters(uses));
-        std::fprintf(stderr, "generate: %zu LoRA adapter(s) merged into the weights\n", uses.size());
-        return std::shared_ptr<const model::LoraSet>();
-    }
-    H3_ASSIGN_OR_RETURN(auto set,
-                        model::LoraSet::build(uses, model.config(), model.context(), model.act_dtype()));
-    std::fprintf(stderr, "generate: %zu LoRA factor(s) applied at run time, rank <= %lld, %.1f MiB on %s\n",
-                 set->factor_count(), static_cast<long long>(set->max_rank()),
-                 static_cast<double>(set->device_bytes()) / (1 << 20),
-                 model.context().device.to_string().c_str());
-    return set;
 }
 
 } // namespace h3::cli

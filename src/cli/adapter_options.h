@@ -3,10 +3,10 @@
 #pragma once
 
 #include "core/status.h"
-#include "model/dit/dit_model.h"
+#include "model/dit/dit_config.h"
 #include "model/lora/lora_file.h"
 #include "model/lora/lora_set.h"
-#include "ops/context.h"
+#include "pipeline/job_lora.h"
 
 #include <CLI/CLI.hpp>
 
@@ -34,19 +34,16 @@ struct LoraSpec {
 };
 Result<LoraSpec> parse_lora_spec(const std::string& text);
 
-// steps / shifts in order of precedence: explicit --steps / --video-shift / --audio-shift, then --preset,
-// then what the caller already holds (the checkpoint's scheduler configs, the default 50 steps).
-Status apply_schedule_options(const CLI::App& sub, const AdapterCliOptions& o, int& steps,
-                              double& video_shift, double& audio_shift);
+// The flags as the job builder's fields (pipeline::LoraJobInput): lora, lora_mode, lora_strict, preset and
+// the shifts (only those given: the builder applies explicit > preset > checkpoint).
+Status adapter_flags_to_input(const CLI::App& sub, const AdapterCliOptions& o, pipeline::LoraJobInput& in);
 
-// Reads every --lora file for `config` (before any weight is loaded) and reports what each holds.
+// The read options of --lora-strict and --lora-qkv-rows.
+model::LoraReadOptions lora_read_options(const AdapterCliOptions& o);
+
+// Merged mode: reads every --lora file for `config` (before any weight is loaded) and reports what each
+// holds; the model store merges them into its DiT when it loads (runtime::ModelStore::set_merged_adapters).
 Result<std::vector<model::LoraUse>> read_lora_options(const AdapterCliOptions& o,
                                                       const model::DitConfig& config);
-
-// Merged mode: folds the adapters into the model's weights (returns null). Runtime mode: places them on the
-// device as the set every forward applies (the caller passes it in DenoiseOptions::lora).
-Result<std::shared_ptr<const model::LoraSet>> attach_lora_options(const AdapterCliOptions& o,
-                                                                  const std::vector<model::LoraUse>& uses,
-                                                                  model::DitModel& model);
 
 } // namespace h3::cli

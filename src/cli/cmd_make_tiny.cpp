@@ -1,4 +1,5 @@
-// h3-engine make-tiny DIR [--seed N] [--layout diffusers|original] [--lora FILE]
+// h3-engine make-tiny DIR [--seed N] [--layout diffusers|original] [--latent-channels N] [--vae-stride 8|16]
+//   [--audio-latent-channels N] [--text-dim N] [--lora FILE]
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "model/lora/lora_file.h"
@@ -18,6 +19,7 @@ Command make_make_tiny_command() {
         uint64_t seed = 0;
         std::string layout = "diffusers";
         std::string lora; // also write a tiny adapter for this DiT
+        model::TinyGeometry geometry;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -31,6 +33,25 @@ Command make_make_tiny_command() {
         o->sub->add_option("--layout", o->layout, "diffusers|original")
             ->check(CLI::IsMember({"diffusers", "original"}))
             ->capture_default_str();
+        // Non-release geometry (a checkpoint as diffusers writes one for other sizes); the defaults keep the
+        // released VAEs' latent spaces.
+        o->sub
+            ->add_option("--latent-channels", o->geometry.latent_channels,
+                         "video latent channels (vae latent_channels = transformer in_channels)")
+            ->capture_default_str();
+        o->sub
+            ->add_option("--vae-stride", o->geometry.vae_stride,
+                         "the video VAE's spatial compression: 8 or 16")
+            ->check(CLI::IsMember({8, 16}))
+            ->capture_default_str();
+        o->sub
+            ->add_option("--audio-latent-channels", o->geometry.audio_latent_channels,
+                         "audio latent channels (audio_vae latent_channels = transformer audio_in_channels)")
+            ->capture_default_str();
+        o->sub
+            ->add_option("--text-dim", o->geometry.text_dim,
+                         "conditioner width (text encoder hidden size = transformer text_dim)")
+            ->capture_default_str();
         o->sub->add_option(
             "--lora", o->lora,
             "also write a tiny random LoRA for this DiT (PEFT layout with .alpha, rank 4 on every "
@@ -41,18 +62,19 @@ Command make_make_tiny_command() {
         model::TinyCheckpointParams p{.dir = o->dir,
                                       .seed = o->seed,
                                       .layout = o->layout == "original" ? model::TinyLayout::kOriginal
-                                                                        : model::TinyLayout::kDiffusers};
+                                                                        : model::TinyLayout::kDiffusers,
+                                      .geometry = o->geometry};
         Status s = model::write_tiny_checkpoint(p);
         if (!s.ok()) return report(s);
         std::printf("wrote tiny H3 checkpoint (%s layout, seed %llu) to %s\n", o->layout.c_str(),
                     static_cast<unsigned long long>(o->seed), o->dir.c_str());
         if (!o->lora.empty()) {
-            auto a = model::random_lora_adapter(model::tiny_dit_config(), {.rank = 4,
-                                                                           .dtype = DType::kBF16,
-                                                                           .seed = o->seed + 1000,
-                                                                           .refiner = true,
-                                                                           .adaln = true,
-                                                                           .scale = 64.0f});
+            auto a = model::random_lora_adapter(model::tiny_dit_config(o->geometry), {.rank = 4,
+                                                                                      .dtype = DType::kBF16,
+                                                                                      .seed = o->seed + 1000,
+                                                                                      .refiner = true,
+                                                                                      .adaln = true,
+                                                                                      .scale = 64.0f});
             if (!a.ok()) return report(a.status());
             if (Status w = model::write_lora_file(o->lora, *a); !w.ok()) return report(w);
             std::printf("wrote tiny LoRA (%zu targets, rank 4) to %s\n", a->factors.size(), o->lora.c_str());

@@ -13,6 +13,7 @@ AdapterLibrary::AdapterLibrary(AdapterLibraryParams p, std::string canonical_dir
 
 Result<std::unique_ptr<AdapterLibrary>> AdapterLibrary::open(const AdapterLibraryParams& p) {
     std::error_code ec;
+    if (p.any_path) return std::unique_ptr<AdapterLibrary>(new AdapterLibrary(p, std::string()));
     if (p.dir.empty() || !fs::is_directory(p.dir, ec))
         return not_found("LoRA folder '" + p.dir + "' is not a directory");
     const fs::path canon = fs::canonical(p.dir, ec);
@@ -23,6 +24,13 @@ Result<std::unique_ptr<AdapterLibrary>> AdapterLibrary::open(const AdapterLibrar
 Result<std::string> AdapterLibrary::resolve(const std::string& name) const {
     const std::string what = "LoRA '" + name + "'";
     if (name.empty()) return invalid_argument("a LoRA path is empty");
+    if (params_.any_path) {
+        std::error_code ec;
+        if (!fs::is_regular_file(name, ec)) return not_found(what + ": no such file");
+        const fs::path canon = fs::canonical(name, ec);
+        if (ec) return io_error(what + ": " + ec.message());
+        return canon.string();
+    }
     const fs::path rel(name);
     if (rel.is_absolute() || name[0] == '/' || name[0] == '\\')
         return invalid_argument(what +
@@ -41,7 +49,20 @@ Result<std::string> AdapterLibrary::resolve(const std::string& name) const {
     return c;
 }
 
-Result<std::shared_ptr<const model::LoraSet>> AdapterLibrary::get(const std::string& name) {
+namespace {
+
+Status strict_check(const std::string& name, const std::vector<std::string>& ignored, bool strict) {
+    if (!strict || ignored.empty()) return ok_status();
+    std::string keys;
+    for (size_t i = 0; i < ignored.size() && i < 10; ++i) keys += (i ? ", " : "") + ignored[i];
+    if (ignored.size() > 10) keys += ", ...";
+    return invalid_argument("LoRA '" + name + "': " + std::to_string(ignored.size()) +
+                            " key(s) name no adapted projection (strict): " + keys);
+}
+
+} // namespace
+
+Result<std::shared_ptr<const model::LoraSet>> AdapterLibrary::get(const std::string& name, bool strict) {
     H3_ASSIGN_OR_RETURN(std::string path, resolve(name));
     std::error_code ec;
     const uintmax_t size = fs::file_size(path, ec);
@@ -51,6 +72,7 @@ Result<std::shared_ptr<const model::LoraSet>> AdapterLibrary::get(const std::str
         if (it->path != path) continue;
         if (it->size == size && it->mtime == mtime) {
             lru_.splice(lru_.begin(), lru_, it);
+            H3_TRY(strict_check(name, lru_.front().ignored, strict));
             return lru_.front().set;
         }
         lru_.erase(it); // the file changed: read it again
@@ -58,12 +80,13 @@ Result<std::shared_ptr<const model::LoraSet>> AdapterLibrary::get(const std::str
     }
     auto adapter = model::read_lora_file(path, params_.config, params_.read);
     if (!adapter.ok()) return adapter.status().with_context("LoRA '" + name + "'");
+    std::vector<std::string> ignored = adapter->ignored;
     auto use = std::make_shared<const model::LoraAdapter>(std::move(adapter).value());
     H3_ASSIGN_OR_RETURN(auto set,
                         model::LoraSet::build({{use, 1.0f}}, params_.config, params_.ctx, params_.dtype));
     H3_LOG_INFO("LoRA library: loaded {} ({} targets, {:.1f} MiB on {})", use->summary(), set->factor_count(),
                 static_cast<double>(set->device_bytes()) / (1 << 20), params_.ctx.device.to_string());
-    lru_.push_front({path, size, mtime, set});
+    lru_.push_front({path, size, mtime, set, std::move(ignored)});
     // Drop the least recently used past the budget; the set just loaded always stays.
     size_t total = 0;
     for (const auto& e : lru_) total += e.set->device_bytes();
@@ -72,6 +95,7 @@ Result<std::shared_ptr<const model::LoraSet>> AdapterLibrary::get(const std::str
         H3_LOG_INFO("LoRA library: dropped {}", lru_.back().path);
         lru_.pop_back();
     }
+    H3_TRY(strict_check(name, lru_.front().ignored, strict));
     return set;
 }
 
@@ -80,7 +104,7 @@ AdapterLibrary::request_set(const std::vector<AdapterUse>& uses) {
     if (uses.empty()) return std::shared_ptr<const model::LoraSet>();
     std::vector<model::LoraSet::Part> parts;
     for (const AdapterUse& u : uses) {
-        H3_ASSIGN_OR_RETURN(auto set, get(u.name));
+        H3_ASSIGN_OR_RETURN(auto set, get(u.name, u.strict));
         parts.push_back({set, u.strength});
     }
     return model::LoraSet::combine(parts, params_.config);

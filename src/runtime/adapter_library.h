@@ -26,12 +26,16 @@ struct AdapterLibraryParams {
     ops::Context ctx;                 // where the sets live
     DType dtype = DType::kBF16;       // the model's activation dtype
     size_t budget_bytes = 8ull << 30; // device bytes of cached sets (the set in use is always kept)
-    model::LoraReadOptions read;
+    model::LoraReadOptions read;      // `strict` here holds for every request; AdapterUse::strict adds to it
+    // true (h3-engine generate): names are file paths as given, there is no folder (`dir` unused). A server
+    // never sets it.
+    bool any_path = false;
 };
 
 struct AdapterUse {
     std::string name; // relative to the library's folder
     float strength = 1.0f;
+    bool strict = false; // keys that name no adapted projection are an error (not skipped)
 };
 
 class AdapterLibrary {
@@ -44,8 +48,9 @@ public:
     // folder.
     Result<std::string> resolve(const std::string& name) const;
 
-    // The set of one adapter at strength 1 (read on first use or when the file changed).
-    Result<std::shared_ptr<const model::LoraSet>> get(const std::string& name);
+    // The set of one adapter at strength 1 (read on first use or when the file changed). strict: an error
+    // listing the keys the file holds that name no adapted projection, if it has any.
+    Result<std::shared_ptr<const model::LoraSet>> get(const std::string& name, bool strict = false);
     // A request's adapters combined with their strengths; null when `uses` is empty.
     Result<std::shared_ptr<const model::LoraSet>> request_set(const std::vector<AdapterUse>& uses);
 
@@ -61,6 +66,7 @@ private:
         uintmax_t size = 0;
         int64_t mtime = 0;
         std::shared_ptr<const model::LoraSet> set;
+        std::vector<std::string> ignored; // keys skipped when it was read
     };
     AdapterLibraryParams params_;
     std::string dir_; // canonical

@@ -38,6 +38,10 @@ Tensor* target_weight(DitWeights& w, const LoraTarget& t) {
 
 Status DitModel::merge_adapters(const std::vector<LoraUse>& uses) {
     // All terms per target first, so a weight is rounded once however many adapters touch it.
+    if (precision_ == DitPrecision::kFp8)
+        return invalid_argument(
+            "merging LoRA into an fp8 DiT: its e4m3 weights were quantized at load, a merge "
+            "would not reach them; apply the adapters at run time instead");
     std::map<LoraTarget, std::vector<LoraMergeTerm>> terms;
     std::string names;
     for (const LoraUse& u : uses) {
