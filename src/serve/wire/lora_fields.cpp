@@ -32,17 +32,17 @@ Status read_lora_fields(const nlohmann::json& body, pipeline::LoraJobInput& in, 
     }
     if (list.is_object()) list = nlohmann::json::array({list});
     if (!list.is_array())
-        return lora_field_error("lora", std::string("must be a list of {\"path\": NAME, \"scale\": S}, got ") +
-                                            list.type_name(),
-                                bad_field);
+        return lora_field_error(
+            "lora", std::string("must be a list of {\"path\": NAME, \"scale\": S}, got ") + list.type_name(),
+            bad_field);
     for (size_t i = 0; i < list.size(); ++i) {
         const nlohmann::json& e = list[i];
         const std::string which = "entry " + std::to_string(i);
         if (!e.is_object()) return lora_field_error("lora", which + " must be an object", bad_field);
         for (auto f = e.begin(); f != e.end(); ++f)
             if (f.key() != "path" && f.key() != "scale")
-                return lora_field_error("lora", which + ": unknown key '" + f.key() + "' (accepted: path, scale)",
-                                        bad_field);
+                return lora_field_error(
+                    "lora", which + ": unknown key '" + f.key() + "' (accepted: path, scale)", bad_field);
         auto p = e.find("path");
         if (p == e.end() || !p->is_string() || p->get<std::string>().empty())
             return lora_field_error("lora", which + ": path must be a non-empty string", bad_field);
