@@ -52,7 +52,8 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTU
   "${CUDNN_ARGS[@]}" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
 for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner test_audio_encoder \
-         test_audio_resample test_references test_layout test_generator test_ops_fp8 test_dit_fp8; do
+         test_audio_resample test_references test_layout test_generator test_ops_fp8 test_dit_fp8 test_lora \
+         test_lora_apply; do
   [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
@@ -75,11 +76,12 @@ run_test "test_generate" generate.log $T/test_generate
 [ -x $T/test_vae_encoder ] && run_test "test_vae_encoder (incl. CUDA)" vae_encoder.log $T/test_vae_encoder
 [ -x $T/test_vision ] && run_test "test_vision (incl. CUDA)" vision.log $T/test_vision
 [ -x $T/test_fl2va ] && run_test "test_fl2va" fl2va.log $T/test_fl2va
-for t in test_ref_conditioner test_audio_encoder test_audio_resample test_references test_layout test_generator; do
+for t in test_ref_conditioner test_audio_encoder test_audio_resample test_references test_layout test_generator \
+         test_lora test_lora_apply; do
   [ -x $T/$t ] && run_test "$t (incl. CUDA where it has it)" $t.log $T/$t
 done
 # tiny model: generate on CPU and on CUDA from the same seed, compare the final latents
-$H3 make-tiny /tmp/tiny > /dev/null
+$H3 make-tiny /tmp/tiny --lora /tmp/tiny_lora.safetensors > /dev/null
 for dev in cpu cuda; do
   for dt in fp32 bf16; do
     timeout 120 $H3 generate --model /tmp/tiny --prompt "a red fox runs through snow" --size 64x32 --frames 107 \
@@ -113,6 +115,23 @@ done
 echo "tiny ref2va cuda vs cpu (fp32): $(grep -h 'encoded\|conditioning' "$OUT/ref2va_cuda.err" | tr '\n' ' ')"
 echo "tiny ref2va cpu: $(grep -h 'encoded' "$OUT/ref2va_cpu.err")"
 python3 tools/reference/compare_latents.py /tmp/ref2va_cuda.safetensors /tmp/ref2va_cpu.safetensors
+# tiny LoRA on CUDA: run-time and merged application against the CPU (fp32, and merged vs run time in bf16)
+for dev in cpu cuda; do
+  for mode in runtime merged; do
+    for dt in fp32 bf16; do
+      timeout 120 $H3 generate --model /tmp/tiny --random-prompt-embeds 5 --size 64x32 --frames 107 --steps 5 \
+        --seed 7 --device $dev --dtype $dt --lora /tmp/tiny_lora.safetensors:0.8 --lora-mode $mode \
+        --save-latents /tmp/lora_${dev}_${mode}_$dt.safetensors --progress none > /dev/null \
+        2> "$OUT/lora_${dev}_${mode}_$dt.err" || { echo "lora $dev $mode $dt failed"; tail -3 "$OUT/lora_${dev}_${mode}_$dt.err"; }
+    done
+  done
+done
+for mode in runtime merged; do
+  echo "tiny LoRA ($mode) cuda vs cpu (fp32):"
+  python3 tools/reference/compare_latents.py /tmp/lora_cuda_${mode}_fp32.safetensors /tmp/lora_cpu_${mode}_fp32.safetensors
+done
+echo "tiny LoRA cuda merged vs runtime (bf16):"
+python3 tools/reference/compare_latents.py /tmp/lora_cuda_merged_bf16.safetensors /tmp/lora_cuda_runtime_bf16.safetensors
 # non-release geometry from the configs (8 video latent channels, an 8x VAE, 16 audio latent channels, a 48-wide
 # conditioner): fl2va on CPU and CUDA, fp32 (the VAE encoder and decoders at those sizes, the DiT's 32-wide patches)
 $H3 make-tiny /tmp/tiny8 --latent-channels 8 --vae-stride 8 --audio-latent-channels 16 --text-dim 48 > /dev/null
@@ -172,6 +191,20 @@ if python3 -c "import sys; sys.exit(0 if float('$ATT') > 100 else 1)"; then
   timeout 240 $H3 bench dit --random-weights --blocks 50 --iters 1 --json > "$OUT/bench_50.json" 2> "$OUT/bench_50.err"
   echo "bench(50 blocks) rc=$?"; cat "$OUT/bench_50.json"; tail -5 "$OUT/bench_50.err"
 fi
+echo "== bench dit --lora-rank 128: run-time LoRA on q/k/v/out/FFN (the 312 Turbo targets' 300 block ones) vs merged"
+timeout 420 $H3 bench dit --random-weights --blocks 8 --iters 2 --lora-rank 128 --json > "$OUT/bench_lora.json" \
+  2> "$OUT/bench_lora.err"
+echo "bench dit --lora-rank 128 rc=$?"; tail -3 "$OUT/bench_lora.err"
+python3 - "$OUT/bench_lora.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1])); l = j["lora"]
+print(f"plain {j['seconds_per_block']:.4f} s/block ({j['seconds_per_forward_50_blocks']:.2f} s per 50-block forward); "
+      f"rank {l['rank']} run time {l['runtime_seconds_per_block']:.4f} s/block "
+      f"({l['runtime_seconds_per_forward_50_blocks']:.2f} s/forward, +{100 * l['runtime_overhead']:.1f} %, "
+      f"+{l['extra_gflop_per_block']:.0f} GFLOP/block, {l['runtime_device_bytes'] / 2**20:.0f} MiB of factors); "
+      f"merged {l['merged_seconds_per_block']:.4f} s/block ({100 * l['merged_overhead']:+.1f} %), "
+      f"merge {l['merge_seconds']:.1f} s for {j['blocks_timed']} blocks")
+PY
 echo "== bench generate (full width, random weights, 4 grid points = 3 forwards)"
 timeout 240 $H3 bench generate --random-weights --steps 4 --json > "$OUT/bench_generate.json" 2> "$OUT/bench_generate.err"
 echo "bench generate rc=$?"; cat "$OUT/bench_generate.json"; tail -3 "$OUT/bench_generate.err"

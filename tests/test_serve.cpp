@@ -832,6 +832,174 @@ TEST_F(ServeSeam, LatentsMatchGenerate) {
     EXPECT_EQ(l.at("vae_decoder"), 1);
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// LoRA through the server: `serve --lora-dir DIR`, the request field lora [{"path", "scale"}] in JSON and
+// multipart, adapters applied per request at run time (the same bytes as `generate --lora-mode runtime`), a
+// job without adapters after one with them exactly the base result, and bad adapters rejected with 400 naming
+// `lora` while the server keeps serving.
+
+// A safetensors file of f32 tensors {name: (shape, fill value)}.
+void write_f32_safetensors(const fs::path& path,
+                           const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors) {
+    json header = json::object();
+    std::string data;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const auto& [name, shape] = tensors[i];
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        const size_t begin = data.size();
+        for (int64_t k = 0; k < n; ++k) {
+            const float v = 0.01f * static_cast<float>((k * 7 + static_cast<int64_t>(i)) % 13) - 0.06f;
+            data.append(reinterpret_cast<const char*>(&v), sizeof v);
+        }
+        header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {begin, data.size()}}};
+    }
+    std::string h = header.dump();
+    while (h.size() % 8) h.push_back(' ');
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t len = h.size();
+    out.write(reinterpret_cast<const char*>(&len), sizeof len);
+    out << h << data;
+}
+
+class ServeLora : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        const fs::path dir = lora_dir();
+        fs::remove_all(dir);
+        fs::create_directories(dir / "sub");
+        // the tiny DiT's adapter (make-tiny --lora writes one for the same config), one in a subfolder too
+        const std::string cmd = kBinary + " make-tiny " + (kWork / "lora_scratch").string() + " --lora " +
+                                (dir / "tiny.safetensors").string() + " > /dev/null 2>&1";
+        EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        fs::copy_file(dir / "tiny.safetensors", dir / "sub" / "copy.safetensors");
+        // bad adapters: a shape that fits no projection, a rank mismatch between A and B, an unknown key
+        const std::string q = "transformer.transformer_blocks.0.attn.to_q.";
+        write_f32_safetensors(dir / "wrong_shape.safetensors",
+                              {{q + "lora_A.weight", {4, 65}}, {q + "lora_B.weight", {64, 4}}});
+        write_f32_safetensors(dir / "rank_mismatch.safetensors",
+                              {{q + "lora_A.weight", {4, 64}}, {q + "lora_B.weight", {64, 3}}});
+        write_f32_safetensors(dir / "unknown_key.safetensors",
+                              {{q + "lora_A.weight", {4, 64}},
+                               {q + "lora_B.weight", {64, 4}},
+                               {"transformer.not_a_module.lora_A.weight", {4, 64}},
+                               {"transformer.not_a_module.lora_B.weight", {64, 4}}});
+        write_f32_safetensors(kWork / "outside.safetensors",
+                              {{q + "lora_A.weight", {4, 64}}, {q + "lora_B.weight", {64, 4}}});
+        std::error_code ec;
+        fs::create_symlink(kWork / "outside.safetensors", dir / "link_out.safetensors", ec);
+        fs::remove_all(kWork / "lora_out");
+        server_ = new Server(kWork / "lora_out", {"--lora-dir", dir.string()}, "lora");
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+    void SetUp() override { ASSERT_TRUE(server_ && server_->up()); }
+    static fs::path lora_dir() { return kWork / "loras"; }
+    static json request(const json& lora) {
+        json r = {{"prompt", "a red fox runs through snow"},
+                  {"size", "64x32"},
+                  {"seconds", 4},
+                  {"seed", 5},
+                  {"num_inference_steps", 3},
+                  {"output_format", "latents"}};
+        if (!lora.is_null()) r["lora"] = lora;
+        return r;
+    }
+    static Server* server_;
+};
+Server* ServeLora::server_ = nullptr;
+
+TEST_F(ServeLora, PerRequestAdaptersLeaveTheBaseExact) {
+    auto c = server_->client();
+    const auto post = [&](const json& lora) {
+        return server_latents(c, c.Post("/v1/videos", request(lora).dump(), "application/json"));
+    };
+    const std::string base = post(json());
+    const std::string adapted = post(json::array({{{"path", "tiny.safetensors"}, {"scale", 0.8}}}));
+    const std::string again = post(json());
+    ASSERT_GT(base.size(), 100u);
+    ASSERT_EQ(adapted.size(), base.size());
+    EXPECT_FALSE(adapted == base) << "the adapter did not change the latents";
+    EXPECT_TRUE(again == base) << "a job without adapters after one with them is not the base result";
+    // the one flow: the same bytes as generate --lora ... --lora-mode runtime, and as the base without it
+    const std::string cli = generate_latents_cli(
+        "lora_runtime", "--prompt 'a red fox runs through snow' --lora " +
+                            (lora_dir() / "tiny.safetensors").string() + ":0.8 --lora-mode runtime");
+    EXPECT_TRUE(cli == adapted) << cli.size() << " vs " << adapted.size() << " bytes";
+    EXPECT_TRUE(generate_latents_cli("lora_base", "--prompt 'a red fox runs through snow'") == base);
+    // scale 0 is the base; the subfolder copy is the same adapter; the record keeps the field
+    EXPECT_TRUE(post(json::array({{{"path", "tiny.safetensors"}, {"scale", 0}}})) == base);
+    const std::string copy = post(json::array({{{"path", "sub/copy.safetensors"}, {"scale", 0.8}}}));
+    EXPECT_TRUE(copy == adapted);
+    const json done = wait_for(c, submit(c, request(json::array({{{"path", "tiny.safetensors"}}})))["id"]);
+    EXPECT_EQ(done["status"], "completed") << done.dump();
+    const json record = json::parse(
+        read_file(kWork / "lora_out" / done["id"].get<std::string>() / "job.json"), nullptr, false);
+    EXPECT_EQ(record["request"]["lora"], json::array({{{"path", "tiny.safetensors"}, {"scale", 1.0}}}))
+        << record.dump();
+}
+
+TEST_F(ServeLora, MultipartLoraPart) {
+    auto c = server_->client();
+    httplib::MultipartFormDataItems items = {
+        {"prompt", "a red fox runs through snow", "", ""},
+        {"size", "64x32", "", ""},
+        {"seconds", "4", "", ""},
+        {"num_inference_steps", "3", "", ""},
+        {"seed", "5", "", ""},
+        {"output_format", "latents", "", ""},
+        {"lora", R"([{"path": "tiny.safetensors", "scale": 0.8}])", "", ""}};
+    const std::string form = server_latents(c, c.Post("/v1/videos", items));
+    const std::string json_body = server_latents(
+        c, c.Post("/v1/videos", request(json::array({{{"path", "tiny.safetensors"}, {"scale", 0.8}}})).dump(),
+                  "application/json"));
+    ASSERT_GT(form.size(), 100u);
+    EXPECT_TRUE(form == json_body);
+    items.back() = {"lora", "[{\"path\": ", "", ""};
+    expect_error(c.Post("/v1/videos", items), 400, "lora", "JSON");
+}
+
+TEST_F(ServeLora, BadAdaptersGive400AndTheServerKeepsServing) {
+    auto c = server_->client();
+    const auto bad = [&](const json& lora, const std::string& needle, bool strict = false) {
+        json r = request(lora);
+        if (strict) r["lora_strict"] = true;
+        expect_error(c.Post("/v1/videos", r.dump(), "application/json"), 400, "lora", needle);
+    };
+    const auto one = [](const std::string& path) { return json::array({{{"path", path}, {"scale", 1}}}); };
+    bad(one("wrong_shape.safetensors"), "wrong_shape.safetensors");
+    bad(one("rank_mismatch.safetensors"), "rank_mismatch.safetensors");
+    bad(one("unknown_key.safetensors"), "not_a_module", true);
+    bad(one("../outside.safetensors"), "..");
+    bad(one((kWork / "outside.safetensors").string()), "absolute");
+    bad(one("link_out.safetensors"), "outside");
+    bad(one("missing.safetensors"), "missing.safetensors");
+    bad(one("tiny.txt"), ".safetensors");
+    bad(json::array({{{"path", "tiny.safetensors"}, {"scale", "x"}}}), "scale");
+    bad(json::array({{{"path", "tiny.safetensors"}, {"weight", 1}}}), "weight");
+    bad(json("tiny.safetensors"), "JSON");
+    // not strict: the unknown key is skipped and the known pair applies
+    const json ok = submit(c, request(one("unknown_key.safetensors")));
+    EXPECT_EQ(wait_for(c, ok["id"])["status"], "completed");
+    // and a good job still runs after all of them
+    const json v = wait_for(c, submit(c, request(one("tiny.safetensors")))["id"]);
+    EXPECT_EQ(v["status"], "completed") << v.dump();
+    auto h = c.Get("/health");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+}
+
+TEST_F(ServeSeam, LoraWithoutLoraDirIs400) {
+    auto c = server_->client();
+    json r = tiny_request();
+    r["lora"] = json::array({{{"path", "tiny.safetensors"}, {"scale", 1}}});
+    expect_error(c.Post("/v1/videos", r.dump(), "application/json"), 400, "lora", "LoRA folder");
+    const json v = wait_for(c, submit(c, tiny_request("still serving", 2))["id"]);
+    EXPECT_EQ(v["status"], "completed");
+}
+
 TEST(ServeTtl, OutputsExpire) {
     const fs::path out = kWork / "ttl_out";
     fs::remove_all(out);

@@ -1,11 +1,13 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
 //                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--precision fp8] [--iters K] [--json]
+//                     [--lora-rank R [--lora-mode runtime|merged|both]]
 // h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
 // h3-engine bench vae --encode --random-weights [--size WxH] [--json]   (one keyframe through the encoder)
 // h3-engine bench vae --reference --random-weights [--size WxH] [--frames F] [--json]   (ref2va encoders)
 // Times DiT blocks with random full-width weights generated on the device: seconds per block and per
 // 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory.
 #include "cli/app.h"
+#include "cli/bench_lora.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
 #include "core/cuda_api.h"
@@ -37,6 +39,8 @@ struct BenchOptions {
     std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16", precision;
     int frames = 124, text = 537, blocks = 4, iters = 2;
     bool random_weights = false, json = false;
+    int64_t lora_rank = 0;          // > 0: also time random rank-R adapters on q/k/v/out/FFN of every block
+    std::string lora_mode = "both"; // runtime | merged | both
     CLI::App* sub = nullptr;
 };
 
@@ -246,6 +250,43 @@ int run_bench(const BenchOptions& o) {
         fj[fr.name] = {{"seconds", fr.seconds}, {"device_allocations", fr.allocations}};
     j["forward_blocks"] = blocks;
     j["forward"] = fj;
+    if (o.lora_rank > 0) { // last: the merged pass changes the weights for good
+        auto rows = dit.build_row_tables(packed, *tables);
+        if (!rows.ok()) return report(rows.status());
+        auto h = Tensor::empty(Shape{S, D}, dit.act_dtype(), ctx.device);
+        if (!h.ok()) return report(h.status());
+        // Mean seconds per block over --iters timed passes with these options.
+        const BlockTimer time_blocks = [&](const model::DitForwardOptions& opts, model::DitScratch& sc,
+                                           bool warm_up) -> Result<double> {
+            if (warm_up) { // plans and heuristics for new shapes, untimed
+                H3_TRY(ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h));
+                H3_TRY(dit.run_block(0, *h, tables->blocks[0], *rows, opts, sc));
+                H3_TRY((*session)->synchronize());
+            }
+            std::vector<double> lora_per_block;
+            for (int it = 0; it < o.iters; ++it)
+                for (int b = 0; b < blocks; ++b) {
+                    // Re-randomize the stream each pass so the residual does not grow without bound.
+                    if (b == 0) H3_TRY(ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h));
+                    auto tb = Clock::now();
+                    H3_TRY(dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, opts, sc));
+                    H3_TRY((*session)->synchronize());
+                    lora_per_block.push_back(std::chrono::duration<double>(Clock::now() - tb).count());
+                }
+            double mean = 0;
+            for (double x : lora_per_block) mean += x;
+            return mean / static_cast<double>(lora_per_block.size());
+        };
+        auto lj = bench_dit_lora(dit,
+                                 {.rank = o.lora_rank,
+                                  .blocks = blocks,
+                                  .mode = o.lora_mode,
+                                  .rows = S,
+                                  .base_seconds_per_block = block_s},
+                                 time_blocks);
+        if (!lj.ok()) return report(lj.status());
+        j["lora"] = *lj;
+    }
     if (o.json) {
         std::printf("%s\n", j.dump(2).c_str());
     } else {
@@ -261,6 +302,7 @@ int run_bench(const BenchOptions& o) {
         for (const ForwardRun& fr : forwards)
             std::printf("  forward (%d blocks) %-30s %.4f s, %llu device allocations\n", blocks,
                         fr.name.c_str(), fr.seconds, static_cast<unsigned long long>(fr.allocations));
+        if (j.contains("lora")) std::printf("LoRA: %s\n", j["lora"].dump().c_str());
     }
     return kExitOk;
 }
@@ -543,6 +585,14 @@ Command make_bench_command() {
                         "fp8: the blocks' GEMMs and attention in e4m3 (Hopper), else --dtype decides")
             ->check(CLI::IsMember({"bf16", "fp8", "fp32"}));
         dit->add_flag("--json", o->json, "JSON output");
+        dit->add_option(
+               "--lora-rank", o->lora_rank,
+               "also time random rank-R adapters on q/k/v/out/FFN of every block: applied at run time "
+               "and merged into the weights")
+            ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+        dit->add_option("--lora-mode", o->lora_mode, "runtime | merged | both")
+            ->check(CLI::IsMember({"runtime", "merged", "both"}))
+            ->capture_default_str();
         text->setup(*o->sub);
         attn->setup(*o->sub);
         fp8c->setup(*o->sub);

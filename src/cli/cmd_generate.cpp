@@ -4,9 +4,12 @@
 //   [--progress bar|json|none]
 //   [--cache SPEC | --quality lossless|high] [--metrics FILE] [--first-frame IMG] [--last-frame IMG]
 //   [--reference [image:|video:|audio:]FILE ...]
+//   [--lora FILE[:SCALE] ...] [--lora-mode merged|runtime] [--lora-strict] [--preset NAME]
+//   [--video-shift S] [--audio-shift S]
 // A translator onto pipeline::Generator: the flags (and the files they name) become a pipeline::JobInput, the
 // job builder validates it (first without the checkpoint, then against its configs), the generator runs it on
 // a per-job runtime::ModelStore; errors name the flag of the field they are about.
+#include "cli/adapter_options.h"
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/field_flags.h"
@@ -16,6 +19,7 @@
 #include "pipeline/generator.h"
 #include "pipeline/job_builder.h"
 #include "pipeline/reference_files.h"
+#include "runtime/adapter_library.h"
 #include "runtime/model_store.h"
 
 #include <CLI/CLI.hpp>
@@ -82,6 +86,7 @@ Command make_generate_command() {
         std::string first_frame, last_frame; // fl2va keyframes
         std::vector<std::string> references; // ref2va, in order
         int reference_image_edge = 2048, reference_video_edge = 768;
+        AdapterCliOptions adapters; // --lora*, --preset, --video-shift, --audio-shift
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -160,6 +165,7 @@ Command make_generate_command() {
                            "images, 3 videos, 3 audio clips, 12 in all; audio never alone; clips are cut to "
                            "the generated length");
         add_reference_size_options(o->sub, o->reference_image_edge, o->reference_video_edge);
+        add_adapter_options(o->sub, o->adapters);
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
@@ -177,7 +183,7 @@ Command make_generate_command() {
         if (!o->aspect.empty()) in.aspect = o->aspect;
         if (o->sub->count("--frames")) in.frames = o->frames;
         if (o->sub->count("--seconds")) in.seconds = o->seconds;
-        in.num_inference_steps = o->steps;
+        if (o->sub->count("--steps")) in.num_inference_steps = o->steps; // else --preset's or the default
         in.seed = o->seed;
         if (!o->cache.empty()) in.cache = nlohmann::json(o->cache);
         if (!o->quality.empty()) in.quality = o->quality;
@@ -204,9 +210,10 @@ Command make_generate_command() {
             if (!r.ok()) return report(r.status().with_context("--reference " + spec));
             in.references.push_back(std::move(r).value());
         }
-        const pipeline::JobBuilderOptions bo{.max_steps = 1 << 20,
-                                             .reference_image_edge = o->reference_image_edge,
-                                             .reference_video_edge = o->reference_video_edge};
+        if (Status s = adapter_flags_to_input(*o->sub, o->adapters, in.adapters); !s.ok()) return report(s);
+        pipeline::JobBuilderOptions bo{.max_steps = 1 << 20,
+                                       .reference_image_edge = o->reference_image_edge,
+                                       .reference_video_edge = o->reference_video_edge};
         // the whole request before the checkpoint is opened
         std::string field;
         if (Status s = pipeline::JobBuilder::check(in, bo, &field); !s.ok())
@@ -224,6 +231,35 @@ Command make_generate_command() {
                                                        : runtime::ComputePrecision::kDefault;
         auto store = runtime::ModelStore::open(o->model, runtime::PlacementPlan::per_job(*device, precision));
         if (!store.ok()) return report(store.status());
+        // ---- LoRA: merged into the DiT when it loads (read here, before any weight), or resolved by the
+        // builder through a library of the named files and applied at run time
+        std::unique_ptr<runtime::AdapterLibrary> adapter_files;
+        if (!o->adapters.lora.empty() && (*store)->info().dit) {
+            const runtime::CheckpointInfo& ci = (*store)->info();
+            if (o->adapters.lora_mode == "merged") {
+                auto uses = read_lora_options(o->adapters, *ci.dit);
+                if (!uses.ok()) return report(uses.status());
+                std::vector<std::string> names;
+                for (const pipeline::LoraInput& l : in.adapters.lora)
+                    names.push_back(pipeline::lora_use_name(l.path, l.scale));
+                if (Status s = (*store)->set_merged_adapters(std::move(uses).value(), names); !s.ok())
+                    return report(s);
+                bo.lora.merged = names;
+                std::fprintf(stderr,
+                             "generate: %zu LoRA adapter(s) merged into the weights as the DiT loads\n",
+                             names.size());
+            } else {
+                auto lib =
+                    runtime::AdapterLibrary::open({.config = *ci.dit,
+                                                   .ctx = (*store)->context(),
+                                                   .dtype = ci.dtype == "fp32" ? DType::kF32 : DType::kBF16,
+                                                   .read = lora_read_options(o->adapters),
+                                                   .any_path = true});
+                if (!lib.ok()) return report(lib.status());
+                adapter_files = std::move(lib).value();
+                bo.lora.library = adapter_files.get();
+            }
+        }
         const pipeline::JobBuilder builder((*store)->info(), bo);
         auto job = builder.build(std::move(in), &field);
         if (!job.ok()) return report(with_flag(job.status(), field));
@@ -232,6 +268,11 @@ Command make_generate_command() {
                          job->keyframes->images.size(), job->keyframes->canvas.width,
                          job->keyframes->canvas.height);
         if (job->references) std::fprintf(stderr, "generate: %zu reference(s)\n", job->references->size());
+        if (const auto& set = job->adapters.set)
+            std::fprintf(
+                stderr, "generate: %zu LoRA factor(s) applied at run time, rank <= %lld, %.1f MiB on %s\n",
+                set->factor_count(), static_cast<long long>(set->max_rank()),
+                static_cast<double>(set->device_bytes()) / (1 << 20), (*store)->info().device.c_str());
         if (job->keyframes && job->prompt.empty())
             std::fprintf(stderr,
                          "generate: the keyframe images are not presented to a conditioner (%s gives the "

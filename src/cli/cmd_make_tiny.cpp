@@ -1,7 +1,9 @@
 // h3-engine make-tiny DIR [--seed N] [--layout diffusers|original] [--latent-channels N] [--vae-stride 8|16]
-//   [--audio-latent-channels N] [--text-dim N]
+//   [--audio-latent-channels N] [--text-dim N] [--lora FILE]
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "model/lora/lora_file.h"
+#include "model/lora/lora_random.h"
 #include "model/tiny/tiny_checkpoint.h"
 
 #include <CLI/CLI.hpp>
@@ -16,6 +18,7 @@ Command make_make_tiny_command() {
         std::string dir;
         uint64_t seed = 0;
         std::string layout = "diffusers";
+        std::string lora; // also write a tiny adapter for this DiT
         model::TinyGeometry geometry;
         CLI::App* sub = nullptr;
     };
@@ -49,6 +52,10 @@ Command make_make_tiny_command() {
             ->add_option("--text-dim", o->geometry.text_dim,
                          "conditioner width (text encoder hidden size = transformer text_dim)")
             ->capture_default_str();
+        o->sub->add_option(
+            "--lora", o->lora,
+            "also write a tiny random LoRA for this DiT (PEFT layout with .alpha, rank 4 on every "
+            "projection incl. refiner and AdaLN) to FILE");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
@@ -61,6 +68,17 @@ Command make_make_tiny_command() {
         if (!s.ok()) return report(s);
         std::printf("wrote tiny H3 checkpoint (%s layout, seed %llu) to %s\n", o->layout.c_str(),
                     static_cast<unsigned long long>(o->seed), o->dir.c_str());
+        if (!o->lora.empty()) {
+            auto a = model::random_lora_adapter(model::tiny_dit_config(o->geometry), {.rank = 4,
+                                                                                      .dtype = DType::kBF16,
+                                                                                      .seed = o->seed + 1000,
+                                                                                      .refiner = true,
+                                                                                      .adaln = true,
+                                                                                      .scale = 64.0f});
+            if (!a.ok()) return report(a.status());
+            if (Status w = model::write_lora_file(o->lora, *a); !w.ok()) return report(w);
+            std::printf("wrote tiny LoRA (%zu targets, rank 4) to %s\n", a->factors.size(), o->lora.c_str());
+        }
         return kExitOk;
     };
     return c;

@@ -10,6 +10,7 @@
 #include "cli/reference_options.h"
 #include "cli/serve_command.h"
 #include "pipeline/job_builder.h"
+#include "runtime/adapter_library.h"
 #include "runtime/model_store.h"
 
 #include <CLI/CLI.hpp>
@@ -76,6 +77,14 @@ void add_serve_options(CLI::App* sub, ServeOptions& o) {
         ->check(CLI::IsMember({"resident", "per-job"}))
         ->capture_default_str();
     add_reference_size_options(sub, o.reference_image_edge, o.reference_video_edge);
+    sub->add_option(
+        "--lora-dir", o.lora_dir,
+        "folder of LoRA adapters (.safetensors) requests may name in their lora field, relative to "
+        "it; each is loaded once and cached (default: none, the lora field is refused)");
+    sub->add_flag("--lora-strict", o.lora_strict,
+                  "adapter keys that name no adapted projection are an error (default: skipped)");
+    sub->add_option("--lora-cache-mib", o.lora_cache_mib, "device MiB of cached adapter sets (LRU)")
+        ->capture_default_str();
 }
 
 int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
@@ -104,10 +113,25 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
     if (!generator.ok()) return report(generator.status());
     std::unique_ptr<pipeline::JobRunner> stand_in = wrap ? wrap(**generator) : nullptr;
     pipeline::JobRunner& runner = stand_in ? *stand_in : **generator;
+    // LoRA: names resolved inside --lora-dir only, each file loaded once and shared by the jobs naming it
+    std::unique_ptr<runtime::AdapterLibrary> adapters;
+    if (!o.lora_dir.empty()) {
+        const runtime::CheckpointInfo& ci = (*store)->info();
+        auto lib = runtime::AdapterLibrary::open({.dir = o.lora_dir,
+                                                  .config = *ci.dit,
+                                                  .ctx = (*store)->context(),
+                                                  .dtype = ci.dtype == "fp32" ? DType::kF32 : DType::kBF16,
+                                                  .budget_bytes = o.lora_cache_mib << 20,
+                                                  .read = {.strict = o.lora_strict}});
+        if (!lib.ok()) return report(lib.status().with_context("--lora-dir"));
+        adapters = std::move(lib).value();
+        std::fprintf(stderr, "serve: LoRA adapters from %s\n", adapters->dir().c_str());
+    }
     const pipeline::JobBuilder builder((*store)->info(), {.max_prompt_bytes = 16 * 1024,
                                                           .max_steps = 1000,
                                                           .reference_image_edge = o.reference_image_edge,
-                                                          .reference_video_edge = o.reference_video_edge});
+                                                          .reference_video_edge = o.reference_video_edge,
+                                                          .lora = {.library = adapters.get()}});
 
     serve::ServeParams p;
     p.output_dir = o.output_dir;

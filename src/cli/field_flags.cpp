@@ -20,7 +20,14 @@ std::string flag_for_field(const std::string& field) {
         {"quality", "--quality"},
         {"first_frame", "--first-frame"},
         {"last_frame", "--last-frame"},
-        {"reference", "--reference"}};
+        {"reference", "--reference"},
+        // LoRA and few-step schedules (cli/adapter_options.h)
+        {"lora", "--lora"},
+        {"lora_mode", "--lora-mode"},
+        {"lora_strict", "--lora-strict"},
+        {"preset", "--preset"},
+        {"video_shift", "--video-shift"},
+        {"audio_shift", "--audio-shift"}};
     auto it = flags.find(field);
     return it == flags.end() ? std::string() : it->second;
 }

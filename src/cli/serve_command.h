@@ -22,6 +22,11 @@ struct ServeOptions {
     int reference_image_edge = 2048, reference_video_edge = 768;
     int64_t ttl = 86400;
     size_t max_body = 1 << 20;
+    // LoRA: the folder requests name adapters in (--lora-dir; "" refuses the lora field), --lora-strict,
+    // the device bytes of cached adapter sets (--lora-cache-mib)
+    std::string lora_dir;
+    bool lora_strict = false;
+    size_t lora_cache_mib = 8192;
 };
 
 void add_serve_options(CLI::App* sub, ServeOptions& options);

@@ -83,10 +83,12 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
     fo.cancel = o.cancel;
     fo.ffn_chunk_bytes = o.ffn_chunk_bytes;
     fo.hook = o.hook;
+    fo.lora = o.lora;
     fo.outputs_on_device = resident;
     if (cancelled_now(o)) return cancelled("generation cancelled before denoising");
-    H3_ASSIGN_OR_RETURN(model::AdalnTables tables,
-                        model.compute_adaln_tables(std::vector<float>(all_t.begin(), all_t.end())));
+    H3_ASSIGN_OR_RETURN(
+        model::AdalnTables tables,
+        model.compute_adaln_tables(std::vector<float>(all_t.begin(), all_t.end()), nullptr, nullptr, o.lora));
     packed.timesteps = plan[0].timesteps;
     packed.timestep_indices = plan[0].indices;
     H3_ASSIGN_OR_RETURN(model::DitRequestState state, model.prepare_request(packed, fo));

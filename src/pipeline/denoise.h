@@ -31,6 +31,7 @@ struct DenoiseOptions {
     size_t ffn_chunk_bytes = 512ull << 20;
     model::IntermediateHook hook; // forwarded to every forward (parity work)
     cache::CacheSpec cache;       // the request's step cache (default none: no probe, no extra memory)
+    const model::LoraSet* lora = nullptr; // run-time adapters of the request (AdaLN tables and every forward)
 };
 
 // What the loop works on. Conditioning rows lead the video rows (layout.condition_rows of them) and the

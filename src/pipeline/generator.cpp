@@ -69,6 +69,20 @@ nlohmann::json JobReport::metrics(Task task) const {
     return j;
 }
 
+// The run-time adapters the denoiser applies (null: none), after checking the job's adapters against the
+// store's merged ones: a merged store serves only jobs that name exactly its adapters.
+static Result<const model::LoraSet*> job_lora_set(const GenerationJob& job,
+                                                  const runtime::ModelStore& store) {
+    const JobAdapters& a = job.adapters;
+    const bool merged = a.mode == LoraMode::kMerged && !a.empty();
+    if ((merged ? a.names() : std::vector<std::string>()) != store.merged_adapters())
+        return invalid_argument("lora: the job's merged adapters differ from those merged into the model "
+                                "store's DiT (they are fixed when it loads)");
+    if (merged || a.empty()) return static_cast<const model::LoraSet*>(nullptr);
+    if (!a.set) return invalid_argument("lora: the job's run-time adapters were not resolved by the builder");
+    return a.set.get();
+}
+
 Result<std::unique_ptr<Generator>> Generator::create(runtime::ModelStore& store) {
     ProcessorConfigs processors;
     if (store.info().has(Component::kVisionTower)) {
@@ -173,6 +187,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
                                                                            : Component::kTransformer));
         DenoiseOptions dopt;
         dopt.cancel = ev.cancel;
+        H3_ASSIGN_OR_RETURN(dopt.lora, job_lora_set(job, store_));
         dopt.progress = [&](const StepProgress& p) {
             const double f = p.total > 0 ? static_cast<double>(p.step) / p.total : 1.0;
             report({.stage = Stage::kDenoise,

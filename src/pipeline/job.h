@@ -7,6 +7,7 @@
 #include "pipeline/conditioner.h"
 #include "pipeline/decode.h"
 #include "pipeline/geometry.h"
+#include "pipeline/job_lora.h"
 #include "pipeline/keyframe_image.h"
 #include "pipeline/references.h"
 
@@ -58,6 +59,8 @@ struct GenerationJob {
     std::string quality;    // "" (not given), lossless or high: the preset `cache` came from
 
     OutputRequest outputs;
+
+    JobAdapters adapters; // LoRA (run-time set or the store's merged one) and the few-step preset used
 
     bool
     presents_images() const; // the conditioner sees keyframe or reference images (needs the vision tower)

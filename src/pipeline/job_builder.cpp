@@ -194,6 +194,7 @@ Status JobBuilder::check(const JobInput& in, const JobBuilderOptions& o, std::st
     }
     if (in.quality && in.quality->empty())
         return field_error("quality", "must be lossless or high, got ''", field);
+    H3_TRY(check_lora_input(in.adapters, field));
     auto spec = resolve_cache_choice(in.cache.value_or(nlohmann::json()), in.quality.value_or(""), field);
     return spec.ok() ? ok_status() : spec.status();
 }
@@ -326,6 +327,7 @@ Result<GenerationJob> JobBuilder::build(JobInput in, std::string* field) const {
     }
     job.video_shift = info_.video_shift.value_or(kDefaultVideoShift);
     job.audio_shift = info_.audio_shift.value_or(kDefaultAudioShift);
+    H3_TRY(apply_lora_input(in.adapters, in.num_inference_steps.has_value(), options_.lora, job, field));
     job.quality = in.quality.value_or("");
     H3_ASSIGN_OR_RETURN(job.cache,
                         resolve_cache_choice(in.cache.value_or(nlohmann::json()), job.quality, field));

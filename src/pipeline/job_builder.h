@@ -42,6 +42,7 @@ struct JobInput {
     std::optional<io::DecodedImage> last_frame = {};
     std::vector<ReferenceMedia> references = {}; // ref2va, request order, decoded
     OutputRequest outputs = {};                  // may be left empty and filled in before the run
+    LoraJobInput adapters = {}; // lora, lora_mode, lora_strict, preset, video_shift, audio_shift (job_lora.h)
 };
 
 struct JobBuilderOptions {
@@ -52,6 +53,7 @@ struct JobBuilderOptions {
     // video canvas; smaller values are the reduced-cost mode.
     int reference_image_edge = 2048;
     int reference_video_edge = kCanvasShortEdge;
+    LoraResolver lora = {}; // where the lora field's adapters are resolved (pipeline/job_lora.h)
 };
 
 class JobBuilder {

@@ -175,6 +175,17 @@ Status ModelStore::require(std::initializer_list<Component> needed) const {
     return not_found("checkpoint " + info_.root + " lacks " + missing);
 }
 
+Status ModelStore::set_merged_adapters(std::vector<model::LoraUse> uses, std::vector<std::string> names) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Component c : {Component::kTransformer, Component::kTransformerRef})
+        if (slot(c).model)
+            return invalid_argument("lora: adapters are merged when a DiT loads; " +
+                                    std::string(component_name(c)) + " is loaded already");
+    merged_ = std::move(uses);
+    merged_names_ = std::move(names);
+    return ok_status();
+}
+
 Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
     const std::string& dir = dirs_[static_cast<size_t>(c)];
     const ComponentPlacement& p = plan_[c];
@@ -190,6 +201,7 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
                                               : p.precision == ComputePrecision::kFp8 ? model::DitPrecision::kFp8
                                                                                       : model::DitPrecision::kBf16};
         H3_ASSIGN_OR_RETURN(auto m, model::DitModel::load(ckpt, lo, ctx));
+        if (!merged_.empty()) H3_TRY(m->merge_adapters(merged_).with_context("lora"));
         return share(std::move(m));
     }
     case Component::kTextEncoder: {

@@ -13,6 +13,7 @@
 #include "model/audio_vae/audio_vae_encoder.h"
 #include "model/dit/dit_model.h"
 #include "model/latent_spec.h"
+#include "model/lora/lora_set.h"
 #include "model/text/text_stack.h"
 #include "model/video_vae/video_vae.h"
 #include "model/video_vae/video_vae_encoder.h"
@@ -27,6 +28,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace h3::runtime {
 
@@ -109,6 +111,12 @@ public:
 
     bool loaded(Component c) const;
     uint64_t loads(Component c) const; // since open
+
+    // LoRA, merged mode: the adapters folded into every DiT this store loads (once per load, before the
+    // model is shared; generate --lora-mode merged). Only before a DiT is loaded; `names` label them (what
+    // the jobs name: path and strength), merged_adapters() returns them for the jobs to be checked against.
+    Status set_merged_adapters(std::vector<model::LoraUse> uses, std::vector<std::string> names);
+    const std::vector<std::string>& merged_adapters() const { return merged_names_; }
     // component_name → loads, for every component the checkpoint has.
     std::map<std::string, uint64_t> load_counts() const;
 
@@ -133,6 +141,8 @@ private:
     std::array<std::string, kComponentCount> dirs_; // where each present component loads from
     mutable std::mutex mu_;
     std::array<Slot, kComponentCount> slots_;
+    std::vector<model::LoraUse> merged_; // LoRA merged into each DiT at load
+    std::vector<std::string> merged_names_;
 };
 
 template <typename T> void Lease<T>::reset() {

@@ -85,8 +85,10 @@ Result<AdalnCacheResult> cached_adaln_tables(const DitModel& model, const DitChe
                                              const std::vector<float>& timesteps,
                                              const std::string& cache_dir) {
     const std::string ts = timesteps_text(timesteps);
-    const fs::path path =
-        fs::path(cache_dir) / adaln_cache_file_name(checkpoint_identity(ckpt), model.precision(), timesteps);
+    // Adapters merged into the model change its AdaLN projections: they are part of the identity.
+    std::string identity = checkpoint_identity(ckpt);
+    if (!model.merged_adapters().empty()) identity += "|lora:" + model.merged_adapters();
+    const fs::path path = fs::path(cache_dir) / adaln_cache_file_name(identity, model.precision(), timesteps);
     std::error_code ec;
     if (fs::exists(path, ec)) {
         auto t = read_cache(path.string(), model, timesteps, ts);
@@ -99,10 +101,9 @@ Result<AdalnCacheResult> cached_adaln_tables(const DitModel& model, const DitChe
     std::vector<io::NamedTensor> out = {{"temb", tables.temb}, {"final_layer", tables.final_layer}};
     for (size_t b = 0; b < tables.blocks.size(); ++b)
         out.push_back({"blocks." + std::to_string(b), tables.blocks[b]});
-    H3_TRY(io::write_safetensors(path.string(), out,
-                                 {{"timesteps", ts},
-                                  {"precision", precision_name(model.precision())},
-                                  {"checkpoint", checkpoint_identity(ckpt)}}));
+    H3_TRY(io::write_safetensors(
+        path.string(), out,
+        {{"timesteps", ts}, {"precision", precision_name(model.precision())}, {"checkpoint", identity}}));
     return AdalnCacheResult{std::move(tables), false};
 }
 

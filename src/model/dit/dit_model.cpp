@@ -1,6 +1,7 @@
 #include "model/dit/dit_model.h"
 
 #include "model/dit/dit_fp8.h"
+#include "model/lora/lora_apply.h"
 #include "ops/ops.h"
 
 #include <cmath>
@@ -12,6 +13,17 @@ namespace {
 
 bool is_cancelled(const DitForwardOptions& o) {
     return o.cancel && o.cancel->load(std::memory_order_relaxed);
+}
+
+int64_t lora_rank(const LoraSet* lora) {
+    return lora ? lora->max_rank() : 0;
+}
+
+// The run-time adapters of one projection: y (= x·Wᵀ) += Σ scale·(x·Aᵀ)·Bᵀ.
+Status add_lora(const ops::Context& ctx, const LoraBlockFactors* lora, LoraProjection p, const Tensor& x,
+                Tensor& y, const DitScratch& sc) {
+    if (!lora || (*lora)[static_cast<size_t>(p)].empty()) return ok_status();
+    return lora_apply(ctx, (*lora)[static_cast<size_t>(p)], x, y, sc.lora);
 }
 
 } // namespace
@@ -90,7 +102,8 @@ Result<Tensor> DitModel::alloc(const Shape& shape, DType dtype) const {
 
 Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& timesteps,
                                                    const IntermediateHook* hook,
-                                                   const DitCheckpoint* stream_from) const {
+                                                   const DitCheckpoint* stream_from,
+                                                   const LoraSet* lora) const {
     const DitConfig& c = config_;
     const int64_t M = static_cast<int64_t>(timesteps.size());
     if (M == 0) return invalid_argument("compute_adaln_tables: no timesteps");
@@ -113,10 +126,17 @@ Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& tim
     }
     // SiLU(temb) in fp32, rounded once to the activation dtype, feeds every AdaLN GEMM.
     H3_TRY(ops::silu(ctx_, tables.temb, silu_temb));
-    auto rows_gemm = [&](const Tensor& w, const Tensor& b, Tensor& out) -> Status {
+    Tensor lora_tmp; // x·Aᵀ of one table row for the AdaLN adapters
+    if (lora_rank(lora) > 0) {
+        H3_ASSIGN_OR_RETURN(lora_tmp, alloc(Shape{lora_rank(lora)}, act_dtype()));
+    }
+    auto rows_gemm = [&](const Tensor& w, const Tensor& b, const LoraFactors* adapters,
+                         Tensor& out) -> Status {
         for (int64_t m = 0; m < M; ++m) {
             Tensor row = out.slice(0, m, m + 1);
-            H3_TRY(ops::gemm(ctx_, {}, silu_temb.slice(0, m, m + 1), w, b, row));
+            const Tensor x = silu_temb.slice(0, m, m + 1);
+            H3_TRY(ops::gemm(ctx_, {}, x, w, b, row));
+            if (adapters && !adapters->empty()) H3_TRY(lora_apply(ctx_, *adapters, x, row, lora_tmp));
         }
         return ok_status();
     };
@@ -134,10 +154,14 @@ Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& tim
             H3_ASSIGN_OR_RETURN(bias, load_dit_tensor(*stream_from, p + "bias", stream_opts));
         }
         H3_ASSIGN_OR_RETURN(Tensor mod, alloc(Shape{M, c.adaln_out_features()}, act_dtype()));
-        H3_TRY(rows_gemm(weight, bias, mod));
+        const LoraBlockFactors* block_lora = lora ? lora->block(b) : nullptr;
+        H3_TRY(rows_gemm(weight, bias,
+                         block_lora ? &(*block_lora)[static_cast<size_t>(LoraProjection::kAdaln)] : nullptr,
+                         mod));
         tables.blocks.push_back(mod.view({M * 3, 6LL * c.hidden_size}));
     } // a streamed block's weight is released here, before the next one is read
-    H3_TRY(rows_gemm(weights_.norm_out_w, weights_.norm_out_b, tables.final_layer));
+    H3_TRY(rows_gemm(weights_.norm_out_w, weights_.norm_out_b, lora ? &lora->final_adaln() : nullptr,
+                     tables.final_layer));
     if (hook && hook->active("temb")) hook->record("temb", tables.temb);
     return tables;
 }
@@ -207,7 +231,7 @@ Tensor DitScratch::borrow(int64_t n, int64_t cols, DType dtype) const {
     return Tensor::from_storage(arena, borrow_offset, Shape{n, cols}, dtype);
 }
 
-Result<DitScratch> DitModel::make_scratch(int64_t rows, size_t ffn_chunk_bytes) const {
+Result<DitScratch> DitModel::make_scratch(int64_t rows, size_t ffn_chunk_bytes, int64_t lora_rank) const {
     const DitConfig& c = config_;
     const DType act = act_dtype();
     const int64_t D = c.hidden_size, I = c.inner_dim(), F = c.ffn_dim;
@@ -216,34 +240,37 @@ Result<DitScratch> DitModel::make_scratch(int64_t rows, size_t ffn_chunk_bytes) 
     const size_t per_row = static_cast<size_t>(3 * F) * dtype_size(act);
     s.ffn_rows = std::min(rows, std::max<int64_t>(1, static_cast<int64_t>(ffn_chunk_bytes / per_row)));
     s.ffn_rows = std::max<int64_t>(s.ffn_rows, 1);
-    // One allocation, every buffer 256-byte aligned inside it.
-    const Shape shapes[] = {{rows, D}, {rows, D}, {rows, I},           {rows, I},
-                            {rows, I}, {rows, I}, {s.ffn_rows, 2 * F}, {s.ffn_rows, F}};
-    size_t offsets[8], total = 0;
-    for (int i = 0; i < 8; ++i) {
+    // One allocation, every buffer 256-byte aligned inside it (the run-time adapters' x·Aᵀ last, when any).
+    const int n_buf = lora_rank > 0 ? 9 : 8;
+    const Shape shapes[] = {{rows, D},           {rows, D},       {rows, I},
+                            {rows, I},           {rows, I},       {rows, I},
+                            {s.ffn_rows, 2 * F}, {s.ffn_rows, F}, {rows * std::max<int64_t>(lora_rank, 1)}};
+    size_t offsets[9], total = 0;
+    for (int i = 0; i < n_buf; ++i) {
         offsets[i] = total;
         total += (static_cast<size_t>(shapes[i].numel()) * dtype_size(act) + 255) / 256 * 256;
     }
     H3_ASSIGN_OR_RETURN(s.arena, allocate(total, ctx_.device));
-    Tensor* views[] = {&s.x, &s.y, &s.q, &s.k, &s.v, &s.o, &s.ffn_h, &s.ffn_g};
-    for (int i = 0; i < 8; ++i) *views[i] = Tensor::from_storage(s.arena, offsets[i], shapes[i], act);
+    Tensor* views[] = {&s.x, &s.y, &s.q, &s.k, &s.v, &s.o, &s.ffn_h, &s.ffn_g, &s.lora};
+    for (int i = 0; i < n_buf; ++i) *views[i] = Tensor::from_storage(s.arena, offsets[i], shapes[i], act);
     s.borrow_offset = offsets[2];
     return s;
 }
 
-Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_bytes,
-                                   DitWorkspace& ws) const {
+Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_bytes, DitWorkspace& ws,
+                                   int64_t lora_rank) const {
     const DitConfig& c = config_;
     const int64_t S = in.rows, Nv = in.video.dim(0), Na = in.audio.dim(0), D = c.hidden_size;
     if (ws.h.defined() && ws.rows == S && ws.video_rows == Nv && ws.audio_rows == Na &&
-        ws.ffn_chunk_bytes == ffn_chunk_bytes)
+        ws.ffn_chunk_bytes == ffn_chunk_bytes && ws.lora_rank == lora_rank)
         return ok_status();
     ws.h = ws.adaln_row = ws.final_row = ws.video_in = ws.audio_in = ws.video_out = ws.audio_out = ws.spare =
         Tensor();
     ws.scratch = DitScratch{};
     ws.rows = S, ws.video_rows = Nv, ws.audio_rows = Na, ws.ffn_chunk_bytes = ffn_chunk_bytes;
+    ws.lora_rank = lora_rank;
     H3_ASSIGN_OR_RETURN(ws.h, alloc(Shape{S, D}, act_dtype()));
-    H3_ASSIGN_OR_RETURN(ws.scratch, make_scratch(S, ffn_chunk_bytes));
+    H3_ASSIGN_OR_RETURN(ws.scratch, make_scratch(S, ffn_chunk_bytes, lora_rank));
     H3_ASSIGN_OR_RETURN(Tensor row_tables, alloc(Shape{2 * S}, DType::kI32)); // one upload per forward
     ws.adaln_row = row_tables.slice(0, 0, S);
     ws.final_row = row_tables.slice(0, S, 2 * S);
@@ -259,7 +286,8 @@ Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_b
 }
 
 Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows,
-                                  Tensor& out, DitScratch& sc, PhaseTimer* timer) const {
+                                  Tensor& out, DitScratch& sc, const LoraBlockFactors* lora,
+                                  PhaseTimer* timer) const {
     const DitConfig& c = config_;
     const int64_t S = x.dim(0), H = c.num_attention_heads, hd = c.attention_head_dim;
     const DType act = act_dtype();
@@ -268,6 +296,9 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     H3_TRY(linear(x, w.to_q, w.fp8.to_q, q));
     H3_TRY(linear(x, w.to_k, w.fp8.to_k, k));
     H3_TRY(linear(x, w.to_v, w.fp8.to_v, v));
+    H3_TRY(add_lora(ctx_, lora, LoraProjection::kToQ, x, q, sc));
+    H3_TRY(add_lora(ctx_, lora, LoraProjection::kToK, x, k, sc));
+    H3_TRY(add_lora(ctx_, lora, LoraProjection::kToV, x, v, sc));
     if (timer) H3_TRY(timer->mark("gemm_qkv"));
     Tensor q3 = q.view({S, H, hd}), k3 = k.view({S, H, hd}), v3 = v.view({S, H, hd}), o3 = o.view({S, H, hd});
     ops::RmsNormParams np{.eps = static_cast<float>(c.qk_norm_eps)};
@@ -280,6 +311,7 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
         ops::attention(ctx_, {.fp8 = precision_ == DitPrecision::kFp8 && w.fp8.attention}, q3, k3, v3, o3));
     if (timer) H3_TRY(timer->mark("attention"));
     H3_TRY(linear(o, w.to_out, w.fp8.to_out, out));
+    H3_TRY(add_lora(ctx_, lora, LoraProjection::kToOut, o, out, sc));
     if (timer) H3_TRY(timer->mark("gemm_out"));
     return ok_status();
 }
@@ -290,16 +322,19 @@ Status DitModel::linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& 
 }
 
 Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& sc,
-                            PhaseTimer* timer) const {
+                            const LoraBlockFactors* lora, PhaseTimer* timer) const {
     const int64_t S = x.dim(0), chunk = sc.ffn_rows;
     for (int64_t r0 = 0; r0 < S; r0 += chunk) {
         int64_t n = std::min(chunk, S - r0);
         Tensor hs = sc.ffn_h.slice(0, 0, n), gs = sc.ffn_g.slice(0, 0, n), os = out.slice(0, r0, r0 + n);
-        H3_TRY(linear(x.slice(0, r0, r0 + n), w.ff_in, w.fp8.ff_in, hs));
+        const Tensor xs = x.slice(0, r0, r0 + n);
+        H3_TRY(linear(xs, w.ff_in, w.fp8.ff_in, hs));
+        H3_TRY(add_lora(ctx_, lora, LoraProjection::kFfIn, xs, hs, sc));
         if (timer) H3_TRY(timer->mark("gemm_fc1"));
         H3_TRY(ops::swiglu(ctx_, hs, gs));
         if (timer) H3_TRY(timer->mark("swiglu"));
         H3_TRY(linear(gs, w.ff_out, w.fp8.ff_out, os));
+        H3_TRY(add_lora(ctx_, lora, LoraProjection::kFfOut, gs, os, sc));
         if (timer) H3_TRY(timer->mark("gemm_fc2"));
     }
     return ok_status();
@@ -309,20 +344,22 @@ Result<Tensor> DitModel::refine_text(const DitPackedInputs& in, const DitForward
     const DitConfig& c = config_;
     const int64_t L = in.text.dim(0), D = c.hidden_size;
     const DType act = act_dtype();
-    H3_ASSIGN_OR_RETURN(DitScratch sc, make_scratch(L, o.ffn_chunk_bytes));
+    H3_ASSIGN_OR_RETURN(DitScratch sc, make_scratch(L, o.ffn_chunk_bytes, lora_rank(o.lora)));
     H3_ASSIGN_OR_RETURN(Tensor text_host, in.text.to_dtype(act)); // the conditioner output is bf16
     H3_ASSIGN_OR_RETURN(Tensor text, upload(text_host));
     H3_ASSIGN_OR_RETURN(Tensor x, alloc(Shape{L, D}, act));
     H3_TRY(ops::gemm(ctx_, {}, text, weights_.context_w, weights_.context_b, x));
     Tensor n = sc.x, y = sc.y;
     ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
-    for (const auto& w : weights_.refiner) {
+    for (size_t i = 0; i < weights_.refiner.size(); ++i) {
+        const DitBlockWeights& w = weights_.refiner[i];
+        const LoraBlockFactors* lora = o.lora ? o.lora->refiner(static_cast<int>(i)) : nullptr;
         if (is_cancelled(o)) return cancelled("DiT forward cancelled in the token refiner");
         H3_TRY(ops::rms_norm(ctx_, np, x, w.norm1, n));
-        H3_TRY(attention_branch(w, n, nullptr, y, sc));
+        H3_TRY(attention_branch(w, n, nullptr, y, sc, lora));
         H3_TRY(ops::add(ctx_, x, y, x));
         H3_TRY(ops::rms_norm(ctx_, np, x, w.norm2, n));
-        H3_TRY(ffn_branch(w, n, y, sc));
+        H3_TRY(ffn_branch(w, n, y, sc, lora));
         H3_TRY(ops::add(ctx_, x, y, x));
     }
     H3_ASSIGN_OR_RETURN(Tensor out, alloc(Shape{L, D}, act));
@@ -338,6 +375,11 @@ Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowT
     const int64_t S = h.dim(0), D = c.hidden_size;
     const bool emulate = act_dtype() != DType::kF32;
     H3_CHECK(S <= sc.rows, "scratch holds " << sc.rows << " rows, block needs " << S);
+    const LoraBlockFactors* lora = o.lora ? o.lora->block(index) : nullptr;
+    if (lora && sc.lora.numel() < S * o.lora->max_rank())
+        return invalid_argument(
+            "DiT block " + std::to_string(index) +
+            ": the scratch has no room for the run-time adapters (make_scratch's lora_rank)");
     auto chunk = [&](int i) { return table.slice(1, i * D, (i + 1) * D); };
     const std::string prefix = "blocks." + std::to_string(index) + ".";
     ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
@@ -349,13 +391,13 @@ Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowT
     H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm1, chunk(0), chunk(1), rows.adaln_row, x));
     H3_TRY(mark("norm_modulate"));
     if (o.hook.active(prefix + "norm1_out")) o.hook.record(prefix + "norm1_out", x);
-    H3_TRY(attention_branch(w, x, &rows, y, sc, timer));
+    H3_TRY(attention_branch(w, x, &rows, y, sc, lora, timer));
     if (o.hook.active(prefix + "attn_out")) o.hook.record(prefix + "attn_out", y);
     H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(2), y, rows.adaln_row));
     H3_TRY(mark("gated_residual"));
     H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm2, chunk(3), chunk(4), rows.adaln_row, x));
     H3_TRY(mark("norm_modulate"));
-    H3_TRY(ffn_branch(w, x, y, sc, timer));
+    H3_TRY(ffn_branch(w, x, y, sc, lora, timer));
     if (o.hook.active(prefix + "ff_out")) o.hook.record(prefix + "ff_out", y);
     H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(5), y, rows.adaln_row));
     H3_TRY(mark("gated_residual"));
@@ -404,7 +446,7 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     const DType act = act_dtype();
     AdalnTables own;
     if (!tables_in) {
-        H3_ASSIGN_OR_RETURN(own, compute_adaln_tables(in.timesteps, &o.hook));
+        H3_ASSIGN_OR_RETURN(own, compute_adaln_tables(in.timesteps, &o.hook, nullptr, o.lora));
         tables_in = &own;
     }
     DitRequestState own_state;
@@ -418,7 +460,7 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     // The request's workspace (or one for this forward only), sized for these inputs.
     std::shared_ptr<DitWorkspace> ws = o.reuse_workspace ? state->workspace : nullptr;
     if (!ws) ws = std::make_shared<DitWorkspace>();
-    H3_TRY(prepare_workspace(in, o.ffn_chunk_bytes, *ws));
+    H3_TRY(prepare_workspace(in, o.ffn_chunk_bytes, *ws, lora_rank(o.lora)));
     H3_TRY(fill_row_tables(in, *tables_in, *ws));
     const RowTables rows{
         .cos = state->cos, .sin = state->sin, .adaln_row = ws->adaln_row, .final_row = ws->final_row};

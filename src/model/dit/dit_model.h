@@ -10,6 +10,7 @@
 #include "model/dit/dit_config.h"
 #include "model/dit/dit_inputs.h"
 #include "model/dit/dit_weights.h"
+#include "model/lora/lora_set.h"
 #include "ops/context.h"
 
 #include <atomic>
@@ -54,6 +55,8 @@ struct DitForwardOptions {
     // false: a workspace for this forward only (what every forward paid before; benches compare the two).
     bool reuse_workspace = true;
     PhaseTimer* timer = nullptr; // per-op device time of the blocks (bench dit --breakdown); null: none
+
+    const LoraSet* lora = nullptr; // run-time adapters of this request (null: none); see model/lora/
 };
 
 // Scratch buffers of one forward, reused by every block and the refiner instead of allocated per block.
@@ -62,6 +65,7 @@ struct DitForwardOptions {
 struct DitScratch {
     Tensor x, y, q, k, v, o; // [rows, hidden] / [rows, inner]
     Tensor ffn_h, ffn_g;     // [ffn_rows, 2·ffn] / [ffn_rows, ffn]: the FFN runs in row chunks of ffn_rows
+    Tensor lora;             // [rows · max rank] x·Aᵀ of run-time adapters (undefined without adapters)
     int64_t rows = 0, ffn_rows = 0;
     std::shared_ptr<Storage> arena;
     size_t borrow_offset = 0;
@@ -77,6 +81,7 @@ struct DitScratch {
 struct DitWorkspace {
     int64_t rows = 0, video_rows = 0, audio_rows = 0;
     size_t ffn_chunk_bytes = 0;
+    int64_t lora_rank = 0;       // room for run-time adapters of this rank in the scratch
     Tensor h;                    // [S, hidden] residual stream
     DitScratch scratch;          // S rows
     Tensor adaln_row, final_row; // [S] i32 each, the halves of one [2·S] buffer (see DitModel::RowTables)
@@ -114,9 +119,11 @@ public:
     // Time embedding and AdaLN tables for the given timesteps. With the AdaLN weights loaded they are used;
     // otherwise `stream_from` supplies each block's projection in turn (read from the checkpoint, put on the
     // device for that block only, then released) so the 13 B AdaLN weights never sit on the device at once.
+    // `lora`: run-time adapters of the AdaLN projections (block and final layer) added to each table row.
     Result<AdalnTables> compute_adaln_tables(const std::vector<float>& timesteps,
                                              const IntermediateHook* hook = nullptr,
-                                             const DitCheckpoint* stream_from = nullptr) const;
+                                             const DitCheckpoint* stream_from = nullptr,
+                                             const LoraSet* lora = nullptr) const;
     // Refiner, RoPE tables and index lists for a request (text, positions and indices of `in`).
     Result<DitRequestState> prepare_request(const DitPackedInputs& in,
                                             const DitForwardOptions& options = {}) const;
@@ -138,22 +145,30 @@ public:
                                        const DitRequestState* state = nullptr) const;
     // The row tables of `in` into the workspace's buffers (page-locked staging, no device sync).
     Status fill_row_tables(const DitPackedInputs& in, const AdalnTables& tables, DitWorkspace& ws) const;
-    Result<DitScratch> make_scratch(int64_t rows, size_t ffn_chunk_bytes) const;
+    Result<DitScratch> make_scratch(int64_t rows, size_t ffn_chunk_bytes, int64_t lora_rank = 0) const;
     Status run_block(int index, Tensor& h, const Tensor& block_table, const RowTables& rows,
                      const DitForwardOptions& options, DitScratch& scratch) const;
     // Sizes `ws` for `in` (allocating only when the layout or the FFN chunk budget changed).
-    Status prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_bytes, DitWorkspace& ws) const;
+    Status prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_bytes, DitWorkspace& ws,
+                             int64_t lora_rank = 0) const;
     // The first op of block `index`: RMSNorm(h)·(1 + scale_msa) + shift_msa into `out` [S, hidden] (the
     // TeaCache probe).
     Status modulated_input(int index, const Tensor& h, const Tensor& block_table, const RowTables& rows,
                            Tensor& out) const;
 
+    // Folds adapters into the resident weights for the rest of the model's life (model/lora/lora_apply.h
+    // lora_merge: fp32 sum, one rounding). Every target's weight must be resident (AdaLN adapters need the
+    // AdaLN weights loaded). Afterwards merged_adapters() names them (the AdaLN cache keys on it).
+    Status merge_adapters(const std::vector<LoraUse>& uses);
+    const std::string& merged_adapters() const { return merged_; }
+
 private:
     Result<Tensor> refine_text(const DitPackedInputs& in, const DitForwardOptions& options) const;
     Status attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows, Tensor& out,
-                            DitScratch& scratch, PhaseTimer* timer = nullptr) const;
+                            DitScratch& scratch, const LoraBlockFactors* lora,
+                            PhaseTimer* timer = nullptr) const;
     Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch,
-                      PhaseTimer* timer = nullptr) const;
+                      const LoraBlockFactors* lora, PhaseTimer* timer = nullptr) const;
     // y = x·wᵀ: the e4m3 GEMM under kFp8 when the layer has an fp8 copy, else the bf16/fp32 one.
     Status linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8, Tensor& y) const;
     Result<Tensor> upload(const Tensor& host) const;
@@ -163,6 +178,7 @@ private:
     DitWeights weights_;
     DitPrecision precision_;
     ops::Context ctx_;
+    std::string merged_; // adapters folded into weights_ (merge_adapters), "" for none
 };
 
 // Lets a step cache steer one forward's block loop. `at_block(b)` is called before block b runs and once
