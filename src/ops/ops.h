@@ -26,3 +26,4 @@
 #include "ops/rope.h"
 #include "ops/rows.h"
 #include "ops/transpose.h"
+#include "ops/vsa.h"
