@@ -144,9 +144,10 @@ Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in
                                                        const DitRequestState* state) const {
     const int64_t S = in.rows;
     RowTables rt;
-    if (state) { // RoPE tables are per request: reuse them
+    if (state) { // RoPE tables and the VSA tile map are per request: reuse them
         rt.cos = state->cos;
         rt.sin = state->sin;
+        rt.vsa = state->vsa.get();
     } else {
         std::vector<float> cos, sin;
         rope_tables(config_, in.positions, cos, sin);
@@ -195,7 +196,7 @@ Result<DitScratch> DitModel::make_scratch(int64_t rows, size_t ffn_chunk_bytes) 
 }
 
 Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows,
-                                  Tensor& out, DitScratch& sc) const {
+                                  Tensor& out, DitScratch& sc, const VsaLayer* vsa) const {
     const DitConfig& c = config_;
     const int64_t S = x.dim(0), H = c.num_attention_heads, hd = c.attention_head_dim;
     const DType act = act_dtype();
@@ -210,7 +211,10 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     Tensor none;
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, q3, w.norm_q, rows ? rows->cos : none, rows ? rows->sin : none));
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, k3, w.norm_k, rows ? rows->cos : none, rows ? rows->sin : none));
-    H3_TRY(ops::attention(ctx_, {}, q3, k3, v3, o3));
+    if (vsa)
+        H3_TRY(vsa_attention(w, x, q3, k3, v3, o3, *vsa, sc));
+    else
+        H3_TRY(ops::attention(ctx_, {}, q3, k3, v3, o3));
     return ops::gemm(ctx_, {}, o, w.to_out, Tensor(), out);
 }
 
@@ -265,9 +269,18 @@ Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowT
     ops::ModulateParams mp{.round_intermediate = emulate};
     ops::GatedResidualParams gp{.round_intermediate = emulate};
     Tensor x = sc.x.slice(0, 0, S), y = sc.y.slice(0, 0, S);
+    VsaLayer vsa;
+    if (o.attention.is_vsa()) {
+        if (!rows.vsa)
+            return invalid_argument("DiT block " + std::to_string(index) +
+                                    ": VSA attention needs the request's tile map (prepare_request with the "
+                                    "same attention options)");
+        vsa = {rows.vsa, o.attention.layer_sparsity(index, o.step),
+               o.attention.vsa.mode == VsaMode::kCompete};
+    }
     H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm1, chunk(0), chunk(1), rows.adaln_row, x));
     if (o.hook.active(prefix + "norm1_out")) o.hook.record(prefix + "norm1_out", x);
-    H3_TRY(attention_branch(w, x, &rows, y, sc));
+    H3_TRY(attention_branch(w, x, &rows, y, sc, o.attention.is_vsa() ? &vsa : nullptr));
     if (o.hook.active(prefix + "attn_out")) o.hook.record(prefix + "attn_out", y);
     H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(2), y, rows.adaln_row));
     H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm2, chunk(3), chunk(4), rows.adaln_row, x));
@@ -305,6 +318,13 @@ Result<DitRequestState> DitModel::prepare_request(const DitPackedInputs& in,
     H3_ASSIGN_OR_RETURN(st.video_index, index_tensor(in.video_indices));
     H3_ASSIGN_OR_RETURN(st.audio_index, index_tensor(in.audio_indices));
     H3_ASSIGN_OR_RETURN(st.text_index, index_tensor(in.text_indices));
+    if (o.attention.is_vsa()) {
+        H3_ASSIGN_OR_RETURN(st.vsa, prepare_vsa_tiles(in));
+        for (int l : o.attention.vsa.dense_layers)
+            if (l >= config_.num_layers)
+                return invalid_argument("--attention vsa: dense_layers holds block " + std::to_string(l) +
+                                        " but the DiT has " + std::to_string(config_.num_layers) + " blocks");
+    }
     if (in.text.dim(0) > 0) {
         H3_ASSIGN_OR_RETURN(st.text, refine_text(in, o));
     }

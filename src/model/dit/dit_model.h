@@ -5,10 +5,12 @@
 #pragma once
 
 #include "core/tensor.h"
+#include "model/dit/dit_attention.h"
 #include "model/dit/dit_config.h"
 #include "model/dit/dit_inputs.h"
 #include "model/dit/dit_weights.h"
 #include "ops/context.h"
+#include "ops/vsa.h"
 
 #include <atomic>
 #include <functional>
@@ -44,6 +46,8 @@ struct DitForwardOptions {
     BlockSchedule* schedule = nullptr; // step caches (src/cache); null: every block runs, nothing probed
     const std::atomic<bool>* cancel = nullptr; // checked between blocks
     size_t ffn_chunk_bytes = 512ull << 20;     // budget for the [rows, 2·ffn] + [rows, ffn] intermediates
+    AttentionChoice attention; // the 50 blocks' attention (VSA: over the tile map of prepare_request)
+    int step = 0;              // the denoising step (0-based): VSA's dense_first_n_steps reads it
 };
 
 // What stays fixed for a whole request and is computed once (spec §13: lossless hoisting): the refined
@@ -53,6 +57,7 @@ struct DitRequestState {
     Tensor cos, sin; // [S, rotary_dim] f32
     Tensor video_index, audio_index, text_index; // i32
     int64_t rows = 0;
+    std::shared_ptr<const ops::VsaTiles> vsa; // VSA's tile map (when the options ask for VSA)
 };
 
 // Scratch buffers of one forward, reused by every block and the refiner instead of allocated per block.
@@ -60,6 +65,12 @@ struct DitScratch {
     Tensor x, y, q, k, v, o; // [rows, hidden] / [rows, inner]
     Tensor ffn_h, ffn_g;     // [ffn_rows, 2·ffn] / [ffn_rows, ffn]: the FFN runs in row chunks of ffn_rows
     int64_t rows = 0, ffn_rows = 0;
+    // VSA, allocated on first use: the compression gate [rows, inner], pooled q/k/v [3, H, tiles, D] f32,
+    // tile scores [H, tiles, tiles] f32, key-tile lists [H, video tiles, width] i32, compression output [H,
+    // tiles, D].
+    struct Vsa {
+        Tensor gate, pooled, scores, lists, oc;
+    } vsa;
 };
 
 class DitModel {
@@ -92,13 +103,16 @@ public:
 
     // The forward's building blocks, public for the benches.
     struct RowTables {
-        Tensor cos, sin;  // [S, rotary_dim] f32 on the device
-        Tensor adaln_row; // [S] i32: table row timestep_index·3 + tag
-        Tensor final_row; // [S] i32: timestep_index
+        Tensor cos, sin;                    // [S, rotary_dim] f32 on the device
+        Tensor adaln_row;                   // [S] i32: table row timestep_index·3 + tag
+        Tensor final_row;                   // [S] i32: timestep_index
+        const ops::VsaTiles* vsa = nullptr; // the request's VSA tile map (VSA forwards)
     };
     Result<RowTables> build_row_tables(const DitPackedInputs& in, const AdalnTables& tables,
                                        const DitRequestState* state = nullptr) const;
     Result<DitScratch> make_scratch(int64_t rows, size_t ffn_chunk_bytes) const;
+    // VSA's tile map of a t2va / fl2va layout (in.segments), on the model's device.
+    Result<std::shared_ptr<const ops::VsaTiles>> prepare_vsa_tiles(const DitPackedInputs& in) const;
     Status run_block(int index, Tensor& h, const Tensor& block_table, const RowTables& rows,
                      const DitForwardOptions& options, DitScratch& scratch) const;
     // The first op of block `index`: RMSNorm(h)·(1 + scale_msa) + shift_msa into `out` [S, hidden] (the
@@ -108,8 +122,17 @@ public:
 
 private:
     Result<Tensor> refine_text(const DitPackedInputs& in, const DitForwardOptions& options) const;
+    // One block's VSA: the tile map and this block's sparsity at this step.
+    struct VsaLayer {
+        const ops::VsaTiles* tiles = nullptr;
+        double sparsity = 0.0;
+        bool compete = false;
+    };
     Status attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows, Tensor& out,
-                            DitScratch& scratch) const;
+                            DitScratch& scratch, const VsaLayer* vsa = nullptr) const;
+    // softmax attention of q3/k3/v3 into o3 under VSA (model/dit/dit_vsa.cpp); x is the branch input (gate).
+    Status vsa_attention(const DitBlockWeights& w, const Tensor& x, const Tensor& q3, const Tensor& k3,
+                         const Tensor& v3, Tensor& o3, const VsaLayer& layer, DitScratch& scratch) const;
     Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch) const;
     Result<Tensor> upload(const Tensor& host) const;
     Result<Tensor> alloc(const Shape& shape, DType dtype) const;

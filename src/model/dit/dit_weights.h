@@ -20,6 +20,7 @@ const char* precision_name(DitPrecision p);
 struct DitBlockWeights {
     Tensor norm1, to_q, to_k, to_v, norm_q, norm_k, to_out, norm2, ff_in, ff_out;
     Tensor adaln_weight, adaln_bias; // undefined for refiner blocks, or when AdaLN is not loaded
+    Tensor gate_compress; // FastH3's VSA compression gate [inner, hidden]; undefined: the branch is off
 };
 
 struct DitWeights {
@@ -31,6 +32,8 @@ struct DitWeights {
     std::vector<DitBlockWeights> blocks;
     Tensor norm_out, norm_out_w, norm_out_b;
     Tensor proj_out_w, proj_out_b, audio_proj_out_w, audio_proj_out_b;
+    // Every block carries attn.to_gate_compress (a FastH3 student).
+    bool has_gate_compress() const { return !blocks.empty() && blocks.front().gate_compress.defined(); }
 };
 
 struct DitLoadOptions {

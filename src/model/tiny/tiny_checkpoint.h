@@ -11,12 +11,16 @@
 namespace h3::model {
 
 enum class TinyLayout { kDiffusers, kOriginal };
+// kFastH3: the transformer also carries FastH3's per-block attn.to_gate_compress and the root the sidecar
+// fastvideo_inference.json (4-forward ladder, VSA at sparsity 0.9, 64-row tiles), like a FastVideo export.
+enum class TinyVariant { kBase, kFastH3 };
 
 struct TinyCheckpointParams {
     std::string dir;
     uint64_t seed = 0;
     TinyLayout layout = TinyLayout::kDiffusers;
     int shards = 2; // the transformer is split like the official one, with an index.json
+    TinyVariant variant = TinyVariant::kBase;
 };
 
 // hidden 64, 2 heads × 32, 2 blocks, 1 refiner block, rope_freq_dim 4 (6·4 ≤ 32), ffn 128, text_dim 64.
