@@ -18,7 +18,8 @@ namespace h3::pipeline {
 
 struct GenerationRequest {
     GeometryRequest geometry;
-    int steps = 50; // grid points (terminal 0 included): steps−1 forwards
+    int steps = 50;         // grid points (terminal 0 included): steps−1 forwards
+    std::vector<int> rungs; // non-empty: the rung schedule (FastH3, pipeline/schedule.h) instead of `steps`
     uint64_t seed = 0;
     double video_shift = kDefaultVideoShift; // the checkpoint's scheduler configs
     double audio_shift = kDefaultAudioShift;
@@ -29,7 +30,8 @@ struct GenerationRequest {
     std::optional<Tensor> video_noise; // [1, 24, T, h, w] instead of the seeded draw
     std::optional<Tensor> audio_noise; // [2, 32, A]
     TorchNormalKernel noise_kernel = TorchNormalKernel::kAvx2;
-    cache::CacheSpec cache; // step cache policy (none = lossless)
+    cache::CacheSpec cache;           // step cache policy (none = lossless)
+    model::AttentionChoice attention; // dense, or FastH3's video sparse attention (t2va / fl2va)
 };
 
 struct GenerationOutput {
