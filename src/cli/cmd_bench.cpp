@@ -1,11 +1,13 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
 //                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--iters K] [--json]
+//                     [--attention dense|vsa[:sparsity=0.9,mode=exempt]] [--vsa-scan 0.1,0.25,0.5,1]
 // h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
 // h3-engine bench vae --encode --random-weights [--size WxH] [--json]   (one keyframe through the encoder)
 // h3-engine bench vae --reference --random-weights [--size WxH] [--frames F] [--json]   (ref2va encoders)
 // Times DiT blocks with random full-width weights generated on the device: seconds per block and per
 // 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory.
 #include "cli/app.h"
+#include "cli/bench_vsa.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
 #include "core/cuda_api.h"
@@ -34,6 +36,8 @@ struct BenchOptions {
     std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16";
     int frames = 124, text = 537, blocks = 4, iters = 2;
     bool random_weights = false, json = false;
+    std::string attention = "dense";
+    std::vector<double> vsa_scan = {0.1, 0.25, 0.5, 1.0}; // kept fractions timed with --attention vsa
     CLI::App* sub = nullptr;
 };
 
@@ -71,8 +75,12 @@ int run_bench(const BenchOptions& o) {
     const ops::Context& ctx = (*session)->context();
     const auto prec = o.dtype == "fp32" ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16;
     const int blocks = std::max(1, std::min(o.blocks, c.num_layers));
+    auto attention = model::parse_attention_choice(o.attention);
+    if (!attention.ok()) return report(attention.status());
     reset_device_memory_peak();
-    auto weights = model::random_dit_weights(c, ctx, prec, {.blocks = blocks, .adaln = false, .seed = 1});
+    // VSA runs a FastH3 student: every block carries its compression gate.
+    auto weights = model::random_dit_weights(
+        c, ctx, prec, {.blocks = blocks, .adaln = false, .gate_compress = attention->is_vsa(), .seed = 1});
     if (!weights.ok()) return report(weights.status());
     model::DitModel dit(c, std::move(*weights), prec, ctx);
     auto packed = model::synthetic_inputs(c, layout, 0.3f, 0.55f, 2);
@@ -80,6 +88,13 @@ int run_bench(const BenchOptions& o) {
     if (!tables.ok()) return report(tables.status());
     auto rows = dit.build_row_tables(packed, *tables);
     if (!rows.ok()) return report(rows.status());
+    std::shared_ptr<const ops::VsaTiles> vsa_tiles;
+    if (attention->is_vsa()) {
+        auto t = dit.prepare_vsa_tiles(packed);
+        if (!t.ok()) return report(t.status());
+        vsa_tiles = *t;
+        rows->vsa = vsa_tiles.get();
+    }
     const int64_t S = packed.rows, D = c.hidden_size;
     auto h = Tensor::empty(Shape{S, D}, dit.act_dtype(), ctx.device);
     if (!h.ok()) return report(h.status());
@@ -87,6 +102,7 @@ int run_bench(const BenchOptions& o) {
     if (!st.ok()) return report(st);
     size_t weight_bytes = device_memory_stats().current;
     model::DitForwardOptions fo;
+    fo.attention = *attention;
     auto scratch = dit.make_scratch(S, fo.ffn_chunk_bytes);
     if (!scratch.ok()) return report(scratch.status());
     // Warm-up (plans, heuristics), then timed passes over every block.
@@ -129,6 +145,16 @@ int run_bench(const BenchOptions& o) {
         if (!st.ok()) return report(st);
         attn_s = std::chrono::duration<double>(Clock::now() - ta).count() / o.iters;
     }
+    nlohmann::json vsa_json;
+    if (vsa_tiles) {
+        VsaScanParams vp{.kept_fractions = o.vsa_scan,
+                         .compete = attention->vsa.mode == model::VsaMode::kCompete,
+                         .iters = o.iters,
+                         .dense_seconds = attn_s};
+        auto scan = vsa_attention_scan(**session, c, dit.act_dtype(), *vsa_tiles, vp);
+        if (!scan.ok()) return report(scan.status());
+        vsa_json = *scan;
+    }
     const double gemm_flops = 2.0 * static_cast<double>(S) * block_gemm_params(c);
     const double attn_flops = 4.0 * static_cast<double>(S) * static_cast<double>(S) * c.inner_dim();
     nlohmann::json j = {
@@ -153,7 +179,9 @@ int run_bench(const BenchOptions& o) {
         {"peak_device_bytes", device_memory_stats().peak},
         {"peak_device_gib", static_cast<double>(device_memory_stats().peak) / (1ull << 30)},
         {"wall_seconds", total},
+        {"attention", attention->describe()},
     };
+    if (vsa_tiles) j["vsa"] = vsa_json;
     if (o.json) {
         std::printf("%s\n", j.dump(2).c_str());
     } else {
@@ -163,6 +191,20 @@ int run_bench(const BenchOptions& o) {
             ctx.device.to_string().c_str(), o.dtype.c_str(), static_cast<long long>(S), block_s,
             block_s * c.num_layers, c.num_layers, (gemm_flops + attn_flops) / block_s / 1e12,
             attn_flops / attn_s / 1e12, static_cast<double>(device_memory_stats().peak) / (1ull << 30));
+        if (vsa_tiles) {
+            std::printf("attention %s: %lld tiles (%lld prefix, %lld video); dense attention %.4f s\n",
+                        attention->describe().c_str(), static_cast<long long>(vsa_tiles->num_tiles()),
+                        static_cast<long long>(vsa_tiles->num_prefix_tiles),
+                        static_cast<long long>(vsa_tiles->num_video_tiles), attn_s);
+            for (const auto& r : vsa_json["runs"])
+                std::printf(
+                    "  kept %.3f (keep %lld, %.3f of tile pairs): sparse %.4f s (x%.3f of all tiles, x%.3f "
+                    "of dense), selection %.4f s\n",
+                    r["kept_fraction"].get<double>(), static_cast<long long>(r["keep"].get<int64_t>()),
+                    r["visited_tile_fraction"].get<double>(), r["sparse_attention_seconds"].get<double>(),
+                    r["vs_all_tiles"].get<double>(), r["vs_dense"].get<double>(),
+                    r["select_seconds"].get<double>());
+        }
     }
     return kExitOk;
 }
@@ -432,6 +474,13 @@ Command make_bench_command() {
         dit->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
         dit->add_option("--dtype", o->dtype, "bf16 | fp32")
             ->check(CLI::IsMember({"bf16", "fp32"}))
+            ->capture_default_str();
+        dit->add_option("--attention", o->attention,
+                        "dense | vsa[:sparsity=0.9,mode=exempt|compete,...] (VSA: FastH3 blocks with their "
+                        "compression gates, plus the sparse attention alone at the --vsa-scan fractions)")
+            ->capture_default_str();
+        dit->add_option("--vsa-scan", o->vsa_scan, "kept fractions of the video key tiles to time (VSA)")
+            ->delimiter(',')
             ->capture_default_str();
         dit->add_flag("--json", o->json, "JSON output");
         text->setup(*o->sub);

@@ -2,7 +2,7 @@
 //   [--seconds S | --frames F] [--size WxH | --aspect W:H] [--steps N] [--seed N] [--device cpu|cuda]
 //   [--dtype bf16|fp32] [--save-latents FILE] [--output PATH] [--progress bar|json|none]
 //   [--cache SPEC | --quality lossless|high] [--metrics FILE] [--first-frame IMG] [--last-frame IMG]
-//   [--reference [image:|video:|audio:]FILE ...]
+//   [--reference [image:|video:|audio:]FILE ...] [--attention dense|vsa[:sparsity=0.9,mode=exempt]]
 #include "api/engine.h"
 #include "api/video_request.h"
 #include "cli/app.h"
@@ -15,6 +15,7 @@
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "model/dit/dit_model.h"
+#include "model/fasth3_contract.h"
 #include "pipeline/conditioner.h"
 #include "pipeline/decode.h"
 #include "pipeline/fl2va.h"
@@ -90,7 +91,8 @@ void print_bar(const pipeline::StepProgress& p) {
 Command make_generate_command() {
     struct Options {
         std::string model, prompt, prompt_embeds, size, aspect, device = "cpu", dtype = "bf16", save_latents,
-                                                                output, progress, cache, quality, metrics;
+                                                                output, progress, cache, quality, metrics,
+                                                                attention;
         int random_prompt_embeds = 0, steps = 50, frames = 0;
         double seconds = 0;
         uint64_t seed = 0;
@@ -163,6 +165,11 @@ Command make_generate_command() {
                            "images, 3 videos, 3 audio clips, 12 in all; audio never alone; clips are cut to "
                            "the generated length");
         add_reference_size_options(o->sub, o->reference_image_edge, o->reference_video_edge);
+        o->sub->add_option(
+            "--attention", o->attention,
+            "dense | vsa[:sparsity=0.9,mode=exempt|compete,dense_layers=0/1,dense_first_n_steps=N] "
+            "(FastH3's video sparse attention over the 50 blocks; default: the checkpoint's "
+            "fastvideo_inference.json, else dense)");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
@@ -264,6 +271,33 @@ Command make_generate_command() {
         if (!dir.ok()) return report(dir.status());
         rq.video_shift = dir->video_shift.value_or(pipeline::kDefaultVideoShift);
         rq.audio_shift = dir->audio_shift.value_or(pipeline::kDefaultAudioShift);
+        { // FastH3: the sidecar's trained schedule and attention are the defaults; flags override them
+            auto contract = model::read_fasth3_contract(o->model);
+            if (!contract.ok()) return report(contract.status());
+            if (*contract) {
+                const model::FastH3Contract& fc = **contract;
+                for (auto [declared, used, name] : {std::tuple{fc.video_shift, rq.video_shift, "video"},
+                                                    std::tuple{fc.audio_shift, rq.audio_shift, "audio"}})
+                    if (declared && *declared != used)
+                        return report(bad_input(fc.path + ": " + name + "_scheduler_shift " +
+                                                std::to_string(*declared) +
+                                                " disagrees with the checkpoint's " + name +
+                                                " scheduler shift " + std::to_string(used)));
+                if (!o->sub->count("--steps")) {
+                    rq.rungs = fc.grid_rungs;
+                    rq.steps = fc.num_inference_steps;
+                }
+                if (o->attention.empty() && fc.vsa)
+                    o->attention = "vsa:sparsity=" + nlohmann::json(fc.vsa_sparsity).dump();
+            }
+        }
+        if (!o->attention.empty()) {
+            auto a = model::parse_attention_choice(o->attention);
+            if (!a.ok()) return report(a.status());
+            rq.attention = *a;
+        }
+        if (Status s = pipeline::check_attention_task(rq.attention, !references.empty()); !s.ok())
+            return report(s);
         // ref2va runs on the Ref2VA DiT (transformer_ref/), t2va and fl2va on the FL2VA one (transformer/)
         auto ckpt =
             model::open_dit_checkpoint(o->model, references.empty() ? "transformer" : "transformer_ref");
@@ -356,10 +390,12 @@ Command make_generate_command() {
         auto m = model::DitModel::load(*ckpt, lo, ctx);
         if (!m.ok()) return report(m.status());
         std::fprintf(stderr,
-                     "generate: %s, %d steps (%d forwards), seed %llu, shifts %g/%g, %s %s, cache %s\n",
+                     "generate: %s, %d steps (%d forwards%s), seed %llu, shifts %g/%g, %s %s, cache %s, "
+                     "attention %s\n",
                      geometry->describe().c_str(), rq.steps, rq.steps - 1,
-                     static_cast<unsigned long long>(rq.seed), rq.video_shift, rq.audio_shift,
-                     ctx.device.to_string().c_str(), o->dtype.c_str(), rq.cache.describe().c_str());
+                     rq.rungs.empty() ? "" : ", FastH3 rungs", static_cast<unsigned long long>(rq.seed),
+                     rq.video_shift, rq.audio_shift, ctx.device.to_string().c_str(), o->dtype.c_str(),
+                     rq.cache.describe().c_str(), rq.attention.describe().c_str());
 
         // ---- denoise (Ctrl-C cancels between steps and between blocks)
         pipeline::DenoiseOptions dopt;

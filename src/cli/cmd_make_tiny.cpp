@@ -1,4 +1,4 @@
-// h3-engine make-tiny DIR [--seed N] [--layout diffusers|original]
+// h3-engine make-tiny DIR [--seed N] [--layout diffusers|original] [--variant base|fasth3]
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "model/tiny/tiny_checkpoint.h"
@@ -14,7 +14,7 @@ Command make_make_tiny_command() {
     struct Options {
         std::string dir;
         uint64_t seed = 0;
-        std::string layout = "diffusers";
+        std::string layout = "diffusers", variant = "base";
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -28,16 +28,23 @@ Command make_make_tiny_command() {
         o->sub->add_option("--layout", o->layout, "diffusers|original")
             ->check(CLI::IsMember({"diffusers", "original"}))
             ->capture_default_str();
+        o->sub
+            ->add_option("--variant", o->variant,
+                         "base | fasth3 (a FastH3 student: VSA compression gates + fastvideo_inference.json)")
+            ->check(CLI::IsMember({"base", "fasth3"}))
+            ->capture_default_str();
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
-        model::TinyCheckpointParams p{.dir = o->dir,
-                                      .seed = o->seed,
-                                      .layout = o->layout == "original" ? model::TinyLayout::kOriginal
-                                                                        : model::TinyLayout::kDiffusers};
+        model::TinyCheckpointParams p{
+            .dir = o->dir,
+            .seed = o->seed,
+            .layout = o->layout == "original" ? model::TinyLayout::kOriginal : model::TinyLayout::kDiffusers,
+            .variant = o->variant == "fasth3" ? model::TinyVariant::kFastH3 : model::TinyVariant::kBase};
         Status s = model::write_tiny_checkpoint(p);
         if (!s.ok()) return report(s);
-        std::printf("wrote tiny H3 checkpoint (%s layout, seed %llu) to %s\n", o->layout.c_str(),
+        std::printf("wrote tiny H3 checkpoint (%s layout%s, seed %llu) to %s\n", o->layout.c_str(),
+                    o->variant == "fasth3" ? ", FastH3 student" : "",
                     static_cast<unsigned long long>(o->seed), o->dir.c_str());
         return kExitOk;
     };
