@@ -160,8 +160,9 @@ __global__ void __launch_bounds__(kSelectThreads)
     }
 }
 
-// ---- compression branch: one block per (tile, head) -----------------------------------------------------
+// ---- compression branch: one block per (8 query tiles, head); the 8 softmax rows share each v̄ load --------
 constexpr int kCompressThreads = 128;
+constexpr int kCompressRows = 8;
 
 __device__ __forceinline__ float block_max(float v, float* red) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -177,27 +178,38 @@ __device__ __forceinline__ float block_max(float v, float* red) {
 __global__ void __launch_bounds__(kCompressThreads)
     vsa_compress_kernel(const float* __restrict__ scores, const float* __restrict__ vp,
                         float* __restrict__ oc, int64_t n, int64_t d) {
-    extern __shared__ float prob[]; // [n]
+    extern __shared__ float prob[]; // [kCompressRows][n]
     __shared__ float red[kCompressThreads / 32];
-    const int64_t i = blockIdx.x, h = blockIdx.y;
-    const float* row = scores + (h * n + i) * n;
-    float mx = -INFINITY;
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) mx = fmaxf(mx, row[j]);
-    mx = block_max(mx, red);
-    float sum = 0.0f;
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-        const float e = expf(row[j] - mx);
-        prob[j] = e;
-        sum += e;
+    const int64_t i0 = static_cast<int64_t>(blockIdx.x) * kCompressRows, h = blockIdx.y;
+    const int rows = static_cast<int>(n - i0 < kCompressRows ? n - i0 : kCompressRows);
+    for (int r = 0; r < rows; ++r) {
+        const float* row = scores + (h * n + i0 + r) * n;
+        float* pr = prob + r * n;
+        float mx = -INFINITY;
+        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) mx = fmaxf(mx, row[j]);
+        mx = block_max(mx, red);
+        float sum = 0.0f;
+        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+            const float e = expf(row[j] - mx);
+            pr[j] = e;
+            sum += e;
+        }
+        sum = block_sum(sum); // also orders the pr[] writes before the reads below
+        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) pr[j] = pr[j] / sum;
     }
-    sum = block_sum(sum); // also orders the prob[] writes before the reads below
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) prob[j] = prob[j] / sum;
     __syncthreads();
     const float* vh = vp + h * n * d;
     for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-        float acc = 0.0f;
-        for (int64_t j = 0; j < n; ++j) acc = __fadd_rn(acc, __fmul_rn(prob[j], vh[j * d + c]));
-        oc[(h * n + i) * d + c] = acc;
+        float acc[kCompressRows];
+#pragma unroll
+        for (int r = 0; r < kCompressRows; ++r) acc[r] = 0.0f;
+        for (int64_t j = 0; j < n; ++j) {
+            const float vj = vh[j * d + c];
+#pragma unroll
+            for (int r = 0; r < kCompressRows; ++r)
+                acc[r] = __fadd_rn(acc[r], __fmul_rn(prob[r * n + j], vj));
+        }
+        for (int r = 0; r < rows; ++r) oc[(h * n + i0 + r) * d + c] = acc[r];
     }
 }
 
@@ -268,12 +280,12 @@ Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& 
 
 Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor& vp, Tensor& oc) {
     const int64_t H = scores.dim(0), n = scores.dim(1), D = vp.dim(2);
-    const size_t smem = static_cast<size_t>(n) * sizeof(float);
+    const size_t smem = static_cast<size_t>(kCompressRows * n) * sizeof(float);
     H3_TRY(set_smem(reinterpret_cast<const void*>(vsa_compress_kernel), smem,
                     "cudaFuncSetAttribute(vsa_compress_tiles)"));
-    vsa_compress_kernel<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(H)), kCompressThreads, smem,
-                          stream_of(ctx)>>>(scores.data_as<const float>(), vp.data_as<const float>(),
-                                            oc.data_as<float>(), n, D);
+    const unsigned blocks = static_cast<unsigned>((n + kCompressRows - 1) / kCompressRows);
+    vsa_compress_kernel<<<dim3(blocks, static_cast<unsigned>(H)), kCompressThreads, smem, stream_of(ctx)>>>(
+        scores.data_as<const float>(), vp.data_as<const float>(), oc.data_as<float>(), n, D);
     return check_launch("vsa_compress_tiles");
 }
 
