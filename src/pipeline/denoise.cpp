@@ -25,9 +25,9 @@ bool cancelled_now(const DenoiseOptions& o) {
 Status check_attention_task(const model::AttentionChoice& attention, bool ref2va) {
     if (attention.is_vsa() && ref2va)
         return invalid_argument(
-            "--attention vsa: ref2va is not supported (FastH3's VSA is trained on the [text | keyframes | "
-            "audio "
-            "| video] layout of t2va / fl2va; the reference blocks have no tiling); use --attention dense");
+            "--attention vsa: ref2va is not supported (FastH3's VSA is trained on the "
+            "[text | keyframes | audio | video] layout of t2va / fl2va; the reference blocks "
+            "have no tiling); use --attention dense");
     return ok_status();
 }
 
