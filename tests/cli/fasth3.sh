@@ -44,6 +44,11 @@ IMG="$(cd "$(dirname "$0")/../data/images" && pwd)"
 expect_rc 2 "$H3" generate --model "$WORK/fast" --prompt "x" --size 64x32 --frames 107 --attention vsa \
   --reference "$IMG/png_rgb.png" --reference "$WORK/voice.wav" --reference-image-edge 64 --output "$WORK/o.mp4"
 expect_err "ref2va is not supported"
+# fl2va under VSA: both keyframes are one prefix segment; with a step cache too
+expect_rc 0 "$H3" generate --model "$WORK/fast" --prompt "a fox" --size 64x32 --frames 107 --first-frame \
+  "$IMG/png_rgb.png" --last-frame "$IMG/jpeg_444.jpg" --save-latents "$WORK/fl.st" --progress none
+expect_err "attention vsa(sparsity=0.9"; [ -s "$WORK/fl.st" ] || fail "fl2va under VSA wrote no latents"
+expect_rc 0 "${GEN[@]}" --cache dbcache:Fn=1,Bn=0,rdt=0.3,warmup=1 --save-latents "$WORK/cached.st"
 # a broken sidecar is bad input naming the file and the field
 sed 's/"vsa_tile_size": 64/"vsa_tile_size": 256/' "$WORK/fast/fastvideo_inference.json" >"$WORK/s.json"
 mv "$WORK/s.json" "$WORK/fast/fastvideo_inference.json"
