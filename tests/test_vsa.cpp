@@ -13,8 +13,10 @@
 #include "model/tiny/tiny_checkpoint.h"
 #include "ops/ops.h"
 #include "pipeline/denoise.h"
+#include "pipeline/job_builder.h"
 #include "pipeline/layout.h"
 #include "pipeline/schedule.h"
+#include "runtime/model_store.h"
 
 #include <gtest/gtest.h>
 
@@ -103,7 +105,7 @@ TEST(VsaTiles, SpecExampleCounts) {
 
 TEST(VsaTiles, KeyframesAreOnePrefixSegment) {
     // fl2va with both keyframes: [text 11 | 2 keyframes of 3×5 rows | audio 2·178 | video 32×3×5]
-    auto g = pipeline::resolve_geometry({.width = 160, .height = 96, .frames = 107});
+    auto g = pipeline::resolve_geometry({.width = 160, .height = 96, .frames = 107}, model::LatentSpec{});
     ASSERT_TRUE(g.ok());
     pipeline::LayoutParams lp;
     lp.geometry = *g;
@@ -134,7 +136,7 @@ TEST(VsaTiles, KeyframesAreOnePrefixSegment) {
     Status s = pipeline::check_attention_task(vsa, /*ref2va=*/true);
     EXPECT_FALSE(s.ok());
     EXPECT_NE(s.message().find("ref2va is not supported"), std::string::npos) << s.message();
-    EXPECT_NE(s.message().find("--attention dense"), std::string::npos);
+    EXPECT_NE(s.message().find("use attention dense"), std::string::npos);
     EXPECT_TRUE(pipeline::check_attention_task(vsa, false).ok());
 }
 
@@ -409,6 +411,77 @@ TEST(FastH3, AttentionSpec) {
         EXPECT_FALSE(model::parse_attention_choice(bad).ok()) << bad;
     EXPECT_NE(model::parse_attention_choice("vsa:sparsity=1.2").status().message().find("sparsity 1.2"),
               std::string::npos);
+}
+
+// ---- the job builder's `attention` field and the sidecar's defaults (pipeline/job_attention)
+// -----------------------------------------------------------------------------------------
+TEST(FastH3Job, SidecarDefaultsAndAttentionField) {
+    const fs::path dir = temp_dir("job_fasth3");
+    ASSERT_TRUE(
+        model::write_tiny_checkpoint({.dir = dir.string(), .seed = 2, .variant = model::TinyVariant::kFastH3})
+            .ok());
+    auto store = runtime::ModelStore::open(dir.string(), runtime::PlacementPlan::per_job(Device::cpu()));
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    const runtime::CheckpointInfo& info = (*store)->info();
+    ASSERT_TRUE(info.fasth3.has_value()); // the store read the sidecar
+    EXPECT_EQ(info.fasth3->grid_rungs, (std::vector<int>{1000, 750, 500, 250}));
+    const pipeline::JobBuilder builder(info);
+    auto input = [] {
+        pipeline::JobInput in;
+        in.random_prompt_embeds = 5;
+        in.size = "64x32";
+        in.frames = 107;
+        in.seed = 1;
+        return in;
+    };
+    // defaulted: VSA at the trained sparsity on the rung schedule (5 grid points, 4 forwards)
+    auto job = builder.build(input());
+    ASSERT_TRUE(job.ok()) << job.status().to_string();
+    EXPECT_EQ(job->attention.describe(), "vsa(sparsity=0.9,mode=exempt)");
+    EXPECT_EQ(job->steps, 5);
+    EXPECT_EQ(job->rungs, (std::vector<int>{1000, 750, 500, 250}));
+    // given: the field wins; num_inference_steps replaces the rungs
+    auto in = input();
+    in.attention = "dense";
+    in.num_inference_steps = 3;
+    job = builder.build(in);
+    ASSERT_TRUE(job.ok()) << job.status().to_string();
+    EXPECT_FALSE(job->attention.is_vsa());
+    EXPECT_EQ(job->steps, 3);
+    EXPECT_TRUE(job->rungs.empty());
+    // errors start with and report the field, and name no flag
+    auto expect_bad = [&](pipeline::JobInput bad, const std::string& needle, bool with_checkpoint) {
+        std::string field;
+        Status s = with_checkpoint ? builder.build(bad, &field).status()
+                                   : pipeline::JobBuilder::check(bad, {}, &field);
+        ASSERT_FALSE(s.ok()) << needle;
+        EXPECT_EQ(field, "attention") << s.message();
+        EXPECT_EQ(s.message().rfind("attention", 0), 0u) << s.message();
+        EXPECT_EQ(s.message().find("--"), std::string::npos) << s.message();
+        EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+    };
+    in = input();
+    in.attention = "vsa:sparsity=1.5";
+    expect_bad(in, "sparsity 1.5 must lie in [0, 1)", false);
+    in.attention = "sparse";
+    expect_bad(in, "must be dense or vsa", false);
+    in.attention = "vsa:dense_layers=9"; // the tiny DiT has 2 blocks: only the checkpoint knows
+    EXPECT_TRUE(pipeline::JobBuilder::check(in, {}).ok());
+    expect_bad(in, "dense_layers holds block 9 but the DiT has 2 blocks", true);
+    // ref2va (a reference given) under VSA: refused with the alternative named, before any checkpoint
+    pipeline::JobInput ref;
+    ref.prompt = "a ball";
+    ref.size = "64x32";
+    ref.frames = 107;
+    pipeline::ReferenceMedia image;
+    image.image = io::RgbImage(32, 32);
+    ref.references.push_back(image);
+    EXPECT_TRUE(pipeline::JobBuilder::check(ref, {}).ok());
+    ref.attention = "vsa";
+    expect_bad(ref, "ref2va is not supported", false);
+    expect_bad(ref, "use attention dense", false);
+    ref.attention = "dense";
+    EXPECT_TRUE(pipeline::JobBuilder::check(ref, {}).ok());
 }
 
 } // namespace

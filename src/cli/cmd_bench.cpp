@@ -1,5 +1,5 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
-//                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--iters K] [--json]
+//                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--precision fp8] [--iters K] [--json]
 //                     [--attention dense|vsa[:sparsity=0.9,mode=exempt]] [--vsa-scan 0.1,0.25,0.5,1]
 // h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
 // h3-engine bench vae --encode --random-weights [--size WxH] [--json]   (one keyframe through the encoder)
@@ -11,11 +11,14 @@
 #include "cli/commands.h"
 #include "cli/device_setup.h"
 #include "core/cuda_api.h"
+#include "core/phase_timer.h"
 #include "model/audio_vae/audio_vae.h"
 #include "model/audio_vae/audio_vae_encoder.h"
+#include "model/dit/dit_fp8.h"
 #include "model/dit/dit_random.h"
 #include "model/video_vae/video_vae.h"
 #include "model/video_vae/video_vae_encoder.h"
+#include "ops/cuda/cuda_context.h"
 #include "ops/ops.h"
 
 #include <CLI/CLI.hpp>
@@ -33,13 +36,22 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
-    std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16";
+    std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16", precision;
     int frames = 124, text = 537, blocks = 4, iters = 2;
     bool random_weights = false, json = false;
     std::string attention = "dense";
     std::vector<double> vsa_scan = {0.1, 0.25, 0.5, 1.0}; // kept fractions timed with --attention vsa
     CLI::App* sub = nullptr;
 };
+
+// What the CUDA context's switches say (benches print them so before/after runs are labelled).
+bool gemm_autotune(const ops::Context& ctx) {
+    return ctx.is_cuda() && ctx.cuda && ctx.cuda->gemm_autotune();
+}
+std::string conv3d_backend(const ops::Context& ctx) {
+    if (!ctx.is_cuda() || !ctx.cuda) return "cpu";
+    return ctx.cuda->conv3d_cudnn() ? "cudnn" : "igemm";
+}
 
 // Block GEMM parameters (q, k, v, out, fc1, fc2) — 385.35 M at the official width.
 double block_gemm_params(const model::DitConfig& c) {
@@ -73,7 +85,10 @@ int run_bench(const BenchOptions& o) {
     auto session = DeviceSession::open(o.device);
     if (!session.ok()) return report(session.status());
     const ops::Context& ctx = (*session)->context();
-    const auto prec = o.dtype == "fp32" ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16;
+    const std::string pname = o.precision.empty() ? o.dtype : o.precision; // --precision wins over --dtype
+    const bool fp8 = pname == "fp8";
+    const auto prec = fp8 ? model::DitPrecision::kFp8
+                          : (pname == "fp32" ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16);
     const int blocks = std::max(1, std::min(o.blocks, c.num_layers));
     auto attention = model::parse_attention_choice(o.attention);
     if (!attention.ok()) return report(attention.status());
@@ -82,50 +97,109 @@ int run_bench(const BenchOptions& o) {
     auto weights = model::random_dit_weights(
         c, ctx, prec, {.blocks = blocks, .adaln = false, .gate_compress = attention->is_vsa(), .seed = 1});
     if (!weights.ok()) return report(weights.status());
-    model::DitModel dit(c, std::move(*weights), prec, ctx);
+    // The model holds `blocks` blocks (a truncated DiT: its forward runs them all); per-forward figures are
+    // also extrapolated to the config's block count from the per-block time.
+    model::DitConfig truncated = c;
+    truncated.num_layers = blocks;
+    if (fp8) { // every timed block in e4m3 (the default exceptions name the last of 50 blocks)
+        Status q = model::quantize_dit_fp8(ctx, truncated, {.bf16_layers = {}}, *weights);
+        if (!q.ok()) return report(q);
+    }
+    model::DitModel dit(truncated, std::move(*weights), prec, ctx);
     auto packed = model::synthetic_inputs(c, layout, 0.3f, 0.55f, 2);
     auto tables = model::random_adaln_tables(c, ctx, dit.act_dtype(), packed.timesteps, blocks, 3);
     if (!tables.ok()) return report(tables.status());
-    auto rows = dit.build_row_tables(packed, *tables);
-    if (!rows.ok()) return report(rows.status());
-    std::shared_ptr<const ops::VsaTiles> vsa_tiles;
+    std::shared_ptr<const ops::VsaTiles> vsa_tiles; // VSA: the synthetic layout's tile map
     if (attention->is_vsa()) {
         auto t = dit.prepare_vsa_tiles(packed);
         if (!t.ok()) return report(t.status());
         vsa_tiles = *t;
-        rows->vsa = vsa_tiles.get();
     }
     const int64_t S = packed.rows, D = c.hidden_size;
-    auto h = Tensor::empty(Shape{S, D}, dit.act_dtype(), ctx.device);
-    if (!h.ok()) return report(h.status());
-    Status st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
-    if (!st.ok()) return report(st);
     size_t weight_bytes = device_memory_stats().current;
     model::DitForwardOptions fo;
     fo.attention = *attention;
-    auto scratch = dit.make_scratch(S, fo.ffn_chunk_bytes);
-    if (!scratch.ok()) return report(scratch.status());
-    // Warm-up (plans, heuristics), then timed passes over every block.
-    st = dit.run_block(0, *h, tables->blocks[0], *rows, fo, *scratch);
-    if (st.ok()) st = (*session)->synchronize();
-    if (!st.ok()) return report(st);
     std::vector<double> per_block;
-    auto t0 = Clock::now();
-    for (int it = 0; it < o.iters; ++it)
-        for (int b = 0; b < blocks; ++b) {
-            // Re-randomize the stream each pass so the residual does not grow without bound.
-            if (b == 0) st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
-            auto tb = Clock::now();
+    std::vector<std::pair<std::string, double>> phases; // per-op seconds summed over one pass of the blocks
+    Status st;
+    double total = 0;
+    {
+        auto rows = dit.build_row_tables(packed, *tables);
+        if (!rows.ok()) return report(rows.status());
+        rows->vsa = vsa_tiles.get();
+        auto h = Tensor::empty(Shape{S, D}, dit.act_dtype(), ctx.device);
+        if (!h.ok()) return report(h.status());
+        st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
+        if (!st.ok()) return report(st);
+        auto scratch = dit.make_scratch(S, fo.ffn_chunk_bytes);
+        if (!scratch.ok()) return report(scratch.status());
+        // Warm-up (plans, heuristics and GEMM algorithm timing), then timed passes over every block.
+        st = dit.run_block(0, *h, tables->blocks[0], *rows, fo, *scratch);
+        if (st.ok()) st = (*session)->synchronize();
+        if (!st.ok()) return report(st);
+        auto t0 = Clock::now();
+        for (int it = 0; it < o.iters; ++it)
+            for (int b = 0; b < blocks; ++b) {
+                // Re-randomize the stream each pass so the residual does not grow without bound.
+                if (b == 0) st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
+                auto tb = Clock::now();
+                if (st.ok())
+                    st = dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo, *scratch);
+                if (st.ok()) st = (*session)->synchronize();
+                if (!st.ok()) return report(st);
+                per_block.push_back(std::chrono::duration<double>(Clock::now() - tb).count());
+            }
+        total = std::chrono::duration<double>(Clock::now() - t0).count();
+        // Per-op device time: one more pass with events between the ops (no syncs inside the pass).
+        PhaseTimer timer(ctx.device, ctx.stream());
+        model::DitForwardOptions to = fo;
+        to.timer = &timer;
+        st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
+        for (int b = 0; b < blocks && st.ok(); ++b) {
+            st = timer.start();
             if (st.ok())
-                st = dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo, *scratch);
-            if (st.ok()) st = (*session)->synchronize();
-            if (!st.ok()) return report(st);
-            per_block.push_back(std::chrono::duration<double>(Clock::now() - tb).count());
+                st = dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, to, *scratch);
         }
-    double total = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (!st.ok()) return report(st);
+        auto totals = timer.totals();
+        if (!totals.ok()) return report(totals.status());
+        phases = std::move(*totals);
+    }
     double block_s = 0;
     for (double x : per_block) block_s += x;
     block_s /= static_cast<double>(per_block.size());
+    const size_t block_peak = device_memory_stats().peak;
+    // The whole (truncated) forward over a request state: embeddings, the blocks, final norm and heads. The
+    // workspace reused (no device allocation per forward) against a fresh one per forward (what every
+    // forward paid before), device-resident outputs against host copies.
+    struct ForwardRun {
+        std::string name;
+        bool reuse, on_device;
+        double seconds = 0;
+        uint64_t allocations = 0;
+    };
+    std::vector<ForwardRun> forwards = {{"fresh_workspace_host_outputs", false, false},
+                                        {"workspace_host_outputs", true, false},
+                                        {"workspace_device_outputs", true, true}};
+    {
+        auto state = dit.prepare_request(packed, fo);
+        if (!state.ok()) return report(state.status());
+        for (ForwardRun& fr : forwards) {
+            model::DitForwardOptions ffo = fo;
+            ffo.reuse_workspace = fr.reuse;
+            ffo.outputs_on_device = fr.on_device;
+            auto warm = dit.forward(packed, &*tables, ffo, &*state); // sizes the workspace, tunes, plans
+            if (!warm.ok()) return report(warm.status());
+            if (auto s2 = (*session)->synchronize(); !s2.ok()) return report(s2);
+            const uint64_t a0 = device_memory_stats().allocations;
+            const auto tf = Clock::now();
+            auto out = dit.forward(packed, &*tables, ffo, &*state);
+            if (!out.ok()) return report(out.status());
+            if (auto s2 = (*session)->synchronize(); !s2.ok()) return report(s2);
+            fr.seconds = std::chrono::duration<double>(Clock::now() - tf).count();
+            fr.allocations = device_memory_stats().allocations - a0;
+        }
+    }
     // Attention alone on the same shape.
     double attn_s = 0;
     {
@@ -136,11 +210,12 @@ int run_bench(const BenchOptions& o) {
         auto out = Tensor::empty(Shape{S, Hh, hd}, dit.act_dtype(), ctx.device);
         if (!q.ok() || !k.ok() || !v.ok() || !out.ok()) return report(internal_error("attention buffers"));
         for (auto* t : {&*q, &*k, &*v}) st = ops::fill_uniform(ctx, {.seed = 5, .bound = 1.0f}, *t);
-        st = ops::attention(ctx, {}, *q, *k, *v, *out); // warm-up
+        const ops::AttentionParams ap{.fp8 = fp8};
+        st = ops::attention(ctx, ap, *q, *k, *v, *out); // warm-up
         if (st.ok()) st = (*session)->synchronize();
         if (!st.ok()) return report(st);
         auto ta = Clock::now();
-        for (int i = 0; i < o.iters; ++i) st = ops::attention(ctx, {}, *q, *k, *v, *out);
+        for (int i = 0; i < o.iters; ++i) st = ops::attention(ctx, ap, *q, *k, *v, *out);
         if (st.ok()) st = (*session)->synchronize();
         if (!st.ok()) return report(st);
         attn_s = std::chrono::duration<double>(Clock::now() - ta).count() / o.iters;
@@ -159,7 +234,8 @@ int run_bench(const BenchOptions& o) {
     const double attn_flops = 4.0 * static_cast<double>(S) * static_cast<double>(S) * c.inner_dim();
     nlohmann::json j = {
         {"device", ctx.device.to_string()},
-        {"dtype", o.dtype},
+        {"dtype", pname},
+        {"precision", model::precision_name(prec)},
         {"size", o.size},
         {"frames", o.frames},
         {"rows", S},
@@ -176,21 +252,43 @@ int run_bench(const BenchOptions& o) {
         {"attention_seconds", attn_s},
         {"attention_tflops", attn_flops / attn_s / 1e12},
         {"weights_bytes_on_device", weight_bytes},
-        {"peak_device_bytes", device_memory_stats().peak},
-        {"peak_device_gib", static_cast<double>(device_memory_stats().peak) / (1ull << 30)},
+        {"peak_device_bytes", block_peak},
+        {"peak_device_gib", static_cast<double>(block_peak) / (1ull << 30)},
+        {"peak_device_gib_with_forward", static_cast<double>(device_memory_stats().peak) / (1ull << 30)},
         {"wall_seconds", total},
+        {"gemm_autotune", gemm_autotune(ctx)},
         {"attention", attention->describe()},
     };
     if (vsa_tiles) j["vsa"] = vsa_json;
+    double gemm_s = 0;
+    nlohmann::json per_op = nlohmann::json::object();
+    for (const auto& [name, secs] : phases) {
+        per_op[name] = secs / blocks;
+        if (name.rfind("gemm_", 0) == 0) gemm_s += secs / blocks;
+    }
+    j["per_op_seconds_per_block"] = per_op;
+    j["gemm_seconds_per_block"] = gemm_s;
+    j["gemm_tflops"] = gemm_s > 0 ? gemm_flops / gemm_s / 1e12 : 0.0;
+    nlohmann::json fj = nlohmann::json::object();
+    for (const ForwardRun& fr : forwards)
+        fj[fr.name] = {{"seconds", fr.seconds}, {"device_allocations", fr.allocations}};
+    j["forward_blocks"] = blocks;
+    j["forward"] = fj;
     if (o.json) {
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::printf(
             "DiT bench on %s, %s, %lld rows: %.4f s/block, %.2f s per %d-block forward, %.0f TFLOP/s; "
-            "attention %.0f TFLOP/s; peak %.1f GiB\n",
-            ctx.device.to_string().c_str(), o.dtype.c_str(), static_cast<long long>(S), block_s,
+            "GEMM %.0f TFLOP/s; attention %.0f TFLOP/s; peak %.1f GiB\n",
+            ctx.device.to_string().c_str(), model::precision_name(prec), static_cast<long long>(S), block_s,
             block_s * c.num_layers, c.num_layers, (gemm_flops + attn_flops) / block_s / 1e12,
-            attn_flops / attn_s / 1e12, static_cast<double>(device_memory_stats().peak) / (1ull << 30));
+            gemm_s > 0 ? gemm_flops / gemm_s / 1e12 : 0.0, attn_flops / attn_s / 1e12,
+            static_cast<double>(block_peak) / (1ull << 30));
+        for (const auto& [name, secs] : phases)
+            std::printf("  %-16s %.5f s/block\n", name.c_str(), secs / blocks);
+        for (const ForwardRun& fr : forwards)
+            std::printf("  forward (%d blocks) %-30s %.4f s, %llu device allocations\n", blocks,
+                        fr.name.c_str(), fr.seconds, static_cast<unsigned long long>(fr.allocations));
         if (vsa_tiles) {
             std::printf("attention %s: %lld tiles (%lld prefix, %lld video); dense attention %.4f s\n",
                         attention->describe().c_str(), static_cast<long long>(vsa_tiles->num_tiles()),
@@ -214,7 +312,8 @@ int run_bench(const BenchOptions& o) {
 struct VaeBenchOptions {
     std::string config = "official", size = "1344x768", device = "cuda", dtype = "f16";
     int frames = 124, tiles = 0, tile_batch = 0;
-    bool random_weights = false, json = false, encode = false, reference = false, tf32 = false;
+    bool random_weights = false, json = false, encode = false, reference = false, exact_fp32 = false;
+    bool assemble_on_host = false;
     CLI::App* sub = nullptr;
 };
 
@@ -249,7 +348,7 @@ int run_bench_vae_encode(const VaeBenchOptions& o) {
     Tensor img = Tensor::host(Shape{H, W, 3}, DType::kU8);
     for (int64_t i = 0; i < img.numel(); ++i)
         img.data_as<uint8_t>()[i] = static_cast<uint8_t>((i * 31) % 256);
-    const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = o.tf32};
+    const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = !o.exact_fp32};
     if (auto r = model::encode_keyframe(ctx, *enc, img, eo); !r.ok()) return report(r.status()); // warm-up
     const auto t0 = Clock::now();
     auto lat = model::encode_keyframe(ctx, *enc, img, eo);
@@ -295,7 +394,7 @@ int run_bench_vae_reference(const VaeBenchOptions& o) {
         Tensor clip = Tensor::host(Shape{o.frames, H, W, 3}, DType::kU8);
         for (int64_t i = 0; i < clip.numel(); ++i)
             clip.data_as<uint8_t>()[i] = static_cast<uint8_t>((i * 31 + i / (int64_t(W) * H * 3)) % 256);
-        const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = o.tf32};
+        const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = !o.exact_fp32};
         Tensor first = Tensor::host(Shape{H, W, 3}, DType::kU8);
         std::copy_n(clip.data_as<uint8_t>(), first.numel(), first.data_as<uint8_t>());
         if (auto r = model::encode_keyframe(ctx, *enc, first, eo); !r.ok())
@@ -326,7 +425,8 @@ int run_bench_vae_reference(const VaeBenchOptions& o) {
                         {"size", o.size},
                         {"frames", o.frames},
                         {"clip_encode_seconds", video_secs},
-                        {"tf32", o.tf32},
+                        {"tf32", !o.exact_fp32},
+                        {"conv3d", conv3d_backend(ctx)},
                         {"clip_latent", lat.shape().to_vector()},
                         {"clip_peak_gib", video_peak},
                         {"soundtrack_seconds", static_cast<double>(samples) / ac.sampling_rate},
@@ -366,7 +466,7 @@ int run_bench_vae(const VaeBenchOptions& o) {
     const int64_t T = (o.frames - 5) / 17 * 5 + 2, lh = H / vc.patch, lw = W / vc.patch;
     const model::ClipPlan plan =
         model::plan_clips(static_cast<int>(T), vc.clip_length, vc.patch_t, vc.token_drop);
-    const model::VideoDecodeOptions vopt{.tile_batch = o.tile_batch};
+    const model::VideoDecodeOptions vopt{.tile_batch = o.tile_batch, .assemble_on_host = o.assemble_on_host};
     const auto ty = model::split_tiles(H, vopt.tile, vopt.min_overlap, vc.patch);
     const auto tx = model::split_tiles(W, vopt.tile, vopt.min_overlap, vc.patch);
     const int total_tiles = static_cast<int>(plan.starts.size() * ty.starts.size() * tx.starts.size());
@@ -429,6 +529,8 @@ int run_bench_vae(const VaeBenchOptions& o) {
                         {"tile_clips_timed", timed_tiles},
                         {"tile_batch", batch},
                         {"extrapolated", timed_tiles != total_tiles},
+                        {"assemble_on_host", o.assemble_on_host},
+                        {"gemm_autotune", gemm_autotune(ctx)},
                         {"video_decode_seconds", video_s},
                         {"seconds_per_tile_clip", video_s / total_tiles},
                         {"video_peak_gib", video_peak},
@@ -450,16 +552,20 @@ int run_bench_vae(const VaeBenchOptions& o) {
 
 } // namespace
 
-Command bench_text_command();     // cmd_bench_text.cpp: `bench text`
-Command bench_generate_command(); // cmd_bench_generate.cpp: `bench generate`
+Command bench_text_command();      // cmd_bench_text.cpp: `bench text`
+Command bench_generate_command();  // cmd_bench_generate.cpp: `bench generate`
+Command bench_attention_command(); // cmd_bench_attention.cpp: `bench attention`
+Command bench_fp8_command();       // cmd_bench_fp8.cpp: `bench fp8`
 
 Command make_bench_command() {
     auto o = std::make_shared<BenchOptions>();
     auto vo = std::make_shared<VaeBenchOptions>();
     auto text = std::make_shared<Command>(bench_text_command());
     auto gen = std::make_shared<Command>(bench_generate_command());
+    auto attn = std::make_shared<Command>(bench_attention_command());
+    auto fp8c = std::make_shared<Command>(bench_fp8_command());
     Command c;
-    c.setup = [o, vo, text, gen](CLI::App& app) {
+    c.setup = [o, vo, text, gen, attn, fp8c](CLI::App& app) {
         o->sub = app.add_subcommand("bench", "Benchmarks (machine-readable with --json)");
         CLI::App* dit = o->sub->add_subcommand("dit", "DiT blocks with random full-width weights");
         o->sub->require_subcommand(1);
@@ -475,6 +581,9 @@ Command make_bench_command() {
         dit->add_option("--dtype", o->dtype, "bf16 | fp32")
             ->check(CLI::IsMember({"bf16", "fp32"}))
             ->capture_default_str();
+        dit->add_option("--precision", o->precision,
+                        "fp8: the blocks' GEMMs and attention in e4m3 (Hopper), else --dtype decides")
+            ->check(CLI::IsMember({"bf16", "fp8", "fp32"}));
         dit->add_option("--attention", o->attention,
                         "dense | vsa[:sparsity=0.9,mode=exempt|compete,...] (VSA: FastH3 blocks with their "
                         "compression gates, plus the sparse attention alone at the --vsa-scan fractions)")
@@ -484,6 +593,8 @@ Command make_bench_command() {
             ->capture_default_str();
         dit->add_flag("--json", o->json, "JSON output");
         text->setup(*o->sub);
+        attn->setup(*o->sub);
+        fp8c->setup(*o->sub);
         gen->setup(*o->sub);
         CLI::App* vae =
             o->sub->add_subcommand("vae", "video + audio VAE decoders with random full-width weights");
@@ -504,15 +615,21 @@ Command make_bench_command() {
             "--reference", vo->reference,
             "time the ref2va reference encoders instead: a --frames clip of --size (video encoder) and "
             "its stereo soundtrack (audio encoder)");
-        vae->add_flag("--tf32", vo->tf32,
-                      "encoder convolutions on TF32 tensor cores (--encode, --reference)");
+        vae->add_flag(
+            "--exact-fp32", vo->exact_fp32,
+            "encoder convolutions in exact fp32 instead of TF32 tensor cores (--encode, --reference)");
+        vae->add_flag(
+            "--assemble-on-host", vo->assemble_on_host,
+            "stitch and cross-fade the decoded tiles on the host (the former path, for comparison)");
         vae->add_flag("--json", vo->json, "JSON output");
         vo->sub = vae;
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
-    c.run = [o, vo, text, gen]() -> int {
+    c.run = [o, vo, text, gen, attn, fp8c]() -> int {
         if (vo->sub && vo->sub->parsed()) return run_bench_vae(*vo);
         if (gen->parsed()) return gen->run();
+        if (attn->parsed()) return attn->run();
+        if (fp8c->parsed()) return fp8c->run();
         return text->parsed() ? text->run() : run_bench(*o);
     };
     return c;

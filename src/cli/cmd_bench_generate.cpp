@@ -16,6 +16,9 @@
 #include "ops/random.h"
 #include "pipeline/generate.h"
 
+#include "model/latent_spec.h"
+#include "pipeline/geometry.h"
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -103,9 +106,13 @@ Command bench_generate_command() {
             specs.push_back(*spec);
         }
         pipeline::GenerationRequest req;
-        req.geometry.width = W;
-        req.geometry.height = H;
-        req.geometry.frames = o->frames;
+        { // the released VAEs' latent spec, with the bench DiT's channels
+            auto spec = model::derive_latent_spec({.dit = &cfg, .dit_file = "the official DiT config"});
+            if (!spec.ok()) return report(spec.status());
+            auto g = pipeline::resolve_geometry({.width = W, .height = H, .frames = o->frames}, *spec);
+            if (!g.ok()) return report(g.status());
+            req.geometry = *g;
+        }
         req.steps = o->rungs.empty() ? o->steps : static_cast<int>(o->rungs.size()) + 1;
         req.rungs = o->rungs;
         req.seed = o->seed;

@@ -111,6 +111,33 @@ Status device_synchronize() {
     return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
+Result<void*> event_create() {
+    cudaEvent_t e = nullptr;
+    H3_TRY(from_cuda(cudaEventCreate(&e), "cudaEventCreate"));
+    return static_cast<void*>(e);
+}
+
+void event_destroy(void* event) {
+    if (event) cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
+
+Status event_record(void* event, void* stream) {
+    return from_cuda(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
+                     "cudaEventRecord");
+}
+
+Status event_synchronize(void* event) {
+    return from_cuda(cudaEventSynchronize(static_cast<cudaEvent_t>(event)), "cudaEventSynchronize");
+}
+
+Result<float> event_elapsed_ms(void* start, void* end) {
+    float ms = 0.0f;
+    H3_TRY(
+        from_cuda(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)),
+                  "cudaEventElapsedTime"));
+    return ms;
+}
+
 Result<MemoryInfo> memory_info(int device) {
     H3_TRY(set_device(device));
     MemoryInfo info;

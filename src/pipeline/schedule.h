@@ -44,7 +44,8 @@ Result<DualSchedule> make_dual_rung_schedule(const std::vector<int>& rungs,
                                              double audio_shift = kDefaultAudioShift);
 
 // x ← r·x + (1−r)·(x + (1−t)·v) with r = σ_next/σ, each operation rounded to fp32 like the reference's
-// tensor ops (σ for x0 comes from the timestep, the ratio from the grid).
+// tensor ops (σ for x0 comes from the timestep, the ratio from the grid). ops::euler_update is the same step
+// on tensors (host or device; bit-identical).
 void euler_update(float* x, const float* v, size_t n, float timestep, float sigma, float sigma_next);
 
 } // namespace h3::pipeline

@@ -43,7 +43,7 @@ expect_rc 2 "${NONE[@]}" "${args[@]}"; expect_err "10 image references; at most 
 expect_rc 2 "${NONE[@]}" --reference "$IMG/png_rgb.png" --first-frame "$IMG/png_rgb.png"
 expect_err "cannot be combined"
 expect_rc 2 "$H3" generate --model "$WORK/none" --random-prompt-embeds 4 --frames 107 --output "$WORK/o.mp4" \
-  --reference "$IMG/png_rgb.png"; expect_err "needs --prompt"
+  --reference "$IMG/png_rgb.png"; expect_err "--prompt is required with references"
 expect_rc 3 "${NONE[@]}" --reference "$WORK/missing.mp4"; expect_err "missing.mp4"
 echo "not media" >"$WORK/junk.bin"
 expect_rc 3 "${NONE[@]}" --reference "$WORK/junk.bin"; expect_err "junk.bin"

@@ -13,14 +13,14 @@ Result<double> parse_number(const std::string& key, const std::string& text) {
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
     if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v))
-        return invalid_argument("--attention vsa: " + key + " '" + text + "' is not a number");
+        return invalid_argument("attention vsa: " + key + " '" + text + "' is not a number");
     return v;
 }
 
 Result<int> parse_count(const std::string& key, const std::string& text) {
     H3_ASSIGN_OR_RETURN(double v, parse_number(key, text));
     if (v < 0 || v > 1e6 || v != std::floor(v))
-        return invalid_argument("--attention vsa: " + key + " " + text + " must be a whole number >= 0");
+        return invalid_argument("attention vsa: " + key + " " + text + " must be a whole number >= 0");
     return static_cast<int>(v);
 }
 
@@ -54,11 +54,11 @@ Result<AttentionChoice> parse_attention_choice(const std::string& spec) {
     const std::string kind = spec.substr(0, colon);
     if (kind == "dense") {
         if (colon != std::string::npos)
-            return invalid_argument("--attention dense takes no options, got '" + spec + "'");
+            return invalid_argument("attention dense takes no options, got '" + spec + "'");
         return c;
     }
     if (kind != "vsa")
-        return invalid_argument("--attention '" + spec +
+        return invalid_argument("attention '" + spec +
                                 "' must be dense or vsa[:sparsity=0.9,mode=exempt|compete,dense_layers=0/1,"
                                 "dense_first_n_steps=N]");
     c.kind = AttentionChoice::Kind::kVsa;
@@ -68,15 +68,15 @@ Result<AttentionChoice> parse_attention_choice(const std::string& spec) {
     while (std::getline(fields, field, ',')) {
         const auto eq = field.find('=');
         if (eq == std::string::npos)
-            return invalid_argument("--attention vsa: option '" + field + "' must look like key=value");
+            return invalid_argument("attention vsa: option '" + field + "' must look like key=value");
         const std::string key = field.substr(0, eq), value = field.substr(eq + 1);
         if (key == "sparsity") {
             H3_ASSIGN_OR_RETURN(c.vsa.sparsity, parse_number(key, value));
             if (!(c.vsa.sparsity >= 0.0 && c.vsa.sparsity < 1.0))
-                return invalid_argument("--attention vsa: sparsity " + value + " must lie in [0, 1)");
+                return invalid_argument("attention vsa: sparsity " + value + " must lie in [0, 1)");
         } else if (key == "mode") {
             if (value != "exempt" && value != "compete")
-                return invalid_argument("--attention vsa: mode '" + value + "' must be exempt or compete");
+                return invalid_argument("attention vsa: mode '" + value + "' must be exempt or compete");
             c.vsa.mode = value == "compete" ? VsaMode::kCompete : VsaMode::kExempt;
         } else if (key == "dense_layers") {
             c.vsa.dense_layers.clear();
@@ -89,7 +89,7 @@ Result<AttentionChoice> parse_attention_choice(const std::string& spec) {
         } else if (key == "dense_first_n_steps") {
             H3_ASSIGN_OR_RETURN(c.vsa.dense_first_n_steps, parse_count(key, value));
         } else {
-            return invalid_argument("--attention vsa: unknown option '" + key +
+            return invalid_argument("attention vsa: unknown option '" + key +
                                     "' (sparsity, mode, dense_layers, dense_first_n_steps)");
         }
     }

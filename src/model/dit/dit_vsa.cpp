@@ -23,13 +23,13 @@ Result<std::shared_ptr<const ops::VsaTiles>> DitModel::prepare_vsa_tiles(const D
     const PackedSegments& seg = in.segments;
     if (!seg.defined())
         return invalid_argument(
-            "--attention vsa needs the packed [text | keyframes | audio | video] layout of a t2va or fl2va "
-            "request; these inputs carry no such segments (use --attention dense)");
+            "attention vsa needs the packed [text | keyframes | audio | video] layout of a t2va or fl2va "
+            "request; these inputs carry no such segments (use dense attention)");
     ops::VsaGeometry g{
         .prefix_segments = seg.prefix, .grid_t = seg.video_t, .grid_h = seg.video_h, .grid_w = seg.video_w};
     H3_ASSIGN_OR_RETURN(ops::VsaTileMap map, ops::build_vsa_tile_map(g));
     if (map.rows != in.rows)
-        return invalid_argument("--attention vsa: the segments cover " + std::to_string(map.rows) +
+        return invalid_argument("attention vsa: the segments cover " + std::to_string(map.rows) +
                                 " rows but the packed sequence has " + std::to_string(in.rows));
     // The generated video must be the sequence's tail, frame-major: its rows are the last video indices.
     const int64_t video = seg.video_t * seg.video_h * seg.video_w, first = in.rows - video;
@@ -38,7 +38,7 @@ Result<std::shared_ptr<const ops::VsaTiles>> DitModel::prepare_vsa_tiles(const D
     for (int64_t i = 0; tail && i < video; ++i)
         tail = in.video_indices[static_cast<size_t>(nv - video + i)] == first + i;
     if (!tail)
-        return invalid_argument("--attention vsa: the generated video rows are not the last " +
+        return invalid_argument("attention vsa: the generated video rows are not the last " +
                                 std::to_string(video) + " packed rows");
     H3_ASSIGN_OR_RETURN(ops::VsaTiles tiles, ops::upload_vsa_tiles(ctx_, map));
     return std::make_shared<const ops::VsaTiles>(std::move(tiles));

@@ -10,7 +10,14 @@ namespace fs = std::filesystem;
 namespace h3::model {
 
 const char* precision_name(DitPrecision p) {
-    return p == DitPrecision::kFp32 ? "fp32" : "bf16";
+    switch (p) {
+    case DitPrecision::kFp32:
+        return "fp32";
+    case DitPrecision::kFp8:
+        return "fp8";
+    default:
+        return "bf16";
+    }
 }
 
 Result<DitCheckpoint> open_dit_checkpoint(const std::string& path, const std::string& component) {

@@ -5,6 +5,7 @@
 #include "io/checkpoint.h"
 #include "model/dit/dit_config.h"
 #include "model/dit/dit_tensors.h"
+#include "ops/gemm_fp8.h"
 
 #include <string>
 #include <vector>
@@ -13,14 +14,24 @@ namespace h3::model {
 
 // Compute precision of a forward. kFp32: every weight and activation in fp32 (the CPU reference mode).
 // kBf16: the reference's contract — bf16 block weights and residual stream; fp32 patch projections, time MLP
-// and output heads.
-enum class DitPrecision { kFp32, kBf16 };
+// and output heads. kFp8 (opt-in, lossy): kBf16 with the transformer blocks' six GEMMs in e4m3 (per-row
+// activation and per-channel weight scales, ops/gemm_fp8.h) and their attention in e4m3 (ops/attention.h's
+// fp8 mode, head dim 128), except the layers DitFp8Options keeps in bf16; the refiner stays bf16.
+enum class DitPrecision { kFp32, kBf16, kFp8 };
 const char* precision_name(DitPrecision p);
+
+// A block's e4m3 GEMM weights under kFp8 (an undefined one keeps that GEMM in bf16) and whether its attention
+// runs in e4m3.
+struct DitFp8Block {
+    ops::Fp8Weight to_q, to_k, to_v, to_out, ff_in, ff_out;
+    bool attention = false;
+};
 
 struct DitBlockWeights {
     Tensor norm1, to_q, to_k, to_v, norm_q, norm_k, to_out, norm2, ff_in, ff_out;
     Tensor adaln_weight, adaln_bias; // undefined for refiner blocks, or when AdaLN is not loaded
     Tensor gate_compress; // FastH3's VSA compression gate [inner, hidden]; undefined: the branch is off
+    DitFp8Block fp8 = {}; // filled by quantize_dit_fp8 (model/dit/dit_fp8.h)
 };
 
 struct DitWeights {
@@ -36,11 +47,21 @@ struct DitWeights {
     bool has_gate_compress() const { return !blocks.empty() && blocks.front().gate_compress.defined(); }
 };
 
+// Which layers of a kFp8 model stay in bf16: entries "blocks.N.LAYER" with N a block index (negative counts
+// from the end: -1 is the last block) and LAYER one of to_q, to_k, to_v, to_out, ff_in, ff_out, attention or
+// * (the whole block). The default keeps the last block's attention output and FFN output projections in
+// bf16, the layers nearest the output heads (see docs/kernels/attention_notes.md for what was measured).
+struct DitFp8Options {
+    std::vector<std::string> bf16_layers = {"blocks.-1.to_out", "blocks.-1.ff_out"};
+    bool keep_bf16 = false; // keep the bf16 copies of quantized weights (benches comparing both precisions)
+};
+
 struct DitLoadOptions {
     Device device = Device::cpu();
     DitPrecision precision = DitPrecision::kBf16;
     // false: skip the 50 AdaLN projections (26 GB at full size) — the caller supplies precomputed tables.
     bool load_adaln = true;
+    DitFp8Options fp8 = {}; // used when precision is kFp8
 };
 
 // A transformer folder (config.json + safetensors, either format). Format is detected from the names.
