@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU check, run on the device machine from the repo root with $OUT set: builds for sm_90a, runs the CUDA op
-# tests, the DiT CUDA-vs-reference parity test, the CUDA generate check and the DiT bench. Missing Debian
+# tests (VSA's included), the DiT CUDA-vs-reference parity test, the CUDA generate checks (tiny FastH3 with VSA and LoRA too) and the benches. Missing Debian
 # -dev packages travel as .deb files in .debs/ (see README): libmicrohttpd (+ brotli, zlib, cpp-httplib and
 # OpenSSL -dev for the serve layer and its test client) among them.
 set -u
@@ -53,7 +53,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTU
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
 for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner test_audio_encoder \
          test_audio_resample test_references test_layout test_generator test_ops_fp8 test_dit_fp8 test_lora \
-         test_lora_apply; do
+         test_lora_apply test_ops_vsa test_vsa; do
   [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
@@ -77,9 +77,11 @@ run_test "test_generate" generate.log $T/test_generate
 [ -x $T/test_vision ] && run_test "test_vision (incl. CUDA)" vision.log $T/test_vision
 [ -x $T/test_fl2va ] && run_test "test_fl2va" fl2va.log $T/test_fl2va
 for t in test_ref_conditioner test_audio_encoder test_audio_resample test_references test_layout test_generator \
-         test_lora test_lora_apply; do
+         test_lora test_lora_apply test_vsa; do
   [ -x $T/$t ] && run_test "$t (incl. CUDA where it has it)" $t.log $T/$t
 done
+# video sparse attention: every VSA op on CUDA against the CPU reference (the block-sparse kernel included)
+[ -x $T/test_ops_vsa ] && run_test "test_ops_vsa --backend cuda" ops_vsa.log $T/test_ops_vsa --backend cuda
 # tiny model: generate on CPU and on CUDA from the same seed, compare the final latents
 $H3 make-tiny /tmp/tiny --lora /tmp/tiny_lora.safetensors > /dev/null
 for dev in cpu cuda; do
@@ -132,6 +134,19 @@ for mode in runtime merged; do
 done
 echo "tiny LoRA cuda merged vs runtime (bf16):"
 python3 tools/reference/compare_latents.py /tmp/lora_cuda_merged_bf16.safetensors /tmp/lora_cuda_runtime_bf16.safetensors
+# tiny FastH3 student (the sidecar's 4 forwards, VSA 0.9, compression gates) on CPU and CUDA, fp32 and bf16
+$H3 make-tiny /tmp/fast --variant fasth3 > /dev/null
+for dev in cpu cuda; do
+  for dt in fp32 bf16; do
+    timeout 120 $H3 generate --model /tmp/fast --random-prompt-embeds 7 --size 64x32 --frames 107 --seed 4 \
+      --device $dev --dtype $dt --save-latents /tmp/fast_${dev}_$dt.safetensors --progress none \
+      > /dev/null 2> "$OUT/fast_${dev}_$dt.err" || { echo "fasth3 $dev $dt failed"; tail -3 "$OUT/fast_${dev}_$dt.err"; }
+  done
+done
+for dt in fp32 bf16; do
+  echo "tiny fasth3 (vsa 0.9) cuda vs cpu ($dt):"
+  python3 tools/reference/compare_latents.py /tmp/fast_cuda_$dt.safetensors /tmp/fast_cpu_$dt.safetensors
+done
 # non-release geometry from the configs (8 video latent channels, an 8x VAE, 16 audio latent channels, a 48-wide
 # conditioner): fl2va on CPU and CUDA, fp32 (the VAE encoder and decoders at those sizes, the DiT's 32-wide patches)
 $H3 make-tiny /tmp/tiny8 --latent-channels 8 --vae-stride 8 --audio-latent-channels 16 --text-dim 48 > /dev/null
@@ -205,6 +220,19 @@ print(f"plain {j['seconds_per_block']:.4f} s/block ({j['seconds_per_forward_50_b
       f"merged {l['merged_seconds_per_block']:.4f} s/block ({100 * l['merged_overhead']:+.1f} %), "
       f"merge {l['merge_seconds']:.1f} s for {j['blocks_timed']} blocks")
 PY
+echo "== bench dit with VSA (FastH3 blocks with gates; the sparse kernel at kept fractions 0.1/0.25/0.5/1)"
+for sp in 0.9 0; do
+  timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 2 --attention vsa:sparsity=$sp \
+    --vsa-scan 0.1,0.25,0.5,1 --json > "$OUT/bench_vsa_$sp.json" 2> "$OUT/bench_vsa_$sp.err"
+  echo "bench dit vsa $sp rc=$?"
+  python3 -c "import json; j=json.load(open('$OUT/bench_vsa_$sp.json')); print('  %.4f s/block, %.2f s/50 blocks' % (j['seconds_per_block'], j['seconds_per_forward_50_blocks'])); [print('  kept %.2f: sparse %.4f s x%.3f of all tiles x%.3f of dense' % (r['kept_fraction'], r['sparse_attention_seconds'], r['vs_all_tiles'], r['vs_dense'])) for r in j['vsa']['runs']]" 2>&1
+done
+echo "== bench generate FastH3: the 4-forward rung schedule with VSA 0.9 and compression gates (full width, 50 blocks);"
+echo "   the whole t2va request = this denoise + bench text (conditioner) + bench vae (decode) below"
+timeout 300 $H3 bench generate --random-weights --rungs 1000,750,500,250 --attention vsa:sparsity=0.9 --json \
+  > "$OUT/bench_generate_fasth3.json" 2> "$OUT/bench_generate_fasth3.err"
+echo "bench generate fasth3 rc=$?"
+python3 -c "import json; j=json.load(open('$OUT/bench_generate_fasth3.json')); print('  %s: %d forwards, denoise %.2f s, setup %.2f s, steps %s, peak %.1f GiB' % (j['attention'], j['forwards'], j['denoise_seconds'], j['setup_seconds'], [round(s, 2) for s in j['step_seconds']], j['peak_device_gib']))" 2>&1
 echo "== bench generate (full width, random weights, 4 grid points = 3 forwards)"
 timeout 240 $H3 bench generate --random-weights --steps 4 --json > "$OUT/bench_generate.json" 2> "$OUT/bench_generate.err"
 echo "bench generate rc=$?"; cat "$OUT/bench_generate.json"; tail -3 "$OUT/bench_generate.err"

@@ -60,7 +60,8 @@ inline const fs::path& tiny_model() {
 class Server {
 public:
     Server(const fs::path& output_dir, std::vector<std::string> extra, const std::string& name,
-           std::vector<std::string> env = {}, bool expect_up = true, const std::string& binary = kBinary)
+           std::vector<std::string> env = {}, bool expect_up = true, const std::string& binary = kBinary,
+           const fs::path& model = {})
         : log_dir_(kWork / ("log_" + name)) {
         fs::create_directories(log_dir_);
         out_ = log_dir_ / "stdout.txt";
@@ -68,7 +69,7 @@ public:
         std::vector<std::string> args = {binary};
         if (binary == kBinary) args.push_back("serve");
         const std::vector<std::string> common = {
-            "--model", tiny_model().string(), "--device",          "cpu",     "--port",
+            "--model", (model.empty() ? tiny_model() : model).string(), "--device",          "cpu",     "--port",
             "0",       "--output-dir",        output_dir.string(), "--dtype", "fp32"};
         args.insert(args.end(), common.begin(), common.end());
         args.insert(args.end(), extra.begin(), extra.end());

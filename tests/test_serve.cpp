@@ -4,7 +4,8 @@
 // fault that fails alone (through the test tool h3-serve-with-faults: a stand-in runner around the
 // generator), a bounded load test, restart recovery after kill -9, SIGTERM, TTL expiry; the server's latents
 // output byte-identical to `generate --save-latents` for t2va, fl2va and ref2va, and a warm server that
-// leases its resident decoders again without reading them (h3_component_loads_total).
+// leases its resident decoders again without reading them (h3_component_loads_total); a tiny FastH3 job with
+// `attention` given and defaulted (the sidecar's VSA and rungs) gives generate's latents.
 #include "core/status.h"
 #include "media_probe.h"
 
@@ -998,6 +999,99 @@ TEST_F(ServeSeam, LoraWithoutLoraDirIs400) {
     expect_error(c.Post("/v1/videos", r.dump(), "application/json"), 400, "lora", "LoRA folder");
     const json v = wait_for(c, submit(c, tiny_request("still serving", 2))["id"]);
     EXPECT_EQ(v["status"], "completed");
+}
+
+// ---- FastH3: `attention` (JSON and form field) and the sidecar's defaults through the one flow
+const fs::path& fasth3_model() {
+    static const fs::path dir = [] {
+        const fs::path d = kWork / "tiny_fasth3";
+        if (!fs::exists(d / "fastvideo_inference.json")) {
+            fs::create_directories(kWork);
+            const std::string cmd =
+                kBinary + " make-tiny " + d.string() + " --seed 5 --variant fasth3 > /dev/null 2>&1";
+            EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        }
+        return d;
+    }();
+    return dir;
+}
+
+// `generate --save-latents` on the FastH3 tiny with the server's settings; returns the file's bytes and
+// leaves generate's stderr in `log`.
+std::string fasth3_latents_cli(const std::string& name, const std::string& extra, std::string* log) {
+    const fs::path out = kWork / ("fasth3_" + name + ".safetensors"),
+                   err = kWork / ("fasth3_" + name + ".log");
+    fs::remove(out);
+    const std::string cmd =
+        kBinary + " generate --model " + fasth3_model().string() +
+        " --prompt 'a fox at dusk' --size 64x32 --seconds 4 --seed 5 --device cpu --dtype "
+        "fp32 --progress none " +
+        extra + " --save-latents " + out.string() + " > /dev/null 2> " + err.string();
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(err);
+    if (log) *log = read_file(err);
+    return read_file(out);
+}
+
+TEST(ServeFastH3, AttentionGivenAndDefaultedMatchGenerate) {
+    fs::remove_all(kWork / "fasth3_out");
+    Server server(kWork / "fasth3_out", {"--reference-image-edge", "64", "--reference-video-edge", "32"},
+                  "fasth3", {}, true, kBinary, fasth3_model());
+    ASSERT_TRUE(server.up());
+    auto c = server.client();
+    const json base = {{"prompt", "a fox at dusk"},
+                       {"size", "64x32"},
+                       {"seconds", 4},
+                       {"seed", 5},
+                       {"output_format", "latents"}};
+
+    // given (JSON): the request's VSA options on the sidecar's 4-forward rungs
+    json given = base;
+    given["attention"] = "vsa:sparsity=0.5,mode=compete";
+    const std::string served_given =
+        server_latents(c, c.Post("/v1/videos", given.dump(), "application/json"));
+    std::string log;
+    const std::string cli_given =
+        fasth3_latents_cli("given", "--attention vsa:sparsity=0.5,mode=compete", &log);
+    ASSERT_GT(cli_given.size(), 100u);
+    EXPECT_NE(log.find("5 steps (4 forwards, FastH3 rungs)"), std::string::npos) << log;
+    EXPECT_NE(log.find("attention vsa(sparsity=0.5,mode=compete)"), std::string::npos) << log;
+    EXPECT_TRUE(served_given == cli_given) << served_given.size() << " vs " << cli_given.size() << " bytes";
+
+    // defaulted (multipart form, no attention, no steps): the sidecar's VSA 0.9 and rungs
+    const httplib::MultipartFormDataItems form = {{"prompt", "a fox at dusk", "", ""},
+                                                  {"size", "64x32", "", ""},
+                                                  {"seconds", "4", "", ""},
+                                                  {"seed", "5", "", ""},
+                                                  {"output_format", "latents", "", ""}};
+    auto submitted = c.Post("/v1/videos", form);
+    ASSERT_TRUE(submitted);
+    const std::string id = body_json(submitted).value("id", "");
+    const std::string served_default = server_latents(c, submitted);
+    EXPECT_EQ(get_video(c, id)["num_inference_steps"], 5);
+    const std::string cli_default = fasth3_latents_cli("default", "", &log);
+    EXPECT_NE(log.find("attention vsa(sparsity=0.9,mode=exempt)"), std::string::npos) << log;
+    EXPECT_TRUE(served_default == cli_default);
+    EXPECT_NE(served_default.find("vsa(sparsity=0.9,mode=exempt)"), std::string::npos); // the metadata
+    EXPECT_FALSE(served_default == served_given);
+
+    // dense as a form field: the base attention, other latents
+    auto dense_form = form;
+    dense_form.push_back({"attention", "dense", "", ""});
+    const std::string served_dense = server_latents(c, c.Post("/v1/videos", dense_form));
+    EXPECT_TRUE(served_dense == fasth3_latents_cli("dense", "--attention dense", nullptr));
+    EXPECT_FALSE(served_dense == served_default);
+
+    // bad attention: 400 naming the field, before anything runs; ref2va under VSA is refused
+    json bad = base;
+    bad["attention"] = "vsa:sparsity=2";
+    expect_error(c.Post("/v1/videos", bad.dump(), "application/json"), 400, "attention", "sparsity 2");
+    bad["attention"] = 0.5;
+    expect_error(c.Post("/v1/videos", bad.dump(), "application/json"), 400, "attention", "string");
+    auto ref_form = form;
+    ref_form.push_back({"attention", "vsa", "", ""});
+    ref_form.push_back({"reference", png_bytes(), "subject.png", "image/png"});
+    ref_form.push_back({"reference", sine_wav(), "voice.wav", "audio/wav"});
+    expect_error(c.Post("/v1/videos", ref_form), 400, "attention", "ref2va is not supported");
 }
 
 TEST(ServeTtl, OutputsExpire) {

@@ -1,6 +1,7 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
 //                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--precision fp8] [--iters K] [--json]
 //                     [--lora-rank R [--lora-mode runtime|merged|both]]
+//                     [--attention dense|vsa[:sparsity=0.9,mode=exempt]] [--vsa-scan 0.1,0.25,0.5,1]
 // h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
 // h3-engine bench vae --encode --random-weights [--size WxH] [--json]   (one keyframe through the encoder)
 // h3-engine bench vae --reference --random-weights [--size WxH] [--frames F] [--json]   (ref2va encoders)
@@ -8,6 +9,7 @@
 // 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory.
 #include "cli/app.h"
 #include "cli/bench_lora.h"
+#include "cli/bench_vsa.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
 #include "core/cuda_api.h"
@@ -41,6 +43,8 @@ struct BenchOptions {
     bool random_weights = false, json = false;
     int64_t lora_rank = 0;          // > 0: also time random rank-R adapters on q/k/v/out/FFN of every block
     std::string lora_mode = "both"; // runtime | merged | both
+    std::string attention = "dense";
+    std::vector<double> vsa_scan = {0.1, 0.25, 0.5, 1.0}; // kept fractions timed with --attention vsa
     CLI::App* sub = nullptr;
 };
 
@@ -90,8 +94,12 @@ int run_bench(const BenchOptions& o) {
     const auto prec = fp8 ? model::DitPrecision::kFp8
                           : (pname == "fp32" ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16);
     const int blocks = std::max(1, std::min(o.blocks, c.num_layers));
+    auto attention = model::parse_attention_choice(o.attention);
+    if (!attention.ok()) return report(attention.status());
     reset_device_memory_peak();
-    auto weights = model::random_dit_weights(c, ctx, prec, {.blocks = blocks, .adaln = false, .seed = 1});
+    // VSA runs a FastH3 student: every block carries its compression gate.
+    auto weights = model::random_dit_weights(
+        c, ctx, prec, {.blocks = blocks, .adaln = false, .gate_compress = attention->is_vsa(), .seed = 1});
     if (!weights.ok()) return report(weights.status());
     // The model holds `blocks` blocks (a truncated DiT: its forward runs them all); per-forward figures are
     // also extrapolated to the config's block count from the per-block time.
@@ -105,9 +113,16 @@ int run_bench(const BenchOptions& o) {
     auto packed = model::synthetic_inputs(c, layout, 0.3f, 0.55f, 2);
     auto tables = model::random_adaln_tables(c, ctx, dit.act_dtype(), packed.timesteps, blocks, 3);
     if (!tables.ok()) return report(tables.status());
+    std::shared_ptr<const ops::VsaTiles> vsa_tiles; // VSA: the synthetic layout's tile map
+    if (attention->is_vsa()) {
+        auto t = dit.prepare_vsa_tiles(packed);
+        if (!t.ok()) return report(t.status());
+        vsa_tiles = *t;
+    }
     const int64_t S = packed.rows, D = c.hidden_size;
     size_t weight_bytes = device_memory_stats().current;
     model::DitForwardOptions fo;
+    fo.attention = *attention;
     std::vector<double> per_block;
     std::vector<std::pair<std::string, double>> phases; // per-op seconds summed over one pass of the blocks
     Status st;
@@ -115,6 +130,7 @@ int run_bench(const BenchOptions& o) {
     {
         auto rows = dit.build_row_tables(packed, *tables);
         if (!rows.ok()) return report(rows.status());
+        rows->vsa = vsa_tiles.get();
         auto h = Tensor::empty(Shape{S, D}, dit.act_dtype(), ctx.device);
         if (!h.ok()) return report(h.status());
         st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
@@ -208,6 +224,16 @@ int run_bench(const BenchOptions& o) {
         if (!st.ok()) return report(st);
         attn_s = std::chrono::duration<double>(Clock::now() - ta).count() / o.iters;
     }
+    nlohmann::json vsa_json;
+    if (vsa_tiles) {
+        VsaScanParams vp{.kept_fractions = o.vsa_scan,
+                         .compete = attention->vsa.mode == model::VsaMode::kCompete,
+                         .iters = o.iters,
+                         .dense_seconds = attn_s};
+        auto scan = vsa_attention_scan(**session, c, dit.act_dtype(), *vsa_tiles, vp);
+        if (!scan.ok()) return report(scan.status());
+        vsa_json = *scan;
+    }
     const double gemm_flops = 2.0 * static_cast<double>(S) * block_gemm_params(c);
     const double attn_flops = 4.0 * static_cast<double>(S) * static_cast<double>(S) * c.inner_dim();
     nlohmann::json j = {
@@ -235,7 +261,9 @@ int run_bench(const BenchOptions& o) {
         {"peak_device_gib_with_forward", static_cast<double>(device_memory_stats().peak) / (1ull << 30)},
         {"wall_seconds", total},
         {"gemm_autotune", gemm_autotune(ctx)},
+        {"attention", attention->describe()},
     };
+    if (vsa_tiles) j["vsa"] = vsa_json;
     double gemm_s = 0;
     nlohmann::json per_op = nlohmann::json::object();
     for (const auto& [name, secs] : phases) {
@@ -303,6 +331,20 @@ int run_bench(const BenchOptions& o) {
             std::printf("  forward (%d blocks) %-30s %.4f s, %llu device allocations\n", blocks,
                         fr.name.c_str(), fr.seconds, static_cast<unsigned long long>(fr.allocations));
         if (j.contains("lora")) std::printf("LoRA: %s\n", j["lora"].dump().c_str());
+        if (vsa_tiles) {
+            std::printf("attention %s: %lld tiles (%lld prefix, %lld video); dense attention %.4f s\n",
+                        attention->describe().c_str(), static_cast<long long>(vsa_tiles->num_tiles()),
+                        static_cast<long long>(vsa_tiles->num_prefix_tiles),
+                        static_cast<long long>(vsa_tiles->num_video_tiles), attn_s);
+            for (const auto& r : vsa_json["runs"])
+                std::printf(
+                    "  kept %.3f (keep %lld, %.3f of tile pairs): sparse %.4f s (x%.3f of all tiles, x%.3f "
+                    "of dense), selection %.4f s\n",
+                    r["kept_fraction"].get<double>(), static_cast<long long>(r["keep"].get<int64_t>()),
+                    r["visited_tile_fraction"].get<double>(), r["sparse_attention_seconds"].get<double>(),
+                    r["vs_all_tiles"].get<double>(), r["vs_dense"].get<double>(),
+                    r["select_seconds"].get<double>());
+        }
     }
     return kExitOk;
 }
@@ -584,6 +626,13 @@ Command make_bench_command() {
         dit->add_option("--precision", o->precision,
                         "fp8: the blocks' GEMMs and attention in e4m3 (Hopper), else --dtype decides")
             ->check(CLI::IsMember({"bf16", "fp8", "fp32"}));
+        dit->add_option("--attention", o->attention,
+                        "dense | vsa[:sparsity=0.9,mode=exempt|compete,...] (VSA: FastH3 blocks with their "
+                        "compression gates, plus the sparse attention alone at the --vsa-scan fractions)")
+            ->capture_default_str();
+        dit->add_option("--vsa-scan", o->vsa_scan, "kept fractions of the video key tiles to time (VSA)")
+            ->delimiter(',')
+            ->capture_default_str();
         dit->add_flag("--json", o->json, "JSON output");
         dit->add_option(
                "--lora-rank", o->lora_rank,

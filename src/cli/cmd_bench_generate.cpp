@@ -1,5 +1,6 @@
 // h3-engine bench generate --random-weights [--size WxH] [--frames F] [--text L] [--steps N] [--blocks B]
 //                          [--device cuda] [--dtype bf16|fp32] [--cache SPEC ...] [--json]
+//                          [--attention dense|vsa[:...]] [--rungs 1000,750,500,250]
 // Runs the real sampling loop (layout, seeded noise, AdaLN tables for the whole schedule, request hoisting,
 // N−1 DiT forwards, Euler updates) on a full-width DiT with random weights generated on the device, and
 // reports setup and per-step seconds. This is the full-width random-weight generate run of the pipeline.
@@ -34,6 +35,8 @@ Command bench_generate_command() {
         uint64_t seed = 0;
         bool random_weights = false, json = false;
         std::vector<std::string> caches;
+        std::string attention = "dense";
+        std::vector<int> rungs;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -55,6 +58,13 @@ Command bench_generate_command() {
         o->sub->add_option("--cache", o->caches,
                            "step cache spec (as `generate --cache`) or quality preset name; repeatable. "
                            "Runs lossless first, then each spec, and compares the work counters");
+        o->sub
+            ->add_option("--attention", o->attention,
+                         "dense | vsa[:sparsity=0.9,...] (VSA: a FastH3 student, compression gates included)")
+            ->capture_default_str();
+        o->sub
+            ->add_option("--rungs", o->rungs, "a rung schedule instead of --steps (FastH3: 1000,750,500,250)")
+            ->delimiter(',');
         o->sub->add_flag("--json", o->json, "JSON output");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
@@ -76,7 +86,10 @@ Command bench_generate_command() {
         const ops::Context& ctx = (*session)->context();
         const auto prec = o->dtype == "fp32" ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16;
         reset_device_memory_peak();
-        auto weights = model::random_dit_weights(cfg, ctx, prec, {.adaln = true, .seed = 11});
+        auto attention = model::parse_attention_choice(o->attention);
+        if (!attention.ok()) return report(attention.status());
+        auto weights = model::random_dit_weights(
+            cfg, ctx, prec, {.adaln = true, .gate_compress = attention->is_vsa(), .seed = 11});
         if (!weights.ok()) return report(weights.status());
         model::DitModel dit(cfg, std::move(*weights), prec, ctx);
         pipeline::Conditioning cond;
@@ -100,8 +113,10 @@ Command bench_generate_command() {
             if (!g.ok()) return report(g.status());
             req.geometry = *g;
         }
-        req.steps = o->steps;
+        req.steps = o->rungs.empty() ? o->steps : static_cast<int>(o->rungs.size()) + 1;
+        req.rungs = o->rungs;
         req.seed = o->seed;
+        req.attention = *attention;
         nlohmann::json runs = nlohmann::json::array();
         bool all_finite = true;
         double lossless_dit_seconds = 0, lossless_tflops = 0;
@@ -159,7 +174,8 @@ Command bench_generate_command() {
         j["dtype"] = o->dtype;
         j["size"] = o->size;
         j["blocks"] = cfg.num_layers;
-        j["steps"] = o->steps;
+        j["steps"] = req.steps;
+        j["attention"] = attention->describe();
         j["peak_device_gib"] = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
         if (runs.size() > 1) j["cached_runs"] = nlohmann::json(runs.begin() + 1, runs.end());
         if (o->json)

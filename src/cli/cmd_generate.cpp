@@ -3,7 +3,7 @@
 //   [--dtype bf16|fp32] [--precision bf16|fp8] [--save-latents FILE] [--output PATH]
 //   [--progress bar|json|none]
 //   [--cache SPEC | --quality lossless|high] [--metrics FILE] [--first-frame IMG] [--last-frame IMG]
-//   [--reference [image:|video:|audio:]FILE ...]
+//   [--reference [image:|video:|audio:]FILE ...] [--attention dense|vsa[:sparsity=0.9,mode=exempt]]
 //   [--lora FILE[:SCALE] ...] [--lora-mode merged|runtime] [--lora-strict] [--preset NAME]
 //   [--video-shift S] [--audio-shift S]
 // A translator onto pipeline::Generator: the flags (and the files they name) become a pipeline::JobInput, the
@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/field_flags.h"
 #include "cli/reference_options.h"
+#include "cli/vsa_flags.h"
 #include "io/image_reader.h"
 #include "io/json_file.h"
 #include "pipeline/generator.h"
@@ -80,6 +81,7 @@ Command make_generate_command() {
         std::string model, prompt, prompt_embeds, size, aspect, device = "cpu", dtype = "bf16", save_latents,
                                                                 output, progress, cache, quality, metrics,
                                                                 precision = "bf16";
+        std::string attention; // FastH3 (cli/vsa_flags.h)
         int random_prompt_embeds = 0, steps = 50, frames = 0;
         double seconds = 0;
         uint64_t seed = 0;
@@ -166,6 +168,7 @@ Command make_generate_command() {
                            "the generated length");
         add_reference_size_options(o->sub, o->reference_image_edge, o->reference_video_edge);
         add_adapter_options(o->sub, o->adapters);
+        add_attention_option(o->sub, o->attention);
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
@@ -183,11 +186,12 @@ Command make_generate_command() {
         if (!o->aspect.empty()) in.aspect = o->aspect;
         if (o->sub->count("--frames")) in.frames = o->frames;
         if (o->sub->count("--seconds")) in.seconds = o->seconds;
-        if (o->sub->count("--steps")) in.num_inference_steps = o->steps; // else --preset's or the default
+        if (o->sub->count("--steps")) in.num_inference_steps = o->steps; // else --preset's, a FastH3 sidecar's or 50
         in.seed = o->seed;
         if (!o->cache.empty()) in.cache = nlohmann::json(o->cache);
         if (!o->quality.empty()) in.quality = o->quality;
         in.outputs.latents = o->save_latents;
+        attention_input(o->attention, in);
         if (!o->output.empty()) in.outputs.media = pipeline::media_targets_for(o->output);
         if (!o->prompt_embeds.empty()) {
             // the width is checked against the checkpoint by the builder
@@ -280,10 +284,12 @@ Command make_generate_command() {
                          job->prompt_embeds ? "--prompt-embeds" : "--random-prompt-embeds");
         const runtime::CheckpointInfo& info = (*store)->info();
         std::fprintf(stderr,
-                     "generate: %s, %d steps (%d forwards), seed %llu, shifts %g/%g, %s %s, cache %s\n",
-                     job->geometry.describe().c_str(), job->steps, job->steps - 1,
+                     "generate: %s, %d steps (%d forwards%s), seed %llu, shifts %g/%g, %s %s, cache %s, "
+                     "attention %s\n",
+                     job->geometry.describe().c_str(), job->steps, job->steps - 1, rungs_note(*job),
                      static_cast<unsigned long long>(job->seed), job->video_shift, job->audio_shift,
-                     info.device.c_str(), info.dtype.c_str(), job->cache.describe().c_str());
+                     info.device.c_str(), info.dtype.c_str(), job->cache.describe().c_str(),
+                     job->attention.describe().c_str());
 
         // ---- run (Ctrl-C cancels between stages, steps and DiT blocks)
         auto generator = pipeline::Generator::create(**store);

@@ -1,5 +1,5 @@
-// h3-engine make-tiny DIR [--seed N] [--layout diffusers|original] [--latent-channels N] [--vae-stride 8|16]
-//   [--audio-latent-channels N] [--text-dim N] [--lora FILE]
+// h3-engine make-tiny DIR [--seed N] [--layout diffusers|original] [--variant base|fasth3]
+//   [--latent-channels N] [--vae-stride 8|16] [--audio-latent-channels N] [--text-dim N] [--lora FILE]
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "model/lora/lora_file.h"
@@ -17,7 +17,7 @@ Command make_make_tiny_command() {
     struct Options {
         std::string dir;
         uint64_t seed = 0;
-        std::string layout = "diffusers";
+        std::string layout = "diffusers", variant = "base";
         std::string lora; // also write a tiny adapter for this DiT
         model::TinyGeometry geometry;
         CLI::App* sub = nullptr;
@@ -32,6 +32,11 @@ Command make_make_tiny_command() {
             ->capture_default_str();
         o->sub->add_option("--layout", o->layout, "diffusers|original")
             ->check(CLI::IsMember({"diffusers", "original"}))
+            ->capture_default_str();
+        o->sub
+            ->add_option("--variant", o->variant,
+                         "base | fasth3 (a FastH3 student: VSA compression gates + fastvideo_inference.json)")
+            ->check(CLI::IsMember({"base", "fasth3"}))
             ->capture_default_str();
         // Non-release geometry (a checkpoint as diffusers writes one for other sizes); the defaults keep the
         // released VAEs' latent spaces.
@@ -59,14 +64,16 @@ Command make_make_tiny_command() {
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
-        model::TinyCheckpointParams p{.dir = o->dir,
-                                      .seed = o->seed,
-                                      .layout = o->layout == "original" ? model::TinyLayout::kOriginal
-                                                                        : model::TinyLayout::kDiffusers,
-                                      .geometry = o->geometry};
+        model::TinyCheckpointParams p{
+            .dir = o->dir,
+            .seed = o->seed,
+            .layout = o->layout == "original" ? model::TinyLayout::kOriginal : model::TinyLayout::kDiffusers,
+            .geometry = o->geometry,
+            .variant = o->variant == "fasth3" ? model::TinyVariant::kFastH3 : model::TinyVariant::kBase};
         Status s = model::write_tiny_checkpoint(p);
         if (!s.ok()) return report(s);
-        std::printf("wrote tiny H3 checkpoint (%s layout, seed %llu) to %s\n", o->layout.c_str(),
+        std::printf("wrote tiny H3 checkpoint (%s layout%s, seed %llu) to %s\n", o->layout.c_str(),
+                    o->variant == "fasth3" ? ", FastH3 student" : "",
                     static_cast<unsigned long long>(o->seed), o->dir.c_str());
         if (!o->lora.empty()) {
             auto a = model::random_lora_adapter(model::tiny_dit_config(o->geometry), {.rank = 4,

@@ -27,7 +27,9 @@ std::string flag_for_field(const std::string& field) {
         {"lora_strict", "--lora-strict"},
         {"preset", "--preset"},
         {"video_shift", "--video-shift"},
-        {"audio_shift", "--audio-shift"}};
+        {"audio_shift", "--audio-shift"},
+        // FastH3 (cli/vsa_flags.h)
+        {"attention", "--attention"}};
     auto it = flags.find(field);
     return it == flags.end() ? std::string() : it->second;
 }

@@ -29,3 +29,4 @@
 #include "ops/sampling.h"
 #include "ops/tiles.h"
 #include "ops/transpose.h"
+#include "ops/vsa.h"

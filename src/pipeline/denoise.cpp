@@ -23,6 +23,15 @@ bool cancelled_now(const DenoiseOptions& o) {
 
 } // namespace
 
+Status check_attention_task(const model::AttentionChoice& attention, bool ref2va) {
+    if (attention.is_vsa() && ref2va)
+        return invalid_argument(
+            "attention vsa: ref2va is not supported (FastH3's VSA is trained on the "
+            "[text | keyframes | audio | video] layout of t2va / fl2va; the reference blocks "
+            "have no tiling); use attention dense");
+    return ok_status();
+}
+
 Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInputs& in,
                                   const DualSchedule& sched, const DenoiseOptions& o) {
     if (!in.layout) return invalid_argument("denoise: no layout");
@@ -55,6 +64,8 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
     H3_ASSIGN_OR_RETURN(packed.text, in.text.to_dtype(DType::kF32));
     H3_ASSIGN_OR_RETURN(packed.video, in.video_rows.to_dtype(DType::kF32)); // our own copy, updated in place
     H3_ASSIGN_OR_RETURN(packed.audio, in.audio_rows.to_dtype(DType::kF32));
+    H3_TRY(check_attention_task(o.attention, L.ref2va));
+    packed.segments = packed_segments(L); // what VSA tiles
 
     const int steps = sched.forwards();
     std::vector<RowTimesteps> plan;
@@ -85,6 +96,7 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
     fo.hook = o.hook;
     fo.lora = o.lora;
     fo.outputs_on_device = resident;
+    fo.attention = o.attention;
     if (cancelled_now(o)) return cancelled("generation cancelled before denoising");
     H3_ASSIGN_OR_RETURN(
         model::AdalnTables tables,
@@ -114,6 +126,7 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
             out = &step_cache->reused_outputs(); // velocity reuse: no DiT call
         } else {
             fo.schedule = plan_i.schedule;
+            fo.step = i;
             auto r = model.forward(packed, &tables, fo, &state);
             if (!r.ok())
                 return r.status().with_context("step " + std::to_string(i + 1) + "/" + std::to_string(steps));

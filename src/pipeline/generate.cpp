@@ -19,7 +19,10 @@ Result<GenerationOutput> generate_latents(const model::DitModel& model, const Co
     if (geometry.frames < 1 || geometry.latent_frames < 1 || geometry.latent_h % spec.patch_h ||
         geometry.latent_w % spec.patch_w || geometry.audio_latents < 1)
         return invalid_argument("the request's geometry is not resolved: " + geometry.describe());
-    H3_ASSIGN_OR_RETURN(DualSchedule schedule, make_dual_schedule(rq.steps, rq.video_shift, rq.audio_shift));
+    H3_ASSIGN_OR_RETURN(DualSchedule schedule,
+                        rq.rungs.empty() ? make_dual_schedule(rq.steps, rq.video_shift, rq.audio_shift)
+                                         : make_dual_rung_schedule(rq.rungs, rq.video_shift, rq.audio_shift));
+    H3_TRY(check_attention_task(rq.attention, !rq.references.empty()));
     if (!cond.embeddings.defined() || cond.embeddings.rank() != 2 || cond.embeddings.dim(0) < 1 ||
         cond.embeddings.dim(1) != cfg.text_dim)
         return invalid_argument(
@@ -80,6 +83,7 @@ Result<GenerationOutput> generate_latents(const model::DitModel& model, const Co
     }
     DenoiseOptions dopt = options;
     if (rq.cache.kind != cache::CacheKind::kNone) dopt.cache = rq.cache; // the request's cache wins
+    if (rq.attention.is_vsa()) dopt.attention = rq.attention;
     H3_ASSIGN_OR_RETURN(DenoiseResult dr, run_denoise(model, di, schedule, dopt));
 
     GenerationOutput out;

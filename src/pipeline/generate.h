@@ -21,6 +21,7 @@ namespace h3::pipeline {
 struct GenerationRequest {
     Geometry geometry; // resolved; its spec must match the model (latent and audio channels, patch, text_dim)
     int steps = 50;    // grid points (terminal 0 included): steps−1 forwards
+    std::vector<int> rungs; // non-empty: the rung schedule (FastH3, pipeline/schedule.h) instead of `steps`
     uint64_t seed = 0;
     double video_shift = kDefaultVideoShift; // the checkpoint's scheduler configs
     double audio_shift = kDefaultAudioShift;
@@ -31,7 +32,8 @@ struct GenerationRequest {
     std::optional<Tensor> video_noise; // [1, C, T, h, w] instead of the seeded draw
     std::optional<Tensor> audio_noise; // [2, C_a, A]
     TorchNormalKernel noise_kernel = TorchNormalKernel::kAvx2;
-    cache::CacheSpec cache; // step cache policy (none = lossless)
+    cache::CacheSpec cache;           // step cache policy (none = lossless)
+    model::AttentionChoice attention; // dense, or FastH3's video sparse attention (t2va / fl2va)
 };
 
 struct GenerationOutput {

@@ -119,6 +119,8 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     rq.video_shift = job.video_shift;
     rq.audio_shift = job.audio_shift;
     rq.cache = job.cache;
+    rq.rungs = job.rungs;         // FastH3: the sidecar's rung schedule (empty: the steps grid)
+    rq.attention = job.attention; // dense or FastH3's video sparse attention
     std::vector<ConditionerImage> images;
     std::vector<ConditionerReference> references;
     if (job.task == Task::kFl2va) {
@@ -214,15 +216,16 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     if (!job.outputs.latents.empty()) {
         t0 = std::chrono::steady_clock::now();
         const Geometry& g = job.geometry;
-        const std::map<std::string, std::string> meta = {{"seed", std::to_string(job.seed)},
-                                                         {"steps", std::to_string(job.steps)},
-                                                         {"width", std::to_string(g.width)},
-                                                         {"height", std::to_string(g.height)},
-                                                         {"frames", std::to_string(g.frames)},
-                                                         {"video_shift", std::to_string(job.video_shift)},
-                                                         {"audio_shift", std::to_string(job.audio_shift)},
-                                                         {"dtype", r.dtype},
-                                                         {"device", r.device}};
+        std::map<std::string, std::string> meta = {{"seed", std::to_string(job.seed)},
+                                                   {"steps", std::to_string(job.steps)},
+                                                   {"width", std::to_string(g.width)},
+                                                   {"height", std::to_string(g.height)},
+                                                   {"frames", std::to_string(g.frames)},
+                                                   {"video_shift", std::to_string(job.video_shift)},
+                                                   {"audio_shift", std::to_string(job.audio_shift)},
+                                                   {"dtype", r.dtype},
+                                                   {"device", r.device}};
+        if (job.attention.is_vsa()) meta["attention"] = job.attention.describe();
         H3_TRY(io::write_safetensors(job.outputs.latents,
                                      {{"video_noise", r.video_noise},
                                       {"video_latents", r.video_latents},

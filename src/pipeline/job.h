@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cache/cache_spec.h"
+#include "model/dit/dit_attention.h"
 #include "pipeline/conditioner.h"
 #include "pipeline/decode.h"
 #include "pipeline/geometry.h"
@@ -61,6 +62,10 @@ struct GenerationJob {
     OutputRequest outputs;
 
     JobAdapters adapters; // LoRA (run-time set or the store's merged one) and the few-step preset used
+    // FastH3 (pipeline/job_attention.h): the 50 blocks' attention (dense or video sparse attention) and the
+    // rung schedule of the checkpoint's fastvideo_inference.json (empty: the `steps` grid).
+    model::AttentionChoice attention;
+    std::vector<int> rungs;
 
     bool
     presents_images() const; // the conditioner sees keyframe or reference images (needs the vision tower)

@@ -1,6 +1,7 @@
 #include "pipeline/job_builder.h"
 
 #include "cache/step_cache.h"
+#include "pipeline/job_attention.h"
 #include "pipeline/schedule.h"
 
 #include <algorithm>
@@ -196,7 +197,8 @@ Status JobBuilder::check(const JobInput& in, const JobBuilderOptions& o, std::st
         return field_error("quality", "must be lossless or high, got ''", field);
     H3_TRY(check_lora_input(in.adapters, field));
     auto spec = resolve_cache_choice(in.cache.value_or(nlohmann::json()), in.quality.value_or(""), field);
-    return spec.ok() ? ok_status() : spec.status();
+    if (!spec.ok()) return spec.status();
+    return check_attention_field(in, field);
 }
 
 Result<GenerationJob> JobBuilder::build(JobInput in, std::string* field) const {
@@ -325,6 +327,8 @@ Result<GenerationJob> JobBuilder::build(JobInput in, std::string* field) const {
         std::random_device rd;
         job.seed = (static_cast<uint64_t>(rd()) << 32 | rd()) & ((1ull << 53) - 1); // exact in JSON
     }
+    H3_TRY(
+        resolve_job_attention(in, info_, job, field)); // FastH3: may set the steps (before the cache check)
     job.video_shift = info_.video_shift.value_or(kDefaultVideoShift);
     job.audio_shift = info_.audio_shift.value_or(kDefaultAudioShift);
     H3_TRY(apply_lora_input(in.adapters, in.num_inference_steps.has_value(), options_.lora, job, field));

@@ -1,9 +1,9 @@
 // The one job builder: a plain struct of optional fields (what a front end received: CLI flags, an HTTP JSON
 // body or multipart form, a binding's keyword arguments) → a validated GenerationJob. Field names are the
 // video API's (prompt, size, seconds, num_inference_steps, seed, cache, quality, first_frame, last_frame,
-// reference, plus frames, aspect, prompt_embeds, random_prompt_embeds for the CLI). Every error is an
-// invalid_argument whose message starts with the field name, and `field` receives that name; no front end's
-// spelling (a CLI flag) appears in them — a front end maps field names to its own when it prints.
+// reference, attention, plus frames, aspect, prompt_embeds, random_prompt_embeds for the CLI). Every error is
+// an invalid_argument whose message starts with the field name, and `field` receives that name; no front
+// end's spelling (a CLI flag) appears in them — a front end maps field names to its own when it prints.
 //
 // check() is the part that needs no checkpoint (field syntax and ranges, exclusive fields, the prompt, the
 // reference rules), for front ends that validate a request before opening the model; build() does all of it
@@ -43,6 +43,10 @@ struct JobInput {
     std::vector<ReferenceMedia> references = {}; // ref2va, request order, decoded
     OutputRequest outputs = {};                  // may be left empty and filled in before the run
     LoraJobInput adapters = {}; // lora, lora_mode, lora_strict, preset, video_shift, audio_shift (job_lora.h)
+    // FastH3: dense | vsa[:sparsity=0.9,mode=exempt|compete,dense_layers=0/1,dense_first_n_steps=N];
+    // absent: the checkpoint's fastvideo_inference.json for t2va / fl2va, else dense
+    // (pipeline/job_attention.h)
+    std::optional<std::string> attention = {};
 };
 
 struct JobBuilderOptions {

@@ -162,6 +162,10 @@ PackedLayout build_ref2va_layout(const LayoutParams& p) {
     std::vector<int32_t> gen_audio, gen_video;
     put_audio(g.audio_latents, tau, target.w, &gen_audio);
     put_frames(target, g.latent_frames, tau, &gen_video);
+    L.ref2va = true;
+    L.video_t = g.latent_frames;
+    L.video_h = g.latent_h / ph;
+    L.video_w = g.latent_w / pw;
     L.video_indices = std::move(cond_video);
     L.video_indices.insert(L.video_indices.end(), gen_video.begin(), gen_video.end());
     L.audio_indices = std::move(cond_audio);
@@ -187,6 +191,9 @@ PackedLayout build_layout(const LayoutParams& p) {
     L.audio_rows = static_cast<int64_t>(spec.audio_channels) * g.audio_latents;
     L.video_rows = g.latent_frames * rpf;
     L.rows = L.text_rows + L.condition_rows + L.audio_rows + L.video_rows;
+    L.video_t = g.latent_frames;
+    L.video_h = g.latent_h / ph;
+    L.video_w = g.latent_w / pw;
     const int64_t cond0 = L.text_rows, audio0 = cond0 + L.condition_rows, video0 = audio0 + L.audio_rows;
     L.positions.assign(static_cast<size_t>(L.rows * 3), 0.0);
     auto pos = [&](int64_t row, int axis) -> double& {
@@ -245,6 +252,16 @@ PackedLayout build_layout(const LayoutParams& p) {
     }
     for (int64_t r = video0; r < L.rows; ++r) L.video_indices.push_back(static_cast<int32_t>(r));
     return L;
+}
+
+model::PackedSegments packed_segments(const PackedLayout& L) {
+    model::PackedSegments seg;
+    if (L.ref2va) return seg;
+    seg.prefix = {L.text_rows, L.condition_rows, L.audio_rows};
+    seg.video_t = L.video_t;
+    seg.video_h = L.video_h;
+    seg.video_w = L.video_w;
+    return seg;
 }
 
 RowTimesteps row_timesteps(const PackedLayout& L, float t_video, float t_audio, float condition_floor) {

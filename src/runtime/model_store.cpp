@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <tuple>
 
 namespace fs = std::filesystem;
 
@@ -53,6 +54,24 @@ template <typename T> std::shared_ptr<const void> share(T value) {
 }
 template <typename T> std::shared_ptr<const void> share(std::unique_ptr<T> p) {
     return std::shared_ptr<const T>(std::move(p));
+}
+
+// FastH3's sidecar into the info. Its declared shifts must be the scheduler configs' (and stand in for a
+// missing one).
+Status read_fasth3_sidecar(CheckpointInfo& info) {
+    H3_ASSIGN_OR_RETURN(info.fasth3, model::read_fasth3_contract(info.root));
+    if (!info.fasth3) return ok_status();
+    const model::FastH3Contract& fc = *info.fasth3;
+    for (auto [declared, used, name] : {std::tuple{fc.video_shift, &info.video_shift, "video"},
+                                        std::tuple{fc.audio_shift, &info.audio_shift, "audio"}}) {
+        if (!declared) continue;
+        if (*used && **used != *declared)
+            return bad_input(fc.path + ": " + name + "_scheduler_shift " + std::to_string(*declared) +
+                             " disagrees with the checkpoint's " + name + " scheduler shift " +
+                             std::to_string(**used));
+        *used = declared;
+    }
+    return ok_status();
 }
 
 } // namespace
@@ -145,6 +164,7 @@ Result<std::unique_ptr<ModelStore>> ModelStore::open(const std::string& root, co
             "vae/, audio_vae/)");
     H3_ASSIGN_OR_RETURN(info.spec, model::derive_latent_spec(src));
     info.dit = dit;
+    H3_TRY(read_fasth3_sidecar(info));
 
     // ---- the device, then the resident components (of the DiT slot only the first variant)
     H3_ASSIGN_OR_RETURN(s->session_, DeviceSession::open(device));
@@ -198,8 +218,9 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
         H3_ASSIGN_OR_RETURN(auto ckpt, model::open_dit_checkpoint(dir, component_name(c)));
         model::DitLoadOptions lo{.device = p.device,
                                  .precision = fp32 ? model::DitPrecision::kFp32
-                                              : p.precision == ComputePrecision::kFp8 ? model::DitPrecision::kFp8
-                                                                                      : model::DitPrecision::kBf16};
+                                              : p.precision == ComputePrecision::kFp8
+                                                  ? model::DitPrecision::kFp8
+                                                  : model::DitPrecision::kBf16};
         H3_ASSIGN_OR_RETURN(auto m, model::DitModel::load(ckpt, lo, ctx));
         if (!merged_.empty()) H3_TRY(m->merge_adapters(merged_).with_context("lora"));
         return share(std::move(m));

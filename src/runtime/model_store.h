@@ -12,6 +12,7 @@
 #include "model/audio_vae/audio_vae.h"
 #include "model/audio_vae/audio_vae_encoder.h"
 #include "model/dit/dit_model.h"
+#include "model/fasth3_contract.h"
 #include "model/latent_spec.h"
 #include "model/lora/lora_set.h"
 #include "model/text/text_stack.h"
@@ -81,6 +82,9 @@ struct CheckpointInfo {
     std::optional<double> video_shift, audio_shift; // scheduler configs
     std::string device;                             // "cpu", "cuda:0"
     std::string dtype;                              // the DiTs' arithmetic: "bf16" or "fp32"
+    // FastH3: the root's fastvideo_inference.json (the student's trained rungs and attention; the job
+    // builder's defaults for the tasks of the FL2VA DiT). nullopt: not a FastH3 checkpoint.
+    std::optional<model::FastH3Contract> fasth3;
     bool has(Component c) const { return present[static_cast<size_t>(c)]; }
 };
 

@@ -26,9 +26,12 @@ const char* component_name(Component c) {
 
 const char* precision_name(ComputePrecision p) {
     switch (p) {
-    case ComputePrecision::kFp32: return "fp32";
-    case ComputePrecision::kFp8: return "fp8";
-    case ComputePrecision::kDefault: break;
+    case ComputePrecision::kFp32:
+        return "fp32";
+    case ComputePrecision::kFp8:
+        return "fp8";
+    case ComputePrecision::kDefault:
+        break;
     }
     return "default";
 }
@@ -74,8 +77,9 @@ std::string PlacementPlan::describe() const {
     for (Component c : kAllComponents) {
         const ComponentPlacement& p = (*this)[c];
         if (!s.empty()) s += ", ";
-        s += std::string(component_name(c)) + " " + residency_name(p.residency) + " " + p.device.to_string() +
-             (p.precision == ComputePrecision::kDefault ? "" : std::string(" ") + precision_name(p.precision));
+        s +=
+            std::string(component_name(c)) + " " + residency_name(p.residency) + " " + p.device.to_string() +
+            (p.precision == ComputePrecision::kDefault ? "" : std::string(" ") + precision_name(p.precision));
     }
     return s;
 }

@@ -193,9 +193,10 @@ Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in
                                                        const DitRequestState* state) const {
     const int64_t S = in.rows;
     RowTables rt;
-    if (state) { // RoPE tables are per request: reuse them
+    if (state) { // RoPE tables and the VSA tile map are per request: reuse them
         rt.cos = state->cos;
         rt.sin = state->sin;
+        rt.vsa = state->vsa.get();
     } else {
         std::vector<float> cos, sin;
         rope_tables(config_, in.positions, cos, sin);
@@ -287,7 +288,7 @@ Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_b
 
 Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows,
                                   Tensor& out, DitScratch& sc, const LoraBlockFactors* lora,
-                                  PhaseTimer* timer) const {
+                                  PhaseTimer* timer, const VsaLayer* vsa) const {
     const DitConfig& c = config_;
     const int64_t S = x.dim(0), H = c.num_attention_heads, hd = c.attention_head_dim;
     const DType act = act_dtype();
@@ -307,8 +308,11 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, q3, w.norm_q, rows ? rows->cos : none, rows ? rows->sin : none));
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, k3, w.norm_k, rows ? rows->cos : none, rows ? rows->sin : none));
     if (timer) H3_TRY(timer->mark("head_norm_rope"));
-    H3_TRY(
-        ops::attention(ctx_, {.fp8 = precision_ == DitPrecision::kFp8 && w.fp8.attention}, q3, k3, v3, o3));
+    if (vsa)
+        H3_TRY(vsa_attention(w, x, q3, k3, v3, o3, *vsa, sc));
+    else
+        H3_TRY(ops::attention(ctx_, {.fp8 = precision_ == DitPrecision::kFp8 && w.fp8.attention}, q3, k3, v3,
+                              o3));
     if (timer) H3_TRY(timer->mark("attention"));
     H3_TRY(linear(o, w.to_out, w.fp8.to_out, out));
     H3_TRY(add_lora(ctx_, lora, LoraProjection::kToOut, o, out, sc));
@@ -386,12 +390,21 @@ Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowT
     ops::ModulateParams mp{.round_intermediate = emulate};
     ops::GatedResidualParams gp{.round_intermediate = emulate};
     Tensor x = sc.x.slice(0, 0, S), y = sc.y.slice(0, 0, S);
+    VsaLayer vsa;
+    if (o.attention.is_vsa()) {
+        if (!rows.vsa)
+            return invalid_argument("DiT block " + std::to_string(index) +
+                                    ": VSA attention needs the request's tile map (prepare_request with the "
+                                    "same attention options)");
+        vsa = {rows.vsa, o.attention.layer_sparsity(index, o.step),
+               o.attention.vsa.mode == VsaMode::kCompete};
+    }
     PhaseTimer* timer = o.timer;
     auto mark = [&](const char* phase) { return timer ? timer->mark(phase) : ok_status(); };
     H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm1, chunk(0), chunk(1), rows.adaln_row, x));
     H3_TRY(mark("norm_modulate"));
     if (o.hook.active(prefix + "norm1_out")) o.hook.record(prefix + "norm1_out", x);
-    H3_TRY(attention_branch(w, x, &rows, y, sc, lora, timer));
+    H3_TRY(attention_branch(w, x, &rows, y, sc, lora, timer, o.attention.is_vsa() ? &vsa : nullptr));
     if (o.hook.active(prefix + "attn_out")) o.hook.record(prefix + "attn_out", y);
     H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(2), y, rows.adaln_row));
     H3_TRY(mark("gated_residual"));
@@ -433,6 +446,13 @@ Result<DitRequestState> DitModel::prepare_request(const DitPackedInputs& in,
     H3_ASSIGN_OR_RETURN(st.video_index, index_tensor(in.video_indices));
     H3_ASSIGN_OR_RETURN(st.audio_index, index_tensor(in.audio_indices));
     H3_ASSIGN_OR_RETURN(st.text_index, index_tensor(in.text_indices));
+    if (o.attention.is_vsa()) {
+        H3_ASSIGN_OR_RETURN(st.vsa, prepare_vsa_tiles(in));
+        for (int l : o.attention.vsa.dense_layers)
+            if (l >= config_.num_layers)
+                return invalid_argument("attention vsa: dense_layers holds block " + std::to_string(l) +
+                                        " but the DiT has " + std::to_string(config_.num_layers) + " blocks");
+    }
     if (in.text.dim(0) > 0) {
         H3_ASSIGN_OR_RETURN(st.text, refine_text(in, o));
     }
@@ -462,8 +482,11 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     if (!ws) ws = std::make_shared<DitWorkspace>();
     H3_TRY(prepare_workspace(in, o.ffn_chunk_bytes, *ws, lora_rank(o.lora)));
     H3_TRY(fill_row_tables(in, *tables_in, *ws));
-    const RowTables rows{
-        .cos = state->cos, .sin = state->sin, .adaln_row = ws->adaln_row, .final_row = ws->final_row};
+    const RowTables rows{.cos = state->cos,
+                         .sin = state->sin,
+                         .adaln_row = ws->adaln_row,
+                         .final_row = ws->final_row,
+                         .vsa = state->vsa.get()};
     const Tensor& vid_idx = state->video_index;
     const Tensor& aud_idx = state->audio_index;
     const Tensor& txt_idx = state->text_index;

@@ -7,11 +7,13 @@
 #include "core/phase_timer.h"
 #include "core/staging.h"
 #include "core/tensor.h"
+#include "model/dit/dit_attention.h"
 #include "model/dit/dit_config.h"
 #include "model/dit/dit_inputs.h"
 #include "model/dit/dit_weights.h"
 #include "model/lora/lora_set.h"
 #include "ops/context.h"
+#include "ops/vsa.h"
 
 #include <atomic>
 #include <functional>
@@ -47,6 +49,8 @@ struct DitForwardOptions {
     BlockSchedule* schedule = nullptr; // step caches (src/cache); null: every block runs, nothing probed
     const std::atomic<bool>* cancel = nullptr; // checked between blocks
     size_t ffn_chunk_bytes = 512ull << 20;     // budget for the [rows, 2·ffn] + [rows, ffn] intermediates
+    AttentionChoice attention; // the 50 blocks' attention (VSA: over the tile map of prepare_request)
+    int step = 0;              // the denoising step (0-based): VSA's dense_first_n_steps reads it
     // The outputs stay on the model's device: DitOutputs then views the request's workspace (valid until the
     // next forward over the same request state; copy what must live longer) and the forward queues its work
     // without waiting for the device. false: host copies (the forward waits for its stream only).
@@ -72,6 +76,12 @@ struct DitScratch {
     // A [n, cols] tensor of `dtype` over the borrowable part of the arena, or an undefined tensor when it
     // does not fit.
     Tensor borrow(int64_t n, int64_t cols, DType dtype) const;
+    // VSA, allocated on first use: the compression gate [rows, inner], pooled q/k/v [3, H, tiles, D] f32,
+    // tile scores [H, tiles, tiles] f32, key-tile lists [H, video tiles, width] i32, compression output [H,
+    // tiles, D].
+    struct Vsa {
+        Tensor gate, pooled, scores, lists, oc;
+    } vsa;
 };
 
 // The device memory every forward of one request reuses while the layout holds (no allocation per forward
@@ -99,6 +109,7 @@ struct DitRequestState {
     Tensor cos, sin; // [S, rotary_dim] f32
     Tensor video_index, audio_index, text_index; // i32
     int64_t rows = 0;
+    std::shared_ptr<const ops::VsaTiles> vsa; // VSA's tile map (when the options ask for VSA)
     // Made empty by prepare_request, filled by the first forward, reused by the next ones (copies of the
     // state share it; forwards over one state must not run concurrently).
     std::shared_ptr<DitWorkspace> workspace;
@@ -137,15 +148,18 @@ public:
 
     // The forward's building blocks, public for the benches.
     struct RowTables {
-        Tensor cos, sin;  // [S, rotary_dim] f32 on the device
-        Tensor adaln_row; // [S] i32: table row timestep_index·3 + tag
-        Tensor final_row; // [S] i32: timestep_index
+        Tensor cos, sin;                    // [S, rotary_dim] f32 on the device
+        Tensor adaln_row;                   // [S] i32: table row timestep_index·3 + tag
+        Tensor final_row;                   // [S] i32: timestep_index
+        const ops::VsaTiles* vsa = nullptr; // the request's VSA tile map (VSA forwards)
     };
     Result<RowTables> build_row_tables(const DitPackedInputs& in, const AdalnTables& tables,
                                        const DitRequestState* state = nullptr) const;
     // The row tables of `in` into the workspace's buffers (page-locked staging, no device sync).
     Status fill_row_tables(const DitPackedInputs& in, const AdalnTables& tables, DitWorkspace& ws) const;
     Result<DitScratch> make_scratch(int64_t rows, size_t ffn_chunk_bytes, int64_t lora_rank = 0) const;
+    // VSA's tile map of a t2va / fl2va layout (in.segments), on the model's device.
+    Result<std::shared_ptr<const ops::VsaTiles>> prepare_vsa_tiles(const DitPackedInputs& in) const;
     Status run_block(int index, Tensor& h, const Tensor& block_table, const RowTables& rows,
                      const DitForwardOptions& options, DitScratch& scratch) const;
     // Sizes `ws` for `in` (allocating only when the layout or the FFN chunk budget changed).
@@ -164,9 +178,18 @@ public:
 
 private:
     Result<Tensor> refine_text(const DitPackedInputs& in, const DitForwardOptions& options) const;
+    // One block's VSA: the tile map and this block's sparsity at this step.
+    struct VsaLayer {
+        const ops::VsaTiles* tiles = nullptr;
+        double sparsity = 0.0;
+        bool compete = false;
+    };
     Status attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows, Tensor& out,
                             DitScratch& scratch, const LoraBlockFactors* lora,
-                            PhaseTimer* timer = nullptr) const;
+                            PhaseTimer* timer = nullptr, const VsaLayer* vsa = nullptr) const;
+    // softmax attention of q3/k3/v3 into o3 under VSA (model/dit/dit_vsa.cpp); x is the branch input (gate).
+    Status vsa_attention(const DitBlockWeights& w, const Tensor& x, const Tensor& q3, const Tensor& k3,
+                         const Tensor& v3, Tensor& o3, const VsaLayer& layer, DitScratch& scratch) const;
     Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch,
                       const LoraBlockFactors* lora, PhaseTimer* timer = nullptr) const;
     // y = x·wᵀ: the e4m3 GEMM under kFp8 when the layer has an fp8 copy, else the bf16/fp32 one.

@@ -76,6 +76,9 @@ Result<DitWeights> random_dit_weights(const DitConfig& c, const ops::Context& ct
     for (auto& b : w.refiner) H3_TRY(block(b, false));
     w.blocks.resize(static_cast<size_t>(p.blocks > 0 ? p.blocks : c.num_layers));
     for (auto& b : w.blocks) H3_TRY(block(b, p.adaln));
+    // After every other tensor, so the rest of the weights do not depend on whether the gates exist.
+    if (p.gate_compress)
+        for (auto& b : w.blocks) H3_TRY(lin(b.gate_compress, inner, D, bf));
     return w;
 }
 
@@ -145,6 +148,7 @@ DitPackedInputs synthetic_inputs(const DitConfig& c, const SyntheticLayout& l, f
     in.video = fill(Nv, c.video_patch_dim(), seed + 1);
     in.audio = fill(2 * A, c.audio_in_channels, seed + 2);
     in.text = fill(L, c.text_dim, seed + 3);
+    in.segments = {.prefix = {L, 0, 2 * A}, .video_t = l.latent_frames, .video_h = gh, .video_w = gw};
     return in;
 }
 

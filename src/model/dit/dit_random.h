@@ -10,8 +10,9 @@
 namespace h3::model {
 
 struct RandomDitParams {
-    int blocks = 0;     // blocks to create (0 = config.num_layers)
-    bool adaln = false; // also create the AdaLN projections
+    int blocks = 0;             // blocks to create (0 = config.num_layers)
+    bool adaln = false;         // also create the AdaLN projections
+    bool gate_compress = false; // FastH3: every block's VSA compression gate
     uint64_t seed = 0;
 };
 Result<DitWeights> random_dit_weights(const DitConfig& config, const ops::Context& ctx,

@@ -47,6 +47,17 @@ class Loader {
 public:
     Loader(const DitCheckpoint& ckpt, const DitLoadOptions& opt) : ckpt_(ckpt), opt_(opt) {
         for (const auto& s : dit_tensor_specs(ckpt.config, DitFormat::kDiffusers)) specs_[s.name] = s;
+        for (int b = 0; b < ckpt.config.num_layers; ++b) {
+            TensorSpec g = gate_compress_spec(ckpt.config, b);
+            specs_[g.name] = g;
+        }
+    }
+
+    // Whether the checkpoint holds a diffusers-named tensor (under its original name in that format).
+    bool has(const std::string& name) const {
+        if (ckpt_.format == DitFormat::kDiffusers) return ckpt_.tensors.contains(name);
+        auto orig = original_name_of(name);
+        return orig && ckpt_.tensors.contains(*orig);
     }
 
     // One diffusers-named tensor: read (through the original table if needed), check, convert, upload.
@@ -181,6 +192,19 @@ Result<DitWeights> load_dit_weights(const DitCheckpoint& ckpt, const DitLoadOpti
     for (int i = 0; i < c.num_layers; ++i)
         H3_TRY(load_block(l, "transformer_blocks." + std::to_string(i) + ".", opt.load_adaln,
                           w.blocks[static_cast<size_t>(i)]));
+    // FastH3: the VSA compression gates, in every block or in none.
+    const bool gates = c.num_layers > 0 && l.has(gate_compress_name(0));
+    for (int i = 0; i < c.num_layers; ++i) {
+        if (l.has(gate_compress_name(i)) != gates) {
+            const int missing = gates ? i : 0, present = gates ? 0 : i;
+            return bad_input("transformer checkpoint " + ckpt.dir + ": '" + gate_compress_name(missing) +
+                             "' is missing but block " + std::to_string(present) +
+                             " has attn.to_gate_compress; a FastH3 checkpoint carries it in every block");
+        }
+        if (gates) {
+            H3_ASSIGN_OR_RETURN(w.blocks[static_cast<size_t>(i)].gate_compress, l.get(gate_compress_name(i)));
+        }
+    }
     return w;
 }
 

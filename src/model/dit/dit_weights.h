@@ -30,7 +30,8 @@ struct DitFp8Block {
 struct DitBlockWeights {
     Tensor norm1, to_q, to_k, to_v, norm_q, norm_k, to_out, norm2, ff_in, ff_out;
     Tensor adaln_weight, adaln_bias; // undefined for refiner blocks, or when AdaLN is not loaded
-    DitFp8Block fp8 = {};            // filled by quantize_dit_fp8 (model/dit/dit_fp8.h)
+    Tensor gate_compress; // FastH3's VSA compression gate [inner, hidden]; undefined: the branch is off
+    DitFp8Block fp8 = {}; // filled by quantize_dit_fp8 (model/dit/dit_fp8.h)
 };
 
 struct DitWeights {
@@ -42,6 +43,8 @@ struct DitWeights {
     std::vector<DitBlockWeights> blocks;
     Tensor norm_out, norm_out_w, norm_out_b;
     Tensor proj_out_w, proj_out_b, audio_proj_out_w, audio_proj_out_b;
+    // Every block carries attn.to_gate_compress (a FastH3 student).
+    bool has_gate_compress() const { return !blocks.empty() && blocks.front().gate_compress.defined(); }
 };
 
 // Which layers of a kFp8 model stay in bf16: entries "blocks.N.LAYER" with N a block index (negative counts

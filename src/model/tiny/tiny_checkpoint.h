@@ -11,6 +11,9 @@
 namespace h3::model {
 
 enum class TinyLayout { kDiffusers, kOriginal };
+// kFastH3: the transformer also carries FastH3's per-block attn.to_gate_compress and the root the sidecar
+// fastvideo_inference.json (4-forward ladder, VSA at sparsity 0.9, 64-row tiles), like a FastVideo export.
+enum class TinyVariant { kBase, kFastH3 };
 
 // The latent spaces and the conditioning width of a tiny checkpoint. The defaults are the released VAEs'
 // (24 video latent channels, ×16, 32 audio latent channels) and the tiny text width; other values make a
@@ -31,6 +34,7 @@ struct TinyCheckpointParams {
     TinyLayout layout = TinyLayout::kDiffusers;
     int shards = 2; // the transformer is split like the official one, with an index.json
     TinyGeometry geometry = {};
+    TinyVariant variant = TinyVariant::kBase;
 };
 
 // hidden 64, 2 heads × 32, 2 blocks, 1 refiner block, rope_freq_dim 4 (6·4 ≤ 32), ffn 128, text_dim 64; the

@@ -115,5 +115,16 @@ Status blend_tile(const Context& ctx, const BlendTileParams& p, const Tensor& cu
                   const Tensor& left, Tensor& out);
 Status crossfade_frames(const Context& ctx, const CrossfadeParams& p, const Tensor& src, const Tensor& prev,
                         Tensor& out);
+// Video sparse attention (ops/vsa.h).
+Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tensor& out);
+Status vsa_tile_scores(const Context& ctx, const Tensor& q_pooled, const Tensor& k_pooled, Tensor& scores);
+Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& tiles, const Tensor& scores,
+                  Tensor& lists);
+Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionParams& p, const VsaTiles& tiles,
+                              const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lists,
+                              Tensor& o);
+Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor& v_pooled, Tensor& oc);
+Status vsa_gate_add(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,
+                    const Tensor& gate, Tensor& o);
 
 } // namespace h3::ops::cuda_impl

@@ -76,6 +76,7 @@ nlohmann::json VideoRequest::to_json() const {
     if (!job.quality.empty()) j["quality"] = job.quality;
     j["cache"] = job.cache.describe();
     j["output_format"] = output_format_name(output_format);
+    j["attention"] = job.attention.describe();
     if (!job.keyframe_sources.empty()) j["keyframes"] = job.keyframe_sources;
     if (!job.reference_sources.empty()) j["references"] = job.reference_sources;
     if (!job.adapters.empty()) j["lora"] = lora_record(job.adapters);
@@ -85,17 +86,17 @@ nlohmann::json VideoRequest::to_json() const {
 Result<WireRequest> read_video_body(const nlohmann::json& body, std::string* bad_field) {
     if (!body.is_object())
         return field_error("body", std::string("must be a JSON object, got ") + body.type_name(), bad_field);
-    static const std::set<std::string> known = {"prompt", "model",         "seconds",
-                                                "size",   "seed",          "quality",
-                                                "cache",  "output_format", "num_inference_steps",
-                                                "lora",   "lora_strict"};
+    static const std::set<std::string> known = {"prompt",    "model",         "seconds",
+                                                "size",      "seed",          "quality",
+                                                "cache",     "output_format", "num_inference_steps",
+                                                "lora",      "lora_strict",   "attention"};
     for (auto it = body.begin(); it != body.end(); ++it) {
         if (it.key() == "prompt_embeds")
             return field_error("prompt_embeds", "is not accepted from clients (send a prompt)", bad_field);
         if (!known.count(it.key()))
             return field_error(it.key().empty() ? std::string("\"\"") : it.key(), // an empty key is named too
                                "unknown field (accepted: prompt, model, seconds, size, seed, "
-                               "num_inference_steps, quality, cache, output_format, lora, lora_strict)",
+                               "num_inference_steps, quality, cache, output_format, lora, lora_strict, attention)",
                                bad_field);
     }
     WireRequest w;
@@ -137,6 +138,7 @@ Result<WireRequest> read_video_body(const nlohmann::json& body, std::string* bad
     H3_TRY(string_field("quality", in.quality));
     if (auto it = body.find("cache"); it != body.end() && !it->is_null()) in.cache = *it;
     H3_TRY(read_lora_fields(body, in.adapters, bad_field));
+    H3_TRY(string_field("attention", in.attention)); // FastH3: dense | vsa[:...] (the builder checks it)
     H3_TRY(string_field("output_format", format));
     if (format && !format->empty()) {
         auto f = parse_output_format(*format);
