@@ -29,6 +29,20 @@ void stream_destroy(void* stream);
 Status stream_synchronize(void* stream);
 Status device_synchronize();
 
+// Events and stream ordering (uploads on a stream of their own, ordered against the ops' stream). Events are
+// created without timing.
+Result<void*> event_create();
+void event_destroy(void* event);
+Status event_record(void* event, void* stream);
+// Work queued on `stream` after this call waits for `event` (no host-side wait).
+Status stream_wait_event(void* stream, void* event);
+Status event_synchronize(void* event);
+
+// Page-locks existing host memory [ptr, ptr + bytes) (cudaHostRegister; `read_only` for a read-only file
+// mapping, which then stays shared with the page cache). Fails in a CPU-only build.
+Status host_register(void* ptr, size_t bytes, bool read_only);
+void host_unregister(void* ptr);
+
 struct MemoryInfo {
     size_t free_bytes = 0;
     size_t total_bytes = 0;
