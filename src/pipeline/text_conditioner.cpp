@@ -87,16 +87,25 @@ Result<std::unique_ptr<TextConditioner>> TextConditioner::open(const PromptCondi
         return bad_input("tokenizer " + tok_dir + " has " + std::to_string(tok.size()) +
                          " ids but the text encoder's vocab_size is " +
                          std::to_string(ckpt.config.vocab_size));
-    const auto prec = p.fp32 ? model::TextPrecision::kFp32 : model::TextPrecision::kBf16;
-    H3_ASSIGN_OR_RETURN(auto m,
-                        model::TextModel::load(ckpt, {.device = p.ctx.device, .precision = prec}, p.ctx));
+    const auto prec = p.fp32   ? model::TextPrecision::kFp32
+                      : p.fp16 ? model::TextPrecision::kFp16
+                               : model::TextPrecision::kBf16;
+    H3_ASSIGN_OR_RETURN(
+        auto m, model::TextModel::load(
+                    ckpt, {.device = p.ctx.device, .precision = prec, .residency = p.residency}, p.ctx));
     std::unique_ptr<TextConditioner> tc(new TextConditioner(std::move(tok), std::move(m), ckpt.dir));
     H3_ASSIGN_OR_RETURN(nlohmann::json cfg,
                         io::read_json_file((fs::path(ckpt.dir) / "config.json").string()));
     if (model::VisionConfig::present(cfg) &&
         ckpt.tensors.contains(std::string(model::kVisionPrefix) + "pos_embed.weight")) {
         H3_ASSIGN_OR_RETURN(
-            tc->vision_, model::VisionModel::load(ckpt, {.device = p.ctx.device, .precision = prec}, p.ctx));
+            tc->vision_,
+            model::VisionModel::load(
+                ckpt,
+                {.device = p.ctx.device,
+                 // fp16 mode: the small vision tower keeps fp32 (no overflow to detect)
+                 .precision = prec == model::TextPrecision::kFp16 ? model::TextPrecision::kFp32 : prec},
+                p.ctx));
         // The image and video processors: the checkpoint's processor component when it has them, else the
         // official values.
         const model::VisionConfig& vc = tc->vision_->config();
@@ -132,8 +141,8 @@ Result<std::unique_ptr<TextConditioner>> TextConditioner::open(const PromptCondi
 
 std::string TextConditioner::name() const {
     return "qwen3-vl text encoder (" + std::to_string(model_->layers()) + " layers, " +
-           (vision_ ? "vision tower, " : "") + (model_->act_dtype() == DType::kF32 ? "fp32" : "bf16") + ", " +
-           dir_ + ")";
+           (vision_ ? "vision tower, " : "") + model::precision_name(model_->precision()) + ", " +
+           model_->residency_describe() + ", " + dir_ + ")";
 }
 
 Result<std::vector<int32_t>> TextConditioner::tokenize(const std::string& prompt) const {

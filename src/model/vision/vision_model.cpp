@@ -2,6 +2,7 @@
 
 #include "core/dtype.h"
 #include "core/torch_linspace.h"
+#include "model/weights/weight_master.h"
 #include "ops/ops.h"
 
 #include <cmath>
@@ -55,6 +56,7 @@ namespace {
 
 float round_to(float v, DType dt) {
     if (dt == DType::kBF16) return bf16_to_f32(f32_to_bf16(v));
+    if (dt == DType::kF16) return round_f16(v);
     return v;
 }
 
@@ -75,11 +77,8 @@ public:
         if (!dtype_is_float(t.dtype()))
             return bad_input("vision tower " + ckpt_.dir + ": tensor '" + name + "' has dtype " +
                              dtype_name(t.dtype()) + ", expected a float type");
-        const DType target = opt_.precision == TextPrecision::kFp32 ? DType::kF32 : DType::kBF16;
-        if (t.dtype() != target) {
-            H3_ASSIGN_OR_RETURN(t, t.to_dtype(target));
-        }
-        return t;
+        return convert_weight(t, precision_dtype(opt_.precision),
+                              "vision tower " + ckpt_.dir + ": tensor '" + name + "'");
     }
     Result<Tensor> place(const Tensor& t) {
         if (opt_.device.is_cpu()) return t;
