@@ -1,5 +1,6 @@
 #include "model/weights/layer_source.h"
 
+#include "core/log.h"
 #include "ops/quant.h"
 
 #include <algorithm>
@@ -76,31 +77,36 @@ LayerWeightSource::create(std::vector<std::vector<WeightMaster>> layers, const P
         }
     // Host masters of streamed layers stay; resident layers' masters are dropped (their device copy is it).
     for (int l = 0; l < s->first_streamed_; ++l) s->masters_[static_cast<size_t>(l)].clear();
-    std::vector<HostPinning::Range> mapped, owned;
+    const bool pin = dev.is_cuda() && o.pin_host;
+    std::vector<HostPinning::Range> mapped;
     for (int l = s->first_streamed_; l < n; ++l)
-        for (const WeightMaster& m : s->masters_[static_cast<size_t>(l)])
-            for (const Tensor* t : {&m.data, &m.scale}) {
+        for (WeightMaster& m : s->masters_[static_cast<size_t>(l)])
+            for (Tensor* t : {&m.data, &m.scale}) {
                 if (!t->defined()) continue;
-                s->stats_.host_master_bytes += t->nbytes();
-                if (t->read_only()) s->stats_.host_mapped_bytes += t->nbytes();
-                if (t->storage()->pinned()) {
-                    s->stats_.host_pinned_bytes += t->nbytes();
-                    continue;
+                if (pin && !t->read_only() && !t->storage()->pinned()) {
+                    // An owned pageable master (a converted or split copy) moves into page-locked memory.
+                    H3_ASSIGN_OR_RETURN(Tensor p, host_buffer(t->shape(), t->dtype(), true));
+                    H3_TRY(p.copy_from(*t));
+                    *t = std::move(p);
                 }
-                (t->read_only() ? mapped : owned).push_back({t->data(), t->nbytes()});
+                s->stats_.host_master_bytes += t->nbytes();
+                if (t->read_only()) {
+                    s->stats_.host_mapped_bytes += t->nbytes();
+                    mapped.push_back({t->data(), t->nbytes()});
+                }
+                if (t->storage()->pinned()) s->stats_.host_pinned_bytes += t->nbytes();
             }
-    if (dev.is_cuda() && o.pin_host && s->first_streamed_ < n) {
-        // Read-only mappings are registered read-only (their pages stay the page cache's, shared with other
-        // processes mapping the same files); owned pageable masters are registered in place.
-        for (auto [ranges, read_only] : {std::pair{&mapped, true}, std::pair{&owned, false}}) {
-            if (ranges->empty()) continue;
-            auto pinned = HostPinning::pin(*ranges, read_only);
-            if (!pinned.ok())
-                return pinned.status().with_context("page-locking the " + params.what +
-                                                    " host masters (--host-pinning off streams them from "
-                                                    "pageable memory)");
+    if (pin && !mapped.empty()) {
+        // Read-only mappings are registered read-only in place: their pages stay the page cache's, shared
+        // with every process mapping the same files.
+        auto pinned = HostPinning::pin(mapped, /*read_only=*/true);
+        if (pinned.ok()) {
             s->stats_.host_pinned_bytes += (*pinned)->bytes();
-            s->pinning_.push_back(std::move(pinned).value());
+            s->pinning_ = std::move(pinned).value();
+        } else {
+            H3_LOG_WARN("{}: page-locking the mapped host masters failed ({}); streaming them from pageable "
+                        "memory",
+                        params.what, pinned.status().message());
         }
     }
     if (s->first_streamed_ < n) {

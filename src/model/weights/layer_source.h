@@ -35,7 +35,8 @@ public:
     // `layers[l][i]`: host master i of layer l; every layer has the same tensors (count, shapes, dtypes).
     // Native masters must be in the compute dtype; int8 masters carry their scales. Resident layers are
     // copied to the device here; host masters of streamed layers are page-locked when options.pin_host and
-    // the device is CUDA (read-only mmap views registered in place).
+    // the device is CUDA: read-only mmap views registered in place (a failure is logged and they stay
+    // pageable), owned copies moved into page-locked memory.
     static Result<std::unique_ptr<LayerWeightSource>> create(std::vector<std::vector<WeightMaster>> layers,
                                                              const Params& params, const ops::Context& ctx);
     ~LayerWeightSource();
@@ -81,7 +82,7 @@ private:
     Params params_;
     ops::Context ctx_;
     std::vector<std::vector<WeightMaster>> masters_;
-    std::vector<std::unique_ptr<HostPinning>> pinning_; // destroyed before the masters it locks
+    std::unique_ptr<HostPinning> pinning_; // destroyed before the masters it locks
     std::vector<std::vector<Tensor>> resident_, resident_scale_;
     std::vector<Slot> slots_;
     std::vector<Tensor> staging_; // int8: the dequantized layer
