@@ -5,6 +5,7 @@
 #include "model/dit/dit_tensors.h"
 #include "model/text/text_model.h"
 #include "model/video_vae/video_vae.h"
+#include "model/video_vae/video_vae_layout.h"
 #include "model/vision/vision_config.h"
 #include "model/vision/vision_model.h"
 
@@ -144,14 +145,22 @@ Result<std::vector<ComponentBytes>> checkpoint_component_bytes(const std::string
             H3_ASSIGN_OR_RETURN(v.fixed, file_bytes(c->dir, ""));
         }
         if (std::string(name) == "vae") {
-            // The ViT decoder over up to 16 tile-clips per call: tokens · (residual, norm, q, k, v, o in f32
-            // and the 4× FFN) plus the pixels of the call.
+            // An estimate from the decode plan: one call decodes up to 16 tile-clips of one clip; its tokens
+            // hold (residual, norm, q, k, v, o and the FFN intermediate) in fp32, plus the call's pixels.
             H3_ASSIGN_OR_RETURN(model::VideoVaeConfig vc, model::VideoVaeConfig::from_file(c->config_path));
-            const uint64_t tile_tokens = static_cast<uint64_t>(256 / vc.patch) * (256 / vc.patch) * 7 +
-                                         static_cast<uint64_t>(vc.num_register_tokens);
-            const uint64_t tokens = 16 * tile_tokens, dim = static_cast<uint64_t>(vc.dim());
+            const model::VideoDecodeOptions d;
+            const auto ty = model::split_tiles(w.height, d.tile, d.min_overlap, vc.patch);
+            const auto tx = model::split_tiles(w.width, d.tile, d.min_overlap, vc.patch);
+            const uint64_t th = static_cast<uint64_t>(ty.lengths[0]),
+                           tw = static_cast<uint64_t>(tx.lengths[0]);
+            const uint64_t batch = std::min<uint64_t>(16, ty.starts.size() * tx.starts.size());
+            const model::ClipPlan plan = model::plan_clips(37, vc.clip_length, vc.patch_t, vc.token_drop);
+            const uint64_t clip = static_cast<uint64_t>(plan.clip_latents);
+            const uint64_t tokens = batch * ((th / vc.patch) * (tw / vc.patch) * clip +
+                                             static_cast<uint64_t>(vc.num_register_tokens));
+            const uint64_t dim = static_cast<uint64_t>(vc.dim());
             v.working = tokens * (6 * dim + 2 * static_cast<uint64_t>(vc.ffn_dim())) * 4 +
-                        16 * 3 * 28ull * 256 * 256 * 4;
+                        batch * 3 * clip * static_cast<uint64_t>(vc.patch_t) * th * tw * 4;
         }
         out.push_back(v);
     }

@@ -243,7 +243,13 @@ Result<uint64_t> parse_byte_size(const std::string& text, const std::string& fie
 
 std::string format_bytes(uint64_t bytes) {
     char buf[32];
-    std::snprintf(buf, sizeof(buf), "%.2f GiB", static_cast<double>(bytes) / (1ull << 30));
+    const double b = static_cast<double>(bytes);
+    if (bytes >= (1ull << 30))
+        std::snprintf(buf, sizeof(buf), "%.2f GiB", b / (1ull << 30));
+    else if (bytes >= (1ull << 20))
+        std::snprintf(buf, sizeof(buf), "%.2f MiB", b / (1ull << 20));
+    else
+        std::snprintf(buf, sizeof(buf), "%.2f KiB", b / (1ull << 10));
     return buf;
 }
 

@@ -41,10 +41,10 @@ enum class Choice { kAuto, kForced };
 struct PlanOptions {
     uint64_t budget = 0; // device bytes available to the engine
     // Forced placement of the hot component (--residency / --resident-blocks / --weight-dtype).
-    std::optional<model::Residency> residency;
-    std::optional<int> resident_layers;
-    std::optional<model::WeightFormat> format; // nullopt: native unless int8 is the only way to fit
-    bool allow_int8 = false;                   // may the planner pick int8 by itself
+    std::optional<model::Residency> residency{};
+    std::optional<int> resident_layers{};
+    std::optional<model::WeightFormat> format{}; // nullopt: native unless int8 is the only way to fit
+    bool allow_int8 = false;                     // may the planner pick int8 by itself
     int prefetch_depth = 1;
     bool keep_between_jobs = false; // a server: components may stay loaded between jobs
 };
@@ -74,6 +74,6 @@ Result<MemoryPlan> plan_memory(const std::vector<ComponentBytes>& components, co
 
 // "24GiB", "24 GiB", "80GB", "512MiB", "1.5TiB", or plain bytes; errors name `field`.
 Result<uint64_t> parse_byte_size(const std::string& text, const std::string& field = "--gpu-memory-budget");
-std::string format_bytes(uint64_t bytes); // "23.51 GiB"
+std::string format_bytes(uint64_t bytes); // "23.51 GiB", "12.00 MiB", "64.00 KiB"
 
 } // namespace h3::runtime
