@@ -1,14 +1,21 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
-//                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--iters K] [--json]
+//                     [--blocks N] [--device cuda] [--dtype bf16|fp32|fp16] [--iters K] [--json]
+//                     [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
+//                     [--host-pinning on|off] [--gpu-memory-budget SIZE]
 // h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
 // h3-engine bench vae --encode --random-weights [--size WxH] [--json]   (one keyframe through the encoder)
 // h3-engine bench vae --reference --random-weights [--size WxH] [--frames F] [--json]   (ref2va encoders)
 // Times DiT blocks with random full-width weights generated on the device: seconds per block and per
-// 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory.
+// 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory. Every timed
+// pass runs the blocks back to back and synchronizes once at its end, so streamed blocks (layerwise) overlap
+// their uploads with compute as in a forward; the JSON then adds the bytes uploaded per pass, the rate they
+// arrived at during the pass, the link's own H2D rate (one block's bytes, pinned and pageable) and the plan.
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
+#include "cli/residency_flags.h"
 #include "core/cuda_api.h"
+#include "core/device_stream.h"
 #include "model/audio_vae/audio_vae.h"
 #include "model/audio_vae/audio_vae_encoder.h"
 #include "model/dit/dit_random.h"
@@ -34,8 +41,25 @@ struct BenchOptions {
     std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16";
     int frames = 124, text = 537, blocks = 4, iters = 2;
     bool random_weights = false, json = false;
+    ResidencyFlags residency;
     CLI::App* sub = nullptr;
 };
+
+// Seconds for copying `bytes` from host memory (pinned or pageable) to the device on a stream of its own,
+// after one untimed copy: the link's H2D rate the streamed weights can reach.
+Result<double> h2d_seconds(const ops::Context& ctx, size_t bytes, bool pinned) {
+    if (ctx.device.is_cpu()) return 0.0;
+    H3_ASSIGN_OR_RETURN(Tensor host,
+                        model::host_buffer(Shape{static_cast<int64_t>(bytes)}, DType::kU8, pinned));
+    H3_ASSIGN_OR_RETURN(Tensor dev, Tensor::empty(host.shape(), DType::kU8, ctx.device));
+    H3_ASSIGN_OR_RETURN(DeviceStream stream, DeviceStream::create(ctx.device));
+    H3_TRY(dev.copy_from(host, stream.handle()));
+    H3_TRY(stream.synchronize());
+    const auto t0 = Clock::now();
+    H3_TRY(dev.copy_from(host, stream.handle()));
+    H3_TRY(stream.synchronize());
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Block GEMM parameters (q, k, v, out, fc1, fc2) — 385.35 M at the official width.
 double block_gemm_params(const model::DitConfig& c) {
@@ -69,19 +93,38 @@ int run_bench(const BenchOptions& o) {
     auto session = DeviceSession::open(o.device);
     if (!session.ok()) return report(session.status());
     const ops::Context& ctx = (*session)->context();
-    const auto prec = o.dtype == "fp32" ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16;
+    const auto prec = *model::parse_precision(o.dtype, "--dtype");
     const int blocks = std::max(1, std::min(o.blocks, c.num_layers));
+    // Placement of the `blocks` blocks: as the flags say, or planned for the budget.
+    model::DitConfig placed = c;
+    placed.num_layers = blocks;
+    const runtime::Workload wl = workload_for(layout.video_rows(c), 2 * layout.audio, layout.text, 2, 0);
+    auto choice = resolve_residency(o.residency, {runtime::dit_component_bytes(placed, prec, wl)});
+    if (!choice.ok()) return report(choice.status());
+    if (!o.json) std::fprintf(stderr, "bench dit: %s\n", choice->describe().c_str());
+    const bool streamed = !choice->dit.plain();
     reset_device_memory_peak();
-    auto weights = model::random_dit_weights(c, ctx, prec, {.blocks = blocks, .adaln = false, .seed = 1});
+    auto weights = model::random_dit_weights(c, ctx, prec,
+                                             {.blocks = blocks,
+                                              .adaln = false,
+                                              .seed = 1,
+                                              .host_blocks = streamed,
+                                              .pinned = choice->dit.pin_host});
     if (!weights.ok()) return report(weights.status());
-    model::DitModel dit(c, std::move(*weights), prec, ctx);
+    std::unique_ptr<model::LayerWeightSource> source;
+    if (streamed) {
+        auto src = model::make_dit_block_source(*weights, prec, choice->dit, ctx);
+        if (!src.ok()) return report(src.status());
+        source = std::move(src).value();
+    }
+    model::DitModel dit(c, std::move(*weights), prec, ctx, std::move(source));
     auto packed = model::synthetic_inputs(c, layout, 0.3f, 0.55f, 2);
     auto tables = model::random_adaln_tables(c, ctx, dit.act_dtype(), packed.timesteps, blocks, 3);
     if (!tables.ok()) return report(tables.status());
     auto rows = dit.build_row_tables(packed, *tables);
     if (!rows.ok()) return report(rows.status());
     const int64_t S = packed.rows, D = c.hidden_size;
-    auto h = Tensor::empty(Shape{S, D}, dit.act_dtype(), ctx.device);
+    auto h = Tensor::empty(Shape{S, D}, dit.residual_dtype(), ctx.device);
     if (!h.ok()) return report(h.status());
     Status st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
     if (!st.ok()) return report(st);
@@ -89,27 +132,34 @@ int run_bench(const BenchOptions& o) {
     model::DitForwardOptions fo;
     auto scratch = dit.make_scratch(S, fo.ffn_chunk_bytes);
     if (!scratch.ok()) return report(scratch.status());
-    // Warm-up (plans, heuristics), then timed passes over every block.
-    st = dit.run_block(0, *h, tables->blocks[0], *rows, fo, *scratch);
-    if (st.ok()) st = (*session)->synchronize();
+    // Warm-up (plans, heuristics; a streamed model also fills its ring), then timed passes over every block,
+    // one synchronization per pass.
+    auto pass = [&]() -> Status {
+        H3_TRY(ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h)); // keeps the residual bounded
+        for (int b = 0; b < blocks; ++b)
+            H3_TRY(dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo, *scratch));
+        H3_TRY(dit.end_block_pass());
+        return (*session)->synchronize();
+    };
+    st = pass();
     if (!st.ok()) return report(st);
-    std::vector<double> per_block;
+    const size_t setup_peak = device_memory_stats().peak;
+    reset_device_memory_peak();
+    if (dit.block_source()) dit.block_source()->reset_counters();
+    std::vector<double> per_pass;
     auto t0 = Clock::now();
-    for (int it = 0; it < o.iters; ++it)
-        for (int b = 0; b < blocks; ++b) {
-            // Re-randomize the stream each pass so the residual does not grow without bound.
-            if (b == 0) st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
-            auto tb = Clock::now();
-            if (st.ok())
-                st = dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo, *scratch);
-            if (st.ok()) st = (*session)->synchronize();
-            if (!st.ok()) return report(st);
-            per_block.push_back(std::chrono::duration<double>(Clock::now() - tb).count());
-        }
+    for (int it = 0; it < o.iters; ++it) {
+        auto tp = Clock::now();
+        st = pass();
+        if (!st.ok()) return report(st);
+        per_pass.push_back(std::chrono::duration<double>(Clock::now() - tp).count());
+    }
     double total = std::chrono::duration<double>(Clock::now() - t0).count();
-    double block_s = 0;
-    for (double x : per_block) block_s += x;
-    block_s /= static_cast<double>(per_block.size());
+    double pass_s = 0;
+    for (double x : per_pass) pass_s += x;
+    pass_s /= static_cast<double>(per_pass.size());
+    const double block_s = pass_s / blocks;
+    const size_t run_peak = device_memory_stats().peak;
     // Attention alone on the same shape.
     double attn_s = 0;
     {
@@ -129,6 +179,12 @@ int run_bench(const BenchOptions& o) {
         if (!st.ok()) return report(st);
         attn_s = std::chrono::duration<double>(Clock::now() - ta).count() / o.iters;
     }
+    // The link's own H2D rate for one block's streamed bytes.
+    const size_t block_bytes = static_cast<size_t>(block_gemm_params(c)) * dtype_size(dit.act_dtype());
+    auto pinned_s = h2d_seconds(ctx, block_bytes, true);
+    auto pageable_s = h2d_seconds(ctx, block_bytes, false);
+    if (!pinned_s.ok()) return report(pinned_s.status());
+    if (!pageable_s.ok()) return report(pageable_s.status());
     const double gemm_flops = 2.0 * static_cast<double>(S) * block_gemm_params(c);
     const double attn_flops = 4.0 * static_cast<double>(S) * static_cast<double>(S) * c.inner_dim();
     nlohmann::json j = {
@@ -150,19 +206,40 @@ int run_bench(const BenchOptions& o) {
         {"attention_seconds", attn_s},
         {"attention_tflops", attn_flops / attn_s / 1e12},
         {"weights_bytes_on_device", weight_bytes},
-        {"peak_device_bytes", device_memory_stats().peak},
-        {"peak_device_gib", static_cast<double>(device_memory_stats().peak) / (1ull << 30)},
+        {"peak_device_bytes", run_peak},
+        {"peak_device_gib", static_cast<double>(run_peak) / (1ull << 30)},
+        {"setup_peak_device_gib", static_cast<double>(setup_peak) / (1ull << 30)},
+        {"seconds_per_pass", pass_s},
+        {"residency", dit.residency_describe()},
+        {"plan", choice->describe()},
+        {"h2d_link_gbps_pinned", *pinned_s > 0 ? block_bytes / *pinned_s / 1e9 : 0.0},
+        {"h2d_link_gbps_pageable", *pageable_s > 0 ? block_bytes / *pageable_s / 1e9 : 0.0},
         {"wall_seconds", total},
     };
+    if (const model::LayerWeightSource* src = dit.block_source()) {
+        const model::ResidencyStats& rs = src->stats();
+        const double bytes_per_pass = static_cast<double>(rs.h2d_bytes) / o.iters;
+        j["h2d_bytes_per_pass"] = bytes_per_pass;
+        j["h2d_gbps_during_pass"] = bytes_per_pass / pass_s / 1e9;
+        j["uploads_per_pass"] = static_cast<double>(rs.uploads) / o.iters;
+        j["sync_loads"] = rs.sync_loads;
+        j["dequantized_per_pass"] = static_cast<double>(rs.dequantized) / o.iters;
+        j["device_resident_gib"] = static_cast<double>(rs.device_resident_bytes) / (1ull << 30);
+        j["device_ring_gib"] = static_cast<double>(rs.device_ring_bytes) / (1ull << 30);
+        j["device_staging_gib"] = static_cast<double>(rs.device_staging_bytes) / (1ull << 30);
+        j["host_master_gib"] = static_cast<double>(rs.host_master_bytes) / (1ull << 30);
+        j["host_pinned_gib"] = static_cast<double>(rs.host_pinned_bytes) / (1ull << 30);
+    }
     if (o.json) {
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::printf(
             "DiT bench on %s, %s, %lld rows: %.4f s/block, %.2f s per %d-block forward, %.0f TFLOP/s; "
-            "attention %.0f TFLOP/s; peak %.1f GiB\n",
+            "attention %.0f TFLOP/s; peak %.1f GiB; %s\n",
             ctx.device.to_string().c_str(), o.dtype.c_str(), static_cast<long long>(S), block_s,
             block_s * c.num_layers, c.num_layers, (gemm_flops + attn_flops) / block_s / 1e12,
-            attn_flops / attn_s / 1e12, static_cast<double>(device_memory_stats().peak) / (1ull << 30));
+            attn_flops / attn_s / 1e12, static_cast<double>(run_peak) / (1ull << 30),
+            dit.block_source() ? dit.block_source()->stats().summary().c_str() : "resident");
     }
     return kExitOk;
 }
@@ -430,9 +507,10 @@ Command make_bench_command() {
         dit->add_option("--blocks", o->blocks, "blocks to instantiate and time")->capture_default_str();
         dit->add_option("--iters", o->iters, "timed passes over the blocks")->capture_default_str();
         dit->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
-        dit->add_option("--dtype", o->dtype, "bf16 | fp32")
-            ->check(CLI::IsMember({"bf16", "fp32"}))
+        dit->add_option("--dtype", o->dtype, "bf16 | fp32 | fp16")
+            ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))
             ->capture_default_str();
+        add_residency_flags(dit, o->residency);
         dit->add_flag("--json", o->json, "JSON output");
         text->setup(*o->sub);
         gen->setup(*o->sub);

@@ -2,13 +2,15 @@
 //   [--seconds S | --frames F] [--size WxH | --aspect W:H] [--steps N] [--seed N] [--device cpu|cuda]
 //   [--dtype bf16|fp32] [--save-latents FILE] [--output PATH] [--progress bar|json|none]
 //   [--cache SPEC | --quality lossless|high] [--metrics FILE] [--first-frame IMG] [--last-frame IMG]
-//   [--reference [image:|video:|audio:]FILE ...]
+//   [--reference [image:|video:|audio:]FILE ...] [--dtype fp16] [--residency resident|layerwise]
+//   [--resident-blocks K] [--weight-dtype bf16|int8|auto] [--host-pinning on|off] [--gpu-memory-budget SIZE]
 #include "api/engine.h"
 #include "api/video_request.h"
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
 #include "cli/reference_options.h"
+#include "cli/residency_flags.h"
 #include "core/torch_generator.h"
 #include "io/checkpoint.h"
 #include "io/image_reader.h"
@@ -97,6 +99,7 @@ Command make_generate_command() {
         std::string first_frame, last_frame; // fl2va keyframes
         std::vector<std::string> references; // ref2va, in order
         int reference_image_edge = 2048, reference_video_edge = 768;
+        ResidencyFlags residency;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -134,9 +137,13 @@ Command make_generate_command() {
         o->sub->add_option("--seed", o->seed, "seed of the request's torch-compatible generator")
             ->capture_default_str();
         o->sub->add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
-        o->sub->add_option("--dtype", o->dtype, "bf16 | fp32")
-            ->check(CLI::IsMember({"bf16", "fp32"}))
+        o->sub
+            ->add_option("--dtype", o->dtype,
+                         "bf16 | fp32 | fp16 (GPUs without bf16: fp16 weights and activations, "
+                         "fp32 residual stream)")
+            ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))
             ->capture_default_str();
+        add_residency_flags(o->sub, o->residency);
         o->sub->add_option("--save-latents", o->save_latents,
                            "safetensors to write video_noise/video_latents [1,24,T,h,w] and audio_noise/"
                            "audio_latents [2,32,A] (f32)");
@@ -271,6 +278,28 @@ Command make_generate_command() {
         const int text_dim = ckpt->config.text_dim;
         // the cache against this checkpoint and schedule, before any weight is loaded
         if (Status s = api::check_cache(rq.cache, rq.steps, ckpt->config); !s.ok()) return report(s);
+        // ---- weight placement (the planner under --gpu-memory-budget), before any weight is loaded
+        const model::DitPrecision precision = *model::parse_precision(o->dtype, "--dtype");
+        ResidencyChoice placement;
+        {
+            std::vector<runtime::ComponentBytes> comps;
+            if (!o->residency.gpu_memory_budget.empty()) {
+                const int64_t text_rows = o->random_prompt_embeds > 0 ? o->random_prompt_embeds : 537;
+                const int cache_buffers = rq.cache.kind == cache::CacheKind::kNone ? 0 : 4;
+                auto sized = runtime::checkpoint_component_bytes(
+                    o->model, precision,
+                    workload_for(geometry->rows_per_frame() * geometry->latent_frames,
+                                 2LL * geometry->audio_latents, text_rows, rq.steps, cache_buffers,
+                                 geometry->width, geometry->height),
+                    references.empty() ? "transformer" : "transformer_ref");
+                if (!sized.ok()) return report(sized.status());
+                comps = std::move(sized).value();
+            }
+            auto choice = resolve_residency(o->residency, comps);
+            if (!choice.ok()) return report(choice.status());
+            placement = std::move(choice).value();
+            std::fprintf(stderr, "generate: %s\n", placement.describe().c_str());
+        }
         auto session = DeviceSession::open(o->device);
         if (!session.ok()) return report(session.status());
         const ops::Context& ctx = (*session)->context();
@@ -325,10 +354,12 @@ Command make_generate_command() {
             cond.tags.assign(static_cast<size_t>(L), pipeline::kTagText);
         } else {
             Result<std::unique_ptr<pipeline::Conditioner>> conditioner =
-                o->prompt_embeds.empty()
-                    ? pipeline::make_prompt_conditioner(
-                          {.checkpoint_dir = o->model, .ctx = ctx, .fp32 = o->dtype == "fp32"})
-                    : pipeline::make_embeds_conditioner(o->prompt_embeds, text_dim);
+                o->prompt_embeds.empty() ? pipeline::make_prompt_conditioner({.checkpoint_dir = o->model,
+                                                                              .ctx = ctx,
+                                                                              .fp32 = o->dtype == "fp32",
+                                                                              .fp16 = o->dtype == "fp16",
+                                                                              .residency = placement.text})
+                                         : pipeline::make_embeds_conditioner(o->prompt_embeds, text_dim);
             if (!conditioner.ok()) return report(conditioner.status());
             SigintScope sigint;
             pipeline::ConditionerRequest creq;
@@ -350,9 +381,7 @@ Command make_generate_command() {
             }
         }
 
-        model::DitLoadOptions lo{.device = ctx.device,
-                                 .precision = o->dtype == "fp32" ? model::DitPrecision::kFp32
-                                                                 : model::DitPrecision::kBf16};
+        model::DitLoadOptions lo{.device = ctx.device, .precision = precision, .residency = placement.dit};
         auto m = model::DitModel::load(*ckpt, lo, ctx);
         if (!m.ok()) return report(m.status());
         std::fprintf(stderr,
@@ -421,6 +450,9 @@ Command make_generate_command() {
             if (Status w = io::write_json_file(o->metrics, mj); !w.ok()) return report(w);
         }
         std::fprintf(stderr, "generate: %s\n", out->work.summary().c_str());
+        if (const model::LayerWeightSource* src = (*m)->block_source())
+            std::fprintf(stderr, "generate: DiT weights %s: %s\n", src->options().describe().c_str(),
+                         src->stats().summary().c_str());
         double total = 0;
         for (double s : out->step_seconds) total += s;
         if (progress == "json")
