@@ -3,6 +3,8 @@
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
 
+#include <algorithm>
+
 namespace h3::ops::cuda_impl {
 
 using namespace cuda_detail;
