@@ -414,6 +414,11 @@ Command make_generate_command() {
             return report(out.status());
         }
 
+        if (const model::LayerWeightSource* src = (*m)->block_source())
+            std::fprintf(stderr, "generate: DiT weights %s: %s\n", src->options().describe().c_str(),
+                         src->stats().summary().c_str());
+        m->reset(); // the DiT leaves the device before the decoders load (the memory plan's decode stage)
+
         // ---- outputs
         const std::map<std::string, std::string> meta = {{"seed", std::to_string(rq.seed)},
                                                          {"steps", std::to_string(rq.steps)},
@@ -450,9 +455,6 @@ Command make_generate_command() {
             if (Status w = io::write_json_file(o->metrics, mj); !w.ok()) return report(w);
         }
         std::fprintf(stderr, "generate: %s\n", out->work.summary().c_str());
-        if (const model::LayerWeightSource* src = (*m)->block_source())
-            std::fprintf(stderr, "generate: DiT weights %s: %s\n", src->options().describe().c_str(),
-                         src->stats().summary().c_str());
         double total = 0;
         for (double s : out->step_seconds) total += s;
         if (progress == "json")

@@ -20,8 +20,9 @@ void add_residency_flags(CLI::App* sub, ResidencyFlags& f) {
                     "quantized at load) | auto (int8 only where the budget needs it)")
         ->check(CLI::IsMember({"bf16", "int8", "auto"}));
     sub->add_option("--host-pinning", f.host_pinning,
-                    "page-lock the host masters of streamed weights: on (default) | off (pageable, slower "
-                    "uploads; pinning the whole model can exhaust a host)")
+                    "page-lock the host masters of streamed weights: on (default) | off (pageable: slower "
+                    "uploads that block the host, so one more ring slot is kept in flight; pinning the whole "
+                    "model can exhaust a host)")
         ->check(CLI::IsMember({"on", "off"}))
         ->capture_default_str();
     sub->add_option(
@@ -57,8 +58,12 @@ Result<ResidencyChoice> resolve_residency(const ResidencyFlags& f,
     if (f.resident_blocks >= 0 && f.residency == "resident")
         return invalid_argument("--resident-blocks applies to --residency layerwise, not resident");
     const bool pin = f.host_pinning != "off";
+    // A pageable upload blocks the host until it is done and waits for the slot's last reader first, so it
+    // refills a slot freed one block earlier: one more slot in flight keeps the device busy meanwhile.
+    const int depth = pin ? 1 : 2;
     ResidencyChoice ch;
     ch.dit.pin_host = ch.text.pin_host = pin;
+    ch.dit.prefetch_depth = ch.text.prefetch_depth = depth;
     ch.dit.int8_cache_dir = ch.text.int8_cache_dir = f.int8_cache;
     if (f.gpu_memory_budget.empty()) {
         if (f.weight_dtype == "auto")
@@ -87,12 +92,14 @@ Result<ResidencyChoice> resolve_residency(const ResidencyFlags& f,
     if (f.weight_dtype == "int8") po.format = WeightFormat::kInt8;
     po.allow_int8 = f.weight_dtype == "auto" || f.weight_dtype == "int8";
     po.keep_between_jobs = keep_between_jobs;
+    po.prefetch_depth = depth;
     auto planned = runtime::plan_memory(comps, po);
     if (!planned.ok()) return planned.status().with_context("--gpu-memory-budget " + f.gpu_memory_budget);
     runtime::MemoryPlan plan = std::move(planned).value();
     for (const runtime::ComponentPlan& cp : plan.components) {
         model::ResidencyOptions r = cp.residency;
         r.pin_host = pin;
+        r.prefetch_depth = depth;
         r.int8_cache_dir = f.int8_cache;
         if (cp.name == "transformer") ch.dit = r;
         if (cp.name == "text_encoder") ch.text = r;
