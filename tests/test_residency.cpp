@@ -10,6 +10,7 @@
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "model/dit/dit_model.h"
+#include "model/dit/dit_random.h"
 #include "model/dit/random_weights.h"
 #include "model/text/text_model.h"
 #include "model/tiny/tiny_checkpoint.h"
@@ -305,6 +306,25 @@ TEST(Int8, GenerateWithinBoundOfBf16AndResidentEqualsLayerwise) {
                 "rel-RMS %.4f\n",
                 vcos, vrel, acos, arel);
     EXPECT_FALSE(same_bits(b.out.video_latents, a.out.video_latents));
+    // One forward's velocity on a synthetic packed input (t = 0.7 video, 0.4 audio).
+    SyntheticLayout sl;
+    sl.text = 5;
+    sl.latent_frames = 7;
+    sl.latent_h = 2;
+    sl.latent_w = 4;
+    sl.audio = 37;
+    const DitPackedInputs in = synthetic_inputs(bf16->config(), sl, 0.7f, 0.4f, 3);
+    auto va = bf16->forward(in, nullptr), vb = i8_layerwise->forward(in, nullptr);
+    ASSERT_TRUE(va.ok() && vb.ok());
+    auto [fcos, frel] = compare(vb->sample, va->sample);
+    auto [facos, farel] = compare(vb->audio_sample, va->audio_sample);
+    std::printf("int8 vs bf16 (tiny, one forward): video velocity cosine %.6f rel-RMS %.4f, audio velocity "
+                "cosine %.6f rel-RMS %.4f\n",
+                fcos, frel, facos, farel);
+    EXPECT_GT(fcos, 0.999);
+    EXPECT_LT(frel, 0.05);
+    EXPECT_GT(facos, 0.999);
+    EXPECT_LT(farel, 0.05);
     // Measured 0.99999 / 0.004 on this model: the bound leaves a factor 5 on the error.
     EXPECT_GT(vcos, 0.9995);
     EXPECT_LT(vrel, 0.02);
