@@ -28,11 +28,15 @@ if ! ls /usr/local/cuda/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
+echo "== torch 2.x / transformers 5.x numerics (linspace, sigma grid, vision position embedding)"
+timeout 300 python3 tools/reference/check_torch2_numerics.py > "$OUT/torch2_numerics.txt" 2>&1
+echo "check_torch2_numerics rc=$?"; tail -12 "$OUT/torch2_numerics.txt"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTURES=90a -DH3_BUILD_BENCH=OFF \
   "${CUDNN_ARGS[@]}" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
 for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner test_audio_encoder \
-         test_audio_resample test_references test_layout test_residency test_memory_plan; do [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
+         test_audio_resample test_references test_layout test_generator test_ops_fp8 test_dit_fp8 test_residency test_memory_plan; do
+  [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"
@@ -54,7 +58,7 @@ run_test "test_generate" generate.log $T/test_generate
 [ -x $T/test_vae_encoder ] && run_test "test_vae_encoder (incl. CUDA)" vae_encoder.log $T/test_vae_encoder
 [ -x $T/test_vision ] && run_test "test_vision (incl. CUDA)" vision.log $T/test_vision
 [ -x $T/test_fl2va ] && run_test "test_fl2va" fl2va.log $T/test_fl2va
-for t in test_ref_conditioner test_audio_encoder test_audio_resample test_references test_layout; do
+for t in test_ref_conditioner test_audio_encoder test_audio_resample test_references test_layout test_generator; do
   [ -x $T/$t ] && run_test "$t (incl. CUDA where it has it)" $t.log $T/$t
 done
 [ -x $T/test_residency ] && run_test "test_residency (incl. CUDA)" residency.log $T/test_residency &&
@@ -101,6 +105,19 @@ done
 echo "tiny ref2va cuda vs cpu (fp32): $(grep -h 'encoded\|conditioning' "$OUT/ref2va_cuda.err" | tr '\n' ' ')"
 echo "tiny ref2va cpu: $(grep -h 'encoded' "$OUT/ref2va_cpu.err")"
 python3 tools/reference/compare_latents.py /tmp/ref2va_cuda.safetensors /tmp/ref2va_cpu.safetensors
+# non-release geometry from the configs (8 video latent channels, an 8x VAE, 16 audio latent channels, a 48-wide
+# conditioner): fl2va on CPU and CUDA, fp32 (the VAE encoder and decoders at those sizes, the DiT's 32-wide patches)
+$H3 make-tiny /tmp/tiny8 --latent-channels 8 --vae-stride 8 --audio-latent-channels 16 --text-dim 48 > /dev/null
+for dev in cpu cuda; do
+  timeout 120 $H3 generate --model /tmp/tiny8 --prompt "a red fox runs through snow" --size 48x32 --frames 107 \
+    --steps 6 --seed 7 --device $dev --dtype fp32 --first-frame tests/data/images/png_rgb.png \
+    --save-latents /tmp/tiny8_$dev.safetensors --output /tmp/tiny8_$dev.wav --progress none \
+    > /dev/null 2> "$OUT/tiny8_$dev.err" || { echo "tiny8 $dev failed"; tail -3 "$OUT/tiny8_$dev.err"; }
+done
+echo "tiny non-release geometry cuda vs cpu (fp32): $(grep -h 'latents' "$OUT/tiny8_cuda.err" | head -1)"
+python3 tools/reference/compare_latents.py /tmp/tiny8_cuda.safetensors /tmp/tiny8_cpu.safetensors
+# attention kernels, cuDNN configs, fp8 (tests always; the full-size benches unless H3_SKIP_BENCH=1)
+[ -f scripts/device_attention.sh ] && H3_ATTN_QUICK=${H3_SKIP_BENCH:-0} bash scripts/device_attention.sh
 pack_logs() { # at most 8 files come back from $OUT: pack the logs
   (cd "$OUT" && tar czf logs.tgz *.log *.err *.json gpu.txt 2>/dev/null && find . -maxdepth 1 -type f ! -name logs.tgz -delete)
 }
@@ -128,6 +145,20 @@ PY
 done
 timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --json > "$OUT/bench_2.json" 2> "$OUT/bench_2.err"
 echo "bench(2 blocks) rc=$?"; cat "$OUT/bench_2.json"; tail -5 "$OUT/bench_2.err"
+# the same without GEMM autotuning (cuBLASLt's first heuristic choice, as before issue #19), same run
+H3_GEMM_AUTOTUNE=0 timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --json \
+  > "$OUT/bench_2_untuned.json" 2> "$OUT/bench_2_untuned.err"
+echo "bench(2 blocks, H3_GEMM_AUTOTUNE=0) rc=$?"
+python3 - "$OUT/bench_2_untuned.json" "$OUT/bench_2.json" <<'PY'
+import json, sys
+for label, path in zip(("untuned", "tuned"), sys.argv[1:3]):
+    try: d = json.load(open(path))
+    except Exception: print(label, "missing"); continue
+    f = d.get("forward", {})
+    print(f"{label}: {d['seconds_per_block']:.4f} s/block, GEMM {d.get('gemm_tflops', 0):.0f} TFLOP/s, "
+          f"per-op ms {dict((k, round(v * 1e3, 2)) for k, v in d.get('per_op_seconds_per_block', {}).items())}")
+    for k, v in f.items(): print(f"  forward ({d.get('forward_blocks')} blocks) {k}: {v['seconds']:.4f} s, {v['device_allocations']} allocations")
+PY
 ATT=$(python3 -c "import json;print(json.load(open('$OUT/bench_2.json'))['attention_tflops'])" 2>/dev/null || echo 0)
 if python3 -c "import sys; sys.exit(0 if float('$ATT') > 100 else 1)"; then
   timeout 240 $H3 bench dit --random-weights --blocks 50 --iters 1 --json > "$OUT/bench_50.json" 2> "$OUT/bench_50.err"
@@ -198,6 +229,19 @@ if $H3 bench vae --help > /dev/null 2>&1; then
   echo "== bench vae"
   timeout 240 $H3 bench vae --random-weights --json > "$OUT/bench_vae.json" 2> "$OUT/bench_vae.err"
   echo "bench vae rc=$?"; cat "$OUT/bench_vae.json"; tail -3 "$OUT/bench_vae.err"
+  # before issue #19's device assembly: tiles stitched on the host, untuned GEMMs (same run, for the ratio)
+  H3_GEMM_AUTOTUNE=0 timeout 240 $H3 bench vae --random-weights --assemble-on-host --json \
+    > "$OUT/bench_vae_host.json" 2> "$OUT/bench_vae_host.err"
+  echo "bench vae --assemble-on-host (H3_GEMM_AUTOTUNE=0) rc=$?: $(python3 -c "import json;d=json.load(open('$OUT/bench_vae_host.json'));print(d['video_decode_seconds'])" 2>/dev/null) s"
+  echo "== bench vae --reference (5 s 1344x768 clip: TF32 implicit GEMM default; then 1-clip exact / cuDNN variants)"
+  timeout 240 $H3 bench vae --reference --random-weights --json > "$OUT/bench_vae_ref.json" 2> "$OUT/bench_vae_ref.err"
+  echo "bench vae --reference rc=$?"; cat "$OUT/bench_vae_ref.json"; tail -3 "$OUT/bench_vae_ref.err"
+  for v in "igemm_tf32::" "igemm_fp32::--exact-fp32" "cudnn_ndhwc_tf32:H3_CONV3D=cudnn:" "cudnn_ndhwc_fp32:H3_CONV3D=cudnn:--exact-fp32"; do
+    n=${v%%:*}; rest=${v#*:}; e=${rest%%:*}; flag=${rest#*:}
+    timeout 120 env $e $H3 bench vae --reference --random-weights --frames 5 $flag --json \
+      > "$OUT/bench_vae_ref5_$n.json" 2> "$OUT/bench_vae_ref5_$n.err"
+    echo "  5-frame clip $n rc=$?: $(python3 -c "import json;print(json.load(open('$OUT/bench_vae_ref5_$n.json'))['clip_encode_seconds'])" 2>/dev/null) s"
+  done
 fi
 if $H3 bench vae --help 2>&1 | grep -q -- --encode; then
   echo "== bench vae --encode"

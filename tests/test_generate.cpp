@@ -2,6 +2,7 @@
 // loop (make_pipeline_goldens.py), t2va and fl2va; progress callbacks; cancellation.
 #include "io/safetensors.h"
 #include "model/dit/dit_model.h"
+#include "model/latent_spec.h"
 #include "pipeline/generate.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,15 @@ using namespace h3;
 using namespace h3::pipeline;
 
 namespace {
+
+// The 64x32, 107-frame geometry on the latent spec of `m`'s config (the released VAEs, the model's widths).
+Geometry geometry_for(const model::DitModel& m) {
+    auto spec = model::derive_latent_spec({.dit = &m.config(), .dit_file = "the test DiT"});
+    EXPECT_TRUE(spec.ok()) << spec.status().to_string();
+    auto g = resolve_geometry({.width = 64, .height = 32, .frames = 107}, *spec);
+    EXPECT_TRUE(g.ok()) << g.status().to_string();
+    return *g;
+}
 
 std::string data(const std::string& f) {
     return std::string(H3_SOURCE_DIR) + "/tests/data/" + f;
@@ -62,7 +72,7 @@ TEST(Generate, T2vaMatchesReferenceLoop) {
     auto f = io::SafetensorsFile::open(data("pipeline/e2e_t2va.safetensors"));
     ASSERT_TRUE(f.ok());
     GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 107};
+    rq.geometry = geometry_for(*m);
     rq.steps = 4;
     rq.seed = 2024;
     std::vector<StepProgress> seen;
@@ -88,7 +98,7 @@ TEST(Generate, Fl2vaBothKeyframesMatchesReferenceLoop) {
     auto f = io::SafetensorsFile::open(data("pipeline/e2e_fl2va.safetensors"));
     ASSERT_TRUE(f.ok());
     GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 107};
+    rq.geometry = geometry_for(*m);
     rq.steps = 5;
     rq.seed = 99;
     rq.keyframes = {{KeyframeAnchor::kFirst, golden(*f, "keyframe_first")},
@@ -109,7 +119,7 @@ TEST(Generate, CancellationStopsAndReleases) {
     auto f = io::SafetensorsFile::open(data("pipeline/e2e_t2va.safetensors"));
     ASSERT_TRUE(f.ok());
     GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 107};
+    rq.geometry = geometry_for(*m);
     rq.steps = 9;
     std::atomic<bool> cancel{false};
     int steps_done = 0;
@@ -146,7 +156,7 @@ TEST(Generate, RejectsBadRequests) {
     c.embeddings = Tensor::host(Shape{4, 48}, DType::kF32);
     c.tags.assign(4, kTagText);
     GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 107};
+    rq.geometry = geometry_for(*m);
     rq.steps = 1;
     auto e = generate_latents(*m, c, rq);
     ASSERT_FALSE(e.ok());

@@ -307,6 +307,53 @@ TEST(Ops, SiluGeluSwigluGegluTransposeAdd) {
 }
 
 // The step caches' arithmetic: axpby (bit-exact across backends, in place) and the relative-L1 sums.
+
+TEST(Ops, GeluErfKeepsRelativeAccuracyForNegativeInputs) {
+    // x·Φ(x) for x down to −10 is tiny but a normal fp32 number: 1 + erf(x/√2) in fp32 cancels (at x = −4 it
+    // keeps ~3 digits, below −5.5 none), erfc(−x/√2) does not. Relative error against double-precision erfc,
+    // for gelu and for geglu (value 1 and 3), on the backend under test (the CPU reference included). The
+    // bound is the function's own conditioning: rounding x/√2 to fp32 (2⁻²⁴) moves erfc by ≈ x² times that,
+    // so (8 + 2x²)·2⁻²⁴ (≈ 1.3e-5 at x = −10, 2.4e-6 at x = −4, where the 1 + erf form is off by ~1e-3).
+    SKIP_IF_NO_BACKEND();
+    const int64_t n = 2048;
+    Tensor x = Tensor::host({1, 2 * n}, DType::kF32);
+    float* xp = x.data_as<float>();
+    for (int64_t i = 0; i < n; ++i) {
+        xp[i] = i % 2 ? 3.0f : 1.0f;                                                // geglu values
+        xp[n + i] = -10.0f + 12.0f * static_cast<float>(i) / static_cast<float>(n); // gates in [−10, 2)
+    }
+    auto exact = [](double g) { return 0.5 * g * std::erfc(-g / std::sqrt(2.0)); };
+    auto check = [&](const Guarded& got, int64_t count, auto want_of) {
+        const double eps = std::ldexp(1.0, -24);
+        EXPECT_TRUE(got.guards_intact()) << "the op wrote outside its output";
+        const std::vector<double> v_all = values(got.host());
+        ASSERT_EQ(static_cast<int64_t>(v_all.size()), count);
+        int bad = 0;
+        double worst = 0;
+        for (int64_t i = 0; i < count; ++i) {
+            const double want = want_of(i), v = v_all[static_cast<size_t>(i)];
+            const double g = xp[n + i], bound = (8.0 + 2.0 * g * g) * eps;
+            const double rel = std::fabs(v - want) / std::fabs(want);
+            worst = std::max(worst, rel / bound);
+            bad += !(rel <= bound);
+        }
+        EXPECT_EQ(bad, 0) << "worst relative error " << worst << " of the bound";
+    };
+    {
+        SCOPED_TRACE("gelu erf");
+        Tensor gates = Tensor::host({1, n}, DType::kF32);
+        std::memcpy(gates.data(), xp + n, static_cast<size_t>(n) * sizeof(float));
+        Guarded y(Tensor::host({1, n}, DType::kF32));
+        ASSERT_OK(gelu(ctx(), {.tanh = false}, dev(gates), y.t));
+        check(y, n, [&](int64_t i) { return exact(xp[n + i]); });
+    }
+    {
+        SCOPED_TRACE("geglu erf");
+        Guarded y(Tensor::host({1, n}, DType::kF32));
+        ASSERT_OK(geglu(ctx(), {.tanh = false}, dev(x), y.t));
+        check(y, n, [&](int64_t i) { return xp[i] * exact(xp[n + i]); });
+    }
+}
 TEST(Ops, AxpbyAndL1Sums) {
     SKIP_IF_NO_BACKEND();
     uint32_t seed = 900;
@@ -424,6 +471,41 @@ TEST(Ops, DequantizeRowsAndNonfinite) {
     EXPECT_NE(st.message().find("scale"), std::string::npos) << st.message();
 }
 
+// The sampling loop's Euler step: the CPU reference against the formula written out here (each operation
+// rounded in fp32), CUDA against the CPU bit for bit; in place on odd and vector-friendly sizes.
+TEST(Ops, EulerUpdate) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 1300;
+    const EulerParams steps[] = {{.timestep = 0.9f, .sigma = 0.9f, .sigma_next = 0.8f},
+                                 {.timestep = 0.37f, .sigma = 0.41f, .sigma_next = 0.0f},
+                                 {.timestep = 0.05f, .sigma = 0.0625f, .sigma_next = 0.03f}};
+    for (int64_t n : {1, 7, 8, 1000, 4099}) {
+        for (const EulerParams& p : steps) {
+            SCOPED_TRACE("n " + std::to_string(n) + " t " + std::to_string(p.timestep));
+            Tensor x = rnd({n}, DType::kF32, seed++), v = rnd({n}, DType::kF32, seed++);
+            Tensor want_t = clone(x);
+            ASSERT_OK(euler_update(Context::cpu(), p, want_t, v));
+            std::vector<double> want = values(want_t);
+            if (!on_cuda()) {
+                const float st = 1.0f - p.timestep, r = p.sigma_next / p.sigma, om = 1.0f - r;
+                const auto xv = values(x), vv = values(v);
+                for (size_t i = 0; i < xv.size(); ++i) {
+                    const float xi = static_cast<float>(xv[i]), vi = static_cast<float>(vv[i]);
+                    volatile float sv = st * vi, d = xi + sv, a = r * xi, b = om * d; // no contraction
+                    ASSERT_EQ(want[i], static_cast<double>(a + b)) << "element " << i;
+                }
+            }
+            Guarded y(x);
+            ASSERT_OK(euler_update(ctx(), p, y.t, dev(v)));
+            check_output(y, want, Tol{0, 0});
+        }
+    }
+    Tensor a = rnd({4, 3}, DType::kF32, 1), b = rnd({3, 4}, DType::kF32, 2), h = rnd({4, 3}, DType::kBF16, 3);
+    EXPECT_FALSE(euler_update(Context::cpu(), {}, a, b).ok()) << "shape mismatch";
+    EXPECT_FALSE(euler_update(Context::cpu(), {}, h, h).ok()) << "bf16";
+    EXPECT_FALSE(euler_update(Context::cpu(), {.sigma = 0.0f}, a, a).ok()) << "sigma 0";
+}
+
 // OCP e4m3fn rounding written independently of core/dtype: saturate at 448, 3 mantissa bits, subnormals
 // below 2^-6, ties to even.
 double naive_e4m3(double v) {
@@ -494,7 +576,12 @@ struct RopeCase {
 const RopeCase kRopeCases[] = {{1, 1, 2, 2, true, false, false},
                                {5, 3, 16, 16, false, false, true},
                                {7, 2, 24, 16, true, true, false},
-                               {9, 4, 128, 64, true, false, false}};
+                               {9, 4, 128, 64, true, false, false},
+                               // the DiT's head (128, rotary 96) and the video VAE's (64, rotary 48): the
+                               // register-only CUDA kernel; odd row counts leave a warp with one row
+                               {11, 3, 128, 96, true, true, false},
+                               {5, 7, 64, 48, true, true, false},
+                               {3, 5, 64, 64, true, false, true}};
 
 TEST(Ops, Rope) {
     SKIP_IF_NO_BACKEND();
@@ -724,13 +811,25 @@ struct AttnCase {
     int64_t hkv = 0; // kv heads (0: = h)
     bool causal = false;
 };
-// The last five: grouped-query and/or causal (the text encoder's attention); causal needs sq == sk, and
-// 70 rows cross the CUDA fallback's 32-key tiles and 4-query blocks unevenly.
-const AttnCase kAttnCases[] = {{1, 1, 1, 1, 0.0f},           {5, 7, 2, 16, 0.0f},
-                               {33, 17, 3, 64, 0.3f},        {17, 70, 2, 128, 0.0f},
-                               {5, 5, 4, 16, 0.0f, 2, true}, {33, 33, 4, 64, 0.0f, 4, true},
-                               {17, 23, 6, 64, 0.0f, 3},     {70, 70, 8, 128, 0.2f, 2, true},
-                               {1, 1, 4, 32, 0.0f, 1, true}};
+// Then grouped-query and/or causal (the text encoder's attention); causal needs sq == sk, and 70 rows
+// cross the CUDA fallback's 32-key tiles and 4-query blocks unevenly. The last six have head dim 128 and
+// sizes that are not multiples of the sm_90a kernel's 128-row tiles (partial query and key tiles, rows
+// past Sq in the last tile, one query row, causal GQA / MQA over several tiles, non-causal GQA).
+const AttnCase kAttnCases[] = {{1, 1, 1, 1, 0.0f},
+                               {5, 7, 2, 16, 0.0f},
+                               {33, 17, 3, 64, 0.3f},
+                               {17, 70, 2, 128, 0.0f},
+                               {5, 5, 4, 16, 0.0f, 2, true},
+                               {33, 33, 4, 64, 0.0f, 4, true},
+                               {17, 23, 6, 64, 0.0f, 3},
+                               {70, 70, 8, 128, 0.2f, 2, true},
+                               {1, 1, 4, 32, 0.0f, 1, true},
+                               {300, 333, 3, 128, 0.0f},
+                               {129, 129, 2, 128, 0.1f},
+                               {1, 200, 2, 128, 0.0f},
+                               {257, 257, 4, 128, 0.0f, 2, true},
+                               {200, 200, 8, 128, 0.0f, 1, true},
+                               {150, 190, 4, 128, 0.0f, 2}};
 
 TEST(Ops, Attention) {
     SKIP_IF_NO_BACKEND();
@@ -775,9 +874,19 @@ TEST(Ops, Attention) {
                                         s[j] / sum * vv[(j * hkv + hk) * c.d + e];
                         }
                 }
-                Guarded o(o0);
-                ASSERT_OK(attention(ctx(), p, dev(q), dev(k), dev(v), o.t));
-                check_output(o, want, kAttnTol.of(out));
+                // Every CUDA implementation that takes the call (kAuto's choice first); the CPU has one.
+                const AttentionImpl impls[] = {AttentionImpl::kAuto, AttentionImpl::kHopper,
+                                               AttentionImpl::kCudnn, AttentionImpl::kFallback};
+                for (AttentionImpl impl : impls) {
+                    if (!on_cuda() && impl != AttentionImpl::kAuto) break;
+                    SCOPED_TRACE("impl " + std::to_string(static_cast<int>(impl)));
+                    Guarded o(o0);
+                    p.impl = impl;
+                    Status st = attention(ctx(), p, dev(q), dev(k), dev(v), o.t);
+                    if (impl != AttentionImpl::kAuto && st.code() == ErrorCode::kUnimplemented) continue;
+                    ASSERT_OK(st);
+                    check_output(o, want, kAttnTol.of(out));
+                }
             }
 }
 

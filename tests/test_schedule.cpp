@@ -1,5 +1,6 @@
-// Schedule grids and the Euler update, bit-exact against torch 1.13
-// (tests/data/pipeline/schedule.safetensors).
+// Schedule grids, torch's CPU linspace and the Euler update, bit-exact against the torch 2.x numerics
+// (tests/data/pipeline/{schedule,linspace}.safetensors from tools/reference/make_schedule_goldens.py, numpy;
+// tools/reference/check_torch2_numerics.py checks them against torch 2.x itself).
 #include "io/safetensors.h"
 #include "pipeline/schedule.h"
 
@@ -61,15 +62,43 @@ TEST(Schedule, GridsMatchTorchBitForBit) {
     EXPECT_EQ(checked, 26);
 }
 
-TEST(Schedule, LinspaceIsNotTheNaiveFormula) {
-    // torch's vector path computes base + j·step; for N = 50 that differs from start + i·step somewhere,
-    // which is why the grid is reproduced kernel-exactly (the golden test above fails otherwise).
-    const auto t = torch_linspace_f32(1.0f, 0.0f, 50);
+TEST(Schedule, LinspaceMatchesTorch2) {
+    auto f =
+        io::SafetensorsFile::open(std::string(H3_SOURCE_DIR) + "/tests/data/pipeline/linspace.safetensors");
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    const struct {
+        const char* name;
+        float start, end;
+        int steps;
+    } cases[] = {{"u1to0_n16", 1, 0, 16},   {"u1to0_n50", 1, 0, 50},   {"u1to0_n1000", 1, 0, 1000},
+                 {"s0to47_n17", 0, 47, 17}, {"s0to47_n63", 0, 47, 63}, {"neg_n33", -3.25f, 7.5f, 33},
+                 {"one", 2.5f, 9, 1},       {"two", 2.5f, 9, 2}};
+    for (const auto& c : cases) {
+        EXPECT_TRUE(same_bits(torch_linspace_f32(c.start, c.end, c.steps),
+                              golden(*f, std::string("fused_") + c.name)))
+            << c.name;
+        EXPECT_TRUE(same_bits(torch_linspace_f32(c.start, c.end, c.steps, /*fused=*/false),
+                              golden(*f, std::string("unfused_") + c.name)))
+            << c.name;
+    }
+    EXPECT_TRUE(torch_linspace_f32(0, 1, 0).empty());
+}
+
+TEST(Schedule, LinspaceIsOneFmaPerElement) {
+    // torch 2.x: every element on its own, fma(step, i, start) below the midpoint and fma(−step, n−1−i, end)
+    // from it; the endpoints are exact. The unfused (DEFAULT-capability) build rounds the product first and
+    // differs somewhere on this grid, so the two forms are told apart by the goldens above.
+    const int n = 50;
+    const auto t = torch_linspace_f32(1.0f, 0.0f, n);
+    const auto u = torch_linspace_f32(1.0f, 0.0f, n, /*fused=*/false);
     const float step = -1.0f / 49.0f;
     int differ = 0;
-    for (int i = 0; i < 50; ++i)
-        differ += t[i] != (i < 25 ? std::fma(step, static_cast<float>(i), 1.0f)
-                                  : std::fma(-step, static_cast<float>(49 - i), 0.0f));
+    for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(t[i], i < n / 2 ? std::fma(step, static_cast<float>(i), 1.0f)
+                                  : std::fma(-step, static_cast<float>(n - 1 - i), 0.0f))
+            << i;
+        differ += t[i] != u[i];
+    }
     EXPECT_GT(differ, 0);
     EXPECT_EQ(t.front(), 1.0f);
     EXPECT_EQ(t.back(), 0.0f);

@@ -1,7 +1,10 @@
 // `h3-engine serve` end to end: a real server process on loopback with the tiny checkpoint on the CPU,
 // driven over HTTP. Submit → poll → download (the MP4 read back with libavformat), SSE order, list and
 // pagination, cancel and delete while running, sync, every 4xx, 429 when the queue is full, an injected
-// fault that fails alone, a bounded load test, restart recovery after kill -9, SIGTERM, TTL expiry.
+// fault that fails alone (through the test tool h3-serve-with-faults: a stand-in runner around the
+// generator), a bounded load test, restart recovery after kill -9, SIGTERM, TTL expiry; the server's latents
+// output byte-identical to `generate --save-latents` for t2va, fl2va and ref2va, and a warm server that
+// leases its resident decoders again without reading them (h3_component_loads_total).
 #include "core/status.h"
 #include "media_probe.h"
 
@@ -19,6 +22,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <spawn.h>
@@ -36,6 +40,7 @@ using namespace std::chrono_literals;
 namespace {
 
 const std::string kBinary = std::string(H3_BINARY_DIR) + "/src/cli/h3-engine";
+const std::string kFaultBinary = std::string(H3_BINARY_DIR) + "/tests/h3-serve-with-faults";
 const fs::path kWork = fs::path(H3_BINARY_DIR) / "test_serve";
 const std::string kKey = "test-key-123";
 const std::string kFaultPrompt = "INJECT FAULT";
@@ -75,14 +80,20 @@ const fs::path& tiny_model() {
 // "serve: listening on http://HOST:PORT" line.
 class Server {
 public:
-    Server(const fs::path& output_dir, std::vector<std::string> extra, const std::string& name)
+    // `binary` is h3-engine (run as `h3-engine serve ...`) or the fault-injecting test tool.
+    Server(const fs::path& output_dir, std::vector<std::string> extra, const std::string& name,
+           const std::string& binary = kBinary)
         : log_dir_(kWork / ("log_" + name)) {
         fs::create_directories(log_dir_);
         out_ = log_dir_ / "stdout.txt";
         err_ = log_dir_ / "stderr.txt";
-        std::vector<std::string> args = {
-            kBinary,  "serve", "--model",      tiny_model().string(), "--device", "cpu",
-            "--port", "0",     "--output-dir", output_dir.string(),   "--dtype",  "fp32"};
+        std::vector<std::string> args = {binary};
+        if (binary == kBinary) args.push_back("serve");
+        for (const std::string& a :
+             {std::string("--model"), tiny_model().string(), std::string("--device"), std::string("cpu"),
+              std::string("--port"), std::string("0"), std::string("--output-dir"), output_dir.string(),
+              std::string("--dtype"), std::string("fp32")})
+            args.push_back(a);
         args.insert(args.end(), extra.begin(), extra.end());
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
@@ -91,7 +102,7 @@ public:
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const int rc = posix_spawn(&pid_, kBinary.c_str(), &fa, nullptr, argv.data(), environ);
+        const int rc = posix_spawn(&pid_, binary.c_str(), &fa, nullptr, argv.data(), environ);
         posix_spawn_file_actions_destroy(&fa);
         if (rc != 0) {
             pid_ = -1;
@@ -199,6 +210,29 @@ bool running_and_denoising(const json& v) {
     return v["status"] == "in_progress" && v["progress"].get<int>() > 5;
 }
 
+// The PNG test image's bytes.
+std::string png_bytes() {
+    return read_file(fs::path(H3_SOURCE_DIR) / "tests/data/images/png_rgb.png");
+}
+
+// 2.5 s of mono PCM16 at 8 kHz: a 44-byte header then a sine.
+std::string sine_wav() {
+    std::string wav;
+    auto put = [&](uint32_t v, int bytes) {
+        for (int i = 0; i < bytes; ++i) wav.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    };
+    const uint32_t n = 20000;
+    wav += "RIFF";
+    put(36 + 2 * n, 4);
+    wav += "WAVEfmt ";
+    put(16, 4), put(1, 2), put(1, 2), put(8000, 4), put(16000, 4), put(2, 2), put(16, 2);
+    wav += "data";
+    put(2 * n, 4);
+    for (uint32_t i = 0; i < n; ++i)
+        put(static_cast<uint16_t>(static_cast<int16_t>(8000 * std::sin(0.05 * i))), 2);
+    return wav;
+}
+
 void expect_error(const httplib::Result& r, int status, const std::string& param,
                   const std::string& needle = "") {
     ASSERT_TRUE(r);
@@ -242,7 +276,7 @@ protected:
         server_ = new Server(kWork / "api_out",
                              {"--api-key", kKey, "--max-queue", "3", "--max-body-bytes", "4096", "--ttl", "0",
                               "--fault-inject-prompt", kFaultPrompt},
-                             "api");
+                             "api", kFaultBinary);
     }
     static void TearDownTestSuite() {
         delete server_;
@@ -777,22 +811,7 @@ TEST(ServeRef2va, MultipartReferences) {
         {"--max-body-bytes", "8000000", "--reference-image-edge", "64", "--reference-video-edge", "32"},
         "ref2va");
     ASSERT_TRUE(server.up());
-    std::ifstream in(std::string(H3_SOURCE_DIR) + "/tests/data/images/png_rgb.png", std::ios::binary);
-    const std::string png((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    // 2.5 s of mono PCM16 at 8 kHz: a 44-byte header then a sine
-    std::string wav;
-    auto put = [&](uint32_t v, int bytes) {
-        for (int i = 0; i < bytes; ++i) wav.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-    };
-    const uint32_t n = 20000;
-    wav += "RIFF";
-    put(36 + 2 * n, 4);
-    wav += "WAVEfmt ";
-    put(16, 4), put(1, 2), put(1, 2), put(8000, 4), put(16000, 4), put(2, 2), put(16, 2);
-    wav += "data";
-    put(2 * n, 4);
-    for (uint32_t i = 0; i < n; ++i)
-        put(static_cast<uint16_t>(static_cast<int16_t>(8000 * std::sin(0.05 * i))), 2);
+    const std::string png = png_bytes(), wav = sine_wav();
     auto c = server.client();
     httplib::MultipartFormDataItems items = {{"prompt", "a referenced ball", "", ""},
                                              {"size", "64x32", "", ""},
@@ -833,6 +852,151 @@ TEST(ServeRef2va, MultipartReferences) {
     EXPECT_EQ(wait_for(c, body_json(r)["id"])["status"], "completed");
     // the server still serves
     EXPECT_EQ(c.Get("/health")->status, 200);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The seam: one server (reduced reference sizes) and the CLI on the same tiny checkpoint.
+class ServeSeam : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        fs::remove_all(kWork / "seam_out");
+        server_ = new Server(
+            kWork / "seam_out",
+            {"--max-body-bytes", "8000000", "--reference-image-edge", "64", "--reference-video-edge", "32"},
+            "seam");
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+    void SetUp() override { ASSERT_TRUE(server_ && server_->up()); }
+    static Server* server_;
+
+    // The component loads of the server's /metrics.
+    static std::map<std::string, int> loads() {
+        auto c = server_->client();
+        auto r = c.Get("/metrics");
+        std::map<std::string, int> out;
+        if (!r) return out;
+        std::istringstream in(r->body);
+        std::string line;
+        const std::string tag = "h3_component_loads_total{component=\"";
+        while (std::getline(in, line)) {
+            if (line.rfind(tag, 0) != 0) continue;
+            const size_t end = line.find('"', tag.size());
+            out[line.substr(tag.size(), end - tag.size())] = std::stoi(line.substr(line.find("} ") + 2));
+        }
+        return out;
+    }
+};
+Server* ServeSeam::server_ = nullptr;
+
+// Runs `h3-engine generate` with the server's settings and returns the --save-latents file's bytes.
+std::string generate_latents_cli(const std::string& name, const std::string& extra) {
+    const fs::path out = kWork / ("cli_" + name + ".safetensors");
+    fs::remove(out);
+    const std::string cmd =
+        kBinary + " generate --model " + tiny_model().string() +
+        " --size 64x32 --seconds 4 --steps 3 --seed 5 --device cpu --dtype fp32 --progress "
+        "none --reference-image-edge 64 --reference-video-edge 32 " +
+        extra + " --save-latents " + out.string() + " > " + (kWork / (name + ".log")).string() + " 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(kWork / (name + ".log"));
+    return read_file(out);
+}
+
+// Waits for a job and downloads its latents.
+std::string server_latents(httplib::Client& c, const httplib::Result& submitted) {
+    EXPECT_TRUE(submitted);
+    if (!submitted) return "";
+    EXPECT_EQ(submitted->status, 200) << submitted->body;
+    const json v = wait_for(c, body_json(submitted)["id"]);
+    EXPECT_EQ(v["status"], "completed") << v.dump();
+    EXPECT_EQ(v["output_format"], "latents");
+    const std::string id = v["id"];
+    auto r = c.Get(("/v1/videos/" + id + "/content?variant=latents").c_str());
+    EXPECT_TRUE(r);
+    if (!r) return "";
+    EXPECT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "application/octet-stream");
+    expect_error(c.Get(("/v1/videos/" + id + "/content").c_str()), 400, "variant", "output_format latents");
+    return r->body;
+}
+
+TEST_F(ServeSeam, WarmServerDoesNotReloadDecoders) {
+    // The serving plan keeps the DiT and the decoders resident: they load at start, and two jobs lease them
+    // again without reading them (the counters come from the model store).
+    auto before = loads();
+    EXPECT_EQ(before["transformer"], 1);
+    EXPECT_EQ(before["vae_decoder"], 1);
+    EXPECT_EQ(before["audio_vae_decoder"], 1);
+    auto c = server_->client();
+    json metrics;
+    for (int i = 0; i < 2; ++i) {
+        const json v = wait_for(c, submit(c, tiny_request("warm " + std::to_string(i), 2))["id"]);
+        ASSERT_EQ(v["status"], "completed") << v.dump();
+        metrics = v["metrics"];
+        EXPECT_EQ(metrics["component_loads"]["vae_decoder"], 1) << metrics.dump();
+        EXPECT_EQ(metrics["component_loads"]["audio_vae_decoder"], 1) << metrics.dump();
+        EXPECT_EQ(metrics["component_loads"]["transformer"], 1) << metrics.dump();
+    }
+    EXPECT_EQ(metrics["task"], "t2va");
+    EXPECT_TRUE(metrics.contains("peak_device_memory_bytes"));
+    const auto after = loads();
+    EXPECT_EQ(after.at("vae_decoder"), 1);
+    EXPECT_EQ(after.at("audio_vae_decoder"), 1);
+    EXPECT_EQ(after.at("transformer"), 1);
+    EXPECT_EQ(after.at("text_encoder"), before["text_encoder"]);
+}
+
+TEST_F(ServeSeam, LatentsMatchGenerate) {
+    // The same job through `generate --save-latents` and through the server's latents output: the same bytes,
+    // for t2va, fl2va (a first_frame part / --first-frame) and ref2va (reference parts / --reference).
+    auto c = server_->client();
+    const std::string png = png_bytes(), wav = sine_wav();
+    const fs::path wav_file = kWork / "seam_voice.wav";
+    std::ofstream(wav_file, std::ios::binary) << wav;
+    const std::string img = std::string(H3_SOURCE_DIR) + "/tests/data/images/png_rgb.png";
+    const auto form = [](const std::string& prompt) {
+        return httplib::MultipartFormDataItems{
+            {"prompt", prompt, "", ""}, {"size", "64x32", "", ""},
+            {"seconds", "4", "", ""},   {"num_inference_steps", "3", "", ""},
+            {"seed", "5", "", ""},      {"output_format", "latents", "", ""}};
+    };
+
+    json t2va = {{"prompt", "a red fox runs through snow"},
+                 {"size", "64x32"},
+                 {"seconds", 4},
+                 {"seed", 5},
+                 {"num_inference_steps", 3},
+                 {"output_format", "latents"}};
+    const std::string served_t2va = server_latents(c, c.Post("/v1/videos", t2va.dump(), "application/json"));
+    const std::string cli_t2va = generate_latents_cli("t2va", "--prompt 'a red fox runs through snow'");
+    ASSERT_GT(cli_t2va.size(), 100u);
+    EXPECT_TRUE(served_t2va == cli_t2va) << served_t2va.size() << " vs " << cli_t2va.size() << " bytes";
+
+    auto items = form("a keyframe");
+    items.push_back({"first_frame", png, "first.png", "image/png"});
+    const std::string served_fl2va = server_latents(c, c.Post("/v1/videos", items));
+    const std::string cli_fl2va = generate_latents_cli("fl2va", "--prompt 'a keyframe' --first-frame " + img);
+    ASSERT_GT(cli_fl2va.size(), 100u);
+    EXPECT_TRUE(served_fl2va == cli_fl2va);
+    EXPECT_FALSE(cli_fl2va == cli_t2va);
+
+    items = form("a referenced ball");
+    items.push_back({"reference", png, "subject.png", "image/png"});
+    items.push_back({"reference", wav, "voice.wav", "audio/wav"});
+    const std::string served_ref2va = server_latents(c, c.Post("/v1/videos", items));
+    const std::string cli_ref2va = generate_latents_cli(
+        "ref2va", "--prompt 'a referenced ball' --reference " + img + " --reference " + wav_file.string());
+    ASSERT_GT(cli_ref2va.size(), 100u);
+    EXPECT_TRUE(served_ref2va == cli_ref2va);
+    EXPECT_FALSE(cli_ref2va == cli_t2va);
+
+    // the ref2va job ran on transformer_ref (loaded once); the video encoder is per job
+    const auto l = loads();
+    EXPECT_EQ(l.at("transformer_ref"), 1);
+    EXPECT_EQ(l.at("vae_encoder"), 2); // the fl2va job and the ref2va job
+    EXPECT_EQ(l.at("vae_decoder"), 1);
 }
 
 TEST(ServeTtl, OutputsExpire) {

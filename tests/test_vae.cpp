@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -170,6 +171,43 @@ TEST(VideoVae, TinyTiledChunkedDecodeMatchesGolden) {
     double diff = 0.0;
     for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
     EXPECT_GT(diff, 1e-3);
+}
+
+TEST(VideoVae, Rgb8RoundsHalfToEvenAsNumpy) {
+    // Samples whose x·std + mean lands exactly on k + 0.5 after ·255 (found by search around the target):
+    // numpy's round() gives the even neighbour, std::lround would give k + 1 for every even k.
+    static constexpr float kMean[3] = {0.485f, 0.456f, 0.406f}, kStd[3] = {0.229f, 0.224f, 0.225f};
+    std::vector<float> samples[3];
+    std::vector<int> want[3];
+    int even_k = 0;
+    for (int ch = 0; ch < 3; ++ch)
+        for (int k = 0; k < 255; ++k) {
+            const float target = (static_cast<float>(k) + 0.5f) / 255.0f;
+            float s = (target - kMean[ch]) / kStd[ch];
+            for (int step = 0; step < 64; ++step) s = std::nextafter(s, -100.0f);
+            for (int step = 0; step < 128; ++step, s = std::nextafter(s, 100.0f)) {
+                const float v = std::min(1.0f, std::max(0.0f, s * kStd[ch] + kMean[ch]));
+                if (v * 255.0f == static_cast<float>(k) + 0.5f) {
+                    samples[ch].push_back(s);
+                    want[ch].push_back(k % 2 == 0 ? k : k + 1);
+                    even_k += k % 2 == 0;
+                    break;
+                }
+            }
+        }
+    ASSERT_GT(even_k, 20) << "too few exact halves found";
+    const int64_t n =
+        static_cast<int64_t>(std::max({samples[0].size(), samples[1].size(), samples[2].size()}));
+    Tensor sample = Tensor::host(Shape{3, 1, 1, n}, DType::kF32);
+    for (int ch = 0; ch < 3; ++ch)
+        for (int64_t i = 0; i < n; ++i)
+            sample.data_as<float>()[ch * n + i] =
+                i < static_cast<int64_t>(samples[ch].size()) ? samples[ch][static_cast<size_t>(i)] : 0.0f;
+    Tensor rgb = sample_to_rgb8(sample);
+    for (int ch = 0; ch < 3; ++ch)
+        for (size_t i = 0; i < samples[ch].size(); ++i)
+            EXPECT_EQ(rgb.data_as<uint8_t>()[i * 3 + static_cast<size_t>(ch)], want[ch][i])
+                << "channel " << ch << " half " << want[ch][i];
 }
 
 TEST(VideoVae, RejectsBadCheckpointsAndInputs) {

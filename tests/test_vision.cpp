@@ -5,6 +5,7 @@
 // max|ref|.
 #include "cli/device_setup.h"
 #include "core/cuda_api.h"
+#include "core/dtype.h"
 #include "io/safetensors.h"
 #include "model/text/text_model.h"
 #include "model/tiny/tiny_text.h"
@@ -19,6 +20,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -168,6 +170,48 @@ TEST(Vision, TowerCpuFp32MatchesReference) {
 TEST(Vision, TowerCpuBf16NearReference) {
     // bf16 activations and weights vs the fp32 golden: a sanity bound (a layout error is O(1)).
     check_tower(TextPrecision::kBf16, ops::Context::cpu(), 5e-2);
+}
+
+TEST(Vision, PositionEmbeddingMatchesTransformers5) {
+    // Bit-exact against tests/data/vision/pos_embed.safetensors (tools/reference/make_vision_pos_goldens.py,
+    // numpy): the aligned-corners closed form src = i·(side−1)/(n−1) (some of these grids take other
+    // positions than torch.linspace gave), fp32 weights and products, the four taps summed in fp32; in bf16
+    // the tower adds that sum after one rounding ("pos_embed" hook), as `pos_embeds.to(hidden_states.dtype)`
+    // does.
+    auto ckpt = open_text_checkpoint(checkpoint());
+    ASSERT_TRUE(ckpt.ok()) << ckpt.status().to_string();
+    auto g = golden("pos_embed.safetensors");
+    auto gv = ints(g, "grids");
+    EXPECT_GT(ints(g, "linspace_rows")[0], 0);
+    std::vector<VisionGrid> grids;
+    int64_t n = 0;
+    for (size_t i = 0; i + 2 < gv.size(); i += 3) {
+        grids.push_back({int(gv[i]), int(gv[i + 1]), int(gv[i + 2])});
+        n += grids.back().patches();
+    }
+    auto want = g.tensor("pos");
+    ASSERT_TRUE(want.ok());
+    const float* w = want->data_as<float>();
+    for (TextPrecision prec : {TextPrecision::kFp32, TextPrecision::kBf16}) {
+        auto m = VisionModel::load(*ckpt, {.precision = prec}, ops::Context::cpu());
+        ASSERT_TRUE(m.ok()) << m.status().to_string();
+        Tensor pe = (*m)->position_embedding(grids);
+        ASSERT_EQ(pe.numel(), want->numel());
+        EXPECT_EQ(std::memcmp(pe.data(), w, static_cast<size_t>(pe.nbytes())), 0);
+    }
+    // The bf16 tower rounds the fp32 sum once before adding it.
+    auto m = VisionModel::load(*ckpt, {.precision = TextPrecision::kBf16}, ops::Context::cpu());
+    ASSERT_TRUE(m.ok());
+    Tensor added;
+    IntermediateHook hook;
+    hook.wants = [](const std::string& name) { return name == "pos_embed"; };
+    hook.record = [&](const std::string&, const Tensor& t) { added = *t.to(Device::cpu()); };
+    ASSERT_TRUE((*m)->forward(tower_input(n, (*m)->config().patch_dim()), grids, hook).ok());
+    ASSERT_TRUE(added.defined());
+    ASSERT_EQ(added.dtype(), DType::kBF16);
+    int wrong = 0;
+    for (int64_t i = 0; i < added.numel(); ++i) wrong += added.data_as<uint16_t>()[i] != f32_to_bf16(w[i]);
+    EXPECT_EQ(wrong, 0);
 }
 
 TEST(Vision, TowerRejectsBadGrids) {

@@ -1,5 +1,6 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
-//                     [--blocks N] [--device cuda] [--dtype bf16|fp32|fp16] [--iters K] [--json]
+//                     [--blocks N] [--device cuda] [--dtype bf16|fp32|fp16] [--precision fp8] [--iters K]
+//                     [--json]
 //                     [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
 //                     [--host-pinning on|off] [--gpu-memory-budget SIZE]
 // h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
@@ -16,11 +17,14 @@
 #include "cli/residency_flags.h"
 #include "core/cuda_api.h"
 #include "core/device_stream.h"
+#include "core/phase_timer.h"
 #include "model/audio_vae/audio_vae.h"
 #include "model/audio_vae/audio_vae_encoder.h"
+#include "model/dit/dit_fp8.h"
 #include "model/dit/dit_random.h"
 #include "model/video_vae/video_vae.h"
 #include "model/video_vae/video_vae_encoder.h"
+#include "ops/cuda/cuda_context.h"
 #include "ops/ops.h"
 
 #include <CLI/CLI.hpp>
@@ -38,7 +42,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
-    std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16";
+    std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16", precision;
     int frames = 124, text = 537, blocks = 4, iters = 2;
     bool random_weights = false, json = false;
     ResidencyFlags residency;
@@ -59,6 +63,15 @@ Result<double> h2d_seconds(const ops::Context& ctx, size_t bytes, bool pinned) {
     H3_TRY(dev.copy_from(host, stream.handle()));
     H3_TRY(stream.synchronize());
     return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// What the CUDA context's switches say (benches print them so before/after runs are labelled).
+bool gemm_autotune(const ops::Context& ctx) {
+    return ctx.is_cuda() && ctx.cuda && ctx.cuda->gemm_autotune();
+}
+std::string conv3d_backend(const ops::Context& ctx) {
+    if (!ctx.is_cuda() || !ctx.cuda) return "cpu";
+    return ctx.cuda->conv3d_cudnn() ? "cudnn" : "igemm";
 }
 
 // Block GEMM parameters (q, k, v, out, fc1, fc2) — 385.35 M at the official width.
@@ -93,7 +106,11 @@ int run_bench(const BenchOptions& o) {
     auto session = DeviceSession::open(o.device);
     if (!session.ok()) return report(session.status());
     const ops::Context& ctx = (*session)->context();
-    const auto prec = *model::parse_precision(o.dtype, "--dtype");
+    const std::string pname = o.precision.empty() ? o.dtype : o.precision; // --precision wins over --dtype
+    auto parsed = model::parse_precision(pname, o.precision.empty() ? "--dtype" : "--precision");
+    if (!parsed.ok()) return report(parsed.status());
+    const auto prec = *parsed;
+    const bool fp8 = prec == model::DitPrecision::kFp8;
     const int blocks = std::max(1, std::min(o.blocks, c.num_layers));
     // Placement of the `blocks` blocks: as the flags say, or planned for the budget.
     model::DitConfig placed = c;
@@ -113,53 +130,114 @@ int run_bench(const BenchOptions& o) {
     if (!weights.ok()) return report(weights.status());
     std::unique_ptr<model::LayerWeightSource> source;
     if (streamed) {
+        if (fp8)
+            return report(
+                invalid_argument("--precision fp8 keeps its e4m3 block weights resident; drop it or "
+                                 "use --residency resident --weight-dtype bf16"));
         auto src = model::make_dit_block_source(*weights, prec, choice->dit, ctx);
         if (!src.ok()) return report(src.status());
         source = std::move(src).value();
     }
-    model::DitModel dit(c, std::move(*weights), prec, ctx, std::move(source));
+    // The model holds `blocks` blocks (a truncated DiT: its forward runs them all); per-forward figures are
+    // also extrapolated to the config's block count from the per-block time.
+    model::DitConfig truncated = c;
+    truncated.num_layers = blocks;
+    if (fp8) { // every timed block in e4m3 (the default exceptions name the last of 50 blocks)
+        Status q = model::quantize_dit_fp8(ctx, truncated, {.bf16_layers = {}}, *weights);
+        if (!q.ok()) return report(q);
+    }
+    model::DitModel dit(truncated, std::move(*weights), prec, ctx, std::move(source));
     auto packed = model::synthetic_inputs(c, layout, 0.3f, 0.55f, 2);
     auto tables = model::random_adaln_tables(c, ctx, dit.act_dtype(), packed.timesteps, blocks, 3);
     if (!tables.ok()) return report(tables.status());
-    auto rows = dit.build_row_tables(packed, *tables);
-    if (!rows.ok()) return report(rows.status());
     const int64_t S = packed.rows, D = c.hidden_size;
-    auto h = Tensor::empty(Shape{S, D}, dit.residual_dtype(), ctx.device);
-    if (!h.ok()) return report(h.status());
-    Status st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
-    if (!st.ok()) return report(st);
     size_t weight_bytes = device_memory_stats().current;
     model::DitForwardOptions fo;
-    auto scratch = dit.make_scratch(S, fo.ffn_chunk_bytes);
-    if (!scratch.ok()) return report(scratch.status());
-    // Warm-up (plans, heuristics; a streamed model also fills its ring), then timed passes over every block,
-    // one synchronization per pass.
-    auto pass = [&]() -> Status {
-        H3_TRY(ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h)); // keeps the residual bounded
-        for (int b = 0; b < blocks; ++b)
-            H3_TRY(dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo, *scratch));
-        H3_TRY(dit.end_block_pass());
-        return (*session)->synchronize();
-    };
-    st = pass();
-    if (!st.ok()) return report(st);
-    const size_t setup_peak = device_memory_stats().peak;
-    reset_device_memory_peak();
-    if (dit.block_source()) dit.block_source()->reset_counters();
-    std::vector<double> per_pass;
-    auto t0 = Clock::now();
-    for (int it = 0; it < o.iters; ++it) {
-        auto tp = Clock::now();
+    std::vector<std::pair<std::string, double>> phases; // per-op seconds summed over one pass of the blocks
+    Status st;
+    double total = 0, pass_s = 0;
+    size_t setup_peak = 0;
+    model::ResidencyStats timed_stats; // the block source's counters over the timed passes
+    {
+        auto rows = dit.build_row_tables(packed, *tables);
+        if (!rows.ok()) return report(rows.status());
+        auto h = Tensor::empty(Shape{S, D}, dit.residual_dtype(), ctx.device);
+        if (!h.ok()) return report(h.status());
+        st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
+        if (!st.ok()) return report(st);
+        auto scratch = dit.make_scratch(S, fo.ffn_chunk_bytes);
+        if (!scratch.ok()) return report(scratch.status());
+        // Warm-up (plans, heuristics and GEMM algorithm timing; a streamed model also fills its ring), then
+        // timed passes over every block, one synchronization per pass.
+        auto pass = [&]() -> Status {
+            H3_TRY(ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h)); // keeps the residual bounded
+            for (int b = 0; b < blocks; ++b)
+                H3_TRY(dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo, *scratch));
+            H3_TRY(dit.end_block_pass());
+            return (*session)->synchronize();
+        };
         st = pass();
         if (!st.ok()) return report(st);
-        per_pass.push_back(std::chrono::duration<double>(Clock::now() - tp).count());
+        setup_peak = device_memory_stats().peak;
+        reset_device_memory_peak();
+        if (dit.block_source()) dit.block_source()->reset_counters();
+        auto t0 = Clock::now();
+        for (int it = 0; it < o.iters; ++it) {
+            st = pass();
+            if (!st.ok()) return report(st);
+        }
+        total = std::chrono::duration<double>(Clock::now() - t0).count();
+        pass_s = total / o.iters;
+        if (dit.block_source()) timed_stats = dit.block_source()->stats();
+        // Per-op device time: one more pass with events between the ops (no syncs inside the pass).
+        PhaseTimer timer(ctx.device, ctx.stream());
+        model::DitForwardOptions to = fo;
+        to.timer = &timer;
+        st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
+        for (int b = 0; b < blocks && st.ok(); ++b) {
+            st = timer.start();
+            if (st.ok())
+                st = dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, to, *scratch);
+        }
+        if (st.ok()) st = dit.end_block_pass();
+        if (!st.ok()) return report(st);
+        auto totals = timer.totals();
+        if (!totals.ok()) return report(totals.status());
+        phases = std::move(*totals);
     }
-    double total = std::chrono::duration<double>(Clock::now() - t0).count();
-    double pass_s = 0;
-    for (double x : per_pass) pass_s += x;
-    pass_s /= static_cast<double>(per_pass.size());
     const double block_s = pass_s / blocks;
-    const size_t run_peak = device_memory_stats().peak;
+    const size_t block_peak = device_memory_stats().peak;
+    // The whole (truncated) forward over a request state: embeddings, the blocks, final norm and heads. The
+    // workspace reused (no device allocation per forward) against a fresh one per forward (what every
+    // forward paid before), device-resident outputs against host copies.
+    struct ForwardRun {
+        std::string name;
+        bool reuse, on_device;
+        double seconds = 0;
+        uint64_t allocations = 0;
+    };
+    std::vector<ForwardRun> forwards = {{"fresh_workspace_host_outputs", false, false},
+                                        {"workspace_host_outputs", true, false},
+                                        {"workspace_device_outputs", true, true}};
+    {
+        auto state = dit.prepare_request(packed, fo);
+        if (!state.ok()) return report(state.status());
+        for (ForwardRun& fr : forwards) {
+            model::DitForwardOptions ffo = fo;
+            ffo.reuse_workspace = fr.reuse;
+            ffo.outputs_on_device = fr.on_device;
+            auto warm = dit.forward(packed, &*tables, ffo, &*state); // sizes the workspace, tunes, plans
+            if (!warm.ok()) return report(warm.status());
+            if (auto s2 = (*session)->synchronize(); !s2.ok()) return report(s2);
+            const uint64_t a0 = device_memory_stats().allocations;
+            const auto tf = Clock::now();
+            auto out = dit.forward(packed, &*tables, ffo, &*state);
+            if (!out.ok()) return report(out.status());
+            if (auto s2 = (*session)->synchronize(); !s2.ok()) return report(s2);
+            fr.seconds = std::chrono::duration<double>(Clock::now() - tf).count();
+            fr.allocations = device_memory_stats().allocations - a0;
+        }
+    }
     // Attention alone on the same shape.
     double attn_s = 0;
     {
@@ -170,11 +248,12 @@ int run_bench(const BenchOptions& o) {
         auto out = Tensor::empty(Shape{S, Hh, hd}, dit.act_dtype(), ctx.device);
         if (!q.ok() || !k.ok() || !v.ok() || !out.ok()) return report(internal_error("attention buffers"));
         for (auto* t : {&*q, &*k, &*v}) st = ops::fill_uniform(ctx, {.seed = 5, .bound = 1.0f}, *t);
-        st = ops::attention(ctx, {}, *q, *k, *v, *out); // warm-up
+        const ops::AttentionParams ap{.fp8 = fp8};
+        st = ops::attention(ctx, ap, *q, *k, *v, *out); // warm-up
         if (st.ok()) st = (*session)->synchronize();
         if (!st.ok()) return report(st);
         auto ta = Clock::now();
-        for (int i = 0; i < o.iters; ++i) st = ops::attention(ctx, {}, *q, *k, *v, *out);
+        for (int i = 0; i < o.iters; ++i) st = ops::attention(ctx, ap, *q, *k, *v, *out);
         if (st.ok()) st = (*session)->synchronize();
         if (!st.ok()) return report(st);
         attn_s = std::chrono::duration<double>(Clock::now() - ta).count() / o.iters;
@@ -189,7 +268,8 @@ int run_bench(const BenchOptions& o) {
     const double attn_flops = 4.0 * static_cast<double>(S) * static_cast<double>(S) * c.inner_dim();
     nlohmann::json j = {
         {"device", ctx.device.to_string()},
-        {"dtype", o.dtype},
+        {"dtype", pname},
+        {"precision", model::precision_name(prec)},
         {"size", o.size},
         {"frames", o.frames},
         {"rows", S},
@@ -206,8 +286,9 @@ int run_bench(const BenchOptions& o) {
         {"attention_seconds", attn_s},
         {"attention_tflops", attn_flops / attn_s / 1e12},
         {"weights_bytes_on_device", weight_bytes},
-        {"peak_device_bytes", run_peak},
-        {"peak_device_gib", static_cast<double>(run_peak) / (1ull << 30)},
+        {"peak_device_bytes", block_peak},
+        {"peak_device_gib", static_cast<double>(block_peak) / (1ull << 30)},
+        {"peak_device_gib_with_forward", static_cast<double>(device_memory_stats().peak) / (1ull << 30)},
         {"setup_peak_device_gib", static_cast<double>(setup_peak) / (1ull << 30)},
         {"seconds_per_pass", pass_s},
         {"residency", dit.residency_describe()},
@@ -215,9 +296,10 @@ int run_bench(const BenchOptions& o) {
         {"h2d_link_gbps_pinned", *pinned_s > 0 ? block_bytes / *pinned_s / 1e9 : 0.0},
         {"h2d_link_gbps_pageable", *pageable_s > 0 ? block_bytes / *pageable_s / 1e9 : 0.0},
         {"wall_seconds", total},
+        {"gemm_autotune", gemm_autotune(ctx)},
     };
-    if (const model::LayerWeightSource* src = dit.block_source()) {
-        const model::ResidencyStats& rs = src->stats();
+    if (dit.block_source()) {
+        const model::ResidencyStats& rs = timed_stats;
         const double bytes_per_pass = static_cast<double>(rs.h2d_bytes) / o.iters;
         j["h2d_bytes_per_pass"] = bytes_per_pass;
         j["h2d_gbps_during_pass"] = bytes_per_pass / pass_s / 1e9;
@@ -230,16 +312,36 @@ int run_bench(const BenchOptions& o) {
         j["host_master_gib"] = static_cast<double>(rs.host_master_bytes) / (1ull << 30);
         j["host_pinned_gib"] = static_cast<double>(rs.host_pinned_bytes) / (1ull << 30);
     }
+    double gemm_s = 0;
+    nlohmann::json per_op = nlohmann::json::object();
+    for (const auto& [name, secs] : phases) {
+        per_op[name] = secs / blocks;
+        if (name.rfind("gemm_", 0) == 0) gemm_s += secs / blocks;
+    }
+    j["per_op_seconds_per_block"] = per_op;
+    j["gemm_seconds_per_block"] = gemm_s;
+    j["gemm_tflops"] = gemm_s > 0 ? gemm_flops / gemm_s / 1e12 : 0.0;
+    nlohmann::json fj = nlohmann::json::object();
+    for (const ForwardRun& fr : forwards)
+        fj[fr.name] = {{"seconds", fr.seconds}, {"device_allocations", fr.allocations}};
+    j["forward_blocks"] = blocks;
+    j["forward"] = fj;
     if (o.json) {
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::printf(
             "DiT bench on %s, %s, %lld rows: %.4f s/block, %.2f s per %d-block forward, %.0f TFLOP/s; "
-            "attention %.0f TFLOP/s; peak %.1f GiB; %s\n",
-            ctx.device.to_string().c_str(), o.dtype.c_str(), static_cast<long long>(S), block_s,
+            "GEMM %.0f TFLOP/s; attention %.0f TFLOP/s; peak %.1f GiB; %s\n",
+            ctx.device.to_string().c_str(), model::precision_name(prec), static_cast<long long>(S), block_s,
             block_s * c.num_layers, c.num_layers, (gemm_flops + attn_flops) / block_s / 1e12,
-            attn_flops / attn_s / 1e12, static_cast<double>(run_peak) / (1ull << 30),
-            dit.block_source() ? dit.block_source()->stats().summary().c_str() : "resident");
+            gemm_s > 0 ? gemm_flops / gemm_s / 1e12 : 0.0, attn_flops / attn_s / 1e12,
+            static_cast<double>(block_peak) / (1ull << 30),
+            dit.block_source() ? timed_stats.summary().c_str() : "resident");
+        for (const auto& [name, secs] : phases)
+            std::printf("  %-16s %.5f s/block\n", name.c_str(), secs / blocks);
+        for (const ForwardRun& fr : forwards)
+            std::printf("  forward (%d blocks) %-30s %.4f s, %llu device allocations\n", blocks,
+                        fr.name.c_str(), fr.seconds, static_cast<unsigned long long>(fr.allocations));
     }
     return kExitOk;
 }
@@ -249,7 +351,8 @@ int run_bench(const BenchOptions& o) {
 struct VaeBenchOptions {
     std::string config = "official", size = "1344x768", device = "cuda", dtype = "f16";
     int frames = 124, tiles = 0, tile_batch = 0;
-    bool random_weights = false, json = false, encode = false, reference = false, tf32 = false;
+    bool random_weights = false, json = false, encode = false, reference = false, exact_fp32 = false;
+    bool assemble_on_host = false;
     CLI::App* sub = nullptr;
 };
 
@@ -284,7 +387,7 @@ int run_bench_vae_encode(const VaeBenchOptions& o) {
     Tensor img = Tensor::host(Shape{H, W, 3}, DType::kU8);
     for (int64_t i = 0; i < img.numel(); ++i)
         img.data_as<uint8_t>()[i] = static_cast<uint8_t>((i * 31) % 256);
-    const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = o.tf32};
+    const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = !o.exact_fp32};
     if (auto r = model::encode_keyframe(ctx, *enc, img, eo); !r.ok()) return report(r.status()); // warm-up
     const auto t0 = Clock::now();
     auto lat = model::encode_keyframe(ctx, *enc, img, eo);
@@ -330,7 +433,7 @@ int run_bench_vae_reference(const VaeBenchOptions& o) {
         Tensor clip = Tensor::host(Shape{o.frames, H, W, 3}, DType::kU8);
         for (int64_t i = 0; i < clip.numel(); ++i)
             clip.data_as<uint8_t>()[i] = static_cast<uint8_t>((i * 31 + i / (int64_t(W) * H * 3)) % 256);
-        const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = o.tf32};
+        const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = !o.exact_fp32};
         Tensor first = Tensor::host(Shape{H, W, 3}, DType::kU8);
         std::copy_n(clip.data_as<uint8_t>(), first.numel(), first.data_as<uint8_t>());
         if (auto r = model::encode_keyframe(ctx, *enc, first, eo); !r.ok())
@@ -361,7 +464,8 @@ int run_bench_vae_reference(const VaeBenchOptions& o) {
                         {"size", o.size},
                         {"frames", o.frames},
                         {"clip_encode_seconds", video_secs},
-                        {"tf32", o.tf32},
+                        {"tf32", !o.exact_fp32},
+                        {"conv3d", conv3d_backend(ctx)},
                         {"clip_latent", lat.shape().to_vector()},
                         {"clip_peak_gib", video_peak},
                         {"soundtrack_seconds", static_cast<double>(samples) / ac.sampling_rate},
@@ -401,7 +505,7 @@ int run_bench_vae(const VaeBenchOptions& o) {
     const int64_t T = (o.frames - 5) / 17 * 5 + 2, lh = H / vc.patch, lw = W / vc.patch;
     const model::ClipPlan plan =
         model::plan_clips(static_cast<int>(T), vc.clip_length, vc.patch_t, vc.token_drop);
-    const model::VideoDecodeOptions vopt{.tile_batch = o.tile_batch};
+    const model::VideoDecodeOptions vopt{.tile_batch = o.tile_batch, .assemble_on_host = o.assemble_on_host};
     const auto ty = model::split_tiles(H, vopt.tile, vopt.min_overlap, vc.patch);
     const auto tx = model::split_tiles(W, vopt.tile, vopt.min_overlap, vc.patch);
     const int total_tiles = static_cast<int>(plan.starts.size() * ty.starts.size() * tx.starts.size());
@@ -464,6 +568,8 @@ int run_bench_vae(const VaeBenchOptions& o) {
                         {"tile_clips_timed", timed_tiles},
                         {"tile_batch", batch},
                         {"extrapolated", timed_tiles != total_tiles},
+                        {"assemble_on_host", o.assemble_on_host},
+                        {"gemm_autotune", gemm_autotune(ctx)},
                         {"video_decode_seconds", video_s},
                         {"seconds_per_tile_clip", video_s / total_tiles},
                         {"video_peak_gib", video_peak},
@@ -485,16 +591,20 @@ int run_bench_vae(const VaeBenchOptions& o) {
 
 } // namespace
 
-Command bench_text_command();     // cmd_bench_text.cpp: `bench text`
-Command bench_generate_command(); // cmd_bench_generate.cpp: `bench generate`
+Command bench_text_command();      // cmd_bench_text.cpp: `bench text`
+Command bench_generate_command();  // cmd_bench_generate.cpp: `bench generate`
+Command bench_attention_command(); // cmd_bench_attention.cpp: `bench attention`
+Command bench_fp8_command();       // cmd_bench_fp8.cpp: `bench fp8`
 
 Command make_bench_command() {
     auto o = std::make_shared<BenchOptions>();
     auto vo = std::make_shared<VaeBenchOptions>();
     auto text = std::make_shared<Command>(bench_text_command());
     auto gen = std::make_shared<Command>(bench_generate_command());
+    auto attn = std::make_shared<Command>(bench_attention_command());
+    auto fp8c = std::make_shared<Command>(bench_fp8_command());
     Command c;
-    c.setup = [o, vo, text, gen](CLI::App& app) {
+    c.setup = [o, vo, text, gen, attn, fp8c](CLI::App& app) {
         o->sub = app.add_subcommand("bench", "Benchmarks (machine-readable with --json)");
         CLI::App* dit = o->sub->add_subcommand("dit", "DiT blocks with random full-width weights");
         o->sub->require_subcommand(1);
@@ -511,8 +621,13 @@ Command make_bench_command() {
             ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))
             ->capture_default_str();
         add_residency_flags(dit, o->residency);
+        dit->add_option("--precision", o->precision,
+                        "fp8: the blocks' GEMMs and attention in e4m3 (Hopper), else --dtype decides")
+            ->check(CLI::IsMember({"bf16", "fp8", "fp32"}));
         dit->add_flag("--json", o->json, "JSON output");
         text->setup(*o->sub);
+        attn->setup(*o->sub);
+        fp8c->setup(*o->sub);
         gen->setup(*o->sub);
         CLI::App* vae =
             o->sub->add_subcommand("vae", "video + audio VAE decoders with random full-width weights");
@@ -533,15 +648,21 @@ Command make_bench_command() {
             "--reference", vo->reference,
             "time the ref2va reference encoders instead: a --frames clip of --size (video encoder) and "
             "its stereo soundtrack (audio encoder)");
-        vae->add_flag("--tf32", vo->tf32,
-                      "encoder convolutions on TF32 tensor cores (--encode, --reference)");
+        vae->add_flag(
+            "--exact-fp32", vo->exact_fp32,
+            "encoder convolutions in exact fp32 instead of TF32 tensor cores (--encode, --reference)");
+        vae->add_flag(
+            "--assemble-on-host", vo->assemble_on_host,
+            "stitch and cross-fade the decoded tiles on the host (the former path, for comparison)");
         vae->add_flag("--json", vo->json, "JSON output");
         vo->sub = vae;
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
-    c.run = [o, vo, text, gen]() -> int {
+    c.run = [o, vo, text, gen, attn, fp8c]() -> int {
         if (vo->sub && vo->sub->parsed()) return run_bench_vae(*vo);
         if (gen->parsed()) return gen->run();
+        if (attn->parsed()) return attn->run();
+        if (fp8c->parsed()) return fp8c->run();
         return text->parsed() ? text->run() : run_bench(*o);
     };
     return c;

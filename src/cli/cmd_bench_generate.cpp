@@ -19,6 +19,9 @@
 #include "ops/random.h"
 #include "pipeline/generate.h"
 
+#include "model/latent_spec.h"
+#include "pipeline/geometry.h"
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -80,11 +83,9 @@ Command bench_generate_command() {
         const auto prec = *model::parse_precision(o->dtype, "--dtype");
         int W0 = 0, H0 = 0;
         std::sscanf(o->size.c_str(), "%dx%d", &W0, &H0);
-        pipeline::GeometryRequest gr;
-        gr.width = W0;
-        gr.height = H0;
-        gr.frames = o->frames;
-        auto geo = pipeline::resolve_geometry(gr);
+        auto released = model::derive_latent_spec({.dit = &cfg, .dit_file = "the official DiT config"});
+        if (!released.ok()) return report(released.status());
+        auto geo = pipeline::resolve_geometry({.width = W0, .height = H0, .frames = o->frames}, *released);
         if (!geo.ok()) return report(geo.status());
         bool any_cache = false;
         for (const std::string& t : o->caches) any_cache = any_cache || (t != "lossless" && t != "none");
@@ -121,9 +122,13 @@ Command bench_generate_command() {
             specs.push_back(*spec);
         }
         pipeline::GenerationRequest req;
-        req.geometry.width = W;
-        req.geometry.height = H;
-        req.geometry.frames = o->frames;
+        { // the released VAEs' latent spec, with the bench DiT's channels
+            auto spec = model::derive_latent_spec({.dit = &cfg, .dit_file = "the official DiT config"});
+            if (!spec.ok()) return report(spec.status());
+            auto g = pipeline::resolve_geometry({.width = W, .height = H, .frames = o->frames}, *spec);
+            if (!g.ok()) return report(g.status());
+            req.geometry = *g;
+        }
         req.steps = o->steps;
         req.seed = o->seed;
         nlohmann::json runs = nlohmann::json::array();

@@ -45,7 +45,7 @@ Command make_encode_command() {
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
         if (o->tokens_only) {
-            auto dir = pipeline::find_tokenizer_dir(o->model);
+            auto dir = model::find_tokenizer_dir(o->model);
             if (!dir.ok()) return report(dir.status());
             auto tok = model::tokenizer::Tokenizer::load(*dir);
             if (!tok.ok()) return report(tok.status());

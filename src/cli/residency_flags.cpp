@@ -1,5 +1,7 @@
 #include "cli/residency_flags.h"
 
+#include "runtime/model_store.h"
+
 namespace h3::cli {
 
 using model::Residency;
@@ -106,6 +108,63 @@ Result<ResidencyChoice> resolve_residency(const ResidencyFlags& f,
     }
     ch.plan = std::move(plan);
     return ch;
+}
+
+Result<runtime::ComputePrecision> compute_precision(const std::string& dtype, const std::string& precision) {
+    if (precision == "fp8") {
+        if (dtype != "bf16")
+            return invalid_argument("--precision fp8 needs --dtype bf16 (fp8 is a bf16-model option)");
+        return runtime::ComputePrecision::kFp8;
+    }
+    if (!precision.empty() && precision != "bf16")
+        return invalid_argument("--precision '" + precision + "' must be bf16 or fp8");
+    if (dtype == "fp32") return runtime::ComputePrecision::kFp32;
+    if (dtype == "fp16") return runtime::ComputePrecision::kFp16;
+    if (dtype == "bf16") return runtime::ComputePrecision::kDefault;
+    return invalid_argument("--dtype '" + dtype + "' must be bf16, fp16 or fp32");
+}
+
+Result<ResidencyChoice> resolve_checkpoint_residency(const ResidencyFlags& f, const std::string& root,
+                                                     runtime::ComputePrecision precision,
+                                                     const runtime::Workload& workload, bool ref2va,
+                                                     bool serving) {
+    std::vector<runtime::ComponentBytes> comps;
+    if (!f.gpu_memory_budget.empty()) {
+        H3_ASSIGN_OR_RETURN(
+            comps, runtime::checkpoint_component_bytes(root, runtime::dit_precision(precision), workload,
+                                                       ref2va ? "transformer_ref" : "transformer"));
+    }
+    if (precision == runtime::ComputePrecision::kFp8) {
+        H3_ASSIGN_OR_RETURN(ResidencyChoice ch, resolve_residency(f, comps, serving));
+        if (!ch.dit.plain())
+            return invalid_argument(
+                "--precision fp8 keeps its e4m3 block weights resident: the DiT cannot be " +
+                ch.dit.describe() + " (drop --precision fp8, or the residency flags)");
+        return ch;
+    }
+    return resolve_residency(f, comps, serving);
+}
+
+void apply_residency(const ResidencyChoice& ch, runtime::PlacementPlan& plan, bool serving) {
+    using runtime::Component;
+    plan[Component::kTransformer].weights = ch.dit;
+    plan[Component::kTransformerRef].weights = ch.dit;
+    plan[Component::kTextEncoder].weights = ch.text;
+    if (!ch.plan) return;
+    plan.memory_plan = ch.plan->text;
+    for (const runtime::ComponentPlan& cp : ch.plan->components)
+        for (Component c : runtime::kAllComponents) {
+            const bool match = cp.name == runtime::component_name(c) ||
+                               (cp.name == "transformer" && c == Component::kTransformerRef);
+            if (!match) continue;
+            if (c != Component::kTransformer && c != Component::kTransformerRef &&
+                c != Component::kTextEncoder) {
+                plan[c].weights = cp.residency;
+                plan[c].weights.pin_host = ch.dit.pin_host;
+            }
+            if (serving)
+                plan[c].residency = cp.kept ? runtime::Residency::kResident : runtime::Residency::kPerJob;
+        }
 }
 
 } // namespace h3::cli

@@ -113,7 +113,7 @@ Status device_synchronize() {
 
 Result<void*> event_create() {
     cudaEvent_t e = nullptr;
-    H3_TRY(from_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate"));
+    H3_TRY(from_cuda(cudaEventCreate(&e), "cudaEventCreate"));
     return static_cast<void*>(e);
 }
 
@@ -145,6 +145,14 @@ Status host_register(void* ptr, size_t bytes, bool read_only) {
 
 void host_unregister(void* ptr) {
     if (ptr) cudaHostUnregister(ptr);
+}
+
+Result<float> event_elapsed_ms(void* start, void* end) {
+    float ms = 0.0f;
+    H3_TRY(
+        from_cuda(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)),
+                  "cudaEventElapsedTime"));
+    return ms;
 }
 
 Result<MemoryInfo> memory_info(int device) {

@@ -5,6 +5,7 @@
 #include "core/status.h"
 
 #include <cstddef>
+#include <cstdint>
 
 namespace h3::cuda {
 
@@ -29,14 +30,16 @@ void stream_destroy(void* stream);
 Status stream_synchronize(void* stream);
 Status device_synchronize();
 
-// Events and stream ordering (uploads on a stream of their own, ordered against the ops' stream). Events are
-// created without timing.
+// Events (cudaEvent_t behind void*): ordering marks on a stream that the host can wait for or time without
+// synchronizing the whole device.
 Result<void*> event_create();
 void event_destroy(void* event);
 Status event_record(void* event, void* stream);
 // Work queued on `stream` after this call waits for `event` (no host-side wait).
 Status stream_wait_event(void* stream, void* event);
 Status event_synchronize(void* event);
+// Milliseconds between two recorded events (both complete).
+Result<float> event_elapsed_ms(void* start, void* end);
 
 // Page-locks existing host memory [ptr, ptr + bytes) (cudaHostRegister; `read_only` for a read-only file
 // mapping, which then stays shared with the page cache). Fails in a CPU-only build.
@@ -57,7 +60,27 @@ namespace h3 {
 struct DeviceMemoryStats {
     size_t current = 0;
     size_t peak = 0;
+    uint64_t allocations = 0; // allocate_device calls since the process started (benches count per forward)
 };
 DeviceMemoryStats device_memory_stats();
 void reset_device_memory_peak();
+
+// A CUDA event owned by its holder (RAII); `create` fails in a CPU-only build.
+class CudaEvent {
+public:
+    static Result<CudaEvent> create();
+    CudaEvent() = default;
+    ~CudaEvent() { cuda::event_destroy(event_); }
+    CudaEvent(CudaEvent&& o) noexcept : event_(o.event_) { o.event_ = nullptr; }
+    CudaEvent& operator=(CudaEvent&& o) noexcept;
+    CudaEvent(const CudaEvent&) = delete;
+    CudaEvent& operator=(const CudaEvent&) = delete;
+    bool valid() const { return event_ != nullptr; }
+    void* get() const { return event_; }
+    Status record(void* stream) { return cuda::event_record(event_, stream); }
+    Status synchronize() const { return cuda::event_synchronize(event_); }
+
+private:
+    void* event_ = nullptr;
+};
 } // namespace h3

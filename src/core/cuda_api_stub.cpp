@@ -59,6 +59,9 @@ Status host_register(void*, size_t, bool) {
     return no_cuda();
 }
 void host_unregister(void*) {}
+Result<float> event_elapsed_ms(void*, void*) {
+    return no_cuda();
+}
 Result<MemoryInfo> memory_info(int) {
     return no_cuda();
 }

@@ -8,7 +8,8 @@ namespace h3::ops {
 
 // y = x · sigmoid(x); x and y same shape, any float dtypes.
 Status silu(const Context& ctx, const Tensor& x, Tensor& y);
-// GELU: y = x·Φ(x) with the exact erf form, 0.5·x·(1 + erf(x/√2)) (torch.nn.GELU()), or with `tanh`
+// GELU: y = x·Φ(x) with the exact erf form (torch.nn.GELU()), evaluated as 0.5·x·erfc(−x/√2) — the same
+// function as torch's 0.5·x·(1 + erf(x/√2)) without that form's fp32 cancellation for x ≪ 0 — or with `tanh`
 // the approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (gelu_pytorch_tanh). fp32 math, one rounding
 // at the store; x and y same shape, any float dtypes.
 struct GeluParams {

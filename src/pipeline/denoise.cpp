@@ -1,6 +1,7 @@
 #include "pipeline/denoise.h"
 
 #include "cache/step_cache.h"
+#include "ops/sampling.h"
 
 #include <algorithm>
 #include <chrono>
@@ -70,10 +71,19 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
                              .teacache_coefficients = cache::teacache_coefficients_for(cfg)};
     H3_ASSIGN_OR_RETURN(std::unique_ptr<cache::StepCache> step_cache, cache::make_step_cache(o.cache, cs));
     const double flops_per_block = cache::block_flops(cfg, L.rows);
+    // Without a step cache (which reads host outputs) the latents stay where the model runs: the forwards
+    // leave their outputs on the device and the Euler step runs there, so no step crosses to the host.
+    const bool resident = !step_cache;
+    const ops::Context step_ctx = resident ? model.context() : ops::Context::cpu();
+    if (resident && !step_ctx.device.is_cpu()) {
+        H3_ASSIGN_OR_RETURN(packed.video, packed.video.to(step_ctx.device, step_ctx.stream()));
+        H3_ASSIGN_OR_RETURN(packed.audio, packed.audio.to(step_ctx.device, step_ctx.stream()));
+    }
     model::DitForwardOptions fo;
     fo.cancel = o.cancel;
     fo.ffn_chunk_bytes = o.ffn_chunk_bytes;
     fo.hook = o.hook;
+    fo.outputs_on_device = resident;
     if (cancelled_now(o)) return cancelled("generation cancelled before denoising");
     H3_ASSIGN_OR_RETURN(model::AdalnTables tables,
                         model.compute_adaln_tables(std::vector<float>(all_t.begin(), all_t.end())));
@@ -86,8 +96,8 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
     res.work.cache = o.cache.describe();
     res.work.setup_seconds = res.setup_seconds;
     const auto t_loop = Clock::now();
-    float* video = packed.video.data_as<float>() + L.condition_rows * cfg.video_patch_dim();
-    float* audio = packed.audio.data_as<float>() + L.condition_audio_rows * cfg.audio_in_channels;
+    Tensor video = packed.video.slice(0, L.condition_rows, L.condition_rows + L.video_rows); // generated rows
+    Tensor audio = packed.audio.slice(0, L.condition_audio_rows, L.condition_audio_rows + L.audio_rows);
     for (int i = 0; i < steps; ++i) {
         if (cancelled_now(o))
             return cancelled("generation cancelled after " + std::to_string(i) + " of " +
@@ -108,15 +118,23 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
             fresh = std::move(r).value();
             if (step_cache) H3_TRY(step_cache->end_step(i, fresh));
         }
-        // Each stream moves with its own Δσ, reused velocities included.
+        // Each stream moves with its own Δσ, reused velocities included (ops::euler_update is
+        // pipeline::euler_update on tensors, bit for bit).
         const size_t vi = static_cast<size_t>(i);
-        const float* v = out->sample.data_as<float>() + L.condition_rows * cfg.video_patch_dim();
-        euler_update(video, v, static_cast<size_t>(L.video_rows * cfg.video_patch_dim()),
-                     sched.video.timesteps[vi], sched.video.sigmas[vi], sched.video.sigmas[vi + 1]);
-        euler_update(audio,
-                     out->audio_sample.data_as<float>() + L.condition_audio_rows * cfg.audio_in_channels,
-                     static_cast<size_t>(L.audio_rows * cfg.audio_in_channels), sched.audio.timesteps[vi],
-                     sched.audio.sigmas[vi], sched.audio.sigmas[vi + 1]);
+        const Tensor v = out->sample.slice(0, L.condition_rows, L.condition_rows + L.video_rows);
+        const Tensor va =
+            out->audio_sample.slice(0, L.condition_audio_rows, L.condition_audio_rows + L.audio_rows);
+        H3_TRY(ops::euler_update(step_ctx,
+                                 {.timestep = sched.video.timesteps[vi],
+                                  .sigma = sched.video.sigmas[vi],
+                                  .sigma_next = sched.video.sigmas[vi + 1]},
+                                 video, v));
+        H3_TRY(ops::euler_update(step_ctx,
+                                 {.timestep = sched.audio.timesteps[vi],
+                                  .sigma = sched.audio.sigmas[vi],
+                                  .sigma_next = sched.audio.sigmas[vi + 1]},
+                                 audio, va));
+        H3_TRY(ops::synchronize(step_ctx)); // the step's time is its device time; cancellation is per step
         res.step_seconds.push_back(since(t_step));
         cache::StepRecord rec;
         if (step_cache) {
@@ -138,10 +156,8 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
             o.progress(p);
         }
     }
-    res.video_rows = Tensor::host(Shape{L.video_rows, cfg.video_patch_dim()}, DType::kF32);
-    std::copy_n(video, res.video_rows.numel(), res.video_rows.data_as<float>());
-    res.audio_rows = Tensor::host(Shape{L.audio_rows, cfg.audio_in_channels}, DType::kF32);
-    std::copy_n(audio, res.audio_rows.numel(), res.audio_rows.data_as<float>());
+    H3_ASSIGN_OR_RETURN(res.video_rows, video.to(Device::cpu(), step_ctx.stream()));
+    H3_ASSIGN_OR_RETURN(res.audio_rows, audio.to(Device::cpu(), step_ctx.stream()));
     return res;
 }
 

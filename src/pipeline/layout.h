@@ -28,7 +28,8 @@ struct LayoutParams {
     std::vector<int32_t> text_tags = {}; // one per conditioner row (kTagText, or kTagVideo for vision rows)
     std::vector<KeyframeAnchor> keyframes = {};  // fl2va condition blocks in packed order; empty for t2va
     std::vector<ReferenceBlock> references = {}; // ref2va blocks in request order (keyframes then empty)
-    int patch_h = 2, patch_w = 2;
+    // The patch, the audio channel count and the rotary clock (frames per latent, units per frame) are
+    // geometry.spec's.
 };
 
 struct PackedLayout {
@@ -46,7 +47,7 @@ struct PackedLayout {
 PackedLayout build_layout(const LayoutParams& params);
 
 // The 1-D spatial RoPE grid of an axis of `dim` latents (numpy linspace(left, left+ratio, dim/patch,
-// endpoint=False)·32 with s = sqrt(h·w)).
+// endpoint=False)·32 with s = sqrt(h·w); 32 is the rotary spatial scale, not the canvas multiple).
 std::vector<double> spatial_grid(int dim, int patch, double sqrt_area);
 
 // Per-row timesteps reduced to the forward's (sorted unique timesteps, per-row index).

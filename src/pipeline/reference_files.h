@@ -25,11 +25,12 @@ ReferenceSpec parse_reference_spec(const std::string& spec);
 // a video whose display matrix rotates it counterclockwise by 90·t degrees is shown upright this way.
 Tensor rotate_frames_clockwise(const Tensor& frames, int quarter_turns);
 
-// What a reference may cost to read: decoding stops past `max_seconds` (the clip is then marked truncated and
-// fails the duration rule) and a video whose RGB frames would pass `max_video_bytes` is refused — so an
-// upload cannot make the server decode an hour of 8K video.
+// What a reference may cost to read: decoding stops past `max_seconds` (the clip is then marked truncated;
+// references are cut to the generated length, at most 15 s, so the default loses nothing that is used) and a
+// video whose RGB frames would pass `max_video_bytes` is refused — so an upload cannot make the server decode
+// an hour of 8K video.
 struct ReferenceReadLimits {
-    double max_seconds = 15.5;                  // the 15 s rule plus a margin
+    double max_seconds = 15.5;                  // the longest generated clip (15 s) plus a margin
     int64_t max_video_bytes = int64_t{4} << 30; // 15 s of 1080p at 30 fps is ≈ 2.8 GiB
 };
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <sstream>
 
 namespace h3::pipeline {
 
@@ -26,20 +25,12 @@ std::string label(size_t i, const ReferenceMedia& r) {
     return s + ")";
 }
 
-std::string fmt_seconds(double s) {
-    std::ostringstream o;
-    o.precision(3);
-    o << std::fixed << s << " s";
-    return o.str();
-}
-
 } // namespace
 
 Status validate_references(const std::vector<ReferenceMedia>& refs, const ReferenceLimits& lim) {
     if (refs.empty()) return invalid_argument("ref2va needs at least one reference");
     std::vector<std::string> errors;
     int n[3] = {0, 0, 0};
-    double total = 0;
     for (size_t i = 0; i < refs.size(); ++i) {
         const ReferenceMedia& r = refs[i];
         ++n[static_cast<int>(r.kind)];
@@ -53,6 +44,9 @@ Status validate_references(const std::vector<ReferenceMedia>& refs, const Refere
                 errors.push_back(label(i, r) + " has no RGB8 frames");
             else if (!(r.fps > 0) || !std::isfinite(r.fps))
                 errors.push_back(label(i, r) + " has no valid frame rate (" + std::to_string(r.fps) + ")");
+            else if (resample_to_24fps(r.frames.dim(0), r.fps).empty())
+                errors.push_back(label(i, r) + ": its " + std::to_string(r.frames.dim(0)) + " frame(s) at " +
+                                 std::to_string(r.fps) + " fps leave no frame at 24 fps");
             break;
         case ReferenceKind::kAudio:
             if (!r.audio.defined() || r.audio.dim(1) < 1) errors.push_back(label(i, r) + " has no samples");
@@ -67,15 +61,6 @@ Status validate_references(const std::vector<ReferenceMedia>& refs, const Refere
             if (r.sample_rate <= 0)
                 errors.push_back(label(i, r) + " has no valid sample rate (" + std::to_string(r.sample_rate) +
                                  ")");
-        }
-        if (r.kind != ReferenceKind::kImage) {
-            const double s = r.clip_seconds();
-            total += s;
-            if (r.truncated || s < lim.min_clip_seconds || s > lim.max_clip_seconds)
-                errors.push_back(label(i, r) + " lasts " + (r.truncated ? "more than " : "") +
-                                 fmt_seconds(s) + "; each clip must last " +
-                                 fmt_seconds(lim.min_clip_seconds) + " to " +
-                                 fmt_seconds(lim.max_clip_seconds));
         }
     }
     const int images = n[0], videos = n[1], audios = n[2];
@@ -93,16 +78,13 @@ Status validate_references(const std::vector<ReferenceMedia>& refs, const Refere
                          std::to_string(lim.max_references) + " in all");
     if (audios > 0 && images == 0 && videos == 0)
         errors.push_back("audio references cannot be used alone: add at least one image or video reference");
-    if (total > lim.max_total_clip_seconds + 1e-9)
-        errors.push_back("the video and audio references last " + fmt_seconds(total) + " together; at most " +
-                         fmt_seconds(lim.max_total_clip_seconds));
     if (errors.empty()) return ok_status();
     std::string msg = "references: ";
     for (size_t i = 0; i < errors.size(); ++i) msg += (i ? "; " : "") + errors[i];
     return invalid_argument(msg);
 }
 
-Result<Canvas> reference_image_size(int width, int height, int short_edge) {
+Result<Canvas> reference_image_size(int width, int height, int short_edge, int multiple) {
     if (width <= 0 || height <= 0)
         return invalid_argument("a reference image must have a positive size, got " + std::to_string(width) +
                                 "x" + std::to_string(height));
@@ -110,7 +92,7 @@ Result<Canvas> reference_image_size(int width, int height, int short_edge) {
         return invalid_argument("a reference image must be within 1:4 and 4:1, got " + std::to_string(width) +
                                 "x" + std::to_string(height));
     const double scale = static_cast<double>(short_edge) / std::min(width, height);
-    const double m = kCanvasMultiple;
+    const double m = multiple;
     // Python: max(m, round(h·scale/m)·m) — round() is half to even, as nearbyint in the default mode.
     Canvas c;
     c.height = static_cast<int>(std::max(m, std::nearbyint(height * scale / m) * m));
@@ -153,10 +135,6 @@ ConditionerFrames sample_conditioner_frames(int64_t frames, double fps, double s
     return out;
 }
 
-int64_t trim_reference_frames(int64_t frames) {
-    return std::max<int64_t>(1, (frames - 5) / 17) * 17 + 5;
-}
-
 namespace {
 
 io::RgbImage frame_image(const Tensor& frames, int64_t i) {
@@ -175,8 +153,8 @@ Result<Tensor> normalize_waveform(const ReferenceMedia& r, const NormalizeOption
     for (int c = 0; c < 2; ++c)
         std::memcpy(stereo.data_as<float>() + c * keep, src + (ch == 1 ? 0 : c) * r.audio.dim(1),
                     static_cast<size_t>(keep) * sizeof(float));
-    if (r.sample_rate == o.audio_rate) return stereo;
-    return resample_audio(stereo, r.sample_rate, o.audio_rate);
+    if (r.sample_rate == o.spec.audio_sample_rate) return stereo;
+    return resample_audio(stereo, r.sample_rate, o.spec.audio_sample_rate);
 }
 
 } // namespace
@@ -196,7 +174,8 @@ Result<std::vector<NormalizedReference>> normalize_references(const std::vector<
             n.audio = std::move(w).value();
         }
         if (r.kind == ReferenceKind::kImage) {
-            auto size = reference_image_size(r.image.width, r.image.height, o.image_short_edge);
+            auto size = reference_image_size(r.image.width, r.image.height, o.image_short_edge,
+                                             o.spec.canvas_multiple());
             if (!size.ok()) return size.status().with_context(what);
             n.image = size->width == r.image.width && size->height == r.image.height
                           ? r.image
@@ -206,7 +185,8 @@ Result<std::vector<NormalizedReference>> normalize_references(const std::vector<
             if (src.size() > static_cast<size_t>(o.num_frames)) src.resize(static_cast<size_t>(o.num_frames));
             if (src.empty()) return invalid_argument(what + ": no frame left after resampling to 24 fps");
             const int h = static_cast<int>(r.frames.dim(1)), w = static_cast<int>(r.frames.dim(2));
-            auto canvas = canvas_from_aspect(w, h, o.video_short_edge); // the target's canvas rule
+            // the target's canvas rule
+            auto canvas = canvas_from_aspect(w, h, o.spec.canvas_multiple(), o.video_short_edge);
             if (!canvas.ok()) return canvas.status().with_context(what);
             const int64_t frame_bytes = static_cast<int64_t>(canvas->width) * canvas->height * 3;
             n.frames = Tensor::host(Shape{static_cast<int64_t>(src.size()), canvas->height, canvas->width, 3},

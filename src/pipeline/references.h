@@ -1,7 +1,10 @@
 // ref2va references (spec §1, §3, §8.2; diffusers MiniMaxH3Ref2VASetupStep and references.py): decoded media
 // in request order, the request rules, and the normalization onto the model's own rates and resolutions.
-//   - rules: ≥ 1 reference; ≤ 9 images, ≤ 3 videos, ≤ 3 audio clips, ≤ 12 in all; audio never alone; each
-//     video / audio clip 2–15 s long and the clips ≤ 15 s together (official README);
+//   - rules (diffusers' check_inputs and reference preparation, nothing beyond): ≥ 1 reference; ≤ 9 images,
+//     ≤ 3 videos, ≤ 3 audio clips, ≤ 12 in all; audio never alone; images within 1:4..4:1; video frames RGB
+//     at a positive rate, at least one frame left on the 24 fps grid; audio mono or stereo at a positive
+//     rate. Clip lengths are not rules: a longer clip is cut to the generated length and a short one is used
+//     whole (the VAE encoder pads it, as diffusers' does);
 //   - image: resized (PIL LANCZOS, upscaling included) to a 2048-px short edge, each side rounded half-even
 //     to a multiple of 32, no area cap; aspect within [1/4, 4];
 //   - video: onto 24 fps by whole-frame drop/duplicate (ffmpeg's fps filter: source frame i lands on slot
@@ -31,14 +34,13 @@ struct ReferenceMedia {
     double fps = 24.0;      // kVideo: the rate `frames` carries
     Tensor audio;           // kAudio, or a video's soundtrack (undefined: none): [C, N] f32, C = 1 or 2
     int sample_rate = 0;    // of `audio`
-    bool truncated = false; // the reader stopped early: the clip is longer than it was allowed to read
+    bool truncated = false; // the reader stopped early (past the longest generated clip: nothing lost)
     bool has_audio() const { return kind == ReferenceKind::kAudio || audio.defined(); }
     double clip_seconds() const; // video: F/fps; audio: N/rate; image: 0
 };
 
 struct ReferenceLimits {
     int max_images = 9, max_videos = 3, max_audios = 3, max_references = 12;
-    double min_clip_seconds = 2.0, max_clip_seconds = 15.0, max_total_clip_seconds = 15.0;
 };
 
 // Every rule the request breaks is reported in one invalid_argument naming the references concerned.
@@ -56,7 +58,7 @@ struct NormalizedReference {
 
 struct NormalizeOptions {
     int num_frames = 124;   // the target's aligned frame count (17n+5)
-    int audio_rate = 32000; // the audio VAE's sampling rate
+    model::LatentSpec spec; // the checkpoint's: canvas multiple, audio VAE sampling rate
     // The reference resolutions: the released model's 2048-px image short edge (diffusers' Ref2VA setup step
     // takes it as `reference_image_short_edge`) and the 768-px canvas rule for videos. Smaller values are a
     // reduced-cost mode (tests on the CPU, small GPUs); they change what the model sees.
@@ -67,8 +69,8 @@ struct NormalizeOptions {
 Result<std::vector<NormalizedReference>> normalize_references(const std::vector<ReferenceMedia>& references,
                                                               const NormalizeOptions& options);
 
-// The pieces, exposed for tests.
-Result<Canvas> reference_image_size(int width, int height, int short_edge = 2048);
+// The pieces, exposed for tests. Sides are multiples of `multiple` (LatentSpec::canvas_multiple).
+Result<Canvas> reference_image_size(int width, int height, int short_edge, int multiple);
 // Source frame index of every 24 fps output frame.
 std::vector<int64_t> resample_to_24fps(int64_t frames, double fps);
 
@@ -82,7 +84,6 @@ struct ConditionerFrames {
 ConditionerFrames sample_conditioner_frames(int64_t frames, double fps = 24.0, double sample_fps = 2.0,
                                             int temporal_patch = 2);
 
-// The frames the video VAE encodes: snapped down to 17n+5 (at least 22).
-int64_t trim_reference_frames(int64_t frames);
+// The frames the video VAE encodes of a reference video: LatentSpec::align_frames_down (17n+5, at least 22).
 
 } // namespace h3::pipeline

@@ -1,5 +1,7 @@
 #include "pipeline/schedule.h"
 
+#include "ops/sampling.h"
+
 #include <cmath>
 #include <string>
 
@@ -47,13 +49,7 @@ void euler_update(float* x, const float* v, size_t n, float timestep, float sigm
     const float sigma_t = 1.0f - timestep;
     const float ratio = sigma_next / sigma;
     const float one_minus = 1.0f - ratio;
-    for (size_t i = 0; i < n; ++i) {
-        const float sv = sigma_t * v[i];
-        const float denoised = x[i] + sv;
-        const float a = ratio * x[i];
-        const float b = one_minus * denoised;
-        x[i] = a + b;
-    }
+    for (size_t i = 0; i < n; ++i) x[i] = ops::euler_step(x[i], v[i], sigma_t, ratio, one_minus);
 }
 
 } // namespace h3::pipeline

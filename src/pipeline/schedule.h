@@ -20,7 +20,9 @@ struct Schedule {
     int forwards() const { return static_cast<int>(timesteps.size()); }
 };
 
-// σ' = s·u / (1 + (s−1)·u) over u = linspace(1, 0, N) in fp32, consecutive duplicates removed.
+// σ' = s·u / (1 + (s−1)·u) over u = torch.linspace(1, 0, N) in fp32 as torch 2.x computes it on the CPU
+// (core/torch_linspace.h; diffusers' MiniMaxH3Scheduler builds the grid there), consecutive duplicates
+// removed.
 Result<Schedule> make_schedule(int grid_points, double shift);
 
 struct DualSchedule {
@@ -32,7 +34,8 @@ Result<DualSchedule> make_dual_schedule(int grid_points, double video_shift = kD
                                         double audio_shift = kDefaultAudioShift);
 
 // x ← r·x + (1−r)·(x + (1−t)·v) with r = σ_next/σ, each operation rounded to fp32 like the reference's
-// tensor ops (σ for x0 comes from the timestep, the ratio from the grid).
+// tensor ops (σ for x0 comes from the timestep, the ratio from the grid). ops::euler_update is the same step
+// on tensors (host or device; bit-identical).
 void euler_update(float* x, const float* v, size_t n, float timestep, float sigma, float sigma_next);
 
 } // namespace h3::pipeline

@@ -6,7 +6,6 @@
 
 #include <httplib.h>
 
-#include "pipeline/reference_files.h"
 #include <cmath>
 #include <ctime>
 
@@ -79,7 +78,7 @@ struct FormKeyframes {
     std::vector<pipeline::ReferenceMedia> references; // `reference` parts (ref2va), in upload order
 };
 
-Result<nlohmann::json> form_to_json(const httplib::Request& req, const api::VideoRequestLimits& limits,
+Result<nlohmann::json> form_to_json(const httplib::Request& req, const api::WireLimits& limits,
                                     FormKeyframes& keyframes, std::string& bad_field) {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& [name, part] : req.files) {
@@ -139,35 +138,25 @@ Result<nlohmann::json> form_to_json(const httplib::Request& req, const api::Vide
     return j;
 }
 
-// Parses the body of a submission (JSON or multipart form) and checks it against the checkpoint.
-Result<api::VideoRequest> parse_submission(const httplib::Request& req, const api::VideoRequestLimits& limits,
-                                           const HttpServer::Checker& check, std::string& bad_field) {
-    Result<api::VideoRequest> rq = invalid_argument("body: empty");
+// Parses the body of a submission (JSON or multipart form) and builds the job against the checkpoint.
+Result<api::VideoRequest> parse_submission(const httplib::Request& req, const api::WireLimits& limits,
+                                           const pipeline::JobBuilder& builder, std::string& bad_field) {
+    Result<api::WireRequest> wire = invalid_argument("body: empty");
     if (req.is_multipart_form_data()) {
         FormKeyframes kf;
         auto j = form_to_json(req, limits, kf, bad_field);
         if (!j.ok()) return j.status();
-        rq = api::parse_video_request(*j, limits, &bad_field);
-        if (rq.ok() && (kf.first || kf.last)) {
-            if (Status s = api::attach_keyframes(*rq, kf.first ? &*kf.first : nullptr,
-                                                 kf.last ? &*kf.last : nullptr, &bad_field);
-                !s.ok())
-                return s;
-        }
-        if (rq.ok() && !kf.references.empty()) {
-            if (Status s = api::attach_references(*rq, kf.references, limits, &bad_field); !s.ok()) return s;
+        wire = api::read_video_body(*j, &bad_field);
+        if (wire.ok()) {
+            wire->input.first_frame = std::move(kf.first);
+            wire->input.last_frame = std::move(kf.last);
+            wire->input.references = std::move(kf.references);
         }
     } else {
-        rq = api::parse_video_request_text(req.body, limits, &bad_field);
+        wire = api::read_video_body_text(req.body, &bad_field);
     }
-    if (!rq.ok()) return rq.status();
-    if (check) {
-        if (Status s = check(*rq); !s.ok()) {
-            bad_field = "cache";
-            return s;
-        }
-    }
-    return rq;
+    if (!wire.ok()) return wire.status();
+    return api::build_video_request(std::move(wire).value(), builder, &bad_field);
 }
 
 // A submission the board refused, as an HTTP error.
@@ -188,6 +177,21 @@ void send_refusal(httplib::Response& res, const SubmitResult& r, Metrics& metric
     }
 }
 
+// The file a completed job serves for `variant`: a WAV job's content is its audio whatever the variant, a
+// latents job's its safetensors.
+struct ContentFile {
+    const char* name;
+    const char* type;
+    const char* extension;
+};
+ContentFile content_file(api::OutputFormat format, const std::string& variant) {
+    if (format == api::OutputFormat::kLatents)
+        return {api::kLatentsFile, api::output_content_type(format), ".safetensors"};
+    if (format == api::OutputFormat::kMp4 && variant == "video")
+        return {api::kVideoFile, "video/mp4", ".mp4"};
+    return {api::kAudioFile, "audio/wav", ".wav"};
+}
+
 // Compares in time independent of where the strings differ (the length is not secret).
 bool constant_time_equal(const std::string& a, const std::string& b) {
     if (a.size() != b.size()) return false;
@@ -198,9 +202,9 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 
 } // namespace
 
-HttpServer::HttpServer(JobBoard& board, const JobStore& store, Metrics& metrics, Checker check,
-                       HttpOptions options)
-    : board_(board), store_(store), metrics_(metrics), check_(std::move(check)), options_(std::move(options)),
+HttpServer::HttpServer(JobBoard& board, const JobStore& store, Metrics& metrics,
+                       const pipeline::JobBuilder& builder, HttpOptions options)
+    : board_(board), store_(store), metrics_(metrics), builder_(builder), options_(std::move(options)),
       svr_(std::make_unique<httplib::Server>()) {
     const size_t threads = static_cast<size_t>(std::max(4, options_.threads));
     svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -290,7 +294,9 @@ void HttpServer::routes() {
                   {{"status", closed ? "stopping" : "ok"},
                    {"queue_depth", board_.queue_depth()},
                    {"queue_capacity", board_.max_queue()},
-                   {"running", board_.running()}},
+                   {"running", board_.running()},
+                   {"placement", options_.placement},
+                   {"memory_plan", options_.memory_plan}},
                   closed ? 503 : 200);
     });
     s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -303,7 +309,7 @@ void HttpServer::routes() {
 
     s.Post("/v1/videos", [this](const httplib::Request& req, httplib::Response& res) {
         std::string field;
-        auto rq = parse_submission(req, options_.limits, check_, field);
+        auto rq = parse_submission(req, options_.limits, builder_, field);
         if (!rq.ok()) {
             metrics_.job_rejected("invalid");
             send_error(res, 400, rq.status().message(), field, error_code_name(rq.status().code()));
@@ -316,7 +322,7 @@ void HttpServer::routes() {
 
     s.Post("/v1/videos/sync", [this](const httplib::Request& req, httplib::Response& res) {
         std::string field;
-        auto rq = parse_submission(req, options_.limits, check_, field);
+        auto rq = parse_submission(req, options_.limits, builder_, field);
         if (!rq.ok()) {
             metrics_.job_rejected("invalid");
             send_error(res, 400, rq.status().message(), field, error_code_name(rq.status().code()));
@@ -330,11 +336,8 @@ void HttpServer::routes() {
         const api::VideoRecord& rec = snap.record;
         res.set_header("X-Video-Id", rec.id);
         if (rec.status == api::JobStatus::kCompleted) {
-            const bool mp4 = rec.output_format == api::OutputFormat::kMp4;
-            const char* file = mp4 ? api::kVideoFile : api::kAudioFile;
-            if (send_file(res, store_.content_path(rec.id, file), api::output_content_type(rec.output_format),
-                          rec.id + (mp4 ? ".mp4" : ".wav")))
-                return;
+            const ContentFile f = content_file(rec.output_format, "video");
+            if (send_file(res, store_.content_path(rec.id, f.name), f.type, rec.id + f.extension)) return;
             return send_error(res, 410, "video " + rec.id + " was deleted before it could be sent", "id",
                               "gone");
         }
@@ -384,17 +387,20 @@ void HttpServer::routes() {
         if (!job) return;
         const api::VideoRecord rec = board_.wait(job, UINT64_MAX, std::chrono::milliseconds(0)).record;
         const std::string variant = req.has_param("variant") ? req.get_param_value("variant") : "video";
-        if (variant != "video" && variant != "audio")
-            return send_error(res, 400, "variant must be video or audio, got '" + variant + "'", "variant");
+        if (variant != "video" && variant != "audio" && variant != "latents")
+            return send_error(res, 400, "variant must be video, audio or latents, got '" + variant + "'",
+                              "variant");
         if (rec.status != api::JobStatus::kCompleted)
             return send_error(
                 res, 409, "video " + rec.id + " is " + api::job_status_name(rec.status) + ", not completed",
                 "id", "not_ready");
-        // a WAV job's content is its audio whatever the variant
-        const bool video = variant == "video" && rec.output_format == api::OutputFormat::kMp4;
-        const char* file = video ? api::kVideoFile : api::kAudioFile;
-        if (!send_file(res, store_.content_path(rec.id, file), video ? "video/mp4" : "audio/wav",
-                       rec.id + (video ? ".mp4" : ".wav")))
+        if ((variant == "latents") != (rec.output_format == api::OutputFormat::kLatents))
+            return send_error(res, 400,
+                              "variant " + variant + ": video " + rec.id + " was made with output_format " +
+                                  api::output_format_name(rec.output_format),
+                              "variant");
+        const ContentFile f = content_file(rec.output_format, variant);
+        if (!send_file(res, store_.content_path(rec.id, f.name), f.type, rec.id + f.extension))
             send_error(res, 404, "the content of " + rec.id + " is gone", "id", "not_found");
     });
 

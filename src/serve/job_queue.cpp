@@ -177,11 +177,11 @@ std::shared_ptr<Job> JobBoard::next() {
     return running_;
 }
 
-void JobBoard::progress(const std::shared_ptr<Job>& job, const api::JobProgress& p) {
+void JobBoard::progress(const std::shared_ptr<Job>& job, const pipeline::JobProgress& p) {
     std::lock_guard<std::mutex> lock(mu_);
     job->record.progress = std::max(job->record.progress, p.percent);
-    job->record.stage = api::stage_name(p.stage);
-    if (p.stage == api::Stage::kDenoise) {
+    job->record.stage = pipeline::stage_name(p.stage);
+    if (p.stage == pipeline::Stage::kDenoise) {
         job->step = p.step;
         job->total = p.total;
     }

@@ -4,10 +4,10 @@
 // SSE and sync waiters block on a job's version. All state sits behind one mutex.
 #pragma once
 
-#include "api/engine.h"
-#include "api/video_object.h"
-#include "api/video_request.h"
+#include "pipeline/generator.h"
 #include "serve/job_store.h"
+#include "serve/wire/video_object.h"
+#include "serve/wire/video_request.h"
 
 #include <atomic>
 #include <chrono>
@@ -85,7 +85,7 @@ public:
 
     // Worker side
     std::shared_ptr<Job> next(); // blocks; nullptr once closed and nothing is left to run
-    void progress(const std::shared_ptr<Job>& job, const api::JobProgress& p);
+    void progress(const std::shared_ptr<Job>& job, const pipeline::JobProgress& p);
     // Records the end of a run: the outcome, the error or the metrics. Returns false when the job was
     // deleted meanwhile (its directory is removed here).
     bool finish(const std::shared_ptr<Job>& job, FinalOutcome outcome, std::optional<api::JobError> error,

@@ -129,7 +129,7 @@ Result<Recovery> JobStore::recover(int64_t now) const {
             rec.skipped.push_back(name + ": its record names " + record.id);
             continue;
         }
-        for (const char* f : {api::kVideoFile, api::kAudioFile}) fs::remove(partial_path(name, f), ec);
+        for (const char* f : api::kContentFiles) fs::remove(partial_path(name, f), ec);
         if (!api::is_final(record.status)) {
             const std::string was = api::job_status_name(record.status);
             record.status = api::JobStatus::kFailed;

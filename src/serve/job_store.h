@@ -4,8 +4,8 @@
 // queued or running when the process died is marked failed with the reason, never dropped.
 #pragma once
 
-#include "api/video_object.h"
 #include "core/status.h"
+#include "serve/wire/video_object.h"
 
 #include <string>
 #include <vector>

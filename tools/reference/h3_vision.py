@@ -6,10 +6,11 @@ Written from /work/shared/spec/h3-model.md §8.1/§8.2 and the semantics of tran
 Vision tower (weights `model.visual.*`, config = text_encoder/config.json's `vision_config`):
   x = pixel_rows @ W_patch^T + b          W_patch = Conv3d weight [hidden, C, T, P, P] flattened (kernel = stride)
   x = x + pos                              learned table [side², hidden] bilinearly interpolated to each image's
-                                           (h, w) patch grid: hi = linspace(0, side-1, h) (fp32), floor = int(hi),
-                                           ceil = min(floor+1, side-1), taps 00, 01, 10, 11 weighted
-                                           (1-dh)(1-dw), (1-dh)dw, dh(1-dw), dh·dw, summed in that order; rows
-                                           permuted to merge-window order, repeated per frame
+                                           (h, w) patch grid as transformers 5.x vision_utils does (bilinear,
+                                           aligned corners): src = i·(side-1) / max(n-1, 1) (fp32), taps floor
+                                           and floor+1 clipped, per-axis weights (1 - |src - floor - o|), taps
+                                           00, 01, 10, 11 weighted h_a·w_b and summed from 0 in that order; rows
+                                           in merge-window order, repeated per frame
   per block:  x += proj(attn(LN1(x)));  x += fc2(gelu_tanh(fc1(LN2(x))))      LayerNorm eps 1e-6
               attn: q, k, v = split(qkv(x)) per head; 2-D rotary: inv_j = 1/10000^(2j/(D/2)), j < D/4;
               angles [row·inv, col·inv], duplicated → cos/sin over D, rotate-half; softmax(q k^T/√D) v within
@@ -72,23 +73,27 @@ def merge_order(h, w, m):
     return torch.tensor(rows), torch.tensor(cols)
 
 
+def _interp_axis(n, side):
+    """transformers 5.x _interpolation_axis_taps_weights(mode="bilinear", align_corners=True) for n positions."""
+    index = torch.arange(n).to(torch.float32)
+    src = index * (side - 1) / torch.clamp(torch.full((n,), n) - 1, min=1)
+    floor = torch.floor(src)
+    offsets = torch.arange(0, 2)
+    taps = (floor.long()[:, None] + offsets).clamp(0, side - 1)
+    weights = (1 - (src[:, None] - floor[:, None] - offsets).abs()).clamp(min=0)
+    return taps, weights
+
+
 def pos_embedding(table, grids, m):
     side = int(round(math.sqrt(table.shape[0])))
     out = []
     for t, h, w in grids:
-        hi = torch.linspace(0, side - 1, h)
-        wi = torch.linspace(0, side - 1, w)
-        hf, wf = hi.int().long(), wi.int().long()
-        hc, wc = (hf + 1).clamp(max=side - 1), (wf + 1).clamp(max=side - 1)
-        dh, dw = hi - hf.float(), wi - wf.float()
-        taps = [(hf, wf, (1 - dh)[:, None] * (1 - dw)[None]), (hf, wc, (1 - dh)[:, None] * dw[None]),
-                (hc, wf, dh[:, None] * (1 - dw)[None]), (hc, wc, dh[:, None] * dw[None])]
-        pe = None
-        for ih, iw, wt in taps:
-            p = table[(ih[:, None] * side + iw[None]).reshape(-1)] * wt.reshape(-1, 1)
-            pe = p if pe is None else pe + p
+        ht, hw = _interp_axis(h, side)
+        wt, ww = _interp_axis(w, side)
         r, c = merge_order(h, w, m)
-        pe = pe[r * w + c]
+        idx = (ht[r][:, :, None] * side + wt[c][:, None, :]).reshape(-1, 4)
+        wts = (hw[r][:, :, None] * ww[c][:, None, :]).reshape(-1, 4)
+        pe = (table[idx] * wts[:, :, None]).sum(1)
         out.append(pe.repeat(t, 1))
     return torch.cat(out)
 

@@ -9,7 +9,7 @@ The DiT is tools/reference/h3_dit.py (fp32 mode).  Runs on torch 1.13 CPU + nump
 Outputs (deterministic; torch's CPU RNG on an x86-64 machine with AVX2, torch's default dispatch there):
   geometry.json         canvas / frame / latent / audio tables and requests that must be rejected
   layout_*.safetensors  positions f64 [S,3], tags, video/audio/text indices i64, row timesteps for two steps
-  schedule.safetensors  sigmas_{video,audio}_N{n} and timesteps for many N, and one Euler step (x, v, out)
+  (schedule.safetensors: make_schedule_goldens.py)
   noise_scalar.safetensors  torch.randn under ATEN_CPU_CAPABILITY=default (no AVX2: libm Box-Muller)
   noise.safetensors     torch.randn from fresh generators (small/scalar path, vector path, tails) and the
                         request-order draws (condition, video [1,24,T,h,w], audio rows [2A,32])
@@ -326,21 +326,8 @@ def main():
     if a.layouts_only:
         return
 
-    # schedules
-    sch = {}
-    for n in list(range(2, 65)) + [100, 250]:
-        for shift, tag in ((12.0, "video"), (3.0, "audio")):
-            s, t = schedule(n, shift)
-            sch[f"sigmas_{tag}_N{n}"] = s
-            sch[f"timesteps_{tag}_N{n}"] = t
-    g = torch.Generator().manual_seed(5)
-    x = torch.randn(257, generator=g) * 1.7
-    v = torch.randn(257, generator=g)
-    s, t = schedule(50, 12.0)
-    sch["euler_x"], sch["euler_v"] = x, v
-    sch["euler_out_step7"] = euler(x, v, t[7], s[7], s[8])
-    sch["euler_out_step48"] = euler(x, v, t[48], s[48], s[49])
-    sio.save(os.path.join(a.out, "schedule.safetensors"), sch)
+    # schedules: tests/data/pipeline/schedule.safetensors comes from make_schedule_goldens.py (numpy, the torch
+    # 2.x linspace); torch 1.13's vectorized linspace gives another grid from 16 points on.
 
     # noise
     nz = {}

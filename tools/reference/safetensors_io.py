@@ -6,29 +6,39 @@ then the raw little-endian data blob (offsets relative to the blob start).
 
 bf16 is handled by reading the raw 16-bit words as int16 and re-viewing them as
 torch.bfloat16 (and the reverse on write), so nothing is ever rounded on I/O.
-Works with torch 1.13 and 2.x.
+Works with torch 1.13 and 2.x; without torch, `save` writes numpy arrays (numpy-only generators such as
+make_schedule_goldens.py) and `load_numpy` reads any dtype but BF16.
 """
 import json
 import os
 import struct
 
 import numpy as np
-import torch
 
-# safetensors dtype string -> (numpy dtype used for raw bytes, torch dtype)
-_DTYPES = {
-    "F64": (np.float64, torch.float64),
-    "F32": (np.float32, torch.float32),
-    "F16": (np.float16, torch.float16),
-    "BF16": (np.int16, torch.bfloat16),  # raw words, re-viewed as bf16
-    "I64": (np.int64, torch.int64),
-    "I32": (np.int32, torch.int32),
-    "I16": (np.int16, torch.int16),
-    "I8": (np.int8, torch.int8),
-    "U8": (np.uint8, torch.uint8),
-    "BOOL": (np.bool_, torch.bool),
-}
-_TORCH_TO_ST = {v[1]: k for k, v in _DTYPES.items()}
+try:
+    import torch
+except ImportError:  # numpy-only use
+    torch = None
+
+# safetensors dtype string -> numpy dtype used for the raw bytes
+_NP = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.int16, "I64": np.int64,
+       "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
+_NP_TO_ST = {np.dtype(v): k for k, v in _NP.items() if k != "BF16"}
+if torch is not None:
+    # safetensors dtype string -> (numpy dtype used for raw bytes, torch dtype)
+    _DTYPES = {
+        "F64": (np.float64, torch.float64),
+        "F32": (np.float32, torch.float32),
+        "F16": (np.float16, torch.float16),
+        "BF16": (np.int16, torch.bfloat16),  # raw words, re-viewed as bf16
+        "I64": (np.int64, torch.int64),
+        "I32": (np.int32, torch.int32),
+        "I16": (np.int16, torch.int16),
+        "I8": (np.int8, torch.int8),
+        "U8": (np.uint8, torch.uint8),
+        "BOOL": (np.bool_, torch.bool),
+    }
+    _TORCH_TO_ST = {v[1]: k for k, v in _DTYPES.items()}
 
 
 def _tensor_from_bytes(buf, dtype, shape):
@@ -52,6 +62,27 @@ def load_file(path):
     for name, info in header.items():
         b, e = info["data_offsets"]
         out[name] = _tensor_from_bytes(data[base + b:base + e], info["dtype"], info["shape"])
+    return out, meta
+
+
+def load_numpy(path):
+    """Load one .safetensors file as numpy arrays -> (dict[name, ndarray], metadata dict); BF16 comes back
+    as the float32 arrays of the same values (exact)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n].decode("utf-8"))
+    base = 8 + n
+    meta = header.pop("__metadata__", {}) or {}
+    out = {}
+    for name, info in header.items():
+        b, e = info["data_offsets"]
+        if info["dtype"] == "BF16":
+            words = np.frombuffer(data[base + b:base + e], dtype="<u2").astype(np.uint32) << 16
+            out[name] = words.view(np.float32).reshape(info["shape"]).copy()
+            continue
+        dt = np.dtype(_NP[info["dtype"]]).newbyteorder("<")
+        out[name] = np.frombuffer(data[base + b:base + e], dtype=dt).reshape(info["shape"]).copy()
     return out, meta
 
 
@@ -91,6 +122,16 @@ def save(path, tensors, metadata=None):
     blobs = []
     off = 0
     for name in sorted(tensors):
+        if isinstance(tensors[name], np.ndarray):
+            a = np.ascontiguousarray(tensors[name])
+            if a.dtype not in _NP_TO_ST:
+                raise TypeError(f"{name}: unsupported dtype {a.dtype}")
+            st = _NP_TO_ST[a.dtype]
+            raw = a.astype(np.dtype(_NP[st]).newbyteorder("<"), copy=False).tobytes()
+            header[name] = {"dtype": st, "shape": list(a.shape), "data_offsets": [off, off + len(raw)]}
+            blobs.append(raw)
+            off += len(raw)
+            continue
         t = tensors[name].detach().cpu().contiguous()
         if t.dtype not in _TORCH_TO_ST:
             raise TypeError(f"{name}: unsupported dtype {t.dtype}")

@@ -73,6 +73,8 @@ std::string checkpoint_identity(const DitCheckpoint& ckpt) {
 
 std::string adaln_cache_file_name(const std::string& identity, DitPrecision precision,
                                   const std::vector<float>& timesteps) {
+    // kFp8 models compute their AdaLN tables in bf16 (the AdaLN GEMMs are not quantized): share bf16's file.
+    if (precision == DitPrecision::kFp8) precision = DitPrecision::kBf16;
     uint64_t h = fnv1a(timesteps_text(timesteps), fnv1a(precision_name(precision), fnv1a(identity)));
     char buf[64];
     std::snprintf(buf, sizeof(buf), "adaln-%016llx.safetensors", static_cast<unsigned long long>(h));

@@ -36,14 +36,14 @@ struct DitPackedInputs {
     std::vector<int32_t> timestep_indices, token_tags, video_indices, audio_indices, text_indices;
     std::vector<double> positions; // [S*3]
     std::vector<float> timesteps;  // [M]
-    Tensor video, audio, text;     // f32 host tensors
+    Tensor video, audio, text;     // f32; text on the host, video/audio on the host or the model's device
     int64_t rows = 0;
 };
 Result<DitPackedInputs> pack_inputs(const DitInputs& in, const DitConfig& config);
 
 struct DitOutputs {
-    Tensor sample;       // [Nv, video_patch_dim] f32 host
-    Tensor audio_sample; // [Na, audio_in_channels] f32 host
+    Tensor sample;       // [Nv, video_patch_dim] f32 (host; the device with outputs_on_device)
+    Tensor audio_sample; // [Na, audio_in_channels] f32 (likewise)
 };
 
 } // namespace h3::model

@@ -1,6 +1,7 @@
 #include "model/dit/dit_model.h"
 
 #include "model/dit/adaln_cache.h"
+#include "model/dit/dit_fp8.h"
 #include "ops/ops.h"
 
 #include <cmath>
@@ -74,8 +75,14 @@ Result<std::unique_ptr<DitModel>> DitModel::load(const DitCheckpoint& ckpt, cons
     const ResidencyOptions& r = options.residency;
     if (r.plain()) {
         H3_ASSIGN_OR_RETURN(DitWeights w, load_dit_weights(ckpt, options));
+        if (options.precision == DitPrecision::kFp8)
+            H3_TRY(quantize_dit_fp8(ctx, ckpt.config, options.fp8, w));
         return std::make_unique<DitModel>(ckpt.config, std::move(w), options.precision, ctx);
     }
+    if (options.precision == DitPrecision::kFp8)
+        return invalid_argument(
+            "transformer: precision fp8 keeps its e4m3 block weights resident; residency " + r.describe() +
+            " needs bf16, fp16 or fp32 (or residency resident, weight dtype bf16)");
     // The six projection matrices of every block become host masters; layerwise also keeps the AdaLN
     // projections on the host (they are read once per request, block by block).
     const bool adaln_on_host = r.mode == Residency::kLayerwise;
@@ -175,6 +182,29 @@ Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& tim
     return tables;
 }
 
+namespace {
+
+// Table rows per packed row: adaln[r] = timestep_index·3 + tag, final[r] = timestep_index (indices into the
+// tables' timesteps).
+Status row_table_values(const DitPackedInputs& in, const AdalnTables& tables, int32_t* adaln, int32_t* fin) {
+    std::vector<int32_t> remap(in.timesteps.size());
+    for (size_t m = 0; m < in.timesteps.size(); ++m) {
+        int idx = tables.find(in.timesteps[m]);
+        if (idx < 0)
+            return invalid_argument("AdaLN tables hold no entry for timestep " +
+                                    std::to_string(in.timesteps[m]));
+        remap[m] = idx;
+    }
+    for (int64_t r = 0; r < in.rows; ++r) {
+        int32_t ti = remap[static_cast<size_t>(in.timestep_indices[static_cast<size_t>(r)])];
+        adaln[r] = ti * 3 + in.token_tags[static_cast<size_t>(r)];
+        fin[r] = ti;
+    }
+    return ok_status();
+}
+
+} // namespace
+
 Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in, const AdalnTables& tables,
                                                        const DitRequestState* state) const {
     const int64_t S = in.rows;
@@ -189,24 +219,32 @@ Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in
         H3_ASSIGN_OR_RETURN(rt.cos, upload(host_tensor_from(cos, Shape{S, R})));
         H3_ASSIGN_OR_RETURN(rt.sin, upload(host_tensor_from(sin, Shape{S, R})));
     }
-    // Map the request's timesteps onto the table rows.
-    std::vector<int32_t> remap(in.timesteps.size());
-    for (size_t m = 0; m < in.timesteps.size(); ++m) {
-        int idx = tables.find(in.timesteps[m]);
-        if (idx < 0)
-            return invalid_argument("AdaLN tables hold no entry for timestep " +
-                                    std::to_string(in.timesteps[m]));
-        remap[m] = idx;
-    }
     Tensor row = Tensor::host(Shape{S}, DType::kI32), fin = Tensor::host(Shape{S}, DType::kI32);
-    for (int64_t r = 0; r < S; ++r) {
-        int32_t ti = remap[static_cast<size_t>(in.timestep_indices[static_cast<size_t>(r)])];
-        row.data_as<int32_t>()[r] = ti * 3 + in.token_tags[static_cast<size_t>(r)];
-        fin.data_as<int32_t>()[r] = ti;
-    }
+    H3_TRY(row_table_values(in, tables, row.data_as<int32_t>(), fin.data_as<int32_t>()));
     H3_ASSIGN_OR_RETURN(rt.adaln_row, upload(row));
     H3_ASSIGN_OR_RETURN(rt.final_row, upload(fin));
     return rt;
+}
+
+Status DitModel::fill_row_tables(const DitPackedInputs& in, const AdalnTables& tables,
+                                 DitWorkspace& ws) const {
+    const int64_t S = in.rows;
+    if (ws.adaln_row.numel() != S || ws.final_row.numel() != S)
+        return invalid_argument("fill_row_tables: the workspace holds " +
+                                std::to_string(ws.adaln_row.numel()) + " rows, the inputs " +
+                                std::to_string(S));
+    ws.row_values.resize(static_cast<size_t>(2 * S));
+    H3_TRY(row_table_values(in, tables, ws.row_values.data(), ws.row_values.data() + S));
+    // adaln_row and final_row are the two halves of one buffer: one upload.
+    return ws.rows_up.upload(ws.row_values.data(), ws.row_values.size() * sizeof(int32_t),
+                             ws.adaln_row.data(), ctx_.device, ctx_.stream());
+}
+
+Tensor DitScratch::borrow(int64_t n, int64_t cols, DType dtype) const {
+    if (!arena || n <= 0 || cols <= 0) return Tensor();
+    const size_t bytes = static_cast<size_t>(n * cols) * dtype_size(dtype);
+    if (borrow_offset + bytes > arena->bytes()) return Tensor();
+    return Tensor::from_storage(arena, borrow_offset, Shape{n, cols}, dtype);
 }
 
 Result<DitScratch> DitModel::make_scratch(int64_t rows, size_t ffn_chunk_bytes) const {
@@ -218,45 +256,91 @@ Result<DitScratch> DitModel::make_scratch(int64_t rows, size_t ffn_chunk_bytes) 
     const size_t per_row = static_cast<size_t>(3 * F) * dtype_size(act);
     s.ffn_rows = std::min(rows, std::max<int64_t>(1, static_cast<int64_t>(ffn_chunk_bytes / per_row)));
     s.ffn_rows = std::max<int64_t>(s.ffn_rows, 1);
-    H3_ASSIGN_OR_RETURN(s.x, alloc(Shape{rows, D}, act));
-    H3_ASSIGN_OR_RETURN(s.y, alloc(Shape{rows, D}, act));
-    H3_ASSIGN_OR_RETURN(s.q, alloc(Shape{rows, I}, act));
-    H3_ASSIGN_OR_RETURN(s.k, alloc(Shape{rows, I}, act));
-    H3_ASSIGN_OR_RETURN(s.v, alloc(Shape{rows, I}, act));
-    H3_ASSIGN_OR_RETURN(s.o, alloc(Shape{rows, I}, act));
-    H3_ASSIGN_OR_RETURN(s.ffn_h, alloc(Shape{s.ffn_rows, 2 * F}, act));
-    H3_ASSIGN_OR_RETURN(s.ffn_g, alloc(Shape{s.ffn_rows, F}, act));
+    // One allocation, every buffer 256-byte aligned inside it.
+    const Shape shapes[] = {{rows, D}, {rows, D}, {rows, I},           {rows, I},
+                            {rows, I}, {rows, I}, {s.ffn_rows, 2 * F}, {s.ffn_rows, F}};
+    size_t offsets[8], total = 0;
+    for (int i = 0; i < 8; ++i) {
+        offsets[i] = total;
+        total += (static_cast<size_t>(shapes[i].numel()) * dtype_size(act) + 255) / 256 * 256;
+    }
+    H3_ASSIGN_OR_RETURN(s.arena, allocate(total, ctx_.device));
+    Tensor* views[] = {&s.x, &s.y, &s.q, &s.k, &s.v, &s.o, &s.ffn_h, &s.ffn_g};
+    for (int i = 0; i < 8; ++i) *views[i] = Tensor::from_storage(s.arena, offsets[i], shapes[i], act);
+    s.borrow_offset = offsets[2];
     return s;
 }
 
+Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_bytes,
+                                   DitWorkspace& ws) const {
+    const DitConfig& c = config_;
+    const int64_t S = in.rows, Nv = in.video.dim(0), Na = in.audio.dim(0), D = c.hidden_size;
+    if (ws.h.defined() && ws.rows == S && ws.video_rows == Nv && ws.audio_rows == Na &&
+        ws.ffn_chunk_bytes == ffn_chunk_bytes)
+        return ok_status();
+    ws.h = ws.adaln_row = ws.final_row = ws.video_in = ws.audio_in = ws.video_out = ws.audio_out = ws.spare =
+        Tensor();
+    ws.scratch = DitScratch{};
+    ws.rows = S, ws.video_rows = Nv, ws.audio_rows = Na, ws.ffn_chunk_bytes = ffn_chunk_bytes;
+    H3_ASSIGN_OR_RETURN(ws.h, alloc(Shape{S, D}, residual_dtype()));
+    H3_ASSIGN_OR_RETURN(ws.scratch, make_scratch(S, ffn_chunk_bytes));
+    H3_ASSIGN_OR_RETURN(Tensor row_tables, alloc(Shape{2 * S}, DType::kI32)); // one upload per forward
+    ws.adaln_row = row_tables.slice(0, 0, S);
+    ws.final_row = row_tables.slice(0, S, 2 * S);
+    H3_ASSIGN_OR_RETURN(ws.video_in, alloc(Shape{Nv, c.video_patch_dim()}, DType::kF32));
+    H3_ASSIGN_OR_RETURN(ws.audio_in, alloc(Shape{Na, c.audio_in_channels}, DType::kF32));
+    H3_ASSIGN_OR_RETURN(ws.video_out, alloc(Shape{Nv, c.video_patch_dim()}, DType::kF32));
+    H3_ASSIGN_OR_RETURN(ws.audio_out, alloc(Shape{Na, c.audio_in_channels}, DType::kF32));
+    const int64_t widest = std::max(Nv, Na);
+    if (widest > 0 && !ws.scratch.borrow(widest, D, DType::kF32).defined()) {
+        H3_ASSIGN_OR_RETURN(ws.spare, alloc(Shape{widest, D}, DType::kF32));
+    }
+    return ok_status();
+}
+
 Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows,
-                                  Tensor& out, DitScratch& sc) const {
+                                  Tensor& out, DitScratch& sc, PhaseTimer* timer) const {
     const DitConfig& c = config_;
     const int64_t S = x.dim(0), H = c.num_attention_heads, hd = c.attention_head_dim;
     const DType act = act_dtype();
     H3_CHECK(S <= sc.rows, "scratch holds " << sc.rows << " rows, the branch needs " << S);
     Tensor q = sc.q.slice(0, 0, S), k = sc.k.slice(0, 0, S), v = sc.v.slice(0, 0, S), o = sc.o.slice(0, 0, S);
-    H3_TRY(ops::gemm(ctx_, {}, x, w.to_q, Tensor(), q));
-    H3_TRY(ops::gemm(ctx_, {}, x, w.to_k, Tensor(), k));
-    H3_TRY(ops::gemm(ctx_, {}, x, w.to_v, Tensor(), v));
+    H3_TRY(linear(x, w.to_q, w.fp8.to_q, q));
+    H3_TRY(linear(x, w.to_k, w.fp8.to_k, k));
+    H3_TRY(linear(x, w.to_v, w.fp8.to_v, v));
+    if (timer) H3_TRY(timer->mark("gemm_qkv"));
     Tensor q3 = q.view({S, H, hd}), k3 = k.view({S, H, hd}), v3 = v.view({S, H, hd}), o3 = o.view({S, H, hd});
     ops::RmsNormParams np{.eps = static_cast<float>(c.qk_norm_eps)};
     ops::RopeParams rp{.rotary_dim = rows ? c.rotary_dim() : 0, .round_tables = act != DType::kF32};
     Tensor none;
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, q3, w.norm_q, rows ? rows->cos : none, rows ? rows->sin : none));
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, k3, w.norm_k, rows ? rows->cos : none, rows ? rows->sin : none));
-    H3_TRY(ops::attention(ctx_, {}, q3, k3, v3, o3));
-    return ops::gemm(ctx_, {}, o, w.to_out, Tensor(), out);
+    if (timer) H3_TRY(timer->mark("head_norm_rope"));
+    H3_TRY(
+        ops::attention(ctx_, {.fp8 = precision_ == DitPrecision::kFp8 && w.fp8.attention}, q3, k3, v3, o3));
+    if (timer) H3_TRY(timer->mark("attention"));
+    H3_TRY(linear(o, w.to_out, w.fp8.to_out, out));
+    if (timer) H3_TRY(timer->mark("gemm_out"));
+    return ok_status();
 }
 
-Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& sc) const {
+Status DitModel::linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8, Tensor& y) const {
+    if (precision_ == DitPrecision::kFp8 && w8.defined()) return ops::gemm_fp8(ctx_, {}, x, w8, Tensor(), y);
+    return ops::gemm(ctx_, {}, x, w, Tensor(), y);
+}
+
+Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& sc,
+                            PhaseTimer* timer) const {
     const int64_t S = x.dim(0), chunk = sc.ffn_rows;
     for (int64_t r0 = 0; r0 < S; r0 += chunk) {
         int64_t n = std::min(chunk, S - r0);
         Tensor hs = sc.ffn_h.slice(0, 0, n), gs = sc.ffn_g.slice(0, 0, n), os = out.slice(0, r0, r0 + n);
-        H3_TRY(ops::gemm(ctx_, {}, x.slice(0, r0, r0 + n), w.ff_in, Tensor(), hs));
+        H3_TRY(linear(x.slice(0, r0, r0 + n), w.ff_in, w.fp8.ff_in, hs));
+        if (timer) H3_TRY(timer->mark("gemm_fc1"));
         H3_TRY(ops::swiglu(ctx_, hs, gs));
-        H3_TRY(ops::gemm(ctx_, {}, gs, w.ff_out, Tensor(), os));
+        if (timer) H3_TRY(timer->mark("swiglu"));
+        H3_TRY(linear(gs, w.ff_out, w.fp8.ff_out, os));
+        if (timer) H3_TRY(timer->mark("gemm_fc2"));
     }
     return ok_status();
 }
@@ -327,15 +411,21 @@ Status DitModel::run_block_with(const DitBlockWeights& w, int index, Tensor& h, 
     ops::ModulateParams mp{.round_intermediate = emulate};
     ops::GatedResidualParams gp{.round_intermediate = emulate};
     Tensor x = sc.x.slice(0, 0, S), y = sc.y.slice(0, 0, S);
+    PhaseTimer* timer = o.timer;
+    auto mark = [&](const char* phase) { return timer ? timer->mark(phase) : ok_status(); };
     H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm1, chunk(0), chunk(1), rows.adaln_row, x));
+    H3_TRY(mark("norm_modulate"));
     if (o.hook.active(prefix + "norm1_out")) o.hook.record(prefix + "norm1_out", x);
-    H3_TRY(attention_branch(w, x, &rows, y, sc));
+    H3_TRY(attention_branch(w, x, &rows, y, sc, timer));
     if (o.hook.active(prefix + "attn_out")) o.hook.record(prefix + "attn_out", y);
     H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(2), y, rows.adaln_row));
+    H3_TRY(mark("gated_residual"));
     H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm2, chunk(3), chunk(4), rows.adaln_row, x));
-    H3_TRY(ffn_branch(w, x, y, sc));
+    H3_TRY(mark("norm_modulate"));
+    H3_TRY(ffn_branch(w, x, y, sc, timer));
     if (o.hook.active(prefix + "ff_out")) o.hook.record(prefix + "ff_out", y);
     H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(5), y, rows.adaln_row));
+    H3_TRY(mark("gated_residual"));
     if (o.hook.active(prefix + "out")) o.hook.record(prefix + "out", h);
     return ok_status();
 }
@@ -354,6 +444,7 @@ Result<DitRequestState> DitModel::prepare_request(const DitPackedInputs& in,
                                                   const DitForwardOptions& o) const {
     DitRequestState st;
     st.rows = in.rows;
+    st.workspace = std::make_shared<DitWorkspace>();
     std::vector<float> cos, sin;
     rope_tables(config_, in.positions, cos, sin);
     const int64_t R = config_.rotary_dim();
@@ -391,13 +482,39 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     if (state->rows != S)
         return invalid_argument("DiT forward: the request state was prepared for " +
                                 std::to_string(state->rows) + " rows, the inputs have " + std::to_string(S));
-    H3_ASSIGN_OR_RETURN(RowTables rows, build_row_tables(in, *tables_in, state));
+    // The request's workspace (or one for this forward only), sized for these inputs.
+    std::shared_ptr<DitWorkspace> ws = o.reuse_workspace ? state->workspace : nullptr;
+    if (!ws) ws = std::make_shared<DitWorkspace>();
+    H3_TRY(prepare_workspace(in, o.ffn_chunk_bytes, *ws));
+    H3_TRY(fill_row_tables(in, *tables_in, *ws));
+    const RowTables rows{
+        .cos = state->cos, .sin = state->sin, .adaln_row = ws->adaln_row, .final_row = ws->final_row};
     const Tensor& vid_idx = state->video_index;
     const Tensor& aud_idx = state->audio_index;
     const Tensor& txt_idx = state->text_index;
+    DitScratch& scratch = ws->scratch;
+    Tensor& h = ws->h;
+    const int64_t Nv = in.video.dim(0), Na = in.audio.dim(0);
+    // Rows that live outside the blocks (embeddings, head inputs) borrow the scratch arena's block-only part.
+    auto outside_rows = [&](int64_t n) {
+        Tensor t = scratch.borrow(n, D, DType::kF32);
+        return t.defined() ? t : ws->spare.slice(0, 0, n);
+    };
+    // Host inputs go through page-locked staging; inputs already on the device are read in place.
+    auto device_input = [&](const Tensor& x, Tensor& buffer, StagingBuffer& staging) -> Result<Tensor> {
+        if (x.device() == ctx_.device && x.dtype() == DType::kF32 && x.is_contiguous()) return x;
+        if (!x.device().is_cpu())
+            return invalid_argument("DiT forward: input rows " + x.describe() +
+                                    " are on another device than " + ctx_.device.to_string());
+        Tensor src = x;
+        if (x.dtype() != DType::kF32 || !x.is_contiguous()) {
+            H3_ASSIGN_OR_RETURN(src, x.to_dtype(DType::kF32));
+        }
+        H3_TRY(staging.upload(src, buffer, ctx_.stream()));
+        return buffer;
+    };
 
     // 1. Embeddings: fp32 patch projections rounded once into the residual stream.
-    H3_ASSIGN_OR_RETURN(Tensor h, alloc(Shape{S, D}, residual_dtype()));
     // fp16: one non-finite flag per block, one for the refined text and one for the stream after the block
     // loop (cached residuals included), read once after the forward.
     const bool check = precision_ == DitPrecision::kFp16;
@@ -407,16 +524,15 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
         H3_ASSIGN_OR_RETURN(flags, upload(zeros));
         if (state->text.defined()) H3_TRY(check_finite(state->text, flags, c.num_layers));
     }
-    const int64_t Nv = in.video.dim(0), Na = in.audio.dim(0);
     if (Nv > 0) {
-        H3_ASSIGN_OR_RETURN(Tensor xv, upload(in.video));
-        H3_ASSIGN_OR_RETURN(Tensor ev, alloc(Shape{Nv, D}, DType::kF32));
+        H3_ASSIGN_OR_RETURN(Tensor xv, device_input(in.video, ws->video_in, ws->video_up));
+        Tensor ev = outside_rows(Nv);
         H3_TRY(ops::gemm(ctx_, {}, xv, weights_.proj_in_w, weights_.proj_in_b, ev));
         H3_TRY(ops::scatter_rows(ctx_, ev, vid_idx, h));
     }
     if (Na > 0) {
-        H3_ASSIGN_OR_RETURN(Tensor xa, upload(in.audio));
-        H3_ASSIGN_OR_RETURN(Tensor ea, alloc(Shape{Na, D}, DType::kF32));
+        H3_ASSIGN_OR_RETURN(Tensor xa, device_input(in.audio, ws->audio_in, ws->audio_up));
+        Tensor ea = outside_rows(Na);
         H3_TRY(ops::gemm(ctx_, {}, xa, weights_.audio_proj_in_w, weights_.audio_proj_in_b, ea));
         H3_TRY(ops::scatter_rows(ctx_, ea, aud_idx, h));
     }
@@ -424,9 +540,9 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
 
     // 2. Blocks, sharing one set of scratch buffers.
     {
-        H3_ASSIGN_OR_RETURN(DitScratch scratch, make_scratch(S, o.ffn_chunk_bytes));
         const BlockScheduleContext sctx{
             .model = this, .tables = tables_in, .rows = &rows, .scratch = &scratch};
+        if (o.timer) H3_TRY(o.timer->start());
         for (int b = 0; b < c.num_layers; ++b) {
             if (o.schedule) {
                 H3_ASSIGN_OR_RETURN(int next, o.schedule->at_block(sctx, b, h));
@@ -449,28 +565,22 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     if (check) H3_TRY(check_finite(h, flags, c.num_layers + 1));
 
     // 3. Final norm with (shift, scale) per timestep, then the fp32 heads on the rows they serve.
-    H3_ASSIGN_OR_RETURN(Tensor y, alloc(Shape{S, D}, act));
+    Tensor y = scratch.x.slice(0, 0, S); // the blocks are done with x
     const Tensor& fin = tables_in->final_layer;
     ops::RmsNormParams np{.eps = static_cast<float>(c.final_norm_eps)};
     ops::ModulateParams mp{.round_intermediate = act != DType::kF32};
     H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, weights_.norm_out, fin.slice(1, 0, D),
                                   fin.slice(1, D, 2 * D), rows.final_row, y));
     if (o.hook.active("final_norm_out")) o.hook.record("final_norm_out", y);
-    DitOutputs out;
-    auto head = [&](const Tensor& idx, int64_t n, const Tensor& w, const Tensor& bias, int64_t cols,
-                    Tensor& result) -> Status {
-        H3_ASSIGN_OR_RETURN(Tensor rows32, alloc(Shape{n, D}, DType::kF32));
-        H3_ASSIGN_OR_RETURN(Tensor res, alloc(Shape{n, cols}, DType::kF32));
-        if (n > 0) {
-            H3_TRY(ops::gather_rows(ctx_, y, idx, rows32));
-            H3_TRY(ops::gemm(ctx_, {}, rows32, w, bias, res));
-        }
-        H3_ASSIGN_OR_RETURN(result, res.to(Device::cpu(), ctx_.stream()));
-        return ok_status();
+    auto head = [&](const Tensor& idx, int64_t n, const Tensor& w, const Tensor& bias,
+                    Tensor& res) -> Status {
+        if (n == 0) return ok_status();
+        Tensor rows32 = outside_rows(n);
+        H3_TRY(ops::gather_rows(ctx_, y, idx, rows32));
+        return ops::gemm(ctx_, {}, rows32, w, bias, res);
     };
-    H3_TRY(head(vid_idx, Nv, weights_.proj_out_w, weights_.proj_out_b, c.video_patch_dim(), out.sample));
-    H3_TRY(head(aud_idx, Na, weights_.audio_proj_out_w, weights_.audio_proj_out_b, c.audio_in_channels,
-                out.audio_sample));
+    H3_TRY(head(vid_idx, Nv, weights_.proj_out_w, weights_.proj_out_b, ws->video_out));
+    H3_TRY(head(aud_idx, Na, weights_.audio_proj_out_w, weights_.audio_proj_out_b, ws->audio_out));
     if (check) {
         H3_ASSIGN_OR_RETURN(Tensor f, flags.to(Device::cpu(), ctx_.stream()));
         const int32_t* fv = f.data_as<const int32_t>();
@@ -489,6 +599,19 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
                 "fp16 activation overflow: the residual stream holds inf/NaN after the blocks "
                 "(a cached residual); this request cannot run in fp16 (use --dtype bf16 or "
                 "fp32)");
+    }
+    DitOutputs out;
+    if (o.outputs_on_device && o.reuse_workspace && ws == state->workspace) {
+        out.sample = ws->video_out;
+        out.audio_sample = ws->audio_out;
+        return out;
+    }
+    // Host copies (this waits for the stream; a forward-only workspace is released after it).
+    H3_ASSIGN_OR_RETURN(out.sample, ws->video_down.download(ws->video_out, ctx_.stream()));
+    H3_ASSIGN_OR_RETURN(out.audio_sample, ws->audio_down.download(ws->audio_out, ctx_.stream()));
+    if (o.outputs_on_device && !ctx_.device.is_cpu()) { // a forward-only workspace cannot lend its outputs
+        H3_ASSIGN_OR_RETURN(out.sample, out.sample.to(ctx_.device, ctx_.stream()));
+        H3_ASSIGN_OR_RETURN(out.audio_sample, out.audio_sample.to(ctx_.device, ctx_.stream()));
     }
     return out;
 }

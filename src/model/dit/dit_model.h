@@ -4,6 +4,8 @@
 // need not stay on the device.
 #pragma once
 
+#include "core/phase_timer.h"
+#include "core/staging.h"
 #include "core/tensor.h"
 #include "model/dit/dit_config.h"
 #include "model/dit/dit_inputs.h"
@@ -45,6 +47,45 @@ struct DitForwardOptions {
     BlockSchedule* schedule = nullptr; // step caches (src/cache); null: every block runs, nothing probed
     const std::atomic<bool>* cancel = nullptr; // checked between blocks
     size_t ffn_chunk_bytes = 512ull << 20;     // budget for the [rows, 2·ffn] + [rows, ffn] intermediates
+    // The outputs stay on the model's device: DitOutputs then views the request's workspace (valid until the
+    // next forward over the same request state; copy what must live longer) and the forward queues its work
+    // without waiting for the device. false: host copies (the forward waits for its stream only).
+    bool outputs_on_device = false;
+    // true: the request state's workspace is reused by every forward (no device allocation per forward);
+    // false: a workspace for this forward only (what every forward paid before; benches compare the two).
+    bool reuse_workspace = true;
+    PhaseTimer* timer = nullptr; // per-op device time of the blocks (bench dit --breakdown); null: none
+};
+
+// Scratch buffers of one forward, reused by every block and the refiner instead of allocated per block.
+// One device arena holds them all (`arena`); from `borrow_offset` on (q, k, v, o and the FFN chunks) it is
+// free outside the blocks, and the embeddings and output heads use it there.
+struct DitScratch {
+    Tensor x, y, q, k, v, o; // [rows, hidden] / [rows, inner]
+    Tensor ffn_h, ffn_g;     // [ffn_rows, 2·ffn] / [ffn_rows, ffn]: the FFN runs in row chunks of ffn_rows
+    int64_t rows = 0, ffn_rows = 0;
+    std::shared_ptr<Storage> arena;
+    size_t borrow_offset = 0;
+    // A [n, cols] tensor of `dtype` over the borrowable part of the arena, or an undefined tensor when it
+    // does not fit.
+    Tensor borrow(int64_t n, int64_t cols, DType dtype) const;
+};
+
+// The device memory every forward of one request reuses while the layout holds (no allocation per forward
+// or per step): the residual stream, the blocks' scratch, the per-step row tables, the head outputs, and
+// page-locked staging for the per-step uploads and the downloads. The first forward over a request state
+// fills it in.
+struct DitWorkspace {
+    int64_t rows = 0, video_rows = 0, audio_rows = 0;
+    size_t ffn_chunk_bytes = 0;
+    Tensor h;                    // [S, hidden] residual stream
+    DitScratch scratch;          // S rows
+    Tensor adaln_row, final_row; // [S] i32 each, the halves of one [2·S] buffer (see DitModel::RowTables)
+    Tensor video_in, audio_in; // [Nv, video_patch_dim] / [Na, audio_in_channels] f32 (host inputs land here)
+    Tensor video_out, audio_out; // the same shapes: head outputs
+    Tensor spare;                // embeddings / head rows when the scratch arena cannot lend them
+    StagingBuffer rows_up, video_up, audio_up, video_down, audio_down;
+    std::vector<int32_t> row_values; // host staging of the two row tables [2·S]
 };
 
 // What stays fixed for a whole request and is computed once (spec §13: lossless hoisting): the refined
@@ -54,13 +95,9 @@ struct DitRequestState {
     Tensor cos, sin; // [S, rotary_dim] f32
     Tensor video_index, audio_index, text_index; // i32
     int64_t rows = 0;
-};
-
-// Scratch buffers of one forward, reused by every block and the refiner instead of allocated per block.
-struct DitScratch {
-    Tensor x, y, q, k, v, o; // [rows, hidden] / [rows, inner]
-    Tensor ffn_h, ffn_g;     // [ffn_rows, 2·ffn] / [ffn_rows, ffn]: the FFN runs in row chunks of ffn_rows
-    int64_t rows = 0, ffn_rows = 0;
+    // Made empty by prepare_request, filled by the first forward, reused by the next ones (copies of the
+    // state share it; forwards over one state must not run concurrently).
+    std::shared_ptr<DitWorkspace> workspace;
 };
 
 class DitModel {
@@ -94,7 +131,8 @@ public:
                                             const DitForwardOptions& options = {}) const;
     // One forward. `tables` must hold every timestep in `in` (computed on the fly when null); `state` must
     // come from prepare_request over the same layout (computed on the fly when null). Per step only the
-    // video/audio rows, timesteps and timestep_indices of `in` may change.
+    // video/audio rows, timesteps and timestep_indices of `in` may change. `in.video` / `in.audio` may live
+    // on the model's device (f32, contiguous: the loop keeps its latents there); else they are uploaded.
     Result<DitOutputs> forward(const DitPackedInputs& in, const AdalnTables* tables,
                                const DitForwardOptions& options = {},
                                const DitRequestState* state = nullptr) const;
@@ -107,6 +145,8 @@ public:
     };
     Result<RowTables> build_row_tables(const DitPackedInputs& in, const AdalnTables& tables,
                                        const DitRequestState* state = nullptr) const;
+    // The row tables of `in` into the workspace's buffers (page-locked staging, no device sync).
+    Status fill_row_tables(const DitPackedInputs& in, const AdalnTables& tables, DitWorkspace& ws) const;
     Result<DitScratch> make_scratch(int64_t rows, size_t ffn_chunk_bytes) const;
     // Runs block `index` (its weights acquired from the block source for the block and released after).
     Status run_block(int index, Tensor& h, const Tensor& block_table, const RowTables& rows,
@@ -114,6 +154,8 @@ public:
     // The block source's pass ended (a forward's block loop, or a bench's pass over the blocks): unused
     // prefetches are released and the next pass's first blocks prefetched. No-op without a source.
     Status end_block_pass() const;
+    // Sizes `ws` for `in` (allocating only when the layout or the FFN chunk budget changed).
+    Status prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_bytes, DitWorkspace& ws) const;
     // The first op of block `index`: RMSNorm(h)·(1 + scale_msa) + shift_msa into `out` [S, hidden] (the
     // TeaCache probe).
     Status modulated_input(int index, const Tensor& h, const Tensor& block_table, const RowTables& rows,
@@ -122,8 +164,11 @@ public:
 private:
     Result<Tensor> refine_text(const DitPackedInputs& in, const DitForwardOptions& options) const;
     Status attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows, Tensor& out,
-                            DitScratch& scratch) const;
-    Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch) const;
+                            DitScratch& scratch, PhaseTimer* timer = nullptr) const;
+    Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch,
+                      PhaseTimer* timer = nullptr) const;
+    // y = x·wᵀ: the e4m3 GEMM under kFp8 when the layer has an fp8 copy, else the bf16/fp32 one.
+    Status linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8, Tensor& y) const;
     Status run_block_with(const DitBlockWeights& w, int index, Tensor& h, const Tensor& block_table,
                           const RowTables& rows, const DitForwardOptions& options, DitScratch& scratch) const;
     Result<Tensor> upload(const Tensor& host) const;

@@ -14,6 +14,8 @@ const char* precision_name(DitPrecision p) {
     switch (p) {
     case DitPrecision::kFp32:
         return "fp32";
+    case DitPrecision::kFp8:
+        return "fp8";
     case DitPrecision::kFp16:
         return "fp16";
     default:
@@ -25,7 +27,8 @@ Result<DitPrecision> parse_precision(const std::string& text, const std::string&
     if (text == "fp32") return DitPrecision::kFp32;
     if (text == "bf16") return DitPrecision::kBf16;
     if (text == "fp16") return DitPrecision::kFp16;
-    return invalid_argument(field + " '" + text + "' must be bf16, fp16 or fp32");
+    if (text == "fp8") return DitPrecision::kFp8;
+    return invalid_argument(field + " '" + text + "' must be bf16, fp16, fp8 or fp32");
 }
 
 DType precision_dtype(DitPrecision p) {

@@ -6,6 +6,7 @@
 #include "model/dit/dit_config.h"
 #include "model/dit/dit_tensors.h"
 #include "model/weights/residency.h"
+#include "ops/gemm_fp8.h"
 
 #include <functional>
 
@@ -16,19 +17,31 @@ namespace h3::model {
 
 // Compute precision of a forward. kFp32: every weight and activation in fp32 (the CPU reference mode).
 // kBf16: the reference's contract — bf16 block weights and residual stream; fp32 patch projections, time MLP
-// and output heads. kFp16 (GPUs without bf16, sm_70/sm_75): fp16 weights and activations with an fp32
-// residual stream and the same fp32 islands and outputs; a weight that overflows fp16 is refused at load.
-enum class DitPrecision { kFp32, kBf16, kFp16 };
-const char* precision_name(DitPrecision p); // "fp32" | "bf16" | "fp16"
-// "fp32" | "bf16" | "fp16"; errors name `field`.
+// and output heads. kFp8 (opt-in, lossy): kBf16 with the transformer blocks' six GEMMs in e4m3 (per-row
+// activation and per-channel weight scales, ops/gemm_fp8.h) and their attention in e4m3 (ops/attention.h's
+// fp8 mode, head dim 128), except the layers DitFp8Options keeps in bf16; the refiner stays bf16.
+// kFp16 (GPUs without bf16, sm_70/sm_75): fp16 weights and activations with an fp32 residual stream and
+// the same fp32 islands and outputs; a weight that overflows fp16 is refused at load.
+enum class DitPrecision { kFp32, kBf16, kFp8, kFp16 };
+const char* precision_name(DitPrecision p); // "fp32" | "bf16" | "fp8" | "fp16"
+// "fp32" | "bf16" | "fp8" | "fp16"; errors name `field`.
 Result<DitPrecision> parse_precision(const std::string& text, const std::string& field = "dtype");
-// Weights and activations of `p` (f32 / bf16 / f16), and its residual stream (f32 for kFp16).
+// Weights and activations of `p` (f32 / bf16 / f16; kFp8 keeps bf16 copies), and its residual stream (f32
+// for kFp16).
 DType precision_dtype(DitPrecision p);
 DType residual_dtype(DitPrecision p);
+
+// A block's e4m3 GEMM weights under kFp8 (an undefined one keeps that GEMM in bf16) and whether its attention
+// runs in e4m3.
+struct DitFp8Block {
+    ops::Fp8Weight to_q, to_k, to_v, to_out, ff_in, ff_out;
+    bool attention = false;
+};
 
 struct DitBlockWeights {
     Tensor norm1, to_q, to_k, to_v, norm_q, norm_k, to_out, norm2, ff_in, ff_out;
     Tensor adaln_weight, adaln_bias; // undefined for refiner blocks, or when AdaLN is not loaded
+    DitFp8Block fp8 = {};            // filled by quantize_dit_fp8 (model/dit/dit_fp8.h)
 };
 
 struct DitWeights {
@@ -42,11 +55,21 @@ struct DitWeights {
     Tensor proj_out_w, proj_out_b, audio_proj_out_w, audio_proj_out_b;
 };
 
+// Which layers of a kFp8 model stay in bf16: entries "blocks.N.LAYER" with N a block index (negative counts
+// from the end: -1 is the last block) and LAYER one of to_q, to_k, to_v, to_out, ff_in, ff_out, attention or
+// * (the whole block). The default keeps the last block's attention output and FFN output projections in
+// bf16, the layers nearest the output heads (see docs/kernels/attention_notes.md for what was measured).
+struct DitFp8Options {
+    std::vector<std::string> bf16_layers = {"blocks.-1.to_out", "blocks.-1.ff_out"};
+    bool keep_bf16 = false; // keep the bf16 copies of quantized weights (benches comparing both precisions)
+};
+
 struct DitLoadOptions {
     Device device = Device::cpu();
     DitPrecision precision = DitPrecision::kBf16;
     // false: skip the 50 AdaLN projections (26 GB at full size) — the caller supplies precomputed tables.
     bool load_adaln = true;
+    DitFp8Options fp8 = {}; // used when precision is kFp8
     // Where the blocks' six projection matrices live (model/weights/residency.h). Anything but plain
     // resident native weights keeps host masters behind a LayerWeightSource; layerwise also keeps the AdaLN
     // projections on the host (uploaded block by block while the tables are computed, once per request).

@@ -12,15 +12,30 @@ namespace h3::model {
 
 enum class TinyLayout { kDiffusers, kOriginal };
 
+// The latent spaces and the conditioning width of a tiny checkpoint. The defaults are the released VAEs'
+// (24 video latent channels, ×16, 32 audio latent channels) and the tiny text width; other values make a
+// checkpoint as diffusers writes one for other sizes (the configs say it; the engine derives its geometry
+// from them).
+struct TinyGeometry {
+    int latent_channels = 24;       // vae latent_channels = transformer in_channels
+    int vae_stride = 16;            // 16 (spatial_downsample_factors 2,2,2,2,1,1) or 8 (2,2,2,1,1,1)
+    int audio_latent_channels = 32; // audio_vae latent_channels = transformer audio_in_channels
+    int text_dim = 64;              // text encoder hidden size = transformer text_dim = vision tower output
+    Status validate() const;
+    bool is_default() const;
+};
+
 struct TinyCheckpointParams {
     std::string dir;
     uint64_t seed = 0;
     TinyLayout layout = TinyLayout::kDiffusers;
     int shards = 2; // the transformer is split like the official one, with an index.json
+    TinyGeometry geometry = {};
 };
 
-// hidden 64, 2 heads × 32, 2 blocks, 1 refiner block, rope_freq_dim 4 (6·4 ≤ 32), ffn 128, text_dim 64.
-DitConfig tiny_dit_config();
+// hidden 64, 2 heads × 32, 2 blocks, 1 refiner block, rope_freq_dim 4 (6·4 ≤ 32), ffn 128, text_dim 64; the
+// latent and text widths of `geometry`.
+DitConfig tiny_dit_config(const TinyGeometry& geometry = {});
 
 // Writes model_index.json, scheduler/ and audio_scheduler/ (diffusers) or FL2VA/ + Ref2VA/ (original),
 // and the transformer + transformer_ref weights. The ref DiT uses seed + 1.

@@ -1,8 +1,9 @@
 // Video VAE decoder (`AutoencoderKLMiniMaxH3`, spec §9.2–9.3): latent de-normalization, `post_quant_conv`,
 // the non-causal ViT decoder over every latent voxel of a tile-clip (+ register tokens + one zero token,
 // 3-axis RoPE on the first 0.75·head_dim channels, layer-scale residuals, SwiGLU), LayerNorm + `proj_out`,
-// unpatchify; temporal clips and spatial tiles stitched on the host. Model code only calls ops; the
-// tile/clip glue (unpatchify, blending) runs on the host over each tile-clip's pixels.
+// unpatchify; temporal clips and spatial tiles stitched. Model code only calls ops: the tile/clip glue
+// (unpatchify gather, ops::blend_tile, ops::crossfade_frames) runs where the decoder runs, so on CUDA the
+// pixels stay on the device until the finished sample is downloaded once.
 #pragma once
 
 #include "core/tensor.h"
@@ -107,6 +108,10 @@ struct VideoDecodeOptions {
     bool tiling = true;   // false: every clip decoded whole
     int tile_batch = 0;   // tiles of one clip per decoder call (same shapes only); 0: up to 16 on CUDA (the
                           // clip's tiles split evenly over the fewest calls), 1 on the CPU
+    // Download every decoder call's tiles and stitch / cross-fade them on the host (what the decode did
+    // before the assembly moved to the device; kept for comparison, `bench vae --assemble-on-host`). Same
+    // output.
+    bool assemble_on_host = false;
 };
 
 // Tiles per decoder call for a clip of `tiles` tiles on `device` under `options`.
@@ -125,7 +130,9 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
 Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
                                    const VideoDecodeOptions& options = {});
 
-// sample [3, F, H, W] -> RGB24 frames [F, H, W, 3] u8: x·std + mean (ImageNet), clamp [0, 1], ·255, rounded.
+// sample [3, F, H, W] -> RGB24 frames [F, H, W, 3] u8 as diffusers' H3 output path makes them: x·std + mean
+// (ImageNet, fp32), clamp [0, 1], then VaeImageProcessor.numpy_to_pil's (x · 255).round() in fp32 — numpy
+// rounds half to even.
 Tensor sample_to_rgb8(const Tensor& sample);
 
 } // namespace h3::model

@@ -7,7 +7,10 @@
 // posterior and the sampling run on the host over small latent tensors.
 #pragma once
 
+#include "core/buffer_pool.h"
 #include "model/video_vae/video_vae.h"
+
+#include <memory>
 
 namespace h3::model {
 
@@ -37,6 +40,9 @@ struct VideoVaeEncoder {
     VideoVaeConfig config;
     VideoVaeEncoderWeights weights;
     Device device = Device::cpu();
+    // The activations of encoder calls, reused while the encoder lives (every tile of a clip has the same
+    // shapes: after the first one nothing is allocated or freed); made by the first call, shared by copies.
+    mutable std::shared_ptr<BufferPool> buffers;
 };
 
 // The diffusers names and shapes of every encoder tensor (encoder.*, quant_conv.*), from the config.
@@ -55,7 +61,9 @@ struct VideoEncodeOptions {
     bool tiling = true;   // false: every clip encoded whole
     int tile_batch = 0; // tiles per encoder call (same shapes only); 0: 1 on the CPU, on CUDA as many as keep
                         // the widest activation under ~1 GiB
-    bool tf32 = false; // CUDA: the convolutions on TF32 tensor cores (ops::Context::allow_tf32); CPU: ignored
+    // CUDA: the convolutions on TF32 tensor cores (ops::Context::allow_tf32), as PyTorch runs them by default
+    // (torch.backends.cudnn.allow_tf32); false: exact fp32. The CPU is always fp32.
+    bool tf32 = true;
 };
 
 // ImageNet normalization of RGB8 frames [F, H, W, 3] u8 -> [3, F, H, W] f32: (v/255 − mean)/std in fp32.

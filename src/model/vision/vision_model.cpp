@@ -1,10 +1,10 @@
 #include "model/vision/vision_model.h"
 
 #include "core/dtype.h"
-#include "core/torch_linspace.h"
 #include "model/weights/weight_master.h"
 #include "ops/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -53,12 +53,6 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> vision_tensor_specs(co
 }
 
 namespace {
-
-float round_to(float v, DType dt) {
-    if (dt == DType::kBF16) return bf16_to_f32(f32_to_bf16(v));
-    if (dt == DType::kF16) return round_f16(v);
-    return v;
-}
 
 class Loader {
 public:
@@ -166,51 +160,71 @@ VisionModel::VisionModel(VisionConfig config, VisionWeights weights, TextPrecisi
                          ops::Context ctx)
     : config_(std::move(config)), weights_(std::move(weights)), precision_(precision), ctx_(ctx) {}
 
+namespace {
+
+// One axis of transformers 5.x get_vision_interpolation_indices_and_weights(mode="bilinear",
+// align_corners=True) for the patch index `i` of an axis of `size` patches over a `side`-row table:
+// src = i·(side−1) / max(size−1, 1) as one correctly rounded fp32 division (the closed form of
+// linspace(0, side−1, size), which it replaced: the two differ in the last bit for some i), the taps
+// floor(src) and floor(src)+1 clamped to the table, the weights (1 − |src − floor − o|).clamp(min=0), o =
+// 0, 1.
+struct AxisTaps {
+    int64_t tap[2];
+    float weight[2];
+};
+
+AxisTaps axis_taps(int64_t i, int64_t size, int64_t side) {
+    const float src = static_cast<float>(i * (side - 1)) / static_cast<float>(std::max<int64_t>(size - 1, 1));
+    const float fl = std::floor(src);
+    const float frac = src - fl; // exact
+    AxisTaps a;
+    for (int o = 0; o < 2; ++o) {
+        a.tap[o] = std::clamp<int64_t>(static_cast<int64_t>(fl) + o, 0, side - 1);
+        a.weight[o] = std::max(1.0f - std::fabs(frac - static_cast<float>(o)), 0.0f);
+    }
+    return a;
+}
+
+} // namespace
+
 Tensor VisionModel::position_embedding(const std::vector<VisionGrid>& grids) const {
+    // transformers 5.x Qwen3VLVisionModel.forward: pos = (pos_embed(indices) * weights[:, :, None]).sum(1) —
+    // the table rows (the checkpoint's dtype, exact in fp32) times the fp32 weights in fp32 (type
+    // promotion), the four taps 00, 01, 10, 11 summed in fp32 from 0 in that order; the caller rounds the sum
+    // once to the tower's dtype (`pos_embeds.to(hidden_states.dtype)`) before adding it.
     const VisionConfig& c = config_;
     const int64_t hs = c.hidden_size, side = c.pos_side(), m = c.spatial_merge_size;
     int64_t n = 0;
     for (const auto& g : grids) n += g.patches();
-    const DType dt = act_dtype(); // the table's dtype: weights and products round to it
     Tensor out = Tensor::host({n, hs}, DType::kF32);
     float* o = out.data_as<float>();
-    Tensor table = weights_.pos_embed;
-    std::vector<float> row(static_cast<size_t>(hs));
-    auto table_row = [&](int64_t r, float* dst) {
-        const void* src = static_cast<const uint8_t*>(table.data()) + r * hs * dtype_size(table.dtype());
-        convert_array(src, table.dtype(), dst, DType::kF32, static_cast<size_t>(hs));
-    };
+    const Tensor& table = weights_.pos_embed;
     std::vector<float> e(static_cast<size_t>(hs));
+    auto table_row = [&](int64_t r) {
+        const void* src = static_cast<const uint8_t*>(table.data()) + r * hs * dtype_size(table.dtype());
+        convert_array(src, table.dtype(), e.data(), DType::kF32, static_cast<size_t>(hs));
+    };
     int64_t r = 0;
-    for (const auto& g : grids) {
-        const std::vector<float> hi = torch_linspace_f32(0.0f, float(side - 1), g.h),
-                                 wi = torch_linspace_f32(0.0f, float(side - 1), g.w);
+    for (const auto& g : grids)
         for (int t = 0; t < g.t; ++t)
             for (int bh = 0; bh < g.h / m; ++bh)
                 for (int bw = 0; bw < g.w / m; ++bw)
                     for (int ih = 0; ih < m; ++ih)
                         for (int iw = 0; iw < m; ++iw, ++r) {
-                            const int y = bh * int(m) + ih, x = bw * int(m) + iw;
-                            const float hv = hi[static_cast<size_t>(y)], wv = wi[static_cast<size_t>(x)];
-                            const int64_t hf = static_cast<int64_t>(hv), wf = static_cast<int64_t>(wv);
-                            const int64_t hc = std::min(hf + 1, side - 1), wc = std::min(wf + 1, side - 1);
-                            const float dh = hv - static_cast<float>(hf), dw = wv - static_cast<float>(wf);
-                            const int64_t idx[4] = {hf * side + wf, hf * side + wc, hc * side + wf,
-                                                    hc * side + wc};
-                            const float wt[4] = {round_to((1.0f - dh) * (1.0f - dw), dt),
-                                                 round_to((1.0f - dh) * dw, dt),
-                                                 round_to(dh * (1.0f - dw), dt), round_to(dh * dw, dt)};
+                            const AxisTaps y = axis_taps(bh * m + ih, g.h, side);
+                            const AxisTaps x = axis_taps(bw * m + iw, g.w, side);
                             float* dst = o + r * hs;
-                            for (int k = 0; k < 4; ++k) {
-                                table_row(idx[k], e.data());
-                                for (int64_t j = 0; j < hs; ++j) {
-                                    const float p = round_to(e[static_cast<size_t>(j)] * wt[k], dt);
-                                    dst[j] = k == 0 ? p : round_to(dst[j] + p, dt);
+                            std::fill(dst, dst + hs, 0.0f);
+                            for (int a = 0; a < 2; ++a)
+                                for (int b = 0; b < 2; ++b) {
+                                    const float wt = y.weight[a] * x.weight[b];
+                                    table_row(y.tap[a] * side + x.tap[b]);
+                                    for (int64_t j = 0; j < hs; ++j) {
+                                        const float p = e[static_cast<size_t>(j)] * wt;
+                                        dst[j] = dst[j] + p;
+                                    }
                                 }
-                            }
                         }
-    }
-    (void)row;
     return out;
 }
 

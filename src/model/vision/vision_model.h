@@ -1,8 +1,9 @@
 // The Qwen3-VL vision tower (spec §8.1) with DeepStack, as transformers' Qwen3VLVisionModel runs it:
 //   patch rows [N, C·T·P·P] (pipeline/vision_processor order: per image and frame, merge windows in raster
 //   order, the m×m patches of a window in raster order) → patch_embed (Conv3d with kernel = stride: a GEMM
-//   with bias) → + the learned position table bilinearly interpolated to the patch grid (torch.linspace over
-//   [0, side−1], truncating floor, ceil clipped, four weighted taps summed in the order 00, 01, 10, 11)
+//   with bias) → + the learned position table bilinearly interpolated to the patch grid (transformers 5.x
+//   vision_utils, align_corners: src = i·(side−1)/(n−1) in fp32, floor, floor+1 clipped, four taps 00, 01,
+//   10, 11 weighted and summed in fp32, the sum rounded once to the tower's dtype)
 //   → `depth` blocks: x += proj(attn(LN1(x))), x += fc2(gelu_tanh(fc1(LN2(x)))); LayerNorm eps 1e-6; full
 //   attention within each frame of each image; 2-D rotary on q/k over head_dim: inv_freq over head_dim/2
 //   (θ 10⁴), angles [row·inv, col·inv] duplicated (rotate-half), applied in fp32
@@ -82,8 +83,8 @@ public:
     Result<VisionOutput> forward(const Tensor& pixel_values, const std::vector<VisionGrid>& grids,
                                  const IntermediateHook& hook = {}) const;
 
-    // Host tables (exposed for tests): the interpolated position embedding [N, hidden] f32 (rounded to the
-    // act dtype's precision where the reference rounds) and the rotary angles' cos/sin [N, head_dim] f32.
+    // Host tables (exposed for tests): the interpolated position embedding [N, hidden] f32 (the fp32 sum;
+    // forward() rounds it to the act dtype once) and the rotary angles' cos/sin [N, head_dim] f32.
     Tensor position_embedding(const std::vector<VisionGrid>& grids) const;
     void rotary_tables(const std::vector<VisionGrid>& grids, Tensor& cos, Tensor& sin) const;
 

@@ -28,6 +28,7 @@ std::vector<float> head_major_f32(const Tensor& t) {
 
 Status attention(const Context&, const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
                  Tensor& o) {
+    if (p.fp8) return attention_fp8(Context::cpu(), p, q, k, v, o);
     const int64_t sq = q.dim(0), sk = k.dim(0), heads = q.dim(1), d = q.dim(2);
     const int64_t group = heads / k.dim(1); // query heads per kv head
     const std::vector<float> kf = head_major_f32(k);

@@ -22,8 +22,9 @@ inline float gelu_tanh_f(float v) {
     return 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
 }
 
+// x·Φ(x) = 0.5·x·erfc(−x/√2): equal to 0.5·x·(1 + erf(x/√2)), which cancels for negative x in fp32.
 inline float gelu_erf_f(float v) {
-    return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f));
+    return 0.5f * v * std::erfc(-v * 0.7071067811865476f);
 }
 
 // y[i] = f(x[i]) for flat contiguous x/y of `n` elements.

@@ -71,8 +71,18 @@ Status head_norm_rope(const Context& ctx, const RmsNormParams& np, const RopePar
 
 Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                  const Tensor& v, Tensor& o);
+std::vector<std::string> attention_candidates(const Context& ctx, const AttentionParams& p, const Tensor& q,
+                                              const Tensor& k, const Tensor& v, const Tensor& o);
+Status attention_candidate(const Context& ctx, const std::string& name, const AttentionParams& p,
+                           const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o);
 
 Status fill_uniform(const Context& ctx, const FillUniformParams& p, Tensor& x);
+
+// fp8 GEMM (ops/gemm_fp8.h): rows of x (any float dtype) to e4m3 with per-row power-of-two scales, and the
+// scaled e4m3 product.
+Status quantize_rows_fp8(const Context& ctx, const Tensor& x, Tensor& x8, Tensor& scale);
+Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, const Fp8Weight& w,
+                const Tensor& bias, Tensor& y);
 
 // Convolutions, BigVGAN activations and LayerNorm (ops/conv.h, ops/audio_act.h, ops/layer_norm.h): all f32
 // except layer_norm (any float dtypes).
@@ -102,5 +112,12 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
               Tensor& y);
 Status group_norm(const Context& ctx, const GroupNormParams& p, const Tensor& x, const Tensor& weight,
                   const Tensor& bias, Tensor& y);
+
+// The sampling loop's Euler step and the tiled VAE's assembly (ops/sampling.h, ops/tiles.h): f32 only.
+Status euler_update(const Context& ctx, const EulerParams& p, Tensor& x, const Tensor& v);
+Status blend_tile(const Context& ctx, const BlendTileParams& p, const Tensor& cur, const Tensor& up,
+                  const Tensor& left, Tensor& out);
+Status crossfade_frames(const Context& ctx, const CrossfadeParams& p, const Tensor& src, const Tensor& prev,
+                        Tensor& out);
 
 } // namespace h3::ops::cuda_impl

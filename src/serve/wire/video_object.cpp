@@ -1,4 +1,4 @@
-#include "api/video_object.h"
+#include "serve/wire/video_object.h"
 
 #include <algorithm>
 #include <cmath>
@@ -103,14 +103,14 @@ VideoRecord make_record(const std::string& id, uint64_t seq, int64_t now, const 
     r.stage = "queued";
     r.created_at = now;
     r.model = rq.model;
-    r.prompt = rq.prompt;
-    r.size = std::to_string(rq.geometry.width) + "x" + std::to_string(rq.geometry.height);
-    r.quality = rq.quality;
-    r.cache = rq.generation.cache.describe();
-    r.seconds = rq.geometry.seconds();
-    r.frames = rq.geometry.frames;
-    r.seed = rq.generation.seed;
-    r.steps = rq.generation.steps;
+    r.prompt = rq.job.prompt;
+    r.size = std::to_string(rq.job.geometry.width) + "x" + std::to_string(rq.job.geometry.height);
+    r.quality = rq.job.quality;
+    r.cache = rq.job.cache.describe();
+    r.seconds = rq.job.geometry.seconds();
+    r.frames = rq.job.geometry.frames;
+    r.seed = rq.job.seed;
+    r.steps = rq.job.steps;
     r.output_format = rq.output_format;
     r.request = rq.to_json();
     return r;

@@ -3,8 +3,8 @@
 // canonical request). Timestamps are Unix seconds; 0 means "not yet" (null on the wire).
 #pragma once
 
-#include "api/video_request.h"
 #include "core/status.h"
+#include "serve/wire/video_request.h"
 
 #include <nlohmann/json.hpp>
 
@@ -56,5 +56,7 @@ Result<VideoRecord> record_from_json(const nlohmann::json& j);
 // Content file names inside a job's directory.
 inline constexpr const char* kVideoFile = "video.mp4";
 inline constexpr const char* kAudioFile = "audio.wav";
+inline constexpr const char* kLatentsFile = "latents.safetensors";
+inline constexpr const char* kContentFiles[] = {kVideoFile, kAudioFile, kLatentsFile};
 
 } // namespace h3::api

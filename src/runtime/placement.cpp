@@ -1,0 +1,90 @@
+#include "runtime/placement.h"
+
+namespace h3::runtime {
+
+const char* component_name(Component c) {
+    switch (c) {
+    case Component::kTransformer:
+        return "transformer";
+    case Component::kTransformerRef:
+        return "transformer_ref";
+    case Component::kTextEncoder:
+        return "text_encoder";
+    case Component::kVisionTower:
+        return "vision_tower";
+    case Component::kVideoEncoder:
+        return "vae_encoder";
+    case Component::kVideoDecoder:
+        return "vae_decoder";
+    case Component::kAudioEncoder:
+        return "audio_vae_encoder";
+    case Component::kAudioDecoder:
+        return "audio_vae_decoder";
+    }
+    return "unknown";
+}
+
+const char* precision_name(ComputePrecision p) {
+    switch (p) {
+    case ComputePrecision::kFp32:
+        return "fp32";
+    case ComputePrecision::kFp8:
+        return "fp8";
+    case ComputePrecision::kFp16:
+        return "fp16";
+    case ComputePrecision::kDefault:
+        break;
+    }
+    return "default";
+}
+
+const char* residency_name(Residency r) {
+    return r == Residency::kResident ? "resident" : "per_job";
+}
+
+PlacementPlan PlacementPlan::per_job(Device device, ComputePrecision precision) {
+    PlacementPlan p;
+    for (Component c : kAllComponents) p[c] = {.residency = Residency::kPerJob, .device = device};
+    for (Component c : {Component::kTransformer, Component::kTransformerRef, Component::kTextEncoder,
+                        Component::kVisionTower})
+        p[c].precision = precision;
+    if (precision == ComputePrecision::kFp8) // e4m3 is a DiT mode; the conditioner keeps bf16
+        for (Component c : {Component::kTextEncoder, Component::kVisionTower})
+            p[c].precision = ComputePrecision::kDefault;
+    return p;
+}
+
+PlacementPlan PlacementPlan::serving(Device device, ComputePrecision precision, Residency text_encoder) {
+    PlacementPlan p = per_job(device, precision);
+    for (Component c : {Component::kTransformer, Component::kTransformerRef, Component::kVideoDecoder,
+                        Component::kAudioDecoder})
+        p[c].residency = Residency::kResident;
+    p[Component::kTextEncoder].residency = text_encoder;
+    p[Component::kVisionTower].residency = text_encoder;
+    return p;
+}
+
+Status PlacementPlan::validate() const {
+    const Device d = components[0].device;
+    for (Component c : kAllComponents)
+        if (!((*this)[c].device == d))
+            return unimplemented(std::string("placement: ") + component_name(c) + " is on " +
+                                 (*this)[c].device.to_string() + " but " + component_name(kAllComponents[0]) +
+                                 " on " + d.to_string() + "; one device for every component for now");
+    return ok_status();
+}
+
+std::string PlacementPlan::describe() const {
+    std::string s;
+    for (Component c : kAllComponents) {
+        const ComponentPlacement& p = (*this)[c];
+        if (!s.empty()) s += ", ";
+        s += std::string(component_name(c)) + " " + residency_name(p.residency) + " " + p.device.to_string() +
+             (p.precision == ComputePrecision::kDefault ? ""
+                                                        : std::string(" ") + precision_name(p.precision)) +
+             (p.weights.plain() ? "" : " weights " + p.weights.describe());
+    }
+    return s;
+}
+
+} // namespace h3::runtime

@@ -1,0 +1,80 @@
+// Where the checkpoint's components live and for how long: a PlacementPlan holds one ComponentPlacement per
+// component. ModelStore (runtime/model_store.h) follows it. The struct is the extension point: layer-wise
+// residency, weight dtypes and a memory budget (issue #15), device groups and ranks (issue #17) become fields
+// or enum values here without changing the callers that lease components.
+#pragma once
+
+#include "core/device.h"
+#include "core/status.h"
+#include "model/weights/residency.h"
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+namespace h3::runtime {
+
+enum class Component {
+    kTransformer,    // transformer/: the FL2VA DiT (t2va, fl2va)
+    kTransformerRef, // transformer_ref/: the Ref2VA DiT (ref2va); shares one slot with kTransformer
+    kTextEncoder,    // text_encoder/ + tokenizer/: the Qwen3-VL language stack
+    kVisionTower,    // text_encoder/'s Qwen3-VL vision tower (keyframe and reference images, videos)
+    kVideoEncoder,   // vae/ encoder (fl2va keyframes, ref2va images and videos)
+    kVideoDecoder,   // vae/ decoder
+    kAudioEncoder,   // audio_vae/ encoder (ref2va audio, soundtracks)
+    kAudioDecoder,   // audio_vae/ decoder
+};
+inline constexpr size_t kComponentCount = 8;
+inline constexpr std::array<Component, kComponentCount> kAllComponents = {
+    Component::kTransformer,  Component::kTransformerRef, Component::kTextEncoder,  Component::kVisionTower,
+    Component::kVideoEncoder, Component::kVideoDecoder,   Component::kAudioEncoder, Component::kAudioDecoder};
+// "transformer", "transformer_ref", "text_encoder", "vision_tower", "vae_encoder", "vae_decoder",
+// "audio_vae_encoder", "audio_vae_decoder" (the metrics' labels).
+const char* component_name(Component c);
+
+enum class Residency {
+    kPerJob,   // loaded when a job first leases it, released when its last lease ends
+    kResident, // loaded once (components of the plan that a store preloads: at open) and kept between jobs
+};
+const char* residency_name(Residency r); // "per_job", "resident"
+
+// The arithmetic a component runs in: its default (bf16 DiT and text stack; f16 video decoder blocks on CUDA,
+// fp32 on the CPU; fp32 encoders and audio decoder), fp32 throughout where the component has that mode, or
+// (DiTs only; opt-in, lossy) e4m3 block GEMMs and attention (model::DitPrecision::kFp8), or fp16 for GPUs
+// without bf16 (DiTs and text stack: fp16 weights and activations, fp32 residual stream; the vision tower
+// then runs fp32).
+enum class ComputePrecision { kDefault, kFp32, kFp8, kFp16 };
+const char* precision_name(ComputePrecision p); // "default", "fp32", "fp8", "fp16"
+
+struct ComponentPlacement {
+    Residency residency = Residency::kPerJob;
+    Device device = Device::cpu();
+    ComputePrecision precision = ComputePrecision::kDefault;
+    // Where a layered component's weights live (the DiTs' 50 blocks, the text stack's 50 layers; others
+    // ignore it): resident, or layerwise with the first K layers resident; native or int8; pinned or
+    // pageable host masters (model/weights/residency.h).
+    model::ResidencyOptions weights{};
+};
+
+struct PlacementPlan {
+    std::array<ComponentPlacement, kComponentCount> components;
+    // The memory budget planner's text when it chose the weights and residencies (--gpu-memory-budget).
+    std::string memory_plan;
+
+    ComponentPlacement& operator[](Component c) { return components[static_cast<size_t>(c)]; }
+    const ComponentPlacement& operator[](Component c) const { return components[static_cast<size_t>(c)]; }
+
+    // Every component per job on `device`; `precision` for the DiTs and the conditioner (the decoders and
+    // encoders keep their defaults, as `--dtype` always did; kFp8 is the DiTs' alone).
+    static PlacementPlan per_job(Device device, ComputePrecision precision = ComputePrecision::kDefault);
+    // A server's plan: the DiTs and the decoders resident (the DiTs share one slot: the other variant swaps
+    // in when a job needs it), the encoders per job, the text stack and vision tower as `text_encoder` says.
+    static PlacementPlan serving(Device device, ComputePrecision precision, Residency text_encoder);
+
+    // One device for every component for now (several devices come with device groups, issue #17).
+    Status validate() const;
+    // "transformer resident cuda:0 default, ..." (+ " weights layerwise (K=8, ...)" where the weights stream)
+    std::string describe() const;
+};
+
+} // namespace h3::runtime
