@@ -12,12 +12,16 @@
 #include "model/dit/dit_model.h"
 #include "model/dit/dit_random.h"
 #include "model/dit/random_weights.h"
+#include "model/latent_spec.h"
 #include "model/text/text_model.h"
 #include "model/tiny/tiny_checkpoint.h"
 #include "model/weights/int8_cache.h"
 #include "ops/quant.h"
 #include "pipeline/generate.h"
+#include "pipeline/generator.h"
+#include "pipeline/job_builder.h"
 #include "pipeline/quality_metrics.h"
+#include "runtime/model_store.h"
 
 #include <gtest/gtest.h>
 
@@ -92,8 +96,13 @@ struct GenRun {
 // A short clip (22 frames: 7 latent frames, 88 packed rows) keeps every run well under a second.
 pipeline::GenerationRequest request(int steps) {
     pipeline::GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 22};
-    rq.geometry.limits.min_seconds = 0.5;
+    const DitConfig c = tiny_dit_config();
+    auto spec = derive_latent_spec({.dit = &c, .dit_file = "the tiny DiT config"});
+    EXPECT_TRUE(spec.ok()) << spec.status().to_string();
+    auto g = pipeline::resolve_geometry(
+        {.width = 64, .height = 32, .frames = 22, .limits = {.min_seconds = 0.5}}, *spec);
+    EXPECT_TRUE(g.ok()) << g.status().to_string();
+    rq.geometry = *g;
     rq.steps = steps;
     rq.seed = 21;
     return rq;
@@ -462,6 +471,90 @@ TEST(TextResidency, LayerwiseMatchesResidentAndInt8IsClose) {
     const Tensor f16 = run({}, DitPrecision::kFp16);
     EXPECT_EQ(f16.dtype(), DType::kF32); // the fp32 residual stream is the output
     EXPECT_TRUE(same_bits(run(layerwise(1), DitPrecision::kFp16), f16));
+}
+
+// ---- through the seam: ModelStore follows the PlacementPlan's weights
+// ---------------------------------------
+
+TEST(ResidencySeam, StoreLoadsThePlannedWeightsAndTheJobMatchesResident) {
+    using runtime::Component;
+    const std::string root = (fs::path(H3_BINARY_DIR) / "residency" / "tiny").string();
+    if (!fs::exists(fs::path(root) / "model_index.json")) {
+        ASSERT_TRUE(write_tiny_checkpoint({.dir = root, .seed = 3}).ok());
+    }
+    auto run = [&](const runtime::PlacementPlan& plan, std::string* dit_weights) -> Tensor {
+        auto store = runtime::ModelStore::open(root, plan);
+        EXPECT_TRUE(store.ok()) << store.status().to_string();
+        if (!store.ok()) return {};
+        auto generator = pipeline::Generator::create(**store);
+        EXPECT_TRUE(generator.ok());
+        pipeline::JobInput in;
+        in.prompt = "a red fox";
+        in.size = "64x32";
+        in.frames = 107;
+        in.num_inference_steps = 4;
+        in.seed = 7;
+        in.outputs.media.wav = (fs::path(H3_BINARY_DIR) / "residency" / "seam.wav").string();
+        auto job = pipeline::JobBuilder((*store)->info()).build(std::move(in));
+        EXPECT_TRUE(job.ok()) << job.status().to_string();
+        if (!job.ok()) return {};
+        // per job: the DiT has left when the decoders load
+        bool dit_at_decode = false;
+        pipeline::JobEvents ev;
+        ev.progress = [&](const pipeline::JobProgress& p) {
+            if (p.stage == pipeline::Stage::kDecode)
+                dit_at_decode |= (*store)->loaded(Component::kTransformer);
+        };
+        auto r = (*generator)->run(*job, ev);
+        EXPECT_TRUE(r.ok()) << r.status().to_string();
+        if (!r.ok()) return {};
+        EXPECT_FALSE(dit_at_decode);
+        EXPECT_EQ(r->placement, plan.describe());
+        EXPECT_EQ(r->metrics(job->task).value("placement", ""), plan.describe());
+        *dit_weights = r->dit_weights;
+        return r->video_latents;
+    };
+    const runtime::PlacementPlan resident = runtime::PlacementPlan::per_job(Device::cpu());
+    std::string w0, w1;
+    const Tensor base = run(resident, &w0);
+    ASSERT_TRUE(base.defined());
+    EXPECT_EQ(w0, ""); // plain resident blocks: no weight source
+    runtime::PlacementPlan streamed = resident;
+    for (Component c : {Component::kTransformer, Component::kTextEncoder}) streamed[c].weights = layerwise(1);
+    EXPECT_NE(streamed.describe().find("transformer per_job cpu weights layerwise"), std::string::npos)
+        << streamed.describe();
+    const Tensor lw = run(streamed, &w1);
+    EXPECT_NE(w1.find("layerwise"), std::string::npos) << w1;
+    EXPECT_TRUE(same_bits(lw, base)); // the text stack and the DiT streamed: the same latents
+}
+
+TEST(ResidencySeam, ReplanOnlyWhileNothingIsLoaded) {
+    using runtime::Component;
+    const std::string root = (fs::path(H3_BINARY_DIR) / "residency" / "tiny").string();
+    if (!fs::exists(fs::path(root) / "model_index.json")) {
+        ASSERT_TRUE(write_tiny_checkpoint({.dir = root, .seed = 3}).ok());
+    }
+    runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(Device::cpu());
+    auto store = runtime::ModelStore::open(root, plan);
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    plan[Component::kTransformer].weights = layerwise(0);
+    ASSERT_TRUE((*store)->replan(plan).ok());
+    {
+        auto dit = (*store)->dit(Component::kTransformer);
+        ASSERT_TRUE(dit.ok()) << dit.status().to_string();
+        ASSERT_NE((*dit)->block_source(), nullptr);
+        EXPECT_EQ((*dit)->block_source()->options().mode, Residency::kLayerwise);
+        Status st = (*store)->replan(runtime::PlacementPlan::per_job(Device::cpu()));
+        EXPECT_FALSE(st.ok());
+        EXPECT_NE(st.message().find("transformer is loaded"), std::string::npos) << st.message();
+    }
+    // a serving plan preloads what it keeps resident
+    ASSERT_TRUE((*store)
+                    ->replan(runtime::PlacementPlan::serving(
+                        Device::cpu(), runtime::ComputePrecision::kDefault, runtime::Residency::kPerJob))
+                    .ok());
+    EXPECT_TRUE((*store)->loaded(Component::kTransformer));
+    EXPECT_EQ((*store)->plan()[Component::kTransformer].weights.mode, Residency::kResident);
 }
 
 // ---- CUDA (the device check runs these; skipped without a device) -----------------------------------------

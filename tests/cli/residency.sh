@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# h3-engine generate with the weight residency flags on the tiny model (CPU): layerwise streaming (with
-# resident blocks, with step-cache jumps) writes the same latents as resident, int8 and fp16 run, the
-# memory planner prints its choice or refuses a budget that cannot be met before loading anything, and bad
-# combinations are usage errors naming the flag.
+# h3-engine generate with the weight residency flags on the tiny model (CPU; the flags become the model
+# store's placement plan): layerwise streaming (with resident blocks, with step-cache jumps) writes the same
+# latents as resident, int8 and fp16 run, the memory planner prints its choice or refuses a budget that
+# cannot be met before loading anything, and bad combinations are usage errors naming the flag; serve takes
+# the same flags (tests/test_serve.cpp ServeResidency runs a layerwise server).
 set -uo pipefail
 H3="$1"; WORK="$2"
 rm -rf "$WORK"; mkdir -p "$WORK"
@@ -45,4 +46,13 @@ expect_rc 2 "${GEN[@]}" --gpu-memory-budget lots --save-latents "$WORK/x.st"; ex
 expect_rc 2 "${GEN[@]}" --residency resident --resident-blocks 1 --save-latents "$WORK/x.st"
 expect_err "applies to --residency layerwise"
 expect_rc 2 "${GEN[@]}" --weight-dtype auto --save-latents "$WORK/x.st"; expect_err "give --gpu-memory-budget"
+
+# the same flags on serve: a budget that cannot be met fails before the server loads anything
+expect_rc 2 "$H3" serve --model "$WORK/tiny" --port 0 --output-dir "$WORK/srv" --gpu-memory-budget 64KiB
+if ! grep -q "no HTTP server" "$WORK/err.txt"; then
+  expect_err "cannot fit the model in a 64.00 KiB device budget"
+  [ -e "$WORK/srv" ] && fail "a refused serve plan created its output directory"
+fi
+expect_rc 2 "$H3" serve --model "$WORK/tiny" --port 0 --residency resident --resident-blocks 1
+grep -q "no HTTP server" "$WORK/err.txt" || expect_err "applies to --residency layerwise"
 echo OK
