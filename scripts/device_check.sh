@@ -83,6 +83,17 @@ for dt in fp32 bf16; do
   echo "tiny generate cuda vs cpu ($dt):"
   python3 tools/reference/compare_latents.py /tmp/lat_cuda_$dt.safetensors /tmp/lat_cpu_$dt.safetensors
 done
+# tiny generate on CUDA through the seam with streamed weights (pinned and pageable masters, int8): layerwise
+# writes the same latents as the resident bf16 run above
+for rs in "--residency layerwise" "--residency layerwise --resident-blocks 1 --host-pinning off"; do
+  timeout 120 $H3 generate --model /tmp/tiny --prompt "a red fox runs through snow" --size 64x32 --frames 107 \
+    --steps 6 --seed 7 --device cuda --dtype bf16 $rs --save-latents /tmp/lat_cuda_lw.safetensors --progress none \
+    > /dev/null 2> "$OUT/gen_cuda_lw.err" || { echo "generate cuda $rs failed"; tail -3 "$OUT/gen_cuda_lw.err"; }
+  cmp -s /tmp/lat_cuda_lw.safetensors /tmp/lat_cuda_bf16.safetensors && echo "tiny generate cuda $rs: == resident" ||
+    echo "tiny generate cuda $rs: DIFFERS from resident"
+  grep -h "DiT weights" "$OUT/gen_cuda_lw.err"
+done
+
 # tiny fl2va (first + last keyframe: VAE encoder, vision tower, condition rows) on CPU and CUDA, fp32
 for dev in cpu cuda; do
   timeout 120 $H3 generate --model /tmp/tiny --prompt "a red fox runs through snow" --size 64x32 --frames 107 \
