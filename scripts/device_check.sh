@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # GPU check, run on the device machine from the repo root with $OUT set: builds for sm_90a, runs the CUDA op
-# tests (VSA's included), the DiT CUDA-vs-reference parity test, the CUDA generate checks (tiny FastH3 with VSA and LoRA too) and the benches. Missing Debian
-# -dev packages travel as .deb files in .debs/ (see README): libmicrohttpd (+ brotli, zlib, cpp-httplib and
-# OpenSSL -dev for the serve layer and its test client) among them.
+# tests (VSA's included), the DiT CUDA-vs-reference parity test, the CUDA generate checks (tiny FastH3 with VSA,
+# LoRA and layerwise residency too) and the benches, incl. the weight residency ones (layerwise / int8 / fp16,
+# the 24 GiB bench at full width). H3_CHECK_SM75=1 also compiles the CUDA ops for sm_75 (the no-bf16 targets;
+# CUDA 13 has no sm_70). Missing Debian -dev packages travel as .deb files in .debs/ (see README): libmicrohttpd
+# (+ brotli, zlib, cpp-httplib and OpenSSL -dev for the serve layer and its test client) among them.
 set -u
 OUT=${OUT:-/tmp/h3-device-out}
 mkdir -p "$OUT"
@@ -53,7 +55,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTU
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
 for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner test_audio_encoder \
          test_audio_resample test_references test_layout test_generator test_ops_fp8 test_dit_fp8 test_lora \
-         test_lora_apply test_ops_vsa test_vsa; do
+         test_lora_apply test_ops_vsa test_vsa test_residency test_memory_plan; do
   [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
@@ -82,6 +84,15 @@ for t in test_ref_conditioner test_audio_encoder test_audio_resample test_refere
 done
 # video sparse attention: every VSA op on CUDA against the CPU reference (the block-sparse kernel included)
 [ -x $T/test_ops_vsa ] && run_test "test_ops_vsa --backend cuda" ops_vsa.log $T/test_ops_vsa --backend cuda
+[ -x $T/test_residency ] && run_test "test_residency (incl. CUDA)" residency.log $T/test_residency &&
+  grep -E "^(cuda|int8|fp16|text)" "$OUT/residency.log"
+[ -x $T/test_memory_plan ] && run_test "test_memory_plan" memory_plan.log $T/test_memory_plan
+if [ "${H3_CHECK_SM75:-0}" = 1 ]; then
+  cmake -S . -B build-sm75 -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTURES=75 -DH3_BUILD_BENCH=OFF \
+    -DH3_BUILD_TESTS=OFF "${CUDNN_ARGS[@]}" > "$OUT/cmake_sm75.log" 2>&1 &&
+    ninja -C build-sm75 -j"$(nproc)" h3_ops > "$OUT/build_sm75.log" 2>&1 && echo "== sm_75 ops build ok" ||
+    { echo "== sm_75 ops build FAILED"; grep -E "error" "$OUT/build_sm75.log" | head -20; }
+fi
 # tiny model: generate on CPU and on CUDA from the same seed, compare the final latents
 $H3 make-tiny /tmp/tiny --lora /tmp/tiny_lora.safetensors > /dev/null
 for dev in cpu cuda; do
@@ -95,6 +106,17 @@ for dt in fp32 bf16; do
   echo "tiny generate cuda vs cpu ($dt):"
   python3 tools/reference/compare_latents.py /tmp/lat_cuda_$dt.safetensors /tmp/lat_cpu_$dt.safetensors
 done
+# tiny generate on CUDA through the seam with streamed weights (pinned and pageable masters, int8): layerwise
+# writes the same latents as the resident bf16 run above
+for rs in "--residency layerwise" "--residency layerwise --resident-blocks 1 --host-pinning off"; do
+  timeout 120 $H3 generate --model /tmp/tiny --prompt "a red fox runs through snow" --size 64x32 --frames 107 \
+    --steps 6 --seed 7 --device cuda --dtype bf16 $rs --save-latents /tmp/lat_cuda_lw.safetensors --progress none \
+    > /dev/null 2> "$OUT/gen_cuda_lw.err" || { echo "generate cuda $rs failed"; tail -3 "$OUT/gen_cuda_lw.err"; }
+  cmp -s /tmp/lat_cuda_lw.safetensors /tmp/lat_cuda_bf16.safetensors && echo "tiny generate cuda $rs: == resident" ||
+    echo "tiny generate cuda $rs: DIFFERS from resident"
+  grep -h "DiT weights" "$OUT/gen_cuda_lw.err"
+done
+
 # tiny fl2va (first + last keyframe: VAE encoder, vision tower, condition rows) on CPU and CUDA, fp32
 for dev in cpu cuda; do
   timeout 120 $H3 generate --model /tmp/tiny --prompt "a red fox runs through snow" --size 64x32 --frames 107 \
@@ -233,6 +255,46 @@ timeout 300 $H3 bench generate --random-weights --rungs 1000,750,500,250 --atten
   > "$OUT/bench_generate_fasth3.json" 2> "$OUT/bench_generate_fasth3.err"
 echo "bench generate fasth3 rc=$?"
 python3 -c "import json; j=json.load(open('$OUT/bench_generate_fasth3.json')); print('  %s: %d forwards, denoise %.2f s, setup %.2f s, steps %s, peak %.1f GiB' % (j['attention'], j['forwards'], j['denoise_seconds'], j['setup_seconds'], [round(s, 2) for s in j['step_seconds']], j['peak_device_gib']))" 2>&1
+echo "== weight residency at full width (50 blocks, 1344x768x124): resident vs layerwise / int8 under 24GiB, fp16"
+RES_ARGS=(bench dit --random-weights --blocks 50 --iters 2 --json)
+timeout 300 $H3 "${RES_ARGS[@]}" > "$OUT/bench_res_resident.json" 2> "$OUT/bench_res_resident.err"
+echo "resident rc=$?"
+timeout 400 $H3 "${RES_ARGS[@]}" --residency layerwise --gpu-memory-budget 24GiB \
+  > "$OUT/bench_res_layerwise.json" 2> "$OUT/bench_res_layerwise.err"; echo "layerwise rc=$?"
+timeout 500 $H3 "${RES_ARGS[@]}" --residency layerwise --weight-dtype int8 --gpu-memory-budget 24GiB \
+  > "$OUT/bench_res_int8.json" 2> "$OUT/bench_res_int8.err"; echo "layerwise int8 rc=$?"
+timeout 400 $H3 "${RES_ARGS[@]}" --residency layerwise --resident-blocks 0 --host-pinning off \
+  > "$OUT/bench_res_pageable.json" 2> "$OUT/bench_res_pageable.err"; echo "layerwise K=0 pageable rc=$?"
+timeout 300 $H3 "${RES_ARGS[@]}" --dtype fp16 > "$OUT/bench_res_fp16.json" 2> "$OUT/bench_res_fp16.err"
+echo "fp16 resident rc=$?"
+python3 - "$OUT" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+def load(n):
+    try: return json.load(open(os.path.join(out, n)))
+    except Exception as e: return {"error": str(e)}
+base = load("bench_res_resident.json")
+for n in ["bench_res_resident.json", "bench_res_layerwise.json", "bench_res_int8.json", "bench_res_pageable.json",
+          "bench_res_fp16.json"]:
+    j = load(n)
+    if "seconds_per_pass" not in j: print(n, "FAILED", j.get("error", "")); continue
+    ratio = j["seconds_per_pass"] / base["seconds_per_pass"] if "seconds_per_pass" in base else float("nan")
+    print(f"{n}: {j['residency']}: {j['seconds_per_pass']:.3f} s/forward (x{ratio:.3f} resident), peak "
+          f"{j['peak_device_gib']:.2f} GiB, H2D {j.get('h2d_bytes_per_pass', 0) / 1e9:.1f} GB/forward at "
+          f"{j.get('h2d_gbps_during_pass', 0):.1f} GB/s (link pinned {j['h2d_link_gbps_pinned']:.1f}, pageable "
+          f"{j['h2d_link_gbps_pageable']:.1f} GB/s), sync loads {j.get('sync_loads', 0)}")
+PY
+grep -h "memory plan" -A4 "$OUT/bench_res_layerwise.err" | head -6
+echo "== bench text layerwise under 24GiB"
+timeout 300 $H3 bench text --random-weights --tokens 537 --json --residency layerwise --gpu-memory-budget 24GiB \
+  > "$OUT/bench_text_layerwise.json" 2> "$OUT/bench_text_layerwise.err"
+echo "bench text layerwise rc=$?"; cat "$OUT/bench_text_layerwise.json"; tail -3 "$OUT/bench_text_layerwise.err"
+echo "== bench generate layerwise under 24GiB (3 forwards, DBCache jumps)"
+timeout 500 $H3 bench generate --random-weights --steps 4 --json --residency layerwise --gpu-memory-budget 24GiB \
+  --cache "dbcache:Fn=1,Bn=0,warmup=1,scm=101,scm_policy=static" \
+  > "$OUT/bench_generate_layerwise.json" 2> "$OUT/bench_generate_layerwise.err"
+echo "bench generate layerwise rc=$?"; tail -3 "$OUT/bench_generate_layerwise.err"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print({k: j.get(k) for k in ['mean_step_seconds','denoise_seconds','peak_device_gib','h2d_gbps_during_denoise','sync_loads','residency']}); [print(r['cache'], r['mean_step_seconds'], r.get('sync_loads'), r.get('dropped_prefetches'), r['peak_device_gib']) for r in j.get('cached_runs', [])]" "$OUT/bench_generate_layerwise.json"
 echo "== bench generate (full width, random weights, 4 grid points = 3 forwards)"
 timeout 240 $H3 bench generate --random-weights --steps 4 --json > "$OUT/bench_generate.json" 2> "$OUT/bench_generate.err"
 echo "bench generate rc=$?"; cat "$OUT/bench_generate.json"; tail -3 "$OUT/bench_generate.err"

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -415,6 +416,59 @@ TEST(Ops, AxpbyAndL1Sums) {
     auto rx0 = rel_l1(ctx(), dev(one), zd);
     ASSERT_TRUE(rx0.ok());
     EXPECT_TRUE(std::isinf(*rx0)); // x/0 → inf
+}
+
+// ---- int8 weights and the non-finite flag -----------------------------------------------------------------
+TEST(Ops, DequantizeRowsAndNonfinite) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 1300;
+    // K % 16 == 0 (the CUDA vector path), odd K and one row (the scalar path).
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{7, 64}, {5, 37}, {1, 3}, {33, 272}}) {
+        Tensor q = Tensor::host({n, k}, DType::kI8);
+        std::mt19937 gen(seed++);
+        std::uniform_int_distribution<int> dist(-127, 127);
+        for (int64_t i = 0; i < q.numel(); ++i) q.data_as<int8_t>()[i] = static_cast<int8_t>(dist(gen));
+        Tensor sc = rnd({n}, DType::kF32, seed++, 1e-4f, 0.05f);
+        for (DType out : kFloats) {
+            SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(k) + " -> " + name(out));
+            Tensor want_t = Tensor::host({n, k}, out);
+            ASSERT_OK(dequantize_rows(Context::cpu(), q, sc, want_t));
+            std::vector<double> want = values(want_t);
+            if (!on_cuda()) // the reference against the formula: one fp32 product, one rounding
+                for (int64_t r = 0; r < n; ++r)
+                    for (int64_t j = 0; j < k; ++j) {
+                        const float p =
+                            static_cast<float>(q.data_as<int8_t>()[r * k + j]) * sc.data_as<float>()[r];
+                        ASSERT_EQ(want[static_cast<size_t>(r * k + j)], rnd_to(p, out));
+                    }
+            Guarded w(Tensor::host({n, k}, out));
+            ASSERT_OK(dequantize_rows(ctx(), dev(q), dev(sc), w.t));
+            check_output(w, want, Tol{0, 0}); // bit for bit
+        }
+    }
+    // The flag: set by an inf or a NaN anywhere (any float dtype), never cleared.
+    for (DType dt : kFloats) {
+        SCOPED_TRACE(name(dt));
+        Tensor x = rnd({37, 129}, dt, seed++);
+        Tensor flag_h = Tensor::host({3}, DType::kI32);
+        Tensor flag = dev(flag_h);
+        Tensor f0 = flag.slice(0, 0, 1), f1 = flag.slice(0, 1, 2), f2 = flag.slice(0, 2, 3);
+        ASSERT_OK(mark_nonfinite(ctx(), dev(x), f0));
+        Tensor bad = clone(x);
+        bad.set({36, 128}, std::numeric_limits<double>::infinity());
+        ASSERT_OK(mark_nonfinite(ctx(), dev(bad), f1));
+        bad.set({36, 128}, 0.0);
+        bad.set({0, 3}, std::numeric_limits<double>::quiet_NaN());
+        ASSERT_OK(mark_nonfinite(ctx(), dev(bad), f2));
+        ASSERT_OK(mark_nonfinite(ctx(), dev(x), f2)); // a finite tensor leaves the flag set
+        std::vector<double> got = values(flag);
+        EXPECT_EQ(got, (std::vector<double>{0, 1, 1}));
+    }
+    Tensor q = Tensor::host({2, 3}, DType::kI8), w = Tensor::host({2, 3}, DType::kBF16);
+    Tensor sc = Tensor::host({3}, DType::kF32);
+    Status st = dequantize_rows(Context::cpu(), q, sc, w);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("scale"), std::string::npos) << st.message();
 }
 
 // The sampling loop's Euler step: the CPU reference against the formula written out here (each operation

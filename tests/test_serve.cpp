@@ -1094,6 +1094,46 @@ TEST(ServeFastH3, AttentionGivenAndDefaultedMatchGenerate) {
     expect_error(c.Post("/v1/videos", ref_form), 400, "attention", "ref2va is not supported");
 }
 
+// Weight residency through the seam: `serve --residency layerwise` streams the DiT's blocks (and the text
+// stack's layers) from host masters, reports the plan in /health and the job's metrics, and writes the
+// same latents as the resident path (`generate`, the resident plan: LatentsMatchGenerate shows the two
+// agree).
+TEST(ServeResidency, LayerwiseMatchesResident) {
+    fs::remove_all(kWork / "layerwise_out");
+    Server server(kWork / "layerwise_out", {"--residency", "layerwise", "--host-pinning", "off"},
+                  "layerwise");
+    ASSERT_TRUE(server.up());
+    auto c = server.client();
+    auto h = c.Get("/health");
+    ASSERT_TRUE(h);
+    const json health = body_json(h);
+    const std::string placement = health.value("placement", "");
+    EXPECT_NE(placement.find("transformer resident cpu fp32 weights layerwise"), std::string::npos)
+        << placement;
+    EXPECT_NE(placement.find("text_encoder resident cpu fp32 weights layerwise"), std::string::npos)
+        << placement;
+    const json t2va = {{"prompt", "a red fox runs through snow"},
+                       {"size", "64x32"},
+                       {"seconds", 4},
+                       {"seed", 5},
+                       {"num_inference_steps", 3},
+                       {"output_format", "latents"}};
+    auto submitted = c.Post("/v1/videos", t2va.dump(), "application/json");
+    ASSERT_TRUE(submitted);
+    const json v = wait_for(c, body_json(submitted)["id"]);
+    ASSERT_EQ(v["status"], "completed") << v.dump();
+    const json& m = v["metrics"];
+    EXPECT_EQ(m.value("placement", ""), placement);
+    EXPECT_NE(m.value("dit_weights", "").find("layerwise"), std::string::npos) << m.dump();
+    auto r = c.Get(("/v1/videos/" + v["id"].get<std::string>() + "/content?variant=latents").c_str());
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const std::string resident =
+        generate_latents_cli("t2va_resident", "--prompt 'a red fox runs through snow'");
+    ASSERT_GT(resident.size(), 100u);
+    EXPECT_TRUE(r->body == resident) << r->body.size() << " vs " << resident.size() << " bytes";
+}
+
 TEST(ServeTtl, OutputsExpire) {
     const fs::path out = kWork / "ttl_out";
     fs::remove_all(out);

@@ -1,18 +1,26 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
-//                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--precision fp8] [--iters K] [--json]
+//                     [--blocks N] [--device cuda] [--dtype bf16|fp32|fp16] [--precision fp8] [--iters K]
+//                     [--json]
+//                     [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
+//                     [--host-pinning on|off] [--gpu-memory-budget SIZE]
 //                     [--lora-rank R [--lora-mode runtime|merged|both]]
 //                     [--attention dense|vsa[:sparsity=0.9,mode=exempt]] [--vsa-scan 0.1,0.25,0.5,1]
 // h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
 // h3-engine bench vae --encode --random-weights [--size WxH] [--json]   (one keyframe through the encoder)
 // h3-engine bench vae --reference --random-weights [--size WxH] [--frames F] [--json]   (ref2va encoders)
 // Times DiT blocks with random full-width weights generated on the device: seconds per block and per
-// 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory.
+// 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory. Every timed
+// pass runs the blocks back to back and synchronizes once at its end, so streamed blocks (layerwise) overlap
+// their uploads with compute as in a forward; the JSON then adds the bytes uploaded per pass, the rate they
+// arrived at during the pass, the link's own H2D rate (one block's bytes, pinned and pageable) and the plan.
 #include "cli/app.h"
 #include "cli/bench_lora.h"
 #include "cli/bench_vsa.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
+#include "cli/residency_flags.h"
 #include "core/cuda_api.h"
+#include "core/device_stream.h"
 #include "core/phase_timer.h"
 #include "model/audio_vae/audio_vae.h"
 #include "model/audio_vae/audio_vae_encoder.h"
@@ -45,8 +53,25 @@ struct BenchOptions {
     std::string lora_mode = "both"; // runtime | merged | both
     std::string attention = "dense";
     std::vector<double> vsa_scan = {0.1, 0.25, 0.5, 1.0}; // kept fractions timed with --attention vsa
+    ResidencyFlags residency;
     CLI::App* sub = nullptr;
 };
+
+// Seconds for copying `bytes` from host memory (pinned or pageable) to the device on a stream of its own,
+// after one untimed copy: the link's H2D rate the streamed weights can reach.
+Result<double> h2d_seconds(const ops::Context& ctx, size_t bytes, bool pinned) {
+    if (ctx.device.is_cpu()) return 0.0;
+    H3_ASSIGN_OR_RETURN(Tensor host,
+                        model::host_buffer(Shape{static_cast<int64_t>(bytes)}, DType::kU8, pinned));
+    H3_ASSIGN_OR_RETURN(Tensor dev, Tensor::empty(host.shape(), DType::kU8, ctx.device));
+    H3_ASSIGN_OR_RETURN(DeviceStream stream, DeviceStream::create(ctx.device));
+    H3_TRY(dev.copy_from(host, stream.handle()));
+    H3_TRY(stream.synchronize());
+    const auto t0 = Clock::now();
+    H3_TRY(dev.copy_from(host, stream.handle()));
+    H3_TRY(stream.synchronize());
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // What the CUDA context's switches say (benches print them so before/after runs are labelled).
 bool gemm_autotune(const ops::Context& ctx) {
@@ -90,17 +115,41 @@ int run_bench(const BenchOptions& o) {
     if (!session.ok()) return report(session.status());
     const ops::Context& ctx = (*session)->context();
     const std::string pname = o.precision.empty() ? o.dtype : o.precision; // --precision wins over --dtype
-    const bool fp8 = pname == "fp8";
-    const auto prec = fp8 ? model::DitPrecision::kFp8
-                          : (pname == "fp32" ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16);
+    auto parsed = model::parse_precision(pname, o.precision.empty() ? "--dtype" : "--precision");
+    if (!parsed.ok()) return report(parsed.status());
+    const auto prec = *parsed;
+    const bool fp8 = prec == model::DitPrecision::kFp8;
     const int blocks = std::max(1, std::min(o.blocks, c.num_layers));
     auto attention = model::parse_attention_choice(o.attention);
     if (!attention.ok()) return report(attention.status());
-    reset_device_memory_peak();
     // VSA runs a FastH3 student: every block carries its compression gate.
-    auto weights = model::random_dit_weights(
-        c, ctx, prec, {.blocks = blocks, .adaln = false, .gate_compress = attention->is_vsa(), .seed = 1});
+    // Placement of the `blocks` blocks: as the flags say, or planned for the budget.
+    model::DitConfig placed = c;
+    placed.num_layers = blocks;
+    const runtime::Workload wl = workload_for(layout.video_rows(c), 2 * layout.audio, layout.text, 2, 0);
+    auto choice = resolve_residency(o.residency, {runtime::dit_component_bytes(placed, prec, wl)});
+    if (!choice.ok()) return report(choice.status());
+    if (!o.json) std::fprintf(stderr, "bench dit: %s\n", choice->describe().c_str());
+    const bool streamed = !choice->dit.plain();
+    reset_device_memory_peak();
+    auto weights = model::random_dit_weights(c, ctx, prec,
+                                             {.blocks = blocks,
+                                              .adaln = false,
+                                              .gate_compress = attention->is_vsa(),
+                                              .seed = 1,
+                                              .host_blocks = streamed,
+                                              .pinned = choice->dit.pin_host});
     if (!weights.ok()) return report(weights.status());
+    std::unique_ptr<model::LayerWeightSource> source;
+    if (streamed) {
+        if (fp8)
+            return report(
+                invalid_argument("--precision fp8 keeps its e4m3 block weights resident; drop it or "
+                                 "use --residency resident --weight-dtype bf16"));
+        auto src = model::make_dit_block_source(*weights, prec, choice->dit, ctx);
+        if (!src.ok()) return report(src.status());
+        source = std::move(src).value();
+    }
     // The model holds `blocks` blocks (a truncated DiT: its forward runs them all); per-forward figures are
     // also extrapolated to the config's block count from the per-block time.
     model::DitConfig truncated = c;
@@ -109,7 +158,7 @@ int run_bench(const BenchOptions& o) {
         Status q = model::quantize_dit_fp8(ctx, truncated, {.bf16_layers = {}}, *weights);
         if (!q.ok()) return report(q);
     }
-    model::DitModel dit(truncated, std::move(*weights), prec, ctx);
+    model::DitModel dit(truncated, std::move(*weights), prec, ctx, std::move(source));
     auto packed = model::synthetic_inputs(c, layout, 0.3f, 0.55f, 2);
     auto tables = model::random_adaln_tables(c, ctx, dit.act_dtype(), packed.timesteps, blocks, 3);
     if (!tables.ok()) return report(tables.status());
@@ -126,34 +175,41 @@ int run_bench(const BenchOptions& o) {
     std::vector<double> per_block;
     std::vector<std::pair<std::string, double>> phases; // per-op seconds summed over one pass of the blocks
     Status st;
-    double total = 0;
+    double total = 0, pass_s = 0;
+    size_t setup_peak = 0;
+    model::ResidencyStats timed_stats; // the block source's counters over the timed passes
     {
         auto rows = dit.build_row_tables(packed, *tables);
         if (!rows.ok()) return report(rows.status());
         rows->vsa = vsa_tiles.get();
-        auto h = Tensor::empty(Shape{S, D}, dit.act_dtype(), ctx.device);
+        auto h = Tensor::empty(Shape{S, D}, dit.residual_dtype(), ctx.device);
         if (!h.ok()) return report(h.status());
         st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
         if (!st.ok()) return report(st);
         auto scratch = dit.make_scratch(S, fo.ffn_chunk_bytes);
         if (!scratch.ok()) return report(scratch.status());
-        // Warm-up (plans, heuristics and GEMM algorithm timing), then timed passes over every block.
-        st = dit.run_block(0, *h, tables->blocks[0], *rows, fo, *scratch);
-        if (st.ok()) st = (*session)->synchronize();
+        // Warm-up (plans, heuristics and GEMM algorithm timing; a streamed model also fills its ring), then
+        // timed passes over every block, one synchronization per pass.
+        auto pass = [&]() -> Status {
+            H3_TRY(ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h)); // keeps the residual bounded
+            for (int b = 0; b < blocks; ++b)
+                H3_TRY(dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo, *scratch));
+            H3_TRY(dit.end_block_pass());
+            return (*session)->synchronize();
+        };
+        st = pass();
         if (!st.ok()) return report(st);
+        setup_peak = device_memory_stats().peak;
+        reset_device_memory_peak();
+        if (dit.block_source()) dit.block_source()->reset_counters();
         auto t0 = Clock::now();
-        for (int it = 0; it < o.iters; ++it)
-            for (int b = 0; b < blocks; ++b) {
-                // Re-randomize the stream each pass so the residual does not grow without bound.
-                if (b == 0) st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
-                auto tb = Clock::now();
-                if (st.ok())
-                    st = dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo, *scratch);
-                if (st.ok()) st = (*session)->synchronize();
-                if (!st.ok()) return report(st);
-                per_block.push_back(std::chrono::duration<double>(Clock::now() - tb).count());
-            }
+        for (int it = 0; it < o.iters; ++it) {
+            st = pass();
+            if (!st.ok()) return report(st);
+        }
         total = std::chrono::duration<double>(Clock::now() - t0).count();
+        pass_s = total / o.iters;
+        if (dit.block_source()) timed_stats = dit.block_source()->stats();
         // Per-op device time: one more pass with events between the ops (no syncs inside the pass).
         PhaseTimer timer(ctx.device, ctx.stream());
         model::DitForwardOptions to = fo;
@@ -164,14 +220,13 @@ int run_bench(const BenchOptions& o) {
             if (st.ok())
                 st = dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, to, *scratch);
         }
+        if (st.ok()) st = dit.end_block_pass();
         if (!st.ok()) return report(st);
         auto totals = timer.totals();
         if (!totals.ok()) return report(totals.status());
         phases = std::move(*totals);
     }
-    double block_s = 0;
-    for (double x : per_block) block_s += x;
-    block_s /= static_cast<double>(per_block.size());
+    const double block_s = pass_s / blocks;
     const size_t block_peak = device_memory_stats().peak;
     // The whole (truncated) forward over a request state: embeddings, the blocks, final norm and heads. The
     // workspace reused (no device allocation per forward) against a fresh one per forward (what every
@@ -234,6 +289,12 @@ int run_bench(const BenchOptions& o) {
         if (!scan.ok()) return report(scan.status());
         vsa_json = *scan;
     }
+    // The link's own H2D rate for one block's streamed bytes.
+    const size_t block_bytes = static_cast<size_t>(block_gemm_params(c)) * dtype_size(dit.act_dtype());
+    auto pinned_s = h2d_seconds(ctx, block_bytes, true);
+    auto pageable_s = h2d_seconds(ctx, block_bytes, false);
+    if (!pinned_s.ok()) return report(pinned_s.status());
+    if (!pageable_s.ok()) return report(pageable_s.status());
     const double gemm_flops = 2.0 * static_cast<double>(S) * block_gemm_params(c);
     const double attn_flops = 4.0 * static_cast<double>(S) * static_cast<double>(S) * c.inner_dim();
     nlohmann::json j = {
@@ -259,11 +320,31 @@ int run_bench(const BenchOptions& o) {
         {"peak_device_bytes", block_peak},
         {"peak_device_gib", static_cast<double>(block_peak) / (1ull << 30)},
         {"peak_device_gib_with_forward", static_cast<double>(device_memory_stats().peak) / (1ull << 30)},
+        {"setup_peak_device_gib", static_cast<double>(setup_peak) / (1ull << 30)},
+        {"seconds_per_pass", pass_s},
+        {"residency", dit.residency_describe()},
+        {"plan", choice->describe()},
+        {"h2d_link_gbps_pinned", *pinned_s > 0 ? block_bytes / *pinned_s / 1e9 : 0.0},
+        {"h2d_link_gbps_pageable", *pageable_s > 0 ? block_bytes / *pageable_s / 1e9 : 0.0},
         {"wall_seconds", total},
         {"gemm_autotune", gemm_autotune(ctx)},
         {"attention", attention->describe()},
     };
     if (vsa_tiles) j["vsa"] = vsa_json;
+    if (dit.block_source()) {
+        const model::ResidencyStats& rs = timed_stats;
+        const double bytes_per_pass = static_cast<double>(rs.h2d_bytes) / o.iters;
+        j["h2d_bytes_per_pass"] = bytes_per_pass;
+        j["h2d_gbps_during_pass"] = bytes_per_pass / pass_s / 1e9;
+        j["uploads_per_pass"] = static_cast<double>(rs.uploads) / o.iters;
+        j["sync_loads"] = rs.sync_loads;
+        j["dequantized_per_pass"] = static_cast<double>(rs.dequantized) / o.iters;
+        j["device_resident_gib"] = static_cast<double>(rs.device_resident_bytes) / (1ull << 30);
+        j["device_ring_gib"] = static_cast<double>(rs.device_ring_bytes) / (1ull << 30);
+        j["device_staging_gib"] = static_cast<double>(rs.device_staging_bytes) / (1ull << 30);
+        j["host_master_gib"] = static_cast<double>(rs.host_master_bytes) / (1ull << 30);
+        j["host_pinned_gib"] = static_cast<double>(rs.host_pinned_bytes) / (1ull << 30);
+    }
     double gemm_s = 0;
     nlohmann::json per_op = nlohmann::json::object();
     for (const auto& [name, secs] : phases) {
@@ -320,11 +401,12 @@ int run_bench(const BenchOptions& o) {
     } else {
         std::printf(
             "DiT bench on %s, %s, %lld rows: %.4f s/block, %.2f s per %d-block forward, %.0f TFLOP/s; "
-            "GEMM %.0f TFLOP/s; attention %.0f TFLOP/s; peak %.1f GiB\n",
+            "GEMM %.0f TFLOP/s; attention %.0f TFLOP/s; peak %.1f GiB; %s\n",
             ctx.device.to_string().c_str(), model::precision_name(prec), static_cast<long long>(S), block_s,
             block_s * c.num_layers, c.num_layers, (gemm_flops + attn_flops) / block_s / 1e12,
             gemm_s > 0 ? gemm_flops / gemm_s / 1e12 : 0.0, attn_flops / attn_s / 1e12,
-            static_cast<double>(block_peak) / (1ull << 30));
+            static_cast<double>(block_peak) / (1ull << 30),
+            dit.block_source() ? timed_stats.summary().c_str() : "resident");
         for (const auto& [name, secs] : phases)
             std::printf("  %-16s %.5f s/block\n", name.c_str(), secs / blocks);
         for (const ForwardRun& fr : forwards)
@@ -620,9 +702,10 @@ Command make_bench_command() {
         dit->add_option("--blocks", o->blocks, "blocks to instantiate and time")->capture_default_str();
         dit->add_option("--iters", o->iters, "timed passes over the blocks")->capture_default_str();
         dit->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
-        dit->add_option("--dtype", o->dtype, "bf16 | fp32")
-            ->check(CLI::IsMember({"bf16", "fp32"}))
+        dit->add_option("--dtype", o->dtype, "bf16 | fp32 | fp16")
+            ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))
             ->capture_default_str();
+        add_residency_flags(dit, o->residency);
         dit->add_option("--precision", o->precision,
                         "fp8: the blocks' GEMMs and attention in e4m3 (Hopper), else --dtype decides")
             ->check(CLI::IsMember({"bf16", "fp8", "fp32"}));

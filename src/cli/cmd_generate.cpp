@@ -6,6 +6,9 @@
 //   [--reference [image:|video:|audio:]FILE ...] [--attention dense|vsa[:sparsity=0.9,mode=exempt]]
 //   [--lora FILE[:SCALE] ...] [--lora-mode merged|runtime] [--lora-strict] [--preset NAME]
 //   [--video-shift S] [--audio-shift S]
+//   [--dtype fp16] [--residency resident|layerwise]
+//   [--resident-blocks K] [--weight-dtype bf16|int8|auto] [--host-pinning on|off] [--gpu-memory-budget SIZE]
+//   [--int8-cache DIR]
 // A translator onto pipeline::Generator: the flags (and the files they name) become a pipeline::JobInput, the
 // job builder validates it (first without the checkpoint, then against its configs), the generator runs it on
 // a per-job runtime::ModelStore; errors name the flag of the field they are about.
@@ -15,6 +18,7 @@
 #include "cli/field_flags.h"
 #include "cli/reference_options.h"
 #include "cli/vsa_flags.h"
+#include "cli/residency_flags.h"
 #include "io/image_reader.h"
 #include "io/json_file.h"
 #include "pipeline/generator.h"
@@ -89,6 +93,7 @@ Command make_generate_command() {
         std::vector<std::string> references; // ref2va, in order
         int reference_image_edge = 2048, reference_video_edge = 768;
         AdapterCliOptions adapters; // --lora*, --preset, --video-shift, --audio-shift
+        ResidencyFlags residency;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -128,8 +133,11 @@ Command make_generate_command() {
         o->sub->add_option("--seed", o->seed, "seed of the request's torch-compatible generator")
             ->capture_default_str();
         o->sub->add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
-        o->sub->add_option("--dtype", o->dtype, "bf16 | fp32")
-            ->check(CLI::IsMember({"bf16", "fp32"}))
+        o->sub
+            ->add_option("--dtype", o->dtype,
+                         "bf16 | fp32 | fp16 (GPUs without bf16: fp16 weights and activations, "
+                         "fp32 residual stream)")
+            ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))
             ->capture_default_str();
         o->sub
             ->add_option(
@@ -169,6 +177,7 @@ Command make_generate_command() {
         add_reference_size_options(o->sub, o->reference_image_edge, o->reference_video_edge);
         add_adapter_options(o->sub, o->adapters);
         add_attention_option(o->sub, o->attention);
+        add_residency_flags(o->sub, o->residency);
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
@@ -227,13 +236,10 @@ Command make_generate_command() {
         // ---- the checkpoint's configs (a per-job plan loads nothing until the job leases it), then the job
         auto device = parse_device(o->device);
         if (!device.ok()) return report(device.status().with_context("--device"));
-        if (o->precision == "fp8" && o->dtype == "fp32")
-            return report(
-                invalid_argument("--precision fp8 needs --dtype bf16 (fp8 is a bf16-model option)"));
-        const auto precision = o->dtype == "fp32"      ? runtime::ComputePrecision::kFp32
-                               : o->precision == "fp8" ? runtime::ComputePrecision::kFp8
-                                                       : runtime::ComputePrecision::kDefault;
-        auto store = runtime::ModelStore::open(o->model, runtime::PlacementPlan::per_job(*device, precision));
+        auto precision = compute_precision(o->dtype, o->precision);
+        if (!precision.ok()) return report(precision.status());
+        runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(*device, *precision);
+        auto store = runtime::ModelStore::open(o->model, plan);
         if (!store.ok()) return report(store.status());
         // ---- LoRA: merged into the DiT when it loads (read here, before any weight), or resolved by the
         // builder through a library of the named files and applied at run time
@@ -267,6 +273,24 @@ Command make_generate_command() {
         const pipeline::JobBuilder builder((*store)->info(), bo);
         auto job = builder.build(std::move(in), &field);
         if (!job.ok()) return report(with_flag(job.status(), field));
+        {
+            // ---- weight placement (the planner sizes the job under --gpu-memory-budget), before any weight
+            // moves; the plan is per job, so the DiT leaves the device before the decoders load
+            const pipeline::Geometry& g = job->geometry;
+            const int64_t text_rows = job->random_prompt_rows > 0 ? job->random_prompt_rows
+                                      : job->prompt_embeds        ? job->prompt_embeds->rows()
+                                                                  : 537;
+            const int cache_buffers = job->cache.kind == cache::CacheKind::kNone ? 0 : 4;
+            auto choice = resolve_checkpoint_residency(
+                o->residency, o->model, *precision,
+                workload_for(g.rows_per_frame() * g.latent_frames, 2LL * g.audio_latents, text_rows,
+                             job->steps, cache_buffers, g.width, g.height),
+                job->task == pipeline::Task::kRef2va, false);
+            if (!choice.ok()) return report(choice.status());
+            apply_residency(*choice, plan, false);
+            std::fprintf(stderr, "generate: %s\n", choice->describe().c_str());
+            if (Status s = (*store)->replan(plan); !s.ok()) return report(s);
+        }
         if (job->keyframes)
             std::fprintf(stderr, "generate: %zu keyframe(s) on a %dx%d canvas\n",
                          job->keyframes->images.size(), job->keyframes->canvas.width,
@@ -332,6 +356,8 @@ Command make_generate_command() {
         if (!o->metrics.empty()) {
             if (Status w = io::write_json_file(o->metrics, r->metrics(job->task)); !w.ok()) return report(w);
         }
+        if (!r->dit_weights.empty())
+            std::fprintf(stderr, "generate: DiT weights %s\n", r->dit_weights.c_str());
         std::fprintf(stderr, "generate: %s\n", r->work.summary().c_str());
         double total = 0;
         for (double s : r->step_seconds) total += s;

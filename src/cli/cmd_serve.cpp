@@ -1,7 +1,8 @@
 // h3-engine serve --model DIR [--host 127.0.0.1] [--port 8080] [--device cpu|cuda] [--dtype bf16|fp32]
 //   [--max-queue N] [--output-dir DIR] [--ttl SECONDS] [--api-key KEY] [--on-term cancel|finish]
 //   [--max-body-bytes N] [--text-encoder resident|per-job] [--reference-image-edge N] [--reference-video-edge
-//   N]
+//   N] [--dtype fp16] [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
+//   [--host-pinning on|off] [--gpu-memory-budget SIZE] [--int8-cache DIR]
 // The OpenAI-style video API over HTTP (serve/http_server.h lists the routes): a translator onto
 // pipeline::Generator over a runtime::ModelStore that keeps the DiT (one variant at a time) and the decoders
 // resident, the text stack as --text-encoder says, the encoders per job.
@@ -33,8 +34,8 @@ void add_serve_options(CLI::App* sub, ServeOptions& o) {
         ->check(CLI::Range(0, 65535))
         ->capture_default_str();
     sub->add_option("--device", o.device, "cpu | cuda | cuda:N")->capture_default_str();
-    sub->add_option("--dtype", o.dtype, "bf16 | fp32")
-        ->check(CLI::IsMember({"bf16", "fp32"}))
+    sub->add_option("--dtype", o.dtype, "bf16 | fp32 | fp16 (GPUs without bf16)")
+        ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))
         ->capture_default_str();
     sub->add_option("--max-queue", o.max_queue, "jobs waiting before submissions get 429")
         ->check(CLI::Range(1, 100000))
@@ -85,6 +86,7 @@ void add_serve_options(CLI::App* sub, ServeOptions& o) {
                   "adapter keys that name no adapted projection are an error (default: skipped)");
     sub->add_option("--lora-cache-mib", o.lora_cache_mib, "device MiB of cached adapter sets (LRU)")
         ->capture_default_str();
+    add_residency_flags(sub, o.residency);
 }
 
 int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
@@ -99,9 +101,20 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
     auto device = parse_device(o.device);
     if (!device.ok()) return report(device.status().with_context("--device"));
     std::fprintf(stderr, "serve: loading %s on %s\n", o.model.c_str(), device->to_string().c_str());
-    const runtime::PlacementPlan plan = runtime::PlacementPlan::serving(
-        *device, o.dtype == "fp32" ? runtime::ComputePrecision::kFp32 : runtime::ComputePrecision::kDefault,
+    auto precision = compute_precision(o.dtype, "");
+    if (!precision.ok()) return report(precision.status());
+    runtime::PlacementPlan plan = runtime::PlacementPlan::serving(
+        *device, *precision,
         o.text_encoder == "resident" ? runtime::Residency::kResident : runtime::Residency::kPerJob);
+    {
+        // weight placement: as the flags say, or planned for the release shape under the budget (which may
+        // make components per job); a budget that cannot be met fails here, before any weight moves
+        auto choice =
+            resolve_checkpoint_residency(o.residency, o.model, *precision, runtime::Workload{}, false, true);
+        if (!choice.ok()) return report(choice.status());
+        apply_residency(*choice, plan, true);
+        std::fprintf(stderr, "serve: %s\n", choice->describe().c_str());
+    }
     auto store = runtime::ModelStore::open(o.model, plan);
     if (!store.ok()) return report(store.status());
     using runtime::Component;
@@ -148,6 +161,8 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
     p.http.max_sync_waiters = o.max_sync_waiters;
     p.http.idle_timeout_seconds = o.idle_timeout;
     p.http.body_timeout_seconds = o.body_timeout;
+    p.http.placement = (*store)->plan().describe();
+    p.http.memory_plan = (*store)->plan().memory_plan;
     Status s = serve::run_server(p, runner, builder);
     return s.ok() ? kExitOk : report(s);
 #endif

@@ -3,6 +3,7 @@
 // test tool that serves through a stand-in runner (tests/tools/serve_with_faults.cpp).
 #pragma once
 
+#include "cli/residency_flags.h"
 #include "pipeline/generator.h"
 
 #include <CLI/CLI.hpp>
@@ -27,6 +28,7 @@ struct ServeOptions {
     std::string lora_dir;
     bool lora_strict = false;
     size_t lora_cache_mib = 8192;
+    ResidencyFlags residency; // weight placement (the planner sizes the release shape under a budget)
 };
 
 void add_serve_options(CLI::App* sub, ServeOptions& options);

@@ -126,8 +126,25 @@ Status event_record(void* event, void* stream) {
                      "cudaEventRecord");
 }
 
+Status stream_wait_event(void* stream, void* event) {
+    return from_cuda(
+        cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0),
+        "cudaStreamWaitEvent");
+}
+
 Status event_synchronize(void* event) {
     return from_cuda(cudaEventSynchronize(static_cast<cudaEvent_t>(event)), "cudaEventSynchronize");
+}
+
+Status host_register(void* ptr, size_t bytes, bool read_only) {
+    if (bytes == 0) return ok_status();
+    unsigned flags = cudaHostRegisterPortable | (read_only ? cudaHostRegisterReadOnly : 0u);
+    return from_cuda(cudaHostRegister(ptr, bytes, flags),
+                     ("cudaHostRegister of " + std::to_string(bytes) + " bytes").c_str());
+}
+
+void host_unregister(void* ptr) {
+    if (ptr) cudaHostUnregister(ptr);
 }
 
 Result<float> event_elapsed_ms(void* start, void* end) {

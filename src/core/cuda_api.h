@@ -35,9 +35,16 @@ Status device_synchronize();
 Result<void*> event_create();
 void event_destroy(void* event);
 Status event_record(void* event, void* stream);
+// Work queued on `stream` after this call waits for `event` (no host-side wait).
+Status stream_wait_event(void* stream, void* event);
 Status event_synchronize(void* event);
 // Milliseconds between two recorded events (both complete).
 Result<float> event_elapsed_ms(void* start, void* end);
+
+// Page-locks existing host memory [ptr, ptr + bytes) (cudaHostRegister; `read_only` for a read-only file
+// mapping, which then stays shared with the page cache). Fails in a CPU-only build.
+Status host_register(void* ptr, size_t bytes, bool read_only);
+void host_unregister(void* ptr);
 
 struct MemoryInfo {
     size_t free_bytes = 0;

@@ -49,9 +49,16 @@ void event_destroy(void*) {}
 Status event_record(void*, void*) {
     return no_cuda();
 }
+Status stream_wait_event(void*, void*) {
+    return no_cuda();
+}
 Status event_synchronize(void*) {
     return no_cuda();
 }
+Status host_register(void*, size_t, bool) {
+    return no_cuda();
+}
+void host_unregister(void*) {}
 Result<float> event_elapsed_ms(void*, void*) {
     return no_cuda();
 }

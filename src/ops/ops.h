@@ -22,6 +22,7 @@
 #include "ops/group_norm.h"
 #include "ops/layer_norm.h"
 #include "ops/norm.h"
+#include "ops/quant.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/rope.h"

@@ -6,6 +6,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "model/weights/residency.h"
 #include "ops/context.h"
 
 #include <atomic>
@@ -90,6 +91,8 @@ struct PromptConditionerParams {
     std::string checkpoint_dir; // checkpoint root (either layout)
     ops::Context ctx;           // where the encoder runs
     bool fp32 = false;          // fp32 reference mode instead of bf16
+    bool fp16 = false; // fp16 language stack with an fp32 residual stream (the vision tower runs fp32)
+    model::ResidencyOptions residency{}; // where the 50 text layers' projection matrices live
 };
 
 } // namespace h3::pipeline

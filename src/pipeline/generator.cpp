@@ -66,6 +66,9 @@ nlohmann::json JobReport::metrics(Task task) const {
     j["component_loads"] = component_loads;
     j["device"] = device;
     j["dtype"] = dtype;
+    j["placement"] = placement;
+    if (!memory_plan.empty()) j["memory_plan"] = memory_plan;
+    if (!dit_weights.empty()) j["dit_weights"] = dit_weights;
     return j;
 }
 
@@ -108,6 +111,8 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     r.geometry = job.geometry;
     r.device = store_.info().device;
     r.dtype = store_.info().dtype;
+    r.placement = store_.plan().describe();
+    r.memory_plan = store_.plan().memory_plan;
 
     // ---- encode: the keyframes / references, then the conditioning
     report({.stage = Stage::kEncode, .percent = 0});
@@ -201,6 +206,8 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
                     .eta_seconds = p.eta_seconds});
         };
         H3_ASSIGN_OR_RETURN(out, generate_latents(*dit, cond, rq, dopt));
+        if (const model::LayerWeightSource* src = dit->block_source())
+            r.dit_weights = src->options().describe() + ": " + src->stats().summary();
     }
     r.denoise_seconds = seconds_since(t0);
     r.setup_seconds = out.setup_seconds;

@@ -66,10 +66,13 @@ struct JobReport {
     uint64_t peak_device_bytes = 0;                  // device buffers' high-water mark during the job
     std::map<std::string, uint64_t> component_loads; // the store's loads per component after the job
     std::string device, dtype;
+    // Weight residency: the store's placement plan (and the budget planner's text), and the DiT's streamed
+    // weights after the job (their placement and counters; empty when its blocks are plain resident).
+    std::string placement, memory_plan, dit_weights;
 
     // One schema for the CLI's --metrics file and the server's records: work.to_json() + task, stage seconds
     // (keyframe_seconds for fl2va, reference_seconds for ref2va), peak_device_memory_bytes, component_loads,
-    // device, dtype.
+    // device, dtype, placement (+ memory_plan, dit_weights when set).
     nlohmann::json metrics(Task task) const;
 };
 

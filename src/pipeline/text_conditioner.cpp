@@ -92,14 +92,20 @@ Result<std::unique_ptr<TextConditioner>> TextConditioner::over(const model::Text
 }
 
 Result<std::unique_ptr<TextConditioner>> TextConditioner::open(const PromptConditionerParams& p) {
-    const auto prec = p.fp32 ? model::TextPrecision::kFp32 : model::TextPrecision::kBf16;
-    H3_ASSIGN_OR_RETURN(auto text, model::load_text_stack(
-                                       p.checkpoint_dir, {.device = p.ctx.device, .precision = prec}, p.ctx));
+    const auto prec = p.fp32   ? model::TextPrecision::kFp32
+                      : p.fp16 ? model::TextPrecision::kFp16
+                               : model::TextPrecision::kBf16;
+    H3_ASSIGN_OR_RETURN(
+        auto text,
+        model::load_text_stack(p.checkpoint_dir,
+                               {.device = p.ctx.device, .precision = prec, .residency = p.residency}, p.ctx));
     H3_ASSIGN_OR_RETURN(auto ckpt, model::open_text_checkpoint(p.checkpoint_dir));
     std::unique_ptr<model::VisionModel> vision;
     if (model::has_vision_tower(ckpt)) {
+        // fp16 mode: the small vision tower keeps fp32 (no overflow to detect)
+        const auto vprec = prec == model::TextPrecision::kFp16 ? model::TextPrecision::kFp32 : prec;
         H3_ASSIGN_OR_RETURN(
-            vision, model::VisionModel::load(ckpt, {.device = p.ctx.device, .precision = prec}, p.ctx));
+            vision, model::VisionModel::load(ckpt, {.device = p.ctx.device, .precision = vprec}, p.ctx));
     }
     H3_ASSIGN_OR_RETURN(ProcessorConfigs processors, load_processor_configs(p.checkpoint_dir));
     H3_ASSIGN_OR_RETURN(auto tc, over(*text, vision.get(), processors));
@@ -111,8 +117,8 @@ Result<std::unique_ptr<TextConditioner>> TextConditioner::open(const PromptCondi
 std::string TextConditioner::name() const {
     const model::TextModel& m = *text_->model;
     return "qwen3-vl text encoder (" + std::to_string(m.layers()) + " layers, " +
-           (vision_ ? "vision tower, " : "") + (m.act_dtype() == DType::kF32 ? "fp32" : "bf16") + ", " +
-           text_->dir + ")";
+           (vision_ ? "vision tower, " : "") + model::precision_name(m.precision()) + ", " +
+           m.residency_describe() + ", " + text_->dir + ")";
 }
 
 Result<std::vector<int32_t>> TextConditioner::tokenize(const std::string& prompt) const {

@@ -76,6 +76,20 @@ Status read_fasth3_sidecar(CheckpointInfo& info) {
 
 } // namespace
 
+model::DitPrecision dit_precision(ComputePrecision p) {
+    switch (p) {
+    case ComputePrecision::kFp32:
+        return model::DitPrecision::kFp32;
+    case ComputePrecision::kFp8:
+        return model::DitPrecision::kFp8;
+    case ComputePrecision::kFp16:
+        return model::DitPrecision::kFp16;
+    case ComputePrecision::kDefault:
+        break;
+    }
+    return model::DitPrecision::kBf16;
+}
+
 Result<std::unique_ptr<ModelStore>> ModelStore::open(const std::string& root, const PlacementPlan& plan) {
     H3_TRY(plan.validate());
     std::unique_ptr<ModelStore> s(new ModelStore());
@@ -84,9 +98,7 @@ Result<std::unique_ptr<ModelStore>> ModelStore::open(const std::string& root, co
     info.root = root;
     const Device device = plan[Component::kTransformer].device;
     info.device = device.to_string();
-    info.dtype = plan[Component::kTransformer].precision == ComputePrecision::kFp32  ? "fp32"
-                 : plan[Component::kTransformer].precision == ComputePrecision::kFp8 ? "fp8"
-                                                                                     : "bf16";
+    info.dtype = model::precision_name(dit_precision(plan[Component::kTransformer].precision));
 
     // ---- where every component is, and its config (read and validated; no weights)
     model::LatentSpecSources src;
@@ -168,19 +180,42 @@ Result<std::unique_ptr<ModelStore>> ModelStore::open(const std::string& root, co
 
     // ---- the device, then the resident components (of the DiT slot only the first variant)
     H3_ASSIGN_OR_RETURN(s->session_, DeviceSession::open(device));
-    bool dit_preloaded = false;
+    H3_TRY(s->preload());
+    H3_LOG_INFO("model store: {} ({}); {}", root, info.spec.describe(), plan.describe());
+    return s;
+}
+
+Status ModelStore::preload() {
+    bool dit_preloaded = false; // of the DiT slot only the first variant
     for (Component c : kAllComponents) {
-        if (plan[c].residency != Residency::kResident || !info.has(c)) continue;
+        if (plan_[c].residency != Residency::kResident || !info_.has(c)) continue;
         if (slot_partner(c)) {
             if (dit_preloaded) continue;
             dit_preloaded = true;
         }
-        H3_ASSIGN_OR_RETURN(auto model, s->acquire(c));
+        H3_ASSIGN_OR_RETURN(auto model, acquire(c));
         (void)model;
-        s->release(c);
+        release(c);
     }
-    H3_LOG_INFO("model store: {} ({}); {}", root, info.spec.describe(), plan.describe());
-    return s;
+    return ok_status();
+}
+
+Status ModelStore::replan(const PlacementPlan& plan) {
+    H3_TRY(plan.validate());
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (Component c : kAllComponents)
+            if (slot(c).model || slot(c).leases > 0)
+                return internal_error(std::string("model store: cannot change the placement plan while ") +
+                                      component_name(c) + " is loaded");
+        if (!(plan[Component::kTransformer].device == plan_[Component::kTransformer].device))
+            return invalid_argument("model store: a new placement plan must keep the device " + info_.device);
+        plan_ = plan;
+        info_.dtype = model::precision_name(dit_precision(plan[Component::kTransformer].precision));
+    }
+    H3_TRY(preload());
+    H3_LOG_INFO("model store: new plan: {}", plan_.describe());
+    return ok_status();
 }
 
 ModelStore::~ModelStore() = default;
@@ -211,28 +246,31 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
     const ComponentPlacement& p = plan_[c];
     const ops::Context& ctx = session_->context();
     const bool fp32 = p.precision == ComputePrecision::kFp32;
-    const auto text_precision = fp32 ? model::TextPrecision::kFp32 : model::TextPrecision::kBf16;
+    const bool fp16 = p.precision == ComputePrecision::kFp16;
+    const auto text_precision = fp32   ? model::TextPrecision::kFp32
+                                : fp16 ? model::TextPrecision::kFp16
+                                       : model::TextPrecision::kBf16;
     switch (c) {
     case Component::kTransformer:
     case Component::kTransformerRef: {
         H3_ASSIGN_OR_RETURN(auto ckpt, model::open_dit_checkpoint(dir, component_name(c)));
-        model::DitLoadOptions lo{.device = p.device,
-                                 .precision = fp32 ? model::DitPrecision::kFp32
-                                              : p.precision == ComputePrecision::kFp8
-                                                  ? model::DitPrecision::kFp8
-                                                  : model::DitPrecision::kBf16};
+        model::DitLoadOptions lo{.device = p.device, .precision = dit_precision(p.precision)};
+        lo.residency = p.weights;
         H3_ASSIGN_OR_RETURN(auto m, model::DitModel::load(ckpt, lo, ctx));
         if (!merged_.empty()) H3_TRY(m->merge_adapters(merged_).with_context("lora"));
         return share(std::move(m));
     }
     case Component::kTextEncoder: {
-        H3_ASSIGN_OR_RETURN(
-            auto m, model::load_text_stack(dir, {.device = p.device, .precision = text_precision}, ctx));
+        model::TextLoadOptions to{.device = p.device, .precision = text_precision};
+        to.residency = p.weights;
+        H3_ASSIGN_OR_RETURN(auto m, model::load_text_stack(dir, to, ctx));
         return share(std::move(m));
     }
     case Component::kVisionTower: {
+        // fp16 mode: the small vision tower keeps fp32 (no overflow to detect)
+        const auto vision_precision = fp16 ? model::TextPrecision::kFp32 : text_precision;
         H3_ASSIGN_OR_RETURN(
-            auto m, model::load_vision_tower(dir, {.device = p.device, .precision = text_precision}, ctx));
+            auto m, model::load_vision_tower(dir, {.device = p.device, .precision = vision_precision}, ctx));
         return share(std::move(m));
     }
     case Component::kVideoEncoder: {

@@ -73,6 +73,9 @@ private:
     Component component_ = Component::kTransformer;
 };
 
+// The DiT arithmetic of a placement's precision (kDefault: bf16).
+model::DitPrecision dit_precision(ComputePrecision p);
+
 // What a request is checked against before anything loads: the configs' facts.
 struct CheckpointInfo {
     std::string root;
@@ -81,7 +84,7 @@ struct CheckpointInfo {
     std::array<bool, kComponentCount> present{};
     std::optional<double> video_shift, audio_shift; // scheduler configs
     std::string device;                             // "cpu", "cuda:0"
-    std::string dtype;                              // the DiTs' arithmetic: "bf16" or "fp32"
+    std::string dtype;                              // the DiTs' arithmetic: "bf16", "fp32", "fp8" or "fp16"
     // FastH3: the root's fastvideo_inference.json (the student's trained rungs and attention; the job
     // builder's defaults for the tasks of the FL2VA DiT). nullopt: not a FastH3 checkpoint.
     std::optional<model::FastH3Contract> fasth3;
@@ -101,6 +104,9 @@ public:
     const PlacementPlan& plan() const { return plan_; }
     const ops::Context& context() const { return session_->context(); }
     const DeviceSession& session() const { return *session_; }
+    // Replaces the plan while no component is loaded or leased (a CLI job sizes its weight placement from the
+    // built job before the first lease); the device stays; the new plan's resident components are preloaded.
+    Status replan(const PlacementPlan& plan);
     // not_found naming every component of `needed` the checkpoint lacks.
     Status require(std::initializer_list<Component> needed) const;
 
@@ -133,6 +139,7 @@ private:
         std::atomic<uint64_t> loads{0}; // read without the lock (a load holds it for long)
     };
     Result<std::shared_ptr<const void>> acquire(Component c); // loads when needed, counts the lease
+    Status preload(); // the plan's resident components (of the DiT slot only the first variant)
     template <typename T> Result<Lease<T>> lease(Component c);
     Result<std::shared_ptr<const void>> load(Component c) const; // reads the component from disk
     void release(Component c);

@@ -30,6 +30,8 @@ const char* precision_name(ComputePrecision p) {
         return "fp32";
     case ComputePrecision::kFp8:
         return "fp8";
+    case ComputePrecision::kFp16:
+        return "fp16";
     case ComputePrecision::kDefault:
         break;
     }
@@ -77,9 +79,10 @@ std::string PlacementPlan::describe() const {
     for (Component c : kAllComponents) {
         const ComponentPlacement& p = (*this)[c];
         if (!s.empty()) s += ", ";
-        s +=
-            std::string(component_name(c)) + " " + residency_name(p.residency) + " " + p.device.to_string() +
-            (p.precision == ComputePrecision::kDefault ? "" : std::string(" ") + precision_name(p.precision));
+        s += std::string(component_name(c)) + " " + residency_name(p.residency) + " " + p.device.to_string() +
+             (p.precision == ComputePrecision::kDefault ? ""
+                                                        : std::string(" ") + precision_name(p.precision)) +
+             (p.weights.plain() ? "" : " weights " + p.weights.describe());
     }
     return s;
 }

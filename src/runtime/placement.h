@@ -6,6 +6,7 @@
 
 #include "core/device.h"
 #include "core/status.h"
+#include "model/weights/residency.h"
 
 #include <array>
 #include <cstddef>
@@ -39,18 +40,26 @@ const char* residency_name(Residency r); // "per_job", "resident"
 
 // The arithmetic a component runs in: its default (bf16 DiT and text stack; f16 video decoder blocks on CUDA,
 // fp32 on the CPU; fp32 encoders and audio decoder), fp32 throughout where the component has that mode, or
-// (DiTs only; opt-in, lossy) e4m3 block GEMMs and attention (model::DitPrecision::kFp8).
-enum class ComputePrecision { kDefault, kFp32, kFp8 };
-const char* precision_name(ComputePrecision p); // "default", "fp32", "fp8"
+// (DiTs only; opt-in, lossy) e4m3 block GEMMs and attention (model::DitPrecision::kFp8), or fp16 for GPUs
+// without bf16 (DiTs and text stack: fp16 weights and activations, fp32 residual stream; the vision tower
+// then runs fp32).
+enum class ComputePrecision { kDefault, kFp32, kFp8, kFp16 };
+const char* precision_name(ComputePrecision p); // "default", "fp32", "fp8", "fp16"
 
 struct ComponentPlacement {
     Residency residency = Residency::kPerJob;
     Device device = Device::cpu();
     ComputePrecision precision = ComputePrecision::kDefault;
+    // Where a layered component's weights live (the DiTs' 50 blocks, the text stack's 50 layers; others
+    // ignore it): resident, or layerwise with the first K layers resident; native or int8; pinned or
+    // pageable host masters (model/weights/residency.h).
+    model::ResidencyOptions weights{};
 };
 
 struct PlacementPlan {
     std::array<ComponentPlacement, kComponentCount> components;
+    // The memory budget planner's text when it chose the weights and residencies (--gpu-memory-budget).
+    std::string memory_plan;
 
     ComponentPlacement& operator[](Component c) { return components[static_cast<size_t>(c)]; }
     const ComponentPlacement& operator[](Component c) const { return components[static_cast<size_t>(c)]; }
@@ -64,7 +73,8 @@ struct PlacementPlan {
 
     // One device for every component for now (several devices come with device groups, issue #17).
     Status validate() const;
-    std::string describe() const; // "transformer resident cuda:0 default, ..."
+    // "transformer resident cuda:0 default, ..." (+ " weights layerwise (K=8, ...)" where the weights stream)
+    std::string describe() const;
 };
 
 } // namespace h3::runtime

@@ -744,7 +744,9 @@ Response Impl::health() const {
                           {"queue_capacity", board.max_queue()},
                           {"running", board.running()},
                           {"event_streams", event_streams.load()},
-                          {"sync_waiters", sync_waiters.load()}},
+                          {"sync_waiters", sync_waiters.load()},
+                          {"placement", options.placement},
+                          {"memory_plan", options.memory_plan}},
                          closed ? 503 : 200);
 }
 

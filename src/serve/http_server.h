@@ -53,6 +53,8 @@ struct HttpOptions {
     int idle_timeout_seconds = 30;                        // a connection with no traffic is closed
     int body_timeout_seconds = 120;                       // a body must arrive within this (408)
     SubmissionLimits limits;
+    // Reported by /health: the model store's placement plan and the budget planner's text (empty: none).
+    std::string placement, memory_plan;
 };
 
 class HttpServer {

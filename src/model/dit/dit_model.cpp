@@ -1,5 +1,6 @@
 #include "model/dit/dit_model.h"
 
+#include "model/dit/adaln_cache.h"
 #include "model/dit/dit_fp8.h"
 #include "model/lora/lora_apply.h"
 #include "ops/ops.h"
@@ -83,13 +84,49 @@ Result<std::unique_ptr<DitModel>> DitModel::load(const DitCheckpoint& ckpt, cons
     if (!(options.device == ctx.device))
         return invalid_argument("DitModel::load: weights device " + options.device.to_string() +
                                 " differs from the op context's " + ctx.device.to_string());
-    H3_ASSIGN_OR_RETURN(DitWeights w, load_dit_weights(ckpt, options));
-    if (options.precision == DitPrecision::kFp8) H3_TRY(quantize_dit_fp8(ctx, ckpt.config, options.fp8, w));
-    return std::make_unique<DitModel>(ckpt.config, std::move(w), options.precision, ctx);
+    const ResidencyOptions& r = options.residency;
+    if (r.plain()) {
+        H3_ASSIGN_OR_RETURN(DitWeights w, load_dit_weights(ckpt, options));
+        if (options.precision == DitPrecision::kFp8)
+            H3_TRY(quantize_dit_fp8(ctx, ckpt.config, options.fp8, w));
+        return std::make_unique<DitModel>(ckpt.config, std::move(w), options.precision, ctx);
+    }
+    if (options.precision == DitPrecision::kFp8)
+        return invalid_argument(
+            "transformer: precision fp8 keeps its e4m3 block weights resident; residency " + r.describe() +
+            " needs bf16, fp16 or fp32 (or residency resident, weight dtype bf16)");
+    // The six projection matrices of every block become host masters; layerwise also keeps the AdaLN
+    // projections on the host (they are read once per request, block by block).
+    const bool adaln_on_host = r.mode == Residency::kLayerwise;
+    auto on_host = [&](const std::string& name) {
+        if (name.rfind("transformer_blocks.", 0) != 0) return false;
+        if (adaln_on_host && name.find(".adaln_proj.") != std::string::npos) return true;
+        for (const char* m : {".attn.to_q.weight", ".attn.to_k.weight", ".attn.to_v.weight",
+                              ".attn.to_out.0.weight", ".ff.net.0.proj.weight", ".ff.net.2.weight"})
+            if (name.size() > std::strlen(m) &&
+                name.compare(name.size() - std::strlen(m), std::string::npos, m) == 0)
+                return true;
+        return false;
+    };
+    H3_ASSIGN_OR_RETURN(DitWeights w, load_dit_weights(ckpt, options, on_host));
+    H3_ASSIGN_OR_RETURN(auto source,
+                        make_dit_block_source(w, options.precision, r, ctx, checkpoint_identity(ckpt)));
+    return std::make_unique<DitModel>(ckpt.config, std::move(w), options.precision, ctx, std::move(source));
 }
 
-DitModel::DitModel(DitConfig config, DitWeights weights, DitPrecision precision, ops::Context ctx)
-    : config_(std::move(config)), weights_(std::move(weights)), precision_(precision), ctx_(ctx) {}
+DitModel::DitModel(DitConfig config, DitWeights weights, DitPrecision precision, ops::Context ctx,
+                   std::unique_ptr<LayerWeightSource> blocks)
+    : config_(std::move(config)), weights_(std::move(weights)), precision_(precision), ctx_(ctx),
+      blocks_(std::move(blocks)) {
+    H3_CHECK(!blocks_ || blocks_->layers() == static_cast<int>(weights_.blocks.size()),
+             "block source holds " << (blocks_ ? blocks_->layers() : 0) << " layers for "
+                                   << weights_.blocks.size() << " blocks");
+}
+
+std::string DitModel::residency_describe() const {
+    if (!blocks_) return "resident";
+    return blocks_->options().describe();
+}
 
 Result<Tensor> DitModel::upload(const Tensor& host) const {
     if (ctx_.device.is_cpu()) return host;
@@ -152,6 +189,9 @@ Result<AdalnTables> DitModel::compute_adaln_tables(const std::vector<float>& tim
             const std::string p = "transformer_blocks." + std::to_string(b) + ".adaln_proj.linear.";
             H3_ASSIGN_OR_RETURN(weight, load_dit_tensor(*stream_from, p + "weight", stream_opts));
             H3_ASSIGN_OR_RETURN(bias, load_dit_tensor(*stream_from, p + "bias", stream_opts));
+        } else if (!(weight.device() == ctx_.device)) { // a host master (layerwise): this block only
+            H3_ASSIGN_OR_RETURN(weight, upload(weight));
+            H3_ASSIGN_OR_RETURN(bias, upload(bias));
         }
         H3_ASSIGN_OR_RETURN(Tensor mod, alloc(Shape{M, c.adaln_out_features()}, act_dtype()));
         const LoraBlockFactors* block_lora = lora ? lora->block(b) : nullptr;
@@ -270,7 +310,7 @@ Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_b
     ws.scratch = DitScratch{};
     ws.rows = S, ws.video_rows = Nv, ws.audio_rows = Na, ws.ffn_chunk_bytes = ffn_chunk_bytes;
     ws.lora_rank = lora_rank;
-    H3_ASSIGN_OR_RETURN(ws.h, alloc(Shape{S, D}, act_dtype()));
+    H3_ASSIGN_OR_RETURN(ws.h, alloc(Shape{S, D}, residual_dtype()));
     H3_ASSIGN_OR_RETURN(ws.scratch, make_scratch(S, ffn_chunk_bytes, lora_rank));
     H3_ASSIGN_OR_RETURN(Tensor row_tables, alloc(Shape{2 * S}, DType::kI32)); // one upload per forward
     ws.adaln_row = row_tables.slice(0, 0, S);
@@ -351,7 +391,7 @@ Result<Tensor> DitModel::refine_text(const DitPackedInputs& in, const DitForward
     H3_ASSIGN_OR_RETURN(DitScratch sc, make_scratch(L, o.ffn_chunk_bytes, lora_rank(o.lora)));
     H3_ASSIGN_OR_RETURN(Tensor text_host, in.text.to_dtype(act)); // the conditioner output is bf16
     H3_ASSIGN_OR_RETURN(Tensor text, upload(text_host));
-    H3_ASSIGN_OR_RETURN(Tensor x, alloc(Shape{L, D}, act));
+    H3_ASSIGN_OR_RETURN(Tensor x, alloc(Shape{L, D}, residual_dtype())); // the refiner's residual stream
     H3_TRY(ops::gemm(ctx_, {}, text, weights_.context_w, weights_.context_b, x));
     Tensor n = sc.x, y = sc.y;
     ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
@@ -374,8 +414,35 @@ Result<Tensor> DitModel::refine_text(const DitPackedInputs& in, const DitForward
 
 Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowTables& rows,
                            const DitForwardOptions& o, DitScratch& sc) const {
+    H3_CHECK(index >= 0 && index < static_cast<int>(weights_.blocks.size()),
+             "block " << index << " of " << weights_.blocks.size());
+    if (!blocks_)
+        return run_block_with(weights_.blocks[static_cast<size_t>(index)], index, h, table, rows, o, sc);
+    H3_ASSIGN_OR_RETURN(const std::vector<Tensor>* m, blocks_->acquire(index));
+    DitBlockWeights w = weights_.blocks[static_cast<size_t>(index)]; // the norms
+    w.to_q = (*m)[0];
+    w.to_k = (*m)[1];
+    w.to_v = (*m)[2];
+    w.to_out = (*m)[3];
+    w.ff_in = (*m)[4];
+    w.ff_out = (*m)[5];
+    const Status st = run_block_with(w, index, h, table, rows, o, sc);
+    const Status released = blocks_->release(index); // on failure too: no slot stays acquired
+    return st.ok() ? released : st;
+}
+
+Status DitModel::end_block_pass() const {
+    return blocks_ ? blocks_->end_pass() : ok_status();
+}
+
+Status DitModel::check_finite(const Tensor& x, Tensor& flags, int slot) const {
+    Tensor f = flags.slice(0, slot, slot + 1);
+    return ops::mark_nonfinite(ctx_, x, f);
+}
+
+Status DitModel::run_block_with(const DitBlockWeights& w, int index, Tensor& h, const Tensor& table,
+                                const RowTables& rows, const DitForwardOptions& o, DitScratch& sc) const {
     const DitConfig& c = config_;
-    const DitBlockWeights& w = weights_.blocks[static_cast<size_t>(index)];
     const int64_t S = h.dim(0), D = c.hidden_size;
     const bool emulate = act_dtype() != DType::kF32;
     H3_CHECK(S <= sc.rows, "scratch holds " << sc.rows << " rows, block needs " << S);
@@ -513,6 +580,15 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     };
 
     // 1. Embeddings: fp32 patch projections rounded once into the residual stream.
+    // fp16: one non-finite flag per block, one for the refined text and one for the stream after the block
+    // loop (cached residuals included), read once after the forward.
+    const bool check = precision_ == DitPrecision::kFp16;
+    Tensor flags;
+    if (check) {
+        Tensor zeros = Tensor::host(Shape{c.num_layers + 2}, DType::kI32);
+        H3_ASSIGN_OR_RETURN(flags, upload(zeros));
+        if (state->text.defined()) H3_TRY(check_finite(state->text, flags, c.num_layers));
+    }
     if (Nv > 0) {
         H3_ASSIGN_OR_RETURN(Tensor xv, device_input(in.video, ws->video_in, ws->video_up));
         Tensor ev = outside_rows(Nv);
@@ -542,12 +618,16 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
             }
             if (is_cancelled(o)) return cancelled("DiT forward cancelled before block " + std::to_string(b));
             H3_TRY(run_block(b, h, tables_in->blocks[static_cast<size_t>(b)], rows, o, scratch));
+            if (check) H3_TRY(check_finite(h, flags, b));
             if (o.schedule && b + 1 == c.num_layers) {
                 H3_ASSIGN_OR_RETURN(int end, o.schedule->at_block(sctx, c.num_layers, h));
                 H3_CHECK(end == c.num_layers, "block schedule must end the loop after the last block");
             }
         }
     }
+
+    H3_TRY(end_block_pass()); // prefetch the next forward's first streamed blocks during the heads
+    if (check) H3_TRY(check_finite(h, flags, c.num_layers + 1));
 
     // 3. Final norm with (shift, scale) per timestep, then the fp32 heads on the rows they serve.
     Tensor y = scratch.x.slice(0, 0, S); // the blocks are done with x
@@ -566,6 +646,25 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     };
     H3_TRY(head(vid_idx, Nv, weights_.proj_out_w, weights_.proj_out_b, ws->video_out));
     H3_TRY(head(aud_idx, Na, weights_.audio_proj_out_w, weights_.audio_proj_out_b, ws->audio_out));
+    if (check) {
+        H3_ASSIGN_OR_RETURN(Tensor f, flags.to(Device::cpu(), ctx_.stream()));
+        const int32_t* fv = f.data_as<const int32_t>();
+        if (fv[c.num_layers])
+            return internal_error("fp16 activation overflow: the token refiner's output holds inf/NaN; this "
+                                  "request cannot run in fp16 (use --dtype bf16 or fp32)");
+        for (int b = 0; b < c.num_layers; ++b)
+            if (fv[b])
+                return internal_error(
+                    "fp16 activation overflow: the residual stream holds inf/NaN after block " +
+                    std::to_string(b) +
+                    "; this request cannot run in fp16 (use --dtype bf16 "
+                    "or fp32)");
+        if (fv[c.num_layers + 1])
+            return internal_error(
+                "fp16 activation overflow: the residual stream holds inf/NaN after the blocks "
+                "(a cached residual); this request cannot run in fp16 (use --dtype bf16 or "
+                "fp32)");
+    }
     DitOutputs out;
     if (o.outputs_on_device && o.reuse_workspace && ws == state->workspace) {
         out.sample = ws->video_out;

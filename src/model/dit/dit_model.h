@@ -12,6 +12,7 @@
 #include "model/dit/dit_inputs.h"
 #include "model/dit/dit_weights.h"
 #include "model/lora/lora_set.h"
+#include "model/weights/layer_source.h"
 #include "ops/context.h"
 #include "ops/vsa.h"
 
@@ -119,13 +120,21 @@ class DitModel {
 public:
     static Result<std::unique_ptr<DitModel>> load(const DitCheckpoint& ckpt, const DitLoadOptions& options,
                                                   ops::Context ctx);
-    // Builds a model around weights made elsewhere (benches with random weights).
-    DitModel(DitConfig config, DitWeights weights, DitPrecision precision, ops::Context ctx);
+    // Builds a model around weights made elsewhere (benches with random weights). With `blocks`, the six
+    // projection matrices of every block come from that source (weights.blocks hold the norms only).
+    DitModel(DitConfig config, DitWeights weights, DitPrecision precision, ops::Context ctx,
+             std::unique_ptr<LayerWeightSource> blocks = nullptr);
 
     const DitConfig& config() const { return config_; }
     DitPrecision precision() const { return precision_; }
-    DType act_dtype() const { return precision_ == DitPrecision::kFp32 ? DType::kF32 : DType::kBF16; }
+    DType act_dtype() const { return precision_dtype(precision_); }
+    // The residual stream's dtype: the activation dtype, except fp32 under kFp16.
+    DType residual_dtype() const { return model::residual_dtype(precision_); }
     const ops::Context& context() const { return ctx_; }
+    // The block weight source (null: today's resident weights, read directly) and its counters.
+    const LayerWeightSource* block_source() const { return blocks_.get(); }
+    LayerWeightSource* block_source() { return blocks_.get(); }
+    std::string residency_describe() const;
 
     // Time embedding and AdaLN tables for the given timesteps. With the AdaLN weights loaded they are used;
     // otherwise `stream_from` supplies each block's projection in turn (read from the checkpoint, put on the
@@ -160,8 +169,12 @@ public:
     Result<DitScratch> make_scratch(int64_t rows, size_t ffn_chunk_bytes, int64_t lora_rank = 0) const;
     // VSA's tile map of a t2va / fl2va layout (in.segments), on the model's device.
     Result<std::shared_ptr<const ops::VsaTiles>> prepare_vsa_tiles(const DitPackedInputs& in) const;
+    // Runs block `index` (its weights acquired from the block source for the block and released after).
     Status run_block(int index, Tensor& h, const Tensor& block_table, const RowTables& rows,
                      const DitForwardOptions& options, DitScratch& scratch) const;
+    // The block source's pass ended (a forward's block loop, or a bench's pass over the blocks): unused
+    // prefetches are released and the next pass's first blocks prefetched. No-op without a source.
+    Status end_block_pass() const;
     // Sizes `ws` for `in` (allocating only when the layout or the FFN chunk budget changed).
     Status prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_bytes, DitWorkspace& ws,
                              int64_t lora_rank = 0) const;
@@ -194,15 +207,29 @@ private:
                       const LoraBlockFactors* lora, PhaseTimer* timer = nullptr) const;
     // y = x·wᵀ: the e4m3 GEMM under kFp8 when the layer has an fp8 copy, else the bf16/fp32 one.
     Status linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8, Tensor& y) const;
+    Status run_block_with(const DitBlockWeights& w, int index, Tensor& h, const Tensor& block_table,
+                          const RowTables& rows, const DitForwardOptions& options, DitScratch& scratch) const;
     Result<Tensor> upload(const Tensor& host) const;
     Result<Tensor> alloc(const Shape& shape, DType dtype) const;
+    // fp16: flags[slot] = 1 when `x` holds an inf/NaN (read once at the end of a forward).
+    Status check_finite(const Tensor& x, Tensor& flags, int slot) const;
 
     DitConfig config_;
     DitWeights weights_;
     DitPrecision precision_;
     ops::Context ctx_;
     std::string merged_; // adapters folded into weights_ (merge_adapters), "" for none
+    std::unique_ptr<LayerWeightSource> blocks_; // mutable streaming state (one forward at a time)
 };
+
+// Builds the weight source of `weights.blocks`' six projection matrices for `options` (resident int8, or
+// layerwise in either format): moves them out of `weights` into host masters (int8: quantized at load, or
+// read from / written to options.int8_cache_dir keyed by `identity`), then places them. Used by
+// DitModel::load and by benches that make random weights.
+Result<std::unique_ptr<LayerWeightSource>> make_dit_block_source(DitWeights& weights, DitPrecision precision,
+                                                                 const ResidencyOptions& options,
+                                                                 const ops::Context& ctx,
+                                                                 const std::string& identity = "");
 
 // Lets a step cache steer one forward's block loop. `at_block(b)` is called before block b runs and once
 // more after the last block (b = num_layers); it may change h in place (add a cached residual) and returns

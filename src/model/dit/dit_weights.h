@@ -5,7 +5,10 @@
 #include "io/checkpoint.h"
 #include "model/dit/dit_config.h"
 #include "model/dit/dit_tensors.h"
+#include "model/weights/residency.h"
 #include "ops/gemm_fp8.h"
+
+#include <functional>
 
 #include <string>
 #include <vector>
@@ -17,8 +20,16 @@ namespace h3::model {
 // and output heads. kFp8 (opt-in, lossy): kBf16 with the transformer blocks' six GEMMs in e4m3 (per-row
 // activation and per-channel weight scales, ops/gemm_fp8.h) and their attention in e4m3 (ops/attention.h's
 // fp8 mode, head dim 128), except the layers DitFp8Options keeps in bf16; the refiner stays bf16.
-enum class DitPrecision { kFp32, kBf16, kFp8 };
-const char* precision_name(DitPrecision p);
+// kFp16 (GPUs without bf16, sm_70/sm_75): fp16 weights and activations with an fp32 residual stream and
+// the same fp32 islands and outputs; a weight that overflows fp16 is refused at load.
+enum class DitPrecision { kFp32, kBf16, kFp8, kFp16 };
+const char* precision_name(DitPrecision p); // "fp32" | "bf16" | "fp8" | "fp16"
+// "fp32" | "bf16" | "fp8" | "fp16"; errors name `field`.
+Result<DitPrecision> parse_precision(const std::string& text, const std::string& field = "dtype");
+// Weights and activations of `p` (f32 / bf16 / f16; kFp8 keeps bf16 copies), and its residual stream (f32
+// for kFp16).
+DType precision_dtype(DitPrecision p);
+DType residual_dtype(DitPrecision p);
 
 // A block's e4m3 GEMM weights under kFp8 (an undefined one keeps that GEMM in bf16) and whether its attention
 // runs in e4m3.
@@ -62,6 +73,10 @@ struct DitLoadOptions {
     // false: skip the 50 AdaLN projections (26 GB at full size) — the caller supplies precomputed tables.
     bool load_adaln = true;
     DitFp8Options fp8 = {}; // used when precision is kFp8
+    // Where the blocks' six projection matrices live (model/weights/residency.h). Anything but plain
+    // resident native weights keeps host masters behind a LayerWeightSource; layerwise also keeps the AdaLN
+    // projections on the host (uploaded block by block while the tables are computed, once per request).
+    ResidencyOptions residency{};
 };
 
 // A transformer folder (config.json + safetensors, either format). Format is detected from the names.
@@ -82,7 +97,14 @@ Result<Tensor> load_dit_tensor(const DitCheckpoint& ckpt, const std::string& dif
                                const DitLoadOptions& options);
 
 // Loads and converts every tensor (original: de-interleaves qkv, swaps fc1 halves); checks each shape against
-// the config; converts dtypes for the precision; copies to the device.
-Result<DitWeights> load_dit_weights(const DitCheckpoint& ckpt, const DitLoadOptions& options);
+// the config; converts dtypes for the precision (fp16: a value beyond ±65504 is refused, naming the tensor);
+// copies to the device. Tensors for which `keep_on_host` is true stay on the host in the precision's dtype
+// (a read-only view into the checkpoint's mapping when no conversion was needed).
+Result<DitWeights> load_dit_weights(const DitCheckpoint& ckpt, const DitLoadOptions& options,
+                                    const std::function<bool(const std::string&)>& keep_on_host = {});
+
+// The names of the six projection matrices of block `b` that a LayerWeightSource streams, in the order of
+// DitBlockWeights (to_q, to_k, to_v, to_out, ff_in, ff_out); the norms stay with the globals.
+std::vector<std::string> dit_streamed_names(int b);
 
 } // namespace h3::model

@@ -1,6 +1,7 @@
 #include "model/vision/vision_model.h"
 
 #include "core/dtype.h"
+#include "model/weights/weight_master.h"
 #include "ops/ops.h"
 
 #include <algorithm>
@@ -70,11 +71,8 @@ public:
         if (!dtype_is_float(t.dtype()))
             return bad_input("vision tower " + ckpt_.dir + ": tensor '" + name + "' has dtype " +
                              dtype_name(t.dtype()) + ", expected a float type");
-        const DType target = opt_.precision == TextPrecision::kFp32 ? DType::kF32 : DType::kBF16;
-        if (t.dtype() != target) {
-            H3_ASSIGN_OR_RETURN(t, t.to_dtype(target));
-        }
-        return t;
+        return convert_weight(t, precision_dtype(opt_.precision),
+                              "vision tower " + ckpt_.dir + ": tensor '" + name + "'");
     }
     Result<Tensor> place(const Tensor& t) {
         if (opt_.device.is_cpu()) return t;

@@ -76,7 +76,7 @@ public:
     VisionModel(VisionConfig config, VisionWeights weights, TextPrecision precision, ops::Context ctx);
 
     const VisionConfig& config() const { return config_; }
-    DType act_dtype() const { return precision_ == TextPrecision::kFp32 ? DType::kF32 : DType::kBF16; }
+    DType act_dtype() const { return precision_dtype(precision_); }
 
     // pixel_values [Σ grid patches, patch_dim] (any float dtype, host or the model's device) → merged
     // embeddings + DeepStack features. Hook names: "patch_embed", "pos_embed", "blocks.{i}.out".

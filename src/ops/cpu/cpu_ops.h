@@ -73,6 +73,10 @@ Status clamp(const Context& ctx, float lo, float hi, const Tensor& x, Tensor& y)
 Status layer_norm(const Context& ctx, const LayerNormParams& p, const Tensor& x, const Tensor& weight,
                   const Tensor& bias, Tensor& y);
 
+// int8 weights and the non-finite flag (ops/quant.h).
+Status dequantize_rows(const Context& ctx, const Tensor& q, const Tensor& scale, Tensor& w);
+Status mark_nonfinite(const Context& ctx, const Tensor& x, Tensor& flag);
+
 // Batched transpose (ops/transpose.h): any dtype, raw bits.
 Status transpose(const Context& ctx, const Tensor& x, Tensor& y);
 

@@ -84,8 +84,12 @@ __global__ void slice_taps_kernel(const float* __restrict__ w, float* __restrict
 }
 
 __device__ __forceinline__ uint32_t to_tf32(float f) {
-    uint32_t r;
+    uint32_t r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+#else
+    __trap(); // TF32 needs sm_80+: the host never picks this path there
+#endif
     return r;
 }
 
@@ -363,7 +367,8 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
                     static_cast<unsigned>((cout + kBM - 1) / kBM), static_cast<unsigned>(frames));
     if (grid.y > 65535) return unimplemented("conv3d (CUDA): more than 65535·128 output channels");
     const bool aligned = cin % kBK == 0;
-    if (ctx.allow_tf32) {
+    // TF32 tensor cores exist from sm_80 on; older GPUs (sm_70/sm_75) take the fp32 FMA path.
+    if (ctx.allow_tf32 && ctx.cuda->cc_major() >= 8) {
         if (aligned)
             conv3d_igemm_kernel<true, true><<<grid, kThreads, 0, stream>>>(a);
         else
