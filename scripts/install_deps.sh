@@ -6,6 +6,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git clang clang-format
       libcpp-httplib-dev libopenblas-dev libpcre2-dev
       libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
       libpng-dev libjpeg-dev libwebp-dev
+      python3-dev python3-numpy pybind11-dev
       curl jq)
 missing=()
 for p in "${PKGS[@]}"; do
