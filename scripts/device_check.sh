@@ -197,4 +197,7 @@ if $H3 bench vae --help 2>&1 | grep -q -- --encode; then
   timeout 240 $H3 bench vae --random-weights --encode --json > "$OUT/bench_vae_encode.json" 2> "$OUT/bench_vae_encode.err"
   echo "bench vae --encode rc=$?"; cat "$OUT/bench_vae_encode.json"; tail -3 "$OUT/bench_vae_encode.err"
 fi
+# one whole request (conditioner, denoise, decode, mux) at the release shape; the 50-point run takes minutes:
+# run it in its own call (`bash scripts/device_bench_request.sh`, both 4 and 50 grid points)
+H3_REQUEST_STEPS=4 H3_REQUEST_TIMEOUT=300 H3=$H3 bash scripts/device_bench_request.sh
 pack_logs

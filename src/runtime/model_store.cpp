@@ -57,10 +57,12 @@ template <typename T> std::shared_ptr<const void> share(std::unique_ptr<T> p) {
 
 } // namespace
 
-Result<std::unique_ptr<ModelStore>> ModelStore::open(const std::string& root, const PlacementPlan& plan) {
+Result<std::unique_ptr<ModelStore>> ModelStore::open(const std::string& root, const PlacementPlan& plan,
+                                                     ComponentSupplier supplier) {
     H3_TRY(plan.validate());
     std::unique_ptr<ModelStore> s(new ModelStore());
     s->plan_ = plan;
+    s->supplier_ = std::move(supplier);
     CheckpointInfo& info = s->info_;
     info.root = root;
     const Device device = plan[Component::kTransformer].device;
@@ -181,9 +183,14 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
     const ops::Context& ctx = session_->context();
     const bool fp32 = p.precision == ComputePrecision::kFp32;
     const auto text_precision = fp32 ? model::TextPrecision::kFp32 : model::TextPrecision::kBf16;
+    const ComponentSupplier& sup = supplier_;
     switch (c) {
     case Component::kTransformer:
     case Component::kTransformerRef: {
+        if (sup.dit) {
+            H3_ASSIGN_OR_RETURN(auto m, sup.dit(dir, p, ctx));
+            return share(std::move(m));
+        }
         H3_ASSIGN_OR_RETURN(auto ckpt, model::open_dit_checkpoint(dir, component_name(c)));
         model::DitLoadOptions lo{.device = p.device,
                                  .precision = fp32 ? model::DitPrecision::kFp32
@@ -193,6 +200,10 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
         return share(std::move(m));
     }
     case Component::kTextEncoder: {
+        if (sup.text_encoder) {
+            H3_ASSIGN_OR_RETURN(auto m, sup.text_encoder(dir, p, ctx));
+            return share(std::move(m));
+        }
         H3_ASSIGN_OR_RETURN(
             auto m, model::load_text_stack(dir, {.device = p.device, .precision = text_precision}, ctx));
         return share(std::move(m));
@@ -207,6 +218,10 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
         return share(std::move(m));
     }
     case Component::kVideoDecoder: {
+        if (sup.video_decoder) {
+            H3_ASSIGN_OR_RETURN(auto m, sup.video_decoder(dir, p, ctx));
+            return share(std::move(m));
+        }
         H3_ASSIGN_OR_RETURN(
             auto m,
             model::load_video_vae(dir, p.device, fp32 ? std::optional<DType>(DType::kF32) : std::nullopt));
@@ -217,6 +232,10 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
         return share(std::move(m));
     }
     case Component::kAudioDecoder: {
+        if (sup.audio_decoder) {
+            H3_ASSIGN_OR_RETURN(auto m, sup.audio_decoder(dir, p, ctx));
+            return share(std::move(m));
+        }
         H3_ASSIGN_OR_RETURN(auto m, model::load_audio_vae(dir, p.device));
         return share(std::move(m));
     }
