@@ -7,6 +7,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git clang clang-format
       libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
       libpng-dev libjpeg-dev libwebp-dev
       python3-dev python3-numpy pybind11-dev
+      chromium chromium-driver
       curl jq)
 missing=()
 for p in "${PKGS[@]}"; do

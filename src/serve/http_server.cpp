@@ -3,6 +3,7 @@
 #include "core/log.h"
 #include "pipeline/reference_files.h"
 #include "serve/sse.h"
+#include "serve/web/web_assets.h"
 
 #include <httplib.h>
 
@@ -228,6 +229,15 @@ void HttpServer::listen() {
     svr_->listen_after_bind();
 }
 
+// The embedded page (serve/web): static files, no API key needed.
+static void serve_web_page(const httplib::Request& req, httplib::Response& res) {
+    const WebAsset* a = find_web_asset(req.path);
+    if (!a) return send_error(res, 404, "no page " + req.path, "", "not_found");
+    for (const auto& [name, value] : web_asset_headers())
+        res.set_header(std::string(name), std::string(value));
+    res.set_content(std::string(a->body), std::string(a->content_type));
+}
+
 void HttpServer::stop() {
     stopping_.store(true);
     svr_->stop();
@@ -238,7 +248,8 @@ void HttpServer::routes() {
     const std::string key = options_.api_key;
 
     s.set_pre_routing_handler([key](const httplib::Request& req, httplib::Response& res) {
-        if (key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+        if (key.empty() || req.path == "/health" || is_web_asset_path(req.path))
+            return httplib::Server::HandlerResponse::Unhandled;
         const std::string auth = req.get_header_value("Authorization");
         const std::string bearer = "Bearer ";
         if (auth.rfind(bearer, 0) == 0 && constant_time_equal(auth.substr(bearer.size()), key))
@@ -288,6 +299,7 @@ void HttpServer::routes() {
         return board_.wait(job, UINT64_MAX, std::chrono::milliseconds(0)).record.to_json();
     };
 
+    s.Get(R"(/|/index\.html|/web/[A-Za-z0-9_.-]+)", serve_web_page);
     s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         const bool closed = board_.closed();
         send_json(res,
