@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU check, run on the device machine from the repo root with $OUT set: builds for sm_90a, runs the CUDA op
 # tests, the DiT CUDA-vs-reference parity test, the CUDA generate check and the DiT bench. Missing Debian
-# -dev packages travel as .deb files in .debs/ (see README).
+# -dev packages travel as .deb files in .debs/ (see README): libmicrohttpd (+ brotli, zlib, cpp-httplib and
+# OpenSSL -dev for the serve layer and its test client) among them.
 set -u
 OUT=${OUT:-/tmp/h3-device-out}
 mkdir -p "$OUT"
@@ -10,11 +11,29 @@ if [ -d .debs ]; then
   mkdir -p /tmp/deps
   for f in .debs/*.deb; do dpkg -x "$f" /tmp/deps; done
   export CMAKE_PREFIX_PATH=/tmp/deps/usr
-  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-  # PCRE2's .pc file from the carried .deb (paths under the sysroot) when the machine has none.
-  if ! pkg-config --exists libpcre2-8; then
-    export PKG_CONFIG_PATH=/usr/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=/tmp/deps
-  fi
+  DEPLIB=/tmp/deps/usr/lib/x86_64-linux-gnu
+  export LD_LIBRARY_PATH=$DEPLIB:${LD_LIBRARY_PATH:-}
+  # A -dev package's libX.so whose runtime is not carried (zlib, brotli, OpenSSL: the image has those, maybe
+  # in another version) points at the image's own libX.so.N.
+  for l in "$DEPLIB"/*.so; do
+    { [ -L "$l" ] && [ ! -e "$l" ]; } || continue
+    sys=$(ls /usr/lib/x86_64-linux-gnu/"$(basename "$l")".[0-9]* /lib/x86_64-linux-gnu/"$(basename "$l")".[0-9]* \
+      2>/dev/null | head -1)
+    [ -n "$sys" ] && ln -sf "$sys" "$l"
+  done
+  # The .pc files of carried packages the machine lacks (PCRE2, libmicrohttpd, brotli, zlib, cpp-httplib,
+  # OpenSSL), with their paths under /tmp/deps (and the multiarch include directory, where OpenSSL keeps its
+  # configuration.h); Requires.private is dropped (nothing links statically, and libmicrohttpd's names
+  # gnutls, whose -dev the image need not have).
+  mkdir -p /tmp/deps/pkgconfig
+  for pc in "$DEPLIB"/pkgconfig/*.pc /tmp/deps/usr/share/pkgconfig/*.pc; do
+    [ -f "$pc" ] || continue
+    name=$(basename "$pc" .pc)
+    pkg-config --exists "$name" 2>/dev/null && continue
+    sed -E -e 's#^([A-Za-z_]+)=/usr#\1=/tmp/deps/usr#' -e '/^Requires.private:/d' \
+      -e 's#^Cflags:.*#& -I${includedir}/x86_64-linux-gnu#' "$pc" > "/tmp/deps/pkgconfig/$name.pc"
+  done
+  export PKG_CONFIG_PATH=/tmp/deps/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 fi
 # A minimal FFmpeg (MP4 out, media in) prepared by scripts/prepare_device_deps.sh: headers, libraries, .pc files.
 FFMPEG_ARGS=()

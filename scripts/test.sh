@@ -22,7 +22,7 @@ cmake --build "$ASAN_DIR" --target test_safetensors test_checkpoint -j"$JOBS"
 ctest --test-dir "$ASAN_DIR" --output-on-failure -R '^(test_safetensors|test_checkpoint)$'
 
 echo "== fuzz (bounded)"
-bash scripts/fuzz.sh "${H3_FUZZ_SECONDS:-60}"
+bash scripts/fuzz.sh "${H3_FUZZ_SECONDS:-20}"
 
 echo "== format check"
 bash scripts/check_format.sh

@@ -12,8 +12,8 @@
 
 #ifdef H3_WITH_HTTP_SERVER
 
-#include <httplib.h>
-#include <nlohmann/json.hpp>
+#define H3_SERVE_WORK_DIR "test_serve"
+#include "serve_harness.h"
 
 #include <atomic>
 #include <chrono>
@@ -31,17 +31,14 @@
 #include <thread>
 #include <unistd.h>
 
-extern char** environ;
-
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
+using namespace h3::test;
 
 namespace {
 
-const std::string kBinary = std::string(H3_BINARY_DIR) + "/src/cli/h3-engine";
 const std::string kFaultBinary = std::string(H3_BINARY_DIR) + "/tests/h3-serve-with-faults";
-const fs::path kWork = fs::path(H3_BINARY_DIR) / "test_serve";
 const std::string kKey = "test-key-123";
 const std::string kFaultPrompt = "INJECT FAULT";
 
@@ -54,156 +51,6 @@ json tiny_request(const std::string& prompt = "a red fox runs through snow", int
 // A request that runs long enough to be caught while running (many steps of the tiny model).
 json slow_request() {
     return tiny_request("a slow one", 400);
-}
-
-std::string read_file(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-const fs::path& tiny_model() {
-    static const fs::path dir = [] {
-        const fs::path d = kWork / "tiny";
-        if (!fs::exists(d / "model_index.json")) {
-            fs::create_directories(kWork);
-            const std::string cmd = kBinary + " make-tiny " + d.string() + " --seed 1 > /dev/null 2>&1";
-            EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-        }
-        return d;
-    }();
-    return dir;
-}
-
-// One `h3-engine serve` child process. stdout/stderr go to files; the port comes from the
-// "serve: listening on http://HOST:PORT" line.
-class Server {
-public:
-    // `binary` is h3-engine (run as `h3-engine serve ...`) or the fault-injecting test tool.
-    Server(const fs::path& output_dir, std::vector<std::string> extra, const std::string& name,
-           const std::string& binary = kBinary)
-        : log_dir_(kWork / ("log_" + name)) {
-        fs::create_directories(log_dir_);
-        out_ = log_dir_ / "stdout.txt";
-        err_ = log_dir_ / "stderr.txt";
-        std::vector<std::string> args = {binary};
-        if (binary == kBinary) args.push_back("serve");
-        for (const std::string& a :
-             {std::string("--model"), tiny_model().string(), std::string("--device"), std::string("cpu"),
-              std::string("--port"), std::string("0"), std::string("--output-dir"), output_dir.string(),
-              std::string("--dtype"), std::string("fp32")})
-            args.push_back(a);
-        args.insert(args.end(), extra.begin(), extra.end());
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const int rc = posix_spawn(&pid_, binary.c_str(), &fa, nullptr, argv.data(), environ);
-        posix_spawn_file_actions_destroy(&fa);
-        if (rc != 0) {
-            pid_ = -1;
-            ADD_FAILURE() << "posix_spawn failed: " << rc;
-            return;
-        }
-        const auto deadline = std::chrono::steady_clock::now() + 120s;
-        while (std::chrono::steady_clock::now() < deadline) {
-            const std::string out = read_file(out_);
-            const std::string tag = "serve: listening on http://127.0.0.1:";
-            if (auto p = out.find(tag); p != std::string::npos && out.find('\n', p) != std::string::npos) {
-                port_ = std::stoi(out.substr(p + tag.size()));
-                return;
-            }
-            int status = 0;
-            if (waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                ADD_FAILURE() << "server exited early: " << read_file(err_);
-                return;
-            }
-            std::this_thread::sleep_for(50ms);
-        }
-        ADD_FAILURE() << "server did not report its port: " << read_file(err_);
-    }
-    ~Server() {
-        if (pid_ > 0) {
-            ::kill(pid_, SIGKILL);
-            waitpid(pid_, nullptr, 0);
-        }
-    }
-    int port() const { return port_; }
-    bool up() const { return port_ > 0; }
-    std::string stderr_text() const { return read_file(err_); }
-
-    httplib::Client client(bool with_key = false) const {
-        httplib::Client c("127.0.0.1", port_);
-        c.set_read_timeout(300, 0);
-        c.set_connection_timeout(10, 0);
-        if (with_key) c.set_bearer_token_auth(kKey);
-        return c;
-    }
-    void kill9() {
-        ::kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
-        pid_ = -1;
-    }
-    // Sends SIGTERM and returns the exit status (−1 on timeout).
-    int terminate(std::chrono::seconds timeout = 60s) {
-        ::kill(pid_, SIGTERM);
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        while (std::chrono::steady_clock::now() < deadline) {
-            int status = 0;
-            if (waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            }
-            std::this_thread::sleep_for(50ms);
-        }
-        return -1;
-    }
-
-private:
-    fs::path log_dir_, out_, err_;
-    pid_t pid_ = -1;
-    int port_ = 0;
-};
-
-json body_json(const httplib::Result& r) {
-    if (!r) return json();
-    return json::parse(r->body, nullptr, false);
-}
-
-json submit(httplib::Client& c, const json& body, int expect = 200) {
-    auto r = c.Post("/v1/videos", body.dump(), "application/json");
-    EXPECT_TRUE(r);
-    if (!r) return json();
-    EXPECT_EQ(r->status, expect) << r->body;
-    return body_json(r);
-}
-
-json get_video(httplib::Client& c, const std::string& id) {
-    auto r = c.Get(("/v1/videos/" + id).c_str());
-    EXPECT_TRUE(r);
-    return r && r->status == 200 ? body_json(r) : json();
-}
-
-// Polls until the job's status is final (or `until` holds); returns the last object and the progress seen.
-json wait_for(httplib::Client& c, const std::string& id, std::vector<int>* progress = nullptr,
-              std::function<bool(const json&)> until = nullptr, std::chrono::seconds timeout = 300s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    json v;
-    while (std::chrono::steady_clock::now() < deadline) {
-        v = get_video(c, id);
-        if (v.is_null()) return v;
-        if (progress) progress->push_back(v["progress"].get<int>());
-        const std::string st = v["status"];
-        if ((until && until(v)) || st == "completed" || st == "failed" || st == "cancelled") return v;
-        std::this_thread::sleep_for(20ms);
-    }
-    ADD_FAILURE() << "timed out waiting for " << id << ": " << v.dump();
-    return v;
 }
 
 bool running_and_denoising(const json& v) {
@@ -231,20 +78,6 @@ std::string sine_wav() {
     for (uint32_t i = 0; i < n; ++i)
         put(static_cast<uint16_t>(static_cast<int16_t>(8000 * std::sin(0.05 * i))), 2);
     return wav;
-}
-
-void expect_error(const httplib::Result& r, int status, const std::string& param,
-                  const std::string& needle = "") {
-    ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, status) << r->body;
-    const json j = body_json(r);
-    ASSERT_TRUE(j.contains("error")) << r->body;
-    if (!param.empty()) {
-        EXPECT_EQ(j["error"]["param"], param) << r->body;
-    }
-    if (!needle.empty()) {
-        EXPECT_NE(j["error"]["message"].get<std::string>().find(needle), std::string::npos) << r->body;
-    }
 }
 
 void check_mp4(const std::string& bytes, const std::string& name) {
@@ -276,7 +109,7 @@ protected:
         server_ = new Server(kWork / "api_out",
                              {"--api-key", kKey, "--max-queue", "3", "--max-body-bytes", "4096", "--ttl", "0",
                               "--fault-inject-prompt", kFaultPrompt},
-                             "api", kFaultBinary);
+                             "api", {}, true, kFaultBinary);
     }
     static void TearDownTestSuite() {
         delete server_;
@@ -1021,7 +854,7 @@ TEST(ServeTtl, OutputsExpire) {
 #else
 
 TEST(Serve, NotBuilt) {
-    GTEST_SKIP() << "this build has no HTTP server (cpp-httplib not found)";
+    GTEST_SKIP() << "this build has no HTTP server (libmicrohttpd not found)";
 }
 
 #endif

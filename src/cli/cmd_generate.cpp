@@ -31,8 +31,6 @@ namespace h3::cli {
 
 namespace {
 
-constexpr int kExitCancelled = 130; // the shell's code for SIGINT
-
 std::atomic<bool> g_cancel{false};
 
 void on_sigint(int) {
@@ -169,6 +167,9 @@ Command make_generate_command() {
         if (o->save_latents.empty() && o->output.empty())
             return report(
                 invalid_argument("nothing to write: give --save-latents FILE and/or --output PATH"));
+        if (!o->output.empty())
+            if (auto k = pipeline::checked_output_kind(o->output); !k.ok())
+                return report(Status(k.status().code(), "--" + k.status().message()));
         pipeline::JobInput in;
         if (!o->prompt.empty()) in.prompt = o->prompt;
         if (o->sub->count("--random-prompt-embeds")) in.random_prompt_embeds = o->random_prompt_embeds;

@@ -53,8 +53,23 @@ void add_serve_options(CLI::App* sub, ServeOptions& o) {
     sub->add_option("--max-body-bytes", o.max_body, "larger request bodies get 413")
         ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
         ->capture_default_str();
-    sub->add_option("--http-threads", o.threads, "connections served at once")
-        ->check(CLI::Range(4, 1024))
+    sub->add_option("--http-threads", o.threads, "event-loop threads of the listener")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    sub->add_option("--max-connections", o.max_connections, "open connections at once (more are refused)")
+        ->check(CLI::Range(8, 100000))
+        ->capture_default_str();
+    sub->add_option("--max-event-streams", o.max_event_streams, "event streams at once (503 over)")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    sub->add_option("--max-sync-waiters", o.max_sync_waiters, "sync requests waiting at once (503 over)")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    sub->add_option("--idle-timeout", o.idle_timeout, "seconds a connection may stay silent")
+        ->check(CLI::Range(1, 3600))
+        ->capture_default_str();
+    sub->add_option("--body-timeout", o.body_timeout, "seconds a request body may take to arrive")
+        ->check(CLI::Range(1, 3600))
         ->capture_default_str();
     sub->add_option("--text-encoder", o.text_encoder,
                     "resident (kept loaded) | per-job (loaded for each job, frees its memory between)")
@@ -67,7 +82,8 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
 #ifndef H3_WITH_HTTP_SERVER
     (void)o;
     (void)wrap;
-    return report(unimplemented("serve: this build has no HTTP server (install libcpp-httplib-dev)"));
+    return report(unimplemented("serve: this build has no HTTP server (install libmicrohttpd-dev, zlib1g-dev "
+                                "and libbrotli-dev)"));
 #else
     if (o.api_key.empty())
         if (const char* k = std::getenv("H3_API_KEY")) o.api_key = k;
@@ -102,7 +118,12 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
     p.http.port = o.port;
     p.http.api_key = o.api_key;
     p.http.max_body_bytes = o.max_body;
-    p.http.threads = o.threads;
+    p.http.poll_threads = o.threads;
+    p.http.max_connections = o.max_connections;
+    p.http.max_event_streams = o.max_event_streams;
+    p.http.max_sync_waiters = o.max_sync_waiters;
+    p.http.idle_timeout_seconds = o.idle_timeout;
+    p.http.body_timeout_seconds = o.body_timeout;
     Status s = serve::run_server(p, runner, builder);
     return s.ok() ? kExitOk : report(s);
 #endif

@@ -17,7 +17,8 @@ namespace h3::cli {
 struct ServeOptions {
     std::string model, host = "127.0.0.1", device = "cpu", dtype = "bf16", output_dir = "h3-serve-output",
                        api_key, on_term = "cancel", text_encoder = "resident";
-    int port = 8080, max_queue = 8, threads = 32;
+    int port = 8080, max_queue = 8, threads = 2, max_connections = 1024, max_event_streams = 64,
+        max_sync_waiters = 16, idle_timeout = 30, body_timeout = 120;
     int reference_image_edge = 2048, reference_video_edge = 768;
     int64_t ttl = 86400;
     size_t max_body = 1 << 20;

@@ -191,6 +191,7 @@ Status write_mp4(const std::string& path, const Tensor& frames, const Tensor& au
     };
 
     for (int i = 0; i < nf; ++i) {
+        if (opt.cancel && opt.cancel->load()) return cancelled("write_mp4: cancelled while muxing");
         H3_TRY(check(av_frame_make_writable(vf.get()), "video frame writable"));
         const uint8_t* src[1] = {frames.data_as<const uint8_t>() + i * frame_bytes};
         const int stride[1] = {3 * w};

@@ -6,18 +6,6 @@
 
 namespace h3::pipeline {
 
-const char* reference_kind_name(ReferenceKind kind) {
-    switch (kind) {
-    case ReferenceKind::kImage:
-        return "image";
-    case ReferenceKind::kVideo:
-        return "video";
-    case ReferenceKind::kAudio:
-        return "audio";
-    }
-    return "?";
-}
-
 namespace {
 
 class EmbedsConditioner final : public Conditioner {

@@ -32,6 +32,15 @@ OutputKind output_kind(const std::string& path) {
     return OutputKind::kPngDir;
 }
 
+Result<OutputKind> checked_output_kind(const std::string& path) {
+    if (path.empty()) return invalid_argument("output path is empty");
+    const OutputKind kind = output_kind(path);
+    if (kind != OutputKind::kPngDir || path.back() == '/' || fs::path(path).extension().empty()) return kind;
+    return invalid_argument("output '" + path + "': unknown extension '" +
+                            fs::path(path).extension().string() +
+                            "'; give .mp4 (video + audio), .wav (audio only) or a directory (PNG frames)");
+}
+
 MediaTargets media_targets_for(const std::string& output) {
     MediaTargets t;
     switch (output_kind(output)) {
@@ -54,8 +63,9 @@ Result<Tensor> decode_video_frames(const ops::Context& ctx, const model::VideoVa
     return model::sample_to_rgb8(sample);
 }
 
-Result<Tensor> decode_audio_wave(const ops::Context& ctx, const model::AudioVae& vae, const Tensor& latents) {
-    return model::decode_audio(ctx, vae, latents);
+Result<Tensor> decode_audio_wave(const ops::Context& ctx, const model::AudioVae& vae, const Tensor& latents,
+                                 const model::AudioVaeRunOptions& options) {
+    return model::decode_audio(ctx, vae, latents, options);
 }
 
 Status write_media(const MediaTargets& t, const Tensor& frames, const Tensor& wave, int sample_rate,
@@ -65,7 +75,9 @@ Status write_media(const MediaTargets& t, const Tensor& frames, const Tensor& wa
     if (t.needs_audio() && !wave.defined()) return invalid_argument("decode: " + t.wav + " needs audio");
     if (t.needs_video() && !io::media_available())
         return unimplemented("decode: this build has no FFmpeg, so only .wav output is possible");
-    if (!t.mp4.empty()) H3_TRY(io::write_mp4(t.mp4, frames, wave, sample_rate, opt.mp4));
+    io::Mp4Options mp4_opt = opt.mp4;
+    if (opt.cancel) mp4_opt.cancel = opt.cancel; // checked before every muxed frame
+    if (!t.mp4.empty()) H3_TRY(io::write_mp4(t.mp4, frames, wave, sample_rate, mp4_opt));
     if (!t.wav.empty()) H3_TRY(io::write_wav(t.wav, wave, sample_rate, opt.wav));
     if (!t.png_dir.empty()) {
         H3_TRY(io::write_png_frames(t.png_dir, frames));
@@ -78,6 +90,7 @@ Status write_media(const MediaTargets& t, const Tensor& frames, const Tensor& wa
 Result<DecodeReport> decode_to_file(const ops::Context& ctx, const Decoders& decoders,
                                     const Tensor& video_latents, const Tensor& audio_latents,
                                     const std::string& output, const DecodeOptions& opt) {
+    H3_TRY(checked_output_kind(output).status());
     const MediaTargets targets = media_targets_for(output);
     const bool want_video = targets.needs_video();
     const bool want_audio = audio_latents.defined();
@@ -91,29 +104,34 @@ Result<DecodeReport> decode_to_file(const ops::Context& ctx, const Decoders& dec
         return invalid_argument("decode: " + output + " needs the video decoder");
     if (want_audio && !decoders.audio)
         return invalid_argument("decode: " + output + " needs the audio decoder");
-    const auto stage = [&](DecodeStage s) {
+    const auto stage = [&](DecodeStage s) -> Status {
+        if (opt.cancel && opt.cancel->load()) return cancelled("decode cancelled");
         if (opt.on_stage) opt.on_stage(s);
+        return ok_status();
     };
+    model::VideoDecodeOptions video_opt = opt.video;
+    if (opt.cancel) video_opt.cancel = opt.cancel;
     DecodeReport rep;
     Tensor frames, wave;
     if (want_video) {
-        stage(DecodeStage::kVideo);
+        H3_TRY(stage(DecodeStage::kVideo));
         const auto t0 = std::chrono::steady_clock::now();
-        H3_ASSIGN_OR_RETURN(frames, decode_video_frames(ctx, *decoders.video, video_latents, opt.video));
+        H3_ASSIGN_OR_RETURN(frames, decode_video_frames(ctx, *decoders.video, video_latents, video_opt));
         rep.video_decode_seconds = seconds_since(t0);
         rep.frames = static_cast<int>(frames.dim(0));
         rep.height = static_cast<int>(frames.dim(1));
         rep.width = static_cast<int>(frames.dim(2));
     }
     if (want_audio) {
-        stage(DecodeStage::kAudio);
+        H3_TRY(stage(DecodeStage::kAudio));
         const auto t0 = std::chrono::steady_clock::now();
-        H3_ASSIGN_OR_RETURN(wave, decode_audio_wave(ctx, *decoders.audio, audio_latents));
+        H3_ASSIGN_OR_RETURN(wave,
+                            decode_audio_wave(ctx, *decoders.audio, audio_latents, {.cancel = opt.cancel}));
         rep.audio_decode_seconds = seconds_since(t0);
         rep.audio_samples = wave.dim(1);
         rep.sample_rate = decoders.audio->config.sampling_rate;
     }
-    stage(DecodeStage::kWrite);
+    H3_TRY(stage(DecodeStage::kWrite));
     const auto t0 = std::chrono::steady_clock::now();
     H3_TRY(write_media(targets, frames, wave, rep.sample_rate, opt));
     rep.write_seconds = seconds_since(t0);

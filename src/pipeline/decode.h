@@ -13,6 +13,7 @@
 #include "model/video_vae/video_vae.h"
 #include "ops/context.h"
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -20,6 +21,10 @@ namespace h3::pipeline {
 
 enum class OutputKind { kMp4, kWav, kPngDir };
 OutputKind output_kind(const std::string& path);
+// The kind of an output path, refusing what no writer handles: ".mp4", ".wav", or a directory for PNG frames
+// (a path without an extension, or ending in '/'); anything else (".mkv", ".png", ...) is invalid_argument
+// naming the allowed ones.
+Result<OutputKind> checked_output_kind(const std::string& path);
 
 // What to write; empty paths are skipped.
 struct MediaTargets {
@@ -38,6 +43,9 @@ struct DecodeOptions {
     io::Mp4Options mp4;
     io::WavFormat wav = io::WavFormat::kPcm16;
     std::function<void(DecodeStage)> on_stage; // optional: called as each stage starts
+    // Checked between stages and inside each (video decoder calls, audio decoder stages, every muxed frame):
+    // once set, decode_to_file stops with kCancelled.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct DecodeReport {
@@ -51,7 +59,8 @@ struct DecodeReport {
 Result<Tensor> decode_video_frames(const ops::Context& ctx, const model::VideoVae& vae, const Tensor& latents,
                                    const model::VideoDecodeOptions& options = {});
 // latents [2, C_a, A] → waveform [2, A·hop] f32 on the host, in [−1, 1].
-Result<Tensor> decode_audio_wave(const ops::Context& ctx, const model::AudioVae& vae, const Tensor& latents);
+Result<Tensor> decode_audio_wave(const ops::Context& ctx, const model::AudioVae& vae, const Tensor& latents,
+                                 const model::AudioVaeRunOptions& options = {});
 // Writes frames [F, H, W, 3] u8 and/or a waveform [2, N] (undefined: none) to the targets; each target must
 // be writable from what is given.
 Status write_media(const MediaTargets& targets, const Tensor& frames, const Tensor& wave, int sample_rate,

@@ -23,12 +23,14 @@ Result<Fl2vaInputs> prepare_fl2va(const ops::Context& ctx, const model::VideoVae
         out.images.push_back({im.width, im.height, im.pixels});
     }
 
+    model::VideoEncodeOptions eo = options.encode;
+    if (options.cancel) eo.cancel = options.cancel; // inside the encoder too (between tiles)
     for (size_t i = 0; i < keyframes.images.size(); ++i) {
         if (options.cancel && options.cancel->load()) return cancelled("keyframe encoding cancelled");
         const io::RgbImage& im = keyframes.images[i];
         Tensor pixels = Tensor::host(Shape{im.height, im.width, 3}, DType::kU8);
         std::memcpy(pixels.data(), im.pixels.data(), im.pixels.size());
-        auto z = model::encode_keyframe(ctx, enc, pixels, options.encode, options.seed);
+        auto z = model::encode_keyframe(ctx, enc, pixels, eo, options.seed);
         if (!z.ok())
             return z.status().with_context(std::string(keyframe_anchor_name(keyframes.anchors[i])) +
                                            " keyframe");

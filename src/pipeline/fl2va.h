@@ -28,7 +28,7 @@ struct Fl2vaInputs {
 struct Fl2vaOptions {
     model::VideoEncodeOptions encode = {};
     uint64_t seed = 42;                        // the recipe's private generator
-    const std::atomic<bool>* cancel = nullptr; // checked between keyframes; → kCancelled
+    const std::atomic<bool>* cancel = nullptr; // checked between keyframes and tiles; → kCancelled
 };
 
 // Errors name the keyframe ("first keyframe: ...").

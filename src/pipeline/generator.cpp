@@ -8,6 +8,7 @@
 #include "pipeline/ref2va.h"
 
 #include <chrono>
+#include <filesystem>
 #include <optional>
 
 namespace h3::pipeline {
@@ -227,24 +228,37 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
             report({.stage = Stage::kDecode, .percent = kDenoiseEnd});
             t0 = std::chrono::steady_clock::now();
             H3_ASSIGN_OR_RETURN(auto vae, store_.video_decoder());
-            H3_ASSIGN_OR_RETURN(frames, decode_video_frames(ctx, *vae, r.video_latents));
+            // the decoder checks the flag between its calls
+            H3_ASSIGN_OR_RETURN(frames,
+                                decode_video_frames(ctx, *vae, r.video_latents, {.cancel = ev.cancel}));
             r.decode_seconds += seconds_since(t0);
             r.frames = static_cast<int>(frames.dim(0));
             r.height = static_cast<int>(frames.dim(1));
             r.width = static_cast<int>(frames.dim(2));
         }
+        if (cancel_requested()) return cancelled("cancelled before decoding the audio");
         report({.stage = Stage::kDecode, .percent = video ? kVideoDecodeEnd : kDenoiseEnd});
         t0 = std::chrono::steady_clock::now();
         {
             H3_ASSIGN_OR_RETURN(auto vae, store_.audio_decoder());
-            H3_ASSIGN_OR_RETURN(wave, decode_audio_wave(ctx, *vae, r.audio_latents));
+            H3_ASSIGN_OR_RETURN(wave, decode_audio_wave(ctx, *vae, r.audio_latents, {.cancel = ev.cancel}));
             r.sample_rate = vae->config.sampling_rate;
         }
         r.decode_seconds += seconds_since(t0);
         r.audio_samples = wave.dim(1);
+        if (cancel_requested()) return cancelled("cancelled before writing");
         report({.stage = Stage::kMux, .percent = kDecodeEnd});
         t0 = std::chrono::steady_clock::now();
-        H3_TRY(write_media(media, frames, wave, r.sample_rate));
+        DecodeOptions wopt;
+        wopt.cancel = ev.cancel; // the muxer checks it before every frame
+        if (Status w = write_media(media, frames, wave, r.sample_rate, wopt); !w.ok()) {
+            if (w.code() == ErrorCode::kCancelled) { // a cancelled mux leaves no half-written file behind
+                std::error_code ec;
+                if (!media.mp4.empty() && std::filesystem::is_regular_file(media.mp4, ec))
+                    std::filesystem::remove(media.mp4, ec);
+            }
+            return w;
+        }
         write_seconds += seconds_since(t0);
         for (const std::string* p : {&media.mp4, &media.wav, &media.png_dir})
             if (!p->empty()) r.written.push_back(*p);

@@ -66,6 +66,9 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const Ref2vaEncoder
     if (needs.audio_encoder && !enc.audio)
         return internal_error("ref2va: audio references and soundtracks need the audio VAE encoder");
 
+    model::VideoEncodeOptions eo = o.encode;
+    if (o.cancel) eo.cancel = o.cancel; // the encoders check it between clips and tiles, blocks and channels
+    const model::AudioVaeRunOptions ao{.cancel = o.cancel};
     Ref2vaInputs out;
     for (size_t i = 0; i < refs.size(); ++i) {
         if (o.cancel && o.cancel->load()) return cancelled("reference encoding cancelled");
@@ -80,20 +83,24 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const Ref2vaEncoder
             cr.image = to_conditioner_image(r.image);
             Tensor pixels = Tensor::host(Shape{r.image.height, r.image.width, 3}, DType::kU8);
             std::memcpy(pixels.data(), r.image.pixels.data(), r.image.pixels.size());
-            auto z = model::encode_keyframe(ctx, *enc.video, pixels, o.encode, o.seed);
-            if (!z.ok()) return z.status().with_context(what);
+            auto z = model::encode_keyframe(ctx, *enc.video, pixels, eo, o.seed);
+            if (!z.ok())
+                return z.status().code() == ErrorCode::kCancelled ? z.status()
+                                                                  : z.status().with_context(what);
             rc.latents = std::move(z).value();
         } else if (r.kind == ReferenceKind::kVideo) {
             const ConditionerFrames cf = sample_conditioner_frames(r.frames.dim(0));
             for (int64_t k : cf.indices) cr.frames.push_back(frame_of(r.frames, k));
             cr.block_timestamps = cf.block_timestamps;
             const int64_t n = std::min(r.frames.dim(0), o.spec.align_frames_down(r.frames.dim(0)));
-            auto post = model::encode_video(ctx, *enc.video, first_frames(r.frames, n), o.encode);
-            if (!post.ok()) return post.status().with_context(what);
+            auto post = model::encode_video(ctx, *enc.video, first_frames(r.frames, n), eo);
+            if (!post.ok())
+                return post.status().code() == ErrorCode::kCancelled ? post.status()
+                                                                     : post.status().with_context(what);
             rc.latents = model::sample_normalized_latent(*post, enc.video->config, o.seed);
         }
         if (r.has_audio()) {
-            auto rows = model::encode_reference_audio_rows(ctx, *enc.audio, enc.audio->config, r.audio);
+            auto rows = model::encode_reference_audio_rows(ctx, *enc.audio, enc.audio->config, r.audio, ao);
             if (!rows.ok()) return rows.status().with_context(what + " audio");
             rc.audio_rows = std::move(rows).value();
         }

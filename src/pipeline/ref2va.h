@@ -34,9 +34,10 @@ struct Ref2vaInputs {
 
 struct Ref2vaOptions {
     model::VideoEncodeOptions encode = {};
-    model::LatentSpec spec = {};               // the checkpoint's (a video's frames snapped to 17n+5)
-    uint64_t seed = 42;                        // the recipe's private generator (every visual reference)
-    const std::atomic<bool>* cancel = nullptr; // checked between references; → kCancelled
+    model::LatentSpec spec = {}; // the checkpoint's (a video's frames snapped to 17n+5)
+    uint64_t seed = 42;          // the recipe's private generator (every visual reference)
+    // checked between references and inside the encoders; → kCancelled
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // Which encoders a list of references needs: the video VAE encoder for an image or a video, the audio VAE

@@ -9,6 +9,18 @@
 
 namespace h3::pipeline {
 
+const char* reference_kind_name(ReferenceKind kind) {
+    switch (kind) {
+    case ReferenceKind::kImage:
+        return "image";
+    case ReferenceKind::kVideo:
+        return "video";
+    case ReferenceKind::kAudio:
+        return "audio";
+    }
+    return "?";
+}
+
 double ReferenceMedia::clip_seconds() const {
     if (kind == ReferenceKind::kVideo)
         return frames.defined() && fps > 0 ? static_cast<double>(frames.dim(0)) / fps : 0.0;

@@ -149,9 +149,9 @@ bool JobBoard::remove(const std::string& id, int64_t now) {
     jobs_.erase(id);
     job->deleted = true;
     touch(*job);
-    if (running_ != job) { // the worker removes a running job's directory once it stops
-        if (Status s = store_.remove(id); !s.ok()) H3_LOG_ERROR("serve: {}", s.to_string());
-    }
+    // now, even for a running job (its directory is renamed away; the worker's partial outputs go with it and
+    // it removes whatever is left once it stops): a crash after this answer cannot bring the record back
+    if (Status s = store_.remove(id); !s.ok()) H3_LOG_ERROR("serve: {}", s.to_string());
     return true;
 }
 

@@ -76,8 +76,8 @@ public:
     ListPage list(size_t limit, const std::string& after, bool newest_first) const;
     // Cancels a queued or running job (running ones stop between DiT blocks). False when already final.
     bool cancel(const std::shared_ptr<Job>& job, int64_t now);
-    // Cancels when needed, then forgets the job and removes its directory (the worker does the removal for
-    // a running job once it stops). False when unknown.
+    // Cancels when needed, then forgets the job and removes its directory at once (JobStore::remove renames
+    // it away first; a running job's worker cleans what is left once it stops). False when unknown.
     bool remove(const std::string& id, int64_t now);
     // Blocks until the job's version exceeds `known` or `timeout` passes; returns the current snapshot.
     JobSnapshot wait(const std::shared_ptr<Job>& job, uint64_t known,

@@ -61,8 +61,10 @@ Status run_server(const ServeParams& params, pipeline::JobRunner& runner,
     board.set_on_final([&metrics](api::JobStatus s) { metrics.job_final(s); });
     const size_t recovered = rec.records.size();
     board.adopt(std::move(rec.records));
-    std::fprintf(stderr, "serve: %s: %zu job(s) on record, %d interrupted one(s) marked failed\n",
-                 store.root().c_str(), recovered, rec.interrupted);
+    std::fprintf(stderr,
+                 "serve: %s: %zu job(s) on record, %d interrupted one(s) marked failed, %d orphan record(s) "
+                 "removed\n",
+                 store.root().c_str(), recovered, rec.interrupted, rec.orphans_removed);
 
     HttpServer http(board, store, metrics, builder, params.http);
     H3_ASSIGN_OR_RETURN(int port, http.bind());

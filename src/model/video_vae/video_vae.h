@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -112,6 +113,9 @@ struct VideoDecodeOptions {
     // before the assembly moved to the device; kept for comparison, `bench vae --assemble-on-host`). Same
     // output.
     bool assemble_on_host = false;
+    // Checked before every decoder call (each batch of tiles of each clip): once set, the decode stops with
+    // kCancelled.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // Tiles per decoder call for a clip of `tiles` tiles on `device` under `options`.

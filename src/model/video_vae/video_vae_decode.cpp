@@ -340,6 +340,7 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
     const int p = c.patch;
     const int64_t lc = z.dim(0), t = z.dim(1), lh = z.dim(2), lw = z.dim(3);
     const int height = static_cast<int>(lh * p), width = static_cast<int>(lw * p);
+    if (opt.cancel && opt.cancel->load()) return cancelled("video decode cancelled");
     if (!opt.tiling) {
         H3_ASSIGN_OR_RETURN(Tensor all, decode_tiles_on_device(ctx, vae, {z}));
         if (opt.assemble_on_host) {
@@ -358,6 +359,7 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
     const ops::Context actx = opt.assemble_on_host ? ops::Context::cpu() : ctx; // where tiles are stitched
     auto flush = [&]() -> Status {
         if (batch.empty()) return ok_status();
+        if (opt.cancel && opt.cancel->load()) return cancelled("video decode cancelled");
         H3_ASSIGN_OR_RETURN(Tensor all, decode_tiles_on_device(ctx, vae, batch));
         if (opt.assemble_on_host) {
             H3_ASSIGN_OR_RETURN(all, to_host(ctx, all));

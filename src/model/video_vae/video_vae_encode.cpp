@@ -301,6 +301,7 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
                                 ", T, H, W], got " + x.describe());
     H3_ASSIGN_OR_RETURN(Tensor xc, x.contiguous());
     const int64_t ch = xc.dim(0), t = xc.dim(1), height = xc.dim(2), width = xc.dim(3);
+    if (opt.cancel && opt.cancel->load()) return cancelled("video encode cancelled");
     if (!opt.tiling) {
         H3_ASSIGN_OR_RETURN(Tensor m, encode_moments(ctx, enc, xc.view({1, ch, t, height, width})));
         return m.view({m.dim(1), m.dim(2), m.dim(3), m.dim(4)});
@@ -321,6 +322,7 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
     std::vector<Pending> batch;
     auto flush = [&]() -> Status {
         if (batch.empty()) return ok_status();
+        if (opt.cancel && opt.cancel->load()) return cancelled("video encode cancelled");
         const int64_t nb = static_cast<int64_t>(batch.size()), th = batch[0].th, tw = batch[0].tw;
         Tensor in = Tensor::host(Shape{nb, ch, t, th, tw}, DType::kF32);
         for (int64_t b = 0; b < nb; ++b)

@@ -64,6 +64,9 @@ struct VideoEncodeOptions {
     // CUDA: the convolutions on TF32 tensor cores (ops::Context::allow_tf32), as PyTorch runs them by default
     // (torch.backends.cudnn.allow_tf32); false: exact fp32. The CPU is always fp32.
     bool tf32 = true;
+    // Checked before every encoder call (each batch of tiles of each clip): once set, the encode stops with
+    // kCancelled.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // ImageNet normalization of RGB8 frames [F, H, W, 3] u8 -> [3, F, H, W] f32: (v/255 − mean)/std in fp32.

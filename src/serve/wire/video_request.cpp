@@ -1,5 +1,7 @@
 #include "serve/wire/video_request.h"
 
+#include "io/json_file.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -88,7 +90,7 @@ Result<WireRequest> read_video_body(const nlohmann::json& body, std::string* bad
         if (it.key() == "prompt_embeds")
             return field_error("prompt_embeds", "is not accepted from clients (send a prompt)", bad_field);
         if (!known.count(it.key()))
-            return field_error(it.key(),
+            return field_error(it.key().empty() ? std::string("\"\"") : it.key(), // an empty key is named too
                                "unknown field (accepted: prompt, model, seconds, size, seed, "
                                "num_inference_steps, quality, cache, output_format)",
                                bad_field);
@@ -144,25 +146,13 @@ Result<WireRequest> read_video_body(const nlohmann::json& body, std::string* bad
 }
 
 Result<WireRequest> read_video_body_text(std::string_view body, std::string* bad_field) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(body);
-    } catch (const nlohmann::json::exception& e) {
+    // bounded nesting: a deeply nested body is refused before anything recurses over it
+    auto j = io::parse_json(body, "body");
+    if (!j.ok()) {
         if (bad_field) *bad_field = "body";
-        return invalid_argument(std::string("body: not valid JSON (") + e.what() + ")");
+        return invalid_argument(j.status().message());
     }
-    return read_video_body(j, bad_field);
-}
-
-Result<VideoRequest> build_video_request(WireRequest wire, const pipeline::JobBuilder& builder,
-                                         std::string* bad_field) {
-    // a missing prompt is the API's error, whatever else the form carried
-    if (!wire.input.prompt) return field_error("prompt", "is required and must not be empty", bad_field);
-    VideoRequest rq;
-    rq.model = std::move(wire.model);
-    rq.output_format = wire.output_format;
-    H3_ASSIGN_OR_RETURN(rq.job, builder.build(std::move(wire.input), bad_field));
-    return rq;
+    return read_video_body(*j, bad_field);
 }
 
 } // namespace h3::api

@@ -48,8 +48,20 @@ struct VideoRequest {
 Result<WireRequest> read_video_body(const nlohmann::json& body, std::string* bad_field = nullptr);
 // The same from the raw body text ("body" is the field of a JSON syntax error).
 Result<WireRequest> read_video_body_text(std::string_view body, std::string* bad_field = nullptr);
-// The request through the builder (keyframes and references already in `wire.input`).
-Result<VideoRequest> build_video_request(WireRequest wire, const pipeline::JobBuilder& builder,
-                                         std::string* bad_field = nullptr);
+// The request through the builder (keyframes and references already in `wire.input`). Inline: the parsing
+// above links without the builder (the fuzz targets).
+inline Result<VideoRequest> build_video_request(WireRequest wire, const pipeline::JobBuilder& builder,
+                                                std::string* bad_field = nullptr) {
+    // a missing prompt is the API's error, whatever else the form carried
+    if (!wire.input.prompt) {
+        if (bad_field) *bad_field = "prompt";
+        return invalid_argument("prompt: is required and must not be empty");
+    }
+    VideoRequest rq;
+    rq.model = std::move(wire.model);
+    rq.output_format = wire.output_format;
+    H3_ASSIGN_OR_RETURN(rq.job, builder.build(std::move(wire.input), bad_field));
+    return rq;
+}
 
 } // namespace h3::api
