@@ -37,6 +37,14 @@ if [ -d .debs ]; then
   done
   export PKG_CONFIG_PATH=/tmp/deps/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 fi
+# A minimal FFmpeg (MP4 out, media in) prepared by scripts/prepare_device_deps.sh: headers, libraries, .pc files.
+FFMPEG_ARGS=()
+if [ -f .debs/ffmpeg-min.tar.xz ]; then
+  mkdir -p /tmp/deps && tar -C /tmp/deps -xJf .debs/ffmpeg-min.tar.xz
+  export PKG_CONFIG_PATH=/tmp/deps/ffmpeg-min/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  export LD_LIBRARY_PATH=/tmp/deps/ffmpeg-min/lib:${LD_LIBRARY_PATH:-}
+  FFMPEG_ARGS=(-DH3_REQUIRE_FFMPEG=ON)
+fi
 # cuDNN: the toolkit's, else a Python wheel's (header and library from one place).
 CUDNN_ARGS=()
 if ! ls /usr/local/cuda/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64-linux-gnu/cudnn.h >/dev/null 2>&1; then
@@ -50,8 +58,8 @@ cat "$OUT/gpu.txt"
 echo "== torch 2.x / transformers 5.x numerics (linspace, sigma grid, vision position embedding)"
 timeout 300 python3 tools/reference/check_torch2_numerics.py > "$OUT/torch2_numerics.txt" 2>&1
 echo "check_torch2_numerics rc=$?"; tail -12 "$OUT/torch2_numerics.txt"
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTURES=90a -DH3_BUILD_BENCH=OFF \
-  "${CUDNN_ARGS[@]}" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTURES=90a -DH3_BUILD_BENCH=OFF -DH3_BUILD_PYTHON=OFF \
+  "${CUDNN_ARGS[@]}" "${FFMPEG_ARGS[@]}" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
 for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner test_audio_encoder \
          test_audio_resample test_references test_layout test_generator test_ops_fp8 test_dit_fp8 test_lora \
@@ -60,6 +68,7 @@ for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"
+grep -E "FFmpeg|HTTP server|image codecs" "$OUT/cmake.log"
 T=./build-gpu/tests
 H3=./build-gpu/src/cli/h3-engine
 run_test() {  # name, log, args...
@@ -182,6 +191,21 @@ echo "tiny non-release geometry cuda vs cpu (fp32): $(grep -h 'latents' "$OUT/ti
 python3 tools/reference/compare_latents.py /tmp/tiny8_cuda.safetensors /tmp/tiny8_cpu.safetensors
 # attention kernels, cuDNN configs, fp8 (tests always; the full-size benches unless H3_SKIP_BENCH=1)
 [ -f scripts/device_attention.sh ] && H3_ATTN_QUICK=${H3_SKIP_BENCH:-0} bash scripts/device_attention.sh
+# one real server job on CUDA (submit, SSE, download) and its MP4 read back against the CLI's for the same
+# request (the media reader decodes both; identical frames give PSNR inf)
+if grep -qi "HTTP server ON" "$OUT/cmake.log"; then
+  $H3 serve --model /tmp/tiny --device cuda --port 18089 --output-dir /tmp/h3-serve-jobs > "$OUT/serve.log" 2>&1 &
+  SERVE_PID=$!
+  timeout 300 python3 tools/device/serve_job.py http://127.0.0.1:18089 /tmp/serve_job.mp4
+  echo "server job rc=$?"
+  kill $SERVE_PID; wait $SERVE_PID
+  timeout 120 $H3 generate --model /tmp/tiny --prompt "a red fox runs through snow" --size 64x32 --seconds 4 \
+    --steps 6 --seed 7 --device cuda --output /tmp/cli_job.mp4 --progress none > /dev/null 2> "$OUT/cli_job.err"
+  echo "server MP4 vs CLI MP4 (cuda, same request):"
+  $H3 compare /tmp/cli_job.mp4 /tmp/serve_job.mp4 2>&1 | tail -4
+else
+  echo "serve: not built on this machine (no HTTP library)"
+fi
 pack_logs() { # at most 8 files come back from $OUT: pack the logs
   (cd "$OUT" && tar czf logs.tgz *.log *.err *.json gpu.txt 2>/dev/null && find . -maxdepth 1 -type f ! -name logs.tgz -delete)
 }
@@ -339,4 +363,7 @@ if $H3 bench vae --help 2>&1 | grep -q -- --encode; then
   timeout 240 $H3 bench vae --random-weights --encode --json > "$OUT/bench_vae_encode.json" 2> "$OUT/bench_vae_encode.err"
   echo "bench vae --encode rc=$?"; cat "$OUT/bench_vae_encode.json"; tail -3 "$OUT/bench_vae_encode.err"
 fi
+# one whole request (conditioner, denoise, decode, mux) at the release shape; the 50-point run takes minutes:
+# run it in its own call (`bash scripts/device_bench_request.sh`, both 4 and 50 grid points)
+H3_REQUEST_STEPS=4 H3_REQUEST_TIMEOUT=300 H3=$H3 bash scripts/device_bench_request.sh
 pack_logs

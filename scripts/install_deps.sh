@@ -6,6 +6,8 @@ PKGS=(build-essential cmake ninja-build pkg-config git clang clang-format
       libcpp-httplib-dev libmicrohttpd-dev zlib1g-dev libbrotli-dev libopenblas-dev libpcre2-dev
       libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
       libpng-dev libjpeg-dev libwebp-dev
+      python3-dev python3-numpy pybind11-dev
+      chromium chromium-driver
       curl jq)
 missing=()
 for p in "${PKGS[@]}"; do

@@ -90,10 +90,12 @@ model::DitPrecision dit_precision(ComputePrecision p) {
     return model::DitPrecision::kBf16;
 }
 
-Result<std::unique_ptr<ModelStore>> ModelStore::open(const std::string& root, const PlacementPlan& plan) {
+Result<std::unique_ptr<ModelStore>> ModelStore::open(const std::string& root, const PlacementPlan& plan,
+                                                     ComponentSupplier supplier) {
     H3_TRY(plan.validate());
     std::unique_ptr<ModelStore> s(new ModelStore());
     s->plan_ = plan;
+    s->supplier_ = std::move(supplier);
     CheckpointInfo& info = s->info_;
     info.root = root;
     const Device device = plan[Component::kTransformer].device;
@@ -250,9 +252,14 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
     const auto text_precision = fp32   ? model::TextPrecision::kFp32
                                 : fp16 ? model::TextPrecision::kFp16
                                        : model::TextPrecision::kBf16;
+    const ComponentSupplier& sup = supplier_;
     switch (c) {
     case Component::kTransformer:
     case Component::kTransformerRef: {
+        if (sup.dit) {
+            H3_ASSIGN_OR_RETURN(auto m, sup.dit(dir, p, ctx));
+            return share(std::move(m));
+        }
         H3_ASSIGN_OR_RETURN(auto ckpt, model::open_dit_checkpoint(dir, component_name(c)));
         model::DitLoadOptions lo{.device = p.device, .precision = dit_precision(p.precision)};
         lo.residency = p.weights;
@@ -261,6 +268,10 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
         return share(std::move(m));
     }
     case Component::kTextEncoder: {
+        if (sup.text_encoder) {
+            H3_ASSIGN_OR_RETURN(auto m, sup.text_encoder(dir, p, ctx));
+            return share(std::move(m));
+        }
         model::TextLoadOptions to{.device = p.device, .precision = text_precision};
         to.residency = p.weights;
         H3_ASSIGN_OR_RETURN(auto m, model::load_text_stack(dir, to, ctx));
@@ -278,6 +289,10 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
         return share(std::move(m));
     }
     case Component::kVideoDecoder: {
+        if (sup.video_decoder) {
+            H3_ASSIGN_OR_RETURN(auto m, sup.video_decoder(dir, p, ctx));
+            return share(std::move(m));
+        }
         H3_ASSIGN_OR_RETURN(
             auto m,
             model::load_video_vae(dir, p.device, fp32 ? std::optional<DType>(DType::kF32) : std::nullopt));
@@ -288,6 +303,10 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
         return share(std::move(m));
     }
     case Component::kAudioDecoder: {
+        if (sup.audio_decoder) {
+            H3_ASSIGN_OR_RETURN(auto m, sup.audio_decoder(dir, p, ctx));
+            return share(std::move(m));
+        }
         H3_ASSIGN_OR_RETURN(auto m, model::load_audio_vae(dir, p.device));
         return share(std::move(m));
     }

@@ -24,6 +24,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -91,10 +92,26 @@ struct CheckpointInfo {
     bool has(Component c) const { return present[static_cast<size_t>(c)]; }
 };
 
+// Makes components instead of reading their weights from the checkpoint (bench request: random weights at
+// the width the checkpoint's configs give). Each function receives the folder the store would load from, the
+// component's placement and the store's context; a function left empty loads from the checkpoint as usual.
+// The store still reads every config, derives the LatentSpec, leases, counts and releases as it always does.
+struct ComponentSupplier {
+    template <typename T>
+    using Make =
+        std::function<Result<T>(const std::string& dir, const ComponentPlacement&, const ops::Context&)>;
+    Make<std::unique_ptr<model::DitModel>> dit;           // transformer/ and transformer_ref/ (dir: the root)
+    Make<std::unique_ptr<model::TextStack>> text_encoder; // dir: the root
+    Make<model::VideoVae> video_decoder;
+    Make<model::AudioVae> audio_decoder;
+};
+
 class ModelStore {
 public:
-    // `root`: a checkpoint root (either layout) or a bare transformer folder.
-    static Result<std::unique_ptr<ModelStore>> open(const std::string& root, const PlacementPlan& plan);
+    // `root`: a checkpoint root (either layout) or a bare transformer folder. A configs-only checkpoint opens
+    // too (nothing loads until a lease); `supplier` makes the components it has a function for.
+    static Result<std::unique_ptr<ModelStore>> open(const std::string& root, const PlacementPlan& plan,
+                                                    ComponentSupplier supplier = {});
     ~ModelStore();
     ModelStore(const ModelStore&) = delete;
     ModelStore& operator=(const ModelStore&) = delete;
@@ -148,6 +165,7 @@ private:
 
     CheckpointInfo info_;
     PlacementPlan plan_;
+    ComponentSupplier supplier_;
     std::unique_ptr<DeviceSession> session_;
     std::array<std::string, kComponentCount> dirs_; // where each present component loads from
     mutable std::mutex mu_;

@@ -6,6 +6,7 @@
 #include "serve/body_decoder.h"
 #include "serve/byte_range.h"
 #include "serve/sse.h"
+#include "serve/web/web_assets.h"
 
 #include <microhttpd.h>
 
@@ -218,6 +219,7 @@ enum class Route {
     kEvents,
     kCancel,
     kDelete,
+    kWebPage, // the embedded page (serve/web): /, /web/*
     kNone
 };
 
@@ -231,6 +233,7 @@ Target match(const std::string& method, const std::string& path) {
     const bool post = method == MHD_HTTP_METHOD_POST;
     if (path == "/health" && get) return {Route::kHealth, {}};
     if (path == "/metrics" && get) return {Route::kMetrics, {}};
+    if (get && is_web_asset_path(path)) return {Route::kWebPage, {}};
     if (path == "/v1/videos") return {get ? Route::kList : post ? Route::kSubmit : Route::kNone, {}};
     if (path == "/v1/videos/sync" && post) return {Route::kSync, {}};
     const std::string prefix = "/v1/videos/";
@@ -492,7 +495,7 @@ MHD_Result Impl::begin(Exchange& ex) {
         ex.has_body = (n.ok() && *n > 0 && *n <= kMaxDiscardBytes) ||
                       (length.empty() && !header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING).empty());
     }
-    if (!opt.api_key.empty() && ex.target.route != Route::kHealth) {
+    if (!opt.api_key.empty() && ex.target.route != Route::kHealth && ex.target.route != Route::kWebPage) {
         const std::string auth = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
         const std::string bearer = "Bearer ";
         if (!(auth.rfind(bearer, 0) == 0 && constant_time_equal(auth.substr(bearer.size()), opt.api_key))) {
@@ -506,6 +509,14 @@ MHD_Result Impl::begin(Exchange& ex) {
     switch (ex.target.route) {
     case Route::kHealth:
         return answer(ex, health());
+    case Route::kWebPage: { // static files, no API key needed
+        const WebAsset* a = find_web_asset(ex.path);
+        Response r;
+        r.content_type = std::string(a->content_type);
+        r.body = std::string(a->body);
+        for (const auto& [name, value] : web_asset_headers()) r.headers.emplace_back(name, value);
+        return answer(ex, std::move(r));
+    }
     case Route::kMetrics: {
         QueueGauges g{.queue_depth = board.queue_depth(),
                       .queue_capacity = board.max_queue(),
