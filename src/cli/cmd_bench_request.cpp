@@ -1,6 +1,7 @@
 // h3-engine bench request --random-weights [--size WxH] [--frames F] [--steps N] [--seed N] [--prompt TEXT]
 //                         [--configs official|CHECKPOINT] [--work DIR] [--output FILE] [--blocks B]
-//                         [--device cuda] [--dtype bf16|fp32] [--json]
+//                         [--device cuda] [--dtype bf16|fp32] [--precision bf16|fp8] [--fasth3]
+//                         [--attention dense|vsa[:...]] [--json]
 // One whole t2va request through pipeline::Generator — the conditioner (tokenizer + language stack), the
 // denoising loop on the DiT, the video and audio decoders, the MP4 mux — with every model made with random
 // weights at the width its config gives (runtime::ComponentSupplier), so the request runs the production flow
@@ -9,16 +10,22 @@
 // normalization, Qwen3-VL text stack) with make-tiny's byte-level tokenizer (real vocabulary files are not
 // needed for timing; the conditioning row count is reported); or any checkpoint's configs (e.g. a make-tiny
 // one, for CPU tests). Reports the JobReport: stage seconds, per-step seconds, peak device memory, the
-// conditioning rows, the files written (--json: one object).
+// conditioning rows, the files written (--json: one object). --fasth3 makes the DiT a FastH3 student (every block
+// with its VSA compression gate) and writes FastVideo's sidecar beside the official configs, so the request
+// takes the student's defaults through the job builder as a real FastH3 checkpoint does (4 forwards on the
+// rung schedule, VSA 0.9) unless --steps / --attention say otherwise.
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "core/cuda_api.h"
 #include "io/json_file.h"
 #include "model/audio_vae/audio_vae.h"
+#include "model/dit/dit_fp8.h"
 #include "model/dit/dit_random.h"
+#include "model/fasth3_contract.h"
 #include "model/text/text_config.h"
 #include "model/text/text_model.h"
 #include "model/text/text_stack.h"
+#include "model/tiny/tiny_checkpoint.h"
 #include "model/tiny/tiny_text.h"
 #include "model/video_vae/video_vae.h"
 #include "pipeline/generator.h"
@@ -85,9 +92,9 @@ fs::path component_dir(const std::string& root, const char* name) {
 }
 
 // Random weights for every component a t2va request leases, at its config's width, made on the device.
-runtime::ComponentSupplier random_components(int dit_blocks) {
+runtime::ComponentSupplier random_components(int dit_blocks, bool gate_compress) {
     runtime::ComponentSupplier s;
-    s.dit = [dit_blocks](const std::string& root, const runtime::ComponentPlacement& p,
+    s.dit = [dit_blocks, gate_compress](const std::string& root, const runtime::ComponentPlacement& p,
                          const ops::Context& ctx) -> Result<std::unique_ptr<model::DitModel>> {
         H3_ASSIGN_OR_RETURN(
             model::DitConfig cfg,
@@ -96,7 +103,9 @@ runtime::ComponentSupplier random_components(int dit_blocks) {
         const auto prec = p.precision == runtime::ComputePrecision::kFp32  ? model::DitPrecision::kFp32
                           : p.precision == runtime::ComputePrecision::kFp8 ? model::DitPrecision::kFp8
                                                                            : model::DitPrecision::kBf16;
-        H3_ASSIGN_OR_RETURN(auto w, model::random_dit_weights(cfg, ctx, prec, {.adaln = true, .seed = 11}));
+        H3_ASSIGN_OR_RETURN(auto w, model::random_dit_weights(cfg, ctx, prec,
+                                                {.adaln = true, .gate_compress = gate_compress, .seed = 11}));
+        if (prec == model::DitPrecision::kFp8) H3_TRY(model::quantize_dit_fp8(ctx, cfg, {}, w)); // as load does
         return std::make_unique<model::DitModel>(cfg, std::move(w), prec, ctx);
     };
     s.text_encoder = [](const std::string& root, const runtime::ComponentPlacement& p,
@@ -137,10 +146,10 @@ runtime::ComponentSupplier random_components(int dit_blocks) {
 Command bench_request_command() {
     struct Options {
         std::string size = "1344x768", device = "cuda", dtype = "bf16", prompt = kDefaultPrompt,
-                    configs = "official", work, output;
+                    configs = "official", work, output, precision = "bf16", attention;
         int frames = 124, steps = 50, blocks = 0;
         uint64_t seed = 0;
-        bool random_weights = false, json = false;
+        bool random_weights = false, json = false, fasth3 = false;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -168,6 +177,13 @@ Command bench_request_command() {
         o->sub->add_option("--dtype", o->dtype, "bf16 | fp32")
             ->check(CLI::IsMember({"bf16", "fp32"}))
             ->capture_default_str();
+        o->sub->add_option("--precision", o->precision, "DiT precision with --dtype bf16: bf16 | fp8 (e4m3)")
+            ->check(CLI::IsMember({"bf16", "fp8"}))
+            ->capture_default_str();
+        o->sub->add_flag("--fasth3", o->fasth3,
+                         "a FastH3 student: compression gates in every block and the sidecar's defaults "
+                         "(with --configs official)");
+        o->sub->add_option("--attention", o->attention, "dense | vsa[:sparsity=0.9,mode=exempt] (the job field)");
         o->sub->add_flag("--json", o->json, "JSON output");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
@@ -184,6 +200,11 @@ Command bench_request_command() {
         if (o->configs == "official") {
             root = (work / "configs").string();
             if (Status s = write_official_configs(root); !s.ok()) return report(s);
+            if (o->fasth3) {
+                Status s = io::write_json_file((fs::path(root) / model::kFastH3ContractFile).string(),
+                                               model::fasth3_contract_json());
+                if (!s.ok()) return report(s);
+            }
         }
         const std::string output = o->output.empty() ? (work / "request.mp4").string() : o->output;
         std::error_code ec;
@@ -193,7 +214,8 @@ Command bench_request_command() {
         in.prompt = o->prompt;
         in.size = o->size;
         in.frames = o->frames;
-        in.num_inference_steps = o->steps;
+        if (!o->fasth3 || o->sub->count("--steps")) in.num_inference_steps = o->steps; // else the sidecar's
+        if (!o->attention.empty()) in.attention = o->attention;
         in.seed = o->seed;
         in.outputs.media = pipeline::media_targets_for(output);
         const pipeline::JobBuilderOptions bo{.max_steps = 1 << 20};
@@ -201,10 +223,13 @@ Command bench_request_command() {
         if (Status s = pipeline::JobBuilder::check(in, bo, &field); !s.ok()) return report(s);
         auto device = parse_device(o->device);
         if (!device.ok()) return report(device.status().with_context("--device"));
-        const auto precision =
-            o->dtype == "fp32" ? runtime::ComputePrecision::kFp32 : runtime::ComputePrecision::kDefault;
+        if (o->precision == "fp8" && o->dtype == "fp32")
+            return report(invalid_argument("--precision fp8 needs --dtype bf16"));
+        const auto precision = o->dtype == "fp32"      ? runtime::ComputePrecision::kFp32
+                               : o->precision == "fp8" ? runtime::ComputePrecision::kFp8
+                                                       : runtime::ComputePrecision::kDefault;
         auto store = runtime::ModelStore::open(root, runtime::PlacementPlan::per_job(*device, precision),
-                                               random_components(o->blocks));
+                                               random_components(o->blocks, o->fasth3));
         if (!store.ok()) return report(store.status());
         if (Status s =
                 (*store)->require({runtime::Component::kTransformer, runtime::Component::kTextEncoder,
@@ -238,6 +263,8 @@ Command bench_request_command() {
             {"height", job->geometry.height},
             {"frames", job->geometry.frames},
             {"grid_points", job->steps},
+            {"attention", job->attention.describe()},
+            {"fasth3", o->fasth3},
             {"forwards", r->step_seconds.size()},
             {"conditioning_rows", r->conditioning_rows},
             {"seconds_total", total},

@@ -41,20 +41,6 @@ std::vector<io::NamedTensor> diffusers_tensors(const DitConfig& c, uint64_t seed
     return out;
 }
 
-// The FastH3 sidecar as FastVideo's export writes it (the release's ladder and VSA policy).
-nlohmann::json fasth3_contract_json() {
-    return {{"schema_version", kFastH3Schema},
-            {"model_id", "h3-engine/tiny-fasth3"},
-            {"task", "t2av"},
-            {"dmd_denoising_steps", {999, 749, 500, 250}},
-            {"num_inference_steps", 5},
-            {"transformer_forwards", 4},
-            {"guidance_scale", 1.0},
-            {"attention_backend", "VIDEO_SPARSE_ATTN_H3"},
-            {"vsa_tile_size", 64},
-            {"vsa_sparsity", 0.9}};
-}
-
 // The same numbers under original names: fused per-head-interleaved qkv, swapped fc1 halves, inv_freq.
 std::vector<io::NamedTensor> original_tensors(const DitConfig& c, uint64_t seed) {
     std::map<std::string, Tensor> by_name;
@@ -150,6 +136,20 @@ Status write_original(const TinyCheckpointParams& p, const DitConfig& c) {
 }
 
 } // namespace
+
+// The FastH3 sidecar as FastVideo's export writes it (the release's ladder and VSA policy).
+nlohmann::json fasth3_contract_json() {
+    return {{"schema_version", kFastH3Schema},
+            {"model_id", "h3-engine/tiny-fasth3"},
+            {"task", "t2av"},
+            {"dmd_denoising_steps", {999, 749, 500, 250}},
+            {"num_inference_steps", 5},
+            {"transformer_forwards", 4},
+            {"guidance_scale", 1.0},
+            {"attention_backend", "VIDEO_SPARSE_ATTN_H3"},
+            {"vsa_tile_size", 64},
+            {"vsa_sparsity", 0.9}};
+}
 
 Status TinyGeometry::validate() const {
     if (latent_channels < 1 || latent_channels > 256)

@@ -5,6 +5,8 @@
 #include "core/status.h"
 #include "model/dit/dit_config.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -44,5 +46,9 @@ DitConfig tiny_dit_config(const TinyGeometry& geometry = {});
 // Writes model_index.json, scheduler/ and audio_scheduler/ (diffusers) or FL2VA/ + Ref2VA/ (original),
 // and the transformer + transformer_ref weights. The ref DiT uses seed + 1.
 Status write_tiny_checkpoint(const TinyCheckpointParams& params);
+
+// The FastH3 sidecar (fastvideo_inference.json) as FastVideo's export writes it: the release's ladder (4
+// forwards) and VSA policy (sparsity 0.9). make-tiny --variant fasth3 and bench request --fasth3 write it.
+nlohmann::json fasth3_contract_json();
 
 } // namespace h3::model
