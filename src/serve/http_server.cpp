@@ -756,8 +756,8 @@ Response Impl::health() const {
                           {"running", board.running()},
                           {"event_streams", event_streams.load()},
                           {"sync_waiters", sync_waiters.load()},
-                          {"placement", options.placement},
-                          {"memory_plan", options.memory_plan}},
+                          {"placement", opt.placement},
+                          {"memory_plan", opt.memory_plan}},
                          closed ? 503 : 200);
 }
 
