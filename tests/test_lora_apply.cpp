@@ -4,10 +4,12 @@
 // was.
 #include "lora_test_data.h"
 #include "model/dit/dit_model.h"
+#include "model/latent_spec.h"
 #include "model/lora/lora_apply.h"
 #include "model/lora/lora_file.h"
 #include "model/lora/lora_set.h"
 #include "pipeline/generate.h"
+#include "pipeline/geometry.h"
 #include "runtime/adapter_library.h"
 
 #include <gtest/gtest.h>
@@ -55,7 +57,12 @@ pipeline::Conditioning conditioning() {
 
 pipeline::GenerationRequest request() {
     pipeline::GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 107};
+    const model::DitConfig c = model::tiny_dit_config(); // the latent space is the tiny DiT's
+    auto spec = model::derive_latent_spec({.dit = &c, .dit_file = "the tiny DiT config"});
+    EXPECT_TRUE(spec.ok()) << spec.status().to_string();
+    auto g = pipeline::resolve_geometry({.width = 64, .height = 32, .frames = 107}, *spec);
+    EXPECT_TRUE(g.ok()) << g.status().to_string();
+    rq.geometry = *g;
     rq.steps = 3;
     rq.seed = 21;
     return rq;
