@@ -69,8 +69,11 @@ public:
         std::vector<std::string> args = {binary};
         if (binary == kBinary) args.push_back("serve");
         const std::vector<std::string> common = {
-            "--model", (model.empty() ? tiny_model() : model).string(), "--device",          "cpu",     "--port",
-            "0",       "--output-dir",        output_dir.string(), "--dtype", "fp32"};
+            "--model",      (model.empty() ? tiny_model() : model).string(),
+            "--device",     "cpu",
+            "--port",       "0",
+            "--output-dir", output_dir.string(),
+            "--dtype",      "fp32"};
         args.insert(args.end(), common.begin(), common.end());
         args.insert(args.end(), extra.begin(), extra.end());
         for (size_t i = 0; i + 1 < extra.size(); ++i)

@@ -10,10 +10,10 @@
 // normalization, Qwen3-VL text stack) with make-tiny's byte-level tokenizer (real vocabulary files are not
 // needed for timing; the conditioning row count is reported); or any checkpoint's configs (e.g. a make-tiny
 // one, for CPU tests). Reports the JobReport: stage seconds, per-step seconds, peak device memory, the
-// conditioning rows, the files written (--json: one object). --fasth3 makes the DiT a FastH3 student (every block
-// with its VSA compression gate) and writes FastVideo's sidecar beside the official configs, so the request
-// takes the student's defaults through the job builder as a real FastH3 checkpoint does (4 forwards on the
-// rung schedule, VSA 0.9) unless --steps / --attention say otherwise.
+// conditioning rows, the files written (--json: one object). --fasth3 makes the DiT a FastH3 student (every
+// block with its VSA compression gate) and writes FastVideo's sidecar beside the official configs, so the
+// request takes the student's defaults through the job builder as a real FastH3 checkpoint does (4 forwards
+// on the rung schedule, VSA 0.9) unless --steps / --attention say otherwise.
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "core/cuda_api.h"
@@ -95,7 +95,7 @@ fs::path component_dir(const std::string& root, const char* name) {
 runtime::ComponentSupplier random_components(int dit_blocks, bool gate_compress) {
     runtime::ComponentSupplier s;
     s.dit = [dit_blocks, gate_compress](const std::string& root, const runtime::ComponentPlacement& p,
-                         const ops::Context& ctx) -> Result<std::unique_ptr<model::DitModel>> {
+                                        const ops::Context& ctx) -> Result<std::unique_ptr<model::DitModel>> {
         H3_ASSIGN_OR_RETURN(
             model::DitConfig cfg,
             model::DitConfig::from_file((component_dir(root, "transformer") / "config.json").string()));
@@ -103,9 +103,11 @@ runtime::ComponentSupplier random_components(int dit_blocks, bool gate_compress)
         const auto prec = p.precision == runtime::ComputePrecision::kFp32  ? model::DitPrecision::kFp32
                           : p.precision == runtime::ComputePrecision::kFp8 ? model::DitPrecision::kFp8
                                                                            : model::DitPrecision::kBf16;
-        H3_ASSIGN_OR_RETURN(auto w, model::random_dit_weights(cfg, ctx, prec,
-                                                {.adaln = true, .gate_compress = gate_compress, .seed = 11}));
-        if (prec == model::DitPrecision::kFp8) H3_TRY(model::quantize_dit_fp8(ctx, cfg, {}, w)); // as load does
+        H3_ASSIGN_OR_RETURN(
+            auto w, model::random_dit_weights(cfg, ctx, prec,
+                                              {.adaln = true, .gate_compress = gate_compress, .seed = 11}));
+        if (prec == model::DitPrecision::kFp8)
+            H3_TRY(model::quantize_dit_fp8(ctx, cfg, {}, w)); // as load does
         return std::make_unique<model::DitModel>(cfg, std::move(w), prec, ctx);
     };
     s.text_encoder = [](const std::string& root, const runtime::ComponentPlacement& p,
@@ -183,7 +185,8 @@ Command bench_request_command() {
         o->sub->add_flag("--fasth3", o->fasth3,
                          "a FastH3 student: compression gates in every block and the sidecar's defaults "
                          "(with --configs official)");
-        o->sub->add_option("--attention", o->attention, "dense | vsa[:sparsity=0.9,mode=exempt] (the job field)");
+        o->sub->add_option("--attention", o->attention,
+                           "dense | vsa[:sparsity=0.9,mode=exempt] (the job field)");
         o->sub->add_flag("--json", o->json, "JSON output");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };

@@ -17,8 +17,8 @@
 #include "cli/commands.h"
 #include "cli/field_flags.h"
 #include "cli/reference_options.h"
-#include "cli/vsa_flags.h"
 #include "cli/residency_flags.h"
+#include "cli/vsa_flags.h"
 #include "io/image_reader.h"
 #include "io/json_file.h"
 #include "pipeline/generator.h"
@@ -195,7 +195,8 @@ Command make_generate_command() {
         if (!o->aspect.empty()) in.aspect = o->aspect;
         if (o->sub->count("--frames")) in.frames = o->frames;
         if (o->sub->count("--seconds")) in.seconds = o->seconds;
-        if (o->sub->count("--steps")) in.num_inference_steps = o->steps; // else --preset's, a FastH3 sidecar's or 50
+        if (o->sub->count("--steps"))
+            in.num_inference_steps = o->steps; // else --preset's, a FastH3 sidecar's or 50
         in.seed = o->seed;
         if (!o->cache.empty()) in.cache = nlohmann::json(o->cache);
         if (!o->quality.empty()) in.quality = o->quality;

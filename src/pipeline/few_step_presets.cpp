@@ -39,7 +39,7 @@ std::string few_step_presets_help() {
     std::string s;
     char buf[256];
     for (const auto& p : few_step_presets()) {
-        std::snprintf(buf, sizeof buf, "  %-21s --steps %d (%d forwards), shifts %g/%g: %s\n", p.name.c_str(),
+        std::snprintf(buf, sizeof buf, "  %-21s %d steps (%d forwards), shifts %g/%g: %s\n", p.name.c_str(),
                       p.steps, p.steps - 1, p.video_shift, p.audio_shift, p.adapter.c_str());
         s += buf;
     }

@@ -58,7 +58,8 @@ Status check_lora_input(const LoraJobInput& in, std::string* field) {
     if (in.preset && !find_few_step_preset(*in.preset))
         return lora_error("preset", "unknown preset '" + *in.preset + "'; known: " + few_step_presets_help(),
                           field);
-    for (auto [name, v] : {std::pair{"video_shift", &in.video_shift}, std::pair{"audio_shift", &in.audio_shift}})
+    for (auto [name, v] :
+         {std::pair{"video_shift", &in.video_shift}, std::pair{"audio_shift", &in.audio_shift}})
         if (*v && !(std::isfinite(**v) && **v > 0))
             return lora_error(name, std::string(name) + " must be a positive number", field);
     return ok_status();

@@ -20,7 +20,7 @@ namespace h3::pipeline {
 struct GenerationJob;
 
 struct LoraInput {
-    std::string path;  // generate: a file; serve: a name inside --lora-dir
+    std::string path;   // generate: a file; serve: a name inside --lora-dir
     double scale = 1.0; // 0 leaves the adapter out
 };
 
@@ -30,7 +30,8 @@ struct LoraJobInput {
     std::optional<std::string> lora_mode = {}; // runtime (default) | merged
     std::optional<bool> lora_strict = {};      // unknown adapter keys are an error instead of skipped
     std::optional<std::string> preset = {};    // few-step schedule (pipeline/few_step_presets.h)
-    std::optional<double> video_shift = {}, audio_shift = {}; // explicit shifts win over preset and checkpoint
+    std::optional<double> video_shift = {},
+                          audio_shift = {}; // explicit shifts win over preset and checkpoint
 };
 
 enum class LoraMode { kRuntime, kMerged };
@@ -40,8 +41,9 @@ const char* lora_mode_name(LoraMode m); // "runtime", "merged"
 struct JobAdapters {
     std::vector<runtime::AdapterUse> uses;
     LoraMode mode = LoraMode::kRuntime;
-    std::shared_ptr<const model::LoraSet> set; // run time: the combined set of `uses` (null when none applies)
-    std::string preset;                        // "" when none
+    std::shared_ptr<const model::LoraSet>
+        set;            // run time: the combined set of `uses` (null when none applies)
+    std::string preset; // "" when none
     bool empty() const { return uses.empty(); }
     // "path:scale" per use: how merged sets are named and compared.
     std::vector<std::string> names() const;
@@ -53,7 +55,7 @@ std::string lora_use_name(const std::string& path, double scale);
 // Where the builder resolves adapters.
 struct LoraResolver {
     runtime::AdapterLibrary* library = nullptr; // run-time adapters (null: a run-time lora is refused)
-    std::vector<std::string> merged = {};       // the store's merged set (runtime::ModelStore::merged_adapters)
+    std::vector<std::string> merged = {}; // the store's merged set (runtime::ModelStore::merged_adapters)
 };
 
 // The checks that need no checkpoint (paths given, scales finite, mode, preset name, shifts positive).

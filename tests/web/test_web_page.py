@@ -43,7 +43,10 @@ def http(method, url, body=None, timeout=60):
 def wait_for(what, fn, timeout=90, interval=0.2):
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
-        v = fn()
+        try:
+            v = fn()
+        except (urllib.error.URLError, ConnectionError):  # not listening yet (server, chromedriver)
+            v = None
         if v:
             return v
         time.sleep(interval)

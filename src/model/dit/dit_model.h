@@ -198,8 +198,8 @@ private:
         bool compete = false;
     };
     Status attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows, Tensor& out,
-                            DitScratch& scratch, const LoraBlockFactors* lora,
-                            PhaseTimer* timer = nullptr, const VsaLayer* vsa = nullptr) const;
+                            DitScratch& scratch, const LoraBlockFactors* lora, PhaseTimer* timer = nullptr,
+                            const VsaLayer* vsa = nullptr) const;
     // softmax attention of q3/k3/v3 into o3 under VSA (model/dit/dit_vsa.cpp); x is the branch input (gate).
     Status vsa_attention(const DitBlockWeights& w, const Tensor& x, const Tensor& q3, const Tensor& k3,
                          const Tensor& v3, Tensor& o3, const VsaLayer& layer, DitScratch& scratch) const;
@@ -218,7 +218,7 @@ private:
     DitWeights weights_;
     DitPrecision precision_;
     ops::Context ctx_;
-    std::string merged_; // adapters folded into weights_ (merge_adapters), "" for none
+    std::string merged_;                        // adapters folded into weights_ (merge_adapters), "" for none
     std::unique_ptr<LayerWeightSource> blocks_; // mutable streaming state (one forward at a time)
 };
 

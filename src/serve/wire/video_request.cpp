@@ -86,18 +86,19 @@ nlohmann::json VideoRequest::to_json() const {
 Result<WireRequest> read_video_body(const nlohmann::json& body, std::string* bad_field) {
     if (!body.is_object())
         return field_error("body", std::string("must be a JSON object, got ") + body.type_name(), bad_field);
-    static const std::set<std::string> known = {"prompt",    "model",         "seconds",
-                                                "size",      "seed",          "quality",
-                                                "cache",     "output_format", "num_inference_steps",
-                                                "lora",      "lora_strict",   "attention"};
+    static const std::set<std::string> known = {"prompt", "model",         "seconds",
+                                                "size",   "seed",          "quality",
+                                                "cache",  "output_format", "num_inference_steps",
+                                                "lora",   "lora_strict",   "attention"};
     for (auto it = body.begin(); it != body.end(); ++it) {
         if (it.key() == "prompt_embeds")
             return field_error("prompt_embeds", "is not accepted from clients (send a prompt)", bad_field);
         if (!known.count(it.key()))
-            return field_error(it.key().empty() ? std::string("\"\"") : it.key(), // an empty key is named too
-                               "unknown field (accepted: prompt, model, seconds, size, seed, "
-                               "num_inference_steps, quality, cache, output_format, lora, lora_strict, attention)",
-                               bad_field);
+            return field_error(
+                it.key().empty() ? std::string("\"\"") : it.key(), // an empty key is named too
+                "unknown field (accepted: prompt, model, seconds, size, seed, "
+                "num_inference_steps, quality, cache, output_format, lora, lora_strict, attention)",
+                bad_field);
     }
     WireRequest w;
     pipeline::JobInput& in = w.input;
