@@ -78,8 +78,14 @@ Result<std::unique_ptr<LayerWeightSource>> make_dit_block_source(DitWeights& w, 
             }
         }
     }
-    return LayerWeightSource::create(std::move(masters),
-                                     {.options = o, .compute = compute, .what = "DiT blocks"}, ctx);
+    // AdaLN masters left on the host (layerwise) lie in the same mappings as the projection masters.
+    std::vector<Tensor> adaln_host;
+    for (const DitBlockWeights& b : w.blocks)
+        for (const Tensor* t : {&b.adaln_weight, &b.adaln_bias})
+            if (t->defined() && t->device().is_cpu()) adaln_host.push_back(*t);
+    return LayerWeightSource::create(
+        std::move(masters),
+        {.options = o, .compute = compute, .what = "DiT blocks", .pin_also = std::move(adaln_host)}, ctx);
 }
 
 } // namespace h3::model

@@ -96,6 +96,8 @@ LayerWeightSource::create(std::vector<std::vector<WeightMaster>> layers, const P
                 }
                 if (t->storage()->pinned()) s->stats_.host_pinned_bytes += t->nbytes();
             }
+    for (const Tensor& t : params.pin_also)
+        if (t.defined() && t.device().is_cpu() && t.read_only()) mapped.push_back({t.data(), t.nbytes()});
     if (pin && !mapped.empty()) {
         // Read-only mappings are registered read-only in place: their pages stay the page cache's, shared
         // with every process mapping the same files.

@@ -31,6 +31,13 @@ public:
         ResidencyOptions options;
         DType compute = DType::kBF16; // what the GEMMs read (the int8 dequantization target)
         std::string what = "layers";  // for messages: "DiT blocks", "text layers"
+        // Host tensors outside the layers that stay on the host in the same file mappings (the DiT's AdaLN
+        // masters under layerwise): their mapped pages join the masters' registration. A page range can be
+        // registered once, and the masters' page rounding may take the first or last page of a neighbour; a
+        // copy from a tensor that begins inside a registered range and runs past it is refused by CUDA
+        // (invalid argument), so every host tensor read later must lie wholly inside one registered range
+        // or wholly outside all of them.
+        std::vector<Tensor> pin_also;
     };
     // `layers[l][i]`: host master i of layer l; every layer has the same tensors (count, shapes, dtypes).
     // Native masters must be in the compute dtype; int8 masters carry their scales. Resident layers are
