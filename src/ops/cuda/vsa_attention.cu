@@ -22,35 +22,54 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr float kLog2e = 1.4426950408889634f;
 
+// cp.async and mma.sync m16n8k16 need sm_80: on older targets (sm_75, the fp16-only GPUs) the tensor-core
+// kernel compiles to a trap and block_sparse_attention takes the scalar kernel (cc_major() < 8).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define H3_VSA_MMA 1
+#else
+#define H3_VSA_MMA 0
+#endif
+
 // ---- PTX wrappers
 // -------------------------------------------------------------------------------------------
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, int src_bytes) {
+#if H3_VSA_MMA
     const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+#endif
 }
 __device__ __forceinline__ void cp_async_commit() {
+#if H3_VSA_MMA
     asm volatile("cp.async.commit_group;\n" ::);
+#endif
 }
 __device__ __forceinline__ void cp_async_wait_all() {
+#if H3_VSA_MMA
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
 }
 
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* smem) {
+#if H3_VSA_MMA
     const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(a));
+#endif
 }
 __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* smem) {
+#if H3_VSA_MMA
     const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(a));
+#endif
 }
 
 // c += a·b for a 16×16 (row) by 16×8 (col) tile, fp32 accumulators.
 template <typename T>
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if H3_VSA_MMA
     if constexpr (std::is_same_v<T, bf16>) {
         asm volatile(
             "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
@@ -63,6 +82,7 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4],
                      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     }
+#endif
 }
 
 // Two floats as one register of two 16-bit values (the lower index in the low half).
@@ -109,6 +129,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(kThreads)
     bsa_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                    T* __restrict__ o, TileArgs a, float scale_log2) {
+#if H3_VSA_MMA
     extern __shared__ uint4 smem_raw[];
     T* sq = reinterpret_cast<T*>(smem_raw); // [64][D]
     T* sk = sq + kTile * D;                 // [2][64][D]
@@ -255,6 +276,9 @@ __global__ void __launch_bounds__(kThreads)
             *reinterpret_cast<uint32_t*>(o + static_cast<int64_t>(r1) * pitch + h * D + col) =
                 pack2<T>(acc[i][2] * inv1, acc[i][3] * inv1);
     }
+#else
+    __trap();
+#endif
 }
 
 // ---- fallback: scalar fp32, any float dtype, head dim ≤ 128
@@ -375,7 +399,8 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
                      lists.dim(2)};
     const bool aligned = pointer_alignment(q.data()) >= 16 && pointer_alignment(k.data()) >= 16 &&
                          pointer_alignment(v.data()) >= 16 && pointer_alignment(o.data()) >= 16;
-    if (aligned && (D == 64 || D == 128)) {
+    const bool tensor_cores = ctx.cuda && ctx.cuda->cc_major() >= 8; // cp.async + mma.sync m16n8k16
+    if (tensor_cores && aligned && (D == 64 || D == 128)) {
         if (q.dtype() == DType::kBF16)
             return D == 128 ? launch_mma<bf16, 128>(ctx, a, q, k, v, o, p.scale)
                             : launch_mma<bf16, 64>(ctx, a, q, k, v, o, p.scale);
