@@ -102,7 +102,8 @@ TEST_P(CommRanks, AllToAllAllGatherBroadcastBarrier) {
     auto st = spmd(*group, [&](int r, ops::Communicator& c) -> Status {
         const ops::Context ctx = ops::Context::cpu();
         // all_to_all: send[j·chunk + e] = 1000·r + 10·j + e → recv[j·chunk + e] = 1000·j + 10·r + e
-        Tensor send = Tensor::host(Shape{n * chunk}, DType::kF32), recv = Tensor::host(Shape{n * chunk}, DType::kF32);
+        Tensor send = Tensor::host(Shape{n * chunk}, DType::kF32),
+               recv = Tensor::host(Shape{n * chunk}, DType::kF32);
         for (int j = 0; j < n; ++j)
             for (int e = 0; e < chunk; ++e) send.data_as<float>()[j * chunk + e] = 1000.f * r + 10.f * j + e;
         H3_TRY(c.all_to_all(ctx, send, recv));

@@ -25,7 +25,8 @@ Status no_nccl() {
 Result<NcclId> nccl_unique_id() {
     return no_nccl();
 }
-Result<std::unique_ptr<Communicator>> make_nccl_communicator(const NcclId&, int, int, int, const CommOptions&) {
+Result<std::unique_ptr<Communicator>> make_nccl_communicator(const NcclId&, int, int, int,
+                                                             const CommOptions&) {
     return no_nccl();
 }
 Result<std::unique_ptr<Communicator>> split_nccl_communicator(Communicator&, int, int) {

@@ -1,5 +1,7 @@
 #include "pipeline/generator.h"
 
+#include "pipeline/generate_group.h"
+
 #include "core/cuda_api.h"
 #include "core/torch_generator.h"
 #include "io/safetensors.h"
@@ -205,7 +207,13 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
                     .elapsed_seconds = p.elapsed_seconds,
                     .eta_seconds = p.eta_seconds});
         };
-        H3_ASSIGN_OR_RETURN(out, generate_latents(*dit, cond, rq, dopt));
+        // One rank, or the plan's device group (every rank runs the loop; rank 0 reports progress).
+        const runtime::ParallelPlan& group = store_.plan().parallel;
+        if (group.active()) {
+            H3_ASSIGN_OR_RETURN(out, generate_latents_on_group(*dit, cond, rq, dopt, group));
+        } else {
+            H3_ASSIGN_OR_RETURN(out, generate_latents(*dit, cond, rq, dopt));
+        }
         if (const model::LayerWeightSource* src = dit->block_source())
             r.dit_weights = src->options().describe() + ": " + src->stats().summary();
     }

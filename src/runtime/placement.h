@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace h3::runtime {
 
@@ -56,8 +57,22 @@ struct ComponentPlacement {
     model::ResidencyOptions weights{};
 };
 
+// The DiT's device group (issue #17, runtime/device_group.h): sp sequence-parallel × tp tensor-parallel ranks
+// that run every denoise step together. One rank (the default) is the plain path.
+struct ParallelPlan {
+    int sp = 1, tp = 1;
+    // The ranks' CUDA devices (--gpus 0,1,2,3), one per rank; empty: every rank on the components' device
+    // (the CPU's in-process ranks).
+    std::vector<int> gpus;
+    int world() const { return sp * tp; }
+    bool active() const { return world() > 1; }
+    Status validate(const Device& device) const;
+    std::string describe() const; // "sp 2 × tp 2 (4 ranks on cpu)", "" for one rank
+};
+
 struct PlacementPlan {
     std::array<ComponentPlacement, kComponentCount> components;
+    ParallelPlan parallel; // the DiT's ranks (the other components run on rank 0's device)
     // The memory budget planner's text when it chose the weights and residencies (--gpu-memory-budget).
     std::string memory_plan;
 

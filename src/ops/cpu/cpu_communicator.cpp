@@ -99,7 +99,8 @@ Status Rendezvous::meet(std::unique_lock<std::mutex>& lk, int rank, const char* 
         cv_.notify_all();
         return ok_status();
     }
-    const bool met = cv_.wait_for(lk, options_.timeout, [&] { return generation_ != gen || abort_->aborted; });
+    const bool met =
+        cv_.wait_for(lk, options_.timeout, [&] { return generation_ != gen || abort_->aborted; });
     if (generation_ != gen) return ok_status();
     if (met) return aborted_status(*abort_, rank, op);
     std::ostringstream late;
@@ -143,7 +144,8 @@ Status Rendezvous::run(int rank, const Post& post, const Work& work, const std::
 }
 
 // Σ over ranks in rank order: fp32 accumulation (f64 for f64), one rounding to the dtype.
-void reduce_into(DType dtype, int64_t n, const std::vector<Rendezvous::Post>& posts, std::vector<uint8_t>& out) {
+void reduce_into(DType dtype, int64_t n, const std::vector<Rendezvous::Post>& posts,
+                 std::vector<uint8_t>& out) {
     out.resize(static_cast<size_t>(n) * dtype_size(dtype));
     if (dtype == DType::kF64) {
         double* o = reinterpret_cast<double*>(out.data());
@@ -200,19 +202,20 @@ public:
             return invalid_argument("all_to_all: send " + send.describe() + " and recv " + recv.describe() +
                                     " must match and split into " + std::to_string(n) + " equal chunks");
         const size_t chunk = send.nbytes() / static_cast<size_t>(n);
-        return group_->run(rank_,
-                           {.op = "all_to_all",
-                            .dtype = send.dtype(),
-                            .numel = send.numel(),
-                            .send = send.data(),
-                            .recv = recv.data()},
-                           [&](int r, const std::vector<Rendezvous::Post>& posts) {
-                               for (int j = 0; j < n; ++j)
-                                   std::memcpy(static_cast<uint8_t*>(recv.data()) + chunk * j,
-                                               static_cast<const uint8_t*>(posts[j].send) + chunk * r, chunk);
-                               return ok_status();
-                           },
-                           nullptr);
+        return group_->run(
+            rank_,
+            {.op = "all_to_all",
+             .dtype = send.dtype(),
+             .numel = send.numel(),
+             .send = send.data(),
+             .recv = recv.data()},
+            [&](int r, const std::vector<Rendezvous::Post>& posts) {
+                for (int j = 0; j < n; ++j)
+                    std::memcpy(static_cast<uint8_t*>(recv.data()) + chunk * j,
+                                static_cast<const uint8_t*>(posts[j].send) + chunk * r, chunk);
+                return ok_status();
+            },
+            nullptr);
     }
 
     Status all_gather(const Context& ctx, const Tensor& send, Tensor& recv) override {
@@ -220,22 +223,22 @@ public:
         H3_TRY(check(ctx, "all_gather", recv, false));
         const int n = size();
         if (recv.numel() != send.numel() * n || send.dtype() != recv.dtype())
-            return invalid_argument("all_gather: recv " + recv.describe() + " must hold " + std::to_string(n) +
-                                    " × send " + send.describe());
+            return invalid_argument("all_gather: recv " + recv.describe() + " must hold " +
+                                    std::to_string(n) + " × send " + send.describe());
         const size_t bytes = send.nbytes();
-        return group_->run(rank_,
-                           {.op = "all_gather",
-                            .dtype = send.dtype(),
-                            .numel = send.numel(),
-                            .send = send.data(),
-                            .recv = recv.data()},
-                           [&](int, const std::vector<Rendezvous::Post>& posts) {
-                               for (int j = 0; j < n; ++j)
-                                   std::memcpy(static_cast<uint8_t*>(recv.data()) + bytes * j, posts[j].send,
-                                               bytes);
-                               return ok_status();
-                           },
-                           nullptr);
+        return group_->run(
+            rank_,
+            {.op = "all_gather",
+             .dtype = send.dtype(),
+             .numel = send.numel(),
+             .send = send.data(),
+             .recv = recv.data()},
+            [&](int, const std::vector<Rendezvous::Post>& posts) {
+                for (int j = 0; j < n; ++j)
+                    std::memcpy(static_cast<uint8_t*>(recv.data()) + bytes * j, posts[j].send, bytes);
+                return ok_status();
+            },
+            nullptr);
     }
 
     Status broadcast(const Context& ctx, Tensor& x, int root) override {
@@ -243,18 +246,19 @@ public:
         if (root < 0 || root >= size())
             return invalid_argument("broadcast: root " + std::to_string(root) + " is not a rank of " +
                                     std::to_string(size()));
-        return group_->run(rank_,
-                           {.op = "broadcast",
-                            .dtype = x.dtype(),
-                            .numel = x.numel(),
-                            .root = root,
-                            .send = x.data(),
-                            .recv = x.data()},
-                           [&](int r, const std::vector<Rendezvous::Post>& posts) {
-                               if (r != root) std::memcpy(x.data(), posts[root].send, x.nbytes());
-                               return ok_status();
-                           },
-                           nullptr);
+        return group_->run(
+            rank_,
+            {.op = "broadcast",
+             .dtype = x.dtype(),
+             .numel = x.numel(),
+             .root = root,
+             .send = x.data(),
+             .recv = x.data()},
+            [&](int r, const std::vector<Rendezvous::Post>& posts) {
+                if (r != root) std::memcpy(x.data(), posts[root].send, x.nbytes());
+                return ok_status();
+            },
+            nullptr);
     }
 
     Status barrier(const Context&) override {

@@ -32,16 +32,24 @@ Status cuda_status(cudaError_t e, const char* what) {
 
 Result<ncclDataType_t> nccl_dtype(DType d) {
     switch (d) {
-    case DType::kF32: return ncclFloat32;
-    case DType::kBF16: return ncclBfloat16;
-    case DType::kF16: return ncclFloat16;
-    case DType::kF64: return ncclFloat64;
-    case DType::kI32: return ncclInt32;
-    case DType::kI64: return ncclInt64;
+    case DType::kF32:
+        return ncclFloat32;
+    case DType::kBF16:
+        return ncclBfloat16;
+    case DType::kF16:
+        return ncclFloat16;
+    case DType::kF64:
+        return ncclFloat64;
+    case DType::kI32:
+        return ncclInt32;
+    case DType::kI64:
+        return ncclInt64;
     case DType::kU8:
     case DType::kBool:
-    case DType::kF8E4M3: return ncclUint8;
-    case DType::kI8: return ncclInt8;
+    case DType::kF8E4M3:
+        return ncclUint8;
+    case DType::kI8:
+        return ncclInt8;
     }
     return invalid_argument("NCCL: no data type for " + std::string(dtype_name(d)));
 }
@@ -78,9 +86,9 @@ public:
         const size_t bytes = send.nbytes() / static_cast<size_t>(size_);
         H3_TRY(nccl_status(ncclGroupStart(), "group start"));
         for (int j = 0; j < size_; ++j) {
-            H3_TRY(nccl_status(ncclSend(static_cast<const uint8_t*>(send.data()) + bytes * j, n, t, j, comm_,
-                                        stream(ctx)),
-                               "all_to_all send"));
+            H3_TRY(nccl_status(
+                ncclSend(static_cast<const uint8_t*>(send.data()) + bytes * j, n, t, j, comm_, stream(ctx)),
+                "all_to_all send"));
             H3_TRY(nccl_status(
                 ncclRecv(static_cast<uint8_t*>(recv.data()) + bytes * j, n, t, j, comm_, stream(ctx)),
                 "all_to_all recv"));
@@ -94,9 +102,9 @@ public:
             return invalid_argument("all_gather: recv " + recv.describe() + " must hold " +
                                     std::to_string(size_) + " × send " + send.describe());
         H3_ASSIGN_OR_RETURN(ncclDataType_t t, nccl_dtype(send.dtype()));
-        return nccl_status(ncclAllGather(send.data(), recv.data(), static_cast<size_t>(send.numel()), t, comm_,
-                                         stream(ctx)),
-                           "all_gather");
+        return nccl_status(
+            ncclAllGather(send.data(), recv.data(), static_cast<size_t>(send.numel()), t, comm_, stream(ctx)),
+            "all_gather");
     }
     Status broadcast(const Context& ctx, Tensor& x, int root) override {
         H3_TRY(check(ctx, "broadcast", x, false));
@@ -133,8 +141,8 @@ public:
             }
             if (aborted_) return aborted_status("barrier");
             if (std::chrono::steady_clock::now() > deadline) {
-                abort("rank " + std::to_string(rank_) + " waited " + std::to_string(options_.timeout.count()) +
-                      " ms in barrier");
+                abort("rank " + std::to_string(rank_) + " waited " +
+                      std::to_string(options_.timeout.count()) + " ms in barrier");
                 return aborted_status("barrier");
             }
             std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -153,7 +161,8 @@ private:
     Status check(const Context& ctx, const char* op, const Tensor& t, bool reduce) const {
         if (aborted_) return aborted_status(op);
         if (!ctx.device.is_cuda() || t.device() != ctx.device)
-            return invalid_argument(std::string(op) + ": the NCCL communicator needs tensors on the context's " +
+            return invalid_argument(std::string(op) +
+                                    ": the NCCL communicator needs tensors on the context's " +
                                     "CUDA device, got " + t.describe() + " on " + ctx.device.to_string());
         return check_comm_tensor(op, t, reduce);
     }
@@ -190,20 +199,23 @@ Result<NcclId> nccl_unique_id() {
 Result<std::unique_ptr<Communicator>> make_nccl_communicator(const NcclId& id, int rank, int size, int device,
                                                              const CommOptions& options) {
     if (rank < 0 || rank >= size)
-        return invalid_argument("NCCL: rank " + std::to_string(rank) + " of world size " + std::to_string(size));
+        return invalid_argument("NCCL: rank " + std::to_string(rank) + " of world size " +
+                                std::to_string(size));
     setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0); // NVLink multicast off unless the user set it
     H3_TRY(cuda_status(cudaSetDevice(device), "set device"));
     ncclUniqueId nid;
     std::memcpy(&nid, id.data(), sizeof(nid));
     ncclComm_t comm = nullptr;
     H3_TRY(nccl_status(ncclCommInitRank(&comm, size, nid, rank), "init rank"));
-    return std::unique_ptr<Communicator>(std::make_unique<NcclCommunicator>(comm, rank, size, device, options));
+    return std::unique_ptr<Communicator>(
+        std::make_unique<NcclCommunicator>(comm, rank, size, device, options));
 }
 
 Result<std::unique_ptr<Communicator>> split_nccl_communicator(Communicator& parent, int color, int key) {
     auto* p = dynamic_cast<NcclCommunicator*>(&parent);
-    if (!p) return invalid_argument("split_nccl_communicator: the parent is a " + std::string(parent.backend()) +
-                                    " communicator");
+    if (!p)
+        return invalid_argument("split_nccl_communicator: the parent is a " + std::string(parent.backend()) +
+                                " communicator");
     if (p->aborted()) return internal_error("split_nccl_communicator: the parent was aborted");
     H3_TRY(cuda_status(cudaSetDevice(p->device()), "set device"));
     ncclComm_t sub = nullptr;
