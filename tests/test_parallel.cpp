@@ -8,6 +8,9 @@
 #include "model/latent_spec.h"
 #include "model/tiny/tiny_checkpoint.h"
 #include "pipeline/generate_group.h"
+#include "pipeline/generator.h"
+#include "pipeline/job_builder.h"
+#include "runtime/model_store.h"
 
 #include <gtest/gtest.h>
 
@@ -68,9 +71,9 @@ Tensor random_tensor(const Shape& s, uint32_t seed) {
     return t;
 }
 
-enum class Task { kT2va, kFl2va, kRef2va };
-const char* task_name(Task t) {
-    return t == Task::kT2va ? "t2va" : t == Task::kFl2va ? "fl2va" : "ref2va";
+enum class Flow { kT2va, kFl2va, kRef2va };
+const char* task_name(Flow t) {
+    return t == Flow::kT2va ? "t2va" : t == Flow::kFl2va ? "fl2va" : "ref2va";
 }
 
 struct Case {
@@ -80,9 +83,9 @@ struct Case {
 };
 
 // 64x32, 107 frames: ~200 packed rows; `text_rows` moves S so that some runs need padding rows.
-Case make_case(Task task, int text_rows, const std::string& cache = "none") {
+Case make_case(Flow task, int text_rows, const std::string& cache = "none") {
     Case c;
-    c.model = task == Task::kRef2va ? &ref2va_dit() : &fl2va_dit();
+    c.model = task == Flow::kRef2va ? &ref2va_dit() : &fl2va_dit();
     auto spec = model::derive_latent_spec({.dit = &c.model->config(), .dit_file = "the tiny DiT"});
     EXPECT_TRUE(spec.ok()) << spec.status().to_string();
     auto g = resolve_geometry({.width = 64, .height = 32, .frames = 107}, *spec);
@@ -96,11 +99,11 @@ Case make_case(Task task, int text_rows, const std::string& cache = "none") {
     c.cond.embeddings = random_tensor(Shape{text_rows, c.model->config().text_dim}, 3);
     c.cond.tags.assign(static_cast<size_t>(text_rows), kTagText);
     const int C = c.model->config().in_channels;
-    if (task == Task::kFl2va)
+    if (task == Flow::kFl2va)
         c.rq.keyframes = {
             {KeyframeAnchor::kFirst, random_tensor(Shape{1, C, 1, g->latent_h, g->latent_w}, 8)},
             {KeyframeAnchor::kLast, random_tensor(Shape{1, C, 1, g->latent_h, g->latent_w}, 9)}};
-    if (task == Task::kRef2va) {
+    if (task == Flow::kRef2va) {
         ReferenceCondition image;
         image.kind = ReferenceKind::kImage;
         image.latents = random_tensor(Shape{1, C, 1, g->latent_h, g->latent_w}, 10);
@@ -133,13 +136,13 @@ struct Degrees {
 
 } // namespace
 
-class GroupParity : public ::testing::TestWithParam<std::tuple<Task, bool>> {};
+class GroupParity : public ::testing::TestWithParam<std::tuple<Flow, bool>> {};
 
 TEST_P(GroupParity, LatentsEqualTheSingleRankRun) {
     const auto [task, dbcache] = GetParam();
     const std::string cache = dbcache ? "dbcache:Fn=1,Bn=0,rdt=0.5,warmup=1" : "none";
     // t2va with S and S+1 rows (one of them odd, so sp 2 and 4 pad); the other tasks with one length.
-    const std::vector<int> lengths = task == Task::kT2va ? std::vector<int>{7, 8} : std::vector<int>{7};
+    const std::vector<int> lengths = task == Flow::kT2va ? std::vector<int>{7, 8} : std::vector<int>{7};
     for (int text_rows : lengths) {
         Case c = make_case(task, text_rows, cache);
         if (!dbcache) c.rq.steps = 4;
@@ -170,7 +173,7 @@ TEST_P(GroupParity, LatentsEqualTheSingleRankRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tasks, GroupParity,
-                         ::testing::Combine(::testing::Values(Task::kT2va, Task::kFl2va, Task::kRef2va),
+                         ::testing::Combine(::testing::Values(Flow::kT2va, Flow::kFl2va, Flow::kRef2va),
                                             ::testing::Bool()),
                          [](const auto& info) {
                              return std::string(task_name(std::get<0>(info.param))) +
@@ -181,7 +184,7 @@ INSTANTIATE_TEST_SUITE_P(Tasks, GroupParity,
 // distance and the group's at some step, rank 0 alone would decide otherwise, yet every rank (and the
 // single-rank run) decides by the group's value.
 TEST(GroupCache, DecisionsFollowTheGroupDistanceNotTheRankOwn) {
-    Case probe = make_case(Task::kT2va, 7, "dbcache:Fn=1,Bn=0,rdt=0.99,warmup=1");
+    Case probe = make_case(Flow::kT2va, 7, "dbcache:Fn=1,Bn=0,rdt=0.99,warmup=1");
     auto first = generate_latents_on_group(*probe.model, probe.cond, probe.rq, {}, plan(2, 1));
     ASSERT_TRUE(first.ok()) << first.status().to_string();
     // A step where the distances differ most: its midpoint is the threshold of the second run. Every
@@ -201,7 +204,7 @@ TEST(GroupCache, DecisionsFollowTheGroupDistanceNotTheRankOwn) {
                          << first->work.to_json().dump();
     std::ostringstream spec;
     spec << std::setprecision(17) << "dbcache:Fn=1,Bn=0,rdt=" << thresh << ",warmup=1";
-    Case c = make_case(Task::kT2va, 7, spec.str());
+    Case c = make_case(Flow::kT2va, 7, spec.str());
     auto single = generate_latents(*c.model, c.cond, c.rq);
     ASSERT_TRUE(single.ok());
     auto group = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(2, 1)); // ranks agree (checked)
@@ -217,7 +220,7 @@ TEST(GroupCache, DecisionsFollowTheGroupDistanceNotTheRankOwn) {
 }
 
 TEST(GroupFailure, ARankThatThrowsFailsTheJobOnEveryRank) {
-    Case c = make_case(Task::kT2va, 7);
+    Case c = make_case(Flow::kT2va, 7);
     GroupOptions go;
     go.comm.timeout = 60s; // the failure must come from the abort, far sooner
     go.per_rank = [](const runtime::DeviceGroup::Rank& r, DenoiseOptions& o) {
@@ -240,7 +243,7 @@ TEST(GroupFailure, ARankThatThrowsFailsTheJobOnEveryRank) {
 }
 
 TEST(GroupFailure, ARankThatStallsTimesOutOnEveryRank) {
-    Case c = make_case(Task::kT2va, 7);
+    Case c = make_case(Flow::kT2va, 7);
     GroupOptions go;
     go.comm.timeout = 300ms;
     go.per_rank = [](const runtime::DeviceGroup::Rank& r, DenoiseOptions& o) {
@@ -260,7 +263,7 @@ TEST(GroupFailure, ARankThatStallsTimesOutOnEveryRank) {
 }
 
 TEST(GroupDegrees, HeadsMustSplitEvenly) {
-    Case c = make_case(Task::kT2va, 7);
+    Case c = make_case(Flow::kT2va, 7);
     auto out = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(3, 1));
     ASSERT_FALSE(out.ok());
     EXPECT_EQ(out.status().code(), ErrorCode::kInvalidArgument);
@@ -295,4 +298,52 @@ TEST(GroupBytes, PerBlockCommunication) {
     EXPECT_EQ(sp4.all_reduce, 0);
     const auto tp2 = model::block_comm_bytes(full, S, 1, 2, 2);
     EXPECT_DOUBLE_EQ(tp2.all_reduce, 2.0 * S * full.hidden_size * 4 * 2 * 1 / 2);
+}
+
+// The Generator on a plan with a device group (what `generate --sp` and every server job run): a rank that
+// throws mid-denoise fails the job, and the same generator runs the next job, whose latents equal the
+// single-rank plan's.
+TEST(GroupGenerator, AFailedJobLeavesTheGeneratorServing) {
+    auto job_input = [] {
+        pipeline::JobInput in;
+        in.random_prompt_embeds = 6;
+        in.size = "64x32";
+        in.frames = 107;
+        in.num_inference_steps = 4;
+        in.seed = 2;
+        in.outputs.latents = std::string(H3_BINARY_DIR) + "/test_parallel_job.safetensors";
+        return in;
+    };
+    auto run = [&](runtime::PlacementPlan plan, const JobEvents& ev) -> Result<JobReport> {
+        auto store = runtime::ModelStore::open(tiny_dir(), plan);
+        if (!store.ok()) return store.status();
+        H3_ASSIGN_OR_RETURN(auto gen, Generator::create(**store));
+        const JobBuilder builder((*store)->info());
+        H3_ASSIGN_OR_RETURN(GenerationJob job, builder.build(job_input()));
+        auto first = gen->run(job, ev);
+        if (!ev.progress) return first;
+        EXPECT_FALSE(first.ok());
+        if (!first.ok())
+            EXPECT_NE(first.status().message().find("rank 0 of 4"), std::string::npos)
+                << first.status().message();
+        return gen->run(job, {}); // the same generator and store, after the failure
+    };
+    runtime::PlacementPlan single =
+        runtime::PlacementPlan::per_job(Device::cpu(), runtime::ComputePrecision::kFp32);
+    auto base = run(single, {});
+    ASSERT_TRUE(base.ok()) << base.status().to_string();
+    runtime::PlacementPlan group = single;
+    group.parallel.sp = 2;
+    group.parallel.tp = 2;
+    JobEvents failing;
+    failing.progress = [](const JobProgress& p) {
+        if (p.stage == Stage::kDenoise && p.step == 2) throw std::runtime_error("injected progress failure");
+    };
+    auto after = run(group, failing);
+    ASSERT_TRUE(after.ok()) << after.status().to_string();
+    EXPECT_LE(rel_err(after->video_latents, base->video_latents), 1e-5);
+    EXPECT_LE(rel_err(after->audio_latents, base->audio_latents), 1e-5);
+    EXPECT_NE(after->placement.find("dit group sp 2 x tp 2 (4 ranks on cpu)"), std::string::npos)
+        << after->placement;
+    EXPECT_EQ(after->work.ranks, 4);
 }

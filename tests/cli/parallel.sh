@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
   [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
 expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
-# max over the latents tensors of max|a-b| / max|a| ≤ 1e-5 (compare's JSON: max_abs_diff, rms_a as scale)
+# the latents tensors of $2 within 1e-5 relative RMS of $1's (compare --json: rel_rms)
 close() {
   "$H3" compare --json "$1" "$2" > "$WORK/cmp.json" || return 1
   python3 - "$WORK/cmp.json" <<'PY'
