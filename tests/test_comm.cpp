@@ -7,6 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -246,3 +251,108 @@ TEST(CommNccl, WorldSizeOne) {
 }
 
 } // namespace
+
+namespace {
+
+int free_port() { // a port the kernel just handed out (bound and released)
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t n = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+    const int port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
+}
+
+// Runs fn on `n` TCP ranks (threads standing in for processes) over 127.0.0.1.
+std::vector<Status> tcp_spmd(int n, const ops::CommOptions& o,
+                             const std::function<Status(int, ops::Communicator&)>& fn) {
+    const int port = free_port();
+    std::vector<Status> st(static_cast<size_t>(n));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+        threads.emplace_back([&, r] {
+            std::array<char, 128> blob{};
+            if (r == 0) std::snprintf(blob.data(), blob.size(), "nccl id of rank 0");
+            auto c = ops::make_tcp_communicator({.addr = "127.0.0.1", .port = port, .rank = r, .size = n}, o,
+                                                &blob);
+            if (!c.ok()) {
+                st[static_cast<size_t>(r)] = c.status();
+                return;
+            }
+            EXPECT_STREQ(blob.data(), "nccl id of rank 0"); // the bootstrap carried rank 0's id
+            st[static_cast<size_t>(r)] = fn(r, **c);
+        });
+    for (auto& t : threads) t.join();
+    return st;
+}
+
+} // namespace
+
+class TcpRanks : public ::testing::TestWithParam<int> {};
+
+// The TCP star gives the same bits as the in-process backend (sums in rank order).
+TEST_P(TcpRanks, CollectivesMatchTheInProcessBackend) {
+    const int n = GetParam();
+    const int64_t chunk = 3, len = 11;
+    auto st = tcp_spmd(n, {.timeout = 20s}, [&](int r, ops::Communicator& c) -> Status {
+        const ops::Context ctx = ops::Context::cpu();
+        Tensor x = filled(r, len);
+        H3_TRY(c.all_reduce_sum(ctx, x));
+        for (int64_t i = 0; i < len; ++i) {
+            float e = 0;
+            for (int k = 0; k < n; ++k) e += value(k, i);
+            EXPECT_EQ(x.data_as<float>()[i], e);
+        }
+        Tensor send = Tensor::host(Shape{n * chunk}, DType::kF32),
+               recv = Tensor::host(Shape{n * chunk}, DType::kF32);
+        for (int j = 0; j < n; ++j)
+            for (int e = 0; e < chunk; ++e) send.data_as<float>()[j * chunk + e] = 1000.f * r + 10.f * j + e;
+        H3_TRY(c.all_to_all(ctx, send, recv));
+        for (int j = 0; j < n; ++j)
+            for (int e = 0; e < chunk; ++e)
+                EXPECT_EQ(recv.data_as<float>()[j * chunk + e], 1000.f * j + 10.f * r + e);
+        Tensor mine = filled(r, chunk), all = Tensor::host(Shape{n * chunk}, DType::kF32);
+        H3_TRY(c.all_gather(ctx, mine, all));
+        for (int j = 0; j < n; ++j)
+            for (int e = 0; e < chunk; ++e) EXPECT_EQ(all.data_as<float>()[j * chunk + e], value(j, e));
+        Tensor b = filled(r, chunk);
+        H3_TRY(c.broadcast(ctx, b, n - 1));
+        for (int e = 0; e < chunk; ++e) EXPECT_EQ(b.data_as<float>()[e], value(n - 1, e));
+        Tensor d = Tensor::host(Shape{1}, DType::kF64);
+        d.data_as<double>()[0] = r + 0.5;
+        H3_TRY(c.all_reduce_sum(ctx, d));
+        EXPECT_EQ(d.data_as<double>()[0], n * (n - 1) / 2.0 + 0.5 * n);
+        return c.barrier(ctx);
+    });
+    for (const auto& s : st) ASSERT_TRUE(s.ok()) << s.to_string();
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, TcpRanks, ::testing::Values(2, 3));
+
+TEST(Tcp, ARankThatFailsEndsTheOthersCollectives) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto st = tcp_spmd(3, {.timeout = 60s}, [&](int r, ops::Communicator& c) -> Status {
+        if (r == 2) {
+            std::this_thread::sleep_for(100ms);
+            c.abort("rank 2 failed");
+            return internal_error("injected");
+        }
+        return c.barrier(ops::Context::cpu());
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (const auto& x : st) EXPECT_FALSE(x.ok());
+    EXPECT_LT(s, 10.0);
+}
+
+TEST(Tcp, MismatchedCollectivesFail) {
+    auto st = tcp_spmd(2, {.timeout = 20s}, [&](int r, ops::Communicator& c) -> Status {
+        Tensor x = filled(r, r == 0 ? 4 : 5);
+        return c.all_reduce_sum(ops::Context::cpu(), x);
+    });
+    for (const auto& s : st) EXPECT_FALSE(s.ok());
+    EXPECT_NE(st[0].message().find("must match"), std::string::npos) << st[0].message();
+}

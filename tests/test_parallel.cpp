@@ -167,7 +167,9 @@ TEST_P(GroupParity, LatentsEqualTheSingleRankRun) {
             ASSERT_EQ(group->work.rank_useful_flops.size(), static_cast<size_t>(d.sp * d.tp));
             EXPECT_NEAR(group->work.rank_useful_flops[0] * d.sp * d.tp, single->work.useful_flops(),
                         1e-6 * single->work.useful_flops());
-            if (dbcache) EXPECT_GT(single->work.cache_hits(), 0) << "the DBCache case must skip blocks";
+            if (dbcache) {
+                EXPECT_GT(single->work.cache_hits(), 0) << "the DBCache case must skip blocks";
+            }
         }
     }
 }
@@ -323,9 +325,10 @@ TEST(GroupGenerator, AFailedJobLeavesTheGeneratorServing) {
         auto first = gen->run(job, ev);
         if (!ev.progress) return first;
         EXPECT_FALSE(first.ok());
-        if (!first.ok())
+        if (!first.ok()) {
             EXPECT_NE(first.status().message().find("rank 0 of 4"), std::string::npos)
                 << first.status().message();
+        }
         return gen->run(job, {}); // the same generator and store, after the failure
     };
     runtime::PlacementPlan single =

@@ -26,6 +26,7 @@
 #include "pipeline/job_builder.h"
 #include "pipeline/reference_files.h"
 #include "runtime/adapter_library.h"
+#include "runtime/launcher.h"
 #include "runtime/model_store.h"
 
 #include <CLI/CLI.hpp>
@@ -242,7 +243,12 @@ Command make_generate_command() {
         if (!device.ok()) return report(device.status().with_context("--device"));
         auto precision = compute_precision(o->dtype, o->precision);
         if (!precision.ok()) return report(precision.status());
+        // One process of a launched group (RANK / WORLD_SIZE): CUDA ranks run on cuda:LOCAL_RANK.
+        auto launched = runtime::process_rank_from_env();
+        if (!launched.ok()) return report(launched.status());
+        if (*launched && device->is_cuda()) *device = Device::cuda((*launched)->local_rank);
         runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(*device, *precision);
+        if (*launched) plan.parallel.process = **launched;
         if (Status s = apply_parallel_flags(o->parallel, plan); !s.ok()) return report(s);
         auto store = runtime::ModelStore::open(o->model, plan);
         if (!store.ok()) return report(store.status());

@@ -68,6 +68,20 @@ public:
     virtual void abort(const std::string& reason) = 0;
 };
 
+// ---- processes over TCP (the launcher's convention, runtime/launcher.h): rank 0 listens on addr:port, the
+// others connect (retrying until the timeout) and every collective goes through rank 0 (a star: peers send
+// their buffers, rank 0 sums in rank order / routes, sends the results back), so the bits equal the
+// in-process backend's. The same handshake hands rank 0's `blob` (the NCCL unique id) to every rank.
+// A failed or closed connection fails the collective on every rank (rank 0 closes them all).
+struct TcpRendezvous {
+    std::string addr = "127.0.0.1";
+    int port = 29500;
+    int rank = 0, size = 1;
+};
+Result<std::unique_ptr<Communicator>> make_tcp_communicator(const TcpRendezvous& where,
+                                                            const CommOptions& options = {},
+                                                            std::array<char, 128>* blob = nullptr);
+
 // ---- NCCL
 bool nccl_available(); // built with NCCL
 using NcclId = std::array<char, 128>;

@@ -41,9 +41,9 @@ generate_latents_on_group(const model::DitModel& model, const Conditioning& cond
         r.dit.tp_shard = shards[static_cast<size_t>(r.tp_rank)];
         DenoiseOptions o = options;
         o.parallel = &r.dit;
-        if (r.rank != 0) o.progress = nullptr;
+        if (r.local != 0) o.progress = nullptr; // this process's first rank reports
         if (go.per_rank) H3_TRY(go.per_rank(r, o));
-        H3_ASSIGN_OR_RETURN(outs[static_cast<size_t>(r.rank)],
+        H3_ASSIGN_OR_RETURN(outs[static_cast<size_t>(r.local)],
                             generate_latents(model, conditioning, request, o));
         return ok_status();
     }));
@@ -54,7 +54,7 @@ generate_latents_on_group(const model::DitModel& model, const Conditioning& cond
             return internal_error("device group: rank " + std::to_string(r) +
                                   " ended with other latents than rank 0 (the ranks must agree bit for bit)");
     // The group's work: the same decisions on every rank, the FLOPs summed.
-    out.work.ranks = group->size();
+    out.work.ranks = plan.world();
     out.work.rank_useful_flops.assign(outs.size(), 0.0);
     for (size_t r = 0; r < outs.size(); ++r) {
         const cache::WorkReport& w = r == 0 ? out.work : outs[r].work;
@@ -67,6 +67,8 @@ generate_latents_on_group(const model::DitModel& model, const Conditioning& cond
             out.work.steps[i].useful_flops += w.steps[i].useful_flops;
         }
     }
+    if (plan.process.active()) // one rank per process: the group's total assumes every rank did this share
+        for (auto& st : out.work.steps) st.useful_flops *= plan.world();
     return out;
 }
 

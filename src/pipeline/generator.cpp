@@ -228,7 +228,9 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
 
     // ---- latents
     double write_seconds = 0;
-    if (!job.outputs.latents.empty()) {
+    // A launched group (RANK / WORLD_SIZE): every process holds the same latents; rank 0 writes and decodes.
+    const bool writes = store_.plan().parallel.process.rank == 0;
+    if (!job.outputs.latents.empty() && writes) {
         t0 = std::chrono::steady_clock::now();
         const Geometry& g = job.geometry;
         std::map<std::string, std::string> meta = {{"seed", std::to_string(job.seed)},
@@ -253,7 +255,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
 
     // ---- decode what the media outputs need, each decoder leased for its part only
     const MediaTargets& media = job.outputs.media;
-    if (!media.empty() || job.outputs.return_media) {
+    if ((!media.empty() || job.outputs.return_media) && writes) {
         if (cancel_requested()) return cancelled("cancelled before decoding");
         Tensor frames, wave;
         const bool video = media.needs_video() || job.outputs.return_media;

@@ -44,11 +44,13 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create(const ParallelPlan& pla
     std::unique_ptr<DeviceGroup> g(new DeviceGroup());
     g->plan_ = plan;
     const int n = plan.world(), tp = plan.tp, sp = plan.sp;
+    if (plan.process.active()) return create_launched(std::move(g), ctx, options);
     for (int r = 0; r < n; ++r) {
         auto rank = std::make_unique<Rank>();
         rank->rank = r;
         rank->sp_rank = r / tp;
         rank->tp_rank = r % tp;
+        rank->local = r;
         rank->ctx = ctx;
         g->ranks_.push_back(std::move(rank));
     }
@@ -94,6 +96,47 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create(const ParallelPlan& pla
         if (!st[static_cast<size_t>(r)].ok())
             return st[static_cast<size_t>(r)].with_context("NCCL setup of rank " + std::to_string(r));
     for (auto& r : g->ranks_) wire_dit(*r, plan);
+    return g;
+}
+
+Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create_launched(std::unique_ptr<DeviceGroup> g,
+                                                                  const ops::Context& ctx,
+                                                                  const ops::CommOptions& options) {
+    const ParallelPlan& plan = g->plan_;
+    const ProcessRank& p = plan.process;
+    auto rank = std::make_unique<Rank>();
+    rank->rank = p.rank;
+    rank->sp_rank = p.rank / plan.tp;
+    rank->tp_rank = p.rank % plan.tp;
+    rank->ctx = ctx;
+    const ops::TcpRendezvous where{
+        .addr = p.master_addr, .port = p.master_port, .rank = p.rank, .size = p.world};
+    if (ctx.device.is_cpu()) {
+        if (plan.tp > 1)
+            return unimplemented(
+                "RANK/WORLD_SIZE on the CPU: the processes' TCP communicator has no sub-groups, "
+                "so --tp needs threads of one process (drop RANK/WORLD_SIZE) or CUDA; use --sp");
+        H3_ASSIGN_OR_RETURN(rank->world, ops::make_tcp_communicator(where, options));
+        rank->dit.sp = rank->world.get();
+    } else {
+        if (!ops::nccl_available())
+            return ops::nccl_unique_id().status().with_context("RANK/WORLD_SIZE on CUDA");
+        ops::NcclId id{};
+        if (p.rank == 0) {
+            H3_ASSIGN_OR_RETURN(id, ops::nccl_unique_id());
+        }
+        { // the bootstrap hands rank 0's id to every rank; then it is closed
+            H3_ASSIGN_OR_RETURN(auto boot, ops::make_tcp_communicator(where, options, &id));
+        }
+        H3_ASSIGN_OR_RETURN(rank->world,
+                            ops::make_nccl_communicator(id, p.rank, p.world, ctx.device.index, options));
+        H3_ASSIGN_OR_RETURN(rank->sp,
+                            ops::split_nccl_communicator(*rank->world, rank->tp_rank, rank->sp_rank));
+        H3_ASSIGN_OR_RETURN(rank->tp,
+                            ops::split_nccl_communicator(*rank->world, rank->sp_rank, rank->tp_rank));
+        wire_dit(*rank, plan);
+    }
+    g->ranks_.push_back(std::move(rank));
     return g;
 }
 

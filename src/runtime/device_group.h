@@ -29,7 +29,8 @@ class DeviceSession;
 class DeviceGroup {
 public:
     struct Rank {
-        int rank = 0, sp_rank = 0, tp_rank = 0;
+        int rank = 0, sp_rank = 0, tp_rank = 0; // in the whole group
+        int local = 0;                          // index among this process's ranks
         ops::Context ctx;
         std::unique_ptr<ops::Communicator> world, sp, tp;
         model::DitParallel dit; // sp / tp point at the communicators above (null for a group of one)
@@ -41,7 +42,7 @@ public:
     ~DeviceGroup();
 
     const ParallelPlan& plan() const { return plan_; }
-    int size() const { return static_cast<int>(ranks_.size()); }
+    int size() const { return static_cast<int>(ranks_.size()); } // this process's ranks
     Rank& rank(int r) { return *ranks_[static_cast<size_t>(r)]; }
 
     Status run_spmd(const std::function<Status(Rank&)>& fn);
@@ -50,6 +51,9 @@ public:
 
 private:
     DeviceGroup() = default;
+    // One rank in this process, its peers in the others (RANK / WORLD_SIZE).
+    static Result<std::unique_ptr<DeviceGroup>>
+    create_launched(std::unique_ptr<DeviceGroup> g, const ops::Context& ctx, const ops::CommOptions& options);
     ParallelPlan plan_;
     std::vector<std::unique_ptr<DeviceSession>> sessions_; // CUDA: one per rank
     std::vector<std::unique_ptr<Rank>> ranks_;

@@ -81,6 +81,16 @@ Status ParallelPlan::validate(const Device& device) const {
     if (!gpus.empty() && static_cast<int>(gpus.size()) != world())
         return invalid_argument("--gpus names " + std::to_string(gpus.size()) + " device(s) for sp·tp = " +
                                 std::to_string(world()) + " ranks; give one GPU per rank");
+    if (process.active()) {
+        if (process.world != world())
+            return invalid_argument("WORLD_SIZE " + std::to_string(process.world) + " but --sp " +
+                                    std::to_string(sp) + " --tp " + std::to_string(tp) + " needs " +
+                                    std::to_string(world()) + " ranks (one process per rank)");
+        if (!gpus.empty())
+            return invalid_argument(
+                "--gpus with RANK/WORLD_SIZE: a launched process runs one rank on cuda:LOCAL_RANK");
+        return ok_status();
+    }
     if (!gpus.empty() && device.is_cpu())
         return invalid_argument(
             "--gpus names CUDA devices but --device is cpu (the CPU ranks need no --gpus)");
@@ -96,6 +106,7 @@ std::string ParallelPlan::describe() const {
     if (!active()) return "";
     std::string s = "sp " + std::to_string(sp) + " x tp " + std::to_string(tp) + " (" +
                     std::to_string(world()) + " ranks on ";
+    if (process.active()) return s + "one per process, this is rank " + std::to_string(process.rank) + ")";
     if (gpus.empty()) return s + "cpu)";
     for (size_t i = 0; i < gpus.size(); ++i) s += (i ? "," : "cuda:") + std::to_string(gpus[i]);
     return s + ")";

@@ -3,7 +3,7 @@
 # heads: the latents equal the single-rank run's within 1e-5 relative (fp32) for t2va (prompt through the
 # tiny text encoder) and fl2va (keyframes), with and without DBCache; the metrics list the ranks and the
 # cache decisions agree; degrees the heads do not allow and --gpus on the CPU are usage errors naming the
-# flag.
+# flag; two processes by the launcher convention (RANK / WORLD_SIZE / MASTER_PORT) equal one.
 set -uo pipefail
 H3="$1"; WORK="$2"
 rm -rf "$WORK"; mkdir -p "$WORK"
@@ -51,6 +51,23 @@ PY
 done
 # the check can fail: t2va and fl2va latents differ
 if close "$WORK/t2va_none.st" "$WORK/fl2va_none.st"; then fail "compare did not tell t2va from fl2va"; fi
+
+# Two processes on 127.0.0.1 by the launcher convention (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the
+# TCP communicator between them; rank 0 writes the latents, equal to the single-process run's.
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+for r in 1 0; do
+  RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT "${GEN[@]}" --sp 2 \
+    --save-latents "$WORK/proc_r$r.st" > "$WORK/proc_$r.out" 2> "$WORK/proc_$r.err" &
+  eval "PID$r=\$!"
+done
+wait "$PID0"; RC0=$?; wait "$PID1"; RC1=$?
+[ $RC0 -eq 0 ] && [ $RC1 -eq 0 ] || { cat "$WORK"/proc_*.err; fail "launched ranks exited $RC0 / $RC1"; }
+close "$WORK/t2va_none.st" "$WORK/proc_r0.st" || fail "2-process latents differ: $(head -c 600 "$WORK/cmp.json")"
+[ -f "$WORK/proc_r1.st" ] && fail "rank 1 wrote outputs (rank 0 writes)"
+RANK=0 WORLD_SIZE=2 MASTER_PORT=$PORT expect_rc 2 "${GEN[@]}" --sp 4 --save-latents "$WORK/x.st"
+expect_err "WORLD_SIZE 2 but --sp 4 --tp 1 needs 4 ranks"
+RANK=1 expect_rc 2 "${GEN[@]}" --sp 2 --save-latents "$WORK/x.st"
+expect_err "RANK and WORLD_SIZE must be set together"
 
 expect_rc 2 "${GEN[@]}" --sp 3 --save-latents "$WORK/x.st"
 expect_err "allowed sp·tp: 1, 2, 4, 8"
