@@ -349,11 +349,12 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
                                   PhaseTimer* timer, const VsaLayer* vsa) const {
     const DitConfig& c = config_;
     const int64_t S = x.dim(0), hd = c.attention_head_dim;
-    const int64_t H = w.to_q.dim(0) / hd; // all heads, or a tensor-parallel rank's share
     const DType act = act_dtype();
     H3_CHECK(S <= sc.rows, "scratch holds " << sc.rows << " rows, the branch needs " << S);
     // The blocks of a device group's rank (the refiner runs replicated: rows == nullptr).
     const DitParallel* group = rows ? sc.par.group : nullptr;
+    // All heads, or a tensor-parallel rank's share (w.to_q may be undefined: fp8 keeps only e4m3 copies).
+    const int64_t H = c.num_attention_heads / (group ? group->tp_size() : 1);
     auto rows_of = [&](const Tensor& buf) { // [S, H·hd] over the start of a scratch buffer
         return Tensor::from_storage(buf.storage(), buf.byte_offset(), Shape{S, H * hd}, buf.dtype());
     };
@@ -400,9 +401,11 @@ Status DitModel::linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& 
 
 Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& sc,
                             const LoraBlockFactors* lora, PhaseTimer* timer) const {
-    const int64_t S = x.dim(0), chunk = sc.ffn_rows, F2 = w.ff_in.dim(0); // 2·ffn, or a tp rank's share
-    // A tensor-parallel rank's block FFN writes fp32 partials, summed over the ranks after the chunks.
-    const bool row_split = sc.par.group && sc.par.group->tp_size() > 1 && F2 != sc.ffn_h.dim(1);
+    // A tensor-parallel rank's block FFN (1/tp of the 2·ffn columns) writes fp32 partials, summed over the
+    // ranks after the chunks. (The refiner's scratch has no group.)
+    const int tp = sc.par.group ? sc.par.group->tp_size() : 1;
+    const bool row_split = tp > 1;
+    const int64_t S = x.dim(0), chunk = sc.ffn_rows, F2 = sc.ffn_h.dim(1) / tp;
     for (int64_t r0 = 0; r0 < S; r0 += chunk) {
         int64_t n = std::min(chunk, S - r0);
         Tensor hs =
