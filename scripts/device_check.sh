@@ -70,7 +70,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTU
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
 for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner test_audio_encoder \
          test_audio_resample test_references test_layout test_generator test_ops_fp8 test_dit_fp8 test_lora \
-         test_lora_apply test_ops_vsa test_vsa test_residency test_memory_plan; do
+         test_lora_apply test_ops_vsa test_vsa test_residency test_memory_plan test_comm test_parallel; do
   [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
@@ -113,7 +113,8 @@ for spec in "test_ops --backend cuda:ops.log:test_ops --backend cuda" \
             "test_generator:generator.log:test_generator" "test_lora:lora.log:test_lora" \
             "test_lora_apply:lora_apply.log:test_lora_apply" "test_vsa:vsa.log:test_vsa" \
             "test_residency:residency.log:test_residency" "test_memory_plan:memory_plan.log:test_memory_plan" \
-            "test_serve:serve_test.log:test_serve"; do
+            "test_serve:serve_test.log:test_serve" \
+            "test_comm (NCCL world size 1):comm.log:test_comm" "test_parallel:parallel.log:test_parallel"; do
   IFS=: read -r name log cmd <<< "$spec"
   # shellcheck disable=SC2086
   set -- $cmd

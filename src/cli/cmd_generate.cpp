@@ -16,6 +16,7 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/field_flags.h"
+#include "cli/parallel_flags.h"
 #include "cli/reference_options.h"
 #include "cli/residency_flags.h"
 #include "cli/vsa_flags.h"
@@ -25,6 +26,7 @@
 #include "pipeline/job_builder.h"
 #include "pipeline/reference_files.h"
 #include "runtime/adapter_library.h"
+#include "runtime/launcher.h"
 #include "runtime/model_store.h"
 
 #include <CLI/CLI.hpp>
@@ -94,6 +96,7 @@ Command make_generate_command() {
         int reference_image_edge = 2048, reference_video_edge = 768;
         AdapterCliOptions adapters; // --lora*, --preset, --video-shift, --audio-shift
         ResidencyFlags residency;
+        ParallelFlags parallel;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -178,6 +181,7 @@ Command make_generate_command() {
         add_adapter_options(o->sub, o->adapters);
         add_attention_option(o->sub, o->attention);
         add_residency_flags(o->sub, o->residency);
+        add_parallel_flags(o->sub, o->parallel);
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
@@ -239,9 +243,18 @@ Command make_generate_command() {
         if (!device.ok()) return report(device.status().with_context("--device"));
         auto precision = compute_precision(o->dtype, o->precision);
         if (!precision.ok()) return report(precision.status());
+        // One process of a launched group (RANK / WORLD_SIZE): CUDA ranks run on cuda:LOCAL_RANK.
+        auto launched = runtime::process_rank_from_env();
+        if (!launched.ok()) return report(launched.status());
+        if (*launched && device->is_cuda()) *device = Device::cuda((*launched)->local_rank);
         runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(*device, *precision);
+        if (*launched) plan.parallel.process = **launched;
+        if (Status s = apply_parallel_flags(o->parallel, plan); !s.ok()) return report(s);
         auto store = runtime::ModelStore::open(o->model, plan);
         if (!store.ok()) return report(store.status());
+        if (Status s = check_parallel_flags(plan, (*store)->info().dit ? &*(*store)->info().dit : nullptr);
+            !s.ok())
+            return report(s);
         // ---- LoRA: merged into the DiT when it loads (read here, before any weight), or resolved by the
         // builder through a library of the named files and applied at run time
         std::unique_ptr<runtime::AdapterLibrary> adapter_files;

@@ -1,5 +1,6 @@
 // h3-engine make-tiny DIR [--seed N] [--layout diffusers|original] [--variant base|fasth3]
-//   [--latent-channels N] [--vae-stride 8|16] [--audio-latent-channels N] [--text-dim N] [--lora FILE]
+//   [--latent-channels N] [--vae-stride 8|16] [--audio-latent-channels N] [--text-dim N] [--dit-heads N]
+//   [--lora FILE]
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "model/lora/lora_file.h"
@@ -53,6 +54,10 @@ Command make_make_tiny_command() {
             ->add_option("--audio-latent-channels", o->geometry.audio_latent_channels,
                          "audio latent channels (audio_vae latent_channels = transformer audio_in_channels)")
             ->capture_default_str();
+        o->sub
+            ->add_option("--dit-heads", o->geometry.dit_heads,
+                         "the DiTs' attention heads (32 dims each; 8 splits over --sp/--tp 2, 4, 8)")
+            ->check(CLI::Range(1, 64));
         o->sub
             ->add_option("--text-dim", o->geometry.text_dim,
                          "conditioner width (text encoder hidden size = transformer text_dim)")

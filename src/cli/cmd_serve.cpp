@@ -87,6 +87,7 @@ void add_serve_options(CLI::App* sub, ServeOptions& o) {
     sub->add_option("--lora-cache-mib", o.lora_cache_mib, "device MiB of cached adapter sets (LRU)")
         ->capture_default_str();
     add_residency_flags(sub, o.residency);
+    add_parallel_flags(sub, o.parallel);
 }
 
 int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
@@ -115,8 +116,12 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
         apply_residency(*choice, plan, true);
         std::fprintf(stderr, "serve: %s\n", choice->describe().c_str());
     }
+    if (Status s = apply_parallel_flags(o.parallel, plan); !s.ok()) return report(s);
     auto store = runtime::ModelStore::open(o.model, plan);
     if (!store.ok()) return report(store.status());
+    if (Status s = check_parallel_flags(plan, (*store)->info().dit ? &*(*store)->info().dit : nullptr);
+        !s.ok())
+        return report(s);
     using runtime::Component;
     if (Status s = (*store)->require({Component::kTransformer, Component::kTextEncoder,
                                       Component::kVideoDecoder, Component::kAudioDecoder});

@@ -3,6 +3,7 @@
 // test tool that serves through a stand-in runner (tests/tools/serve_with_faults.cpp).
 #pragma once
 
+#include "cli/parallel_flags.h"
 #include "cli/residency_flags.h"
 #include "pipeline/generator.h"
 
@@ -29,6 +30,7 @@ struct ServeOptions {
     bool lora_strict = false;
     size_t lora_cache_mib = 8192;
     ResidencyFlags residency; // weight placement (the planner sizes the release shape under a budget)
+    ParallelFlags parallel;   // the DiT's device group: every job runs on all of its ranks
 };
 
 void add_serve_options(CLI::App* sub, ServeOptions& options);

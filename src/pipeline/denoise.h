@@ -33,6 +33,10 @@ struct DenoiseOptions {
     cache::CacheSpec cache;           // the request's step cache (default none: no probe, no extra memory)
     model::AttentionChoice attention; // dense, or FastH3's video sparse attention (t2va / fl2va layouts)
     const model::LoraSet* lora = nullptr; // run-time adapters of the request (AdaLN tables and every forward)
+    // A rank of a device group (runtime::DeviceGroup::run_spmd): every rank runs this loop over the same
+    // inputs; the forwards split the work (model/dit/dit_parallel.h) and every rank ends with the same
+    // latents. The steps' useful_flops are this rank's share.
+    const model::DitParallel* parallel = nullptr;
 };
 
 // What the loop works on. Conditioning rows lead the video rows (layout.condition_rows of them) and the

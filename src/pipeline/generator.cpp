@@ -1,5 +1,7 @@
 #include "pipeline/generator.h"
 
+#include "pipeline/generate_group.h"
+
 #include "core/cuda_api.h"
 #include "core/torch_generator.h"
 #include "io/safetensors.h"
@@ -205,7 +207,13 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
                     .elapsed_seconds = p.elapsed_seconds,
                     .eta_seconds = p.eta_seconds});
         };
-        H3_ASSIGN_OR_RETURN(out, generate_latents(*dit, cond, rq, dopt));
+        // One rank, or the plan's device group (every rank runs the loop; rank 0 reports progress).
+        const runtime::ParallelPlan& group = store_.plan().parallel;
+        if (group.active()) {
+            H3_ASSIGN_OR_RETURN(out, generate_latents_on_group(*dit, cond, rq, dopt, group));
+        } else {
+            H3_ASSIGN_OR_RETURN(out, generate_latents(*dit, cond, rq, dopt));
+        }
         if (const model::LayerWeightSource* src = dit->block_source())
             r.dit_weights = src->options().describe() + ": " + src->stats().summary();
     }
@@ -220,7 +228,9 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
 
     // ---- latents
     double write_seconds = 0;
-    if (!job.outputs.latents.empty()) {
+    // A launched group (RANK / WORLD_SIZE): every process holds the same latents; rank 0 writes and decodes.
+    const bool writes = store_.plan().parallel.process.rank == 0;
+    if (!job.outputs.latents.empty() && writes) {
         t0 = std::chrono::steady_clock::now();
         const Geometry& g = job.geometry;
         std::map<std::string, std::string> meta = {{"seed", std::to_string(job.seed)},
@@ -245,7 +255,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
 
     // ---- decode what the media outputs need, each decoder leased for its part only
     const MediaTargets& media = job.outputs.media;
-    if (!media.empty() || job.outputs.return_media) {
+    if ((!media.empty() || job.outputs.return_media) && writes) {
         if (cancel_requested()) return cancelled("cancelled before decoding");
         Tensor frames, wave;
         const bool video = media.needs_video() || job.outputs.return_media;

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace h3::runtime {
 
@@ -56,8 +57,34 @@ struct ComponentPlacement {
     model::ResidencyOptions weights{};
 };
 
+// This process's place among the processes of a launch (runtime/launcher.h: RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR, MASTER_PORT as torchrun and Slurm wrappers set them). world 1: a single process.
+struct ProcessRank {
+    int rank = 0, world = 1, local_rank = 0;
+    std::string master_addr = "127.0.0.1";
+    int master_port = 29500;
+    bool active() const { return world > 1; }
+};
+
+// The DiT's device group (issue #17, runtime/device_group.h): sp sequence-parallel × tp tensor-parallel ranks
+// that run every denoise step together. One rank (the default) is the plain path.
+struct ParallelPlan {
+    // Launched as one process per rank: this process is rank process.rank of sp·tp; else every rank is a
+    // thread of this process.
+    ProcessRank process;
+    int sp = 1, tp = 1;
+    // The ranks' CUDA devices (--gpus 0,1,2,3), one per rank; empty: every rank on the components' device
+    // (the CPU's in-process ranks).
+    std::vector<int> gpus;
+    int world() const { return sp * tp; }
+    bool active() const { return world() > 1; }
+    Status validate(const Device& device) const;
+    std::string describe() const; // "sp 2 × tp 2 (4 ranks on cpu)", "" for one rank
+};
+
 struct PlacementPlan {
     std::array<ComponentPlacement, kComponentCount> components;
+    ParallelPlan parallel; // the DiT's ranks (the other components run on rank 0's device)
     // The memory budget planner's text when it chose the weights and residencies (--gpu-memory-budget).
     std::string memory_plan;
 

@@ -254,6 +254,16 @@ Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in
 Status DitModel::fill_row_tables(const DitPackedInputs& in, const AdalnTables& tables,
                                  DitWorkspace& ws) const {
     const int64_t S = in.rows;
+    if (ws.sp > 1) { // [adaln rows | final rows] of the padded sequence; adaln_row views the rank's shard
+        const SpShard& sh = ws.scratch.par.shard;
+        if (sh.rows != S || ws.final_row.numel() != S)
+            return invalid_argument("fill_row_tables: the workspace holds " + std::to_string(sh.rows) +
+                                    " rows, the inputs " + std::to_string(S));
+        ws.row_values.assign(static_cast<size_t>(2 * sh.padded), 0);
+        H3_TRY(row_table_values(in, tables, ws.row_values.data(), ws.row_values.data() + sh.padded));
+        return ws.rows_up.upload(ws.row_values.data(), ws.row_values.size() * sizeof(int32_t),
+                                 ws.adaln_row.data_as<int32_t>() - sh.begin, ctx_.device, ctx_.stream());
+    }
     if (ws.adaln_row.numel() != S || ws.final_row.numel() != S)
         return invalid_argument("fill_row_tables: the workspace holds " +
                                 std::to_string(ws.adaln_row.numel()) + " rows, the inputs " +
@@ -299,22 +309,30 @@ Result<DitScratch> DitModel::make_scratch(int64_t rows, size_t ffn_chunk_bytes, 
 }
 
 Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_bytes, DitWorkspace& ws,
-                                   int64_t lora_rank) const {
+                                   int64_t lora_rank, const DitParallel* parallel) const {
     const DitConfig& c = config_;
     const int64_t S = in.rows, Nv = in.video.dim(0), Na = in.audio.dim(0), D = c.hidden_size;
+    const bool group = parallel && parallel->active();
+    const int sp = group ? parallel->sp_size() : 1, tp = group ? parallel->tp_size() : 1;
     if (ws.h.defined() && ws.rows == S && ws.video_rows == Nv && ws.audio_rows == Na &&
-        ws.ffn_chunk_bytes == ffn_chunk_bytes && ws.lora_rank == lora_rank)
+        ws.ffn_chunk_bytes == ffn_chunk_bytes && ws.lora_rank == lora_rank && ws.sp == sp && ws.tp == tp) {
+        ws.scratch.par.group = group ? parallel : nullptr;
         return ok_status();
+    }
     ws.h = ws.adaln_row = ws.final_row = ws.video_in = ws.audio_in = ws.video_out = ws.audio_out = ws.spare =
-        Tensor();
+        ws.h_full = ws.h_gather = ws.y_full = Tensor();
     ws.scratch = DitScratch{};
     ws.rows = S, ws.video_rows = Nv, ws.audio_rows = Na, ws.ffn_chunk_bytes = ffn_chunk_bytes;
     ws.lora_rank = lora_rank;
-    H3_ASSIGN_OR_RETURN(ws.h, alloc(Shape{S, D}, residual_dtype()));
-    H3_ASSIGN_OR_RETURN(ws.scratch, make_scratch(S, ffn_chunk_bytes, lora_rank));
-    H3_ASSIGN_OR_RETURN(Tensor row_tables, alloc(Shape{2 * S}, DType::kI32)); // one upload per forward
-    ws.adaln_row = row_tables.slice(0, 0, S);
-    ws.final_row = row_tables.slice(0, S, 2 * S);
+    ws.sp = sp, ws.tp = tp;
+    const SpShard sh = sp_shard(S, sp, group ? parallel->sp_rank() : 0);
+    H3_ASSIGN_OR_RETURN(ws.h, alloc(Shape{sh.local, D}, residual_dtype()));
+    H3_ASSIGN_OR_RETURN(ws.scratch, make_scratch(sh.local, ffn_chunk_bytes, lora_rank));
+    H3_ASSIGN_OR_RETURN(Tensor row_tables,
+                        alloc(Shape{2 * sh.padded}, DType::kI32)); // one upload per forward
+    ws.adaln_row = row_tables.slice(0, sh.begin, sh.begin + sh.local);
+    ws.final_row = row_tables.slice(0, sh.padded, sh.padded + S);
+    if (group) H3_TRY(prepare_parallel_buffers(*parallel, sh, ws));
     H3_ASSIGN_OR_RETURN(ws.video_in, alloc(Shape{Nv, c.video_patch_dim()}, DType::kF32));
     H3_ASSIGN_OR_RETURN(ws.audio_in, alloc(Shape{Na, c.audio_in_channels}, DType::kF32));
     H3_ASSIGN_OR_RETURN(ws.video_out, alloc(Shape{Nv, c.video_patch_dim()}, DType::kF32));
@@ -330,10 +348,17 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
                                   Tensor& out, DitScratch& sc, const LoraBlockFactors* lora,
                                   PhaseTimer* timer, const VsaLayer* vsa) const {
     const DitConfig& c = config_;
-    const int64_t S = x.dim(0), H = c.num_attention_heads, hd = c.attention_head_dim;
+    const int64_t S = x.dim(0), hd = c.attention_head_dim;
     const DType act = act_dtype();
     H3_CHECK(S <= sc.rows, "scratch holds " << sc.rows << " rows, the branch needs " << S);
-    Tensor q = sc.q.slice(0, 0, S), k = sc.k.slice(0, 0, S), v = sc.v.slice(0, 0, S), o = sc.o.slice(0, 0, S);
+    // The blocks of a device group's rank (the refiner runs replicated: rows == nullptr).
+    const DitParallel* group = rows ? sc.par.group : nullptr;
+    // All heads, or a tensor-parallel rank's share (w.to_q may be undefined: fp8 keeps only e4m3 copies).
+    const int64_t H = c.num_attention_heads / (group ? group->tp_size() : 1);
+    auto rows_of = [&](const Tensor& buf) { // [S, H·hd] over the start of a scratch buffer
+        return Tensor::from_storage(buf.storage(), buf.byte_offset(), Shape{S, H * hd}, buf.dtype());
+    };
+    Tensor q = rows_of(sc.q), k = rows_of(sc.k), v = rows_of(sc.v), o = rows_of(sc.o);
     H3_TRY(linear(x, w.to_q, w.fp8.to_q, q));
     H3_TRY(linear(x, w.to_k, w.fp8.to_k, k));
     H3_TRY(linear(x, w.to_v, w.fp8.to_v, v));
@@ -348,12 +373,21 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, q3, w.norm_q, rows ? rows->cos : none, rows ? rows->sin : none));
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, k3, w.norm_k, rows ? rows->cos : none, rows ? rows->sin : none));
     if (timer) H3_TRY(timer->mark("head_norm_rope"));
+    const bool fp8_attention = precision_ == DitPrecision::kFp8 && w.fp8.attention;
     if (vsa)
         H3_TRY(vsa_attention(w, x, q3, k3, v3, o3, *vsa, sc));
+    else if (group && group->sp_size() > 1)
+        H3_TRY(ulysses_attention(q3, k3, v3, o3, sc, fp8_attention));
     else
-        H3_TRY(ops::attention(ctx_, {.fp8 = precision_ == DitPrecision::kFp8 && w.fp8.attention}, q3, k3, v3,
-                              o3));
+        H3_TRY(ops::attention(ctx_, {.fp8 = fp8_attention}, q3, k3, v3, o3));
     if (timer) H3_TRY(timer->mark("attention"));
+    if (group && group->tp_size() > 1) { // row split: fp32 partial, full fp32 all-reduce, one rounding
+        Tensor partial = sc.par.partial.slice(0, 0, S);
+        H3_TRY(ops::gemm(ctx_, {}, o, w.to_out, Tensor(), partial));
+        H3_TRY(reduce_partial(out, sc));
+        if (timer) H3_TRY(timer->mark("gemm_out"));
+        return ok_status();
+    }
     H3_TRY(linear(o, w.to_out, w.fp8.to_out, out));
     H3_TRY(add_lora(ctx_, lora, LoraProjection::kToOut, o, out, sc));
     if (timer) H3_TRY(timer->mark("gemm_out"));
@@ -367,10 +401,18 @@ Status DitModel::linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& 
 
 Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& sc,
                             const LoraBlockFactors* lora, PhaseTimer* timer) const {
-    const int64_t S = x.dim(0), chunk = sc.ffn_rows;
+    // A tensor-parallel rank's block FFN (1/tp of the 2·ffn columns) writes fp32 partials, summed over the
+    // ranks after the chunks. (The refiner's scratch has no group.)
+    const int tp = sc.par.group ? sc.par.group->tp_size() : 1;
+    const bool row_split = tp > 1;
+    const int64_t S = x.dim(0), chunk = sc.ffn_rows, F2 = sc.ffn_h.dim(1) / tp;
     for (int64_t r0 = 0; r0 < S; r0 += chunk) {
         int64_t n = std::min(chunk, S - r0);
-        Tensor hs = sc.ffn_h.slice(0, 0, n), gs = sc.ffn_g.slice(0, 0, n), os = out.slice(0, r0, r0 + n);
+        Tensor hs =
+            Tensor::from_storage(sc.ffn_h.storage(), sc.ffn_h.byte_offset(), Shape{n, F2}, sc.ffn_h.dtype());
+        Tensor gs = Tensor::from_storage(sc.ffn_g.storage(), sc.ffn_g.byte_offset(), Shape{n, F2 / 2},
+                                         sc.ffn_g.dtype());
+        Tensor os = row_split ? sc.par.partial.slice(0, r0, r0 + n) : out.slice(0, r0, r0 + n);
         const Tensor xs = x.slice(0, r0, r0 + n);
         H3_TRY(linear(xs, w.ff_in, w.fp8.ff_in, hs));
         H3_TRY(add_lora(ctx_, lora, LoraProjection::kFfIn, xs, hs, sc));
@@ -381,6 +423,7 @@ Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& o
         H3_TRY(add_lora(ctx_, lora, LoraProjection::kFfOut, gs, os, sc));
         if (timer) H3_TRY(timer->mark("gemm_fc2"));
     }
+    if (row_split) H3_TRY(reduce_partial(out, sc));
     return ok_status();
 }
 
@@ -416,6 +459,13 @@ Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowT
                            const DitForwardOptions& o, DitScratch& sc) const {
     H3_CHECK(index >= 0 && index < static_cast<int>(weights_.blocks.size()),
              "block " << index << " of " << weights_.blocks.size());
+    if (sc.par.group && sc.par.group->tp_size() > 1) { // this rank's slices of the six matrices
+        const auto& m = sc.par.group->tp_shard->blocks[static_cast<size_t>(index)];
+        DitBlockWeights w = weights_.blocks[static_cast<size_t>(index)];
+        w.to_q = m[0], w.to_k = m[1], w.to_v = m[2], w.to_out = m[3], w.ff_in = m[4], w.ff_out = m[5];
+        w.fp8 = {};
+        return run_block_with(w, index, h, table, rows, o, sc);
+    }
     if (!blocks_)
         return run_block_with(weights_.blocks[static_cast<size_t>(index)], index, h, table, rows, o, sc);
     H3_ASSIGN_OR_RETURN(const std::vector<Tensor>* m, blocks_->acquire(index));
@@ -503,8 +553,21 @@ Result<DitRequestState> DitModel::prepare_request(const DitPackedInputs& in,
     std::vector<float> cos, sin;
     rope_tables(config_, in.positions, cos, sin);
     const int64_t R = config_.rotary_dim();
-    H3_ASSIGN_OR_RETURN(st.cos, upload(host_tensor_from(cos, Shape{in.rows, R})));
-    H3_ASSIGN_OR_RETURN(st.sin, upload(host_tensor_from(sin, Shape{in.rows, R})));
+    if (o.parallel && o.parallel->active()) { // the rank's shard of the padded rows (padding rows zero)
+        H3_TRY(check_parallel(*o.parallel, o));
+        const SpShard sh = sp_shard(in.rows, o.parallel->sp_size(), o.parallel->sp_rank());
+        std::vector<float> c(static_cast<size_t>(sh.local * R), 0.0f), s(c.size(), 0.0f);
+        const size_t from = static_cast<size_t>(sh.begin * R), n = static_cast<size_t>(sh.valid * R);
+        std::copy(cos.begin() + static_cast<std::ptrdiff_t>(from),
+                  cos.begin() + static_cast<std::ptrdiff_t>(from + n), c.begin());
+        std::copy(sin.begin() + static_cast<std::ptrdiff_t>(from),
+                  sin.begin() + static_cast<std::ptrdiff_t>(from + n), s.begin());
+        cos = std::move(c);
+        sin = std::move(s);
+    }
+    const int64_t cos_rows = static_cast<int64_t>(cos.size()) / R;
+    H3_ASSIGN_OR_RETURN(st.cos, upload(host_tensor_from(cos, Shape{cos_rows, R})));
+    H3_ASSIGN_OR_RETURN(st.sin, upload(host_tensor_from(sin, Shape{cos_rows, R})));
     auto index_tensor = [&](const std::vector<int32_t>& v) -> Result<Tensor> {
         Tensor t = Tensor::host(Shape{static_cast<int64_t>(v.size())}, DType::kI32);
         if (!v.empty()) std::memcpy(t.data(), v.data(), v.size() * sizeof(int32_t));
@@ -547,7 +610,12 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     // The request's workspace (or one for this forward only), sized for these inputs.
     std::shared_ptr<DitWorkspace> ws = o.reuse_workspace ? state->workspace : nullptr;
     if (!ws) ws = std::make_shared<DitWorkspace>();
-    H3_TRY(prepare_workspace(in, o.ffn_chunk_bytes, *ws, lora_rank(o.lora)));
+    const bool group = o.parallel && o.parallel->active();
+    if (group) H3_TRY(check_parallel(*o.parallel, o));
+    H3_TRY(prepare_workspace(in, o.ffn_chunk_bytes, *ws, lora_rank(o.lora), o.parallel));
+    if (group && state->cos.dim(0) != ws->scratch.par.shard.local)
+        return invalid_argument("DiT forward: the request state was prepared for another device group "
+                                "(prepare_request with the forward's parallel options)");
     H3_TRY(fill_row_tables(in, *tables_in, *ws));
     const RowTables rows{.cos = state->cos,
                          .sin = state->sin,
@@ -559,6 +627,10 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     const Tensor& txt_idx = state->text_index;
     DitScratch& scratch = ws->scratch;
     Tensor& h = ws->h;
+    // sp > 1: the embeddings land in the full-rows buffer, the rank copies its shard out of it.
+    const bool sharded = ws->sp > 1;
+    const SpShard shard = scratch.par.shard;
+    Tensor& h_in = sharded ? ws->h_full : ws->h;
     const int64_t Nv = in.video.dim(0), Na = in.audio.dim(0);
     // Rows that live outside the blocks (embeddings, head inputs) borrow the scratch arena's block-only part.
     auto outside_rows = [&](int64_t n) {
@@ -593,20 +665,26 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
         H3_ASSIGN_OR_RETURN(Tensor xv, device_input(in.video, ws->video_in, ws->video_up));
         Tensor ev = outside_rows(Nv);
         H3_TRY(ops::gemm(ctx_, {}, xv, weights_.proj_in_w, weights_.proj_in_b, ev));
-        H3_TRY(ops::scatter_rows(ctx_, ev, vid_idx, h));
+        H3_TRY(ops::scatter_rows(ctx_, ev, vid_idx, h_in));
     }
     if (Na > 0) {
         H3_ASSIGN_OR_RETURN(Tensor xa, device_input(in.audio, ws->audio_in, ws->audio_up));
         Tensor ea = outside_rows(Na);
         H3_TRY(ops::gemm(ctx_, {}, xa, weights_.audio_proj_in_w, weights_.audio_proj_in_b, ea));
-        H3_TRY(ops::scatter_rows(ctx_, ea, aud_idx, h));
+        H3_TRY(ops::scatter_rows(ctx_, ea, aud_idx, h_in));
     }
-    if (state->text.defined()) H3_TRY(ops::scatter_rows(ctx_, state->text, txt_idx, h));
+    if (state->text.defined()) H3_TRY(ops::scatter_rows(ctx_, state->text, txt_idx, h_in));
+    if (sharded)
+        H3_TRY(h.copy_from(ws->h_full.slice(0, shard.begin, shard.begin + shard.local), ctx_.stream()));
 
     // 2. Blocks, sharing one set of scratch buffers.
     {
-        const BlockScheduleContext sctx{
-            .model = this, .tables = tables_in, .rows = &rows, .scratch = &scratch};
+        const BlockScheduleContext sctx{.model = this,
+                                        .tables = tables_in,
+                                        .rows = &rows,
+                                        .scratch = &scratch,
+                                        .parallel = group ? o.parallel : nullptr,
+                                        .valid_rows = group ? shard.valid : -1};
         if (o.timer) H3_TRY(o.timer->start());
         for (int b = 0; b < c.num_layers; ++b) {
             if (o.schedule) {
@@ -629,12 +707,18 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     H3_TRY(end_block_pass()); // prefetch the next forward's first streamed blocks during the heads
     if (check) H3_TRY(check_finite(h, flags, c.num_layers + 1));
 
-    // 3. Final norm with (shift, scale) per timestep, then the fp32 heads on the rows they serve.
-    Tensor y = scratch.x.slice(0, 0, S); // the blocks are done with x
+    // 3. Final norm with (shift, scale) per timestep, then the fp32 heads on the rows they serve (sp > 1:
+    // over the gathered shards, on every rank).
+    Tensor hs = h;
+    Tensor y = sharded ? ws->y_full.slice(0, 0, S) : scratch.x.slice(0, 0, S); // the blocks are done with x
+    if (sharded) {
+        H3_TRY(o.parallel->sp->all_gather(ctx_, h, ws->h_gather));
+        hs = ws->h_gather.slice(0, 0, S);
+    }
     const Tensor& fin = tables_in->final_layer;
     ops::RmsNormParams np{.eps = static_cast<float>(c.final_norm_eps)};
     ops::ModulateParams mp{.round_intermediate = act != DType::kF32};
-    H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, weights_.norm_out, fin.slice(1, 0, D),
+    H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, hs, weights_.norm_out, fin.slice(1, 0, D),
                                   fin.slice(1, D, 2 * D), rows.final_row, y));
     if (o.hook.active("final_norm_out")) o.hook.record("final_norm_out", y);
     auto head = [&](const Tensor& idx, int64_t n, const Tensor& w, const Tensor& bias,

@@ -10,6 +10,7 @@
 #include "model/dit/dit_attention.h"
 #include "model/dit/dit_config.h"
 #include "model/dit/dit_inputs.h"
+#include "model/dit/dit_parallel.h"
 #include "model/dit/dit_weights.h"
 #include "model/lora/lora_set.h"
 #include "model/weights/layer_source.h"
@@ -62,6 +63,9 @@ struct DitForwardOptions {
     PhaseTimer* timer = nullptr; // per-op device time of the blocks (bench dit --breakdown); null: none
 
     const LoraSet* lora = nullptr; // run-time adapters of this request (null: none); see model/lora/
+    // This rank's place in a device group (model/dit/dit_parallel.h); null or inactive: one rank. The request
+    // state must come from prepare_request with the same parallel options.
+    const DitParallel* parallel = nullptr;
 };
 
 // Scratch buffers of one forward, reused by every block and the refiner instead of allocated per block.
@@ -83,6 +87,15 @@ struct DitScratch {
     struct Vsa {
         Tensor gate, pooled, scores, lists, oc;
     } vsa;
+    // A rank of a device group (DitForwardOptions::parallel): Ulysses' send buffer and the gathered q, k, v,
+    // o [padded rows · inner/(sp·tp)] (o's padding rows stay zero), the row permutations that pack the
+    // shard's heads by destination rank and unpack them (i32 [local · sp]), and the fp32 [rows, hidden]
+    // partial sums of tensor parallel's to_out and fc2.
+    struct Parallel {
+        const DitParallel* group = nullptr;
+        SpShard shard;
+        Tensor send, q, k, v, o, pack, unpack, partial;
+    } par;
 };
 
 // The device memory every forward of one request reuses while the layout holds (no allocation per forward
@@ -99,6 +112,11 @@ struct DitWorkspace {
     Tensor video_in, audio_in; // [Nv, video_patch_dim] / [Na, audio_in_channels] f32 (host inputs land here)
     Tensor video_out, audio_out; // the same shapes: head outputs
     Tensor spare;                // embeddings / head rows when the scratch arena cannot lend them
+    // A rank of a device group with sp > 1: h holds the rank's shard; the embeddings land in h_full
+    // [padded, hidden] (padding rows zero), the blocks' shards are gathered into h_gather and the final norm
+    // writes y_full (both [padded, hidden]).
+    Tensor h_full, h_gather, y_full;
+    int sp = 1, tp = 1; // the group the workspace was sized for
     StagingBuffer rows_up, video_up, audio_up, video_down, audio_down;
     std::vector<int32_t> row_values; // host staging of the two row tables [2·S]
 };
@@ -107,7 +125,7 @@ struct DitWorkspace {
 // conditioner rows, the RoPE tables and the row-index lists, all on the model's device.
 struct DitRequestState {
     Tensor text;     // [L, hidden] refiner output (after final_norm), activation dtype
-    Tensor cos, sin; // [S, rotary_dim] f32
+    Tensor cos, sin; // [S, rotary_dim] f32 (a rank of a device group: its shard's rows, padding rows zero)
     Tensor video_index, audio_index, text_index; // i32
     int64_t rows = 0;
     std::shared_ptr<const ops::VsaTiles> vsa; // VSA's tile map (when the options ask for VSA)
@@ -177,7 +195,12 @@ public:
     Status end_block_pass() const;
     // Sizes `ws` for `in` (allocating only when the layout or the FFN chunk budget changed).
     Status prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_bytes, DitWorkspace& ws,
-                             int64_t lora_rank = 0) const;
+                             int64_t lora_rank = 0, const DitParallel* parallel = nullptr) const;
+    // Tensor parallel: rank `rank` of `size`'s slices of every block's six projection matrices (copies on
+    // the model's device). Needs resident, non-fp8 block weights; the error says what to change.
+    Result<std::shared_ptr<DitTpShard>> make_tp_shard(int rank, int size) const;
+    // Whether `parallel` can run this model with `options` (degrees, residency, precision, adapters, VSA).
+    Status check_parallel(const DitParallel& parallel, const DitForwardOptions& options) const;
     // The first op of block `index`: RMSNorm(h)·(1 + scale_msa) + shift_msa into `out` [S, hidden] (the
     // TeaCache probe).
     Status modulated_input(int index, const Tensor& h, const Tensor& block_table, const RowTables& rows,
@@ -205,6 +228,16 @@ private:
                          const Tensor& v3, Tensor& o3, const VsaLayer& layer, DitScratch& scratch) const;
     Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch,
                       const LoraBlockFactors* lora, PhaseTimer* timer = nullptr) const;
+    // Ulysses around attention (sp > 1): q3/k3/v3 [local, heads, D] → all rows × heads/sp, attention over
+    // the S real rows, and back into o3.
+    Status ulysses_attention(const Tensor& q3, const Tensor& k3, const Tensor& v3, Tensor& o3,
+                             DitScratch& scratch, bool fp8) const;
+    // The device group's buffers of a workspace (DitScratch::Parallel, the full-rows buffers).
+    Status prepare_parallel_buffers(const DitParallel& parallel, const SpShard& shard,
+                                    DitWorkspace& ws) const;
+    // Tensor parallel: out ← round(Σ over the tp ranks of scratch.par.partial's fp32 rows): the full fp32
+    // all-reduce, then one rounding.
+    Status reduce_partial(Tensor& out, DitScratch& scratch) const;
     // y = x·wᵀ: the e4m3 GEMM under kFp8 when the layer has an fp8 copy, else the bf16/fp32 one.
     Status linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8, Tensor& y) const;
     Status run_block_with(const DitBlockWeights& w, int index, Tensor& h, const Tensor& block_table,
@@ -240,6 +273,15 @@ struct BlockScheduleContext {
     const AdalnTables* tables = nullptr;
     const DitModel::RowTables* rows = nullptr;
     DitScratch* scratch = nullptr;
+    // A rank of a device group: h is its shard, of which the first valid_rows are real rows. Probe distances
+    // go through distance() so that every rank decides on the same, group-wide value.
+    const DitParallel* parallel = nullptr;
+    int64_t valid_rows = -1; // −1: every row of h
+    // group_rel_l1 over the valid rows; `local` receives the rank's own distance.
+    Result<double> distance(const Tensor& cur, const Tensor& ref, double* local = nullptr) const {
+        return group_rel_l1(model->context(), parallel, valid_rows < 0 ? cur.dim(0) : valid_rows, cur, ref,
+                            local);
+    }
 };
 class BlockSchedule {
 public:

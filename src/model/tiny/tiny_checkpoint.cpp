@@ -164,18 +164,21 @@ Status TinyGeometry::validate() const {
     if (text_dim < 8 || text_dim > 1024 || text_dim % 8)
         return invalid_argument("make-tiny: text_dim " + std::to_string(text_dim) +
                                 " must be a multiple of 8 in [8, 1024]");
+    if (dit_heads < 1 || dit_heads > 64)
+        return invalid_argument("make-tiny: dit heads " + std::to_string(dit_heads) + " must lie in [1, 64]");
     return ok_status();
 }
 
 bool TinyGeometry::is_default() const {
     const TinyGeometry d;
     return latent_channels == d.latent_channels && vae_stride == d.vae_stride &&
-           audio_latent_channels == d.audio_latent_channels && text_dim == d.text_dim;
+           audio_latent_channels == d.audio_latent_channels && text_dim == d.text_dim &&
+           dit_heads == d.dit_heads;
 }
 
 DitConfig tiny_dit_config(const TinyGeometry& g) {
     DitConfig c;
-    c.num_attention_heads = 2;
+    c.num_attention_heads = g.dit_heads;
     c.attention_head_dim = 32;
     c.hidden_size = 64;
     c.num_layers = 2;

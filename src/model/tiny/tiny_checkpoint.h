@@ -26,6 +26,7 @@ struct TinyGeometry {
     int vae_stride = 16;            // 16 (spatial_downsample_factors 2,2,2,2,1,1) or 8 (2,2,2,1,1,1)
     int audio_latent_channels = 32; // audio_vae latent_channels = transformer audio_in_channels
     int text_dim = 64;              // text encoder hidden size = transformer text_dim = vision tower output
+    int dit_heads = 2; // the DiTs' attention heads (× 32 dims); 8 lets tests split them 2/4/8 ways
     Status validate() const;
     bool is_default() const;
 };
@@ -39,8 +40,8 @@ struct TinyCheckpointParams {
     TinyVariant variant = TinyVariant::kBase;
 };
 
-// hidden 64, 2 heads × 32, 2 blocks, 1 refiner block, rope_freq_dim 4 (6·4 ≤ 32), ffn 128, text_dim 64; the
-// latent and text widths of `geometry`.
+// hidden 64, 2 heads (geometry.dit_heads) × 32, 2 blocks, 1 refiner block, rope_freq_dim 4 (6·4 ≤ 32), ffn
+// 128, text_dim 64; the latent and text widths of `geometry`.
 DitConfig tiny_dit_config(const TinyGeometry& geometry = {});
 
 // Writes model_index.json, scheduler/ and audio_scheduler/ (diffusers) or FL2VA/ + Ref2VA/ (original),

@@ -1,0 +1,25 @@
+// The device-group flags `generate` and `serve` share (issue #17): --sp N (sequence parallel, Ulysses),
+// --tp N (tensor parallel), --gpus 0,1,... (one CUDA device per rank); into PlacementPlan::parallel, checked
+// against the checkpoint's DiT (its heads must split over sp·tp) before any weight loads.
+#pragma once
+
+#include "model/dit/dit_config.h"
+#include "runtime/placement.h"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace h3::cli {
+
+struct ParallelFlags {
+    int sp = 1, tp = 1;
+    std::string gpus; // "0,1,2,3"
+};
+void add_parallel_flags(CLI::App* sub, ParallelFlags& flags);
+// Fills plan.parallel; errors name the flag.
+Status apply_parallel_flags(const ParallelFlags& flags, runtime::PlacementPlan& plan);
+// The checkpoint's DiT against the plan (null: no DiT in the checkpoint, nothing to check).
+Status check_parallel_flags(const runtime::PlacementPlan& plan, const model::DitConfig* dit);
+
+} // namespace h3::cli

@@ -1,0 +1,29 @@
+// generate_latents on a device group (issue #17): every rank of a runtime::DeviceGroup runs the same
+// request's denoise loop (pipeline/generate.h) with its DiT share (model/dit/dit_parallel.h); the ranks end
+// with the same latents (checked bit for bit) and rank 0's output is the job's. The ranks share one DiT in
+// this process (CPU ranks, or a model per device where the caller gives one per rank), which must keep its
+// block weights resident (a streaming weight source serves one forward at a time).
+#pragma once
+
+#include "pipeline/generate.h"
+#include "runtime/device_group.h"
+
+#include <functional>
+#include <vector>
+
+namespace h3::pipeline {
+
+struct GroupOptions {
+    ops::CommOptions comm;
+    // Called on every rank before its loop (tests inject a failing rank through it); may be empty.
+    std::function<Status(const runtime::DeviceGroup::Rank&, DenoiseOptions&)> per_rank;
+};
+
+// `options.progress` is called from rank 0 only. The work report totals the ranks (per step: blocks and
+// hits as every rank saw them — they agree —, useful FLOPs summed) and lists each rank's share.
+Result<GenerationOutput>
+generate_latents_on_group(const model::DitModel& model, const Conditioning& conditioning,
+                          const GenerationRequest& request, const DenoiseOptions& options,
+                          const runtime::ParallelPlan& plan, const GroupOptions& group = {});
+
+} // namespace h3::pipeline

@@ -1,0 +1,352 @@
+// The DiT on a device group of CPU ranks (issue #17): generate_latents_on_group with sp 2 / 4, tp 2 and
+// sp 2 × tp 2 against the single-rank run (fp32, within 1e-5 relative) for t2va, fl2va and ref2va, with and
+// without DBCache; cache decisions made on the group-wide probe distance even where a rank's own distance
+// would decide otherwise; a rank that throws or stalls fails the job on every rank in bounded time; the
+// degrees the heads allow; per-block communication bytes.
+#include "cache/cache_spec.h"
+#include "model/dit/dit_model.h"
+#include "model/latent_spec.h"
+#include "model/tiny/tiny_checkpoint.h"
+#include "pipeline/generate_group.h"
+#include "pipeline/generator.h"
+#include "pipeline/job_builder.h"
+#include "runtime/model_store.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+using namespace h3;
+using namespace h3::pipeline;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A tiny checkpoint whose DiTs have 8 heads (sp·tp up to 8), written once per test binary.
+const std::string& tiny_dir() {
+    static const std::string dir = [] {
+        const std::string d = std::string(H3_BINARY_DIR) + "/test_parallel_tiny";
+        std::filesystem::remove_all(d);
+        model::TinyCheckpointParams p;
+        p.dir = d;
+        p.seed = 11;
+        p.geometry.dit_heads = 8;
+        const Status s = model::write_tiny_checkpoint(p);
+        EXPECT_TRUE(s.ok()) << s.to_string();
+        return d;
+    }();
+    return dir;
+}
+
+std::unique_ptr<model::DitModel> load(const std::string& sub) {
+    auto ck = model::open_dit_checkpoint(tiny_dir() + "/" + sub);
+    EXPECT_TRUE(ck.ok()) << ck.status().to_string();
+    auto m = model::DitModel::load(*ck, {.device = Device::cpu(), .precision = model::DitPrecision::kFp32},
+                                   ops::Context::cpu());
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    return std::move(m).value();
+}
+
+const model::DitModel& fl2va_dit() {
+    static auto m = load("transformer");
+    return *m;
+}
+const model::DitModel& ref2va_dit() {
+    static auto m = load("transformer_ref");
+    return *m;
+}
+
+Tensor random_tensor(const Shape& s, uint32_t seed) {
+    std::mt19937 g(seed);
+    std::normal_distribution<float> n;
+    Tensor t = Tensor::host(s, DType::kF32);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = n(g);
+    return t;
+}
+
+enum class Flow { kT2va, kFl2va, kRef2va };
+const char* task_name(Flow t) {
+    return t == Flow::kT2va ? "t2va" : t == Flow::kFl2va ? "fl2va" : "ref2va";
+}
+
+struct Case {
+    const model::DitModel* model;
+    Conditioning cond;
+    GenerationRequest rq;
+};
+
+// 64x32, 107 frames: ~200 packed rows; `text_rows` moves S so that some runs need padding rows.
+Case make_case(Flow task, int text_rows, const std::string& cache = "none") {
+    Case c;
+    c.model = task == Flow::kRef2va ? &ref2va_dit() : &fl2va_dit();
+    auto spec = model::derive_latent_spec({.dit = &c.model->config(), .dit_file = "the tiny DiT"});
+    EXPECT_TRUE(spec.ok()) << spec.status().to_string();
+    auto g = resolve_geometry({.width = 64, .height = 32, .frames = 107}, *spec);
+    EXPECT_TRUE(g.ok()) << g.status().to_string();
+    c.rq.geometry = *g;
+    c.rq.steps = 6;
+    c.rq.seed = 5;
+    auto cs = cache::parse_cache_spec(cache);
+    EXPECT_TRUE(cs.ok()) << cs.status().to_string();
+    c.rq.cache = *cs;
+    c.cond.embeddings = random_tensor(Shape{text_rows, c.model->config().text_dim}, 3);
+    c.cond.tags.assign(static_cast<size_t>(text_rows), kTagText);
+    const int C = c.model->config().in_channels;
+    if (task == Flow::kFl2va)
+        c.rq.keyframes = {
+            {KeyframeAnchor::kFirst, random_tensor(Shape{1, C, 1, g->latent_h, g->latent_w}, 8)},
+            {KeyframeAnchor::kLast, random_tensor(Shape{1, C, 1, g->latent_h, g->latent_w}, 9)}};
+    if (task == Flow::kRef2va) {
+        ReferenceCondition image;
+        image.kind = ReferenceKind::kImage;
+        image.latents = random_tensor(Shape{1, C, 1, g->latent_h, g->latent_w}, 10);
+        c.rq.references = {image};
+    }
+    return c;
+}
+
+double rel_err(const Tensor& a, const Tensor& b) {
+    EXPECT_EQ(a.shape(), b.shape());
+    auto x = *to_f32_vector(a), y = *to_f32_vector(b);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        num = std::max(num, std::fabs(double(x[i]) - y[i]));
+        den = std::max(den, std::fabs(double(y[i])));
+    }
+    return num / den;
+}
+
+runtime::ParallelPlan plan(int sp, int tp) {
+    runtime::ParallelPlan p;
+    p.sp = sp;
+    p.tp = tp;
+    return p;
+}
+
+struct Degrees {
+    int sp, tp;
+};
+
+} // namespace
+
+class GroupParity : public ::testing::TestWithParam<std::tuple<Flow, bool>> {};
+
+TEST_P(GroupParity, LatentsEqualTheSingleRankRun) {
+    const auto [task, dbcache] = GetParam();
+    const std::string cache = dbcache ? "dbcache:Fn=1,Bn=0,rdt=0.5,warmup=1" : "none";
+    // t2va with S and S+1 rows (one of them odd, so sp 2 and 4 pad); the other tasks with one length.
+    const std::vector<int> lengths = task == Flow::kT2va ? std::vector<int>{7, 8} : std::vector<int>{7};
+    for (int text_rows : lengths) {
+        Case c = make_case(task, text_rows, cache);
+        if (!dbcache) c.rq.steps = 4;
+        auto single = generate_latents(*c.model, c.cond, c.rq);
+        ASSERT_TRUE(single.ok()) << single.status().to_string();
+        for (Degrees d : {Degrees{2, 1}, Degrees{4, 1}, Degrees{1, 2}, Degrees{2, 2}}) {
+            SCOPED_TRACE(std::string(task_name(task)) + " " + cache + " text " + std::to_string(text_rows) +
+                         " sp " + std::to_string(d.sp) + " tp " + std::to_string(d.tp));
+            auto group = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(d.sp, d.tp));
+            ASSERT_TRUE(group.ok()) << group.status().to_string();
+            EXPECT_LE(rel_err(group->video_latents, single->video_latents), 1e-5);
+            EXPECT_LE(rel_err(group->audio_latents, single->audio_latents), 1e-5);
+            EXPECT_GT(rel_err(group->video_latents, group->video_noise), 0.05); // the loop moved them
+            // The same cache decisions; the useful work totalled over the ranks, each rank's share listed.
+            ASSERT_EQ(group->work.steps.size(), single->work.steps.size());
+            for (size_t i = 0; i < single->work.steps.size(); ++i) {
+                EXPECT_EQ(group->work.steps[i].cache_hit, single->work.steps[i].cache_hit) << "step " << i;
+                EXPECT_NEAR(group->work.steps[i].useful_flops, single->work.steps[i].useful_flops,
+                            1e-6 * single->work.steps[i].useful_flops);
+            }
+            EXPECT_EQ(group->work.ranks, d.sp * d.tp);
+            ASSERT_EQ(group->work.rank_useful_flops.size(), static_cast<size_t>(d.sp * d.tp));
+            EXPECT_NEAR(group->work.rank_useful_flops[0] * d.sp * d.tp, single->work.useful_flops(),
+                        1e-6 * single->work.useful_flops());
+            if (dbcache) {
+                EXPECT_GT(single->work.cache_hits(), 0) << "the DBCache case must skip blocks";
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tasks, GroupParity,
+                         ::testing::Combine(::testing::Values(Flow::kT2va, Flow::kFl2va, Flow::kRef2va),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                             return std::string(task_name(std::get<0>(info.param))) +
+                                    (std::get<1>(info.param) ? "_dbcache" : "_nocache");
+                         });
+
+// The probe distance is reduced over the ranks before the rule: with the threshold between rank 0's own
+// distance and the group's at some step, rank 0 alone would decide otherwise, yet every rank (and the
+// single-rank run) decides by the group's value.
+TEST(GroupCache, DecisionsFollowTheGroupDistanceNotTheRankOwn) {
+    Case probe = make_case(Flow::kT2va, 7, "dbcache:Fn=1,Bn=0,rdt=0.99,warmup=1");
+    auto first = generate_latents_on_group(*probe.model, probe.cond, probe.rq, {}, plan(2, 1));
+    ASSERT_TRUE(first.ok()) << first.status().to_string();
+    // A step where the distances differ most: its midpoint is the threshold of the second run. Every
+    // distance before it is computed on the same state (the first probe follows the warmup step in both
+    // runs), so pick the first step that has both.
+    double thresh = -1;
+    size_t at = 0;
+    for (size_t i = 0; i < first->work.steps.size(); ++i) {
+        const auto& s = first->work.steps[i];
+        if (s.diff >= 0 && s.local_diff >= 0 && std::fabs(s.diff - s.local_diff) > 1e-3 * s.diff) {
+            thresh = 0.5 * (s.diff + s.local_diff);
+            at = i;
+            break;
+        }
+    }
+    ASSERT_GT(thresh, 0) << "no step whose rank-0 distance differs from the group's: "
+                         << first->work.to_json().dump();
+    std::ostringstream spec;
+    spec << std::setprecision(17) << "dbcache:Fn=1,Bn=0,rdt=" << thresh << ",warmup=1";
+    Case c = make_case(Flow::kT2va, 7, spec.str());
+    auto single = generate_latents(*c.model, c.cond, c.rq);
+    ASSERT_TRUE(single.ok());
+    auto group = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(2, 1)); // ranks agree (checked)
+    ASSERT_TRUE(group.ok()) << group.status().to_string();
+    const auto& s = group->work.steps[at];
+    ASSERT_GE(s.local_diff, 0);
+    const bool group_hits = s.diff < thresh, rank0_alone_hits = s.local_diff < thresh;
+    EXPECT_NE(group_hits, rank0_alone_hits) << "diff " << s.diff << " local " << s.local_diff;
+    EXPECT_EQ(s.cache_hit, group_hits);
+    for (size_t i = 0; i < single->work.steps.size(); ++i)
+        EXPECT_EQ(group->work.steps[i].cache_hit, single->work.steps[i].cache_hit) << "step " << i;
+    EXPECT_LE(rel_err(group->video_latents, single->video_latents), 1e-5);
+}
+
+TEST(GroupFailure, ARankThatThrowsFailsTheJobOnEveryRank) {
+    Case c = make_case(Flow::kT2va, 7);
+    GroupOptions go;
+    go.comm.timeout = 60s; // the failure must come from the abort, far sooner
+    go.per_rank = [](const runtime::DeviceGroup::Rank& r, DenoiseOptions& o) {
+        if (r.rank == 1)
+            o.progress = [](const StepProgress& p) {
+                if (p.step == 2) throw std::runtime_error("injected failure after step 2");
+            };
+        return ok_status();
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    auto out = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(2, 2), go);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_FALSE(out.ok());
+    EXPECT_NE(out.status().message().find("rank 1 of 4"), std::string::npos) << out.status().message();
+    EXPECT_NE(out.status().message().find("injected failure"), std::string::npos) << out.status().message();
+    EXPECT_LT(s, 20.0);
+    // The next job on the same model runs (nothing of the failed group is left behind).
+    auto again = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(2, 2));
+    ASSERT_TRUE(again.ok()) << again.status().to_string();
+}
+
+TEST(GroupFailure, ARankThatStallsTimesOutOnEveryRank) {
+    Case c = make_case(Flow::kT2va, 7);
+    GroupOptions go;
+    go.comm.timeout = 300ms;
+    go.per_rank = [](const runtime::DeviceGroup::Rank& r, DenoiseOptions& o) {
+        if (r.rank == 0)
+            o.progress = [](const StepProgress& p) {
+                if (p.step == 1) std::this_thread::sleep_for(1500ms);
+            };
+        return ok_status();
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    auto out = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(2, 1), go);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_FALSE(out.ok());
+    EXPECT_NE(out.status().message().find("timed out"), std::string::npos) << out.status().message();
+    EXPECT_NE(out.status().message().find("rank(s) 0"), std::string::npos) << out.status().message();
+    EXPECT_LT(s, 20.0);
+}
+
+TEST(GroupDegrees, HeadsMustSplitEvenly) {
+    Case c = make_case(Flow::kT2va, 7);
+    auto out = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(3, 1));
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(out.status().message().find("allowed sp·tp: 1, 2, 4, 8"), std::string::npos)
+        << out.status().message();
+    model::DitConfig full; // the released 56 heads
+    const Status s = model::check_parallel_degrees(full, 3, 1);
+    EXPECT_NE(s.message().find("1, 2, 4, 7, 8, 14, 28, 56"), std::string::npos) << s.message();
+    EXPECT_TRUE(model::check_parallel_degrees(full, 7, 8).ok());
+    EXPECT_FALSE(model::check_parallel_degrees(full, 4, 4).ok());
+}
+
+TEST(GroupDistance, PaddingRowsDoNotCount) {
+    // One rank: rows past `valid` are ignored.
+    Tensor cur = random_tensor(Shape{4, 3}, 1), ref = random_tensor(Shape{4, 3}, 2);
+    auto all = model::group_rel_l1(ops::Context::cpu(), nullptr, 4, cur, ref);
+    auto two = model::group_rel_l1(ops::Context::cpu(), nullptr, 2, cur, ref);
+    ASSERT_TRUE(all.ok() && two.ok());
+    for (int64_t i = 2 * 3; i < 4 * 3; ++i) cur.data_as<float>()[i] = 1e6f; // garbage in the padding rows
+    auto two_again = model::group_rel_l1(ops::Context::cpu(), nullptr, 2, cur, ref);
+    ASSERT_TRUE(two_again.ok());
+    EXPECT_EQ(*two, *two_again);
+    EXPECT_NE(*all, *two);
+}
+
+TEST(GroupBytes, PerBlockCommunication) {
+    model::DitConfig full;
+    const int64_t S = 33000;
+    const auto sp4 = model::block_comm_bytes(full, S, 4, 1, 2);
+    // q, k, v, o: [S/4, 7168] bf16 each, 3/4 of it leaves the rank.
+    EXPECT_DOUBLE_EQ(sp4.all_to_all, 4.0 * (S / 4.0) * 7168 * 2 * 3 / 4);
+    EXPECT_EQ(sp4.all_reduce, 0);
+    const auto tp2 = model::block_comm_bytes(full, S, 1, 2, 2);
+    EXPECT_DOUBLE_EQ(tp2.all_reduce, 2.0 * S * full.hidden_size * 4 * 2 * 1 / 2);
+}
+
+// The Generator on a plan with a device group (what `generate --sp` and every server job run): a rank that
+// throws mid-denoise fails the job, and the same generator runs the next job, whose latents equal the
+// single-rank plan's.
+TEST(GroupGenerator, AFailedJobLeavesTheGeneratorServing) {
+    auto job_input = [] {
+        pipeline::JobInput in;
+        in.random_prompt_embeds = 6;
+        in.size = "64x32";
+        in.frames = 107;
+        in.num_inference_steps = 4;
+        in.seed = 2;
+        in.outputs.latents = std::string(H3_BINARY_DIR) + "/test_parallel_job.safetensors";
+        return in;
+    };
+    auto run = [&](runtime::PlacementPlan plan, const JobEvents& ev) -> Result<JobReport> {
+        auto store = runtime::ModelStore::open(tiny_dir(), plan);
+        if (!store.ok()) return store.status();
+        H3_ASSIGN_OR_RETURN(auto gen, Generator::create(**store));
+        const JobBuilder builder((*store)->info());
+        H3_ASSIGN_OR_RETURN(GenerationJob job, builder.build(job_input()));
+        auto first = gen->run(job, ev);
+        if (!ev.progress) return first;
+        EXPECT_FALSE(first.ok());
+        if (!first.ok()) {
+            EXPECT_NE(first.status().message().find("rank 0 of 4"), std::string::npos)
+                << first.status().message();
+        }
+        return gen->run(job, {}); // the same generator and store, after the failure
+    };
+    runtime::PlacementPlan single =
+        runtime::PlacementPlan::per_job(Device::cpu(), runtime::ComputePrecision::kFp32);
+    auto base = run(single, {});
+    ASSERT_TRUE(base.ok()) << base.status().to_string();
+    runtime::PlacementPlan group = single;
+    group.parallel.sp = 2;
+    group.parallel.tp = 2;
+    JobEvents failing;
+    failing.progress = [](const JobProgress& p) {
+        if (p.stage == Stage::kDenoise && p.step == 2) throw std::runtime_error("injected progress failure");
+    };
+    auto after = run(group, failing);
+    ASSERT_TRUE(after.ok()) << after.status().to_string();
+    EXPECT_LE(rel_err(after->video_latents, base->video_latents), 1e-5);
+    EXPECT_LE(rel_err(after->audio_latents, base->audio_latents), 1e-5);
+    EXPECT_NE(after->placement.find("dit group sp 2 x tp 2 (4 ranks on cpu)"), std::string::npos)
+        << after->placement;
+    EXPECT_EQ(after->work.ranks, 4);
+}
