@@ -278,6 +278,16 @@ TEST(Cancel, DecodersAndEncodersStopFromInside) {
     model::VideoEncodeOptions eo;
     eo.cancel = &cancel;
     EXPECT_EQ(model::encode_video(cpu, *enc, rgb, eo).status().code(), ErrorCode::kCancelled);
+    // one encoder call (a whole clip or tile batch: many seconds on a loaded CPU) reads the flag between its
+    // blocks, so a cancel never waits for the call to end
+    Tensor px = Tensor::host(Shape{1, 3, 5, 32, 32}, DType::kF32);
+    ASSERT_TRUE(ops::fill_uniform(cpu, {.seed = 4, .bound = 1.0f}, px).ok());
+    cancel = false;
+    EXPECT_TRUE(model::encode_moments(cpu, *enc, px, &cancel).ok());
+    cancel = true;
+    auto m = model::encode_moments(cpu, *enc, px, &cancel);
+    EXPECT_EQ(m.status().code(), ErrorCode::kCancelled);
+    EXPECT_TRUE(has(m.status(), "video encode cancelled")) << m.status().message();
 
     auto aenc = model::load_audio_vae_encoder((tiny / "audio_vae").string(), Device::cpu());
     ASSERT_TRUE(aenc.ok()) << aenc.status().to_string();
