@@ -111,6 +111,18 @@ TEST(Json, EmptyKeyIsNamed) {
     EXPECT_TRUE(has(r.status(), "unknown field")) << r.status().message();
 }
 
+// The lora field of a multipart form is JSON text: parsed with the same bound (it was the one unbounded parse
+// of request data).
+TEST(Json, NestedLoraFormFieldIsBounded) {
+    std::string field;
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    auto r = api::read_video_body(nlohmann::json{{"prompt", "a fox"}, {"lora", deep}}, &field);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(field, "lora");
+    EXPECT_TRUE(has(r.status(), "lora: the form part: JSON nests deeper than 64 levels"))
+        << r.status().message();
+}
+
 TEST(Json, ConfigIntegersAreRangeChecked) {
     nlohmann::json j = {{"num_layers", 4294967298ull}};
     auto dit = model::DitConfig::from_json(j, "transformer/config.json");
