@@ -143,6 +143,39 @@ TEST(Json, ConfigIntegersAreRangeChecked) {
     EXPECT_EQ(v, 10);
 }
 
+// Found by fuzz_config (UBSan: 536870912 * 512 overflowed an int): the products a config's factors and widths
+// make are bounded before anything multiplies them, and the refusal names the field.
+TEST(Json, ConfigProductsCannotOverflow) {
+    const std::string vae_file = "vae/config.json";
+    auto factors = model::VideoVaeConfig::from_json(
+        {{"spatial_downsample_factors", {2, 2, 2, 2, 256, 256, 512, 512, 11, 1}}}, vae_file);
+    ASSERT_FALSE(factors.ok());
+    EXPECT_TRUE(
+        has(factors.status(), "vae/config.json: field 'spatial_downsample_factors': the factors multiply"))
+        << factors.status().message();
+    auto zero = model::VideoVaeConfig::from_json({{"temporal_downsample_factors", {1, 0}}}, vae_file);
+    ASSERT_FALSE(zero.ok());
+    EXPECT_TRUE(has(zero.status(), "'temporal_downsample_factors'[1] is 0")) << zero.status().message();
+    auto wide = model::VideoVaeConfig::from_json(
+        {{"decoder_num_attention_heads", 1 << 20}, {"decoder_attention_head_dim", 1 << 20}}, vae_file);
+    ASSERT_FALSE(wide.ok());
+    EXPECT_TRUE(has(wide.status(), "decoder widths overflow")) << wide.status().message();
+    auto ratio = model::VideoVaeConfig::from_json({{"decoder_rope_dim_ratio", 1e300}}, vae_file);
+    ASSERT_FALSE(ratio.ok());
+    EXPECT_TRUE(has(ratio.status(), "decoder_rope_dim_ratio")) << ratio.status().message();
+    auto hop = model::AudioVaeConfig::from_json(
+        {{"decoder_rates", {65536, 65536}}, {"decoder_kernel_sizes", {65536, 65536}}},
+        "audio_vae/config.json");
+    ASSERT_FALSE(hop.ok());
+    EXPECT_TRUE(has(hop.status(), "decoder_rates multiply past")) << hop.status().message();
+    EXPECT_TRUE(model::VideoVaeConfig::from_json(model::VideoVaeConfig{}.to_json(), vae_file).ok());
+    model::AudioVaeConfig released; // the release's rates and widths (the latents statistics filled in)
+    released.latents_mean.assign(static_cast<size_t>(released.latent_channels), 0.0f);
+    released.latents_std.assign(static_cast<size_t>(released.latent_channels), 1.0f);
+    auto audio_default = model::AudioVaeConfig::from_json(released.to_json(), "a");
+    EXPECT_TRUE(audio_default.ok()) << audio_default.status().to_string();
+}
+
 TEST(Output, UnknownExtensionsAreRefused) {
     EXPECT_EQ(*pipeline::checked_output_kind("a.mp4"), pipeline::OutputKind::kMp4);
     EXPECT_EQ(*pipeline::checked_output_kind("a.WAV"), pipeline::OutputKind::kWav);
