@@ -39,6 +39,11 @@ rm -rf "$SEEDS"
 "$BUILD/tests/fuzz/fuzz_seeds" "$SEEDS" >/dev/null
 mkdir -p "$SEEDS/safetensors_header"
 cp "$ROOT"/tests/fuzz/corpus/*.safetensors "$SEEDS/safetensors_header/"
+# checked-in findings (tests/fuzz/corpus/NAME/*: inputs that once failed a target) join its seeds
+for d in "$ROOT"/tests/fuzz/corpus/*/; do
+    mkdir -p "$SEEDS/$(basename "$d")"
+    cp "$d"* "$SEEDS/$(basename "$d")/"
+done
 
 ARTIFACTS="$BUILD/fuzz_artifacts/"
 mkdir -p "$ARTIFACTS"
@@ -49,16 +54,17 @@ run_target() {
     local work="$BUILD/fuzz_corpus/$name" log="$BUILD/fuzz_$name.log" dict=() rc
     mkdir -p "$work" "$SEEDS/$name"
     [ -f "$ROOT/tests/fuzz/$name.dict" ] && dict=(-dict="$ROOT/tests/fuzz/$name.dict")
-    # -rss_limit_mb: an input that makes a target allocate past it is a finding (allocation from a declared size)
+    # -rss_limit_mb / -malloc_limit_mb: an input that makes a target hold more, or ask for more in one
+    # allocation, is a finding (allocation from a declared size)
     set +e
     nice -n "${H3_FUZZ_NICE:-0}" "$BUILD/tests/fuzz/$t" -max_total_time="$SECONDS_TO_RUN" -print_final_stats=1 \
-        -rss_limit_mb=2048 -timeout=25 -max_len=65536 -artifact_prefix="$ARTIFACTS$name-" "${dict[@]}" \
+        -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=25 -max_len=65536 -artifact_prefix="$ARTIFACTS$name-" "${dict[@]}" \
         "$work" "$SEEDS/$name" >"$log" 2>&1
     rc=$?
     set -e
     local execs cov ft rss
-    execs=$(grep -oE "^stat::number_of_executed_units: [0-9]+" "$log" | grep -oE "[0-9]+$" || true)
-    rss=$(grep -oE "^stat::peak_rss_mb: [0-9]+" "$log" | grep -oE "[0-9]+$" || true)
+    execs=$(grep -oE "^stat::number_of_executed_units:[[:space:]]+[0-9]+" "$log" | grep -oE "[0-9]+$" || true)
+    rss=$(grep -oE "^stat::peak_rss_mb:[[:space:]]+[0-9]+" "$log" | grep -oE "[0-9]+$" || true)
     cov=$(grep -oE "cov: [0-9]+ ft: [0-9]+" "$log" | tail -1 || true)
     echo "== $t: ${SECONDS_TO_RUN}s, ${execs:-?} executions, ${cov:-no coverage line}, peak RSS ${rss:-?} MB, rc $rc"
     grep -E "ERROR|SUMMARY|Test unit written" "$log" || true
