@@ -272,7 +272,10 @@ def main():
     log = open(os.path.join(a.work, "server.log"), "w")
     srv = subprocess.Popen([a.binary, "serve", "--model", model, "--device", "cpu", "--dtype", "fp32", "--host", HOST,
                             "--port", "0", "--output-dir", out, "--max-queue", "16", "--ttl", "120",
-                            "--max-body-bytes", "1048576"], stdout=subprocess.PIPE, stderr=log, text=True)
+                            "--max-body-bytes", "1048576",
+                            # small references keep a ref2va job seconds long (the model's 2048-edge image
+                            # reference is minutes of VAE encoding and vision tower on a CPU)
+                            "--reference-image-edge", "64", "--reference-video-edge", "64"], stdout=subprocess.PIPE, stderr=log, text=True)
     port = None
     for line in srv.stdout:
         m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
