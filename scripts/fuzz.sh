@@ -39,8 +39,8 @@ rm -rf "$SEEDS"
 "$BUILD/tests/fuzz/fuzz_seeds" "$SEEDS" >/dev/null
 mkdir -p "$SEEDS/safetensors_header"
 cp "$ROOT"/tests/fuzz/corpus/*.safetensors "$SEEDS/safetensors_header/"
-# checked-in findings (tests/fuzz/corpus/NAME/*: inputs that once failed a target) join its seeds
-for d in "$ROOT"/tests/fuzz/corpus/*/; do
+# checked-in findings (tests/fuzz/findings/NAME/*: inputs that once failed a target) join its seeds
+for d in "$ROOT"/tests/fuzz/findings/*/; do
     mkdir -p "$SEEDS/$(basename "$d")"
     cp "$d"* "$SEEDS/$(basename "$d")/"
 done
