@@ -111,6 +111,18 @@ TEST(Json, EmptyKeyIsNamed) {
     EXPECT_TRUE(has(r.status(), "unknown field")) << r.status().message();
 }
 
+// The lora field of a multipart form is JSON text: parsed with the same bound (it was the one unbounded parse
+// of request data).
+TEST(Json, NestedLoraFormFieldIsBounded) {
+    std::string field;
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    auto r = api::read_video_body(nlohmann::json{{"prompt", "a fox"}, {"lora", deep}}, &field);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(field, "lora");
+    EXPECT_TRUE(has(r.status(), "lora: the form part: JSON nests deeper than 64 levels"))
+        << r.status().message();
+}
+
 TEST(Json, ConfigIntegersAreRangeChecked) {
     nlohmann::json j = {{"num_layers", 4294967298ull}};
     auto dit = model::DitConfig::from_json(j, "transformer/config.json");
@@ -129,6 +141,39 @@ TEST(Json, ConfigIntegersAreRangeChecked) {
     EXPECT_FALSE(io::json_int(nlohmann::json(-1), "x", v, 0, 10).ok());
     EXPECT_TRUE(io::json_int(nlohmann::json(10), "x", v, 0, 10).ok());
     EXPECT_EQ(v, 10);
+}
+
+// Found by fuzz_config (UBSan: 536870912 * 512 overflowed an int): the products a config's factors and widths
+// make are bounded before anything multiplies them, and the refusal names the field.
+TEST(Json, ConfigProductsCannotOverflow) {
+    const std::string vae_file = "vae/config.json";
+    auto factors = model::VideoVaeConfig::from_json(
+        {{"spatial_downsample_factors", {2, 2, 2, 2, 256, 256, 512, 512, 11, 1}}}, vae_file);
+    ASSERT_FALSE(factors.ok());
+    EXPECT_TRUE(
+        has(factors.status(), "vae/config.json: field 'spatial_downsample_factors': the factors multiply"))
+        << factors.status().message();
+    auto zero = model::VideoVaeConfig::from_json({{"temporal_downsample_factors", {1, 0}}}, vae_file);
+    ASSERT_FALSE(zero.ok());
+    EXPECT_TRUE(has(zero.status(), "'temporal_downsample_factors'[1] is 0")) << zero.status().message();
+    auto wide = model::VideoVaeConfig::from_json(
+        {{"decoder_num_attention_heads", 1 << 20}, {"decoder_attention_head_dim", 1 << 20}}, vae_file);
+    ASSERT_FALSE(wide.ok());
+    EXPECT_TRUE(has(wide.status(), "decoder widths overflow")) << wide.status().message();
+    auto ratio = model::VideoVaeConfig::from_json({{"decoder_rope_dim_ratio", 1e300}}, vae_file);
+    ASSERT_FALSE(ratio.ok());
+    EXPECT_TRUE(has(ratio.status(), "decoder_rope_dim_ratio")) << ratio.status().message();
+    auto hop = model::AudioVaeConfig::from_json(
+        {{"decoder_rates", {65536, 65536}}, {"decoder_kernel_sizes", {65536, 65536}}},
+        "audio_vae/config.json");
+    ASSERT_FALSE(hop.ok());
+    EXPECT_TRUE(has(hop.status(), "decoder_rates multiply past")) << hop.status().message();
+    EXPECT_TRUE(model::VideoVaeConfig::from_json(model::VideoVaeConfig{}.to_json(), vae_file).ok());
+    model::AudioVaeConfig released; // the release's rates and widths (the latents statistics filled in)
+    released.latents_mean.assign(static_cast<size_t>(released.latent_channels), 0.0f);
+    released.latents_std.assign(static_cast<size_t>(released.latent_channels), 1.0f);
+    auto audio_default = model::AudioVaeConfig::from_json(released.to_json(), "a");
+    EXPECT_TRUE(audio_default.ok()) << audio_default.status().to_string();
 }
 
 TEST(Output, UnknownExtensionsAreRefused) {
@@ -278,6 +323,16 @@ TEST(Cancel, DecodersAndEncodersStopFromInside) {
     model::VideoEncodeOptions eo;
     eo.cancel = &cancel;
     EXPECT_EQ(model::encode_video(cpu, *enc, rgb, eo).status().code(), ErrorCode::kCancelled);
+    // one encoder call (a whole clip or tile batch: many seconds on a loaded CPU) reads the flag between its
+    // blocks, so a cancel never waits for the call to end
+    Tensor px = Tensor::host(Shape{1, 3, 5, 32, 32}, DType::kF32);
+    ASSERT_TRUE(ops::fill_uniform(cpu, {.seed = 4, .bound = 1.0f}, px).ok());
+    cancel = false;
+    EXPECT_TRUE(model::encode_moments(cpu, *enc, px, &cancel).ok());
+    cancel = true;
+    auto m = model::encode_moments(cpu, *enc, px, &cancel);
+    EXPECT_EQ(m.status().code(), ErrorCode::kCancelled);
+    EXPECT_TRUE(has(m.status(), "video encode cancelled")) << m.status().message();
 
     auto aenc = model::load_audio_vae_encoder((tiny / "audio_vae").string(), Device::cpu());
     ASSERT_TRUE(aenc.ok()) << aenc.status().to_string();

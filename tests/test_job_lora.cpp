@@ -103,6 +103,11 @@ TEST(JobLora, ErrorsNameTheFieldNeverAFlag) {
              a.lora_mode = "merged";
          },
          "lora", "merged adapters are fixed"},
+        {&with_library,
+         [](auto& a) {
+             a.lora.assign(pipeline::kMaxJobAdapters + 1, {"a.safetensors", 0.1});
+         },
+         "lora", "at most 16 adapters, got 17"},
         {&with_library, [](auto& a) { a.lora_mode = "sometimes"; }, "lora_mode", "runtime or merged"},
         {&with_library, [](auto& a) { a.preset = "turbo-1step"; }, "preset", "unknown preset"},
         {&with_library, [](auto& a) { a.video_shift = -1; }, "video_shift", "positive"},

@@ -228,6 +228,10 @@ TEST(LoraFormats, AlphaFromMetadataAndDefaults) {
     EXPECT_EQ(rs->factors[0].scale, 4.0f);
     expect_error(convert(t, {}, {{"lora_adapter_metadata", R"({"r": 16, "lora_alpha": 16})"}}), "rank 16");
     expect_error(convert(t, {}, {{"lora_adapter_metadata", R"({"r": 4, "use_dora": true})"}}), "DoRA");
+    // the metadata is file data: its JSON nesting is bounded like every other parse of outside JSON
+    expect_error(
+        convert(t, {}, {{"lora_adapter_metadata", std::string(100000, '[') + std::string(100000, ']')}}),
+        "test.safetensors: __metadata__ lora_adapter_metadata: JSON nests deeper than 64 levels");
 }
 
 TEST(LoraFormats, BadFilesGetClearErrors) {

@@ -73,7 +73,7 @@ Status encode(AVFormatContext* fmt, AVCodecContext* enc, AVStream* st, AVFrame* 
 Status write_mp4(const std::string& path, const Tensor& frames, const Tensor& audio, int sample_rate,
                  const Mp4Options& opt) {
     H3_TRY(check_frames("write_mp4", frames));
-    av_log_set_level(AV_LOG_ERROR);
+    ffmpeg::apply_limits(); // allocation cap, log level
     const int nf = static_cast<int>(frames.dim(0)), h = static_cast<int>(frames.dim(1)),
               w = static_cast<int>(frames.dim(2));
     if (w % 2 || h % 2) return invalid_argument("write_mp4: yuv420p needs an even width and height");

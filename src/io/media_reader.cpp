@@ -111,7 +111,7 @@ public:
             return not_found("read_media: '" + name_ + "' does not exist");
         if (std::filesystem::is_directory(path_, ec))
             return invalid_argument("read_media: '" + name_ + "' is a directory, not a media file");
-        av_log_set_level(AV_LOG_ERROR);
+        ffmpeg::apply_limits(); // allocation cap, log level
         AVFormatContext* raw = nullptr;
         int e = avformat_open_input(&raw, path_.c_str(), nullptr, nullptr);
         if (e < 0)

@@ -45,6 +45,11 @@ std::vector<std::string> JobAdapters::names() const {
 }
 
 Status check_lora_input(const LoraJobInput& in, std::string* field) {
+    if (in.lora.size() > kMaxJobAdapters)
+        return lora_error("lora",
+                          "a job applies at most " + std::to_string(kMaxJobAdapters) + " adapters, got " +
+                              std::to_string(in.lora.size()),
+                          field);
     for (size_t i = 0; i < in.lora.size(); ++i) {
         const LoraInput& l = in.lora[i];
         const std::string which = "lora[" + std::to_string(i) + "]";

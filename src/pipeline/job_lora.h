@@ -24,6 +24,11 @@ struct LoraInput {
     double scale = 1.0; // 0 leaves the adapter out
 };
 
+// Adapters one job may name: each is a low-rank product in every adapted projection of every step, so the
+// list is bounded like any other size a client declares (a long list of one cached file would otherwise turn
+// a small body into hours of denoising).
+inline constexpr size_t kMaxJobAdapters = 16;
+
 // JobInput::adapters.
 struct LoraJobInput {
     std::vector<LoraInput> lora = {};
@@ -58,7 +63,8 @@ struct LoraResolver {
     std::vector<std::string> merged = {}; // the store's merged set (runtime::ModelStore::merged_adapters)
 };
 
-// The checks that need no checkpoint (paths given, scales finite, mode, preset name, shifts positive).
+// The checks that need no checkpoint (at most kMaxJobAdapters, paths given, scales finite, mode, preset name,
+// shifts positive).
 Status check_lora_input(const LoraJobInput& in, std::string* field);
 // Steps (when num_inference_steps was not given), shifts and adapters into `job` (whose steps and shifts hold
 // the request's or the checkpoint's values already).

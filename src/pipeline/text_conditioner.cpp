@@ -284,12 +284,12 @@ Result<Conditioning> TextConditioner::encode(const ConditionerRequest& request,
     model::VisionOutput vi, vv;
     if (options.progress) options.progress({"vision", 0, runs});
     if (!p.grids.empty()) {
-        H3_ASSIGN_OR_RETURN(vi, vision_->forward(p.pixel_values, p.grids));
+        H3_ASSIGN_OR_RETURN(vi, vision_->forward(p.pixel_values, p.grids, {}, options.cancel));
         if (options.progress) options.progress({"vision", ++ran, runs});
     }
     if (options.cancel && options.cancel->load()) return cancelled("conditioning cancelled");
     if (!p.video_grids.empty()) {
-        H3_ASSIGN_OR_RETURN(vv, vision_->forward(p.pixel_values_videos, p.video_grids));
+        H3_ASSIGN_OR_RETURN(vv, vision_->forward(p.pixel_values_videos, p.video_grids, {}, options.cancel));
         if (options.progress) options.progress({"vision", ++ran, runs});
     }
     if (options.cancel && options.cancel->load()) return cancelled("conditioning cancelled");

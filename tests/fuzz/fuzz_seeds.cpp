@@ -1,11 +1,16 @@
 // Writes the seed corpora of the fuzz targets (scripts/fuzz.sh runs it into the build tree): a few valid
 // request bodies, multipart submissions with a keyframe and references, tiny PNG/JPEG/WebP images, PCM16 and
 // float WAVs, a tiny MP4, component configs (the VAEs' defaults through their own writers, a small
-// transformer, text and vision config) and a model_index.json. Everything is made here, small, from the
-// project's own writers and the codec libraries.
+// transformer, text and vision config), a model_index.json and LoRA adapters for the tiny DiT in each key
+// layout (diffusers/PEFT with alpha, metadata-scaled, kohya, musubi, original, DiffSynth). Everything is made
+// here, small, from the project's own writers and the codec libraries.
 #include "core/tensor.h"
 #include "io/media_writer.h"
+#include "io/safetensors.h"
 #include "model/audio_vae/audio_vae.h"
+#include "model/dit/dit_tensors.h"
+#include "model/lora/lora_file.h"
+#include "model/tiny/tiny_checkpoint.h"
 #include "model/video_vae/video_vae.h"
 
 #include <jpeglib.h>
@@ -14,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -109,6 +115,93 @@ std::string multipart(const std::vector<std::tuple<std::string, std::string, std
     return b + "--XyZ--\r\n";
 }
 
+// A deterministic factor [rows, cols] in `dtype` (small values, no two rows alike).
+h3::Tensor factor(int64_t rows, int64_t cols, h3::DType dtype, int salt) {
+    std::vector<float> v(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(((i * 31 + salt * 17) % 29) - 14) / 64.0f;
+    return h3::host_tensor_from(v, h3::Shape{rows, cols}, dtype);
+}
+
+h3::Tensor scalar(float v) {
+    return h3::host_tensor_from({v}, h3::Shape{}, h3::DType::kF32);
+}
+
+std::string flat(std::string s) {
+    for (char& c : s)
+        if (c == '.') c = '_';
+    return s;
+}
+
+// LoRA seeds for the tiny DiT: rank 1-2 factors on a few projections of each kind, in every key layout.
+void lora_seeds(const fs::path& out, const fs::path& scratch) {
+    using namespace h3::model;
+    const DitConfig c = tiny_dit_config();
+    const fs::path dir = out / "lora";
+    auto save = [&](const std::string& name, const std::vector<h3::io::NamedTensor>& t,
+                    const std::map<std::string, std::string>& md = {}) {
+        const fs::path p = scratch / name;
+        if (h3::io::write_safetensors(p.string(), t, md).ok()) put(dir / name, slurp(p));
+    };
+    const LoraTarget q{LoraSite::kBlock, 0, LoraProjection::kToQ},
+        out0{LoraSite::kBlock, 1, LoraProjection::kToOut}, ff_in{LoraSite::kBlock, 0, LoraProjection::kFfIn},
+        ref_k{LoraSite::kRefiner, 0, LoraProjection::kToK},
+        adaln{LoraSite::kFinalLayer, 0, LoraProjection::kAdaln};
+    // diffusers/PEFT with an alpha per module (the writer's layout)
+    LoraAdapter a;
+    int salt = 0;
+    for (const LoraTarget& t : {q, out0, ff_in, ref_k, adaln}) {
+        const LoraShape s = lora_target_shape(c, t);
+        a.factors.push_back(
+            {t, factor(2, s.in, h3::DType::kBF16, ++salt), factor(s.out, 2, h3::DType::kBF16, ++salt), 0.5f});
+    }
+    if (write_lora_file((scratch / "peft.safetensors").string(), a).ok())
+        put(dir / "peft.safetensors", slurp(scratch / "peft.safetensors"));
+    // diffusers names scaled by lora_adapter_metadata (rank and alpha patterns, rsLoRA), one unknown key
+    std::vector<h3::io::NamedTensor> d;
+    for (const LoraTarget& t : {q, ff_in}) {
+        const LoraShape s = lora_target_shape(c, t);
+        const std::string m = "transformer." + lora_target_name(t);
+        d.push_back({m + ".lora_A.weight", factor(1, s.in, h3::DType::kF16, ++salt)});
+        d.push_back({m + ".lora_B.weight", factor(s.out, 1, h3::DType::kF16, ++salt)});
+    }
+    d.push_back({"transformer.context_embedder.lora_A.weight", factor(1, 8, h3::DType::kF16, ++salt)});
+    save("metadata.safetensors", d,
+         {{"lora_adapter_metadata",
+           R"({"r": 1, "lora_alpha": 2, "use_rslora": true,)"
+           R"( "rank_pattern": {"ff.net.0.proj": 1}, "alpha_pattern": {"to_q": 4}})"}});
+    // kohya (flattened diffusers names) and musubi (flattened original names), lora_down / lora_up / alpha
+    std::vector<h3::io::NamedTensor> k, mu;
+    for (const LoraTarget& t : {q, out0}) {
+        const LoraShape s = lora_target_shape(c, t);
+        const std::string m = "lora_unet_" + flat(lora_target_name(t));
+        k.push_back({m + ".lora_down.weight", factor(2, s.in, h3::DType::kF32, ++salt)});
+        k.push_back({m + ".lora_up.weight", factor(s.out, 2, h3::DType::kF32, ++salt)});
+        k.push_back({m + ".alpha", scalar(1.0f)});
+    }
+    save("kohya.safetensors", k);
+    // original names: the fused qkv_proj (B rows [q; k; v]) and mlp.fc1 ([gate; value])
+    const std::string qkv = *original_name_of(lora_target_name(q) + ".weight");
+    const std::string fc1 = *original_name_of(lora_target_name(ff_in) + ".weight");
+    const std::string qkv_m = qkv.substr(0, qkv.size() - 7), fc1_m = fc1.substr(0, fc1.size() - 7);
+    const LoraShape sq = lora_target_shape(c, q), sf = lora_target_shape(c, ff_in);
+    std::vector<h3::io::NamedTensor> o = {
+        {"diffusion_model." + qkv_m + ".lora_A.weight", factor(2, sq.in, h3::DType::kBF16, ++salt)},
+        {"diffusion_model." + qkv_m + ".lora_B.weight", factor(3 * sq.out, 2, h3::DType::kBF16, ++salt)},
+        {"diffusion_model." + fc1_m + ".lora_A.weight", factor(1, sf.in, h3::DType::kBF16, ++salt)},
+        {"diffusion_model." + fc1_m + ".lora_B.weight", factor(sf.out, 1, h3::DType::kBF16, ++salt)}};
+    save("original.safetensors", o);
+    // DiffSynth: original names with PEFT's .default. infix (per-head qkv rows)
+    save("diffsynth.safetensors",
+         {{qkv_m + ".lora_A.default.weight", factor(1, sq.in, h3::DType::kBF16, ++salt)},
+          {qkv_m + ".lora_B.default.weight", factor(3 * sq.out, 1, h3::DType::kBF16, ++salt)}});
+    mu.push_back(
+        {"lora_unet_" + flat(qkv_m) + ".lora_down.weight", factor(1, sq.in, h3::DType::kF16, ++salt)});
+    mu.push_back(
+        {"lora_unet_" + flat(qkv_m) + ".lora_up.weight", factor(3 * sq.out, 1, h3::DType::kF16, ++salt)});
+    mu.push_back({"lora_unet_" + flat(qkv_m) + ".alpha", scalar(2.0f)});
+    save("musubi.safetensors", mu);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -180,6 +273,7 @@ int main(int argc, char** argv) {
         R"({"_class_name": "MiniMaxH3Pipeline", "transformer": ["diffusers", "MiniMaxH3Transformer3DModel"],)"
         R"( "vae": ["diffusers", "AutoencoderKLMiniMaxH3"], "audio_vae": ["diffusers", "AutoencoderKLMiniMaxH3Audio"],)"
         R"( "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"]})");
+    lora_seeds(out, scratch);
     fs::remove_all(scratch);
     std::printf("fuzz_seeds: wrote %s\n", out.c_str());
     return 0;

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Soak test of `h3-engine serve` (not run in CI): starts a CPU server on loopback with the tiny checkpoint and
 drives it with a bounded mix of valid, invalid and cancelled requests from a few client threads, for a given
-time and request count. Reports jobs done by final status, responses by request kind and HTTP status, the
-slowest /health answer, and the server's resident memory over time. Exits non-zero when the server died, a
+time and request count. Reports the jobs by final status and the refusals by reason (from /metrics), responses
+by request kind and HTTP status, transport errors, the slowest /health answer and the server's resident memory
+over time (sampled every 5 s: start, peak, end; a line a minute). Exits non-zero when the server died, a
 /health took over 1 s, or a request kind got an answer it must never get (a 5xx other than 503).
 
 Usage: tools/soak/soak.py --binary build/src/cli/h3-engine [--minutes 20] [--max-requests 100000]
@@ -13,7 +14,9 @@ import argparse
 import collections
 import gzip
 import http.client
+import io
 import json
+import math
 import os
 import random
 import re
@@ -22,7 +25,10 @@ import socket
 import subprocess
 import sys
 import threading
+import struct
 import time
+import wave
+import zlib
 
 HOST = "127.0.0.1"
 
@@ -74,8 +80,9 @@ def multipart(parts):
 
 def client_loop(port, stats, deadline, budget, seed):
     rng = random.Random(seed)
-    kinds = ["valid", "valid", "valid", "cancel", "delete", "events", "invalid_field", "deep_json",
-             "bad_utf8", "oversize", "gzip_bomb", "bad_multipart", "list", "content_range", "unknown_route"]
+    kinds = ["valid", "valid", "valid", "cancel", "delete", "events", "reference", "invalid_field", "deep_json",
+             "bad_utf8", "oversize", "gzip_bomb", "bad_multipart", "deep_lora", "list", "content_range",
+             "unknown_route"]
     while time.time() < deadline:
         with stats.lock:
             if budget[0] <= 0:
@@ -115,6 +122,22 @@ def client_loop(port, stats, deadline, budget, seed):
                     except (socket.timeout, TimeoutError):
                         pass
                     conn.close()
+            elif kind == "reference":
+                # ref2va with an uploaded image and a WAV (fresh temp files, the encoders, the vision tower)
+                body = multipart([("prompt", "", b"soak reference"), ("size", "", b"64x32"), ("seconds", "", b"4"),
+                                  ("num_inference_steps", "", b"2"), ("reference", "r.png", PNG),
+                                  ("reference", "r.wav", WAV)])
+                st, data = request("POST", "/v1/videos", body,
+                                   {"Content-Type": "multipart/form-data; boundary=XyZ"}, port=port)
+                stats.add("reference:submit", st)
+                if st == 200:
+                    with stats.lock:
+                        stats.submitted.append(json.loads(data)["id"])
+            elif kind == "deep_lora":
+                body = multipart([("prompt", "", b"x"), ("lora", "", b"[" * 5000 + b"]" * 5000)])
+                st, _ = request("POST", "/v1/videos", body,
+                                {"Content-Type": "multipart/form-data; boundary=XyZ"}, port=port)
+                stats.add(kind, st)
             elif kind == "invalid_field":
                 st, _ = request("POST", "/v1/videos", json.dumps({"prompt": "x", "seconds": "soon"}),
                                 {"Content-Type": "application/json"}, port=port)
@@ -189,6 +212,49 @@ def rss_mib(pid):
 BOMB = gzip.compress(b" " * (64 << 20), 9)
 
 
+def png(w, h):
+    """An 8-bit RGB PNG of a gradient, written with zlib (no imaging library needed)."""
+    rows = []
+    for y in range(h):
+        pixels = [(x * 255 // (w - 1), y * 255 // (h - 1), (x ^ y) & 255) for x in range(w)]
+        rows.append(b"\0" + bytes(c for p in pixels for c in p))
+    raw = b"".join(rows)
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def wav(seconds, rate=16000):
+    """A mono PCM16 tone."""
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(0.05 * i))) for i in range(int(seconds * rate))))
+    return buf.getvalue()
+
+
+PNG = png(48, 32)
+WAV = wav(1.0)
+
+
+def metric_counts(port, name):
+    """{label value: count} of one labelled counter in /metrics."""
+    st, data = request("GET", "/metrics", port=port)
+    out = {}
+    if st != 200:
+        return out
+    for line in data.decode().splitlines():
+        m = re.match(name + r'\{[a-z]+="([^"]*)"\} (\d+)', line)
+        if m:
+            out[m.group(1)] = int(m.group(2))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", required=True)
@@ -206,7 +272,10 @@ def main():
     log = open(os.path.join(a.work, "server.log"), "w")
     srv = subprocess.Popen([a.binary, "serve", "--model", model, "--device", "cpu", "--dtype", "fp32", "--host", HOST,
                             "--port", "0", "--output-dir", out, "--max-queue", "16", "--ttl", "120",
-                            "--max-body-bytes", "1048576"], stdout=subprocess.PIPE, stderr=log, text=True)
+                            "--max-body-bytes", "1048576",
+                            # small references keep a ref2va job seconds long (the model's 2048-edge image
+                            # reference is minutes of VAE encoding and vision tower on a CPU)
+                            "--reference-image-edge", "64", "--reference-video-edge", "64"], stdout=subprocess.PIPE, stderr=log, text=True)
     port = None
     for line in srv.stdout:
         m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
@@ -226,8 +295,13 @@ def main():
     for t in threads + [hthread]:
         t.start()
     next_report = start
+    next_sample = start
+    rss_samples = []  # every 5 s: (seconds, MiB)
     while any(t.is_alive() for t in threads):
         time.sleep(1)
+        if time.time() >= next_sample:
+            rss_samples.append((round(time.time() - start), round(rss_mib(srv.pid), 1)))
+            next_sample = time.time() + 5
         if time.time() >= next_report:
             mib = rss_mib(srv.pid)
             with stats.lock:
@@ -256,6 +330,11 @@ def main():
                 st, data = request("GET", f"/v1/videos?limit=100&after={page['last_id']}", port=port)
         except OSError:
             pass
+        try:
+            jobs_by_status = metric_counts(port, "h3_requests_total")
+            rejected_by_reason = metric_counts(port, "h3_requests_rejected_total")
+        except OSError:
+            jobs_by_status, rejected_by_reason = {}, {}
         srv.send_signal(signal.SIGTERM)
         try:
             rc = srv.wait(timeout=60)
@@ -264,15 +343,23 @@ def main():
             rc = "timeout"
     else:
         rc = srv.returncode
+        jobs_by_status, rejected_by_reason = {}, {}
+    rss_values = [m for _, m in rss_samples if m >= 0]
     report = {
         "seconds": round(time.time() - start),
         "server_alive_until_end": alive,
         "server_exit": rc,
+        "jobs_by_final_status": jobs_by_status,
+        "submissions_rejected_by_reason": rejected_by_reason,
         "jobs_on_record_by_status": dict(finals),
         "responses": {f"{k} {s}": v for (k, s), v in sorted(stats.responses.items())},
         "transport_errors": dict(stats.errors),
         "health_checks": stats.health_count,
         "health_max_ms": round(stats.health_max_ms, 1),
+        "rss_mib": {"start": rss_values[0] if rss_values else None,
+                    "peak": max(rss_values) if rss_values else None,
+                    "end": rss_values[-1] if rss_values else None,
+                    "samples": len(rss_values)},
         "rss_mib_over_time": stats.rss,
         "violations": stats.bad[:20],
     }

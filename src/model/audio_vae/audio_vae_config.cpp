@@ -3,6 +3,8 @@
 #include "io/json_file.h"
 #include "model/audio_vae/audio_vae.h"
 
+#include <functional>
+
 namespace h3::model {
 
 namespace {
@@ -16,6 +18,25 @@ Status read_vec(const nlohmann::json& j, const char* key, std::vector<T>& out, c
 Status read_int(const nlohmann::json& j, const char* key, int& out, const std::string& origin) {
     if (!j.contains(key)) return ok_status();
     return io::json_int(j.at(key), origin + ": field '" + key + "'", out);
+}
+
+// Rates multiply into the hop (samples per latent): each rate and the product are bounded before they are
+// multiplied in int (found with fuzz_config next to the video VAE's downsample factors).
+constexpr int64_t kMaxHop = 1 << 20;
+Status check_rates(const std::vector<int>& rates, int min_rate, const char* key,
+                   const std::function<Status(const std::string&)>& bad) {
+    int64_t hop = 1;
+    for (size_t i = 0; i < rates.size(); ++i) {
+        if (rates[i] < min_rate || rates[i] > kMaxHop)
+            return bad(std::string(key) + "[" + std::to_string(i) + "] is " + std::to_string(rates[i]) +
+                       "; a rate lies in [" + std::to_string(min_rate) + ", " + std::to_string(kMaxHop) +
+                       "]");
+        hop *= rates[i];
+        if (hop > kMaxHop)
+            return bad(std::string(key) + " multiply past " + std::to_string(kMaxHop) +
+                       " samples per latent");
+    }
+    return ok_status();
 }
 
 } // namespace
@@ -79,6 +100,9 @@ Status AudioVaeConfig::validate(const std::string& origin) const {
     if (latent_channels < 1 || latent_dim < 1 || decoder_dim < 1) return bad("channel counts must be >= 1");
     if (decoder_rates.empty() || decoder_rates.size() != decoder_kernel_sizes.size())
         return bad("decoder_rates and decoder_kernel_sizes must be non-empty and of equal length");
+    H3_TRY(check_rates(decoder_rates, 1, "decoder_rates", bad));
+    if (decoder_rates.size() > 30) // one halving of decoder_dim per upsampler, in an int
+        return bad("decoder_rates has " + std::to_string(decoder_rates.size()) + " upsamplers (at most 30)");
     for (size_t i = 0; i < decoder_rates.size(); ++i)
         if (decoder_rates[i] < 1 || decoder_kernel_sizes[i] < decoder_rates[i] ||
             (decoder_kernel_sizes[i] - decoder_rates[i]) % 2)
@@ -105,6 +129,7 @@ Status AudioVaeConfig::validate_encoder(const std::string& origin) const {
     for (int r : encoder_rates)
         if (r < 2) // kernel 2·s, padding ceil(s/2): a stride of 1 would lengthen the signal by one sample
             return bad("encoder_rates must be >= 2, got " + std::to_string(r));
+    H3_TRY(check_rates(encoder_rates, 2, "encoder_rates", bad));
     if (encoder_hop() != hop_length())
         return bad("encoder_rates multiply to " + std::to_string(encoder_hop()) + " but decoder_rates to " +
                    std::to_string(hop_length()) + "; the encoder must downsample by the decoder's hop");

@@ -1,6 +1,7 @@
 #include "model/lora/lora_file.h"
 
 #include "core/log.h"
+#include "io/json_file.h"
 #include "model/dit/random_weights.h"
 #include "model/lora/lora_keys.h"
 
@@ -40,7 +41,10 @@ Result<AdapterMetadata> parse_metadata(const std::map<std::string, std::string>&
     AdapterMetadata m;
     auto it = md.find("lora_adapter_metadata");
     if (it == md.end()) return m;
-    nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
+    // bounded nesting, as every parse of outside JSON
+    auto parsed = io::parse_json(it->second, label + ": __metadata__ lora_adapter_metadata");
+    if (!parsed.ok()) return parsed.status();
+    const nlohmann::json j = std::move(parsed).value();
     if (!j.is_object()) return bad_input(label + ": __metadata__ lora_adapter_metadata is not a JSON object");
     auto field = [&](const std::string& name) -> const nlohmann::json* {
         for (const char* p : {"", "transformer.", "transformer_ref."}) {

@@ -12,6 +12,24 @@ Status read_field(const nlohmann::json& j, const char* key, T& out, const std::s
     return io::json_get(j.at(key), origin + ": field '" + key + "'", out);
 }
 
+// The product of a config's downsample factors (the VAE's patch size along those axes), each factor and the
+// product checked before they are multiplied (found by fuzz_config: factors like 512 overflowed the int).
+Result<int> downsample_product(const std::vector<int>& factors, const char* key, const std::string& origin) {
+    constexpr int64_t kMaxPatch = 1 << 12;
+    int64_t p = 1;
+    for (size_t i = 0; i < factors.size(); ++i) {
+        if (factors[i] < 1 || factors[i] > kMaxPatch)
+            return bad_input(origin + ": field '" + key + "'[" + std::to_string(i) + "] is " +
+                             std::to_string(factors[i]) + "; a downsample factor lies in [1, " +
+                             std::to_string(kMaxPatch) + "]");
+        p *= factors[i];
+        if (p > kMaxPatch)
+            return bad_input(origin + ": field '" + key + "': the factors multiply past " +
+                             std::to_string(kMaxPatch) + " (the patch size they make)");
+    }
+    return static_cast<int>(p);
+}
+
 } // namespace
 
 Result<VideoVaeConfig> VideoVaeConfig::from_json(const nlohmann::json& j, const std::string& origin) {
@@ -39,10 +57,10 @@ Result<VideoVaeConfig> VideoVaeConfig::from_json(const nlohmann::json& j, const 
     H3_TRY(read_field(j, "norm_num_groups", c.norm_num_groups, origin));
     H3_TRY(read_field(j, "norm_eps", c.encoder_norm_eps, origin));
     H3_TRY(read_field(j, "spatial_padding_mode", c.spatial_padding_mode, origin));
-    c.patch = 1;
-    for (int f : c.spatial_downsample_factors) c.patch *= f;
-    c.patch_t = 1;
-    for (int f : c.temporal_downsample_factors) c.patch_t *= f;
+    H3_ASSIGN_OR_RETURN(
+        c.patch, downsample_product(c.spatial_downsample_factors, "spatial_downsample_factors", origin));
+    H3_ASSIGN_OR_RETURN(
+        c.patch_t, downsample_product(c.temporal_downsample_factors, "temporal_downsample_factors", origin));
     if (c.latents_mean.empty()) c.latents_mean.assign(static_cast<size_t>(c.latent_channels), 0.0f);
     if (c.latents_std.empty()) c.latents_std.assign(static_cast<size_t>(c.latent_channels), 1.0f);
     H3_TRY(c.validate(origin));
@@ -82,8 +100,21 @@ nlohmann::json VideoVaeConfig::to_json() const {
 
 Status VideoVaeConfig::validate(const std::string& origin) const {
     auto bad = [&](const std::string& m) { return bad_input(origin + ": " + m); };
-    if (latent_channels < 1 || out_channels < 1 || num_layers < 0 || num_heads < 1 || head_dim < 1)
+    if (latent_channels < 1 || out_channels < 1 || num_layers < 0 || num_heads < 1 || head_dim < 1 ||
+        ffn_mult < 1)
         return bad("decoder sizes must be positive");
+    // the derived widths (dim, ffn_dim, patch_dim) are ints: their products are checked before anything
+    // computes them
+    constexpr int64_t limit = int64_t{1} << 30;
+    const auto times = [&](int64_t a, int64_t b) { return a > limit || b > limit ? limit + 1 : a * b; };
+    const int64_t width = times(num_heads, head_dim);
+    if (width > limit || times(width, ffn_mult) > limit ||
+        times(times(times(out_channels, patch_t), patch), patch) > limit)
+        return bad("decoder widths overflow: num_heads·head_dim = " + std::to_string(width) + ", ffn_mult " +
+                   std::to_string(ffn_mult) + ", out_channels " + std::to_string(out_channels) + " × patch " +
+                   std::to_string(patch_t) + "·" + std::to_string(patch) + "² (at most 2^30 each)");
+    if (!(rope_dim_ratio >= 0.0 && rope_dim_ratio <= 1.0))
+        return bad("decoder_rope_dim_ratio must lie in [0, 1], got " + std::to_string(rope_dim_ratio));
     const int rot = rotary_dim();
     if (rot < 0 || rot > head_dim || rot % 6)
         return bad("rotary dim " + std::to_string(rot) +

@@ -246,7 +246,11 @@ Tensor normalize_rgb8(const Tensor& frames) {
     return out;
 }
 
-Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& input) {
+Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& input,
+                              const std::atomic<bool>* cancel) {
+    // one encoder call over a whole clip or tile batch can take many seconds on the CPU: the flag is read
+    // between its blocks (a host load, no device sync)
+    const auto cancelled_now = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
     const VideoVaeConfig& c = enc.config;
     const VideoVaeEncoderWeights& w = enc.weights;
     if (ctx.device != enc.device)
@@ -268,8 +272,10 @@ Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& en
     x = Tensor();
     for (const VaeDownLevel& lv : w.levels) {
         for (const VaeResnet3d& r : lv.resnets) {
+            if (cancelled_now()) return cancelled("video encode cancelled");
             H3_ASSIGN_OR_RETURN(h, resnet(ctx, pool, c, r, h));
         }
+        if (cancelled_now()) return cancelled("video encode cancelled");
         if (lv.down.w.defined()) {
             // stride-2 levels pad right/bottom by 1 (no other spatial padding); 2 zero frames in front.
             const int pad = lv.stride_s == 2 ? 1 : 0;
@@ -283,6 +289,7 @@ Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& en
             H3_ASSIGN_OR_RETURN(h, run_conv(ctx, pool, lv.down, p, h));
         }
     }
+    if (cancelled_now()) return cancelled("video encode cancelled");
     H3_ASSIGN_OR_RETURN(Tensor t, norm_silu(ctx, pool, c, w.norm_out, h));
     h = Tensor();
     H3_ASSIGN_OR_RETURN(Tensor o, run_conv(ctx, pool, w.conv_out, causal3(mode), t));
@@ -303,7 +310,8 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
     const int64_t ch = xc.dim(0), t = xc.dim(1), height = xc.dim(2), width = xc.dim(3);
     if (opt.cancel && opt.cancel->load()) return cancelled("video encode cancelled");
     if (!opt.tiling) {
-        H3_ASSIGN_OR_RETURN(Tensor m, encode_moments(ctx, enc, xc.view({1, ch, t, height, width})));
+        H3_ASSIGN_OR_RETURN(Tensor m,
+                            encode_moments(ctx, enc, xc.view({1, ch, t, height, width}), opt.cancel));
         return m.view({m.dim(1), m.dim(2), m.dim(3), m.dim(4)});
     }
     const int ratio = c.patch;
@@ -333,7 +341,7 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
                                     (cf * height + batch[static_cast<size_t>(b)].y0 + r) * width +
                                     batch[static_cast<size_t>(b)].x0,
                                 static_cast<size_t>(tw) * sizeof(float));
-        H3_ASSIGN_OR_RETURN(Tensor m, encode_moments(ctx, enc, in));
+        H3_ASSIGN_OR_RETURN(Tensor m, encode_moments(ctx, enc, in, opt.cancel));
         for (int64_t b = 0; b < nb; ++b) {
             const Pending& pd = batch[static_cast<size_t>(b)];
             tiles[pd.i][pd.j] = m.slice(0, b, b + 1).view({m.dim(1), m.dim(2), m.dim(3), m.dim(4)});

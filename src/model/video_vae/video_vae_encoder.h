@@ -10,6 +10,7 @@
 #include "core/buffer_pool.h"
 #include "model/video_vae/video_vae.h"
 
+#include <atomic>
 #include <memory>
 
 namespace h3::model {
@@ -64,8 +65,8 @@ struct VideoEncodeOptions {
     // CUDA: the convolutions on TF32 tensor cores (ops::Context::allow_tf32), as PyTorch runs them by default
     // (torch.backends.cudnn.allow_tf32); false: exact fp32. The CPU is always fp32.
     bool tf32 = true;
-    // Checked before every encoder call (each batch of tiles of each clip): once set, the encode stops with
-    // kCancelled.
+    // Checked before every encoder call (each batch of tiles of each clip) and inside it between blocks: once
+    // set, the encode stops with kCancelled.
     const std::atomic<bool>* cancel = nullptr;
 };
 
@@ -73,8 +74,10 @@ struct VideoEncodeOptions {
 Tensor normalize_rgb8(const Tensor& frames);
 
 // One encoder call: x [B, in_channels, T, H, W] normalized pixels (host or ctx device, f32) -> moments
-// [B, 2·latent, T', h, w] (host f32; quant_conv applied, before the mean/logvar split).
-Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& x);
+// [B, 2·latent, T', h, w] (host f32; quant_conv applied, before the mean/logvar split). `cancel` is read
+// before every resnet and downsampling block: once set, the call stops with kCancelled.
+Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& x,
+                              const std::atomic<bool>* cancel = nullptr);
 // One temporal clip x [in_channels, T, H, W] (host f32) -> moments [2·latent, T', h, w], spatially tiled per
 // `options` (the reference's `_encode_clip`).
 Result<Tensor> encode_clip_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& x,

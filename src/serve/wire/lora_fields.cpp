@@ -1,5 +1,7 @@
 #include "serve/wire/lora_fields.h"
 
+#include "io/json_file.h"
+
 #include <cmath>
 
 namespace h3::api {
@@ -27,8 +29,10 @@ Status read_lora_fields(const nlohmann::json& body, pipeline::LoraJobInput& in, 
     if (it == body.end() || it->is_null()) return ok_status();
     nlohmann::json list = *it;
     if (list.is_string()) { // a multipart form part carries the list as JSON text
-        list = nlohmann::json::parse(it->get<std::string>(), nullptr, false);
-        if (list.is_discarded()) return lora_field_error("lora", "not valid JSON", bad_field);
+        // bounded nesting like every parse of outside JSON (a deep list would recurse in copies and dumps)
+        auto parsed = io::parse_json(it->get_ref<const std::string&>(), "the form part");
+        if (!parsed.ok()) return lora_field_error("lora", parsed.status().message(), bad_field);
+        list = std::move(parsed).value();
     }
     if (list.is_object()) list = nlohmann::json::array({list});
     if (!list.is_array())
