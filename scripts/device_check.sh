@@ -72,6 +72,7 @@ for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner
          test_audio_resample test_references test_layout test_generator test_ops_fp8 test_dit_fp8 test_lora \
          test_lora_apply test_ops_vsa test_vsa test_residency test_memory_plan test_comm test_parallel; do
   [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
+[ "$STAGE" = focus ] && TARGETS="h3-engine test_ops"
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"
@@ -248,6 +249,30 @@ else
 fi
 fi
 unset H3_GEMM_AUTOTUNE # the benches time the autotuned GEMMs
+if [ "$STAGE" = focus ]; then
+# One call (< 600 s with its build): the attention race fix repeated, then the figures the open issues ask
+# for, most wanted first (each capped; the output tail carries the summaries if the call runs out).
+echo "== test_ops (cuda) once in full, Ops.Attention x15, the upload regression x3"
+timeout 120 $T/test_ops --backend cuda > "$OUT/ops_full.log" 2>&1; echo "test_ops full rc=$?"
+fails=0; for i in $(seq 15); do timeout 30 $T/test_ops --backend cuda --gtest_filter=Ops.Attention \
+  > "$OUT/ops_attn_$i.log" 2>&1 || fails=$((fails+1)); done; echo "Ops.Attention: $fails of 15 runs failed"
+timeout 60 $T/test_ops --backend cuda --gtest_filter=Ops.UploadIsCompleteBeforeTheNextKernel --gtest_repeat=3 \
+  > "$OUT/ops_upload.log" 2>&1; echo "upload regression x3 rc=$?"
+echo "== bench request --fasth3 (4 forwards, VSA 0.9, 1344x768x124, to MP4)"
+timeout 150 $H3 bench request --random-weights --fasth3 --size 1344x768 --frames 124 --device cuda \
+  --work /tmp/h3-bench-request-fasth3 --json > "$OUT/bench_request_fasth3.json" 2> "$OUT/bench_request_fasth3.err"
+echo "bench request --fasth3 rc=$?"; tail -2 "$OUT/bench_request_fasth3.err"
+python3 -c "import json; j=json.load(open('$OUT/bench_request_fasth3.json')); print({k: j.get(k) for k in ['attention','grid_points','forwards','seconds_total','seconds_encode','seconds_denoise','seconds_per_step_mean','seconds_decode','seconds_mux','peak_device_gib']})"
+echo "== weight residency, 50 blocks 1344x768x124, one timed forward each: resident, layerwise 24GiB, int8 24GiB"
+for spec in "resident:" "layerwise:--residency layerwise --gpu-memory-budget 24GiB" \
+            "int8:--residency layerwise --weight-dtype int8 --gpu-memory-budget 24GiB"; do
+  IFS=: read -r tag extra <<< "$spec"
+  # shellcheck disable=SC2086
+  timeout 130 $H3 bench dit --random-weights --blocks 50 --iters 1 --json $extra > "$OUT/res_$tag.json" \
+    2> "$OUT/res_$tag.err"; echo "bench dit $tag rc=$?"; tail -2 "$OUT/res_$tag.err"
+  python3 -c "import json; j=json.load(open('$OUT/res_$tag.json')); print({k: j.get(k) for k in ['residency','seconds_per_pass','seconds_per_forward_50_blocks','useful_tflops','peak_device_gib','h2d_bytes_per_pass','h2d_gbps_during_pass','h2d_link_gbps_pinned','sync_loads']})" 2>&1 | tail -1
+done
+fi
 if in_stage bench; then
 echo "== bench request: whole t2va requests through the Generator (random full-width weights, 1344x768x124)"
 H3_REQUEST_STEPS="50 4" H3_REQUEST_TIMEOUT=420 H3=$H3 bash scripts/device_bench_request.sh

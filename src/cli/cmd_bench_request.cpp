@@ -268,11 +268,11 @@ Command bench_request_command() {
         std::string placement; // the weights' placement, as `generate` plans it (before any weight moves)
         {
             const pipeline::Geometry& g = job->geometry;
-            auto choice = resolve_checkpoint_residency(
-                o->residency, root, precision,
-                workload_for(g.rows_per_frame() * g.latent_frames, 2LL * g.audio_latents, 537, job->steps, 0,
-                             g.width, g.height),
-                false, false);
+            auto choice = resolve_checkpoint_residency(o->residency, root, precision,
+                                                       workload_for(g.rows_per_frame() * g.latent_frames,
+                                                                    2LL * g.audio_latents, 537, job->steps, 0,
+                                                                    g.width, g.height),
+                                                       false, false);
             if (!choice.ok()) return report(choice.status());
             apply_residency(*choice, plan, false);
             placement = choice->describe();
