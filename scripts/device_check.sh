@@ -73,6 +73,7 @@ for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner
          test_lora_apply test_ops_vsa test_vsa test_residency test_memory_plan test_comm test_parallel; do
   [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 [ "$STAGE" = focus ] && TARGETS="h3-engine test_ops"
+[ "$STAGE" = budget ] && TARGETS="h3-engine"
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"
@@ -249,6 +250,25 @@ else
 fi
 fi
 unset H3_GEMM_AUTOTUNE # the benches time the autotuned GEMMs
+if [ "$STAGE" = budget ]; then
+# Issue #15's whole-request measures under a 24 GiB device budget (one call): a t2va request with 4 grid
+# points (conditioner, 3 forwards, video + audio decode, mux) placed by the planner, then the conditioner
+# alone layerwise.
+echo "== bench request under --gpu-memory-budget 24GiB: 1344x768x124, 4 grid points"
+timeout 300 $H3 bench request --random-weights --size 1344x768 --frames 124 --steps 4 --device cuda \
+  --gpu-memory-budget 24GiB --work /tmp/h3-bench-request-24g --json > "$OUT/bench_request_24g.json" \
+  2> "$OUT/bench_request_24g.err"; echo "bench request 24GiB rc=$?"; grep -v "^bench request: step" "$OUT/bench_request_24g.err" | tail -12
+python3 -c "import json; j=json.load(open('$OUT/bench_request_24g.json')); print({k: j.get(k) for k in ['grid_points','forwards','seconds_total','seconds_encode','seconds_denoise','seconds_denoise_setup','step_seconds','seconds_decode','seconds_mux','peak_device_gib']})"
+echo "== bench text layerwise under 24GiB (537 tokens)"
+timeout 200 $H3 bench text --random-weights --tokens 537 --json --residency layerwise --gpu-memory-budget 24GiB \
+  > "$OUT/bench_text_layerwise.json" 2> "$OUT/bench_text_layerwise.err"
+echo "bench text layerwise rc=$?"; tail -3 "$OUT/bench_text_layerwise.err"
+timeout 120 $H3 bench text --random-weights --tokens 537 --json > "$OUT/bench_text.json" 2> "$OUT/bench_text.err"
+echo "bench text resident rc=$?"
+for n in bench_text_layerwise bench_text; do
+  python3 -c "import json; j=json.load(open('$OUT/$n.json')); print('$n', {k: v for k, v in j.items() if not isinstance(v, (list, dict))})"
+done
+fi
 if [ "$STAGE" = focus ]; then
 # One call (< 600 s with its build): the attention race fix repeated, then the figures the open issues ask
 # for, most wanted first (each capped; the output tail carries the summaries if the call runs out).
