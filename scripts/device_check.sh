@@ -11,7 +11,8 @@ set -u
 # residency, fp8 velocity, VAE) | all. Each of tests / bench / bench2 fits one 600 s device call; the build
 # directory persists between calls on a warm machine, so later stages rebuild nothing.
 STAGE=${H3_STAGE:-all}
-in_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ]; }
+# final: the tests stage, then short versions of the benches a session reports (see the end of this file)
+in_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ] || { [ "$STAGE" = final ] && [ "$1" = tests ]; }; }
 OUT=${OUT:-/tmp/h3-device-out}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
@@ -384,5 +385,28 @@ timeout 200 $H3 bench vae --random-weights --json > "$OUT/bench_vae.json" 2> "$O
 echo "bench vae rc=$?"; cat "$OUT/bench_vae.json"
 timeout 200 $H3 bench vae --reference --random-weights --json > "$OUT/bench_vae_ref.json" 2> "$OUT/bench_vae_ref.err"
 echo "bench vae --reference rc=$?"; cat "$OUT/bench_vae_ref.json"
+fi
+if [ "$STAGE" = final ]; then
+echo "== final: bench text layerwise under 24GiB"
+timeout 120 $H3 bench text --random-weights --tokens 537 --json --residency layerwise --gpu-memory-budget 24GiB \
+  > "$OUT/final_text_24g.json" 2> "$OUT/final_text_24g.err"; echo "bench text 24GiB rc=$?"
+python3 -c "import json; j=json.load(open('$OUT/final_text_24g.json')); print({k: j.get(k) for k in ['residency','seconds_per_forward','useful_tflops','peak_device_gib','weights_bytes_on_device']})"
+echo "== final: bench request --fasth3 (4 forwards, VSA 0.9, 1344x768x124, to MP4)"
+timeout 120 $H3 bench request --random-weights --fasth3 --size 1344x768 --frames 124 --device cuda \
+  --work /tmp/h3-final-fasth3 --json > "$OUT/final_fasth3.json" 2> "$OUT/final_fasth3.err"; echo "rc=$?"
+python3 -c "import json; j=json.load(open('$OUT/final_fasth3.json')); print({k: j.get(k) for k in ['forwards','seconds_total','seconds_encode','seconds_denoise','step_seconds','seconds_decode','seconds_mux','peak_device_gib']})"
+if $H3 bench dit --help 2>&1 | grep -q -- "--sp"; then
+  echo "== final: bench dit, the plain path vs the parallel path at world size 1 (50 blocks, one run each)"
+  for extra in "" "--sp 1 --tp 1"; do
+    # shellcheck disable=SC2086
+    timeout 100 $H3 bench dit --random-weights --blocks 50 --iters 1 --json $extra > "$OUT/final_dit.json" \
+      2> "$OUT/final_dit.err"; echo "bench dit [$extra] rc=$?"; tail -2 "$OUT/final_dit.err"
+    python3 -c "import json; j=json.load(open('$OUT/final_dit.json')); print({k: j.get(k) for k in ['seconds_per_pass','useful_tflops','peak_device_gib','parallel']})"
+  done
+fi
+echo "== final: bench vae with H3_VAE_PROFILE=1 (decode phases)"
+H3_VAE_PROFILE=1 timeout 100 $H3 bench vae --random-weights --json > "$OUT/final_vae.json" 2> "$OUT/final_vae.err"
+echo "bench vae rc=$?"; grep -i "phase\|profile\|seconds" "$OUT/final_vae.err" | head -12
+python3 -c "import json; j=json.load(open('$OUT/final_vae.json')); print({k: v for k, v in j.items() if not isinstance(v, (list, dict))})"
 fi
 pack_logs
