@@ -26,9 +26,9 @@ generate_latents_on_group(const model::DitModel& model, const Conditioning& cond
             model.residency_describe() + "; use --residency resident)");
     if (!plan.gpus.empty() && !model.context().device.is_cpu())
         return unimplemented(
-            "--gpus: one DiT replica per GPU is not loaded yet (the ranks of this process share "
-            "the model's device); run the ranks on the CPU or one process per GPU "
-            "(runtime/launcher.h)");
+            "--gpus: the ranks of one process share the model's device (no DiT replica per GPU); "
+            "run them as processes, one per GPU (generate --launch processes, the default for several "
+            "--gpus, or a launcher's RANK / WORLD_SIZE)");
     H3_ASSIGN_OR_RETURN(auto group, runtime::DeviceGroup::create(plan, model.context(), go.comm));
     // Tensor parallel: one set of weight slices per tp rank, shared by the ranks of that tp_rank.
     std::vector<std::shared_ptr<const model::DitTpShard>> shards(static_cast<size_t>(plan.tp));
