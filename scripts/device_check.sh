@@ -70,7 +70,8 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTU
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
 for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner test_audio_encoder \
          test_audio_resample test_references test_layout test_generator test_ops_fp8 test_dit_fp8 test_lora \
-         test_lora_apply test_ops_vsa test_vsa test_residency test_memory_plan test_comm test_parallel; do
+         test_lora_apply test_ops_vsa test_vsa test_residency test_memory_plan test_comm test_parallel \
+         test_ops_attention_merge; do
   [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
@@ -103,6 +104,7 @@ SUMS=()
 for spec in "test_ops --backend cuda:ops.log:test_ops --backend cuda" \
             "test_ops_conv --backend cuda:ops_conv.log:test_ops_conv --backend cuda" \
             "test_ops_vsa --backend cuda:ops_vsa.log:test_ops_vsa --backend cuda" \
+            "test_ops_attention_merge --backend cuda:ops_merge.log:test_ops_attention_merge --backend cuda" \
             "test_dit (incl. DitCuda):dit.log:test_dit" "test_text_encoder:text.log:test_text_encoder" \
             "test_vae:vae.log:test_vae" "test_generate:generate.log:test_generate" \
             "test_vae_encoder:vae_encoder.log:test_vae_encoder" "test_vision:vision.log:test_vision" \
