@@ -261,6 +261,33 @@ for fr in 124 345; do
     python3 -c "import json; j=json.load(open('$OUT/bench_dit_${fr}_$pr.json')); print({k: j.get(k) for k in ['rows','precision','seconds_per_block','seconds_per_forward_50_blocks','useful_tflops','attention_tflops','gemm_tflops','peak_device_gib']})"
   done
 done
+# The parallel code path at world size 1 (issue #17's measure): the same 50-block bf16 forwards through a
+# DeviceGroup of one rank (NCCL world 1: shard copy, Ulysses pack + all-to-alls, final all_gather) against
+# bench_dit_124_bf16.json's plain ones; then the ring path (lse attention on the fallback kernel + merges)
+# on 2 blocks against a plain 2-block run.
+timeout 200 $H3 bench dit --random-weights --blocks 50 --iters 1 --frames 124 --precision bf16 --sp 1 --tp 1 \
+  --json > "$OUT/bench_dit_sp1.json" 2> "$OUT/bench_dit_sp1.err"
+echo "bench dit --sp 1 --tp 1 rc=$?"; tail -2 "$OUT/bench_dit_sp1.err"
+for extra in "" "--sp 1 --tp 1 --ring 1"; do
+  tag=ring1; [ -z "$extra" ] && tag=plain2
+  # shellcheck disable=SC2086
+  timeout 300 $H3 bench dit --random-weights --blocks 2 --iters 1 --frames 124 --precision bf16 $extra --json \
+    > "$OUT/bench_dit_$tag.json" 2> "$OUT/bench_dit_$tag.err"
+  echo "bench dit --blocks 2 $extra rc=$?"; tail -2 "$OUT/bench_dit_$tag.err"
+done
+python3 - "$OUT" <<'PY'
+import json, sys, os
+def fwd(name):
+    p = os.path.join(sys.argv[1], name)
+    try:
+        j = json.load(open(p))
+        return j.get("forward_path", "plain"), j["forward"]["workspace_device_outputs"]["seconds"]
+    except Exception as e:
+        return "missing", float("nan")
+for plain, group in (("bench_dit_124_bf16.json", "bench_dit_sp1.json"), ("bench_dit_plain2.json", "bench_dit_ring1.json")):
+    (pa, ps), (ga, gs) = fwd(plain), fwd(group)
+    print(f"forward {pa} {ps:.4f} s vs {ga} {gs:.4f} s: overhead {100 * (gs / ps - 1):+.2f} %")
+PY
 fi
 if in_stage bench2; then
 echo "== bench dit --lora-rank 128: run-time LoRA on q/k/v/out/FFN (the 312 Turbo targets' 300 block ones) vs merged"

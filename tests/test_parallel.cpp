@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iomanip>
 #include <random>
@@ -305,6 +306,33 @@ TEST(GroupRing, UnevenAndPaddingOnlyChunks) {
     }
 }
 
+// bench dit --sp 1 [--ring 1] times the group's code path on one rank (size-1 communicators, forced): it
+// computes what the plain path does.
+TEST(GroupRing, OneRankGroupPathEqualsThePlainPath) {
+    Case c = make_case(Flow::kT2va, 7, "dbcache:Fn=1,Bn=0,rdt=0.5,warmup=1");
+    c.rq.steps = 3;
+    auto single = generate_latents(*c.model, c.cond, c.rq);
+    ASSERT_TRUE(single.ok()) << single.status().to_string();
+    for (int path = 0; path < 3; ++path) { // ulysses, ring, ulysses + ring
+        SCOPED_TRACE("path " + std::to_string(path));
+        runtime::ParallelPlan p;
+        p.force_sequence_path = path != 1;
+        p.force_ring_path = path != 0;
+        auto group = runtime::DeviceGroup::create(p, ops::Context::cpu());
+        ASSERT_TRUE(group.ok()) << group.status().to_string();
+        const model::DitParallel& dit = (*group)->rank(0).dit;
+        ASSERT_TRUE(dit.active());
+        EXPECT_EQ(dit.sp != nullptr, path != 1);
+        EXPECT_EQ(dit.ring != nullptr, path != 0);
+        DenoiseOptions o;
+        o.parallel = &dit;
+        auto out = generate_latents(*c.model, c.cond, c.rq, o);
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        EXPECT_LE(rel_err(out->video_latents, single->video_latents), 1e-5);
+        EXPECT_LE(rel_err(out->audio_latents, single->audio_latents), 1e-5);
+    }
+}
+
 TEST(GroupDistance, PaddingRowsDoNotCount) {
     // One rank: rows past `valid` are ignored.
     Tensor cur = random_tensor(Shape{4, 3}, 1), ref = random_tensor(Shape{4, 3}, 2);
@@ -333,6 +361,19 @@ TEST(GroupBytes, PerBlockCommunication) {
     EXPECT_DOUBLE_EQ(ring4.ring, 2.0 * (S / 4.0) * (7168 / 2) * 2 * 3);
     EXPECT_DOUBLE_EQ(ring4.all_to_all, 4.0 * (S / 8.0) * 7168 * 2 * 1 / 2);
     EXPECT_EQ(sp4.ring, 0);
+    // The README's table (Multi-GPU): 1344×768×124 with a 537-row prompt, bf16 activations.
+    const int64_t S_readme = 38247;
+    const double MiB = 1024.0 * 1024.0;
+    std::printf("degree | rows/rank | all-to-all MiB | ring MiB | all-reduce MiB | per forward GiB\n");
+    for (Degrees d :
+         {Degrees{2, 1}, Degrees{4, 1}, Degrees{8, 1}, Degrees{1, 2}, Degrees{1, 4}, Degrees{1, 8},
+          Degrees{1, 1, 2}, Degrees{1, 1, 4}, Degrees{1, 1, 8}, Degrees{8, 1, 2}}) {
+        const auto b = model::block_comm_bytes(full, S_readme, d.sp, d.tp, 2, d.ring);
+        const double rows = std::ceil(static_cast<double>(S_readme) / (d.sp * d.ring));
+        std::printf("sp %d tp %d ring %d | %.0f | %.1f | %.1f | %.1f | %.1f\n", d.sp, d.tp, d.ring, rows,
+                    b.all_to_all / MiB, b.ring / MiB, b.all_reduce / MiB,
+                    50 * (b.all_to_all + b.ring + b.all_reduce) / (MiB * 1024));
+    }
 }
 
 // The Generator on a plan with a device group (what `generate --sp` and every server job run): a rank that

@@ -30,10 +30,13 @@ std::vector<Status> on_rank_threads(int n, const std::function<Status(int)>& fn)
 }
 
 void wire_dit(DeviceGroup::Rank& r, const ParallelPlan& plan) {
-    ops::Communicator* ulysses = plan.ring > 1 ? r.sp.get() : r.seq.get();
-    r.dit.seq = plan.sp * plan.ring > 1 ? r.seq.get() : nullptr;
-    r.dit.sp = plan.sp > 1 ? ulysses : nullptr;
-    r.dit.ring = plan.ring > 1 ? r.ring.get() : nullptr;
+    // Forced paths (bench dit --sp 1 / --ring 1): size-1 communicators wired all the same.
+    const bool ring = plan.ring > 1 || plan.force_ring_path;
+    const bool ulysses_path = plan.sp > 1 || plan.force_sequence_path;
+    ops::Communicator* ulysses = ring ? r.sp.get() : r.seq.get();
+    r.dit.seq = plan.sp * plan.ring > 1 || ulysses_path || ring ? r.seq.get() : nullptr;
+    r.dit.sp = ulysses_path ? ulysses : nullptr;
+    r.dit.ring = ring ? r.ring.get() : nullptr;
     r.dit.tp = plan.tp > 1 ? r.tp.get() : nullptr;
 }
 
@@ -49,7 +52,7 @@ void place(DeviceGroup::Rank& r, int rank, const ParallelPlan& plan) {
 Status split_groups(DeviceGroup::Rank& r, const ParallelPlan& plan) {
     H3_ASSIGN_OR_RETURN(r.seq, ops::split_nccl_communicator(*r.world, r.tp_rank, r.seq_rank));
     H3_ASSIGN_OR_RETURN(r.tp, ops::split_nccl_communicator(*r.world, r.seq_rank, r.tp_rank));
-    if (plan.ring > 1) {
+    if (plan.ring > 1 || plan.force_ring_path) {
         H3_ASSIGN_OR_RETURN(
             r.sp, ops::split_nccl_communicator(*r.world, r.ring_rank * plan.tp + r.tp_rank, r.sp_rank));
         H3_ASSIGN_OR_RETURN(
@@ -92,7 +95,8 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create(const ParallelPlan& pla
             for (int t = 0; t < tp; ++t) members.push_back(q * tp + t);
             tp_groups.push_back(world->subgroup(members));
         }
-        if (ring > 1) {
+        const bool rings = ring > 1 || plan.force_ring_path;
+        if (rings) {
             for (int gr = 0; gr < ring; ++gr)
                 for (int t = 0; t < tp; ++t) {
                     std::vector<int> members;
@@ -110,7 +114,7 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create(const ParallelPlan& pla
             r->world = world->communicator(r->rank);
             r->seq = seq_groups[static_cast<size_t>(r->tp_rank)]->communicator(r->seq_rank);
             r->tp = tp_groups[static_cast<size_t>(r->seq_rank)]->communicator(r->tp_rank);
-            if (ring > 1) {
+            if (rings) {
                 r->sp =
                     sp_groups[static_cast<size_t>(r->ring_rank * tp + r->tp_rank)]->communicator(r->sp_rank);
                 r->ring = ring_groups[static_cast<size_t>(r->sp_rank * tp + r->tp_rank)]->communicator(
@@ -123,7 +127,9 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create(const ParallelPlan& pla
     // CUDA: one session and one NCCL rank per GPU of the plan.
     if (!ops::nccl_available()) return ops::nccl_unique_id().status().with_context("--sp/--tp on CUDA");
     for (int r = 0; r < n; ++r) {
-        H3_ASSIGN_OR_RETURN(auto s, DeviceSession::open(Device::cuda(plan.gpus[static_cast<size_t>(r)])));
+        // A one-rank group without --gpus (bench dit --sp 1) runs on the components' device.
+        const int gpu = plan.gpus.empty() ? ctx.device.index : plan.gpus[static_cast<size_t>(r)];
+        H3_ASSIGN_OR_RETURN(auto s, DeviceSession::open(Device::cuda(gpu)));
         g->ranks_[static_cast<size_t>(r)]->ctx = s->context();
         g->sessions_.push_back(std::move(s));
     }
@@ -131,8 +137,7 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create(const ParallelPlan& pla
     const auto st = on_rank_threads(n, [&](int r) -> Status {
         Rank& rk = *g->ranks_[static_cast<size_t>(r)];
         H3_TRY(g->sessions_[static_cast<size_t>(r)]->make_current());
-        H3_ASSIGN_OR_RETURN(
-            rk.world, ops::make_nccl_communicator(id, r, n, plan.gpus[static_cast<size_t>(r)], options));
+        H3_ASSIGN_OR_RETURN(rk.world, ops::make_nccl_communicator(id, r, n, rk.ctx.device.index, options));
         return split_groups(rk, plan);
     });
     for (int r = 0; r < n; ++r)

@@ -77,6 +77,9 @@ struct ParallelPlan {
     // The ranks' CUDA devices (--gpus 0,1,2,3), one per rank; empty: every rank on the components' device
     // (the CPU's in-process ranks).
     std::vector<int> gpus;
+    // bench dit --sp 1 [--ring 1]: a group of one rank that still takes the Ulysses (and ring) code path —
+    // size-1 communicators, all-to-alls, gathers — so its overhead over the plain path can be timed.
+    bool force_sequence_path = false, force_ring_path = false;
     int world() const { return sp * ring * tp; }
     bool active() const { return world() > 1; }
     Status validate(const Device& device) const;

@@ -254,7 +254,7 @@ Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in
 Status DitModel::fill_row_tables(const DitPackedInputs& in, const AdalnTables& tables,
                                  DitWorkspace& ws) const {
     const int64_t S = in.rows;
-    if (ws.seq > 1) { // [adaln rows | final rows] of the padded sequence; adaln_row views the rank's shard
+    if (ws.sharded) { // [adaln rows | final rows] of the padded sequence; adaln_row views the rank's shard
         const SpShard& sh = ws.scratch.par.shard;
         if (sh.rows != S || ws.final_row.numel() != S)
             return invalid_argument("fill_row_tables: the workspace holds " + std::to_string(sh.rows) +
@@ -315,9 +315,10 @@ Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_b
     const bool group = parallel && parallel->active();
     const int seq = group ? parallel->seq_size() : 1, tp = group ? parallel->tp_size() : 1;
     const int ring = group ? parallel->ring_size() : 1;
+    const bool sharded = group && parallel->seq;
     if (ws.h.defined() && ws.rows == S && ws.video_rows == Nv && ws.audio_rows == Na &&
         ws.ffn_chunk_bytes == ffn_chunk_bytes && ws.lora_rank == lora_rank && ws.seq == seq && ws.tp == tp &&
-        ws.ring == ring) {
+        ws.ring == ring && ws.sharded == sharded) {
         ws.scratch.par.group = group ? parallel : nullptr;
         return ok_status();
     }
@@ -326,7 +327,7 @@ Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_b
     ws.scratch = DitScratch{};
     ws.rows = S, ws.video_rows = Nv, ws.audio_rows = Na, ws.ffn_chunk_bytes = ffn_chunk_bytes;
     ws.lora_rank = lora_rank;
-    ws.seq = seq, ws.tp = tp, ws.ring = ring;
+    ws.seq = seq, ws.tp = tp, ws.ring = ring, ws.sharded = sharded;
     const SpShard sh = sp_shard(S, seq, group ? parallel->seq_rank() : 0);
     H3_ASSIGN_OR_RETURN(ws.h, alloc(Shape{sh.local, D}, residual_dtype()));
     H3_ASSIGN_OR_RETURN(ws.scratch, make_scratch(sh.local, ffn_chunk_bytes, lora_rank));
@@ -378,7 +379,7 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     const bool fp8_attention = precision_ == DitPrecision::kFp8 && w.fp8.attention;
     if (vsa)
         H3_TRY(vsa_attention(w, x, q3, k3, v3, o3, *vsa, sc));
-    else if (group && group->seq_size() > 1)
+    else if (group && group->seq)
         H3_TRY(sequence_attention(q3, k3, v3, o3, sc, fp8_attention));
     else
         H3_TRY(ops::attention(ctx_, {.fp8 = fp8_attention}, q3, k3, v3, o3));
@@ -630,7 +631,7 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     DitScratch& scratch = ws->scratch;
     Tensor& h = ws->h;
     // sp > 1: the embeddings land in the full-rows buffer, the rank copies its shard out of it.
-    const bool sharded = ws->seq > 1;
+    const bool sharded = ws->sharded;
     const SpShard shard = scratch.par.shard;
     Tensor& h_in = sharded ? ws->h_full : ws->h;
     const int64_t Nv = in.video.dim(0), Na = in.audio.dim(0);

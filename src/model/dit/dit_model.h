@@ -121,6 +121,7 @@ struct DitWorkspace {
     // writes y_full (both [padded, hidden]).
     Tensor h_full, h_gather, y_full;
     int seq = 1, tp = 1, ring = 1; // the group the workspace was sized for (seq = sp·ring ranks)
+    bool sharded = false;          // the sequence-parallel path (DitParallel::seq set)
     StagingBuffer rows_up, video_up, audio_up, video_down, audio_down;
     std::vector<int32_t> row_values; // host staging of the two row tables [2·S]
 };

@@ -51,7 +51,7 @@ Status DitModel::check_parallel(const DitParallel& p, const DitForwardOptions& o
     if (o.attention.is_vsa())
         return invalid_argument("--attention vsa runs on one rank (its tile map spans the whole packed "
                                 "sequence); use --sp 1 --ring 1 --tp 1, or --attention dense");
-    if (p.ring_size() > 1 && precision_ == DitPrecision::kFp8)
+    if (p.ring && precision_ == DitPrecision::kFp8)
         return invalid_argument("--ring merges attention partials by their log-sum-exp, which the fp8 "
                                 "attention does not return; use --precision default (bf16), or --sp");
     if (p.tp_size() > 1) {
@@ -123,7 +123,7 @@ Status DitModel::prepare_parallel_buffers(const DitParallel& p, const SpShard& s
         return upload(z);
     };
     const int64_t X = c.inner_dim() / (tp * sp), Hs = c.num_attention_heads / (tp * sp);
-    if (sp > 1) {
+    if (p.sp) {
         const int64_t L = sh.local;
         H3_ASSIGN_OR_RETURN(par.send, alloc(Shape{C, X}, act_dtype()));
         H3_ASSIGN_OR_RETURN(par.q, alloc(Shape{C, X}, act_dtype()));
@@ -139,7 +139,7 @@ Status DitModel::prepare_parallel_buffers(const DitParallel& p, const SpShard& s
         H3_ASSIGN_OR_RETURN(par.pack, upload(index_tensor(pack)));
         H3_ASSIGN_OR_RETURN(par.unpack, upload(index_tensor(unpack)));
     }
-    if (ring > 1) { // every chunk's K/V, the fp32 accumulator (padding rows stay zero) and one partial
+    if (p.ring) { // every chunk's K/V, the fp32 accumulator (padding rows stay zero) and one partial
         H3_ASSIGN_OR_RETURN(par.k_all, alloc(Shape{sh.padded, X}, act_dtype()));
         H3_ASSIGN_OR_RETURN(par.v_all, alloc(Shape{sh.padded, X}, act_dtype()));
         H3_ASSIGN_OR_RETURN(par.o_acc, zeros(Shape{C, Hs, c.attention_head_dim}, DType::kF32));
@@ -147,7 +147,7 @@ Status DitModel::prepare_parallel_buffers(const DitParallel& p, const SpShard& s
         H3_ASSIGN_OR_RETURN(par.o_part, alloc(Shape{C, Hs, c.attention_head_dim}, DType::kF32));
         H3_ASSIGN_OR_RETURN(par.lse_part, alloc(Shape{C, Hs}, DType::kF32));
     }
-    if (sp * ring > 1) {
+    if (p.seq) {
         H3_ASSIGN_OR_RETURN(ws.h_full, zeros(Shape{sh.padded, D}, residual_dtype()));
         H3_ASSIGN_OR_RETURN(ws.h_gather, alloc(Shape{sh.padded, D}, residual_dtype()));
         H3_ASSIGN_OR_RETURN(ws.y_full, alloc(Shape{sh.padded, D}, act_dtype()));
@@ -166,7 +166,7 @@ Status DitModel::sequence_attention(const Tensor& q3, const Tensor& k3, const Te
     const int64_t Hs = H / sp, X = Hs * hd, S = par.shard.rows, C = par.shard.padded / ring;
     H3_CHECK(L == par.shard.local && H % sp == 0 && L * sp == C,
              "sequence attention over " << L << " rows × " << H << " heads");
-    if (sp == 1) { // the ring alone: this rank's rows are its chunk
+    if (!g.sp) { // the ring alone: this rank's rows are its chunk
         return ring_attention(q3, k3, v3, o3, sc);
     }
     // [L, sp, X] → [sp, L, X]: chunk j (the shard's rows, head group j) goes to rank j, which receives every
@@ -181,7 +181,7 @@ Status DitModel::sequence_attention(const Tensor& q3, const Tensor& k3, const Te
     H3_TRY(scatter_heads(v3, par.v));
     Tensor q = par.q.view({C, Hs, hd}), k = par.k.view({C, Hs, hd}), v = par.v.view({C, Hs, hd});
     Tensor o = par.o.view({C, Hs, hd});
-    if (ring > 1) {
+    if (g.ring) {
         H3_TRY(ring_attention(q, k, v, o, sc));
     } else { // the padding rows are the last C − S: attention over the first S is exact
         Tensor oa = o.slice(0, 0, S);

@@ -48,7 +48,7 @@ Result<double> group_rel_l1(const ops::Context& ctx, const DitParallel* parallel
         H3_ASSIGN_OR_RETURN(s, ops::l1_sums(ctx, cur.slice(0, 0, valid), ref.slice(0, 0, valid)));
     }
     if (local) *local = ratio(s.diff, s.ref);
-    if (!parallel || parallel->seq_size() == 1) return ratio(s.diff, s.ref);
+    if (!parallel || !parallel->seq) return ratio(s.diff, s.ref);
     Tensor sums = Tensor::host(Shape{2}, DType::kF64);
     sums.data_as<double>()[0] = s.diff;
     sums.data_as<double>()[1] = s.ref;

@@ -56,7 +56,9 @@ struct DitParallel {
     int seq_rank() const { return seq ? seq->rank() : 0; }
     int tp_size() const { return tp ? tp->size() : 1; }
     int tp_rank() const { return tp ? tp->rank() : 0; }
-    bool active() const { return seq_size() > 1 || tp_size() > 1; }
+    // A group is wired with the communicators of degrees > 1 only, except that bench dit --sp 1 [--ring 1]
+    // wires size-1 ones to time the group's code path at world size 1: a non-null pointer is the path taken.
+    bool active() const { return seq != nullptr || tp_size() > 1; }
 };
 
 // The degrees the DiT accepts: sp·tp must divide the attention heads (56 at full size); ring is any degree
