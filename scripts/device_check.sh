@@ -71,7 +71,8 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTU
 TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae test_generate"
 for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner test_audio_encoder \
          test_audio_resample test_references test_layout test_generator test_ops_fp8 test_dit_fp8 test_lora \
-         test_lora_apply test_ops_vsa test_vsa test_residency test_memory_plan test_comm test_parallel; do
+         test_lora_apply test_ops_vsa test_vsa test_residency test_memory_plan test_comm test_parallel \
+         test_ops_attention_merge; do
   [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 [ "$STAGE" = focus ] && TARGETS="h3-engine test_ops"
 [ "$STAGE" = budget ] && TARGETS="h3-engine"
@@ -107,6 +108,7 @@ SUMS=()
 for spec in "test_ops --backend cuda:ops.log:test_ops --backend cuda" \
             "test_ops_conv --backend cuda:ops_conv.log:test_ops_conv --backend cuda" \
             "test_ops_vsa --backend cuda:ops_vsa.log:test_ops_vsa --backend cuda" \
+            "test_ops_attention_merge --backend cuda:ops_merge.log:test_ops_attention_merge --backend cuda" \
             "test_dit (incl. DitCuda):dit.log:test_dit" "test_text_encoder:text.log:test_text_encoder" \
             "test_vae:vae.log:test_vae" "test_generate:generate.log:test_generate" \
             "test_vae_encoder:vae_encoder.log:test_vae_encoder" "test_vision:vision.log:test_vision" \
@@ -311,6 +313,33 @@ for fr in 124 345; do
     python3 -c "import json; j=json.load(open('$OUT/bench_dit_${fr}_$pr.json')); print({k: j.get(k) for k in ['rows','precision','seconds_per_block','seconds_per_forward_50_blocks','useful_tflops','attention_tflops','gemm_tflops','peak_device_gib']})"
   done
 done
+# The parallel code path at world size 1 (issue #17's measure): the same 50-block bf16 forwards through a
+# DeviceGroup of one rank (NCCL world 1: shard copy, Ulysses pack + all-to-alls, final all_gather) against
+# bench_dit_124_bf16.json's plain ones; then the ring path (lse attention on the fallback kernel + merges)
+# on 2 blocks against a plain 2-block run.
+timeout 200 $H3 bench dit --random-weights --blocks 50 --iters 1 --frames 124 --precision bf16 --sp 1 --tp 1 \
+  --json > "$OUT/bench_dit_sp1.json" 2> "$OUT/bench_dit_sp1.err"
+echo "bench dit --sp 1 --tp 1 rc=$?"; tail -2 "$OUT/bench_dit_sp1.err"
+for extra in "" "--sp 1 --tp 1 --ring 1"; do
+  tag=ring1; [ -z "$extra" ] && tag=plain2
+  # shellcheck disable=SC2086
+  timeout 300 $H3 bench dit --random-weights --blocks 2 --iters 1 --frames 124 --precision bf16 $extra --json \
+    > "$OUT/bench_dit_$tag.json" 2> "$OUT/bench_dit_$tag.err"
+  echo "bench dit --blocks 2 $extra rc=$?"; tail -2 "$OUT/bench_dit_$tag.err"
+done
+python3 - "$OUT" <<'PY'
+import json, sys, os
+def fwd(name):
+    p = os.path.join(sys.argv[1], name)
+    try:
+        j = json.load(open(p))
+        return j.get("forward_path", "plain"), j["forward"]["workspace_device_outputs"]["seconds"]
+    except Exception as e:
+        return "missing", float("nan")
+for plain, group in (("bench_dit_124_bf16.json", "bench_dit_sp1.json"), ("bench_dit_plain2.json", "bench_dit_ring1.json")):
+    (pa, ps), (ga, gs) = fwd(plain), fwd(group)
+    print(f"forward {pa} {ps:.4f} s vs {ga} {gs:.4f} s: overhead {100 * (gs / ps - 1):+.2f} %")
+PY
 fi
 if in_stage bench2; then
 echo "== bench dit --lora-rank 128: run-time LoRA on q/k/v/out/FFN (the 312 Turbo targets' 300 block ones) vs merged"

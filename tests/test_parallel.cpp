@@ -1,8 +1,8 @@
-// The DiT on a device group of CPU ranks (issue #17): generate_latents_on_group with sp 2 / 4, tp 2 and
-// sp 2 × tp 2 against the single-rank run (fp32, within 1e-5 relative) for t2va, fl2va and ref2va, with and
-// without DBCache; cache decisions made on the group-wide probe distance even where a rank's own distance
-// would decide otherwise; a rank that throws or stalls fails the job on every rank in bounded time; the
-// degrees the heads allow; per-block communication bytes.
+// The DiT on a device group of CPU ranks (issue #17): generate_latents_on_group with sp 2 / 4, tp 2,
+// sp 2 × tp 2, ring 2 and sp 2 × ring 2 against the single-rank run (fp32, within 1e-5 relative) for t2va,
+// fl2va and ref2va, with and without DBCache; cache decisions made on the group-wide probe distance even
+// where a rank's own distance would decide otherwise; a rank that throws or stalls fails the job on every
+// rank in bounded time; the degrees the heads allow; per-block communication bytes.
 #include "cache/cache_spec.h"
 #include "model/dit/dit_model.h"
 #include "model/latent_spec.h"
@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iomanip>
 #include <random>
@@ -123,15 +124,17 @@ double rel_err(const Tensor& a, const Tensor& b) {
     return num / den;
 }
 
-runtime::ParallelPlan plan(int sp, int tp) {
+runtime::ParallelPlan plan(int sp, int tp, int ring = 1) {
     runtime::ParallelPlan p;
     p.sp = sp;
     p.tp = tp;
+    p.ring = ring;
     return p;
 }
 
 struct Degrees {
-    int sp, tp;
+    int sp, tp, ring = 1;
+    int world() const { return sp * tp * ring; }
 };
 
 } // namespace
@@ -148,10 +151,12 @@ TEST_P(GroupParity, LatentsEqualTheSingleRankRun) {
         if (!dbcache) c.rq.steps = 4;
         auto single = generate_latents(*c.model, c.cond, c.rq);
         ASSERT_TRUE(single.ok()) << single.status().to_string();
-        for (Degrees d : {Degrees{2, 1}, Degrees{4, 1}, Degrees{1, 2}, Degrees{2, 2}}) {
+        for (Degrees d : {Degrees{2, 1}, Degrees{4, 1}, Degrees{1, 2}, Degrees{2, 2}, Degrees{1, 1, 2},
+                          Degrees{2, 1, 2}}) {
             SCOPED_TRACE(std::string(task_name(task)) + " " + cache + " text " + std::to_string(text_rows) +
-                         " sp " + std::to_string(d.sp) + " tp " + std::to_string(d.tp));
-            auto group = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(d.sp, d.tp));
+                         " sp " + std::to_string(d.sp) + " tp " + std::to_string(d.tp) + " ring " +
+                         std::to_string(d.ring));
+            auto group = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(d.sp, d.tp, d.ring));
             ASSERT_TRUE(group.ok()) << group.status().to_string();
             EXPECT_LE(rel_err(group->video_latents, single->video_latents), 1e-5);
             EXPECT_LE(rel_err(group->audio_latents, single->audio_latents), 1e-5);
@@ -163,9 +168,9 @@ TEST_P(GroupParity, LatentsEqualTheSingleRankRun) {
                 EXPECT_NEAR(group->work.steps[i].useful_flops, single->work.steps[i].useful_flops,
                             1e-6 * single->work.steps[i].useful_flops);
             }
-            EXPECT_EQ(group->work.ranks, d.sp * d.tp);
-            ASSERT_EQ(group->work.rank_useful_flops.size(), static_cast<size_t>(d.sp * d.tp));
-            EXPECT_NEAR(group->work.rank_useful_flops[0] * d.sp * d.tp, single->work.useful_flops(),
+            EXPECT_EQ(group->work.ranks, d.world());
+            ASSERT_EQ(group->work.rank_useful_flops.size(), static_cast<size_t>(d.world()));
+            EXPECT_NEAR(group->work.rank_useful_flops[0] * d.world(), single->work.useful_flops(),
                         1e-6 * single->work.useful_flops());
             if (dbcache) {
                 EXPECT_GT(single->work.cache_hits(), 0) << "the DBCache case must skip blocks";
@@ -276,6 +281,56 @@ TEST(GroupDegrees, HeadsMustSplitEvenly) {
     EXPECT_NE(s.message().find("1, 2, 4, 7, 8, 14, 28, 56"), std::string::npos) << s.message();
     EXPECT_TRUE(model::check_parallel_degrees(full, 7, 8).ok());
     EXPECT_FALSE(model::check_parallel_degrees(full, 4, 4).ok());
+    // The ring splits the sequence, not the heads: any degree ≥ 1 (3 ranks of a ring over 8 heads run).
+    EXPECT_TRUE(model::check_parallel_degrees(full, 8, 1, 3).ok());
+    const Status r0 = model::check_parallel_degrees(full, 2, 1, 0);
+    EXPECT_NE(r0.message().find("--ring 0"), std::string::npos) << r0.message();
+    auto bad = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(1, 1, 0));
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("--ring 0"), std::string::npos) << bad.status().message();
+}
+
+// More ring ranks than the sequence has chunks of real rows (ring 3 × sp 2 over ~200 rows pads every
+// chunk unevenly; ring 8 leaves chunks of padding only): still the single-rank latents.
+TEST(GroupRing, UnevenAndPaddingOnlyChunks) {
+    Case c = make_case(Flow::kT2va, 7);
+    c.rq.steps = 2;
+    auto single = generate_latents(*c.model, c.cond, c.rq);
+    ASSERT_TRUE(single.ok()) << single.status().to_string();
+    for (Degrees d : {Degrees{2, 1, 3}, Degrees{1, 1, 8}}) {
+        SCOPED_TRACE("sp " + std::to_string(d.sp) + " ring " + std::to_string(d.ring));
+        auto group = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(d.sp, d.tp, d.ring));
+        ASSERT_TRUE(group.ok()) << group.status().to_string();
+        EXPECT_LE(rel_err(group->video_latents, single->video_latents), 1e-5);
+        EXPECT_LE(rel_err(group->audio_latents, single->audio_latents), 1e-5);
+    }
+}
+
+// bench dit --sp 1 [--ring 1] times the group's code path on one rank (size-1 communicators, forced): it
+// computes what the plain path does.
+TEST(GroupRing, OneRankGroupPathEqualsThePlainPath) {
+    Case c = make_case(Flow::kT2va, 7, "dbcache:Fn=1,Bn=0,rdt=0.5,warmup=1");
+    c.rq.steps = 3;
+    auto single = generate_latents(*c.model, c.cond, c.rq);
+    ASSERT_TRUE(single.ok()) << single.status().to_string();
+    for (int path = 0; path < 3; ++path) { // ulysses, ring, ulysses + ring
+        SCOPED_TRACE("path " + std::to_string(path));
+        runtime::ParallelPlan p;
+        p.force_sequence_path = path != 1;
+        p.force_ring_path = path != 0;
+        auto group = runtime::DeviceGroup::create(p, ops::Context::cpu());
+        ASSERT_TRUE(group.ok()) << group.status().to_string();
+        const model::DitParallel& dit = (*group)->rank(0).dit;
+        ASSERT_TRUE(dit.active());
+        EXPECT_EQ(dit.sp != nullptr, path != 1);
+        EXPECT_EQ(dit.ring != nullptr, path != 0);
+        DenoiseOptions o;
+        o.parallel = &dit;
+        auto out = generate_latents(*c.model, c.cond, c.rq, o);
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        EXPECT_LE(rel_err(out->video_latents, single->video_latents), 1e-5);
+        EXPECT_LE(rel_err(out->audio_latents, single->audio_latents), 1e-5);
+    }
 }
 
 TEST(GroupDistance, PaddingRowsDoNotCount) {
@@ -300,6 +355,25 @@ TEST(GroupBytes, PerBlockCommunication) {
     EXPECT_EQ(sp4.all_reduce, 0);
     const auto tp2 = model::block_comm_bytes(full, S, 1, 2, 2);
     EXPECT_DOUBLE_EQ(tp2.all_reduce, 2.0 * S * full.hidden_size * 4 * 2 * 1 / 2);
+    // sp 2 × ring 4: each rank's chunk of S/4 rows × 7168/2 channels of k and v, passed on 3 times; the
+    // Ulysses part over S/8 rows.
+    const auto ring4 = model::block_comm_bytes(full, S, 2, 1, 2, 4);
+    EXPECT_DOUBLE_EQ(ring4.ring, 2.0 * (S / 4.0) * (7168 / 2) * 2 * 3);
+    EXPECT_DOUBLE_EQ(ring4.all_to_all, 4.0 * (S / 8.0) * 7168 * 2 * 1 / 2);
+    EXPECT_EQ(sp4.ring, 0);
+    // The README's table (Multi-GPU): 1344×768×124 with a 537-row prompt, bf16 activations.
+    const int64_t S_readme = 38247;
+    const double MiB = 1024.0 * 1024.0;
+    std::printf("degree | rows/rank | all-to-all MiB | ring MiB | all-reduce MiB | per forward GiB\n");
+    for (Degrees d :
+         {Degrees{2, 1}, Degrees{4, 1}, Degrees{8, 1}, Degrees{1, 2}, Degrees{1, 4}, Degrees{1, 8},
+          Degrees{1, 1, 2}, Degrees{1, 1, 4}, Degrees{1, 1, 8}, Degrees{8, 1, 2}}) {
+        const auto b = model::block_comm_bytes(full, S_readme, d.sp, d.tp, 2, d.ring);
+        const double rows = std::ceil(static_cast<double>(S_readme) / (d.sp * d.ring));
+        std::printf("sp %d tp %d ring %d | %.0f | %.1f | %.1f | %.1f | %.1f\n", d.sp, d.tp, d.ring, rows,
+                    b.all_to_all / MiB, b.ring / MiB, b.all_reduce / MiB,
+                    50 * (b.all_to_all + b.ring + b.all_reduce) / (MiB * 1024));
+    }
 }
 
 // The Generator on a plan with a device group (what `generate --sp` and every server job run): a rank that

@@ -5,6 +5,8 @@
 //                     [--host-pinning on|off] [--gpu-memory-budget SIZE]
 //                     [--lora-rank R [--lora-mode runtime|merged|both]]
 //                     [--attention dense|vsa[:sparsity=0.9,mode=exempt]] [--vsa-scan 0.1,0.25,0.5,1]
+//                     [--sp 1 --tp 1 [--ring 1]]   (the forwards through the device group's code path on one
+//                                                   rank: its overhead against the same bench without them)
 // h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
 // h3-engine bench vae --encode --random-weights [--size WxH] [--json]   (one keyframe through the encoder)
 // h3-engine bench vae --reference --random-weights [--size WxH] [--frames F] [--json]   (ref2va encoders)
@@ -30,6 +32,7 @@
 #include "model/video_vae/video_vae_encoder.h"
 #include "ops/cuda/cuda_context.h"
 #include "ops/ops.h"
+#include "runtime/device_group.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -54,8 +57,24 @@ struct BenchOptions {
     std::string attention = "dense";
     std::vector<double> vsa_scan = {0.1, 0.25, 0.5, 1.0}; // kept fractions timed with --attention vsa
     ResidencyFlags residency;
+    int sp = 0, tp = 0, ring = 0; // 0: not given; 1: the group path at world size 1 (nothing else is allowed)
     CLI::App* sub = nullptr;
 };
+
+// --sp 1 --tp 1 [--ring 1]: a DeviceGroup of one rank whose DiT view takes the sequence-parallel code path
+// (size-1 communicators: the shard copy, Ulysses' packing and all-to-alls, the final all_gather, the cache
+// probe's all-reduce; with --ring 1 the ring's all_gathers, lse attention and merges). tp stays unwired: a
+// one-rank tp path would copy every block's weights into a shard.
+Result<std::unique_ptr<runtime::DeviceGroup>> one_rank_group(const BenchOptions& o, const ops::Context& ctx) {
+    if (o.sp == 0 && o.tp == 0 && o.ring == 0) return std::unique_ptr<runtime::DeviceGroup>();
+    if (o.sp > 1 || o.tp > 1 || o.ring > 1)
+        return invalid_argument("bench dit times one device: --sp, --tp and --ring take 1 (the parallel code "
+                                "path at world size 1); several ranks run through `generate --sp N`");
+    runtime::ParallelPlan plan;
+    plan.force_sequence_path = o.sp == 1 || o.tp == 1;
+    plan.force_ring_path = o.ring == 1;
+    return runtime::DeviceGroup::create(plan, ctx);
+}
 
 // Seconds for copying `bytes` from host memory (pinned or pageable) to the device on a stream of its own,
 // after one untimed copy: the link's H2D rate the streamed weights can reach.
@@ -111,9 +130,13 @@ int run_bench(const BenchOptions& o) {
     layout.latent_h = H / 16;
     layout.latent_w = W / 16;
     layout.audio = static_cast<int64_t>(std::nearbyint(o.frames / 24.0 * 40.0)); // round-half-even
+    if (o.sp > 1 || o.tp > 1 || o.ring > 1) return report(one_rank_group(o, ops::Context::cpu()).status());
     auto session = DeviceSession::open(o.device);
     if (!session.ok()) return report(session.status());
     const ops::Context& ctx = (*session)->context();
+    auto group = one_rank_group(o, ctx);
+    if (!group.ok()) return report(group.status().with_context("bench dit --sp/--tp/--ring"));
+    const model::DitParallel* group_dit = *group ? &(*group)->rank(0).dit : nullptr;
     const std::string pname = o.precision.empty() ? o.dtype : o.precision; // --precision wins over --dtype
     auto parsed = model::parse_precision(pname, o.precision.empty() ? "--dtype" : "--precision");
     if (!parsed.ok()) return report(parsed.status());
@@ -241,10 +264,12 @@ int run_bench(const BenchOptions& o) {
                                         {"workspace_host_outputs", true, false},
                                         {"workspace_device_outputs", true, true}};
     {
-        auto state = dit.prepare_request(packed, fo);
+        model::DitForwardOptions gfo = fo;
+        gfo.parallel = group_dit; // --sp 1: the group's code path on one rank
+        auto state = dit.prepare_request(packed, gfo);
         if (!state.ok()) return report(state.status());
         for (ForwardRun& fr : forwards) {
-            model::DitForwardOptions ffo = fo;
+            model::DitForwardOptions ffo = gfo;
             ffo.reuse_workspace = fr.reuse;
             ffo.outputs_on_device = fr.on_device;
             auto warm = dit.forward(packed, &*tables, ffo, &*state); // sizes the workspace, tunes, plans
@@ -359,6 +384,12 @@ int run_bench(const BenchOptions& o) {
         fj[fr.name] = {{"seconds", fr.seconds}, {"device_allocations", fr.allocations}};
     j["forward_blocks"] = blocks;
     j["forward"] = fj;
+    // Which code path the forwards took: "plain", or the one-rank group's ("ulysses", "ring",
+    // "ulysses+ring").
+    j["forward_path"] = !group_dit                         ? "plain"
+                        : group_dit->sp && group_dit->ring ? "ulysses+ring"
+                        : group_dit->ring                  ? "ring"
+                                                           : "ulysses";
     if (o.lora_rank > 0) { // last: the merged pass changes the weights for good
         auto rows = dit.build_row_tables(packed, *tables);
         if (!rows.ok()) return report(rows.status());
@@ -410,8 +441,9 @@ int run_bench(const BenchOptions& o) {
         for (const auto& [name, secs] : phases)
             std::printf("  %-16s %.5f s/block\n", name.c_str(), secs / blocks);
         for (const ForwardRun& fr : forwards)
-            std::printf("  forward (%d blocks) %-30s %.4f s, %llu device allocations\n", blocks,
-                        fr.name.c_str(), fr.seconds, static_cast<unsigned long long>(fr.allocations));
+            std::printf("  forward (%d blocks, %s path) %-30s %.4f s, %llu device allocations\n", blocks,
+                        j["forward_path"].get<std::string>().c_str(), fr.name.c_str(), fr.seconds,
+                        static_cast<unsigned long long>(fr.allocations));
         if (j.contains("lora")) std::printf("LoRA: %s\n", j["lora"].dump().c_str());
         if (vsa_tiles) {
             std::printf("attention %s: %lld tiles (%lld prefix, %lld video); dense attention %.4f s\n",
@@ -719,6 +751,13 @@ Command make_bench_command() {
             ->delimiter(',')
             ->capture_default_str();
         dit->add_flag("--json", o->json, "JSON output");
+        dit->add_option("--sp", o->sp,
+                        "1: the forwards through the device group's Ulysses code path on one rank")
+            ->check(CLI::Range(1, 1024));
+        dit->add_option("--tp", o->tp, "1 (accepted with --sp 1; the tp path is not timed at one rank)")
+            ->check(CLI::Range(1, 1024));
+        dit->add_option("--ring", o->ring, "1: the forwards through the ring-attention code path on one rank")
+            ->check(CLI::Range(1, 1024));
         dit->add_option(
                "--lora-rank", o->lora_rank,
                "also time random rank-R adapters on q/k/v/out/FFN of every block: applied at run time "

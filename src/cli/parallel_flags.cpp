@@ -12,6 +12,11 @@ void add_parallel_flags(CLI::App* sub, ParallelFlags& f) {
                     "split over sp·tp)")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
+    sub->add_option("--ring", f.ring,
+                    "ring-attention degree of the DiT: the sequence split over ring × sp ranks, K/V passed "
+                    "around the ring, partials merged by their log-sum-exp (sp inside a node, ring across)")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
     sub->add_option(
            "--tp", f.tp,
            "tensor-parallel ranks of the DiT (q/k/v and fc1 column split, out and fc2 row split, fp32 "
@@ -33,7 +38,7 @@ void add_launch_flag(CLI::App* sub, ParallelFlags& f) {
 }
 
 bool wants_rank_processes(const ParallelFlags& f, const Device& device, bool launched) {
-    if (launched || f.sp * f.tp <= 1) return false;
+    if (launched || f.sp * f.tp * f.ring <= 1) return false;
     if (f.launch == "processes") return true;
     return f.launch == "auto" && device.is_cuda() && f.gpus.find(',') != std::string::npos;
 }
@@ -41,6 +46,7 @@ bool wants_rank_processes(const ParallelFlags& f, const Device& device, bool lau
 Status apply_parallel_flags(const ParallelFlags& f, runtime::PlacementPlan& plan) {
     plan.parallel.sp = f.sp;
     plan.parallel.tp = f.tp;
+    plan.parallel.ring = f.ring;
     plan.parallel.gpus.clear();
     if (!f.gpus.empty()) {
         std::stringstream ss(f.gpus);
@@ -59,7 +65,7 @@ Status apply_parallel_flags(const ParallelFlags& f, runtime::PlacementPlan& plan
 
 Status check_parallel_flags(const runtime::PlacementPlan& plan, const model::DitConfig* dit) {
     if (!plan.parallel.active() || !dit) return ok_status();
-    return model::check_parallel_degrees(*dit, plan.parallel.sp, plan.parallel.tp);
+    return model::check_parallel_degrees(*dit, plan.parallel.sp, plan.parallel.tp, plan.parallel.ring);
 }
 
 } // namespace h3::cli

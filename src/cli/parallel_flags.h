@@ -1,5 +1,6 @@
 // The device-group flags `generate` and `serve` share (issue #17): --sp N (sequence parallel, Ulysses),
-// --tp N (tensor parallel), --gpus 0,1,... (one CUDA device per rank); into PlacementPlan::parallel, checked
+// --ring R (ring attention across R Ulysses groups), --tp N (tensor parallel), --gpus 0,1,... (one CUDA
+// device per rank, sp·ring·tp of them); into PlacementPlan::parallel, checked
 // against the checkpoint's DiT (its heads must split over sp·tp) before any weight loads.
 #pragma once
 
@@ -13,7 +14,7 @@
 namespace h3::cli {
 
 struct ParallelFlags {
-    int sp = 1, tp = 1;
+    int sp = 1, tp = 1, ring = 1;
     std::string gpus;            // "0,1,2,3"
     std::string launch = "auto"; // generate: auto | threads | processes (cli/spawn_ranks.h)
 };

@@ -42,6 +42,17 @@ Status validate(const Context& ctx, const AttentionParams& p, const Tensor& q, c
     if (p.fp8 && (q.dtype() != DType::kBF16 || o.dtype() != DType::kBF16))
         return invalid_argument("attention: fp8 mode takes bf16 q/k/v and o; q is " + desc(q) + ", o is " +
                                 desc(o));
+    if (p.lse) {
+        if (p.fp8)
+            return unimplemented("attention: the fp8 mode does not return the log-sum-exp (lse); run the "
+                                 "ring's partial attention in bf16");
+        H3_TRY(check_tensor(op, "lse", ctx, *p.lse));
+        H3_TRY(check_contiguous(op, "lse", *p.lse));
+        H3_TRY(check_writable(op, "lse", *p.lse));
+        if (p.lse->dtype() != DType::kF32)
+            return invalid_argument("attention: lse is " + desc(*p.lse) + " but must be f32");
+        H3_TRY(check_shape(op, "lse", *p.lse, Shape{q.dim(0), q.dim(1)}, "[rows, heads] of q"));
+    }
     resolved = p;
     if (resolved.scale == 0.0f) resolved.scale = 1.0f / std::sqrt(static_cast<float>(q.dim(2)));
     if (!(resolved.scale > 0.0f) || !std::isfinite(resolved.scale))

@@ -26,11 +26,17 @@ enum class AttentionImpl { kAuto, kHopper, kCudnn, kFallback };
 // to e4m3 as 2^(x − m + e) with 2^e = 256·v_scale_block / v_scale_max(head) (so the v block scales fold
 // into P); row sums use the unrounded P; P·V accumulates in fp32. The CPU reference simulates exactly this
 // (e4m3 rounding, the same blocks and scales), so it states the bound of the CUDA kernel against it.
+//
+// lse (optional output, ring attention's partials — ops/attention_merge.h): [Sq, H] f32, per query row and
+// head ln Σ_j exp(scale·q·k_j) over the keys the row sees (natural log, of the scaled scores), so two
+// results over disjoint key sets merge exactly. Not with fp8 (kUnimplemented). On CUDA only the fallback
+// kernel returns it: kAuto runs the fallback when lse is asked, kHopper and kCudnn return kUnimplemented.
 struct AttentionParams {
     float scale = 0.0f; // 0 => 1/sqrt(D)
     bool causal = false;
     bool fp8 = false;
     AttentionImpl impl = AttentionImpl::kAuto;
+    Tensor* lse = nullptr;
 };
 Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                  const Tensor& v, Tensor& o);

@@ -12,6 +12,7 @@
 
 #include "ops/adaln.h"
 #include "ops/attention.h"
+#include "ops/attention_merge.h"
 #include "ops/audio_act.h"
 #include "ops/conv.h"
 #include "ops/conv3d.h"

@@ -81,7 +81,7 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
                              .rows = L.rows,
                              .teacache_coefficients = cache::teacache_coefficients_for(cfg)};
     H3_ASSIGN_OR_RETURN(std::unique_ptr<cache::StepCache> step_cache, cache::make_step_cache(o.cache, cs));
-    const int ranks = o.parallel ? o.parallel->sp_size() * o.parallel->tp_size() : 1;
+    const int ranks = o.parallel ? o.parallel->seq_size() * o.parallel->tp_size() : 1;
     const double flops_per_block = cache::block_flops(cfg, L.rows) / ranks; // this rank's share
     // Without a step cache (which reads host outputs) the latents stay where the model runs: the forwards
     // leave their outputs on the device and the Euler step runs there, so no step crosses to the host.

@@ -18,11 +18,11 @@ Result<GenerationOutput>
 generate_latents_on_group(const model::DitModel& model, const Conditioning& conditioning,
                           const GenerationRequest& request, const DenoiseOptions& options,
                           const runtime::ParallelPlan& plan, const GroupOptions& go) {
+    H3_TRY(model::check_parallel_degrees(model.config(), plan.sp, plan.tp, plan.ring));
     if (!plan.active()) return generate_latents(model, conditioning, request, options);
-    H3_TRY(model::check_parallel_degrees(model.config(), plan.sp, plan.tp));
     if (model.block_source())
         return invalid_argument(
-            "--sp/--tp: the ranks share one DiT, whose block weights must be resident (got " +
+            "--sp/--ring/--tp: the ranks share one DiT, whose block weights must be resident (got " +
             model.residency_describe() + "; use --residency resident)");
     if (!plan.gpus.empty() && !model.context().device.is_cpu())
         return unimplemented(

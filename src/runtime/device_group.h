@@ -1,7 +1,9 @@
 // runtime::DeviceGroup: the ranks that run one job's denoise loop together (issue #17). Ranks are threads of
-// this process (rank = sp_rank·tp + tp_rank), each with its op context and three communicators: the world,
-// its sequence-parallel group (the ranks of its tp_rank) and its tensor-parallel group (the ranks of its
-// sp_rank).
+// this process (rank = seq_rank·tp + tp_rank, seq_rank = ring_rank·sp + sp_rank), each with its op context
+// and its communicators: the world, its sequence group (the sp·ring ranks of its tp_rank), its Ulysses group
+// (the sp ranks of its ring_rank and tp_rank), its ring group (the ring ranks of its sp_rank and tp_rank)
+// and its tensor-parallel group (the tp ranks of its seq_rank). With ring 1 the Ulysses group is the
+// sequence group (sp stays null: model::DitParallel points at seq for both).
 //   CPU: every rank on the CPU, the in-process communicator (tests run 2, 4, 8 ranks on this machine).
 //   CUDA (--gpus): one GPU per rank, NCCL (the unique id made here; ncclCommInitRank on every rank's thread,
 //   then ncclCommSplit for the groups). Threads, not child processes: the ranks share the host copies of
@@ -29,11 +31,12 @@ class DeviceSession;
 class DeviceGroup {
 public:
     struct Rank {
-        int rank = 0, sp_rank = 0, tp_rank = 0; // in the whole group
-        int local = 0;                          // index among this process's ranks
+        int rank = 0, sp_rank = 0, ring_rank = 0, tp_rank = 0; // in the whole group
+        int seq_rank = 0;                                      // ring_rank·sp + sp_rank
+        int local = 0;                                         // index among this process's ranks
         ops::Context ctx;
-        std::unique_ptr<ops::Communicator> world, sp, tp;
-        model::DitParallel dit; // sp / tp point at the communicators above (null for a group of one)
+        std::unique_ptr<ops::Communicator> world, seq, sp, ring, tp; // sp, ring: only with ring > 1
+        model::DitParallel dit; // points at the communicators above (null for a group of one)
     };
 
     // `ctx`: the components' device (CPU: every rank on it; CUDA: the plan's gpus).

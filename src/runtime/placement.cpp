@@ -75,17 +75,19 @@ Status PlacementPlan::validate() const {
 }
 
 Status ParallelPlan::validate(const Device& device) const {
-    if (sp < 1 || tp < 1)
-        return invalid_argument("--sp " + std::to_string(sp) + " --tp " + std::to_string(tp) +
-                                ": the degrees must be at least 1");
+    if (sp < 1 || tp < 1 || ring < 1)
+        return invalid_argument("--sp " + std::to_string(sp) + " --tp " + std::to_string(tp) + " --ring " +
+                                std::to_string(ring) + ": the degrees must be at least 1");
     if (!gpus.empty() && static_cast<int>(gpus.size()) != world())
-        return invalid_argument("--gpus names " + std::to_string(gpus.size()) + " device(s) for sp·tp = " +
-                                std::to_string(world()) + " ranks; give one GPU per rank");
+        return invalid_argument("--gpus names " + std::to_string(gpus.size()) +
+                                " device(s) for sp·ring·tp = " + std::to_string(world()) +
+                                " ranks; give one GPU per rank");
     if (process.active()) {
         if (process.world != world())
             return invalid_argument("WORLD_SIZE " + std::to_string(process.world) + " but --sp " +
-                                    std::to_string(sp) + " --tp " + std::to_string(tp) + " needs " +
-                                    std::to_string(world()) + " ranks (one process per rank)");
+                                    std::to_string(sp) + " --ring " + std::to_string(ring) + " --tp " +
+                                    std::to_string(tp) + " needs " + std::to_string(world()) +
+                                    " ranks (one process per rank)");
         if (!gpus.empty())
             return invalid_argument(
                 "--gpus with RANK/WORLD_SIZE: a launched process runs one rank on cuda:LOCAL_RANK");
@@ -96,7 +98,7 @@ Status ParallelPlan::validate(const Device& device) const {
             "--gpus names CUDA devices but --device is cpu (the CPU ranks need no --gpus)");
     if (active() && device.is_cuda() && gpus.empty())
         return invalid_argument(
-            "--sp/--tp on CUDA: give the ranks' GPUs with --gpus (one per rank, e.g. --gpus "
+            "--sp/--ring/--tp on CUDA: give the ranks' GPUs with --gpus (one per rank, e.g. --gpus "
             "0,1 for " +
             std::to_string(world()) + " ranks)");
     return ok_status();
@@ -104,8 +106,8 @@ Status ParallelPlan::validate(const Device& device) const {
 
 std::string ParallelPlan::describe() const {
     if (!active()) return "";
-    std::string s = "sp " + std::to_string(sp) + " x tp " + std::to_string(tp) + " (" +
-                    std::to_string(world()) + " ranks on ";
+    std::string s = "sp " + std::to_string(sp) + (ring > 1 ? " x ring " + std::to_string(ring) : "") +
+                    " x tp " + std::to_string(tp) + " (" + std::to_string(world()) + " ranks on ";
     if (process.active()) return s + "one per process, this is rank " + std::to_string(process.rank) + ")";
     if (gpus.empty()) return s + "cpu)";
     for (size_t i = 0; i < gpus.size(); ++i) s += (i ? "," : "cuda:") + std::to_string(gpus[i]);

@@ -66,20 +66,24 @@ struct ProcessRank {
     bool active() const { return world > 1; }
 };
 
-// The DiT's device group (issue #17, runtime/device_group.h): sp sequence-parallel × tp tensor-parallel ranks
-// that run every denoise step together. One rank (the default) is the plain path.
+// The DiT's device group (issue #17, runtime/device_group.h): sp Ulysses × ring ring-attention (sequence
+// parallel, sp inside, ring across) × tp tensor-parallel ranks that run every denoise step together. One rank
+// (the default) is the plain path.
 struct ParallelPlan {
-    // Launched as one process per rank: this process is rank process.rank of sp·tp; else every rank is a
-    // thread of this process.
+    // Launched as one process per rank: this process is rank process.rank of sp·ring·tp; else every rank is
+    // a thread of this process.
     ProcessRank process;
-    int sp = 1, tp = 1;
+    int sp = 1, tp = 1, ring = 1;
     // The ranks' CUDA devices (--gpus 0,1,2,3), one per rank; empty: every rank on the components' device
     // (the CPU's in-process ranks).
     std::vector<int> gpus;
-    int world() const { return sp * tp; }
+    // bench dit --sp 1 [--ring 1]: a group of one rank that still takes the Ulysses (and ring) code path —
+    // size-1 communicators, all-to-alls, gathers — so its overhead over the plain path can be timed.
+    bool force_sequence_path = false, force_ring_path = false;
+    int world() const { return sp * ring * tp; }
     bool active() const { return world() > 1; }
     Status validate(const Device& device) const;
-    std::string describe() const; // "sp 2 × tp 2 (4 ranks on cpu)", "" for one rank
+    std::string describe() const; // "sp 2 x tp 2 (4 ranks on cpu)", "sp 2 x ring 2 x tp 1 (...)", "" for one
 };
 
 struct PlacementPlan {

@@ -254,7 +254,7 @@ Result<DitModel::RowTables> DitModel::build_row_tables(const DitPackedInputs& in
 Status DitModel::fill_row_tables(const DitPackedInputs& in, const AdalnTables& tables,
                                  DitWorkspace& ws) const {
     const int64_t S = in.rows;
-    if (ws.sp > 1) { // [adaln rows | final rows] of the padded sequence; adaln_row views the rank's shard
+    if (ws.sharded) { // [adaln rows | final rows] of the padded sequence; adaln_row views the rank's shard
         const SpShard& sh = ws.scratch.par.shard;
         if (sh.rows != S || ws.final_row.numel() != S)
             return invalid_argument("fill_row_tables: the workspace holds " + std::to_string(sh.rows) +
@@ -313,9 +313,12 @@ Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_b
     const DitConfig& c = config_;
     const int64_t S = in.rows, Nv = in.video.dim(0), Na = in.audio.dim(0), D = c.hidden_size;
     const bool group = parallel && parallel->active();
-    const int sp = group ? parallel->sp_size() : 1, tp = group ? parallel->tp_size() : 1;
+    const int seq = group ? parallel->seq_size() : 1, tp = group ? parallel->tp_size() : 1;
+    const int ring = group ? parallel->ring_size() : 1;
+    const bool sharded = group && parallel->seq;
     if (ws.h.defined() && ws.rows == S && ws.video_rows == Nv && ws.audio_rows == Na &&
-        ws.ffn_chunk_bytes == ffn_chunk_bytes && ws.lora_rank == lora_rank && ws.sp == sp && ws.tp == tp) {
+        ws.ffn_chunk_bytes == ffn_chunk_bytes && ws.lora_rank == lora_rank && ws.seq == seq && ws.tp == tp &&
+        ws.ring == ring && ws.sharded == sharded) {
         ws.scratch.par.group = group ? parallel : nullptr;
         return ok_status();
     }
@@ -324,8 +327,8 @@ Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_b
     ws.scratch = DitScratch{};
     ws.rows = S, ws.video_rows = Nv, ws.audio_rows = Na, ws.ffn_chunk_bytes = ffn_chunk_bytes;
     ws.lora_rank = lora_rank;
-    ws.sp = sp, ws.tp = tp;
-    const SpShard sh = sp_shard(S, sp, group ? parallel->sp_rank() : 0);
+    ws.seq = seq, ws.tp = tp, ws.ring = ring, ws.sharded = sharded;
+    const SpShard sh = sp_shard(S, seq, group ? parallel->seq_rank() : 0);
     H3_ASSIGN_OR_RETURN(ws.h, alloc(Shape{sh.local, D}, residual_dtype()));
     H3_ASSIGN_OR_RETURN(ws.scratch, make_scratch(sh.local, ffn_chunk_bytes, lora_rank));
     H3_ASSIGN_OR_RETURN(Tensor row_tables,
@@ -376,8 +379,8 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     const bool fp8_attention = precision_ == DitPrecision::kFp8 && w.fp8.attention;
     if (vsa)
         H3_TRY(vsa_attention(w, x, q3, k3, v3, o3, *vsa, sc));
-    else if (group && group->sp_size() > 1)
-        H3_TRY(ulysses_attention(q3, k3, v3, o3, sc, fp8_attention));
+    else if (group && group->seq)
+        H3_TRY(sequence_attention(q3, k3, v3, o3, sc, fp8_attention));
     else
         H3_TRY(ops::attention(ctx_, {.fp8 = fp8_attention}, q3, k3, v3, o3));
     if (timer) H3_TRY(timer->mark("attention"));
@@ -555,7 +558,7 @@ Result<DitRequestState> DitModel::prepare_request(const DitPackedInputs& in,
     const int64_t R = config_.rotary_dim();
     if (o.parallel && o.parallel->active()) { // the rank's shard of the padded rows (padding rows zero)
         H3_TRY(check_parallel(*o.parallel, o));
-        const SpShard sh = sp_shard(in.rows, o.parallel->sp_size(), o.parallel->sp_rank());
+        const SpShard sh = sp_shard(in.rows, o.parallel->seq_size(), o.parallel->seq_rank());
         std::vector<float> c(static_cast<size_t>(sh.local * R), 0.0f), s(c.size(), 0.0f);
         const size_t from = static_cast<size_t>(sh.begin * R), n = static_cast<size_t>(sh.valid * R);
         std::copy(cos.begin() + static_cast<std::ptrdiff_t>(from),
@@ -628,7 +631,7 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     DitScratch& scratch = ws->scratch;
     Tensor& h = ws->h;
     // sp > 1: the embeddings land in the full-rows buffer, the rank copies its shard out of it.
-    const bool sharded = ws->sp > 1;
+    const bool sharded = ws->sharded;
     const SpShard shard = scratch.par.shard;
     Tensor& h_in = sharded ? ws->h_full : ws->h;
     const int64_t Nv = in.video.dim(0), Na = in.audio.dim(0);
@@ -712,7 +715,7 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
     Tensor hs = h;
     Tensor y = sharded ? ws->y_full.slice(0, 0, S) : scratch.x.slice(0, 0, S); // the blocks are done with x
     if (sharded) {
-        H3_TRY(o.parallel->sp->all_gather(ctx_, h, ws->h_gather));
+        H3_TRY(o.parallel->seq->all_gather(ctx_, h, ws->h_gather));
         hs = ws->h_gather.slice(0, 0, S);
     }
     const Tensor& fin = tables_in->final_layer;

@@ -88,13 +88,17 @@ struct DitScratch {
         Tensor gate, pooled, scores, lists, oc;
     } vsa;
     // A rank of a device group (DitForwardOptions::parallel): Ulysses' send buffer and the gathered q, k, v,
-    // o [padded rows · inner/(sp·tp)] (o's padding rows stay zero), the row permutations that pack the
-    // shard's heads by destination rank and unpack them (i32 [local · sp]), and the fp32 [rows, hidden]
-    // partial sums of tensor parallel's to_out and fc2.
+    // o [chunk rows · inner/(sp·tp)] (chunk = padded / ring; o's padding rows stay zero), the row
+    // permutations that pack the shard's heads by destination rank and unpack them (i32 [local · sp]), and
+    // the fp32 [rows, hidden] partial sums of tensor parallel's to_out and fc2. The ring (ring > 1): every
+    // chunk's k and v [padded rows · inner/(sp·tp)] (all_gather), the fp32 accumulator o_acc [chunk, heads
+    // share, D] (padding rows stay zero) and its lse_acc [chunk, heads share], one key chunk's partial o_part
+    // / lse_part.
     struct Parallel {
         const DitParallel* group = nullptr;
         SpShard shard;
         Tensor send, q, k, v, o, pack, unpack, partial;
+        Tensor k_all, v_all, o_acc, lse_acc, o_part, lse_part;
     } par;
 };
 
@@ -112,11 +116,12 @@ struct DitWorkspace {
     Tensor video_in, audio_in; // [Nv, video_patch_dim] / [Na, audio_in_channels] f32 (host inputs land here)
     Tensor video_out, audio_out; // the same shapes: head outputs
     Tensor spare;                // embeddings / head rows when the scratch arena cannot lend them
-    // A rank of a device group with sp > 1: h holds the rank's shard; the embeddings land in h_full
+    // A rank of a device group with sp·ring > 1: h holds the rank's shard; the embeddings land in h_full
     // [padded, hidden] (padding rows zero), the blocks' shards are gathered into h_gather and the final norm
     // writes y_full (both [padded, hidden]).
     Tensor h_full, h_gather, y_full;
-    int sp = 1, tp = 1; // the group the workspace was sized for
+    int seq = 1, tp = 1, ring = 1; // the group the workspace was sized for (seq = sp·ring ranks)
+    bool sharded = false;          // the sequence-parallel path (DitParallel::seq set)
     StagingBuffer rows_up, video_up, audio_up, video_down, audio_down;
     std::vector<int32_t> row_values; // host staging of the two row tables [2·S]
 };
@@ -228,10 +233,16 @@ private:
                          const Tensor& v3, Tensor& o3, const VsaLayer& layer, DitScratch& scratch) const;
     Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch,
                       const LoraBlockFactors* lora, PhaseTimer* timer = nullptr) const;
-    // Ulysses around attention (sp > 1): q3/k3/v3 [local, heads, D] → all rows × heads/sp, attention over
-    // the S real rows, and back into o3.
-    Status ulysses_attention(const Tensor& q3, const Tensor& k3, const Tensor& v3, Tensor& o3,
-                             DitScratch& scratch, bool fp8) const;
+    // Sequence-parallel attention (sp·ring > 1): Ulysses (sp > 1) turns q3/k3/v3 [local, heads, D] into the
+    // ring chunk's rows × heads/sp; then attention over the S real rows (ring 1) or ring_attention; Ulysses
+    // back into o3.
+    Status sequence_attention(const Tensor& q3, const Tensor& k3, const Tensor& v3, Tensor& o3,
+                              DitScratch& scratch, bool fp8) const;
+    // Ring attention (model/dit/dit_ring.cpp): q/k/v [chunk, heads share, D] of this ring rank's chunk; K/V
+    // of every chunk gathered over the ring, attention per key chunk with its lse, merged exactly; o [chunk,
+    // heads share, D] gets the chunk's outputs (padding query rows zero).
+    Status ring_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o,
+                          DitScratch& scratch) const;
     // The device group's buffers of a workspace (DitScratch::Parallel, the full-rows buffers).
     Status prepare_parallel_buffers(const DitParallel& parallel, const SpShard& shard,
                                     DitWorkspace& ws) const;

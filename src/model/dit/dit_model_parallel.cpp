@@ -1,5 +1,6 @@
 // DitModel on a rank of a device group (model/dit/dit_parallel.h): the checks, the workspace's group
-// buffers, tensor parallel's weight slices, Ulysses attention and the fp32 all-reduce of row-split products.
+// buffers, tensor parallel's weight slices, Ulysses attention (the ring inside it: dit_ring.cpp) and the fp32
+// all-reduce of row-split products.
 #include "model/dit/dit_model.h"
 #include "ops/ops.h"
 
@@ -43,10 +44,16 @@ Tensor index_tensor(const std::vector<int32_t>& v) {
 } // namespace
 
 Status DitModel::check_parallel(const DitParallel& p, const DitForwardOptions& o) const {
-    H3_TRY(check_parallel_degrees(config_, p.sp_size(), p.tp_size()));
+    H3_TRY(check_parallel_degrees(config_, p.sp_size(), p.tp_size(), p.ring_size()));
+    if (p.seq_size() != p.sp_size() * p.ring_size())
+        return invalid_argument("the sequence group holds " + std::to_string(p.seq_size()) +
+                                " ranks, not sp·ring = " + std::to_string(p.sp_size() * p.ring_size()));
     if (o.attention.is_vsa())
         return invalid_argument("--attention vsa runs on one rank (its tile map spans the whole packed "
-                                "sequence); use --sp 1 --tp 1, or --attention dense");
+                                "sequence); use --sp 1 --ring 1 --tp 1, or --attention dense");
+    if (p.ring && precision_ == DitPrecision::kFp8)
+        return invalid_argument("--ring merges attention partials by their log-sum-exp, which the fp8 "
+                                "attention does not return; use --precision default (bf16), or --sp");
     if (p.tp_size() > 1) {
         if (blocks_)
             return invalid_argument("--tp needs the DiT's block weights resident in the native dtype; got " +
@@ -105,7 +112,8 @@ Result<std::shared_ptr<DitTpShard>> DitModel::make_tp_shard(int rank, int size) 
 
 Status DitModel::prepare_parallel_buffers(const DitParallel& p, const SpShard& sh, DitWorkspace& ws) const {
     const DitConfig& c = config_;
-    const int64_t D = c.hidden_size, sp = p.sp_size(), tp = p.tp_size();
+    const int64_t D = c.hidden_size, sp = p.sp_size(), tp = p.tp_size(), ring = p.ring_size();
+    const int64_t C = sh.padded / ring; // the ring chunk: rows of one Ulysses group
     DitScratch::Parallel& par = ws.scratch.par;
     par.group = &p;
     par.shard = sh;
@@ -114,13 +122,14 @@ Status DitModel::prepare_parallel_buffers(const DitParallel& p, const SpShard& s
         std::memset(z.data(), 0, z.nbytes());
         return upload(z);
     };
-    if (sp > 1) {
-        const int64_t X = c.inner_dim() / (tp * sp), L = sh.local;
-        H3_ASSIGN_OR_RETURN(par.send, alloc(Shape{sh.padded, X}, act_dtype()));
-        H3_ASSIGN_OR_RETURN(par.q, alloc(Shape{sh.padded, X}, act_dtype()));
-        H3_ASSIGN_OR_RETURN(par.k, alloc(Shape{sh.padded, X}, act_dtype()));
-        H3_ASSIGN_OR_RETURN(par.v, alloc(Shape{sh.padded, X}, act_dtype()));
-        H3_ASSIGN_OR_RETURN(par.o, zeros(Shape{sh.padded, X}, act_dtype())); // padding queries: zero rows
+    const int64_t X = c.inner_dim() / (tp * sp), Hs = c.num_attention_heads / (tp * sp);
+    if (p.sp) {
+        const int64_t L = sh.local;
+        H3_ASSIGN_OR_RETURN(par.send, alloc(Shape{C, X}, act_dtype()));
+        H3_ASSIGN_OR_RETURN(par.q, alloc(Shape{C, X}, act_dtype()));
+        H3_ASSIGN_OR_RETURN(par.k, alloc(Shape{C, X}, act_dtype()));
+        H3_ASSIGN_OR_RETURN(par.v, alloc(Shape{C, X}, act_dtype()));
+        H3_ASSIGN_OR_RETURN(par.o, zeros(Shape{C, X}, act_dtype())); // padding queries: zero rows
         std::vector<int32_t> pack(static_cast<size_t>(L * sp)), unpack(pack.size());
         for (int64_t j = 0; j < sp; ++j)
             for (int64_t l = 0; l < L; ++l) {
@@ -129,6 +138,16 @@ Status DitModel::prepare_parallel_buffers(const DitParallel& p, const SpShard& s
             }
         H3_ASSIGN_OR_RETURN(par.pack, upload(index_tensor(pack)));
         H3_ASSIGN_OR_RETURN(par.unpack, upload(index_tensor(unpack)));
+    }
+    if (p.ring) { // every chunk's K/V, the fp32 accumulator (padding rows stay zero) and one partial
+        H3_ASSIGN_OR_RETURN(par.k_all, alloc(Shape{sh.padded, X}, act_dtype()));
+        H3_ASSIGN_OR_RETURN(par.v_all, alloc(Shape{sh.padded, X}, act_dtype()));
+        H3_ASSIGN_OR_RETURN(par.o_acc, zeros(Shape{C, Hs, c.attention_head_dim}, DType::kF32));
+        H3_ASSIGN_OR_RETURN(par.lse_acc, alloc(Shape{C, Hs}, DType::kF32));
+        H3_ASSIGN_OR_RETURN(par.o_part, alloc(Shape{C, Hs, c.attention_head_dim}, DType::kF32));
+        H3_ASSIGN_OR_RETURN(par.lse_part, alloc(Shape{C, Hs}, DType::kF32));
+    }
+    if (p.seq) {
         H3_ASSIGN_OR_RETURN(ws.h_full, zeros(Shape{sh.padded, D}, residual_dtype()));
         H3_ASSIGN_OR_RETURN(ws.h_gather, alloc(Shape{sh.padded, D}, residual_dtype()));
         H3_ASSIGN_OR_RETURN(ws.y_full, alloc(Shape{sh.padded, D}, act_dtype()));
@@ -139,15 +158,19 @@ Status DitModel::prepare_parallel_buffers(const DitParallel& p, const SpShard& s
     return ok_status();
 }
 
-Status DitModel::ulysses_attention(const Tensor& q3, const Tensor& k3, const Tensor& v3, Tensor& o3,
-                                   DitScratch& sc, bool fp8) const {
+Status DitModel::sequence_attention(const Tensor& q3, const Tensor& k3, const Tensor& v3, Tensor& o3,
+                                    DitScratch& sc, bool fp8) const {
     DitScratch::Parallel& par = sc.par;
     const DitParallel& g = *par.group;
-    const int64_t sp = g.sp_size(), L = q3.dim(0), H = q3.dim(1), hd = q3.dim(2), Hs = H / sp, X = Hs * hd;
-    const int64_t S = par.shard.rows, P = par.shard.padded;
-    H3_CHECK(L == par.shard.local && H % sp == 0, "Ulysses over " << L << " rows × " << H << " heads");
+    const int64_t sp = g.sp_size(), ring = g.ring_size(), L = q3.dim(0), H = q3.dim(1), hd = q3.dim(2);
+    const int64_t Hs = H / sp, X = Hs * hd, S = par.shard.rows, C = par.shard.padded / ring;
+    H3_CHECK(L == par.shard.local && H % sp == 0 && L * sp == C,
+             "sequence attention over " << L << " rows × " << H << " heads");
+    if (!g.sp) { // the ring alone: this rank's rows are its chunk
+        return ring_attention(q3, k3, v3, o3, sc);
+    }
     // [L, sp, X] → [sp, L, X]: chunk j (the shard's rows, head group j) goes to rank j, which receives every
-    // rank's rows of its head group: [P, Hs, hd] in sequence order.
+    // Ulysses rank's rows of its head group: [C, Hs, hd] in sequence order (C = all rows without a ring).
     auto scatter_heads = [&](const Tensor& t3, Tensor& recv) -> Status {
         Tensor send = par.send;
         H3_TRY(ops::gather_rows(ctx_, t3.view({L * sp, X}), par.pack, send));
@@ -156,10 +179,14 @@ Status DitModel::ulysses_attention(const Tensor& q3, const Tensor& k3, const Ten
     H3_TRY(scatter_heads(q3, par.q));
     H3_TRY(scatter_heads(k3, par.k));
     H3_TRY(scatter_heads(v3, par.v));
-    // The padding rows are the last P − S: attention over the first S is exact.
-    Tensor qa = par.q.view({P, Hs, hd}).slice(0, 0, S), ka = par.k.view({P, Hs, hd}).slice(0, 0, S);
-    Tensor va = par.v.view({P, Hs, hd}).slice(0, 0, S), oa = par.o.view({P, Hs, hd}).slice(0, 0, S);
-    H3_TRY(ops::attention(ctx_, {.fp8 = fp8}, qa, ka, va, oa));
+    Tensor q = par.q.view({C, Hs, hd}), k = par.k.view({C, Hs, hd}), v = par.v.view({C, Hs, hd});
+    Tensor o = par.o.view({C, Hs, hd});
+    if (g.ring) {
+        H3_TRY(ring_attention(q, k, v, o, sc));
+    } else { // the padding rows are the last C − S: attention over the first S is exact
+        Tensor oa = o.slice(0, 0, S);
+        H3_TRY(ops::attention(ctx_, {.fp8 = fp8}, q.slice(0, 0, S), k.slice(0, 0, S), v.slice(0, 0, S), oa));
+    }
     // Back: chunk j of o (rank j's rows, this head group) to rank j; [sp, L, X] → [L, sp, X].
     Tensor back = par.send;
     H3_TRY(g.sp->all_to_all(ctx_, par.o, back));

@@ -9,8 +9,16 @@
 //     columns of to_out (row split), a 1/tp share of the FFN (fc1 value and gate halves column split, fc2 row
 //     split). Per-head norms and RoPE are local. The partial to_out and fc2 products are fp32, summed by a
 //     full fp32 all-reduce, then rounded once: the residual stream stays replicated on the tp ranks.
-//   Both combine: rank = sp_rank·tp + tp_rank; Ulysses runs over the rank's H/tp heads, so sp·tp must divide
-//   the heads.
+//   ring (--ring R, ring attention across the Ulysses groups, e.g. across nodes): the sequence is split over
+//     sp·ring ranks (seq rank = ring_rank·sp + sp_rank, so each ring rank's Ulysses group holds one
+//     contiguous chunk of P/R rows). After the Ulysses all-to-all a rank holds its chunk's q/k/v for its head
+//     group; K/V of every chunk come around the ring (all_gather over the ring group: each rank receives the
+//     R−1 other chunks), attention of the chunk's queries runs per key chunk returning the log-sum-exp, and
+//     ops::attention_merge combines the partials exactly (fp32 accumulator, one rounding). Padding keys are
+//     the tail of the last chunks: each key chunk is cut to its rows below S (a chunk of padding only is
+//     skipped), padding queries are not computed (zero outputs).
+//   All combine: rank = seq_rank·tp + tp_rank; Ulysses runs over the rank's H/tp heads, so sp·tp must divide
+//   the heads; the ring degree only multiplies the ranks.
 #pragma once
 
 #include "core/status.h"
@@ -33,21 +41,30 @@ struct DitTpShard {
 };
 
 struct DitParallel {
-    ops::Communicator* sp = nullptr;            // the sequence-parallel group (null: 1 rank)
+    ops::Communicator* sp = nullptr;            // the Ulysses group: heads split over it (null: 1 rank)
+    ops::Communicator* ring = nullptr;          // the ring group: K/V chunks passed around it (null: 1 rank)
+    ops::Communicator* seq = nullptr;           // every rank of the sequence split, sp·ring (null: 1 rank):
+                                                // shards, the final gather, the cache probe's sums
     ops::Communicator* tp = nullptr;            // the tensor-parallel group (null: 1 rank)
     std::shared_ptr<const DitTpShard> tp_shard; // this rank's slices (tp > 1)
 
     int sp_size() const { return sp ? sp->size() : 1; }
     int sp_rank() const { return sp ? sp->rank() : 0; }
+    int ring_size() const { return ring ? ring->size() : 1; }
+    int ring_rank() const { return ring ? ring->rank() : 0; }
+    int seq_size() const { return seq ? seq->size() : 1; }
+    int seq_rank() const { return seq ? seq->rank() : 0; }
     int tp_size() const { return tp ? tp->size() : 1; }
     int tp_rank() const { return tp ? tp->rank() : 0; }
-    bool active() const { return sp_size() > 1 || tp_size() > 1; }
+    // A group is wired with the communicators of degrees > 1 only, except that bench dit --sp 1 [--ring 1]
+    // wires size-1 ones to time the group's code path at world size 1: a non-null pointer is the path taken.
+    bool active() const { return seq != nullptr || tp_size() > 1; }
 };
 
-// The degrees the DiT accepts: sp·tp must divide the attention heads (56 at full size), ring must divide sp.
-// The error names the allowed values ("--sp 3: 56 heads split over sp·tp = 3 ranks; allowed sp·tp: 1, 2,
-// 4, 7, 8, 14, 28, 56").
-Status check_parallel_degrees(const DitConfig& config, int sp, int tp);
+// The degrees the DiT accepts: sp·tp must divide the attention heads (56 at full size); ring is any degree
+// ≥ 1 (it splits the sequence, not the heads). The error names the allowed values ("--sp 3: 56 heads split
+// over sp·tp = 3 ranks; allowed sp·tp: 1, 2, 4, 7, 8, 14, 28, 56").
+Status check_parallel_degrees(const DitConfig& config, int sp, int tp, int ring = 1);
 
 // Rank `rank`'s shard of S rows split over `size` sequence-parallel ranks.
 struct SpShard {
@@ -67,13 +84,16 @@ Result<double> group_rel_l1(const ops::Context& ctx, const DitParallel* parallel
                             const Tensor& cur, const Tensor& ref, double* local = nullptr);
 
 // Per-block bytes one rank sends for a sequence of S rows (the multi-GPU note, README): Ulysses moves q, k,
-// v and o, each [S/sp, inner/tp] of `bytes` per element, of which (sp−1)/sp leave the rank; tensor parallel
-// all-reduces to_out's and fc2's fp32 [S/sp, hidden] partials (ring all-reduce: 2·(tp−1)/tp of the buffer
-// sent per rank).
+// v and o, each [S/(sp·ring), inner/tp] of `bytes` per element, of which (sp−1)/sp leave the rank; the ring
+// passes each rank's K and V chunk ([S/ring, inner/(sp·tp)] each) on R−1 times; tensor parallel
+// all-reduces to_out's and fc2's fp32 [S/(sp·ring), hidden] partials (ring all-reduce: 2·(tp−1)/tp of the
+// buffer sent per rank).
 struct BlockCommBytes {
     double all_to_all = 0;
+    double ring = 0;
     double all_reduce = 0;
 };
-BlockCommBytes block_comm_bytes(const DitConfig& config, int64_t rows, int sp, int tp, int activation_bytes);
+BlockCommBytes block_comm_bytes(const DitConfig& config, int64_t rows, int sp, int tp, int activation_bytes,
+                                int ring = 1);
 
 } // namespace h3::model

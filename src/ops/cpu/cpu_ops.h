@@ -48,6 +48,8 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
 // attention's fp8 mode (ops/attention.h), simulated: e4m3 rounding with the CUDA kernel's blocks and scales.
 Status attention_fp8(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                      const Tensor& v, Tensor& o);
+Status attention_merge(const Context& ctx, const Tensor& o_a, const Tensor& lse_a, const Tensor& o_b,
+                       const Tensor& lse_b, Tensor& o, Tensor& lse);
 
 Status fill_uniform(const Context& ctx, const FillUniformParams& p, Tensor& x);
 

@@ -3,7 +3,8 @@
 // (attention_hopper.cu); elsewhere full, non-causal bf16/f16 with D in {64, 128} and as many kv heads as
 // query heads runs cuDNN's fused flash attention (attention_cudnn.cpp); everything else (other dtypes and
 // shapes, anything cuDNN refuses) runs the simple kernel below: online softmax (running max and sum), fp32
-// accumulation, one rounding at the store. The fp8 mode runs attention_fp8.cu (sm_90a only).
+// accumulation, one rounding at the store; it alone returns the log-sum-exp (AttentionParams::lse), so a call
+// that asks for lse runs it. The fp8 mode runs attention_fp8.cu (sm_90a only).
 #include "ops/cuda/attention_hopper.h"
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
@@ -35,7 +36,7 @@ template <typename T, typename TO>
 __global__ void attention_fallback_kernel(const T* __restrict__ q, const T* __restrict__ k,
                                           const T* __restrict__ v, TO* __restrict__ o, int64_t sq, int64_t sk,
                                           int64_t heads, int64_t kv_heads, int64_t d, float scale,
-                                          bool causal) {
+                                          bool causal, float* __restrict__ lse) {
     extern __shared__ float smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float* qs = smem + warp * d;
@@ -101,10 +102,12 @@ __global__ void attention_fallback_kernel(const T* __restrict__ q, const T* __re
         const int64_t c = lane + 32 * i;
         if (c < d) o[qi * row_pitch + h * d + c] = from_f32<TO>(acc[i] * inv);
     }
+    // ln Σ exp(s) = m + ln l (the row's running max and sum); no key: −inf.
+    if (lse && lane == 0) lse[qi * heads + h] = l > 0.0f ? m + logf(l) : -INFINITY;
 }
 
 Status run_fallback(const Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o,
-                    float scale, bool causal) {
+                    float scale, bool causal, Tensor* lse) {
     const int64_t sq = q.dim(0), heads = q.dim(1), d = q.dim(2), sk = k.dim(0), kv_heads = k.dim(1);
     if (d > 32 * kMaxPerLane) return unimplemented("CUDA attention fallback: head dim > 256");
     const size_t smem = fallback_smem(d);
@@ -120,7 +123,7 @@ Status run_fallback(const Context& ctx, const Tensor& q, const Tensor& k, const 
             dim3 grid(static_cast<unsigned>((sq + kWarps - 1) / kWarps), static_cast<unsigned>(heads));
             attention_fallback_kernel<T, TO><<<grid, kWarps * 32, smem, stream_of(ctx)>>>(
                 q.data_as<const T>(), k.data_as<const T>(), v.data_as<const T>(), o.data_as<TO>(), sq, sk,
-                heads, kv_heads, d, scale, causal);
+                heads, kv_heads, d, scale, causal, lse ? lse->data_as<float>() : nullptr);
             return check_launch("attention_fallback");
         });
     });
@@ -183,23 +186,26 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
             return unimplemented("attention: the CUDA fp8 mode needs head dim 128, q is " + desc(q));
         return hopper_attention_fp8(ctx, ha, /*lazy_rescale=*/true); // +4 % over rescaling every block
     }
-    const bool hopper = hopper_fits(ctx, q, o, ha);
-    const bool cudnn = cudnn_fits(p, q, k, v, o);
+    // Only the fallback kernel returns the log-sum-exp (ring attention's partials).
+    const bool hopper = !p.lse && hopper_fits(ctx, q, o, ha);
+    const bool cudnn = !p.lse && cudnn_fits(p, q, k, v, o);
     switch (p.impl) {
     case AttentionImpl::kHopper:
         if (!hopper)
-            return unimplemented("attention: the sm_90a kernel cannot run this call (" + desc(q) + ")");
+            return unimplemented("attention: the sm_90a kernel cannot run this call (" + desc(q) +
+                                 (p.lse ? ": it does not return lse)" : ")"));
         return hopper_attention_bf16(ctx, ha, kHopperDefault);
     case AttentionImpl::kCudnn: {
         if (!cudnn)
-            return unimplemented("attention: cuDNN's graph does not cover this call (" + desc(q) + ")");
+            return unimplemented("attention: cuDNN's graph does not cover this call (" + desc(q) +
+                                 (p.lse ? ": lse is asked)" : ")"));
         std::string why;
         auto plan = cudnn_attention_plan(ctx, cudnn_key(q, k), why);
         if (!plan) return unimplemented("attention: cuDNN offers no fused attention plan: " + why);
         return cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale);
     }
     case AttentionImpl::kFallback:
-        return run_fallback(ctx, q, k, v, o, scale, p.causal);
+        return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
     case AttentionImpl::kAuto:
         break;
     }
@@ -212,12 +218,13 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
             log_warning("attention: cuDNN fused attention unavailable (" + why +
                         "); using the slow fallback kernel");
     }
-    return run_fallback(ctx, q, k, v, o, scale, p.causal);
+    return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
 }
 
 std::vector<std::string> attention_candidates(const Context& ctx, const AttentionParams& p, const Tensor& q,
                                               const Tensor& k, const Tensor& v, const Tensor& o) {
     std::vector<std::string> names;
+    if (p.lse) return {"fallback"}; // the one kernel that returns the log-sum-exp
     const float scale = p.scale > 0.0f ? p.scale : 1.0f;
     Tensor out = o;
     const HopperAttentionArgs ha = hopper_args(q, k, v, out, scale, p.causal);
@@ -250,7 +257,8 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
                            const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) {
     const float scale = p.scale > 0.0f ? p.scale : 1.0f / sqrtf(static_cast<float>(q.dim(2)));
     const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal);
-    if (name == "fallback") return run_fallback(ctx, q, k, v, o, scale, p.causal);
+    if (name == "fallback") return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
+    if (p.lse) return unimplemented("attention_candidate: only 'fallback' returns lse, not '" + name + "'");
     if (name == "hopper fp8" || name == "hopper fp8 lazy")
         return hopper_attention_fp8(ctx, ha, name != "hopper fp8");
     if (name.rfind("hopper bn", 0) == 0) {

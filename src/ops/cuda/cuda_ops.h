@@ -75,6 +75,8 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
                                               const Tensor& k, const Tensor& v, const Tensor& o);
 Status attention_candidate(const Context& ctx, const std::string& name, const AttentionParams& p,
                            const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o);
+Status attention_merge(const Context& ctx, const Tensor& o_a, const Tensor& lse_a, const Tensor& o_b,
+                       const Tensor& lse_b, Tensor& o, Tensor& lse);
 
 Status fill_uniform(const Context& ctx, const FillUniformParams& p, Tensor& x);
 
