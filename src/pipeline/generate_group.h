@@ -6,6 +6,7 @@
 #pragma once
 
 #include "pipeline/generate.h"
+#include "pipeline/group_broadcast.h"
 #include "runtime/device_group.h"
 
 #include <functional>
@@ -25,5 +26,12 @@ Result<GenerationOutput>
 generate_latents_on_group(const model::DitModel& model, const Conditioning& conditioning,
                           const GenerationRequest& request, const DenoiseOptions& options,
                           const runtime::ParallelPlan& plan, const GroupOptions& group = {});
+
+// On a group the caller made (it spans the job's stages): local rank r denoises with inputs[r] (what it
+// received from rank 0, pipeline/group_broadcast.h) in place of request's keyframes and references.
+Result<GenerationOutput> generate_latents_on_group(runtime::DeviceGroup& group, const model::DitModel& model,
+                                                   const std::vector<EncodedInputs>& inputs,
+                                                   const GenerationRequest& request,
+                                                   const DenoiseOptions& options, const GroupOptions& go = {});
 
 } // namespace h3::pipeline

@@ -3,7 +3,8 @@
 # heads: the latents equal the single-rank run's within 1e-5 relative (fp32) for t2va (prompt through the
 # tiny text encoder) and fl2va (keyframes), with and without DBCache; the metrics list the ranks and the
 # cache decisions agree; degrees the heads do not allow and --gpus on the CPU are usage errors naming the
-# flag; two processes by the launcher convention (RANK / WORLD_SIZE / MASTER_PORT) equal one.
+# flag; two processes by the launcher convention (RANK / WORLD_SIZE / MASTER_PORT) equal one, rank 0 alone
+# conditioning and both splitting the video decode.
 set -uo pipefail
 H3="$1"; WORK="$2"
 rm -rf "$WORK"; mkdir -p "$WORK"
@@ -55,15 +56,30 @@ if close "$WORK/t2va_none.st" "$WORK/fl2va_none.st"; then fail "compare did not 
 # Two processes on 127.0.0.1 by the launcher convention (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the
 # TCP communicator between them; rank 0 writes the latents, equal to the single-process run's.
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# Rank 0 alone runs the conditioner (rank 1 never loads the text encoder: it receives the rows); both decode
+# a share of the video tiles, rank 0 blends them: its PNG frames equal the in-process --sp 2 run's byte for
+# byte (the TCP sums are the in-process backend's bits, so the latents are the same too).
+expect_rc 0 "${GEN[@]}" --sp 2 --save-latents "$WORK/sp2.st" --output "$WORK/sp2_png"
 for r in 1 0; do
-  RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT "${GEN[@]}" --sp 2 \
-    --save-latents "$WORK/proc_r$r.st" > "$WORK/proc_$r.out" 2> "$WORK/proc_$r.err" &
+  RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT "$H3" --log-level info "${GEN[@]:1}" --sp 2 \
+    --save-latents "$WORK/proc_r$r.st" --output "$WORK/proc_png$r" --metrics "$WORK/proc_m$r.json" \
+    > "$WORK/proc_$r.out" 2> "$WORK/proc_$r.err" &
   eval "PID$r=\$!"
 done
 wait "$PID0"; RC0=$?; wait "$PID1"; RC1=$?
 [ $RC0 -eq 0 ] && [ $RC1 -eq 0 ] || { cat "$WORK"/proc_*.err; fail "launched ranks exited $RC0 / $RC1"; }
 close "$WORK/t2va_none.st" "$WORK/proc_r0.st" || fail "2-process latents differ: $(head -c 600 "$WORK/cmp.json")"
 [ -f "$WORK/proc_r1.st" ] && fail "rank 1 wrote outputs (rank 0 writes)"
+[ -e "$WORK/proc_png1" ] && fail "rank 1 wrote frames (rank 0 writes)"
+diff -r "$WORK/sp2_png" "$WORK/proc_png0" > /dev/null || fail "2-process frames differ from the in-process --sp 2 frames"
+cat "$WORK/proc_0.out" "$WORK/proc_0.err" | grep -q "loaded text_encoder" || fail "rank 0 did not load the text encoder"
+cat "$WORK/proc_1.out" "$WORK/proc_1.err" | grep -q "loaded text_encoder" && fail "rank 1 loaded the text encoder (rank 0 conditions)"
+cat "$WORK/proc_1.out" "$WORK/proc_1.err" | grep -q "loaded vae_decoder" || fail "rank 1 did not decode its tiles"
+python3 - "$WORK/proc_m0.json" "$WORK/proc_m1.json" <<'PY' || fail "encode_ranks: $(cat "$WORK"/proc_m*.json | head -c 300)"
+import json, sys
+assert json.load(open(sys.argv[1]))["encode_ranks"] == [0]
+assert json.load(open(sys.argv[2]))["encode_ranks"] == []
+PY
 RANK=0 WORLD_SIZE=2 MASTER_PORT=$PORT expect_rc 2 "${GEN[@]}" --sp 4 --save-latents "$WORK/x.st"
 expect_err "WORLD_SIZE 2 but --sp 4 --tp 1 needs 4 ranks"
 RANK=1 expect_rc 2 "${GEN[@]}" --sp 2 --save-latents "$WORK/x.st"
