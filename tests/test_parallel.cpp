@@ -8,19 +8,21 @@
 #include "model/latent_spec.h"
 #include "model/tiny/tiny_checkpoint.h"
 #include "model/tiny/tiny_vae.h"
-#include "pipeline/generate_group.h"
 #include "pipeline/decode.h"
 #include "pipeline/decode_group.h"
-#include "pipeline/group_broadcast.h"
+#include "pipeline/generate_group.h"
 #include "pipeline/generator.h"
+#include "pipeline/group_broadcast.h"
 #include "pipeline/job_builder.h"
 #include "runtime/model_store.h"
+
+#include "generate_setup.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <random>
@@ -69,11 +71,7 @@ const model::DitModel& ref2va_dit() {
 }
 
 Tensor random_tensor(const Shape& s, uint32_t seed) {
-    std::mt19937 g(seed);
-    std::normal_distribution<float> n;
-    Tensor t = Tensor::host(s, DType::kF32);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = n(g);
-    return t;
+    return test::random_normal(s, seed);
 }
 
 enum class Flow { kT2va, kFl2va, kRef2va };
@@ -91,11 +89,8 @@ struct Case {
 Case make_case(Flow task, int text_rows, const std::string& cache = "none") {
     Case c;
     c.model = task == Flow::kRef2va ? &ref2va_dit() : &fl2va_dit();
-    auto spec = model::derive_latent_spec({.dit = &c.model->config(), .dit_file = "the tiny DiT"});
-    EXPECT_TRUE(spec.ok()) << spec.status().to_string();
-    auto g = resolve_geometry({.width = 64, .height = 32, .frames = 107}, *spec);
-    EXPECT_TRUE(g.ok()) << g.status().to_string();
-    c.rq.geometry = *g;
+    const Geometry g = test::geometry_64x32(*c.model);
+    c.rq.geometry = g;
     c.rq.steps = 6;
     c.rq.seed = 5;
     auto cs = cache::parse_cache_spec(cache);
@@ -105,28 +100,18 @@ Case make_case(Flow task, int text_rows, const std::string& cache = "none") {
     c.cond.tags.assign(static_cast<size_t>(text_rows), kTagText);
     const int C = c.model->config().in_channels;
     if (task == Flow::kFl2va)
-        c.rq.keyframes = {
-            {KeyframeAnchor::kFirst, random_tensor(Shape{1, C, 1, g->latent_h, g->latent_w}, 8)},
-            {KeyframeAnchor::kLast, random_tensor(Shape{1, C, 1, g->latent_h, g->latent_w}, 9)}};
+        c.rq.keyframes = {{KeyframeAnchor::kFirst, random_tensor(Shape{1, C, 1, g.latent_h, g.latent_w}, 8)},
+                          {KeyframeAnchor::kLast, random_tensor(Shape{1, C, 1, g.latent_h, g.latent_w}, 9)}};
     if (task == Flow::kRef2va) {
         ReferenceCondition image;
         image.kind = ReferenceKind::kImage;
-        image.latents = random_tensor(Shape{1, C, 1, g->latent_h, g->latent_w}, 10);
+        image.latents = random_tensor(Shape{1, C, 1, g.latent_h, g.latent_w}, 10);
         c.rq.references = {image};
     }
     return c;
 }
 
-double rel_err(const Tensor& a, const Tensor& b) {
-    EXPECT_EQ(a.shape(), b.shape());
-    auto x = *to_f32_vector(a), y = *to_f32_vector(b);
-    double num = 0, den = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-        num = std::max(num, std::fabs(double(x[i]) - y[i]));
-        den = std::max(den, std::fabs(double(y[i])));
-    }
-    return num / den;
-}
+using test::rel_err;
 
 runtime::ParallelPlan plan(int sp, int tp) {
     runtime::ParallelPlan p;
@@ -385,7 +370,8 @@ TEST(GroupBroadcast, EncodedInputsReachEveryRank) {
     for (int r = 1; r < 4; ++r) {
         SCOPED_TRACE("rank " + std::to_string(r));
         const EncodedInputs& g = got[static_cast<size_t>(r)];
-        EXPECT_NE(g.conditioning.embeddings.data(), sent.conditioning.embeddings.data()); // a copy, not shared
+        EXPECT_NE(g.conditioning.embeddings.data(),
+                  sent.conditioning.embeddings.data()); // a copy, not shared
         EXPECT_TRUE(same(g.conditioning.embeddings, sent.conditioning.embeddings));
         EXPECT_EQ(g.conditioning.tags, sent.conditioning.tags);
         ASSERT_EQ(g.keyframes.size(), 1u);
@@ -400,7 +386,8 @@ TEST(GroupBroadcast, EncodedInputsReachEveryRank) {
     bytes.resize(bytes.size() - 10);
     auto cut = unpack_encoded_inputs(bytes);
     ASSERT_FALSE(cut.ok());
-    EXPECT_NE(cut.status().message().find("ends 10 bytes early"), std::string::npos) << cut.status().message();
+    EXPECT_NE(cut.status().message().find("ends 10 bytes early"), std::string::npos)
+        << cut.status().message();
 }
 
 namespace {
@@ -476,7 +463,8 @@ TEST(GroupGenerator, Rank0EncodesAndBroadcasts) {
         const uint8_t* a = on_group->decoded_frames.data_as<const uint8_t>();
         const uint8_t* b = base->decoded_frames.data_as<const uint8_t>();
         int worst = 0;
-        for (int64_t i = 0; i < base->decoded_frames.numel(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+        for (int64_t i = 0; i < base->decoded_frames.numel(); ++i)
+            worst = std::max(worst, std::abs(a[i] - b[i]));
         EXPECT_LE(worst, 1);
         EXPECT_EQ(on_group->frames, base->frames);
     }

@@ -1181,12 +1181,13 @@ double latents_rel_err(const std::string& a_bytes, const std::string& b_bytes, c
 
 TEST(ServeGroup, SpTwoMatchesOneRankAndAFailedRankFailsAlone) {
     fs::remove_all(kWork / "group_out");
-    Server server(kWork / "group_out", {"--sp", "2", "--fault-inject-prompt", kFaultPrompt}, "group", {}, true,
-                  kFaultBinary);
+    Server server(kWork / "group_out", {"--sp", "2", "--fault-inject-prompt", kFaultPrompt}, "group", {},
+                  true, kFaultBinary);
     ASSERT_TRUE(server.up());
     auto c = server.client();
     const json health = body_json(c.Get("/health"));
-    EXPECT_NE(health.dump().find("dit group sp 2 x tp 1 (2 ranks on cpu)"), std::string::npos) << health.dump();
+    EXPECT_NE(health.dump().find("dit group sp 2 x tp 1 (2 ranks on cpu)"), std::string::npos)
+        << health.dump();
     json t2va = {{"prompt", "a red fox runs through snow"},
                  {"size", "64x32"},
                  {"seconds", 4},

@@ -36,9 +36,8 @@ generate_latents_on_group(const model::DitModel& model, const Conditioning& cond
     H3_TRY(check_group_model(model, plan));
     H3_ASSIGN_OR_RETURN(auto group, runtime::DeviceGroup::create(plan, model.context(), go.comm));
     // every rank gets the same inputs (the Generator broadcasts them from rank 0 instead)
-    const EncodedInputs same{.conditioning = conditioning,
-                             .keyframes = request.keyframes,
-                             .references = request.references};
+    const EncodedInputs same{
+        .conditioning = conditioning, .keyframes = request.keyframes, .references = request.references};
     return generate_latents_on_group(*group, model, std::vector<EncodedInputs>(group->size(), same), request,
                                      options, go);
 }

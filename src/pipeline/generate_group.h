@@ -32,6 +32,7 @@ generate_latents_on_group(const model::DitModel& model, const Conditioning& cond
 Result<GenerationOutput> generate_latents_on_group(runtime::DeviceGroup& group, const model::DitModel& model,
                                                    const std::vector<EncodedInputs>& inputs,
                                                    const GenerationRequest& request,
-                                                   const DenoiseOptions& options, const GroupOptions& go = {});
+                                                   const DenoiseOptions& options,
+                                                   const GroupOptions& go = {});
 
 } // namespace h3::pipeline

@@ -11,8 +11,8 @@
 #include "pipeline/ref2va.h"
 
 #include <chrono>
-#include <mutex>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 
 namespace h3::pipeline {
@@ -246,7 +246,8 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         };
         // One rank, or the plan's device group (every rank runs the loop; rank 0 reports progress).
         if (group) {
-            H3_ASSIGN_OR_RETURN(out, generate_latents_on_group(*group, *dit, inputs, rq, dopt, group_options_));
+            H3_ASSIGN_OR_RETURN(out,
+                                generate_latents_on_group(*group, *dit, inputs, rq, dopt, group_options_));
         } else {
             rq.keyframes = mine.keyframes;
             rq.references = mine.references;

@@ -36,8 +36,8 @@ public:
     explicit Reader(const std::vector<uint8_t>& b) : b_(b) {}
     Status raw(void* p, size_t n) {
         if (n > b_.size() - at_)
-            return invalid_argument("encoded inputs: the payload ends " + std::to_string(n - (b_.size() - at_)) +
-                                    " bytes early");
+            return invalid_argument("encoded inputs: the payload ends " +
+                                    std::to_string(n - (b_.size() - at_)) + " bytes early");
         std::memcpy(p, b_.data() + at_, n);
         at_ += n;
         return ok_status();
@@ -55,7 +55,8 @@ public:
     Result<Tensor> tensor() {
         H3_ASSIGN_OR_RETURN(int64_t rank, i64());
         if (rank == -1) return Tensor();
-        if (rank < 0 || rank > 8) return invalid_argument("encoded inputs: a tensor of rank " + std::to_string(rank));
+        if (rank < 0 || rank > 8)
+            return invalid_argument("encoded inputs: a tensor of rank " + std::to_string(rank));
         H3_ASSIGN_OR_RETURN(uint32_t dt, u32());
         if (dt > static_cast<uint32_t>(DType::kF64))
             return invalid_argument("encoded inputs: unknown dtype code " + std::to_string(dt));

@@ -18,7 +18,7 @@ namespace h3::pipeline {
 
 struct EncodedInputs {
     Conditioning conditioning;
-    std::vector<KeyframeCondition> keyframes;  // fl2va
+    std::vector<KeyframeCondition> keyframes;   // fl2va
     std::vector<ReferenceCondition> references; // ref2va
 };
 

@@ -5,26 +5,9 @@
 # cache decisions agree; degrees the heads do not allow and --gpus on the CPU are usage errors naming the
 # flag; two processes by the launcher convention (RANK / WORLD_SIZE / MASTER_PORT) equal one, rank 0 alone
 # conditioning and both splitting the video decode.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
-expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
-# the latents tensors of $2 within 1e-5 relative RMS of $1's (compare --json: rel_rms)
-close() {
-  "$H3" compare --json "$1" "$2" > "$WORK/cmp.json" || return 1
-  python3 - "$WORK/cmp.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-bad = [t["name"] for t in r["latents"]["tensors"] if t["name"].endswith("latents")
-       and not t["rel_rms"] <= 1e-5]
-sys.exit(1 if bad else 0)
-PY
-}
+source "$(dirname "$0")/lib/common.sh" "$@"
 
-expect_rc 0 "$H3" make-tiny "$WORK/tiny" --seed 3 --dit-heads 8
+make_tiny "$WORK/tiny" --seed 3 --dit-heads 8
 "$H3" make-tiny --help | grep -q -- "--dit-heads" || fail "make-tiny has no --dit-heads"
 IMG="$(dirname "$0")/../data/images"
 GEN=("$H3" generate --model "$WORK/tiny" --prompt "a red fox" --size 64x32 --frames 107 --steps 4 --seed 4
@@ -40,7 +23,7 @@ for run in "t2va none 2 1" "t2va none 4 1" "t2va none 1 2" "t2va none 2 2" "t2va
   [ -f "$WORK/$tag.st" ] || expect_rc 0 "${GEN[@]}" "${KF[@]}" --cache "$cache" --save-latents "$WORK/$tag.st"
   expect_rc 0 "${GEN[@]}" "${KF[@]}" --cache "$cache" --sp "$sp" --tp "$tp" --save-latents "$WORK/${tag}_g.st" \
     --metrics "$WORK/m.json"
-  close "$WORK/$tag.st" "$WORK/${tag}_g.st" || fail "$run: latents differ: $(head -c 600 "$WORK/cmp.json")"
+  latents_close "$WORK/$tag.st" "$WORK/${tag}_g.st" || fail "$run: latents differ: $(head -c 600 "$WORK/cmp.json")"
   python3 - "$WORK/m.json" "$((sp * tp))" <<'PY' || fail "metrics of $run: $(head -c 400 "$WORK/m.json")"
 import json, sys
 m = json.load(open(sys.argv[1]))
@@ -51,7 +34,7 @@ assert "dit group sp" in m["placement"], m["placement"]
 PY
 done
 # the check can fail: t2va and fl2va latents differ
-if close "$WORK/t2va_none.st" "$WORK/fl2va_none.st"; then fail "compare did not tell t2va from fl2va"; fi
+if latents_close "$WORK/t2va_none.st" "$WORK/fl2va_none.st"; then fail "compare did not tell t2va from fl2va"; fi
 
 # Two processes on 127.0.0.1 by the launcher convention (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the
 # TCP communicator between them; rank 0 writes the latents, equal to the single-process run's.
@@ -68,7 +51,7 @@ for r in 1 0; do
 done
 wait "$PID0"; RC0=$?; wait "$PID1"; RC1=$?
 [ $RC0 -eq 0 ] && [ $RC1 -eq 0 ] || { cat "$WORK"/proc_*.err; fail "launched ranks exited $RC0 / $RC1"; }
-close "$WORK/t2va_none.st" "$WORK/proc_r0.st" || fail "2-process latents differ: $(head -c 600 "$WORK/cmp.json")"
+latents_close "$WORK/t2va_none.st" "$WORK/proc_r0.st" || fail "2-process latents differ: $(head -c 600 "$WORK/cmp.json")"
 [ -f "$WORK/proc_r1.st" ] && fail "rank 1 wrote outputs (rank 0 writes)"
 [ -e "$WORK/proc_png1" ] && fail "rank 1 wrote frames (rank 0 writes)"
 diff -r "$WORK/sp2_png" "$WORK/proc_png0" > /dev/null || fail "2-process frames differ from the in-process --sp 2 frames"

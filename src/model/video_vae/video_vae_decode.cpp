@@ -361,12 +361,14 @@ Status gather_tiles(const ops::Context& ctx, const ops::Context& actx, ops::Comm
     int64_t share_max = 0;
     for (int q = 0; q < n; ++q) {
         int64_t e = 0;
-        for (size_t k = shares.begin[static_cast<size_t>(q)]; k < shares.begin[q + 1u]; ++k) e += tile_shape(k).numel();
+        for (size_t k = shares.begin[static_cast<size_t>(q)]; k < shares.begin[q + 1u]; ++k)
+            e += tile_shape(k).numel();
         share_max = std::max(share_max, e);
     }
     const Device where = std::string(comm.backend()) == "nccl" ? ctx.device : Device::cpu();
     const ops::Context cctx = where.is_cpu() ? ops::Context::cpu() : ctx;
-    H3_ASSIGN_OR_RETURN(Tensor send, Tensor::empty(Shape{std::max<int64_t>(share_max, 1)}, DType::kF32, where));
+    H3_ASSIGN_OR_RETURN(Tensor send,
+                        Tensor::empty(Shape{std::max<int64_t>(share_max, 1)}, DType::kF32, where));
     int64_t off = 0;
     for (size_t k = shares.begin[static_cast<size_t>(shares.rank)]; k < shares.begin[shares.rank + 1u]; ++k) {
         const Shape sh = tile_shape(k);
