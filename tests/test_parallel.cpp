@@ -14,6 +14,7 @@
 #include "pipeline/generator.h"
 #include "pipeline/group_broadcast.h"
 #include "pipeline/job_builder.h"
+#include "runtime/device_session.h"
 #include "runtime/model_store.h"
 
 #include "generate_setup.h"
@@ -512,4 +513,38 @@ TEST(GroupDecode, TileSplitEqualsTheSingleRankDecodeBitForBit) {
     ASSERT_TRUE(one.ok());
     ASSERT_EQ(frames->shape(), one->shape());
     EXPECT_EQ(std::memcmp(frames->data(), one->data(), one->nbytes()), 0);
+}
+
+// On a GPU (scripts/device_check.sh): the NCCL paths of the encode broadcast (bytes through a device buffer)
+// and of the tile-split decode (tiles gathered in device memory), at world size 1 — the decode equals the
+// plain one bit for bit. Skipped without NCCL or a CUDA device.
+TEST(GroupNccl, BroadcastAndTileDecodeAtWorldSizeOne) {
+    if (!ops::nccl_available()) GTEST_SKIP() << "built without NCCL";
+    auto session = runtime::DeviceSession::open("cuda:0");
+    if (!session.ok()) GTEST_SKIP() << "no CUDA device: " << session.status().to_string();
+    const ops::Context& ctx = (*session)->context();
+    auto id = ops::nccl_unique_id();
+    ASSERT_TRUE(id.ok()) << id.status().to_string();
+    auto comm = ops::make_nccl_communicator(*id, 0, 1, ctx.device.index);
+    ASSERT_TRUE(comm.ok()) << comm.status().to_string();
+    EncodedInputs in;
+    in.conditioning.embeddings = random_tensor(Shape{3, 8}, 41);
+    in.conditioning.tags.assign(3, kTagText);
+    const Status b = broadcast_encoded_inputs(ctx, **comm, in);
+    ASSERT_TRUE(b.ok()) << b.to_string();
+    const model::VideoVaeConfig config = model::tiny_video_vae_config({});
+    auto vae = model::random_video_vae(ctx, config, DType::kF32, 17);
+    ASSERT_TRUE(vae.ok()) << vae.status().to_string();
+    const Tensor latents = random_tensor(Shape{1, config.latent_channels, 7, 3, 6}, 31);
+    model::VideoDecodeOptions o;
+    o.tile = 32;
+    o.min_overlap = 16;
+    o.tile_batch = 1;
+    auto plain = model::decode_video_sample(ctx, *vae, latents, o);
+    ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+    o.group = comm->get();
+    auto split = model::decode_video_sample(ctx, *vae, latents, o);
+    ASSERT_TRUE(split.ok()) << split.status().to_string();
+    ASSERT_EQ(split->shape(), plain->shape());
+    EXPECT_EQ(std::memcmp(split->data(), plain->data(), plain->nbytes()), 0);
 }

@@ -18,15 +18,19 @@ Status check_group_model(const model::DitModel& model, const runtime::ParallelPl
         return invalid_argument(
             "--sp/--tp: the ranks share one DiT, whose block weights must be resident (got " +
             model.residency_describe() + "; use --residency resident)");
-    if (!plan.gpus.empty() && !model.context().device.is_cpu())
+    return check_group_device(plan, model.context().device);
+}
+
+} // namespace
+
+Status check_group_device(const runtime::ParallelPlan& plan, const Device& device) {
+    if (!plan.gpus.empty() && !device.is_cpu())
         return unimplemented(
             "--gpus: one DiT replica per GPU is not loaded yet (the ranks of this process share "
             "the model's device); run the ranks on the CPU or one process per GPU "
             "(runtime/launcher.h)");
     return ok_status();
 }
-
-} // namespace
 
 Result<GenerationOutput>
 generate_latents_on_group(const model::DitModel& model, const Conditioning& conditioning,

@@ -20,6 +20,10 @@ struct GroupOptions {
     std::function<Status(const runtime::DeviceGroup::Rank&, DenoiseOptions&)> per_rank;
 };
 
+// The ranks of one process share the model's device: a CUDA plan with --gpus (several devices in one
+// process) is refused (kUnimplemented, naming the launcher as the way to run one process per GPU).
+Status check_group_device(const runtime::ParallelPlan& plan, const Device& device);
+
 // `options.progress` is called from rank 0 only. The work report totals the ranks (per step: blocks and
 // hits as every rank saw them — they agree —, useful FLOPs summed) and lists each rank's share.
 Result<GenerationOutput>

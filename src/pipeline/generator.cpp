@@ -199,6 +199,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     std::unique_ptr<runtime::DeviceGroup> group; // the job's ranks, for every stage; aborted ones die with it
     std::vector<EncodedInputs> inputs(1);
     if (parallel.active()) {
+        H3_TRY(check_group_device(parallel, ctx.device)); // before any rank or communicator exists
         H3_ASSIGN_OR_RETURN(group, runtime::DeviceGroup::create(parallel, ctx, group_options_.comm));
         inputs.assign(static_cast<size_t>(group->size()), EncodedInputs{});
         std::mutex m;
