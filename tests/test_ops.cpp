@@ -804,6 +804,33 @@ TEST(Ops, HeadNormRope) {
             }
 }
 
+// A synchronous upload is finished when it returns: the next kernel runs on a non-blocking stream, which
+// does not wait for the legacy stream a pageable cudaMemcpy lands on (Ops.Attention, f32 causal MQA, read a
+// half-uploaded q about one run in ten on the H200). 64 MiB fresh uploads, each read at once by a cast.
+TEST(Ops, UploadIsCompleteBeforeTheNextKernel) {
+    SKIP_IF_NO_BACKEND();
+    if (!on_cuda()) GTEST_SKIP() << "the CPU has no streams";
+    const int64_t n = int64_t{16} << 20; // f32 elements
+    Tensor x = Tensor::host({n}, DType::kF32);
+    float* px = x.data_as<float>();
+    for (int round = 0; round < 4; ++round) {
+        for (int64_t i = 0; i < n; ++i) px[i] = static_cast<float>((i + round) % 251); // exact in bf16
+        Tensor y0 = Tensor::host({n}, DType::kBF16);
+        Guarded y(y0);
+        ASSERT_OK(cast(ctx(), dev(x), y.t));
+        Tensor got = y.host();
+        const auto* pg = got.data_as<const uint16_t>();
+        int64_t bad = 0, first = -1;
+        for (int64_t i = 0; i < n; ++i) {
+            float f;
+            const uint32_t bits = static_cast<uint32_t>(pg[i]) << 16;
+            std::memcpy(&f, &bits, 4);
+            if (f != px[i] && bad++ == 0) first = i;
+        }
+        EXPECT_EQ(bad, 0) << "round " << round << ": first stale element " << first;
+    }
+}
+
 // ---- attention -------------------------------------------------------------------------------------------
 struct AttnCase {
     int64_t sq, sk, h, d;

@@ -1,7 +1,9 @@
 // h3-engine bench request --random-weights [--size WxH] [--frames F] [--steps N] [--seed N] [--prompt TEXT]
 //                         [--configs official|CHECKPOINT] [--work DIR] [--output FILE] [--blocks B]
 //                         [--device cuda] [--dtype bf16|fp32] [--precision bf16|fp8] [--fasth3]
-//                         [--attention dense|vsa[:...]] [--json]
+//                         [--attention dense|vsa[:...]] [--residency resident|layerwise]
+//                         [--resident-blocks K] [--weight-dtype bf16|int8|auto] [--host-pinning on|off]
+//                         [--gpu-memory-budget SIZE] [--json]
 // One whole t2va request through pipeline::Generator — the conditioner (tokenizer + language stack), the
 // denoising loop on the DiT, the video and audio decoders, the MP4 mux — with every model made with random
 // weights at the width its config gives (runtime::ComponentSupplier), so the request runs the production flow
@@ -13,9 +15,12 @@
 // conditioning rows, the files written (--json: one object). --fasth3 makes the DiT a FastH3 student (every
 // block with its VSA compression gate) and writes FastVideo's sidecar beside the official configs, so the
 // request takes the student's defaults through the job builder as a real FastH3 checkpoint does (4 forwards
-// on the rung schedule, VSA 0.9) unless --steps / --attention say otherwise.
+// on the rung schedule, VSA 0.9) unless --steps / --attention say otherwise. The residency flags place the
+// weights as `generate`'s do (the planner sizes the whole request under --gpu-memory-budget); the random
+// DiT blocks and text layers are then made on the device one at a time and kept as host masters.
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "cli/residency_flags.h"
 #include "core/cuda_api.h"
 #include "io/json_file.h"
 #include "model/audio_vae/audio_vae.h"
@@ -103,12 +108,23 @@ runtime::ComponentSupplier random_components(int dit_blocks, bool gate_compress)
         const auto prec = p.precision == runtime::ComputePrecision::kFp32  ? model::DitPrecision::kFp32
                           : p.precision == runtime::ComputePrecision::kFp8 ? model::DitPrecision::kFp8
                                                                            : model::DitPrecision::kBf16;
-        H3_ASSIGN_OR_RETURN(
-            auto w, model::random_dit_weights(cfg, ctx, prec,
-                                              {.adaln = true, .gate_compress = gate_compress, .seed = 11}));
+        const bool streamed = !p.weights.plain();
+        if (streamed && prec == model::DitPrecision::kFp8)
+            return invalid_argument("bench request: --precision fp8 keeps its e4m3 block weights resident; "
+                                    "drop it or the layerwise / int8 placement");
+        H3_ASSIGN_OR_RETURN(auto w, model::random_dit_weights(cfg, ctx, prec,
+                                                              {.adaln = true,
+                                                               .gate_compress = gate_compress,
+                                                               .seed = 11,
+                                                               .host_blocks = streamed,
+                                                               .pinned = p.weights.pin_host}));
         if (prec == model::DitPrecision::kFp8)
             H3_TRY(model::quantize_dit_fp8(ctx, cfg, {}, w)); // as load does
-        return std::make_unique<model::DitModel>(cfg, std::move(w), prec, ctx);
+        std::unique_ptr<model::LayerWeightSource> source;
+        if (streamed) {
+            H3_ASSIGN_OR_RETURN(source, model::make_dit_block_source(w, prec, p.weights, ctx));
+        }
+        return std::make_unique<model::DitModel>(cfg, std::move(w), prec, ctx, std::move(source));
     };
     s.text_encoder = [](const std::string& root, const runtime::ComponentPlacement& p,
                         const ops::Context& ctx) -> Result<std::unique_ptr<model::TextStack>> {
@@ -120,8 +136,14 @@ runtime::ComponentSupplier random_components(int dit_blocks, bool gate_compress)
                                                                           : model::TextPrecision::kBf16;
         auto stack = std::make_unique<model::TextStack>();
         H3_ASSIGN_OR_RETURN(stack->tokenizer, model::tokenizer::Tokenizer::load(tok_dir));
-        H3_ASSIGN_OR_RETURN(auto w, model::random_text_weights(cfg, cfg.used_layers(), prec, ctx, 1));
-        stack->model = std::make_unique<model::TextModel>(cfg, std::move(w), prec, ctx);
+        const bool streamed = !p.weights.plain();
+        H3_ASSIGN_OR_RETURN(auto w, model::random_text_weights(cfg, cfg.used_layers(), prec, ctx, 1, streamed,
+                                                               p.weights.pin_host));
+        std::unique_ptr<model::LayerWeightSource> source;
+        if (streamed) {
+            H3_ASSIGN_OR_RETURN(source, model::make_text_layer_source(w, prec, p.weights, ctx));
+        }
+        stack->model = std::make_unique<model::TextModel>(cfg, std::move(w), prec, ctx, std::move(source));
         stack->dir = root;
         return stack;
     };
@@ -152,6 +174,7 @@ Command bench_request_command() {
         int frames = 124, steps = 50, blocks = 0;
         uint64_t seed = 0;
         bool random_weights = false, json = false, fasth3 = false;
+        ResidencyFlags residency;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -187,6 +210,7 @@ Command bench_request_command() {
                          "(with --configs official)");
         o->sub->add_option("--attention", o->attention,
                            "dense | vsa[:sparsity=0.9,mode=exempt] (the job field)");
+        add_residency_flags(o->sub, o->residency);
         o->sub->add_flag("--json", o->json, "JSON output");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
@@ -231,8 +255,8 @@ Command bench_request_command() {
         const auto precision = o->dtype == "fp32"      ? runtime::ComputePrecision::kFp32
                                : o->precision == "fp8" ? runtime::ComputePrecision::kFp8
                                                        : runtime::ComputePrecision::kDefault;
-        auto store = runtime::ModelStore::open(root, runtime::PlacementPlan::per_job(*device, precision),
-                                               random_components(o->blocks, o->fasth3));
+        runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(*device, precision);
+        auto store = runtime::ModelStore::open(root, plan, random_components(o->blocks, o->fasth3));
         if (!store.ok()) return report(store.status());
         if (Status s =
                 (*store)->require({runtime::Component::kTransformer, runtime::Component::kTextEncoder,
@@ -241,6 +265,20 @@ Command bench_request_command() {
             return report(s);
         auto job = pipeline::JobBuilder((*store)->info(), bo).build(std::move(in), &field);
         if (!job.ok()) return report(job.status());
+        std::string placement; // the weights' placement, as `generate` plans it (before any weight moves)
+        {
+            const pipeline::Geometry& g = job->geometry;
+            auto choice = resolve_checkpoint_residency(o->residency, root, precision,
+                                                       workload_for(g.rows_per_frame() * g.latent_frames,
+                                                                    2LL * g.audio_latents, 537, job->steps, 0,
+                                                                    g.width, g.height),
+                                                       false, false);
+            if (!choice.ok()) return report(choice.status());
+            apply_residency(*choice, plan, false);
+            placement = choice->describe();
+            std::fprintf(stderr, "bench request: %s\n", placement.c_str());
+            if (Status s = (*store)->replan(plan); !s.ok()) return report(s);
+        }
         auto generator = pipeline::Generator::create(**store);
         if (!generator.ok()) return report(generator.status());
         pipeline::JobEvents events;
@@ -267,6 +305,7 @@ Command bench_request_command() {
             {"frames", job->geometry.frames},
             {"grid_points", job->steps},
             {"attention", job->attention.describe()},
+            {"placement", placement},
             {"fasth3", o->fasth3},
             {"forwards", r->step_seconds.size()},
             {"conditioning_rows", r->conditioning_rows},

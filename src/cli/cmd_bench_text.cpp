@@ -74,14 +74,17 @@ Command bench_text_command() {
         auto choice = resolve_residency(o->residency, {tb});
         if (!choice.ok()) return report(choice.status());
         if (!o->json) std::fprintf(stderr, "bench text: %s\n", choice->describe().c_str());
-        const bool streamed = !choice->dit.plain();
+        // The flags alone place the "DiT" slot (--resident-blocks K counts text layers here); a budget's plan
+        // places the text stack by name.
+        const model::ResidencyOptions& placed = choice->plan ? choice->text : choice->dit;
+        const bool streamed = !placed.plain();
         reset_device_memory_peak();
         const auto tw = Clock::now();
-        auto w = model::random_text_weights(cfg, layers, prec, ctx, 1, streamed, choice->dit.pin_host);
+        auto w = model::random_text_weights(cfg, layers, prec, ctx, 1, streamed, placed.pin_host);
         if (!w.ok()) return report(w.status());
         std::unique_ptr<model::LayerWeightSource> source;
         if (streamed) {
-            auto src = model::make_text_layer_source(*w, prec, choice->dit, ctx);
+            auto src = model::make_text_layer_source(*w, prec, placed, ctx);
             if (!src.ok()) return report(src.status());
             source = std::move(src).value();
         }

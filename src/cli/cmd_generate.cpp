@@ -19,6 +19,7 @@
 #include "cli/parallel_flags.h"
 #include "cli/reference_options.h"
 #include "cli/residency_flags.h"
+#include "cli/spawn_ranks.h"
 #include "cli/vsa_flags.h"
 #include "io/image_reader.h"
 #include "io/json_file.h"
@@ -182,6 +183,7 @@ Command make_generate_command() {
         add_attention_option(o->sub, o->attention);
         add_residency_flags(o->sub, o->residency);
         add_parallel_flags(o->sub, o->parallel);
+        add_launch_flag(o->sub, o->parallel);
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
@@ -255,6 +257,11 @@ Command make_generate_command() {
         if (Status s = check_parallel_flags(plan, (*store)->info().dit ? &*(*store)->info().dit : nullptr);
             !s.ok())
             return report(s);
+        // Several GPUs (or --launch processes): this command once per rank as child processes, each one rank
+        // by the launcher convention; this process (its store loads nothing until a job leases
+        // a component) waits for them.
+        if (wants_rank_processes(o->parallel, *device, launched->has_value()))
+            return run_ranks_as_processes({.world = plan.parallel.world(), .gpus = plan.parallel.gpus});
         // ---- LoRA: merged into the DiT when it loads (read here, before any weight), or resolved by the
         // builder through a library of the named files and applied at run time
         std::unique_ptr<runtime::AdapterLibrary> adapter_files;

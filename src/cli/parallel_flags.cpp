@@ -24,6 +24,20 @@ void add_parallel_flags(CLI::App* sub, ParallelFlags& f) {
         "without it");
 }
 
+void add_launch_flag(CLI::App* sub, ParallelFlags& f) {
+    sub->add_option("--launch", f.launch,
+                    "ranks of this host as threads of this process or as child processes (RANK / WORLD_SIZE "
+                    "/ MASTER_PORT each; auto: processes for several --gpus)")
+        ->check(CLI::IsMember({"auto", "threads", "processes"}))
+        ->capture_default_str();
+}
+
+bool wants_rank_processes(const ParallelFlags& f, const Device& device, bool launched) {
+    if (launched || f.sp * f.tp <= 1) return false;
+    if (f.launch == "processes") return true;
+    return f.launch == "auto" && device.is_cuda() && f.gpus.find(',') != std::string::npos;
+}
+
 Status apply_parallel_flags(const ParallelFlags& f, runtime::PlacementPlan& plan) {
     plan.parallel.sp = f.sp;
     plan.parallel.tp = f.tp;

@@ -81,16 +81,22 @@ Status memcpy(void* dst, const void* src, size_t bytes, CopyKind kind, void* str
         return from_cuda(cudaMemcpyAsync(dst, src, bytes, k, static_cast<cudaStream_t>(stream)),
                          "cudaMemcpyAsync");
     // A synchronous copy must see all earlier work: ops run on non-blocking streams, which the legacy
-    // default stream does not wait for, so synchronize the device first.
+    // default stream does not wait for, so synchronize the device first. And it must be finished when it
+    // returns: cudaMemcpy from pageable host memory returns once the source is staged, before the DMA into
+    // device memory lands, and a kernel launched next on a non-blocking stream does not wait for the legacy
+    // stream (Ops.Attention read a half-uploaded q on the H200 about one run in ten) — synchronize after too.
     H3_TRY(from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
-    return from_cuda(cudaMemcpy(dst, src, bytes, k), "cudaMemcpy");
+    H3_TRY(from_cuda(cudaMemcpy(dst, src, bytes, k), "cudaMemcpy"));
+    return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 Status memset_device(void* dst, int value, size_t bytes, void* stream) {
     if (stream)
         return from_cuda(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)),
                          "cudaMemsetAsync");
-    return from_cuda(cudaMemset(dst, value, bytes), "cudaMemset");
+    // cudaMemset is asynchronous on the legacy stream, which non-blocking streams do not wait for: finish it.
+    H3_TRY(from_cuda(cudaMemset(dst, value, bytes), "cudaMemset"));
+    return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 Result<void*> stream_create() {

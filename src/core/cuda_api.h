@@ -20,8 +20,9 @@ Result<void*> malloc_pinned(size_t bytes);
 void free_pinned(void* ptr);
 
 enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost };
-// stream == nullptr: synchronous copy after a device-wide synchronize (it sees all earlier work on every
-// stream). Otherwise asynchronous on that cudaStream_t.
+// stream == nullptr: synchronous copy between two device-wide synchronizes (it sees all earlier work on
+// every stream, and has landed when it returns, pageable sources included). Otherwise asynchronous on that
+// cudaStream_t. memset_device likewise.
 Status memcpy(void* dst, const void* src, size_t bytes, CopyKind kind, void* stream = nullptr);
 Status memset_device(void* dst, int value, size_t bytes, void* stream = nullptr);
 

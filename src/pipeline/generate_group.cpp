@@ -26,9 +26,9 @@ Status check_group_model(const model::DitModel& model, const runtime::ParallelPl
 Status check_group_device(const runtime::ParallelPlan& plan, const Device& device) {
     if (!plan.gpus.empty() && !device.is_cpu())
         return unimplemented(
-            "--gpus: one DiT replica per GPU is not loaded yet (the ranks of this process share "
-            "the model's device); run the ranks on the CPU or one process per GPU "
-            "(runtime/launcher.h)");
+            "--gpus: the ranks of one process share the model's device (no DiT replica per GPU); "
+            "run them as processes, one per GPU (generate --launch processes, the default for several "
+            "--gpus, or a launcher's RANK / WORLD_SIZE)");
     return ok_status();
 }
 

@@ -2,6 +2,7 @@
 
 #include "io/checkpoint.h"
 #include "io/json_file.h"
+#include "model/audio_vae/audio_vae.h"
 #include "model/dit/dit_tensors.h"
 #include "model/text/text_model.h"
 #include "model/video_vae/video_vae.h"
@@ -38,6 +39,14 @@ Result<uint64_t> file_bytes(const std::string& dir, const std::string& prefix, s
         const io::TensorInfo* info = set.info(n);
         total += elem_bytes ? numel(info->shape) * elem_bytes : info->end - info->begin;
     }
+    return total;
+}
+
+// Bytes of a component's tensor inventory (a configs-only checkpoint, e.g. `bench request`'s) at elem_bytes.
+uint64_t inventory_bytes(const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors,
+                         size_t elem_bytes) {
+    uint64_t total = 0;
+    for (const auto& t : tensors) total += numel(t.second) * elem_bytes;
     return total;
 }
 
@@ -116,10 +125,23 @@ Result<std::vector<ComponentBytes>> checkpoint_component_bytes(const std::string
                                                                const Workload& w,
                                                                const std::string& dit_component) {
     std::vector<ComponentBytes> out;
-    H3_ASSIGN_OR_RETURN(model::DitCheckpoint dit, model::open_dit_checkpoint(root, dit_component));
-    out.push_back(dit_component_bytes(dit.config, p, w));
     H3_ASSIGN_OR_RETURN(io::CheckpointDir dir, io::discover_checkpoint(root));
-    if (const io::Component* t = dir.find("text_encoder"); t && t->has_weights) {
+    // The DiT's and the text stack's sizes come from their configs either way; a component with a config but
+    // no weight files (a configs-only checkpoint: `bench request --random-weights`) is sized from its tensor
+    // inventory, fp32 where the files would say.
+    const io::Component* dc = dir.find(dit_component);
+    if (dc && !dc->has_weights && !dc->config_path.empty()) {
+        H3_ASSIGN_OR_RETURN(model::DitConfig c, model::DitConfig::from_file(dc->config_path));
+        out.push_back(dit_component_bytes(c, p, w));
+    } else {
+        H3_ASSIGN_OR_RETURN(model::DitCheckpoint dit, model::open_dit_checkpoint(root, dit_component));
+        out.push_back(dit_component_bytes(dit.config, p, w));
+    }
+    const io::Component* t = dir.find("text_encoder");
+    if (t && !t->has_weights && !t->config_path.empty()) {
+        H3_ASSIGN_OR_RETURN(model::TextConfig tcfg, model::TextConfig::from_file(t->config_path));
+        out.push_back(text_component_bytes(tcfg, p, tcfg.used_layers(), w)); // t2va: no vision tower
+    } else if (t && t->has_weights) {
         H3_ASSIGN_OR_RETURN(model::TextCheckpoint tc, model::open_text_checkpoint(root));
         out.push_back(text_component_bytes(tc.config, p, tc.config.used_layers(), w));
         H3_ASSIGN_OR_RETURN(nlohmann::json cfg,
@@ -136,13 +158,22 @@ Result<std::vector<ComponentBytes>> checkpoint_component_bytes(const std::string
     }
     for (const char* name : {"vae", "audio_vae"}) {
         const io::Component* c = dir.find(name);
-        if (!c || !c->has_weights) continue;
+        const bool configs_only = c && !c->has_weights && !c->config_path.empty();
+        if (!c || (!c->has_weights && !configs_only)) continue;
         ComponentBytes v;
         v.name = std::string(name) == "vae" ? "vae_decoder" : "audio_vae_decoder"; // runtime::component_name
         v.stage = Stage::kDecode;
-        H3_ASSIGN_OR_RETURN(v.fixed, file_bytes(c->dir, "decoder."));
-        if (v.fixed == 0) {
-            H3_ASSIGN_OR_RETURN(v.fixed, file_bytes(c->dir, ""));
+        if (configs_only && std::string(name) == "vae") {
+            H3_ASSIGN_OR_RETURN(model::VideoVaeConfig vc, model::VideoVaeConfig::from_file(c->config_path));
+            v.fixed = inventory_bytes(model::video_vae_decoder_tensors(vc), 4);
+        } else if (configs_only) {
+            H3_ASSIGN_OR_RETURN(model::AudioVaeConfig ac, model::AudioVaeConfig::from_file(c->config_path));
+            v.fixed = inventory_bytes(model::audio_vae_decoder_tensors(ac), 4);
+        } else {
+            H3_ASSIGN_OR_RETURN(v.fixed, file_bytes(c->dir, "decoder."));
+            if (v.fixed == 0) {
+                H3_ASSIGN_OR_RETURN(v.fixed, file_bytes(c->dir, ""));
+            }
         }
         if (std::string(name) == "vae") {
             // An estimate from the decode plan: one call decodes up to 16 tile-clips of one clip; its tokens

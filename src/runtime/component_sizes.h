@@ -30,7 +30,8 @@ ComponentBytes text_component_bytes(const model::TextConfig& c, model::DitPrecis
                                     const Workload& w);
 
 // Every component of a checkpoint root a t2va job loads (transformer — or `dit_component` —, text encoder
-// and vision tower when present, video and audio decoders), for precision `p`.
+// and vision tower when present, video and audio decoders), for precision `p`. A component with a config and
+// no weight files (a configs-only root) is sized from its config's tensor inventory.
 Result<std::vector<ComponentBytes>>
 checkpoint_component_bytes(const std::string& root, model::DitPrecision p, const Workload& w,
                            const std::string& dit_component = "transformer");

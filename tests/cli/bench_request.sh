@@ -32,6 +32,14 @@ head -c 12 "$WORK/a.mp4" | grep -q ftyp || fail "a.mp4 is not an MP4"
 "${BENCH[@]}" --steps 3 --seed 5 --output "$WORK/b.mp4" > "$WORK/b.txt" 2> "$WORK/b.err" || fail "second run"
 grep -q "request bench: 64x32, 107 frames" "$WORK/b.txt" || { cat "$WORK/b.txt"; fail "text report"; }
 cmp -s "$WORK/a.mp4" "$WORK/b.mp4" || fail "two runs of the same request differ"
+# the weights streamed (DiT and text stack layerwise from host masters): the same MP4, the placement reported
+"${BENCH[@]}" --steps 3 --seed 5 --residency layerwise --resident-blocks 0 --json --output "$WORK/l.mp4" \
+  > "$WORK/l.json" 2> "$WORK/l.err" || { cat "$WORK/l.err"; fail "layerwise bench request exited $?"; }
+grep -q '"placement": "weights: DiT layerwise (first 0 resident' "$WORK/l.json" || fail "layerwise placement"
+cmp -s "$WORK/a.mp4" "$WORK/l.mp4" || fail "layerwise request differs from the resident one"
+# a budget the request cannot meet is an error before any weight moves
+"${BENCH[@]}" --steps 3 --gpu-memory-budget 64KiB > /dev/null 2> "$WORK/m.err"; [ $? -ne 0 ] || fail "tiny budget"
+grep -q "budget" "$WORK/m.err" || { cat "$WORK/m.err"; fail "tiny budget message"; }
 # usage: --random-weights is required; a bad size names the field
 "$H3" bench request --configs "$WORK/tiny" --device cpu > /dev/null 2>&1; [ $? -eq 2 ] || fail "no --random-weights"
 "${BENCH[@]/64x32/100x64}" --steps 3 > /dev/null 2> "$WORK/c.err"; [ $? -eq 2 ] || fail "bad size rc"
