@@ -5,6 +5,8 @@
 #include "model/latent_spec.h"
 #include "pipeline/generate.h"
 
+#include "generate_setup.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,13 +16,8 @@ using namespace h3::pipeline;
 
 namespace {
 
-// The 64x32, 107-frame geometry on the latent spec of `m`'s config (the released VAEs, the model's widths).
 Geometry geometry_for(const model::DitModel& m) {
-    auto spec = model::derive_latent_spec({.dit = &m.config(), .dit_file = "the test DiT"});
-    EXPECT_TRUE(spec.ok()) << spec.status().to_string();
-    auto g = resolve_geometry({.width = 64, .height = 32, .frames = 107}, *spec);
-    EXPECT_TRUE(g.ok()) << g.status().to_string();
-    return *g;
+    return test::geometry_64x32(m);
 }
 
 std::string data(const std::string& f) {
@@ -42,17 +39,7 @@ Tensor golden(const io::SafetensorsFile& f, const std::string& n) {
     return *t->to(Device::cpu());
 }
 
-// max |a − b| / max |b|: the loop is chaotic only over many steps (spec §15.11); 3–4 fp32 steps stay close.
-double rel_err(const Tensor& a, const Tensor& b) {
-    EXPECT_EQ(a.shape(), b.shape());
-    auto x = *to_f32_vector(a), y = *to_f32_vector(b);
-    double num = 0, den = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-        num = std::max(num, std::fabs(double(x[i]) - y[i]));
-        den = std::max(den, std::fabs(double(y[i])));
-    }
-    return num / den;
-}
+using test::rel_err;
 
 Conditioning conditioning(const io::SafetensorsFile& f) {
     Conditioning c;

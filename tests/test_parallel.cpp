@@ -7,16 +7,24 @@
 #include "model/dit/dit_model.h"
 #include "model/latent_spec.h"
 #include "model/tiny/tiny_checkpoint.h"
+#include "model/tiny/tiny_vae.h"
+#include "pipeline/decode.h"
+#include "pipeline/decode_group.h"
 #include "pipeline/generate_group.h"
 #include "pipeline/generator.h"
+#include "pipeline/group_broadcast.h"
 #include "pipeline/job_builder.h"
+#include "runtime/device_session.h"
 #include "runtime/model_store.h"
+
+#include "generate_setup.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <random>
@@ -65,11 +73,7 @@ const model::DitModel& ref2va_dit() {
 }
 
 Tensor random_tensor(const Shape& s, uint32_t seed) {
-    std::mt19937 g(seed);
-    std::normal_distribution<float> n;
-    Tensor t = Tensor::host(s, DType::kF32);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = n(g);
-    return t;
+    return test::random_normal(s, seed);
 }
 
 enum class Flow { kT2va, kFl2va, kRef2va };
@@ -87,11 +91,8 @@ struct Case {
 Case make_case(Flow task, int text_rows, const std::string& cache = "none") {
     Case c;
     c.model = task == Flow::kRef2va ? &ref2va_dit() : &fl2va_dit();
-    auto spec = model::derive_latent_spec({.dit = &c.model->config(), .dit_file = "the tiny DiT"});
-    EXPECT_TRUE(spec.ok()) << spec.status().to_string();
-    auto g = resolve_geometry({.width = 64, .height = 32, .frames = 107}, *spec);
-    EXPECT_TRUE(g.ok()) << g.status().to_string();
-    c.rq.geometry = *g;
+    const Geometry g = test::geometry_64x32(*c.model);
+    c.rq.geometry = g;
     c.rq.steps = 6;
     c.rq.seed = 5;
     auto cs = cache::parse_cache_spec(cache);
@@ -101,28 +102,18 @@ Case make_case(Flow task, int text_rows, const std::string& cache = "none") {
     c.cond.tags.assign(static_cast<size_t>(text_rows), kTagText);
     const int C = c.model->config().in_channels;
     if (task == Flow::kFl2va)
-        c.rq.keyframes = {
-            {KeyframeAnchor::kFirst, random_tensor(Shape{1, C, 1, g->latent_h, g->latent_w}, 8)},
-            {KeyframeAnchor::kLast, random_tensor(Shape{1, C, 1, g->latent_h, g->latent_w}, 9)}};
+        c.rq.keyframes = {{KeyframeAnchor::kFirst, random_tensor(Shape{1, C, 1, g.latent_h, g.latent_w}, 8)},
+                          {KeyframeAnchor::kLast, random_tensor(Shape{1, C, 1, g.latent_h, g.latent_w}, 9)}};
     if (task == Flow::kRef2va) {
         ReferenceCondition image;
         image.kind = ReferenceKind::kImage;
-        image.latents = random_tensor(Shape{1, C, 1, g->latent_h, g->latent_w}, 10);
+        image.latents = random_tensor(Shape{1, C, 1, g.latent_h, g.latent_w}, 10);
         c.rq.references = {image};
     }
     return c;
 }
 
-double rel_err(const Tensor& a, const Tensor& b) {
-    EXPECT_EQ(a.shape(), b.shape());
-    auto x = *to_f32_vector(a), y = *to_f32_vector(b);
-    double num = 0, den = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-        num = std::max(num, std::fabs(double(x[i]) - y[i]));
-        den = std::max(den, std::fabs(double(y[i])));
-    }
-    return num / den;
-}
+using test::rel_err;
 
 runtime::ParallelPlan plan(int sp, int tp, int ring = 1) {
     runtime::ParallelPlan p;
@@ -423,4 +414,211 @@ TEST(GroupGenerator, AFailedJobLeavesTheGeneratorServing) {
     EXPECT_NE(after->placement.find("dit group sp 2 x tp 2 (4 ranks on cpu)"), std::string::npos)
         << after->placement;
     EXPECT_EQ(after->work.ranks, 4);
+}
+
+// The encode stage's outputs travel as bytes through the communicator: every rank but the root starts
+// empty and ends with the root's tensors bit for bit (undefined ones stay undefined); a cut payload is an
+// error naming what is missing.
+TEST(GroupBroadcast, EncodedInputsReachEveryRank) {
+    EncodedInputs sent;
+    sent.conditioning.embeddings = random_tensor(Shape{5, 16}, 21);
+    sent.conditioning.tags = {kTagText, kTagText, kTagVideo, kTagVideo, kTagText};
+    sent.keyframes = {{KeyframeAnchor::kLast, random_tensor(Shape{1, 4, 1, 2, 3}, 22)}};
+    ReferenceCondition audio_only;
+    audio_only.kind = ReferenceKind::kAudio;
+    audio_only.audio_rows = random_tensor(Shape{6, 8}, 23);
+    sent.references = {audio_only};
+    auto group = runtime::DeviceGroup::create(plan(4, 1), ops::Context::cpu());
+    ASSERT_TRUE(group.ok()) << group.status().to_string();
+    std::vector<EncodedInputs> got(4);
+    got[0] = sent;
+    ASSERT_TRUE((*group)
+                    ->run_spmd([&](runtime::DeviceGroup::Rank& r) {
+                        return broadcast_encoded_inputs(r.ctx, *r.world, got[static_cast<size_t>(r.local)]);
+                    })
+                    .ok());
+    auto same = [](const Tensor& a, const Tensor& b) {
+        if (!a.defined() || !b.defined()) return a.defined() == b.defined();
+        return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+               std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
+    };
+    for (int r = 1; r < 4; ++r) {
+        SCOPED_TRACE("rank " + std::to_string(r));
+        const EncodedInputs& g = got[static_cast<size_t>(r)];
+        EXPECT_NE(g.conditioning.embeddings.data(),
+                  sent.conditioning.embeddings.data()); // a copy, not shared
+        EXPECT_TRUE(same(g.conditioning.embeddings, sent.conditioning.embeddings));
+        EXPECT_EQ(g.conditioning.tags, sent.conditioning.tags);
+        ASSERT_EQ(g.keyframes.size(), 1u);
+        EXPECT_EQ(g.keyframes[0].anchor, KeyframeAnchor::kLast);
+        EXPECT_TRUE(same(g.keyframes[0].latents, sent.keyframes[0].latents));
+        ASSERT_EQ(g.references.size(), 1u);
+        EXPECT_EQ(g.references[0].kind, ReferenceKind::kAudio);
+        EXPECT_FALSE(g.references[0].latents.defined());
+        EXPECT_TRUE(same(g.references[0].audio_rows, audio_only.audio_rows));
+    }
+    std::vector<uint8_t> bytes = pack_encoded_inputs(sent);
+    bytes.resize(bytes.size() - 10);
+    auto cut = unpack_encoded_inputs(bytes);
+    ASSERT_FALSE(cut.ok());
+    EXPECT_NE(cut.status().message().find("ends 10 bytes early"), std::string::npos)
+        << cut.status().message();
+}
+
+namespace {
+
+io::DecodedImage pattern(int w, int h, int mul) {
+    io::DecodedImage d;
+    d.image = io::RgbImage(w, h);
+    for (size_t i = 0; i < d.image.pixels.size(); ++i)
+        d.image.pixels[i] = static_cast<uint8_t>((i * mul) % 251);
+    return d;
+}
+
+// One job through the Generator on the tiny checkpoint (the prompt through its text encoder; keyframes and
+// references through its VAE encoders and vision tower) under `plan`.
+Result<JobReport> run_job(Flow task, const runtime::PlacementPlan& plan) {
+    pipeline::JobInput in;
+    in.prompt = "a red fox";
+    in.size = "64x32";
+    in.frames = 107;
+    in.num_inference_steps = 3;
+    in.seed = 4;
+    if (task == Flow::kFl2va) {
+        in.first_frame = pattern(64, 32, 13);
+        in.last_frame = pattern(64, 32, 7);
+    }
+    if (task == Flow::kRef2va) {
+        pipeline::ReferenceMedia r;
+        r.source = "pattern";
+        r.image = pattern(48, 40, 11).image;
+        in.references.push_back(r);
+    }
+    in.outputs.latents = std::string(H3_BINARY_DIR) + "/test_parallel_" + task_name(task) + ".safetensors";
+    // t2va decodes too (on a group: the video tiles split over the ranks)
+    in.outputs.return_media = task == Flow::kT2va;
+    H3_ASSIGN_OR_RETURN(auto store, runtime::ModelStore::open(tiny_dir(), plan));
+    H3_ASSIGN_OR_RETURN(auto gen, Generator::create(*store));
+    // references at a 64-px short edge (the reduced-cost mode), not the released 2048
+    const JobBuilder builder(store->info(), {.reference_image_edge = 64, .reference_video_edge = 32});
+    H3_ASSIGN_OR_RETURN(GenerationJob job, builder.build(std::move(in)));
+    return gen->run(job, {});
+}
+
+} // namespace
+
+// On a device group only rank 0 runs the encode stage (conditioner, vision tower, keyframe / reference
+// encoders); the others denoise with what it broadcast, and the latents equal the single-rank job's.
+TEST(GroupGenerator, Rank0EncodesAndBroadcasts) {
+    const runtime::PlacementPlan single =
+        runtime::PlacementPlan::per_job(Device::cpu(), runtime::ComputePrecision::kFp32);
+    for (Flow task : {Flow::kT2va, Flow::kFl2va, Flow::kRef2va}) {
+        SCOPED_TRACE(task_name(task));
+        auto base = run_job(task, single);
+        ASSERT_TRUE(base.ok()) << base.status().to_string();
+        EXPECT_EQ(base->encode_ranks, std::vector<int>{0});
+        runtime::PlacementPlan group = single;
+        group.parallel.sp = 2;
+        group.parallel.tp = task == Flow::kT2va ? 2 : 1;
+        auto on_group = run_job(task, group);
+        ASSERT_TRUE(on_group.ok()) << on_group.status().to_string();
+        EXPECT_EQ(on_group->encode_ranks, std::vector<int>{0}) << "ranks > 0 must not run the encode stage";
+        EXPECT_EQ(on_group->work.ranks, group.parallel.world());
+        EXPECT_EQ(on_group->conditioning_rows, base->conditioning_rows);
+        EXPECT_EQ(on_group->keyframes, task == Flow::kFl2va ? 2 : 0);
+        EXPECT_EQ(on_group->references, task == Flow::kRef2va ? 1 : 0);
+        if (task != Flow::kT2va) EXPECT_GT(on_group->vision_rows, 0);
+        EXPECT_LE(rel_err(on_group->video_latents, base->video_latents), 1e-5);
+        EXPECT_LE(rel_err(on_group->audio_latents, base->audio_latents), 1e-5);
+        EXPECT_GT(rel_err(on_group->video_latents, on_group->video_noise), 0.05);
+        // the frames from the split decode (the latents agree to 1e-5, so the pixels to a rounding step)
+        if (task != Flow::kT2va) continue;
+        ASSERT_TRUE(on_group->decoded_frames.defined());
+        ASSERT_EQ(on_group->decoded_frames.shape(), base->decoded_frames.shape());
+        const uint8_t* a = on_group->decoded_frames.data_as<const uint8_t>();
+        const uint8_t* b = base->decoded_frames.data_as<const uint8_t>();
+        int worst = 0;
+        for (int64_t i = 0; i < base->decoded_frames.numel(); ++i)
+            worst = std::max(worst, std::abs(a[i] - b[i]));
+        EXPECT_LE(worst, 1);
+        EXPECT_EQ(on_group->frames, base->frames);
+    }
+}
+
+// The tiled video decode split over a device group: each rank decodes its share of every clip's tiles, rank
+// 0 blends the gathered tiles. The sample (and the RGB8 frames) equal the single-rank decode byte for byte;
+// the other ranks return nothing. 48x96 pixels in 32-px tiles: 2 × 5 tiles per clip, over 3 ranks 3/3/4.
+TEST(GroupDecode, TileSplitEqualsTheSingleRankDecodeBitForBit) {
+    const model::VideoVaeConfig config = model::tiny_video_vae_config({});
+    auto vae = model::random_video_vae(ops::Context::cpu(), config, DType::kF32, 17);
+    ASSERT_TRUE(vae.ok()) << vae.status().to_string();
+    const Tensor latents = random_tensor(Shape{1, config.latent_channels, 12, 3, 6}, 31);
+    model::VideoDecodeOptions o;
+    o.tile = 32;
+    o.min_overlap = 16;
+    auto single = model::decode_video_sample(ops::Context::cpu(), *vae, latents, o);
+    ASSERT_TRUE(single.ok()) << single.status().to_string();
+    for (int ranks : {2, 3}) {
+        SCOPED_TRACE(std::to_string(ranks) + " ranks");
+        auto group = runtime::DeviceGroup::create(plan(ranks, 1), ops::Context::cpu());
+        ASSERT_TRUE(group.ok()) << group.status().to_string();
+        std::vector<Tensor> got(static_cast<size_t>(ranks));
+        const Status s = (*group)->run_spmd([&](runtime::DeviceGroup::Rank& r) -> Status {
+            model::VideoVae mine = *vae;
+            mine.tables.reset(); // each rank its own buffers
+            model::VideoDecodeOptions ro = o;
+            ro.group = r.world.get();
+            H3_ASSIGN_OR_RETURN(got[static_cast<size_t>(r.local)],
+                                model::decode_video_sample(r.ctx, mine, latents, ro));
+            return ok_status();
+        });
+        ASSERT_TRUE(s.ok()) << s.to_string();
+        ASSERT_TRUE(got[0].defined());
+        ASSERT_EQ(got[0].shape(), single->shape());
+        EXPECT_EQ(std::memcmp(got[0].data(), single->data(), single->nbytes()), 0);
+        for (int r = 1; r < ranks; ++r) EXPECT_FALSE(got[static_cast<size_t>(r)].defined()) << "rank " << r;
+    }
+    // The pipeline's path (frames on rank 0) through the same group split.
+    auto group = runtime::DeviceGroup::create(plan(3, 1), ops::Context::cpu());
+    ASSERT_TRUE(group.ok());
+    auto frames = decode_video_on_group(**group, *vae, latents);
+    ASSERT_TRUE(frames.ok()) << frames.status().to_string();
+    auto one = decode_video_frames(ops::Context::cpu(), *vae, latents);
+    ASSERT_TRUE(one.ok());
+    ASSERT_EQ(frames->shape(), one->shape());
+    EXPECT_EQ(std::memcmp(frames->data(), one->data(), one->nbytes()), 0);
+}
+
+// On a GPU (scripts/device_check.sh): the NCCL paths of the encode broadcast (bytes through a device buffer)
+// and of the tile-split decode (tiles gathered in device memory), at world size 1 — the decode equals the
+// plain one bit for bit. Skipped without NCCL or a CUDA device.
+TEST(GroupNccl, BroadcastAndTileDecodeAtWorldSizeOne) {
+    if (!ops::nccl_available()) GTEST_SKIP() << "built without NCCL";
+    auto session = runtime::DeviceSession::open("cuda:0");
+    if (!session.ok()) GTEST_SKIP() << "no CUDA device: " << session.status().to_string();
+    const ops::Context& ctx = (*session)->context();
+    auto id = ops::nccl_unique_id();
+    ASSERT_TRUE(id.ok()) << id.status().to_string();
+    auto comm = ops::make_nccl_communicator(*id, 0, 1, ctx.device.index);
+    ASSERT_TRUE(comm.ok()) << comm.status().to_string();
+    EncodedInputs in;
+    in.conditioning.embeddings = random_tensor(Shape{3, 8}, 41);
+    in.conditioning.tags.assign(3, kTagText);
+    const Status b = broadcast_encoded_inputs(ctx, **comm, in);
+    ASSERT_TRUE(b.ok()) << b.to_string();
+    const model::VideoVaeConfig config = model::tiny_video_vae_config({});
+    auto vae = model::random_video_vae(ctx, config, DType::kF32, 17);
+    ASSERT_TRUE(vae.ok()) << vae.status().to_string();
+    const Tensor latents = random_tensor(Shape{1, config.latent_channels, 7, 3, 6}, 31);
+    model::VideoDecodeOptions o;
+    o.tile = 32;
+    o.min_overlap = 16;
+    o.tile_batch = 1;
+    auto plain = model::decode_video_sample(ctx, *vae, latents, o);
+    ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+    o.group = comm->get();
+    auto split = model::decode_video_sample(ctx, *vae, latents, o);
+    ASSERT_TRUE(split.ok()) << split.status().to_string();
+    ASSERT_EQ(split->shape(), plain->shape());
+    EXPECT_EQ(std::memcmp(split->data(), plain->data(), plain->nbytes()), 0);
 }

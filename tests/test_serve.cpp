@@ -7,6 +7,8 @@
 // leases its resident decoders again without reading them (h3_component_loads_total); a tiny FastH3 job with
 // `attention` given and defaulted (the sidecar's VSA and rungs) gives generate's latents.
 #include "core/status.h"
+#include "core/tensor.h"
+#include "io/safetensors.h"
 #include "media_probe.h"
 
 #include <gtest/gtest.h>
@@ -1152,6 +1154,72 @@ TEST(ServeTtl, OutputsExpire) {
 }
 
 } // namespace
+
+// ---- device groups: `serve --sp 2` runs every job on its 2 ranks (threads; rank 0 conditions, both denoise
+// and split the video decode): the latents equal the single-rank CLI's within 1e-5 relative, a job whose
+// rank fails (the fault-injecting stand-in) fails alone and the next job completes; the launcher
+// convention (RANK / WORLD_SIZE) is refused with a message saying why.
+namespace {
+double latents_rel_err(const std::string& a_bytes, const std::string& b_bytes, const std::string& tensor) {
+    const fs::path a = kWork / "group_a.safetensors", b = kWork / "group_b.safetensors";
+    std::ofstream(a, std::ios::binary) << a_bytes;
+    std::ofstream(b, std::ios::binary) << b_bytes;
+    auto fa = h3::io::SafetensorsFile::open(a.string());
+    auto fb = h3::io::SafetensorsFile::open(b.string());
+    if (!fa.ok() || !fb.ok()) return 1e9;
+    auto ta = fa->tensor(tensor), tb = fb->tensor(tensor);
+    if (!ta.ok() || !tb.ok() || !(ta->shape() == tb->shape())) return 1e9;
+    auto x = *h3::to_f32_vector(*ta), y = *h3::to_f32_vector(*tb);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        num = std::max(num, std::fabs(double(x[i]) - y[i]));
+        den = std::max(den, std::fabs(double(y[i])));
+    }
+    return num / den;
+}
+} // namespace
+
+TEST(ServeGroup, SpTwoMatchesOneRankAndAFailedRankFailsAlone) {
+    fs::remove_all(kWork / "group_out");
+    Server server(kWork / "group_out", {"--sp", "2", "--fault-inject-prompt", kFaultPrompt}, "group", {},
+                  true, kFaultBinary);
+    ASSERT_TRUE(server.up());
+    auto c = server.client();
+    const json health = body_json(c.Get("/health"));
+    EXPECT_NE(health.dump().find("dit group sp 2 x tp 1 (2 ranks on cpu)"), std::string::npos)
+        << health.dump();
+    json t2va = {{"prompt", "a red fox runs through snow"},
+                 {"size", "64x32"},
+                 {"seconds", 4},
+                 {"seed", 5},
+                 {"num_inference_steps", 3},
+                 {"output_format", "latents"}};
+    const std::string served = server_latents(c, c.Post("/v1/videos", t2va.dump(), "application/json"));
+    const std::string single = generate_latents_cli("group_single", "--prompt 'a red fox runs through snow'");
+    ASSERT_GT(single.size(), 100u);
+    EXPECT_LE(latents_rel_err(served, single, "video_latents"), 1e-5);
+    EXPECT_LE(latents_rel_err(served, single, "audio_latents"), 1e-5);
+    // a job whose rank fails mid-denoise fails alone; the group serves the next job (an MP4: the decode too)
+    const std::string bad = submit(c, tiny_request(kFaultPrompt))["id"];
+    const std::string good = submit(c, tiny_request("after the failed rank"))["id"];
+    const json b = wait_for(c, bad);
+    EXPECT_EQ(b["status"], "failed") << b.dump();
+    EXPECT_NE(b["error"]["message"].get<std::string>().find("injected"), std::string::npos) << b.dump();
+    const json g = wait_for(c, good);
+    ASSERT_EQ(g["status"], "completed") << g.dump();
+    auto mp4 = c.Get(("/v1/videos/" + good + "/content").c_str());
+    ASSERT_TRUE(mp4);
+    ASSERT_EQ(mp4->status, 200);
+    check_mp4(mp4->body, "group_after_fault.mp4");
+    EXPECT_TRUE(server.alive());
+
+    Server launched(kWork / "group_launched_out", {"--sp", "2"}, "group_launched", {"RANK=0", "WORLD_SIZE=2"},
+                    false);
+    EXPECT_FALSE(launched.up());
+    EXPECT_EQ(launched.exit_status(), 2);
+    EXPECT_NE(launched.stderr_text().find("serve does not follow the launcher convention"), std::string::npos)
+        << launched.stderr_text();
+}
 
 #else
 

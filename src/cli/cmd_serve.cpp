@@ -12,6 +12,7 @@
 #include "cli/serve_command.h"
 #include "pipeline/job_builder.h"
 #include "runtime/adapter_library.h"
+#include "runtime/launcher.h"
 #include "runtime/model_store.h"
 
 #include <CLI/CLI.hpp>
@@ -117,6 +118,19 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
         std::fprintf(stderr, "serve: %s\n", choice->describe().c_str());
     }
     if (Status s = apply_parallel_flags(o.parallel, plan); !s.ok()) return report(s);
+    // serve runs its device group in this process (--sp / --tp ranks as threads); processes started by the
+    // launcher convention would each open the HTTP port and run jobs on their own, so they are refused
+    {
+        auto launched = runtime::process_rank_from_env();
+        if (!launched.ok()) return report(launched.status());
+        if (*launched)
+            return report(invalid_argument(
+                "serve: RANK/WORLD_SIZE are set, but serve does not follow the launcher convention: its "
+                "device group runs in this one process (--sp/--tp ranks as threads, one HTTP front and one "
+                "queue); ranks in other processes would need every job's request from rank 0, which is not "
+                "built. Unset RANK and WORLD_SIZE and start one `serve --sp N` (or use `generate` under the "
+                "launcher)"));
+    }
     auto store = runtime::ModelStore::open(o.model, plan);
     if (!store.ok()) return report(store.status());
     if (Status s = check_parallel_flags(plan, (*store)->info().dit ? &*(*store)->info().dit : nullptr);

@@ -32,27 +32,36 @@ public:
     virtual ~Communicator() = default;
     virtual int rank() const = 0;
     virtual int size() const = 0;
-    virtual const char* backend() const = 0; // "cpu", "nccl"
+    virtual const char* backend() const = 0; // "cpu", "tcp", "nccl"
 
+    // The collectives check their arguments here (one set of rules for every backend: defined, contiguous,
+    // dtypes, counts, root; then the backend's placement rule) and run the backend's do_* only on valid ones.
     // x ← Σ over ranks of x, in place (f32, bf16, f64; contiguous).
-    virtual Status all_reduce_sum(const Context& ctx, Tensor& x) = 0;
+    Status all_reduce_sum(const Context& ctx, Tensor& x);
     // send and recv: contiguous, same dtype and element count, divisible by size() into equal chunks; chunk
     // i of send goes to rank i, recv's chunk j came from rank j. recv must not alias send.
-    virtual Status all_to_all(const Context& ctx, const Tensor& send, Tensor& recv) = 0;
+    Status all_to_all(const Context& ctx, const Tensor& send, Tensor& recv);
     // recv = the ranks' send tensors in rank order (recv holds size() × send's elements).
-    virtual Status all_gather(const Context& ctx, const Tensor& send, Tensor& recv) = 0;
+    Status all_gather(const Context& ctx, const Tensor& send, Tensor& recv);
     // x on every rank ← x of rank `root`.
-    virtual Status broadcast(const Context& ctx, Tensor& x, int root) = 0;
+    Status broadcast(const Context& ctx, Tensor& x, int root);
     // Returns when every rank reached it (and, on a device, the queued collectives finished).
-    virtual Status barrier(const Context& ctx) = 0;
+    Status barrier(const Context& ctx) { return do_barrier(ctx); }
 
     // Fails every pending and later collective of the group on every rank with `reason`.
     virtual void abort(const std::string& reason) = 0;
     virtual bool aborted() const = 0;
-};
 
-// Status checks every backend shares (shapes, dtypes, contiguity, device); `op` names the collective.
-Status check_comm_tensor(const char* op, const Tensor& t, bool reduce);
+protected:
+    // Where the backend needs a collective's tensors (and its context); `op` names the collective.
+    virtual Status check_placement(const Context& ctx, const char* op, const Tensor& t) const = 0;
+    // The backend's collectives, called with checked arguments.
+    virtual Status do_all_reduce_sum(const Context& ctx, Tensor& x) = 0;
+    virtual Status do_all_to_all(const Context& ctx, const Tensor& send, Tensor& recv) = 0;
+    virtual Status do_all_gather(const Context& ctx, const Tensor& send, Tensor& recv) = 0;
+    virtual Status do_broadcast(const Context& ctx, Tensor& x, int root) = 0;
+    virtual Status do_barrier(const Context& ctx) = 0;
+};
 
 // ---- the in-process CPU backend
 // A group of `size` ranks in this process; communicator(r) is rank r's handle (one thread per rank). Groups

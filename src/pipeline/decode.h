@@ -55,7 +55,8 @@ struct DecodeReport {
     double video_decode_seconds = 0.0, audio_decode_seconds = 0.0, write_seconds = 0.0;
 };
 
-// latents (normalized, host or device) → RGB8 frames [F, H, W, 3] on the host.
+// latents (normalized, host or device) → RGB8 frames [F, H, W, 3] on the host (options.group: on its rank 0;
+// the other ranks get an undefined tensor).
 Result<Tensor> decode_video_frames(const ops::Context& ctx, const model::VideoVae& vae, const Tensor& latents,
                                    const model::VideoDecodeOptions& options = {});
 // latents [2, C_a, A] → waveform [2, A·hop] f32 on the host, in [−1, 1].

@@ -1,5 +1,6 @@
 #include "pipeline/generator.h"
 
+#include "pipeline/decode_group.h"
 #include "pipeline/generate_group.h"
 
 #include "core/cuda_api.h"
@@ -11,6 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 
 namespace h3::pipeline {
@@ -69,6 +71,7 @@ nlohmann::json JobReport::metrics(Task task) const {
     j["device"] = device;
     j["dtype"] = dtype;
     j["placement"] = placement;
+    j["encode_ranks"] = encode_ranks;
     if (!memory_plan.empty()) j["memory_plan"] = memory_plan;
     if (!dit_weights.empty()) j["dit_weights"] = dit_weights;
     return j;
@@ -88,55 +91,30 @@ static Result<const model::LoraSet*> job_lora_set(const GenerationJob& job,
     return a.set.get();
 }
 
-Result<std::unique_ptr<Generator>> Generator::create(runtime::ModelStore& store) {
+Result<std::unique_ptr<Generator>> Generator::create(runtime::ModelStore& store, GroupOptions group) {
     ProcessorConfigs processors;
     if (store.info().has(Component::kVisionTower)) {
         H3_ASSIGN_OR_RETURN(processors, load_processor_configs(store.info().root));
     }
-    return std::unique_ptr<Generator>(new Generator(store, std::move(processors)));
+    return std::unique_ptr<Generator>(new Generator(store, std::move(processors), std::move(group)));
 }
 
-Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) {
+// The encode stage: keyframe / reference encoders, then the conditioner (or the job's precomputed rows).
+Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvents& ev, JobReport& r) {
     const auto report = [&](const JobProgress& p) {
         if (ev.progress) ev.progress(p);
     };
-    const auto cancel_requested = [&] { return ev.cancel && ev.cancel->load(); };
-    if (job.outputs.empty()) return invalid_argument("outputs: the job writes neither latents nor media");
-    if (!(job.geometry.spec == store_.spec()))
-        return invalid_argument("the job was built for another latent spec (" + job.geometry.spec.describe() +
-                                ") than the checkpoint's (" + store_.spec().describe() + ")");
-    H3_TRY(
-        store_.session().make_current()); // the caller's thread (a server's worker) did not open the device
     const ops::Context& ctx = store_.context();
-    reset_device_memory_peak();
-    JobReport r;
-    r.geometry = job.geometry;
-    r.device = store_.info().device;
-    r.dtype = store_.info().dtype;
-    r.placement = store_.plan().describe();
-    r.memory_plan = store_.plan().memory_plan;
-
-    // ---- encode: the keyframes / references, then the conditioning
-    report({.stage = Stage::kEncode, .percent = 0});
-    auto t0 = std::chrono::steady_clock::now();
-    GenerationRequest rq;
-    rq.geometry = job.geometry;
-    rq.steps = job.steps;
-    rq.seed = job.seed;
-    rq.video_shift = job.video_shift;
-    rq.audio_shift = job.audio_shift;
-    rq.cache = job.cache;
-    rq.rungs = job.rungs;         // FastH3: the sidecar's rung schedule (empty: the steps grid)
-    rq.attention = job.attention; // dense or FastH3's video sparse attention
+    const auto t0 = std::chrono::steady_clock::now();
+    EncodedInputs in;
     std::vector<ConditionerImage> images;
     std::vector<ConditionerReference> references;
     if (job.task == Task::kFl2va) {
         H3_ASSIGN_OR_RETURN(auto encoder, store_.video_encoder());
-        H3_ASSIGN_OR_RETURN(Fl2vaInputs in,
+        H3_ASSIGN_OR_RETURN(Fl2vaInputs fl,
                             prepare_fl2va(ctx, *encoder, *job.keyframes, {.cancel = ev.cancel}));
-        rq.keyframes = std::move(in.keyframes);
-        images = std::move(in.images);
-        r.keyframes = static_cast<int>(rq.keyframes.size());
+        in.keyframes = std::move(fl.keyframes);
+        images = std::move(fl.images);
     }
     if (job.task == Task::kRef2va) {
         const Ref2vaNeeds needs = ref2va_needs(*job.references);
@@ -148,16 +126,15 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         if (needs.audio_encoder) {
             H3_ASSIGN_OR_RETURN(audio, store_.audio_encoder());
         }
-        H3_ASSIGN_OR_RETURN(Ref2vaInputs in,
+        H3_ASSIGN_OR_RETURN(Ref2vaInputs ref,
                             prepare_ref2va(ctx, {.video = video.get(), .audio = audio.get()}, *job.references,
                                            {.spec = store_.spec(), .cancel = ev.cancel}));
-        rq.references = std::move(in.references);
-        references = std::move(in.conditioner);
-        r.references = static_cast<int>(rq.references.size());
+        in.references = std::move(ref.references);
+        references = std::move(ref.conditioner);
     }
     r.condition_seconds = seconds_since(t0);
 
-    Conditioning cond;
+    Conditioning& cond = in.conditioning;
     if (job.random_prompt_rows > 0) {
         cond = random_conditioning(job.random_prompt_rows, store_.spec().text_dim, job.seed);
     } else if (job.prompt_embeds) {
@@ -182,8 +159,69 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
             };
         H3_ASSIGN_OR_RETURN(cond, conditioner->encode(creq, copt));
     }
-    r.conditioning_rows = cond.rows();
-    for (int32_t t : cond.tags) r.vision_rows += t == kTagVideo;
+    return in;
+}
+
+Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) {
+    const auto report = [&](const JobProgress& p) {
+        if (ev.progress) ev.progress(p);
+    };
+    const auto cancel_requested = [&] { return ev.cancel && ev.cancel->load(); };
+    if (job.outputs.empty()) return invalid_argument("outputs: the job writes neither latents nor media");
+    if (!(job.geometry.spec == store_.spec()))
+        return invalid_argument("the job was built for another latent spec (" + job.geometry.spec.describe() +
+                                ") than the checkpoint's (" + store_.spec().describe() + ")");
+    H3_TRY(
+        store_.session().make_current()); // the caller's thread (a server's worker) did not open the device
+    const ops::Context& ctx = store_.context();
+    reset_device_memory_peak();
+    JobReport r;
+    r.geometry = job.geometry;
+    r.device = store_.info().device;
+    r.dtype = store_.info().dtype;
+    r.placement = store_.plan().describe();
+    r.memory_plan = store_.plan().memory_plan;
+
+    // ---- encode: the keyframes / references, then the conditioning (on a device group: rank 0 only, the
+    // others receive what the denoise needs through the world communicator)
+    report({.stage = Stage::kEncode, .percent = 0});
+    auto t0 = std::chrono::steady_clock::now();
+    GenerationRequest rq;
+    rq.geometry = job.geometry;
+    rq.steps = job.steps;
+    rq.seed = job.seed;
+    rq.video_shift = job.video_shift;
+    rq.audio_shift = job.audio_shift;
+    rq.cache = job.cache;
+    rq.rungs = job.rungs;         // FastH3: the sidecar's rung schedule (empty: the steps grid)
+    rq.attention = job.attention; // dense or FastH3's video sparse attention
+    const runtime::ParallelPlan& parallel = store_.plan().parallel;
+    std::unique_ptr<runtime::DeviceGroup> group; // the job's ranks, for every stage; aborted ones die with it
+    std::vector<EncodedInputs> inputs(1);
+    if (parallel.active()) {
+        H3_TRY(check_group_device(parallel, ctx.device)); // before any rank or communicator exists
+        H3_ASSIGN_OR_RETURN(group, runtime::DeviceGroup::create(parallel, ctx, group_options_.comm));
+        inputs.assign(static_cast<size_t>(group->size()), EncodedInputs{});
+        std::mutex m;
+        H3_TRY(group->run_spmd([&](runtime::DeviceGroup::Rank& rank) -> Status {
+            EncodedInputs& in = inputs[static_cast<size_t>(rank.local)];
+            if (rank.rank == 0) {
+                H3_TRY(store_.session().make_current());
+                H3_ASSIGN_OR_RETURN(in, encode(job, ev, r));
+                std::lock_guard<std::mutex> lk(m);
+                r.encode_ranks.push_back(rank.rank);
+            }
+            return broadcast_encoded_inputs(rank.ctx, *rank.world, in);
+        }));
+    } else {
+        H3_ASSIGN_OR_RETURN(inputs[0], encode(job, ev, r));
+        r.encode_ranks.push_back(0);
+    }
+    const EncodedInputs& mine = inputs[0];
+    r.keyframes = static_cast<int>(mine.keyframes.size());
+    r.references = static_cast<int>(mine.references.size());
+    r.conditioning_rows = mine.conditioning.rows();
+    for (int32_t t : mine.conditioning.tags) r.vision_rows += t == kTagVideo;
     r.encode_seconds = seconds_since(t0);
     if (cancel_requested()) return cancelled("cancelled before denoising");
 
@@ -208,11 +246,13 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
                     .eta_seconds = p.eta_seconds});
         };
         // One rank, or the plan's device group (every rank runs the loop; rank 0 reports progress).
-        const runtime::ParallelPlan& group = store_.plan().parallel;
-        if (group.active()) {
-            H3_ASSIGN_OR_RETURN(out, generate_latents_on_group(*dit, cond, rq, dopt, group));
+        if (group) {
+            H3_ASSIGN_OR_RETURN(out,
+                                generate_latents_on_group(*group, *dit, inputs, rq, dopt, group_options_));
         } else {
-            H3_ASSIGN_OR_RETURN(out, generate_latents(*dit, cond, rq, dopt));
+            rq.keyframes = mine.keyframes;
+            rq.references = mine.references;
+            H3_ASSIGN_OR_RETURN(out, generate_latents(*dit, mine.conditioning, rq, dopt));
         }
         if (const model::LayerWeightSource* src = dit->block_source())
             r.dit_weights = src->options().describe() + ": " + src->stats().summary();
@@ -254,8 +294,10 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     }
 
     // ---- decode what the media outputs need, each decoder leased for its part only
+    // On a device group every rank decodes a share of the video tiles (rank 0 blends them); the audio
+    // decode and the writers stay on rank 0.
     const MediaTargets& media = job.outputs.media;
-    if ((!media.empty() || job.outputs.return_media) && writes) {
+    if ((!media.empty() || job.outputs.return_media) && (writes || group)) {
         if (cancel_requested()) return cancelled("cancelled before decoding");
         Tensor frames, wave;
         const bool video = media.needs_video() || job.outputs.return_media;
@@ -264,12 +306,23 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
             t0 = std::chrono::steady_clock::now();
             H3_ASSIGN_OR_RETURN(auto vae, store_.video_decoder());
             // the decoder checks the flag between its calls
-            H3_ASSIGN_OR_RETURN(frames,
-                                decode_video_frames(ctx, *vae, r.video_latents, {.cancel = ev.cancel}));
+            if (group) {
+                H3_ASSIGN_OR_RETURN(frames, decode_video_on_group(*group, *vae, r.video_latents, ev.cancel));
+            } else {
+                H3_ASSIGN_OR_RETURN(frames,
+                                    decode_video_frames(ctx, *vae, r.video_latents, {.cancel = ev.cancel}));
+            }
             r.decode_seconds += seconds_since(t0);
-            r.frames = static_cast<int>(frames.dim(0));
-            r.height = static_cast<int>(frames.dim(1));
-            r.width = static_cast<int>(frames.dim(2));
+            if (frames.defined()) {
+                r.frames = static_cast<int>(frames.dim(0));
+                r.height = static_cast<int>(frames.dim(1));
+                r.width = static_cast<int>(frames.dim(2));
+            }
+        }
+        if (!writes) { // a launched rank > 0: its share of the decode is done
+            r.peak_device_bytes = static_cast<uint64_t>(device_memory_stats().peak);
+            r.component_loads = store_.load_counts();
+            return r;
         }
         if (cancel_requested()) return cancelled("cancelled before decoding the audio");
         report({.stage = Stage::kDecode, .percent = video ? kVideoDecodeEnd : kDenoiseEnd});

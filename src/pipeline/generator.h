@@ -13,6 +13,7 @@
 
 #include "cache/work.h"
 #include "pipeline/denoise.h"
+#include "pipeline/generate_group.h"
 #include "pipeline/job.h"
 #include "pipeline/text_conditioner.h"
 #include "runtime/model_store.h"
@@ -56,6 +57,10 @@ struct JobReport {
     int64_t audio_samples = 0;             // decoded audio per channel
     int sample_rate = 0;
     int keyframes = 0, references = 0; // conditions encoded
+    // The ranks of this process that ran the encode stage (the conditioner, keyframe / reference encoders):
+    // {0} on one rank and on rank 0 of a device group; empty on the group's other ranks, which receive its
+    // outputs (pipeline/group_broadcast.h).
+    std::vector<int> encode_ranks;
     int64_t conditioning_rows = 0, vision_rows = 0;
     cache::WorkReport work;
     std::vector<double> step_seconds;
@@ -72,7 +77,7 @@ struct JobReport {
 
     // One schema for the CLI's --metrics file and the server's records: work.to_json() + task, stage seconds
     // (keyframe_seconds for fl2va, reference_seconds for ref2va), peak_device_memory_bytes, component_loads,
-    // device, dtype, placement (+ memory_plan, dit_weights when set).
+    // device, dtype, placement (+ memory_plan, dit_weights when set), encode_ranks.
     nlohmann::json metrics(Task task) const;
 };
 
@@ -88,7 +93,8 @@ public:
 class Generator final : public JobRunner {
 public:
     // The store must outlive the generator. Reads the checkpoint's processor configs (small JSON files).
-    static Result<std::unique_ptr<Generator>> create(runtime::ModelStore& store);
+    // `group`: the communicators' options and the per-rank hook of jobs on the plan's device group.
+    static Result<std::unique_ptr<Generator>> create(runtime::ModelStore& store, GroupOptions group = {});
 
     // Not reentrant: one job at a time.
     Result<JobReport> run(const GenerationJob& job, const JobEvents& events) override;
@@ -96,10 +102,13 @@ public:
     runtime::ModelStore& store() const { return store_; }
 
 private:
-    Generator(runtime::ModelStore& store, ProcessorConfigs processors)
-        : store_(store), processors_(std::move(processors)) {}
+    Generator(runtime::ModelStore& store, ProcessorConfigs processors, GroupOptions group)
+        : store_(store), processors_(std::move(processors)), group_options_(std::move(group)) {}
+    // The encode stage (rank 0's on a device group): what the denoise needs.
+    Result<EncodedInputs> encode(const GenerationJob& job, const JobEvents& events, JobReport& report);
     runtime::ModelStore& store_;
     ProcessorConfigs processors_;
+    GroupOptions group_options_;
 };
 
 } // namespace h3::pipeline

@@ -1,5 +1,6 @@
 #include "runtime/device_group.h"
 
+#include "core/cuda_api.h"
 #include "runtime/device_session.h"
 
 #include <exception>
@@ -197,7 +198,11 @@ Status DeviceGroup::run_spmd(const std::function<Status(Rank&)>& fn) {
     int first = -1; // the first rank that failed: its status is the job's
     const auto st = on_rank_threads(size(), [&](int r) -> Status {
         Rank& rk = *ranks_[static_cast<size_t>(r)];
-        if (!sessions_.empty()) H3_TRY(sessions_[static_cast<size_t>(r)]->make_current());
+        if (!sessions_.empty()) {
+            H3_TRY(sessions_[static_cast<size_t>(r)]->make_current());
+        } else if (rk.ctx.device.is_cuda()) { // a launched rank: this process's one device
+            H3_TRY(cuda::set_device(rk.ctx.device.index));
+        }
         Status s = ok_status();
         try {
             s = fn(rk);

@@ -8,6 +8,7 @@
 
 #include "core/tensor.h"
 #include "model/video_vae/video_vae_layout.h"
+#include "ops/communicator.h"
 #include "ops/context.h"
 
 #include <nlohmann/json.hpp>
@@ -116,6 +117,11 @@ struct VideoDecodeOptions {
     // Checked before every decoder call (each batch of tiles of each clip): once set, the decode stops with
     // kCancelled.
     const std::atomic<bool>* cancel = nullptr;
+    // A device group splitting the decode (issue #17): every rank of `group` calls decode_video_sample with
+    // the same latents; each decodes its contiguous share of every clip's tiles, the shares are gathered
+    // (one all_gather per clip) and rank 0 blends them — the single-rank result bit for bit — while the
+    // other ranks return an undefined tensor. Null: this rank decodes everything.
+    ops::Communicator* group = nullptr;
 };
 
 // Tiles per decoder call for a clip of `tiles` tiles on `device` under `options`.

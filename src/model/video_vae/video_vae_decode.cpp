@@ -332,6 +332,70 @@ Result<Tensor> decode_tile_clip(const ops::Context& ctx, const VideoVae& vae, co
 
 namespace {
 
+// A device group's split of one clip's tiles (row-major index k): rank q decodes [begin[q], begin[q+1]).
+struct TileShares {
+    int rank = 0;
+    std::vector<size_t> begin; // size() + 1 entries; {0, n} without a group
+    bool mine(size_t k) const { return k >= begin[static_cast<size_t>(rank)] && k < begin[rank + 1u]; }
+};
+TileShares tile_shares(const ops::Communicator* group, size_t tiles) {
+    TileShares s;
+    const size_t n = group ? static_cast<size_t>(group->size()) : 1;
+    s.rank = group ? group->rank() : 0;
+    for (size_t q = 0; q <= n; ++q) s.begin.push_back(q * tiles / n);
+    return s;
+}
+
+// Every rank's decoded tiles to every rank (one all_gather of equal, padded shares; tile (i, j) is
+// [oc, frames, len_i·p, len_j·p]), then `tiles` holds them all as views into the gathered buffer on actx's
+// device. The buffers live where the communicator moves memory (NCCL: the device, else the host).
+Status gather_tiles(const ops::Context& ctx, const ops::Context& actx, ops::Communicator& comm,
+                    const TileShares& shares, const TileLayout& ty, const TileLayout& tx, int64_t oc,
+                    int64_t frames, std::vector<std::vector<Tensor>>& tiles) {
+    const size_t nx = tx.starts.size();
+    const auto tile_shape = [&](size_t k) {
+        return Shape{oc, frames, static_cast<int64_t>(ty.lengths[k / nx]),
+                     static_cast<int64_t>(tx.lengths[k % nx])};
+    };
+    const int n = comm.size();
+    int64_t share_max = 0;
+    for (int q = 0; q < n; ++q) {
+        int64_t e = 0;
+        for (size_t k = shares.begin[static_cast<size_t>(q)]; k < shares.begin[q + 1u]; ++k)
+            e += tile_shape(k).numel();
+        share_max = std::max(share_max, e);
+    }
+    const Device where = std::string(comm.backend()) == "nccl" ? ctx.device : Device::cpu();
+    const ops::Context cctx = where.is_cpu() ? ops::Context::cpu() : ctx;
+    H3_ASSIGN_OR_RETURN(Tensor send,
+                        Tensor::empty(Shape{std::max<int64_t>(share_max, 1)}, DType::kF32, where));
+    int64_t off = 0;
+    for (size_t k = shares.begin[static_cast<size_t>(shares.rank)]; k < shares.begin[shares.rank + 1u]; ++k) {
+        const Shape sh = tile_shape(k);
+        const Tensor& t = tiles[k / nx][k % nx];
+        if (!(t.shape() == sh))
+            return internal_error("decode_video: tile " + std::to_string(k) + " decoded as " + t.describe() +
+                                  ", expected " + sh.to_string());
+        Tensor dst = send.slice(0, off, off + sh.numel()).view(sh);
+        H3_TRY(dst.copy_from(t, ctx.stream()));
+        off += sh.numel();
+    }
+    H3_ASSIGN_OR_RETURN(Tensor recv, Tensor::empty(Shape{send.numel() * n}, DType::kF32, where));
+    H3_TRY(comm.all_gather(cctx, send, recv).with_context("decode_video: gathering the ranks' tiles"));
+    if (recv.device() != actx.device) {
+        H3_ASSIGN_OR_RETURN(recv, recv.to(actx.device, actx.stream()));
+    }
+    for (int q = 0; q < n; ++q) {
+        off = q * send.numel();
+        for (size_t k = shares.begin[static_cast<size_t>(q)]; k < shares.begin[q + 1u]; ++k) {
+            const Shape sh = tile_shape(k);
+            tiles[k / nx][k % nx] = recv.slice(0, off, off + sh.numel()).view(sh);
+            off += sh.numel();
+        }
+    }
+    return ok_status();
+}
+
 // One clip [C, t, h, w] (de-normalized, host) -> pixels [3, t·pt, H, W] on ctx's device, tiled and stitched
 // there.
 Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const Tensor& z,
@@ -342,6 +406,7 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
     const int height = static_cast<int>(lh * p), width = static_cast<int>(lw * p);
     if (opt.cancel && opt.cancel->load()) return cancelled("video decode cancelled");
     if (!opt.tiling) {
+        if (opt.group && opt.group->rank() != 0) return Tensor(); // one tile: rank 0 decodes it
         H3_ASSIGN_OR_RETURN(Tensor all, decode_tiles_on_device(ctx, vae, {z}));
         if (opt.assemble_on_host) {
             H3_ASSIGN_OR_RETURN(all, to_host(ctx, all));
@@ -372,8 +437,10 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
         batch_at.clear();
         return ok_status();
     };
+    const TileShares shares = tile_shares(opt.group, ny * nx);
     for (size_t i = 0; i < ny; ++i)
         for (size_t j = 0; j < nx; ++j) {
+            if (!shares.mine(i * nx + j)) continue; // another rank decodes it
             const int64_t y0 = ty.starts[i] / p, ylen = ty.lengths[i] / p;
             const int64_t x0 = tx.starts[j] / p, xlen = tx.lengths[j] / p;
             Tensor sub = Tensor::host(Shape{lc, t, ylen, xlen}, DType::kF32);
@@ -390,6 +457,11 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
         }
     H3_TRY(flush());
     mark(ctx, "tiles_decode");
+    if (opt.group) {
+        const int64_t frames = t * c.patch_t;
+        H3_TRY(gather_tiles(ctx, actx, *opt.group, shares, ty, tx, c.out_channels, frames, tiles));
+        if (opt.group->rank() != 0) return Tensor(); // rank 0 stitches
+    }
     H3_ASSIGN_OR_RETURN(Tensor out, stitch_tiles(actx, tiles, ty.overlaps, tx.overlaps));
     mark(ctx, "stitch");
     return out;
@@ -459,7 +531,11 @@ Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae,
     if (total < 1) return invalid_argument("decode_video: the clip plan leaves no frames");
     const int64_t oc = c.out_channels, ph = lh * c.patch, pw = lw * c.patch;
     const ops::Context actx = opt.assemble_on_host ? ops::Context::cpu() : ctx; // where clips are assembled
-    H3_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(Shape{oc, total, ph, pw}, DType::kF32, actx.device));
+    const bool assembles = !opt.group || opt.group->rank() == 0; // a group's other ranks only decode tiles
+    Tensor out;
+    if (assembles) {
+        H3_ASSIGN_OR_RETURN(out, Tensor::empty(Shape{oc, total, ph, pw}, DType::kF32, actx.device));
+    }
     Tensor prev; // the previous clip (its overlap part is faded into the next chunk)
     ClipFrames prev_f;
     int64_t f0 = 0;
@@ -471,6 +547,7 @@ Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae,
                         z.data_as<const float>() + (ch * tp + start) * hw,
                         static_cast<size_t>(len * hw) * sizeof(float));
         H3_ASSIGN_OR_RETURN(Tensor clip, decode_clip(ctx, vae, clip_z, opt));
+        if (!assembles) continue;
         const ClipFrames f = clip_frames(plan, clip.dim(1), overlaps);
         const int64_t n = std::min(f.a1 - f.a0, total - f0);
         if (n > 0) {
@@ -488,6 +565,7 @@ Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae,
             prev_f = f;
         }
     }
+    if (!assembles) return Tensor();
     if (prev.defined() && f0 < total) {
         const int64_t n = std::min(prev_f.b1 - prev_f.b0, total - f0);
         if (n > 0) {

@@ -179,9 +179,18 @@ public:
     int rank() const override { return rank_; }
     int size() const override { return group_->size(); }
     const char* backend() const override { return "cpu"; }
+    void abort(const std::string& reason) override { group_->abort_state()->abort(reason); }
+    bool aborted() const override { return group_->abort_state()->aborted; }
 
-    Status all_reduce_sum(const Context& ctx, Tensor& x) override {
-        H3_TRY(check(ctx, "all_reduce_sum", x, true));
+protected:
+    Status check_placement(const Context& ctx, const char* op, const Tensor&) const override {
+        if (!ctx.device.is_cpu())
+            return invalid_argument(std::string(op) + ": the CPU communicator runs on the CPU context, got " +
+                                    ctx.device.to_string());
+        return ok_status();
+    }
+
+    Status do_all_reduce_sum(const Context&, Tensor& x) override {
         std::vector<uint8_t> sum;
         const int64_t n = x.numel();
         const DType dt = x.dtype();
@@ -194,13 +203,8 @@ public:
             [&] { std::memcpy(x.data(), sum.data(), sum.size()); });
     }
 
-    Status all_to_all(const Context& ctx, const Tensor& send, Tensor& recv) override {
-        H3_TRY(check(ctx, "all_to_all", send, false));
-        H3_TRY(check(ctx, "all_to_all", recv, false));
+    Status do_all_to_all(const Context&, const Tensor& send, Tensor& recv) override {
         const int n = size();
-        if (send.numel() != recv.numel() || send.dtype() != recv.dtype() || send.numel() % n != 0)
-            return invalid_argument("all_to_all: send " + send.describe() + " and recv " + recv.describe() +
-                                    " must match and split into " + std::to_string(n) + " equal chunks");
         const size_t chunk = send.nbytes() / static_cast<size_t>(n);
         return group_->run(
             rank_,
@@ -218,13 +222,8 @@ public:
             nullptr);
     }
 
-    Status all_gather(const Context& ctx, const Tensor& send, Tensor& recv) override {
-        H3_TRY(check(ctx, "all_gather", send, false));
-        H3_TRY(check(ctx, "all_gather", recv, false));
+    Status do_all_gather(const Context&, const Tensor& send, Tensor& recv) override {
         const int n = size();
-        if (recv.numel() != send.numel() * n || send.dtype() != recv.dtype())
-            return invalid_argument("all_gather: recv " + recv.describe() + " must hold " +
-                                    std::to_string(n) + " × send " + send.describe());
         const size_t bytes = send.nbytes();
         return group_->run(
             rank_,
@@ -241,11 +240,7 @@ public:
             nullptr);
     }
 
-    Status broadcast(const Context& ctx, Tensor& x, int root) override {
-        H3_TRY(check(ctx, "broadcast", x, false));
-        if (root < 0 || root >= size())
-            return invalid_argument("broadcast: root " + std::to_string(root) + " is not a rank of " +
-                                    std::to_string(size()));
+    Status do_broadcast(const Context&, Tensor& x, int root) override {
         return group_->run(
             rank_,
             {.op = "broadcast",
@@ -261,23 +256,13 @@ public:
             nullptr);
     }
 
-    Status barrier(const Context&) override {
+    Status do_barrier(const Context&) override {
         return group_->run(
             rank_, {.op = "barrier"}, [](int, const std::vector<Rendezvous::Post>&) { return ok_status(); },
             nullptr);
     }
 
-    void abort(const std::string& reason) override { group_->abort_state()->abort(reason); }
-    bool aborted() const override { return group_->abort_state()->aborted; }
-
 private:
-    Status check(const Context& ctx, const char* op, const Tensor& t, bool reduce) const {
-        if (!ctx.device.is_cpu())
-            return invalid_argument(std::string(op) + ": the CPU communicator runs on the CPU context, got " +
-                                    ctx.device.to_string());
-        return check_comm_tensor(op, t, reduce);
-    }
-
     std::shared_ptr<Rendezvous> group_;
     int rank_;
 };

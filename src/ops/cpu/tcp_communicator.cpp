@@ -139,38 +139,6 @@ public:
     int size() const override { return size_; }
     const char* backend() const override { return "tcp"; }
 
-    Status all_reduce_sum(const Context& ctx, Tensor& x) override {
-        H3_TRY(check(ctx, "all_reduce_sum", x, true));
-        return collective(kAllReduce, x, x, 0);
-    }
-    Status all_to_all(const Context& ctx, const Tensor& send, Tensor& recv) override {
-        H3_TRY(check(ctx, "all_to_all", send, false));
-        H3_TRY(check(ctx, "all_to_all", recv, false));
-        if (send.numel() != recv.numel() || send.dtype() != recv.dtype() || send.numel() % size_ != 0)
-            return invalid_argument("all_to_all: send " + send.describe() + " and recv " + recv.describe() +
-                                    " must match and split into " + std::to_string(size_) + " equal chunks");
-        return collective(kAllToAll, send, recv, 0);
-    }
-    Status all_gather(const Context& ctx, const Tensor& send, Tensor& recv) override {
-        H3_TRY(check(ctx, "all_gather", send, false));
-        H3_TRY(check(ctx, "all_gather", recv, false));
-        if (recv.numel() != send.numel() * size_ || send.dtype() != recv.dtype())
-            return invalid_argument("all_gather: recv " + recv.describe() + " must hold " +
-                                    std::to_string(size_) + " × send " + send.describe());
-        return collective(kAllGather, send, recv, 0);
-    }
-    Status broadcast(const Context& ctx, Tensor& x, int root) override {
-        H3_TRY(check(ctx, "broadcast", x, false));
-        if (root < 0 || root >= size_)
-            return invalid_argument("broadcast: root " + std::to_string(root) + " is not a rank of " +
-                                    std::to_string(size_));
-        return collective(kBroadcast, x, x, root);
-    }
-    Status barrier(const Context& ctx) override {
-        Tensor none = Tensor::host(Shape{0}, DType::kF32);
-        (void)ctx;
-        return collective(kBarrier, none, none, 0);
-    }
     void abort(const std::string& reason) override {
         std::lock_guard<std::mutex> lk(m_);
         if (aborted_) return;
@@ -180,13 +148,29 @@ public:
     }
     bool aborted() const override { return aborted_; }
 
-private:
-    Status check(const Context& ctx, const char* op, const Tensor& t, bool reduce) const {
+protected:
+    Status check_placement(const Context& ctx, const char* op, const Tensor&) const override {
         if (!ctx.device.is_cpu())
             return invalid_argument(std::string(op) + ": the TCP communicator runs on the CPU context, got " +
                                     ctx.device.to_string());
-        return check_comm_tensor(op, t, reduce);
+        return ok_status();
     }
+    Status do_all_reduce_sum(const Context&, Tensor& x) override { return collective(kAllReduce, x, x, 0); }
+    Status do_all_to_all(const Context&, const Tensor& send, Tensor& recv) override {
+        return collective(kAllToAll, send, recv, 0);
+    }
+    Status do_all_gather(const Context&, const Tensor& send, Tensor& recv) override {
+        return collective(kAllGather, send, recv, 0);
+    }
+    Status do_broadcast(const Context&, Tensor& x, int root) override {
+        return collective(kBroadcast, x, x, root);
+    }
+    Status do_barrier(const Context&) override {
+        Tensor none = Tensor::host(Shape{0}, DType::kF32);
+        return collective(kBarrier, none, none, 0);
+    }
+
+private:
     Status fail(const Status& s) {
         abort(s.message());
         return s;

@@ -68,19 +68,31 @@ public:
     int device() const { return device_; }
     const CommOptions& options() const { return options_; }
 
-    Status all_reduce_sum(const Context& ctx, Tensor& x) override {
-        H3_TRY(check(ctx, "all_reduce_sum", x, true));
+    void abort(const std::string& reason) override {
+        std::lock_guard<std::mutex> lk(m_);
+        if (aborted_) return;
+        reason_ = reason;
+        aborted_ = true;
+        ncclCommAbort(comm_); // every later call sees aborted_ first
+    }
+    bool aborted() const override { return aborted_; }
+
+protected:
+    Status check_placement(const Context& ctx, const char* op, const Tensor& t) const override {
+        if (aborted_) return aborted_status(op);
+        if (!ctx.device.is_cuda() || t.device() != ctx.device)
+            return invalid_argument(std::string(op) +
+                                    ": the NCCL communicator needs tensors on the context's " +
+                                    "CUDA device, got " + t.describe() + " on " + ctx.device.to_string());
+        return ok_status();
+    }
+    Status do_all_reduce_sum(const Context& ctx, Tensor& x) override {
         H3_ASSIGN_OR_RETURN(ncclDataType_t t, nccl_dtype(x.dtype()));
         return nccl_status(
             ncclAllReduce(x.data(), x.data(), static_cast<size_t>(x.numel()), t, ncclSum, comm_, stream(ctx)),
             "all_reduce_sum");
     }
-    Status all_to_all(const Context& ctx, const Tensor& send, Tensor& recv) override {
-        H3_TRY(check(ctx, "all_to_all", send, false));
-        H3_TRY(check(ctx, "all_to_all", recv, false));
-        if (send.numel() != recv.numel() || send.dtype() != recv.dtype() || send.numel() % size_ != 0)
-            return invalid_argument("all_to_all: send " + send.describe() + " and recv " + recv.describe() +
-                                    " must match and split into " + std::to_string(size_) + " equal chunks");
+    Status do_all_to_all(const Context& ctx, const Tensor& send, Tensor& recv) override {
         H3_ASSIGN_OR_RETURN(ncclDataType_t t, nccl_dtype(send.dtype()));
         const size_t n = static_cast<size_t>(send.numel() / size_);
         const size_t bytes = send.nbytes() / static_cast<size_t>(size_);
@@ -95,29 +107,20 @@ public:
         }
         return nccl_status(ncclGroupEnd(), "all_to_all");
     }
-    Status all_gather(const Context& ctx, const Tensor& send, Tensor& recv) override {
-        H3_TRY(check(ctx, "all_gather", send, false));
-        H3_TRY(check(ctx, "all_gather", recv, false));
-        if (recv.numel() != send.numel() * size_ || send.dtype() != recv.dtype())
-            return invalid_argument("all_gather: recv " + recv.describe() + " must hold " +
-                                    std::to_string(size_) + " × send " + send.describe());
+    Status do_all_gather(const Context& ctx, const Tensor& send, Tensor& recv) override {
         H3_ASSIGN_OR_RETURN(ncclDataType_t t, nccl_dtype(send.dtype()));
         return nccl_status(
             ncclAllGather(send.data(), recv.data(), static_cast<size_t>(send.numel()), t, comm_, stream(ctx)),
             "all_gather");
     }
-    Status broadcast(const Context& ctx, Tensor& x, int root) override {
-        H3_TRY(check(ctx, "broadcast", x, false));
-        if (root < 0 || root >= size_)
-            return invalid_argument("broadcast: root " + std::to_string(root) + " is not a rank of " +
-                                    std::to_string(size_));
+    Status do_broadcast(const Context& ctx, Tensor& x, int root) override {
         H3_ASSIGN_OR_RETURN(ncclDataType_t t, nccl_dtype(x.dtype()));
         return nccl_status(
             ncclBroadcast(x.data(), x.data(), static_cast<size_t>(x.numel()), t, root, comm_, stream(ctx)),
             "broadcast");
     }
     // Waits for the stream (every queued collective) with the timeout, watching NCCL's asynchronous errors.
-    Status barrier(const Context& ctx) override {
+    Status do_barrier(const Context& ctx) override {
         if (aborted_) return aborted_status("barrier");
         H3_TRY(cuda_status(cudaSetDevice(device_), "set device"));
         Tensor one;
@@ -148,24 +151,8 @@ public:
             std::this_thread::sleep_for(std::chrono::microseconds(200));
         }
     }
-    void abort(const std::string& reason) override {
-        std::lock_guard<std::mutex> lk(m_);
-        if (aborted_) return;
-        reason_ = reason;
-        aborted_ = true;
-        ncclCommAbort(comm_); // every later call sees aborted_ first
-    }
-    bool aborted() const override { return aborted_; }
 
 private:
-    Status check(const Context& ctx, const char* op, const Tensor& t, bool reduce) const {
-        if (aborted_) return aborted_status(op);
-        if (!ctx.device.is_cuda() || t.device() != ctx.device)
-            return invalid_argument(std::string(op) +
-                                    ": the NCCL communicator needs tensors on the context's " +
-                                    "CUDA device, got " + t.describe() + " on " + ctx.device.to_string());
-        return check_comm_tensor(op, t, reduce);
-    }
     static cudaStream_t stream(const Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
     Status aborted_status(const char* op) const {
         std::lock_guard<std::mutex> lk(m_);
