@@ -15,6 +15,10 @@ STAGE=${H3_STAGE:-all}
 in_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ] || { [ "$STAGE" = final ] && [ "$1" = tests ]; }; }
 OUT=${OUT:-/tmp/h3-device-out}
 mkdir -p "$OUT"
+# Everything this script prints also goes to $OUT/00_summary.txt as it runs: when a call runs out of time
+# the logs are not packed, and only the first few files of $OUT (by name) come back — this one among them.
+# (Do not pipe the call's output through `tail`: a killed call then returns nothing.)
+exec > >(tee -a "$OUT/00_summary.txt") 2>&1
 export NCCL_NVLS_ENABLE=0
 if [ -d .debs ]; then
   mkdir -p /tmp/deps
@@ -90,8 +94,9 @@ run_test() {  # name, log, args...
 }
 pack_logs() { # at most 8 files come back from $OUT: pack the logs
   # (every plain file: a glob that matches nothing, *.json in the tests stage, made tar fail and kept them all)
-  (cd "$OUT" && find . -maxdepth 1 -type f ! -name 'logs_*.tgz' -print0 | tar czf "logs_$STAGE.tgz" --null -T - &&
-    find . -maxdepth 1 -type f ! -name 'logs_*.tgz' -delete)
+  (cd "$OUT" && find . -maxdepth 1 -type f ! -name 'logs_*.tgz' ! -name 00_summary.txt -print0 |
+    tar czf "logs_$STAGE.tgz" --null -T - &&
+    find . -maxdepth 1 -type f ! -name 'logs_*.tgz' ! -name 00_summary.txt -delete)
 }
 if in_stage tests; then
 # the test binaries four at a time with four CPU threads each (16 cores: 22 binaries at once with a thread
