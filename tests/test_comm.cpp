@@ -100,30 +100,34 @@ TEST_P(CommRanks, AllReduceBf16AndF64) {
     for (const auto& s : st) ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
+// all_to_all (send[j·chunk + e] = 1000·r + 10·j + e → recv[j·chunk + e] = 1000·j + 10·r + e), all_gather
+// and a broadcast from the last rank, as rank r of n sees them; every backend's test runs these checks.
+Status check_exchanges(ops::Communicator& c, const ops::Context& ctx, int r, int n, int64_t chunk) {
+    Tensor send = Tensor::host(Shape{n * chunk}, DType::kF32),
+           recv = Tensor::host(Shape{n * chunk}, DType::kF32);
+    for (int j = 0; j < n; ++j)
+        for (int e = 0; e < chunk; ++e) send.data_as<float>()[j * chunk + e] = 1000.f * r + 10.f * j + e;
+    H3_TRY(c.all_to_all(ctx, send, recv));
+    for (int j = 0; j < n; ++j)
+        for (int e = 0; e < chunk; ++e)
+            EXPECT_EQ(recv.data_as<float>()[j * chunk + e], 1000.f * j + 10.f * r + e) << r << " " << j;
+    Tensor mine = filled(r, chunk), all = Tensor::host(Shape{n * chunk}, DType::kF32);
+    H3_TRY(c.all_gather(ctx, mine, all));
+    for (int j = 0; j < n; ++j)
+        for (int e = 0; e < chunk; ++e) EXPECT_EQ(all.data_as<float>()[j * chunk + e], value(j, e));
+    Tensor b = filled(r, chunk);
+    H3_TRY(c.broadcast(ctx, b, n - 1));
+    for (int e = 0; e < chunk; ++e) EXPECT_EQ(b.data_as<float>()[e], value(n - 1, e));
+    return ok_status();
+}
+
 TEST_P(CommRanks, AllToAllAllGatherBroadcastBarrier) {
     const int n = GetParam();
     auto group = ops::CpuCommGroup::create(n);
     const int64_t chunk = 5;
     auto st = spmd(*group, [&](int r, ops::Communicator& c) -> Status {
         const ops::Context ctx = ops::Context::cpu();
-        // all_to_all: send[j·chunk + e] = 1000·r + 10·j + e → recv[j·chunk + e] = 1000·j + 10·r + e
-        Tensor send = Tensor::host(Shape{n * chunk}, DType::kF32),
-               recv = Tensor::host(Shape{n * chunk}, DType::kF32);
-        for (int j = 0; j < n; ++j)
-            for (int e = 0; e < chunk; ++e) send.data_as<float>()[j * chunk + e] = 1000.f * r + 10.f * j + e;
-        H3_TRY(c.all_to_all(ctx, send, recv));
-        for (int j = 0; j < n; ++j)
-            for (int e = 0; e < chunk; ++e)
-                EXPECT_EQ(recv.data_as<float>()[j * chunk + e], 1000.f * j + 10.f * r + e) << r << " " << j;
-        // all_gather
-        Tensor mine = filled(r, chunk), all = Tensor::host(Shape{n * chunk}, DType::kF32);
-        H3_TRY(c.all_gather(ctx, mine, all));
-        for (int j = 0; j < n; ++j)
-            for (int e = 0; e < chunk; ++e) EXPECT_EQ(all.data_as<float>()[j * chunk + e], value(j, e));
-        // broadcast from the last rank
-        Tensor b = filled(r, chunk);
-        H3_TRY(c.broadcast(ctx, b, n - 1));
-        for (int e = 0; e < chunk; ++e) EXPECT_EQ(b.data_as<float>()[e], value(n - 1, e));
+        H3_TRY(check_exchanges(c, ctx, r, n, chunk));
         return c.barrier(ctx);
     });
     for (const auto& s : st) ASSERT_TRUE(s.ok()) << s.to_string();
@@ -307,21 +311,7 @@ TEST_P(TcpRanks, CollectivesMatchTheInProcessBackend) {
             for (int k = 0; k < n; ++k) e += value(k, i);
             EXPECT_EQ(x.data_as<float>()[i], e);
         }
-        Tensor send = Tensor::host(Shape{n * chunk}, DType::kF32),
-               recv = Tensor::host(Shape{n * chunk}, DType::kF32);
-        for (int j = 0; j < n; ++j)
-            for (int e = 0; e < chunk; ++e) send.data_as<float>()[j * chunk + e] = 1000.f * r + 10.f * j + e;
-        H3_TRY(c.all_to_all(ctx, send, recv));
-        for (int j = 0; j < n; ++j)
-            for (int e = 0; e < chunk; ++e)
-                EXPECT_EQ(recv.data_as<float>()[j * chunk + e], 1000.f * j + 10.f * r + e);
-        Tensor mine = filled(r, chunk), all = Tensor::host(Shape{n * chunk}, DType::kF32);
-        H3_TRY(c.all_gather(ctx, mine, all));
-        for (int j = 0; j < n; ++j)
-            for (int e = 0; e < chunk; ++e) EXPECT_EQ(all.data_as<float>()[j * chunk + e], value(j, e));
-        Tensor b = filled(r, chunk);
-        H3_TRY(c.broadcast(ctx, b, n - 1));
-        for (int e = 0; e < chunk; ++e) EXPECT_EQ(b.data_as<float>()[e], value(n - 1, e));
+        H3_TRY(check_exchanges(c, ctx, r, n, chunk));
         Tensor d = Tensor::host(Shape{1}, DType::kF64);
         d.data_as<double>()[0] = r + 0.5;
         H3_TRY(c.all_reduce_sum(ctx, d));

@@ -741,6 +741,16 @@ std::string generate_latents_cli(const std::string& name, const std::string& ext
 }
 
 // Waits for a job and downloads its latents.
+// The tiny t2va job the latents comparisons submit (the CLI side: generate_latents_cli with the same prompt).
+json tiny_t2va_latents_request() {
+    return {{"prompt", "a red fox runs through snow"},
+            {"size", "64x32"},
+            {"seconds", 4},
+            {"seed", 5},
+            {"num_inference_steps", 3},
+            {"output_format", "latents"}};
+}
+
 std::string server_latents(httplib::Client& c, const httplib::Result& submitted) {
     EXPECT_TRUE(submitted);
     if (!submitted) return "";
@@ -799,12 +809,7 @@ TEST_F(ServeSeam, LatentsMatchGenerate) {
             {"seed", "5", "", ""},      {"output_format", "latents", "", ""}};
     };
 
-    json t2va = {{"prompt", "a red fox runs through snow"},
-                 {"size", "64x32"},
-                 {"seconds", 4},
-                 {"seed", 5},
-                 {"num_inference_steps", 3},
-                 {"output_format", "latents"}};
+    const json t2va = tiny_t2va_latents_request();
     const std::string served_t2va = server_latents(c, c.Post("/v1/videos", t2va.dump(), "application/json"));
     const std::string cli_t2va = generate_latents_cli("t2va", "--prompt 'a red fox runs through snow'");
     ASSERT_GT(cli_t2va.size(), 100u);
@@ -1188,12 +1193,7 @@ TEST(ServeGroup, SpTwoMatchesOneRankAndAFailedRankFailsAlone) {
     const json health = body_json(c.Get("/health"));
     EXPECT_NE(health.dump().find("dit group sp 2 x tp 1 (2 ranks on cpu)"), std::string::npos)
         << health.dump();
-    json t2va = {{"prompt", "a red fox runs through snow"},
-                 {"size", "64x32"},
-                 {"seconds", 4},
-                 {"seed", 5},
-                 {"num_inference_steps", 3},
-                 {"output_format", "latents"}};
+    const json t2va = tiny_t2va_latents_request();
     const std::string served = server_latents(c, c.Post("/v1/videos", t2va.dump(), "application/json"));
     const std::string single = generate_latents_cli("group_single", "--prompt 'a red fox runs through snow'");
     ASSERT_GT(single.size(), 100u);
