@@ -2,10 +2,7 @@
 # h3-engine bench request: one t2va request through the Generator with random weights supplied to the model
 # store (here at the tiny checkpoint's widths on the CPU): the JSON report's stage times, steps and rows, the
 # MP4 it muxes, determinism of the random components, and the usage errors.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 "$H3" make-tiny "$WORK/tiny" --seed 1 > /dev/null || fail "make-tiny"
 # the tiny checkpoint's weights are not read: remove them, keep the configs and the tokenizer
 find "$WORK/tiny" -name '*.safetensors' -delete

@@ -2,10 +2,7 @@
 # h3-engine bench text: the conditioner's language stack with random weights at a config's width (here the
 # tiny checkpoint's, on the CPU), placed by the flags or by the memory planner: a budget too small for the
 # resident stack streams its layers (the plan's text-stack placement, not the DiT's, is what runs).
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 "$H3" make-tiny "$WORK/tiny" --seed 1 > /dev/null || fail "make-tiny"
 BENCH=("$H3" bench text --random-weights --config "$WORK/tiny/text_encoder/config.json" --device cpu --tokens 16 --json)
 residency() { python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['residency'])" "$1"; }

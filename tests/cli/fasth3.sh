@@ -3,13 +3,7 @@
 # fastvideo_inference.json), then `generate` with the sidecar's defaults — the 4-forward rung schedule and VSA
 # at sparsity 0.9 — to an MP4; --attention and --steps override them; bad --attention specs and VSA with ref2va
 # are usage errors before anything is loaded; `bench dit --attention vsa` runs on a tiny config.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
-expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 
 expect_rc 0 "$H3" make-tiny "$WORK/fast" --seed 5 --variant fasth3
 grep -q '"VIDEO_SPARSE_ATTN_H3"' "$WORK/fast/fastvideo_inference.json" || fail "no sidecar"

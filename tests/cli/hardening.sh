@@ -2,13 +2,7 @@
 # Issue #22, the CLI side: strict integers (no wrap, no saturation), range-checked config integers, nesting-
 # bounded JSON files, unknown output extensions refused before any model loads, and the README's exit codes
 # (2 usage, 3 bad input file) instead of a crash.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
-expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 
 expect_rc 0 "$H3" make-tiny "$WORK/tiny" --seed 1
 GEN=("$H3" generate --model "$WORK/tiny" --random-prompt-embeds 5 --size 64x32 --frames 107 --steps 2)

@@ -4,13 +4,7 @@
 # are input errors, exit 3, that name the file; usage mistakes exit 2), then encoded by the VAE encoder and
 # presented to the conditioner; the tiny model runs fl2va end to end on the CPU with either anchor or both,
 # deterministically, and the keyframes change the result.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
-expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 
 IMG="$(cd "$(dirname "$0")/../data/images" && pwd)"
 expect_rc 0 "$H3" make-tiny "$WORK/tiny" --seed 1

@@ -2,13 +2,7 @@
 # h3-engine generate --lora on the tiny model: make-tiny --lora writes an adapter; merged and run-time
 # application agree, scale 0 equals no adapter, the adapter changes the result; --preset sets steps and shifts
 # (explicit flags win); bad --lora arguments and files get clear errors before any weight loads.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
-expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 json_check() {
   python3 - "$WORK/out.txt" "$@" <<'PY' || { cat "$WORK/out.txt"; fail "json check: ${*}"; }
 import json, math, sys

@@ -4,13 +4,7 @@
 # latents as resident, int8 and fp16 run, the memory planner prints its choice or refuses a budget that
 # cannot be met before loading anything, and bad combinations are usage errors naming the flag; serve takes
 # the same flags (tests/test_serve.cpp ServeResidency runs a layerwise server).
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
-expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 
 expect_rc 0 "$H3" make-tiny "$WORK/tiny" --seed 2
 GEN=("$H3" generate --model "$WORK/tiny" --prompt "a red fox" --size 64x32 --frames 107 --steps 6 --seed 4)

@@ -4,10 +4,7 @@
 # single-process run's; a rank that fails (here rank 0 cannot listen: its MASTER_PORT is taken) fails the
 # command within the grace period instead of leaving rank 1 waiting for its peer; usage errors stay usage
 # errors (checked before anything is spawned).
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 "$H3" make-tiny "$WORK/tiny" --seed 3 --dit-heads 8 > /dev/null || fail "make-tiny"
 GEN=("$H3" generate --model "$WORK/tiny" --prompt "a red fox" --size 64x32 --frames 107 --steps 4 --seed 4
      --dtype fp32 --device cpu --progress none)
