@@ -85,8 +85,10 @@ Status memcpy(void* dst, const void* src, size_t bytes, CopyKind kind, void* str
     // returns: cudaMemcpy from pageable host memory returns once the source is staged, before the DMA into
     // device memory lands, and a kernel launched next on a non-blocking stream does not wait for the legacy
     // stream (Ops.Attention read a half-uploaded q on the H200 about one run in ten) — synchronize after too.
+    // (Copies into host memory have completed when cudaMemcpy returns: no second synchronize for them.)
     H3_TRY(from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
     H3_TRY(from_cuda(cudaMemcpy(dst, src, bytes, k), "cudaMemcpy"));
+    if (kind == CopyKind::kDeviceToHost || kind == CopyKind::kHostToHost) return ok_status();
     return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
