@@ -11,7 +11,8 @@ set -u
 # residency, fp8 velocity, VAE) | all. Each of tests / bench / bench2 fits one 600 s device call; the build
 # directory persists between calls on a warm machine, so later stages rebuild nothing.
 STAGE=${H3_STAGE:-all}
-# final: the tests stage, then short versions of the benches a session reports (see the end of this file)
+# final: the tests stage, then short versions of the benches a session reports (see the end of this file);
+# reports: those benches alone (builds only h3-engine)
 in_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ] || { [ "$STAGE" = final ] && [ "$1" = tests ]; }; }
 OUT=${OUT:-/tmp/h3-device-out}
 mkdir -p "$OUT"
@@ -80,6 +81,7 @@ for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner
   [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 [ "$STAGE" = focus ] && TARGETS="h3-engine test_ops"
 [ "$STAGE" = budget ] && TARGETS="h3-engine"
+[ "$STAGE" = reports ] && TARGETS="h3-engine"
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"
@@ -420,7 +422,7 @@ echo "bench vae rc=$?"; cat "$OUT/bench_vae.json"
 timeout 200 $H3 bench vae --reference --random-weights --json > "$OUT/bench_vae_ref.json" 2> "$OUT/bench_vae_ref.err"
 echo "bench vae --reference rc=$?"; cat "$OUT/bench_vae_ref.json"
 fi
-if [ "$STAGE" = final ]; then
+if [ "$STAGE" = final ] || [ "$STAGE" = reports ]; then
 echo "== final: bench text layerwise under 24GiB"
 timeout 120 $H3 bench text --random-weights --tokens 537 --json --residency layerwise --gpu-memory-budget 24GiB \
   > "$OUT/final_text_24g.json" 2> "$OUT/final_text_24g.err"; echo "bench text 24GiB rc=$?"
