@@ -35,7 +35,7 @@ CaseRun run(std::string name, Tensor f, Tensor a, int64_t blocks, double denoise
     r.frames = std::move(f);
     r.audio = std::move(a);
     r.blocks = blocks;
-    r.denoise_seconds = denoise;
+    r.step_seconds = denoise;
     return r;
 }
 

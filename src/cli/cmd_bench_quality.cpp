@@ -144,7 +144,7 @@ SettingOutcome run_setting(const SweepOptions& so, const QualitySetting& setting
         run.blocks = r->work.blocks_executed();
         run.dit_calls = r->work.dit_calls();
         run.cache_hits = r->work.cache_hits();
-        run.denoise_seconds = r->denoise_seconds;
+        for (double t : r->step_seconds) run.step_seconds += t;
         run.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::fprintf(stderr, "bench quality: %s / %s: %s, %lld blocks, %.3f s\n", setting.name.c_str(),
                      c.name.c_str(), r->work.summary().c_str(), static_cast<long long>(run.blocks),
@@ -254,7 +254,7 @@ Command bench_quality_command() {
                                    "): " + qc.prompt);
         for (const CaseRun& r : ref.runs) {
             header.reference_blocks += r.blocks;
-            header.reference_denoise_seconds += r.denoise_seconds;
+            header.reference_step_seconds += r.step_seconds;
             header.reference_total_seconds += r.total_seconds;
         }
 
@@ -282,7 +282,7 @@ Command bench_quality_command() {
                 comparisons.push_back(std::move(cmp).value());
             }
             rows.push_back(measured_row(s.name, s.group, s.flags, std::move(comparisons),
-                                        header.reference_blocks, header.reference_denoise_seconds));
+                                        header.reference_blocks, header.reference_step_seconds));
         }
         const std::string json = quality_json(header, rows).dump(2);
         if (!o->output.empty()) {

@@ -85,14 +85,14 @@ Result<CaseComparison> compare_case(const CaseRun& ref, const CaseRun& run, int 
     c.blocks = run.blocks;
     c.dit_calls = run.dit_calls;
     c.cache_hits = run.cache_hits;
-    c.denoise_seconds = run.denoise_seconds;
+    c.step_seconds = run.step_seconds;
     c.total_seconds = run.total_seconds;
     return c;
 }
 
 QualityRow measured_row(std::string name, std::string group, std::string flags,
                         std::vector<CaseComparison> cases, int64_t reference_blocks,
-                        double reference_denoise_seconds) {
+                        double reference_step_seconds) {
     QualityRow r;
     r.name = std::move(name);
     r.group = std::move(group);
@@ -115,14 +115,14 @@ QualityRow measured_row(std::string name, std::string group, std::string flags,
         r.blocks += c.blocks;
         r.dit_calls += c.dit_calls;
         r.cache_hits += c.cache_hits;
-        r.denoise_seconds += c.denoise_seconds;
+        r.step_seconds += c.step_seconds;
         r.total_seconds += c.total_seconds;
     }
     r.psnr = psnr_of(sum_sq_err, values);
     r.ssim_mean = r.frames ? ssim_sum / static_cast<double>(r.frames) : 1.0;
     r.audio = audio.finish();
     r.work_speedup = ratio(static_cast<double>(reference_blocks), static_cast<double>(r.blocks));
-    r.wall_speedup = ratio(reference_denoise_seconds, r.denoise_seconds);
+    r.wall_speedup = ratio(reference_step_seconds, r.step_seconds);
     r.cases = std::move(cases);
     return r;
 }
@@ -132,12 +132,12 @@ std::string quality_markdown(const QualityHeader& h, const std::vector<QualityRo
     s += "Quality vs the lossless reference: " + h.model + (h.tiny ? " (random tiny checkpoint)" : "") +
          ", " + h.device + ", reference " + h.dtype + ", " + h.geometry + ", " + h.schedule + "\n";
     for (const std::string& c : h.cases) s += "- case " + c + "\n";
-    s += "- reference: " + std::to_string(h.reference_blocks) + " DiT block evaluations, denoise " +
-         fmt(h.reference_denoise_seconds, 3) + " s, requests " + fmt(h.reference_total_seconds, 3) + " s\n";
+    s += "- reference: " + std::to_string(h.reference_blocks) + " DiT block evaluations, steps " +
+         fmt(h.reference_step_seconds, 3) + " s, requests " + fmt(h.reference_total_seconds, 3) + " s\n";
     if (h.tiny) s += "- random weights: these numbers exercise the harness; they say nothing about quality\n";
     s +=
         "\n| setting | flags | PSNR dB | min PSNR dB | SSIM | min SSIM | audio SNR dB | audio cos | blocks | "
-        "work × | denoise s | wall × |\n";
+        "work × | steps s | wall × |\n";
     s += "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     std::string skipped;
     for (const QualityRow& r : rows) {
@@ -150,7 +150,7 @@ std::string quality_markdown(const QualityHeader& h, const std::vector<QualityRo
         s += "| " + r.name + " | " + flags + " | " + fmt(r.psnr, 2) + " | " + fmt(r.psnr_min, 2) + " | " +
              fmt(r.ssim_mean, 4) + " | " + fmt(r.ssim_min, 4) + " | " + fmt(r.audio.snr_db, 2) + " | " +
              fmt(r.audio.cosine, 6) + " | " + std::to_string(r.blocks) + " | " + fmt(r.work_speedup, 3) +
-             " | " + fmt(r.denoise_seconds, 3) + " | " + fmt(r.wall_speedup, 2) + " |\n";
+             " | " + fmt(r.step_seconds, 3) + " | " + fmt(r.wall_speedup, 2) + " |\n";
     }
     if (!skipped.empty()) s += "\nNot measured:\n" + skipped;
     return s;
@@ -167,7 +167,7 @@ Json quality_json(const QualityHeader& h, const std::vector<QualityRow>& rows) {
     j["schedule"] = h.schedule;
     j["cases"] = h.cases;
     j["reference"] = Json{{"blocks_executed", h.reference_blocks},
-                          {"denoise_seconds", h.reference_denoise_seconds},
+                          {"step_seconds", h.reference_step_seconds},
                           {"total_seconds", h.reference_total_seconds}};
     Json settings = Json::array();
     for (const QualityRow& r : rows) {
@@ -190,7 +190,7 @@ Json quality_json(const QualityHeader& h, const std::vector<QualityRow>& rows) {
                                {"dit_calls", r.dit_calls},
                                {"cache_hits", r.cache_hits},
                                {"speedup", number(r.work_speedup)}};
-            row["seconds"] = Json{{"denoise", r.denoise_seconds},
+            row["seconds"] = Json{{"steps", r.step_seconds},
                                   {"total", r.total_seconds},
                                   {"wall_speedup", number(r.wall_speedup)}};
             Json cases = Json::array();
@@ -205,7 +205,7 @@ Json quality_json(const QualityHeader& h, const std::vector<QualityRow>& rows) {
                                      {"blocks_executed", c.blocks},
                                      {"dit_calls", c.dit_calls},
                                      {"cache_hits", c.cache_hits},
-                                     {"denoise_seconds", c.denoise_seconds},
+                                     {"step_seconds", c.step_seconds},
                                      {"total_seconds", c.total_seconds}});
             row["cases"] = std::move(cases);
         }

@@ -8,7 +8,8 @@
 // channels averaged), its mean over the frames and the worst frame. Audio: the decoded waveforms (both
 // channels, every case) as one signal: SNR 10·log10(ΣA²/Σ(A−B)²) and cosine. Work: DiT block evaluations
 // from the engine's work counters (cache::WorkReport), the speedup being the reference's count over the
-// setting's; wall: denoise seconds (the DiT stage, its setup included) and the whole request's seconds.
+// setting's; wall: the denoising steps' seconds (Σ per-step seconds: the forwards and Euler updates, the
+// DiT's load and request setup excluded) and the whole request's seconds.
 #pragma once
 
 #include "cache/work.h"
@@ -30,7 +31,7 @@ struct CaseRun {
     Tensor frames; // [F, H, W, 3] u8
     Tensor audio;  // [C, N] f32
     int64_t blocks = 0, dit_calls = 0, cache_hits = 0;
-    double denoise_seconds = 0, total_seconds = 0;
+    double step_seconds = 0, total_seconds = 0;
 };
 
 // A setting's case against the reference's case.
@@ -43,7 +44,7 @@ struct CaseComparison {
     pipeline::SignalAccumulator audio_sums;
     pipeline::SignalMetrics audio;
     int64_t blocks = 0, dit_calls = 0, cache_hits = 0;
-    double denoise_seconds = 0, total_seconds = 0;
+    double step_seconds = 0, total_seconds = 0;
 };
 
 enum class RowStatus { kMeasured, kNotApplicable, kUnsupported, kFailed };
@@ -59,8 +60,8 @@ struct QualityRow {
     double psnr = 0, psnr_min = 0, ssim_mean = 0, ssim_min = 0;
     pipeline::SignalMetrics audio = {};
     int64_t blocks = 0, dit_calls = 0, cache_hits = 0;
-    double denoise_seconds = 0, total_seconds = 0;
-    double work_speedup = 0, wall_speedup = 0; // the reference's blocks / denoise seconds over this row's
+    double step_seconds = 0, total_seconds = 0;
+    double work_speedup = 0, wall_speedup = 0; // the reference's blocks / step seconds over this row's
 };
 
 // One case of a setting against the same case of the reference: same frame and waveform shapes, or an
@@ -71,7 +72,7 @@ Result<CaseComparison> compare_case(const CaseRun& reference, const CaseRun& run
 // reference's totals.
 QualityRow measured_row(std::string name, std::string group, std::string flags,
                         std::vector<CaseComparison> cases, int64_t reference_blocks,
-                        double reference_denoise_seconds);
+                        double reference_step_seconds);
 
 struct QualityHeader {
     std::string model; // the checkpoint root
@@ -81,11 +82,11 @@ struct QualityHeader {
     std::string schedule;           // "10 grid points (9 forwards)" or the rungs
     std::vector<std::string> cases; // "ball (t2va, seed 1): a red ball ..."
     int64_t reference_blocks = 0;
-    double reference_denoise_seconds = 0, reference_total_seconds = 0;
+    double reference_step_seconds = 0, reference_total_seconds = 0;
 };
 
 // The markdown: a line per header fact, the table (| setting | flags | PSNR dB | min PSNR | SSIM | min SSIM |
-// audio SNR dB | audio cos | blocks | work × | denoise s | wall × |), then a line per row not measured.
+// audio SNR dB | audio cos | blocks | work × | steps s | wall × |), then a line per row not measured.
 std::string quality_markdown(const QualityHeader& header, const std::vector<QualityRow>& rows);
 // {"bench": "quality", "model", "tiny", "device", "dtype", "geometry", "schedule", "cases",
 //  "reference": {...}, "settings": [{name, group, flags, status, reason, video, audio, work, seconds,

@@ -22,7 +22,7 @@ if len(head) != 1: fail("no table header")
 h = head[0]
 cols = [c.strip() for c in md[h].strip("|").split("|")]
 want = ["setting", "flags", "PSNR dB", "min PSNR dB", "SSIM", "min SSIM", "audio SNR dB", "audio cos",
-        "blocks", "work ×", "denoise s", "wall ×"]
+        "blocks", "work ×", "steps s", "wall ×"]
 if cols != want: fail("columns %r" % cols)
 if md[h + 1] != "|" + "---|" * len(want): fail("separator %r" % md[h + 1])
 rows = {}
