@@ -50,7 +50,7 @@ struct SettingOutcome {
     RowStatus status = RowStatus::kMeasured;
     Status why; // when not measured
     std::vector<CaseRun> runs;
-    std::string geometry, schedule, placement, device, dtype; // of the first case's job
+    std::string geometry, schedule, device, dtype; // of the first case's job
 };
 
 std::string schedule_text(const pipeline::GenerationJob& job) {
@@ -99,7 +99,8 @@ SettingOutcome run_setting(const SweepOptions& so, const QualitySetting& setting
         return not_run(RowStatus::kFailed, s.with_context("--size"));
 
     SettingOutcome out;
-    out.placement = choice->describe();
+    std::fprintf(stderr, "bench quality: %s: %s %s, %s\n", setting.name.c_str(), info.device.c_str(),
+                 info.dtype.c_str(), choice->describe().c_str());
     out.device = info.device;
     out.dtype = info.dtype;
     for (const QualityCase& c : cases) {
@@ -180,13 +181,14 @@ Command bench_quality_command() {
         o->sub = bench.add_subcommand(
             "quality", "Quality (PSNR/SSIM, audio SNR/cosine) and work of every acceleration setting against "
                        "the lossless run, on a fixed prompt set");
-        o->sub->add_option("--model", o->model,
-                           "checkpoint (default: the random tiny one of make-tiny, written to --work)");
+        auto* model = o->sub->add_option(
+            "--model", o->model, "checkpoint (default: the random tiny one of make-tiny, written to --work)");
         o->sub
             ->add_option("--tiny-variant", o->tiny_variant,
                          "the default model: base | fasth3 (a FastH3 student with its sidecar)")
             ->check(CLI::IsMember({"base", "fasth3"}))
-            ->capture_default_str();
+            ->capture_default_str()
+            ->excludes(model);
         o->sub->add_option("--work", o->work, "folder for the default model (default: a temp dir, removed)");
         o->sub->add_option("--device", o->sweep.device, "cpu | cuda | cuda:N")->capture_default_str();
         o->sub->add_option("--dtype", o->sweep.dtype, "the reference's dtype: fp32 | bf16 | fp16")
