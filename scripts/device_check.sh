@@ -448,6 +448,13 @@ if $H3 bench dit --help 2>&1 | grep -q -- "--sp"; then
     python3 -c "import json; j=json.load(open('$OUT/final_dit.json')); print({k: j.get(k) for k in ['seconds_per_pass','useful_tflops','peak_device_gib','parallel']})"
   done
 fi
+echo "== final: bench quality on CUDA (the random tiny model: exercises the harness, measures nothing)"
+# Every setting, one case, GEMM autotune off so the lossless row is exact (it must read inf / 1); fp8 on the
+# tiny DiT (head dim 32) is expected as `unsupported`.
+H3_GEMM_AUTOTUNE=0 timeout 150 $H3 bench quality --device cuda --size 64x32 --steps 10 --cases ball \
+  --output "$OUT/quality_cuda.json" > "$OUT/quality_cuda.md" 2> "$OUT/quality_cuda.err"
+echo "bench quality cuda rc=$?"; grep -E "^\| (lossless|high|velocity|int8|bf16|fp8|vsa-0.9) " "$OUT/quality_cuda.md"
+grep -A30 "^Not measured" "$OUT/quality_cuda.md"
 echo "== final: bench vae with H3_VAE_PROFILE=1 (decode phases)"
 H3_VAE_PROFILE=1 timeout 100 $H3 bench vae --random-weights --json > "$OUT/final_vae.json" 2> "$OUT/final_vae.err"
 echo "bench vae rc=$?"; grep -i "phase\|profile\|seconds" "$OUT/final_vae.err" | head -12

@@ -713,6 +713,7 @@ Command bench_generate_command();  // cmd_bench_generate.cpp: `bench generate`
 Command bench_attention_command(); // cmd_bench_attention.cpp: `bench attention`
 Command bench_fp8_command();       // cmd_bench_fp8.cpp: `bench fp8`
 Command bench_request_command();   // cmd_bench_request.cpp: `bench request`
+Command bench_quality_command();   // cmd_bench_quality.cpp: `bench quality`
 
 Command make_bench_command() {
     auto o = std::make_shared<BenchOptions>();
@@ -722,8 +723,9 @@ Command make_bench_command() {
     auto attn = std::make_shared<Command>(bench_attention_command());
     auto fp8c = std::make_shared<Command>(bench_fp8_command());
     auto request = std::make_shared<Command>(bench_request_command());
+    auto quality = std::make_shared<Command>(bench_quality_command());
     Command c;
-    c.setup = [o, vo, text, gen, attn, fp8c, request](CLI::App& app) {
+    c.setup = [o, vo, text, gen, attn, fp8c, request, quality](CLI::App& app) {
         o->sub = app.add_subcommand("bench", "Benchmarks (machine-readable with --json)");
         CLI::App* dit = o->sub->add_subcommand("dit", "DiT blocks with random full-width weights");
         o->sub->require_subcommand(1);
@@ -771,6 +773,7 @@ Command make_bench_command() {
         fp8c->setup(*o->sub);
         gen->setup(*o->sub);
         request->setup(*o->sub);
+        quality->setup(*o->sub);
         CLI::App* vae =
             o->sub->add_subcommand("vae", "video + audio VAE decoders with random full-width weights");
         vae->add_option("--config", vo->config, "official or a vae config.json")->capture_default_str();
@@ -800,12 +803,13 @@ Command make_bench_command() {
         vo->sub = vae;
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
-    c.run = [o, vo, text, gen, attn, fp8c, request]() -> int {
+    c.run = [o, vo, text, gen, attn, fp8c, request, quality]() -> int {
         if (vo->sub && vo->sub->parsed()) return run_bench_vae(*vo);
         if (gen->parsed()) return gen->run();
         if (attn->parsed()) return attn->run();
         if (fp8c->parsed()) return fp8c->run();
         if (request->parsed()) return request->run();
+        if (quality->parsed()) return quality->run();
         return text->parsed() ? text->run() : run_bench(*o);
     };
     return c;
