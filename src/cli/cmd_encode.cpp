@@ -1,13 +1,23 @@
 // h3-engine encode --model DIR --prompt TEXT --output FILE [--device] [--dtype] [--tokens-only]
+//                  [--first-frame IMG] [--last-frame IMG] [--size WxH] [--reference FILE ...]
 // Runs the conditioner (tokenizer + Qwen3-VL layers 0..49) on a prompt. Writes a safetensors file that
 // `generate --prompt-embeds` reads: prompt_embeds [L, text_dim], prompt_tags i32 [L], input_ids i32 [L].
-// --tokens-only prints the token ids as a JSON array (and writes them to --output if given); it needs only
-// the tokenizer (a tokenizer folder or a checkpoint root).
+// With keyframes (fl2va) or references (ref2va) the prompt is presented with them exactly as `generate`
+// presents it (keyframes on the canvas, references normalized by the same rules); input_ids is then absent
+// (vision rows have no single token). --tokens-only prints the token ids as a JSON array (and writes them
+// to --output if given); it needs only the tokenizer (a tokenizer folder or a checkpoint root).
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
 #include "io/safetensors.h"
+#include "api/video_request.h"
+#include "cli/reference_options.h"
+#include "io/image_reader.h"
 #include "model/tokenizer/tokenizer.h"
+#include "pipeline/keyframe_image.h"
+#include "pipeline/ref2va.h"
+#include "pipeline/reference_files.h"
+#include "pipeline/references.h"
 #include "pipeline/text_conditioner.h"
 
 #include <CLI/CLI.hpp>
@@ -21,12 +31,101 @@
 
 namespace h3::cli {
 
-Command make_encode_command() {
-    struct Options {
+namespace {
+
+// The conditioner's images for --first-frame / --last-frame: decoded and put onto the canvas as generate does.
+Result<std::vector<pipeline::ConditionerImage>> keyframe_images(const std::string& first, const std::string& last,
+                                                                const std::string& size) {
+    io::DecodedImage a, b;
+    pipeline::KeyframeRequest kr;
+    for (auto [path, img, slot] : {std::tuple{&first, &a, &kr.first}, std::tuple{&last, &b, &kr.last}}) {
+        if (path->empty()) continue;
+        H3_ASSIGN_OR_RETURN(*img, io::read_image(*path));
+        *slot = &img->image;
+    }
+    if (!size.empty()) {
+        int w = 0, h = 0;
+        H3_TRY(api::parse_size(size, "size", w, h));
+        kr.canvas = pipeline::Canvas{w, h};
+    }
+    H3_ASSIGN_OR_RETURN(pipeline::PreparedKeyframes kf, pipeline::prepare_keyframes(kr));
+    std::vector<pipeline::ConditionerImage> out;
+    for (const io::RgbImage& im : kf.images) out.push_back({im.width, im.height, im.pixels});
+    return out;
+}
+
+struct EncodeOptions {
         std::string model, prompt, output, device = "cpu", dtype = "bf16";
+        std::string first_frame, last_frame, size;
+        std::vector<std::string> references;
+        int frames = 0;
+        double seconds = 0;
+        int reference_image_edge = pipeline::NormalizeOptions{}.image_short_edge;
+        int reference_video_edge = pipeline::NormalizeOptions{}.video_short_edge;
         bool tokens_only = false;
         CLI::App* sub = nullptr;
-    };
+};
+
+// The fl2va / ref2va presentation: keyframes or references with the prompt, as generate presents them.
+int encode_presented(const EncodeOptions& o, pipeline::TextConditioner& cond,
+                     std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1) {
+    const bool keyframes = !o.first_frame.empty() || !o.last_frame.empty();
+    if (keyframes && !o.references.empty())
+        return report(invalid_argument(
+            "--reference (ref2va) cannot be combined with --first-frame/--last-frame (fl2va)"));
+    if (!keyframes && !o.size.empty())
+        return report(invalid_argument("--size applies to keyframes (--first-frame/--last-frame) only"));
+    pipeline::ConditionerRequest rq;
+    rq.prompt = o.prompt;
+    if (keyframes) {
+        auto images = keyframe_images(o.first_frame, o.last_frame, o.size);
+        if (!images.ok()) return report(images.status());
+        rq.images = std::move(images).value();
+    } else {
+        pipeline::GeometryRequest g;
+        if (o.sub->count("--frames")) g.frames = o.frames;
+        if (o.sub->count("--seconds")) g.seconds = o.seconds;
+        auto geometry = pipeline::resolve_geometry(g);
+        if (!geometry.ok()) return report(geometry.status());
+        std::vector<pipeline::ReferenceMedia> media;
+        for (const std::string& spec : o.references) {
+            auto r = pipeline::read_reference(pipeline::parse_reference_spec(spec));
+            if (!r.ok()) return report(r.status().with_context("--reference " + spec));
+            media.push_back(std::move(r).value());
+        }
+        if (Status s = pipeline::validate_references(media); !s.ok()) return report(s);
+        auto norm = pipeline::normalize_references(media, {.num_frames = geometry->frames,
+                                                           .image_short_edge = o.reference_image_edge,
+                                                           .video_short_edge = o.reference_video_edge});
+        if (!norm.ok()) return report(norm.status());
+        for (const pipeline::NormalizedReference& r : *norm) rq.references.push_back(pipeline::conditioner_reference(r));
+    }
+    auto c = cond.encode(rq);
+    if (!c.ok()) return report(c.status());
+    const auto t2 = std::chrono::steady_clock::now();
+    const int64_t L = c->rows();
+    Tensor tags = Tensor::host({L}, DType::kI32);
+    int64_t vision = 0;
+    for (int64_t i = 0; i < L; ++i) {
+        tags.data_as<int32_t>()[i] = c->tags[static_cast<size_t>(i)];
+        vision += c->tags[static_cast<size_t>(i)] == pipeline::kTagVideo;
+    }
+    Status s = io::write_safetensors(o.output, {{"prompt_embeds", c->embeddings}, {"prompt_tags", tags}},
+                                     {{"device", o.device}, {"dtype", o.dtype}, {"encoder", cond.name()},
+                                      {"task", keyframes ? "fl2va" : "ref2va"}});
+    if (!s.ok()) return report(s);
+    std::printf("encoded %s -> [%lld, %lld] (%lld vision rows) %s on %s (load %.2f s, encode %.3f s) -> %s\n",
+                keyframes ? "prompt + keyframes" : "prompt + references", static_cast<long long>(L),
+                static_cast<long long>(c->embeddings.dim(1)), static_cast<long long>(vision), o.dtype.c_str(),
+                o.device.c_str(), std::chrono::duration<double>(t1 - t0).count(),
+                std::chrono::duration<double>(t2 - t1).count(), o.output.c_str());
+    return kExitOk;
+}
+
+} // namespace
+
+Command make_encode_command() {
+    using Options = EncodeOptions;
     auto o = std::make_shared<Options>();
     Command c;
     c.setup = [o](CLI::App& app) {
@@ -41,6 +140,14 @@ Command make_encode_command() {
             ->check(CLI::IsMember({"bf16", "fp32"}))
             ->capture_default_str();
         o->sub->add_flag("--tokens-only", o->tokens_only, "print the token ids as a JSON array (no weights)");
+        o->sub->add_option("--first-frame", o->first_frame, "fl2va: the first keyframe, presented with the prompt");
+        o->sub->add_option("--last-frame", o->last_frame, "fl2va: the last keyframe, presented with the prompt");
+        o->sub->add_option("--size", o->size, "fl2va: the canvas WxH (default: the first keyframe's aspect)");
+        o->sub->add_option("--reference", o->references,
+                           "ref2va: a reference (repeatable, order kept; as generate --reference)");
+        auto* secs = o->sub->add_option("--seconds", o->seconds, "ref2va: the generated length clips are cut to");
+        o->sub->add_option("--frames", o->frames, "ref2va: the generated frame count (17n+5)")->excludes(secs);
+        add_reference_size_options(o->sub, o->reference_image_edge, o->reference_video_edge);
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
@@ -69,6 +176,8 @@ Command make_encode_command() {
             {.checkpoint_dir = o->model, .ctx = (*session)->context(), .fp32 = o->dtype == "fp32"});
         if (!cond.ok()) return report(cond.status());
         const auto t1 = std::chrono::steady_clock::now();
+        if (!o->first_frame.empty() || !o->last_frame.empty() || !o->references.empty())
+            return encode_presented(*o, **cond, t0, t1);
         auto ids = (*cond)->tokenize(o->prompt);
         if (!ids.ok()) return report(ids.status());
         auto emb = (*cond)->embed(*ids);

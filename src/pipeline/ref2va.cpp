@@ -41,6 +41,20 @@ std::string label(size_t i, const NormalizedReference& r) {
 
 } // namespace
 
+ConditionerReference conditioner_reference(const NormalizedReference& r) {
+    ConditionerReference cr;
+    cr.kind = r.kind;
+    cr.has_audio = r.has_audio();
+    if (r.kind == ReferenceKind::kImage) {
+        cr.image = to_conditioner_image(r.image);
+    } else if (r.kind == ReferenceKind::kVideo) {
+        const ConditionerFrames cf = sample_conditioner_frames(r.frames.dim(0));
+        for (int64_t k : cf.indices) cr.frames.push_back(frame_of(r.frames, k));
+        cr.block_timestamps = cf.block_timestamps;
+    }
+    return cr;
+}
+
 Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const std::string& checkpoint_dir,
                                     const std::vector<NormalizedReference>& refs, const Ref2vaOptions& o) {
     if (refs.empty()) return invalid_argument("ref2va needs at least one reference");
@@ -85,22 +99,15 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const std::string& 
         if (o.cancel && o.cancel->load()) return cancelled("reference encoding cancelled");
         const NormalizedReference& r = refs[i];
         const std::string what = label(i, r);
-        ConditionerReference cr;
-        cr.kind = r.kind;
-        cr.has_audio = r.has_audio();
         ReferenceCondition rc;
         rc.kind = r.kind;
         if (r.kind == ReferenceKind::kImage) {
-            cr.image = to_conditioner_image(r.image);
             Tensor pixels = Tensor::host(Shape{r.image.height, r.image.width, 3}, DType::kU8);
             std::memcpy(pixels.data(), r.image.pixels.data(), r.image.pixels.size());
             auto z = model::encode_keyframe(ctx, *video_enc, pixels, o.encode, o.seed);
             if (!z.ok()) return z.status().with_context(what);
             rc.latents = std::move(z).value();
         } else if (r.kind == ReferenceKind::kVideo) {
-            const ConditionerFrames cf = sample_conditioner_frames(r.frames.dim(0));
-            for (int64_t k : cf.indices) cr.frames.push_back(frame_of(r.frames, k));
-            cr.block_timestamps = cf.block_timestamps;
             const int64_t n = std::min(r.frames.dim(0), trim_reference_frames(r.frames.dim(0)));
             auto post = model::encode_video(ctx, *video_enc, first_frames(r.frames, n), o.encode);
             if (!post.ok()) return post.status().with_context(what);
@@ -111,7 +118,7 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const std::string& 
             if (!rows.ok()) return rows.status().with_context(what + " audio");
             rc.audio_rows = std::move(rows).value();
         }
-        out.conditioner.push_back(std::move(cr));
+        out.conditioner.push_back(conditioner_reference(r));
         out.references.push_back(std::move(rc));
     }
     out.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

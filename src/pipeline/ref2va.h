@@ -39,6 +39,10 @@ struct Ref2vaOptions {
     const std::atomic<bool>* cancel = nullptr; // checked between references; → kCancelled
 };
 
+// What the conditioner presents for one normalized reference (an image whole, a video as its 2 fps frames with
+// one timestamp per merged pair, audio as its label); needs no encoder (`h3-engine encode --reference`).
+ConditionerReference conditioner_reference(const NormalizedReference& reference);
+
 // `checkpoint_dir` is a checkpoint root with `vae` (encoder weights) when a reference is an image or a video,
 // and `audio_vae` (encoder weights) when one carries audio. Errors name the reference.
 Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const std::string& checkpoint_dir,
