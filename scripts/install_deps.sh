@@ -3,9 +3,11 @@
 set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config git clang clang-format
       nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-      libcpp-httplib-dev libopenblas-dev libpcre2-dev
+      libcpp-httplib-dev libmicrohttpd-dev zlib1g-dev libbrotli-dev libopenblas-dev libpcre2-dev
       libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
       libpng-dev libjpeg-dev libwebp-dev
+      python3-dev python3-numpy pybind11-dev
+      chromium chromium-driver
       curl jq)
 missing=()
 for p in "${PKGS[@]}"; do

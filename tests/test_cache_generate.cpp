@@ -4,6 +4,7 @@
 #include "cache/step_cache.h"
 #include "core/torch_generator.h"
 #include "model/dit/dit_model.h"
+#include "model/latent_spec.h"
 #include "pipeline/generate.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +17,15 @@ using namespace h3;
 using namespace h3::pipeline;
 
 namespace {
+
+// The 64x32, 107-frame geometry on the latent spec of `m`'s config (the released VAEs, the model's widths).
+Geometry geometry_for(const model::DitModel& m) {
+    auto spec = model::derive_latent_spec({.dit = &m.config(), .dit_file = "the test DiT"});
+    EXPECT_TRUE(spec.ok()) << spec.status().to_string();
+    auto g = resolve_geometry({.width = 64, .height = 32, .frames = 107}, *spec);
+    EXPECT_TRUE(g.ok()) << g.status().to_string();
+    return *g;
+}
 
 std::unique_ptr<model::DitModel> load_model() {
     auto ck = model::open_dit_checkpoint(std::string(H3_SOURCE_DIR) + "/tests/data/dit/A/diffusers");
@@ -42,7 +52,7 @@ struct CacheRun {
 
 CacheRun run(const model::DitModel& m, const std::string& spec, int steps = 11, DenoiseOptions o = {}) {
     GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 107};
+    rq.geometry = geometry_for(m);
     rq.steps = steps;
     rq.seed = 99;
     auto cs = cache::parse_cache_spec(spec);
@@ -120,7 +130,7 @@ TEST(CacheGenerate, HitPatternsAndCounters) {
     EXPECT_GT(t.out.work.steps[1].probe_elements, 0);
     // TeaCache on a checkpoint without coefficients is refused.
     GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 107};
+    rq.geometry = geometry_for(*m);
     rq.steps = 5;
     rq.cache = *cache::parse_cache_spec("teacache");
     auto bad = generate_latents(*m, random_conditioning(m->config(), 6), rq);
@@ -145,7 +155,7 @@ TEST(CacheGenerate, CancellationMidDenoiseLeavesNothing) {
         }
     };
     GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 107};
+    rq.geometry = geometry_for(*m);
     rq.steps = 11;
     rq.seed = 99;
     rq.cache = *cache::parse_cache_spec("dbcache:Fn=1,rdt=1,warmup=2");

@@ -8,8 +8,11 @@
 // reference's own bf16-vs-bf16-tensor check saw 1.4e-2 max abs for that reason. We require
 // max |Δ| ≤ 5e-2 · max(1, max|ref|) and relative RMS ≤ 1e-2 — about ten times tighter than fp32-vs-bf16
 // (0.02–0.04 abs, 8.8e-3 rel-RMS on these configs), so a wrong rounding point or a wrong formula fails.
+#include "core/cuda_api.h"
 #include "io/safetensors.h"
 #include "model/dit/dit_model.h"
+#include "ops/sampling.h"
+#include "pipeline/schedule.h"
 
 #include "golden_compare.h"
 
@@ -91,6 +94,12 @@ void check_against_golden(const std::string& cfg, const std::string& layout, Dit
     EXPECT_GE(compared, 7) << "too few golden tensors matched by name";
 }
 
+// pipeline::euler_update over a host tensor (the loop's reference step).
+void pipeline_euler_reference(Tensor& x, const Tensor& v, float t, float sigma, float sigma_next) {
+    pipeline::euler_update(x.data_as<float>(), v.data_as<const float>(), static_cast<size_t>(x.numel()), t,
+                           sigma, sigma_next);
+}
+
 bool have_goldens() {
     return std::filesystem::exists(golden_dir("A") + "/inputs.safetensors");
 }
@@ -162,6 +171,65 @@ TEST(Dit, PrecomputedAdalnTablesGiveTheSameOutput) {
     EXPECT_FALSE(c.ok());
 }
 
+// The request workspace: every forward over one state reuses it; a forward-only workspace, device-resident
+// outputs and inputs already on the device all give the same outputs, and the loop's Euler step as an op
+// matches the host one.
+void check_workspace_paths(const ops::Context& ctx, Device device, DitPrecision prec) {
+    auto ckpt = open_dit_checkpoint(golden_dir("B") + "/diffusers");
+    ASSERT_TRUE(ckpt.ok());
+    auto in = DitInputs::from_file(golden_dir("B") + "/inputs.safetensors");
+    auto packed = pack_inputs(*in, ckpt->config);
+    ASSERT_TRUE(packed.ok());
+    auto m = DitModel::load(*ckpt, {.device = device, .precision = prec}, ctx);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    auto tables = (*m)->compute_adaln_tables(packed->timesteps);
+    auto state = (*m)->prepare_request(*packed);
+    ASSERT_TRUE(tables.ok() && state.ok());
+    auto host_copy = [](const Tensor& t) { return *t.to(Device::cpu()); };
+    auto first = (*m)->forward(*packed, &*tables, {}, &*state);
+    ASSERT_TRUE(first.ok()) << first.status().to_string();
+    EXPECT_TRUE(first->sample.device().is_cpu());
+    const uint64_t a0 = device_memory_stats().allocations;
+    auto again = (*m)->forward(*packed, &*tables, {}, &*state);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(device_memory_stats().allocations, a0)
+        << "a forward over a prepared state allocated device memory";
+    EXPECT_EQ(compare(again->sample, first->sample).max_abs, 0.0);
+    DitForwardOptions fresh;
+    fresh.reuse_workspace = false;
+    auto once = (*m)->forward(*packed, &*tables, fresh, &*state);
+    ASSERT_TRUE(once.ok());
+    EXPECT_EQ(compare(once->sample, first->sample).max_abs, 0.0);
+    EXPECT_EQ(compare(once->audio_sample, first->audio_sample).max_abs, 0.0);
+    // Outputs left on the device, and the next forward fed from device-resident latents.
+    DitForwardOptions on_dev;
+    on_dev.outputs_on_device = true;
+    auto dev_out = (*m)->forward(*packed, &*tables, on_dev, &*state);
+    ASSERT_TRUE(dev_out.ok());
+    EXPECT_EQ(dev_out->sample.device(), device);
+    EXPECT_EQ(compare(host_copy(dev_out->sample), first->sample).max_abs, 0.0);
+    EXPECT_EQ(compare(host_copy(dev_out->audio_sample), first->audio_sample).max_abs, 0.0);
+    DitPackedInputs resident = *packed;
+    resident.video = *packed->video.to(device);
+    resident.audio = *packed->audio.to(device);
+    auto from_dev = (*m)->forward(resident, &*tables, {}, &*state);
+    ASSERT_TRUE(from_dev.ok()) << from_dev.status().to_string();
+    EXPECT_EQ(compare(from_dev->sample, first->sample).max_abs, 0.0);
+    // One Euler step on the device-resident rows == the host loop's step, bit for bit.
+    Tensor x_host = host_copy(packed->video);
+    pipeline_euler_reference(x_host, first->sample, 0.7f, 0.7f, 0.55f);
+    Tensor x_dev = resident.video;
+    ASSERT_TRUE(
+        ops::euler_update(ctx, {.timestep = 0.7f, .sigma = 0.7f, .sigma_next = 0.55f}, x_dev, dev_out->sample)
+            .ok());
+    EXPECT_EQ(compare(host_copy(x_dev), x_host).max_abs, 0.0);
+}
+
+TEST(Dit, RequestWorkspaceServesEveryForward) {
+    if (!have_goldens()) GTEST_SKIP();
+    check_workspace_paths(ops::Context::cpu(), Device::cpu(), DitPrecision::kFp32);
+}
+
 TEST(Dit, CancellationStopsBetweenBlocks) {
     if (!have_goldens()) GTEST_SKIP();
     auto ckpt = open_dit_checkpoint(golden_dir("A") + "/diffusers");
@@ -203,7 +271,6 @@ TEST(Dit, BadInputsAreReportedByName) {
 // ---- CUDA parity (runs where a GPU is present; skipped elsewhere)
 // -------------------------------------------
 #include "cli/device_setup.h"
-#include "core/cuda_api.h"
 
 namespace {
 double cosine(const Tensor& a, const Tensor& b) {
@@ -262,6 +329,15 @@ TEST(DitCuda, MatchesReference) {
                 }
             }
         }
+}
+
+TEST(DitCuda, RequestWorkspaceServesEveryForward) {
+    if (!have_goldens()) GTEST_SKIP();
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    auto session = h3::cli::DeviceSession::open("cuda:0");
+    ASSERT_TRUE(session.ok()) << session.status().to_string();
+    for (auto prec : {DitPrecision::kBf16, DitPrecision::kFp32})
+        check_workspace_paths((*session)->context(), Device::cuda(0), prec);
 }
 
 #include "model/dit/adaln_cache.h"

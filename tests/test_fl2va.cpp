@@ -2,12 +2,14 @@
 // conditioner's images + VAE-encoded keyframe latents), the conditioner's vision rows, and the packed layout
 // and condition rows a two-keyframe request produces.
 #include "model/tiny/tiny_checkpoint.h"
+#include "model/video_vae/video_vae_encoder.h"
 #include "pipeline/conditioner.h"
 #include "pipeline/fl2va.h"
 #include "pipeline/generate.h"
 #include "pipeline/layout.h"
 #include "pipeline/text_conditioner.h"
 #include "pipeline/vision_processor.h"
+#include "runtime/model_store.h"
 
 #include <gtest/gtest.h>
 
@@ -37,15 +39,25 @@ const std::string& tiny_dir() {
     return dir;
 }
 
+const model::VideoVaeEncoder& encoder() {
+    static const model::VideoVaeEncoder enc = [] {
+        auto e = model::load_video_vae_encoder(tiny_dir() + "/vae", Device::cpu());
+        EXPECT_TRUE(e.ok()) << e.status().to_string();
+        return std::move(e).value();
+    }();
+    return enc;
+}
+
 } // namespace
 
 TEST(Fl2va, PrepareEncodesKeyframesAndPresentsImages) {
     const pipeline::Canvas canvas{64, 32};
     const io::RgbImage first = pattern(64, 32, 0), last = pattern(40, 30, 1);
-    auto kf = pipeline::prepare_keyframes({.first = &first, .last = &last, .canvas = canvas});
+    auto kf = pipeline::prepare_keyframes(
+        {.first = &first, .last = &last, .canvas = canvas, .canvas_multiple = 32});
     ASSERT_TRUE(kf.ok()) << kf.status().to_string();
     const ops::Context ctx = ops::Context::cpu();
-    auto in = pipeline::prepare_fl2va(ctx, tiny_dir(), *kf);
+    auto in = pipeline::prepare_fl2va(ctx, encoder(), *kf);
     ASSERT_TRUE(in.ok()) << in.status().to_string();
 
     // conditioning latents [1, 24, 1, H/16, W/16] in packed order, distinct per keyframe, deterministic
@@ -65,7 +77,7 @@ TEST(Fl2va, PrepareEncodesKeyframesAndPresentsImages) {
         d01 += std::fabs(z0[i] - z1[i]);
     }
     EXPECT_GT(d01, 0.0);
-    auto again = pipeline::prepare_fl2va(ctx, tiny_dir(), *kf);
+    auto again = pipeline::prepare_fl2va(ctx, encoder(), *kf);
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(std::memcmp(again->keyframes[1].latents.data(), in->keyframes[1].latents.data(),
                           in->keyframes[1].latents.nbytes()),
@@ -105,7 +117,7 @@ TEST(Fl2va, PrepareEncodesKeyframesAndPresentsImages) {
     gr.width = 64;
     gr.height = 32;
     gr.frames = 107;
-    auto g = pipeline::resolve_geometry(gr);
+    auto g = pipeline::resolve_geometry(gr, model::LatentSpec{});
     ASSERT_TRUE(g.ok());
     const int64_t rpf = g->rows_per_frame();
     pipeline::LayoutParams lp{.geometry = *g, .text_tags = cond->tags, .keyframes = {}};
@@ -131,7 +143,7 @@ TEST(Fl2va, PrepareEncodesKeyframesAndPresentsImages) {
     ASSERT_TRUE(init.ok()) << init.status().to_string();
     ASSERT_EQ(init->condition_rows.shape(), (Shape{2 * rpf, 96}));
     for (int k = 0; k < 2; ++k) {
-        const Tensor zr = pipeline::patchify_video(in->keyframes[static_cast<size_t>(k)].latents);
+        const Tensor zr = pipeline::patchify_video(in->keyframes[static_cast<size_t>(k)].latents, 2, 2);
         ASSERT_EQ(zr.shape(), (Shape{rpf, 96}));
         const float* c = init->condition_rows.data_as<float>() + k * rpf * 96;
         const float* z = zr.data_as<float>();
@@ -143,15 +155,23 @@ TEST(Fl2va, PrepareEncodesKeyframesAndPresentsImages) {
 TEST(Fl2va, PrepareErrors) {
     const ops::Context ctx = ops::Context::cpu();
     pipeline::PreparedKeyframes none;
-    EXPECT_FALSE(pipeline::prepare_fl2va(ctx, tiny_dir(), none).ok());
+    EXPECT_FALSE(pipeline::prepare_fl2va(ctx, encoder(), none).ok());
     const io::RgbImage first = pattern(64, 32, 0);
     auto kf =
         pipeline::prepare_keyframes({.first = &first, .last = nullptr, .canvas = pipeline::Canvas{64, 32}});
     ASSERT_TRUE(kf.ok());
-    auto missing = pipeline::prepare_fl2va(ctx, tiny_dir() + "/nowhere", *kf);
-    EXPECT_FALSE(missing.ok());
+    // a checkpoint without vae/ has no encoder to lease
+    fs::create_directories(fs::path(H3_BINARY_DIR) / "test_fl2va" / "dit_only");
+    fs::copy(tiny_dir() + "/transformer", fs::path(H3_BINARY_DIR) / "test_fl2va" / "dit_only",
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    auto store = runtime::ModelStore::open((fs::path(H3_BINARY_DIR) / "test_fl2va" / "dit_only").string(),
+                                           runtime::PlacementPlan::per_job(Device::cpu()));
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    auto missing = (*store)->video_encoder();
+    ASSERT_FALSE(missing.ok());
+    EXPECT_NE(missing.status().message().find("vae"), std::string::npos) << missing.status().to_string();
     kf->images[0] = pattern(32, 32, 0); // off the canvas
-    auto off = pipeline::prepare_fl2va(ctx, tiny_dir(), *kf);
+    auto off = pipeline::prepare_fl2va(ctx, encoder(), *kf);
     ASSERT_FALSE(off.ok());
     EXPECT_NE(off.status().message().find("first keyframe"), std::string::npos) << off.status().to_string();
 }

@@ -2,7 +2,10 @@
 // loop (make_pipeline_goldens.py), t2va and fl2va; progress callbacks; cancellation.
 #include "io/safetensors.h"
 #include "model/dit/dit_model.h"
+#include "model/latent_spec.h"
 #include "pipeline/generate.h"
+
+#include "generate_setup.h"
 
 #include <gtest/gtest.h>
 
@@ -12,6 +15,10 @@ using namespace h3;
 using namespace h3::pipeline;
 
 namespace {
+
+Geometry geometry_for(const model::DitModel& m) {
+    return test::geometry_64x32(m);
+}
 
 std::string data(const std::string& f) {
     return std::string(H3_SOURCE_DIR) + "/tests/data/" + f;
@@ -32,17 +39,7 @@ Tensor golden(const io::SafetensorsFile& f, const std::string& n) {
     return *t->to(Device::cpu());
 }
 
-// max |a − b| / max |b|: the loop is chaotic only over many steps (spec §15.11); 3–4 fp32 steps stay close.
-double rel_err(const Tensor& a, const Tensor& b) {
-    EXPECT_EQ(a.shape(), b.shape());
-    auto x = *to_f32_vector(a), y = *to_f32_vector(b);
-    double num = 0, den = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-        num = std::max(num, std::fabs(double(x[i]) - y[i]));
-        den = std::max(den, std::fabs(double(y[i])));
-    }
-    return num / den;
-}
+using test::rel_err;
 
 Conditioning conditioning(const io::SafetensorsFile& f) {
     Conditioning c;
@@ -62,7 +59,7 @@ TEST(Generate, T2vaMatchesReferenceLoop) {
     auto f = io::SafetensorsFile::open(data("pipeline/e2e_t2va.safetensors"));
     ASSERT_TRUE(f.ok());
     GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 107};
+    rq.geometry = geometry_for(*m);
     rq.steps = 4;
     rq.seed = 2024;
     std::vector<StepProgress> seen;
@@ -88,7 +85,7 @@ TEST(Generate, Fl2vaBothKeyframesMatchesReferenceLoop) {
     auto f = io::SafetensorsFile::open(data("pipeline/e2e_fl2va.safetensors"));
     ASSERT_TRUE(f.ok());
     GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 107};
+    rq.geometry = geometry_for(*m);
     rq.steps = 5;
     rq.seed = 99;
     rq.keyframes = {{KeyframeAnchor::kFirst, golden(*f, "keyframe_first")},
@@ -109,7 +106,7 @@ TEST(Generate, CancellationStopsAndReleases) {
     auto f = io::SafetensorsFile::open(data("pipeline/e2e_t2va.safetensors"));
     ASSERT_TRUE(f.ok());
     GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 107};
+    rq.geometry = geometry_for(*m);
     rq.steps = 9;
     std::atomic<bool> cancel{false};
     int steps_done = 0;
@@ -146,7 +143,7 @@ TEST(Generate, RejectsBadRequests) {
     c.embeddings = Tensor::host(Shape{4, 48}, DType::kF32);
     c.tags.assign(4, kTagText);
     GenerationRequest rq;
-    rq.geometry = {.width = 64, .height = 32, .frames = 107};
+    rq.geometry = geometry_for(*m);
     rq.steps = 1;
     auto e = generate_latents(*m, c, rq);
     ASSERT_FALSE(e.ok());

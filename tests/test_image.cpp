@@ -353,6 +353,7 @@ TEST(Keyframes, DefaultCanvasFromFirstKeyframe) {
         SCOPED_TRACE(c.dump().substr(0, 60));
         RgbImage first = pattern(c["first"][0], c["first"][1]), last;
         pipeline::KeyframeRequest req;
+        req.canvas_multiple = 32; // the released checkpoint's (VAE x16, patch 2)
         req.first = &first;
         if (!c["last"].is_null()) {
             last = pattern(c["last"][0], c["last"][1]);
@@ -377,7 +378,7 @@ TEST(Keyframes, DefaultCanvasFromFirstKeyframe) {
 TEST(Keyframes, CanvasRuleAndErrors) {
     const auto doc = load_json("goldens.json");
     for (const auto& c : doc["canvas_for_keyframe"]) {
-        auto r = pipeline::canvas_for_keyframe(c["width"], c["height"]);
+        auto r = pipeline::canvas_for_keyframe(c["width"], c["height"], 32);
         if (c["canvas"].is_null()) {
             ASSERT_FALSE(r.ok()) << c.dump();
             EXPECT_NE(r.status().message().find("aspect"), std::string::npos) << r.status().to_string();
@@ -390,6 +391,7 @@ TEST(Keyframes, CanvasRuleAndErrors) {
     EXPECT_FALSE(pipeline::prepare_keyframes({}).ok());
     RgbImage empty;
     pipeline::KeyframeRequest req;
+    req.canvas_multiple = 32;
     req.first = &empty;
     EXPECT_FALSE(pipeline::prepare_keyframes(req).ok());
     // A keyframe already at the canvas size is passed through untouched.

@@ -34,7 +34,8 @@ void check_case(const std::string& name) {
     const auto& md = f->metadata();
     auto geo = resolve_geometry({.width = std::stoi(md.at("width")),
                                  .height = std::stoi(md.at("height")),
-                                 .frames = std::stoi(md.at("frames"))});
+                                 .frames = std::stoi(md.at("frames"))},
+                                h3::model::LatentSpec{});
     ASSERT_TRUE(geo.ok());
     EXPECT_EQ(geo->latent_frames, std::stoi(md.at("T")));
     EXPECT_EQ(geo->audio_latents, std::stoi(md.at("A")));
@@ -117,7 +118,7 @@ TEST(Layout, Ref2vaMixed) {
 TEST(Layout, Ref2vaClock) {
     // One image then one audio clip: the image takes one slot, the clip its latent count, and the target
     // starts after both; the audio rows are pinned to the target's width-grid extremes.
-    auto geo = resolve_geometry({.width = 64, .height = 64, .frames = 124});
+    auto geo = resolve_geometry({.width = 64, .height = 64, .frames = 124}, h3::model::LatentSpec{});
     ASSERT_TRUE(geo.ok());
     LayoutParams p;
     p.geometry = *geo;
@@ -156,7 +157,7 @@ TEST(Layout, SpecExampleGrid) {
 }
 
 TEST(Layout, RowOrderAndTimesteps) {
-    auto geo = resolve_geometry({.width = 64, .height = 32, .frames = 124});
+    auto geo = resolve_geometry({.width = 64, .height = 32, .frames = 124}, h3::model::LatentSpec{});
     LayoutParams p{.geometry = *geo, .text_tags = {1, 0, 1}, .keyframes = {KeyframeAnchor::kLast}};
     const PackedLayout L = build_layout(p);
     // [text 3 | keyframe 2 | audio 2·207 | video 37·2]

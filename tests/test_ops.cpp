@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -417,6 +418,94 @@ TEST(Ops, AxpbyAndL1Sums) {
     EXPECT_TRUE(std::isinf(*rx0)); // x/0 → inf
 }
 
+// ---- int8 weights and the non-finite flag -----------------------------------------------------------------
+TEST(Ops, DequantizeRowsAndNonfinite) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 1300;
+    // K % 16 == 0 (the CUDA vector path), odd K and one row (the scalar path).
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{7, 64}, {5, 37}, {1, 3}, {33, 272}}) {
+        Tensor q = Tensor::host({n, k}, DType::kI8);
+        std::mt19937 gen(seed++);
+        std::uniform_int_distribution<int> dist(-127, 127);
+        for (int64_t i = 0; i < q.numel(); ++i) q.data_as<int8_t>()[i] = static_cast<int8_t>(dist(gen));
+        Tensor sc = rnd({n}, DType::kF32, seed++, 1e-4f, 0.05f);
+        for (DType out : kFloats) {
+            SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(k) + " -> " + name(out));
+            Tensor want_t = Tensor::host({n, k}, out);
+            ASSERT_OK(dequantize_rows(Context::cpu(), q, sc, want_t));
+            std::vector<double> want = values(want_t);
+            if (!on_cuda()) // the reference against the formula: one fp32 product, one rounding
+                for (int64_t r = 0; r < n; ++r)
+                    for (int64_t j = 0; j < k; ++j) {
+                        const float p =
+                            static_cast<float>(q.data_as<int8_t>()[r * k + j]) * sc.data_as<float>()[r];
+                        ASSERT_EQ(want[static_cast<size_t>(r * k + j)], rnd_to(p, out));
+                    }
+            Guarded w(Tensor::host({n, k}, out));
+            ASSERT_OK(dequantize_rows(ctx(), dev(q), dev(sc), w.t));
+            check_output(w, want, Tol{0, 0}); // bit for bit
+        }
+    }
+    // The flag: set by an inf or a NaN anywhere (any float dtype), never cleared.
+    for (DType dt : kFloats) {
+        SCOPED_TRACE(name(dt));
+        Tensor x = rnd({37, 129}, dt, seed++);
+        Tensor flag_h = Tensor::host({3}, DType::kI32);
+        Tensor flag = dev(flag_h);
+        Tensor f0 = flag.slice(0, 0, 1), f1 = flag.slice(0, 1, 2), f2 = flag.slice(0, 2, 3);
+        ASSERT_OK(mark_nonfinite(ctx(), dev(x), f0));
+        Tensor bad = clone(x);
+        bad.set({36, 128}, std::numeric_limits<double>::infinity());
+        ASSERT_OK(mark_nonfinite(ctx(), dev(bad), f1));
+        bad.set({36, 128}, 0.0);
+        bad.set({0, 3}, std::numeric_limits<double>::quiet_NaN());
+        ASSERT_OK(mark_nonfinite(ctx(), dev(bad), f2));
+        ASSERT_OK(mark_nonfinite(ctx(), dev(x), f2)); // a finite tensor leaves the flag set
+        std::vector<double> got = values(flag);
+        EXPECT_EQ(got, (std::vector<double>{0, 1, 1}));
+    }
+    Tensor q = Tensor::host({2, 3}, DType::kI8), w = Tensor::host({2, 3}, DType::kBF16);
+    Tensor sc = Tensor::host({3}, DType::kF32);
+    Status st = dequantize_rows(Context::cpu(), q, sc, w);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("scale"), std::string::npos) << st.message();
+}
+
+// The sampling loop's Euler step: the CPU reference against the formula written out here (each operation
+// rounded in fp32), CUDA against the CPU bit for bit; in place on odd and vector-friendly sizes.
+TEST(Ops, EulerUpdate) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 1300;
+    const EulerParams steps[] = {{.timestep = 0.9f, .sigma = 0.9f, .sigma_next = 0.8f},
+                                 {.timestep = 0.37f, .sigma = 0.41f, .sigma_next = 0.0f},
+                                 {.timestep = 0.05f, .sigma = 0.0625f, .sigma_next = 0.03f}};
+    for (int64_t n : {1, 7, 8, 1000, 4099}) {
+        for (const EulerParams& p : steps) {
+            SCOPED_TRACE("n " + std::to_string(n) + " t " + std::to_string(p.timestep));
+            Tensor x = rnd({n}, DType::kF32, seed++), v = rnd({n}, DType::kF32, seed++);
+            Tensor want_t = clone(x);
+            ASSERT_OK(euler_update(Context::cpu(), p, want_t, v));
+            std::vector<double> want = values(want_t);
+            if (!on_cuda()) {
+                const float st = 1.0f - p.timestep, r = p.sigma_next / p.sigma, om = 1.0f - r;
+                const auto xv = values(x), vv = values(v);
+                for (size_t i = 0; i < xv.size(); ++i) {
+                    const float xi = static_cast<float>(xv[i]), vi = static_cast<float>(vv[i]);
+                    volatile float sv = st * vi, d = xi + sv, a = r * xi, b = om * d; // no contraction
+                    ASSERT_EQ(want[i], static_cast<double>(a + b)) << "element " << i;
+                }
+            }
+            Guarded y(x);
+            ASSERT_OK(euler_update(ctx(), p, y.t, dev(v)));
+            check_output(y, want, Tol{0, 0});
+        }
+    }
+    Tensor a = rnd({4, 3}, DType::kF32, 1), b = rnd({3, 4}, DType::kF32, 2), h = rnd({4, 3}, DType::kBF16, 3);
+    EXPECT_FALSE(euler_update(Context::cpu(), {}, a, b).ok()) << "shape mismatch";
+    EXPECT_FALSE(euler_update(Context::cpu(), {}, h, h).ok()) << "bf16";
+    EXPECT_FALSE(euler_update(Context::cpu(), {.sigma = 0.0f}, a, a).ok()) << "sigma 0";
+}
+
 // OCP e4m3fn rounding written independently of core/dtype: saturate at 448, 3 mantissa bits, subnormals
 // below 2^-6, ties to even.
 double naive_e4m3(double v) {
@@ -487,7 +576,12 @@ struct RopeCase {
 const RopeCase kRopeCases[] = {{1, 1, 2, 2, true, false, false},
                                {5, 3, 16, 16, false, false, true},
                                {7, 2, 24, 16, true, true, false},
-                               {9, 4, 128, 64, true, false, false}};
+                               {9, 4, 128, 64, true, false, false},
+                               // the DiT's head (128, rotary 96) and the video VAE's (64, rotary 48): the
+                               // register-only CUDA kernel; odd row counts leave a warp with one row
+                               {11, 3, 128, 96, true, true, false},
+                               {5, 7, 64, 48, true, true, false},
+                               {3, 5, 64, 64, true, false, true}};
 
 TEST(Ops, Rope) {
     SKIP_IF_NO_BACKEND();
@@ -710,6 +804,33 @@ TEST(Ops, HeadNormRope) {
             }
 }
 
+// A synchronous upload is finished when it returns: the next kernel runs on a non-blocking stream, which
+// does not wait for the legacy stream a pageable cudaMemcpy lands on (Ops.Attention, f32 causal MQA, read a
+// half-uploaded q about one run in ten on the H200). 64 MiB fresh uploads, each read at once by a cast.
+TEST(Ops, UploadIsCompleteBeforeTheNextKernel) {
+    SKIP_IF_NO_BACKEND();
+    if (!on_cuda()) GTEST_SKIP() << "the CPU has no streams";
+    const int64_t n = int64_t{16} << 20; // f32 elements
+    Tensor x = Tensor::host({n}, DType::kF32);
+    float* px = x.data_as<float>();
+    for (int round = 0; round < 4; ++round) {
+        for (int64_t i = 0; i < n; ++i) px[i] = static_cast<float>((i + round) % 251); // exact in bf16
+        Tensor y0 = Tensor::host({n}, DType::kBF16);
+        Guarded y(y0);
+        ASSERT_OK(cast(ctx(), dev(x), y.t));
+        Tensor got = y.host();
+        const auto* pg = got.data_as<const uint16_t>();
+        int64_t bad = 0, first = -1;
+        for (int64_t i = 0; i < n; ++i) {
+            float f;
+            const uint32_t bits = static_cast<uint32_t>(pg[i]) << 16;
+            std::memcpy(&f, &bits, 4);
+            if (f != px[i] && bad++ == 0) first = i;
+        }
+        EXPECT_EQ(bad, 0) << "round " << round << ": first stale element " << first;
+    }
+}
+
 // ---- attention -------------------------------------------------------------------------------------------
 struct AttnCase {
     int64_t sq, sk, h, d;
@@ -717,13 +838,25 @@ struct AttnCase {
     int64_t hkv = 0; // kv heads (0: = h)
     bool causal = false;
 };
-// The last five: grouped-query and/or causal (the text encoder's attention); causal needs sq == sk, and
-// 70 rows cross the CUDA fallback's 32-key tiles and 4-query blocks unevenly.
-const AttnCase kAttnCases[] = {{1, 1, 1, 1, 0.0f},           {5, 7, 2, 16, 0.0f},
-                               {33, 17, 3, 64, 0.3f},        {17, 70, 2, 128, 0.0f},
-                               {5, 5, 4, 16, 0.0f, 2, true}, {33, 33, 4, 64, 0.0f, 4, true},
-                               {17, 23, 6, 64, 0.0f, 3},     {70, 70, 8, 128, 0.2f, 2, true},
-                               {1, 1, 4, 32, 0.0f, 1, true}};
+// Then grouped-query and/or causal (the text encoder's attention); causal needs sq == sk, and 70 rows
+// cross the CUDA fallback's 32-key tiles and 4-query blocks unevenly. The last six have head dim 128 and
+// sizes that are not multiples of the sm_90a kernel's 128-row tiles (partial query and key tiles, rows
+// past Sq in the last tile, one query row, causal GQA / MQA over several tiles, non-causal GQA).
+const AttnCase kAttnCases[] = {{1, 1, 1, 1, 0.0f},
+                               {5, 7, 2, 16, 0.0f},
+                               {33, 17, 3, 64, 0.3f},
+                               {17, 70, 2, 128, 0.0f},
+                               {5, 5, 4, 16, 0.0f, 2, true},
+                               {33, 33, 4, 64, 0.0f, 4, true},
+                               {17, 23, 6, 64, 0.0f, 3},
+                               {70, 70, 8, 128, 0.2f, 2, true},
+                               {1, 1, 4, 32, 0.0f, 1, true},
+                               {300, 333, 3, 128, 0.0f},
+                               {129, 129, 2, 128, 0.1f},
+                               {1, 200, 2, 128, 0.0f},
+                               {257, 257, 4, 128, 0.0f, 2, true},
+                               {200, 200, 8, 128, 0.0f, 1, true},
+                               {150, 190, 4, 128, 0.0f, 2}};
 
 TEST(Ops, Attention) {
     SKIP_IF_NO_BACKEND();
@@ -768,9 +901,19 @@ TEST(Ops, Attention) {
                                         s[j] / sum * vv[(j * hkv + hk) * c.d + e];
                         }
                 }
-                Guarded o(o0);
-                ASSERT_OK(attention(ctx(), p, dev(q), dev(k), dev(v), o.t));
-                check_output(o, want, kAttnTol.of(out));
+                // Every CUDA implementation that takes the call (kAuto's choice first); the CPU has one.
+                const AttentionImpl impls[] = {AttentionImpl::kAuto, AttentionImpl::kHopper,
+                                               AttentionImpl::kCudnn, AttentionImpl::kFallback};
+                for (AttentionImpl impl : impls) {
+                    if (!on_cuda() && impl != AttentionImpl::kAuto) break;
+                    SCOPED_TRACE("impl " + std::to_string(static_cast<int>(impl)));
+                    Guarded o(o0);
+                    p.impl = impl;
+                    Status st = attention(ctx(), p, dev(q), dev(k), dev(v), o.t);
+                    if (impl != AttentionImpl::kAuto && st.code() == ErrorCode::kUnimplemented) continue;
+                    ASSERT_OK(st);
+                    check_output(o, want, kAttnTol.of(out));
+                }
             }
 }
 

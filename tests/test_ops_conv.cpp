@@ -451,6 +451,8 @@ TEST(OpsConv, Conv3d) {
          false},
         // 1×1×1 shortcut / quant_conv
         {1, 8, 24, 3, 4, 4, 1, 1, 1, {}, true},
+        // symmetric zero padding and no front frames: cuDNN pads by itself (nothing materialized)
+        {2, 6, 10, 3, 9, 8, 3, 3, 3, {.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, true},
         // zero and replicate padding, asymmetric pads, a 2-tap temporal kernel
         {1,
          5,
@@ -496,14 +498,23 @@ TEST(OpsConv, Conv3d) {
         Tensor bias = c.bias ? rnd(Shape{c.cout}, DType::kF32, seed++) : Tensor();
         const Shape ys = conv3d_out_shape(x.shape(), w.shape(), c.p);
         ASSERT_EQ(ys.rank(), 5);
-        Guarded y(Tensor::host(ys, DType::kF32));
-        ASSERT_OK(conv3d(ctx(), c.p, dev(x), dev(w), dev(bias), y.t));
         auto want = want_from(
             on_cuda(),
             [&](const Context& cx, Tensor& out) { return conv3d(cx, c.p, clone(x), clone(w), bias, out); },
             ys, naive_conv3d(c, ys, values(x), values(w), c.bias ? values(bias) : std::vector<double>{}));
-        check_output(y, want, kConv3dTol);
-        if (on_cuda()) {
+        // On CUDA both paths: the built-in implicit GEMM kernels (the default) and cuDNN's convolution.
+#ifdef H3_WITH_CUDA
+        const bool initial = on_cuda() && backend().holder->conv3d_cudnn();
+#endif
+        for (const bool cudnn : on_cuda() ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+            SCOPED_TRACE(on_cuda() ? (cudnn ? "cuDNN" : "implicit GEMM") : "cpu");
+#ifdef H3_WITH_CUDA
+            if (on_cuda()) backend().holder->set_conv3d_cudnn(cudnn);
+#endif
+            Guarded y(Tensor::host(ys, DType::kF32));
+            ASSERT_OK(conv3d(ctx(), c.p, dev(x), dev(w), dev(bias), y.t));
+            check_output(y, want, kConv3dTol);
+            if (!on_cuda()) continue;
             // TF32 tensor cores (ctx.allow_tf32): both operands rounded to 10-bit mantissas (≤ 2^-11 relative
             // each), fp32 sums of ≤ 432 products with |x·w| ≤ 1: ≲ 432 · 2^-10 ≈ 0.42 worst case, ~0.02
             // typical; the bound below is the worst case, the RMS check the typical one.
@@ -519,10 +530,135 @@ TEST(OpsConv, Conv3d) {
                 sw += want[i] * want[i];
             }
             const double rel_rms = std::sqrt(se / std::max(sw, 1e-30));
-            std::printf("[tf32] conv3d case %d rel_rms %.3e\n", index - 1, rel_rms);
+            std::printf("[tf32 %s] conv3d case %d rel_rms %.3e\n", cudnn ? "cudnn" : "igemm", index - 1,
+                        rel_rms);
             EXPECT_LT(rel_rms, 3e-3);
         }
+#ifdef H3_WITH_CUDA
+        if (on_cuda()) backend().holder->set_conv3d_cudnn(initial);
+#endif
     }
+}
+
+// ---- the tiled VAE's assembly: blend_tile and crossfade_frames
+// ------------------------------------------------- Against naive loops in double written from the ops'
+// formulas (the fp32 op differs by rounding only), and on CUDA against the CPU reference bit for bit. Odd
+// tile sizes, blends longer than the kept part, and sizes where the CUDA side takes its 16-byte copy path.
+TEST(OpsConv, BlendTile) {
+    SKIP_IF_NO_BACKEND();
+    struct Case {
+        int64_t c, f, th, tw, height, width;
+        BlendTileParams p;
+        bool up, left;
+    };
+    const Case cases[] = {
+        {3,
+         2,
+         5,
+         7,
+         9,
+         11,
+         {.out_y = 2, .out_x = 3, .keep_h = 4, .keep_w = 6, .blend_y = 3, .blend_x = 2},
+         true,
+         true},
+        {1, 1, 5, 7, 5, 7, {.keep_h = 5, .keep_w = 7}, false, false},
+        {2, 3, 6, 5, 8, 9, {.out_y = 1, .out_x = 4, .keep_h = 2, .keep_w = 5, .blend_y = 4}, true, false},
+        {2,
+         2,
+         8,
+         16,
+         12,
+         32,
+         {.out_y = 4, .out_x = 8, .keep_h = 6, .keep_w = 12, .blend_y = 2, .blend_x = 4},
+         true,
+         true},
+        {1, 2, 8, 16, 8, 32, {.out_x = 16, .keep_h = 8, .keep_w = 16, .blend_x = 5}, false, true},
+    };
+    uint32_t seed = 2100;
+    for (const auto& cs : cases) {
+        SCOPED_TRACE("tile " + std::to_string(cs.th) + "x" + std::to_string(cs.tw) + " blend " +
+                     std::to_string(cs.p.blend_y) + "/" + std::to_string(cs.p.blend_x));
+        Tensor cur = rnd(Shape{cs.c, cs.f, cs.th, cs.tw}, DType::kF32, seed++);
+        Tensor up = cs.up ? rnd(Shape{cs.c, cs.f, cs.th + 1, cs.tw}, DType::kF32, seed++) : Tensor();
+        Tensor left = cs.left ? rnd(Shape{cs.c, cs.f, cs.th, cs.tw + 2}, DType::kF32, seed++) : Tensor();
+        Tensor init = rnd(Shape{cs.c, cs.f, cs.height, cs.width}, DType::kF32, seed++);
+        const auto cv = values(cur), uv = cs.up ? values(up) : std::vector<double>{};
+        const auto lv = cs.left ? values(left) : std::vector<double>{};
+        std::vector<double> naive = values(init);
+        const BlendTileParams& p = cs.p;
+        const int64_t uh = cs.th + 1, lw = cs.tw + 2;
+        for (int64_t pl = 0; pl < cs.c * cs.f; ++pl)
+            for (int64_t r = 0; r < p.keep_h; ++r)
+                for (int64_t c = 0; c < p.keep_w; ++c) {
+                    double v = cv[static_cast<size_t>((pl * cs.th + r) * cs.tw + c)];
+                    if (r < p.blend_y) {
+                        const double wy = double(r) / double(p.blend_y);
+                        v = uv[static_cast<size_t>((pl * uh + uh - p.blend_y + r) * cs.tw + c)] * (1 - wy) +
+                            v * wy;
+                    }
+                    if (c < p.blend_x) {
+                        const double wb = double(c) / double(p.blend_x);
+                        v = lv[static_cast<size_t>((pl * cs.th + r) * lw + lw - p.blend_x + c)] * (1 - wb) +
+                            v * wb;
+                    }
+                    naive[static_cast<size_t>((pl * cs.height + p.out_y + r) * cs.width + p.out_x + c)] = v;
+                }
+        Tensor ref = clone(init);
+        ASSERT_OK(blend_tile(Context::cpu(), p, cur, up, left, ref));
+        Guarded out(init);
+        ASSERT_OK(blend_tile(ctx(), p, dev(cur), dev(up), dev(left), out.t));
+        check_output(out, on_cuda() ? values(ref) : naive, on_cuda() ? Tol{0, 0} : Tol{1e-6, 1e-6});
+    }
+    Tensor cur = rnd(Shape{1, 1, 4, 4}, DType::kF32, 1), out = rnd(Shape{1, 1, 4, 4}, DType::kF32, 2);
+    EXPECT_FALSE(blend_tile(Context::cpu(), {.out_y = 1, .keep_h = 4, .keep_w = 4}, cur, {}, {}, out).ok());
+    EXPECT_FALSE(blend_tile(Context::cpu(), {.keep_h = 4, .keep_w = 4, .blend_y = 2}, cur, {}, {}, out).ok())
+        << "blend_y without an upper tile";
+}
+
+TEST(OpsConv, CrossfadeFrames) {
+    SKIP_IF_NO_BACKEND();
+    struct Case {
+        int64_t c, fs, fp, fo, h, w;
+        CrossfadeParams p;
+    };
+    const Case cases[] = {
+        {3, 9, 7, 12, 5, 3, {.frames = 6, .src_frame = 2, .out_frame = 3, .fade = 3, .prev_frame = 4}},
+        {2, 5, 0, 5, 4, 4, {.frames = 5}},
+        {3, 8, 8, 10, 8, 16, {.frames = 5, .src_frame = 3, .out_frame = 5, .fade = 4, .prev_frame = 1}},
+        {1, 6, 6, 4, 3, 3, {.frames = 2, .src_frame = 1, .out_frame = 2, .fade = 5, .prev_frame = 0}}, // cut
+                                                                                                       // ramp
+    };
+    uint32_t seed = 2200;
+    for (const auto& cs : cases) {
+        SCOPED_TRACE("crossfade " + std::to_string(cs.p.frames) + " fade " + std::to_string(cs.p.fade));
+        Tensor src = rnd(Shape{cs.c, cs.fs, cs.h, cs.w}, DType::kF32, seed++);
+        Tensor prev = cs.p.fade > 0 ? rnd(Shape{cs.c, cs.fp, cs.h, cs.w}, DType::kF32, seed++) : Tensor();
+        Tensor init = rnd(Shape{cs.c, cs.fo, cs.h, cs.w}, DType::kF32, seed++);
+        const auto sv = values(src), pv = prev.defined() ? values(prev) : std::vector<double>{};
+        std::vector<double> naive = values(init);
+        const int64_t hw = cs.h * cs.w;
+        const CrossfadeParams& p = cs.p;
+        for (int64_t c = 0; c < cs.c; ++c)
+            for (int64_t k = 0; k < p.frames; ++k)
+                for (int64_t i = 0; i < hw; ++i) {
+                    double v = sv[static_cast<size_t>((c * cs.fs + p.src_frame + k) * hw + i)];
+                    if (k < p.fade) {
+                        const double wb = double(k) / double(p.fade);
+                        v = pv[static_cast<size_t>((c * cs.fp + p.prev_frame + k) * hw + i)] * (1 - wb) +
+                            v * wb;
+                    }
+                    naive[static_cast<size_t>((c * cs.fo + p.out_frame + k) * hw + i)] = v;
+                }
+        Tensor ref = clone(init);
+        ASSERT_OK(crossfade_frames(Context::cpu(), p, src, prev, ref));
+        Guarded out(init);
+        ASSERT_OK(crossfade_frames(ctx(), p, dev(src), dev(prev), out.t));
+        check_output(out, on_cuda() ? values(ref) : naive, on_cuda() ? Tol{0, 0} : Tol{1e-6, 1e-6});
+    }
+    Tensor src = rnd(Shape{1, 3, 2, 2}, DType::kF32, 1), out = rnd(Shape{1, 3, 2, 2}, DType::kF32, 2);
+    EXPECT_FALSE(crossfade_frames(Context::cpu(), {.frames = 2, .src_frame = 2}, src, {}, out).ok());
+    EXPECT_FALSE(crossfade_frames(Context::cpu(), {.frames = 2, .fade = 1}, src, {}, out).ok())
+        << "fade, no prev";
 }
 
 // ---- group_norm per frame (+ SiLU) ------------------------------------------------------------------------

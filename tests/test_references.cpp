@@ -104,7 +104,7 @@ TEST(References, LongClipsAreCutShortOnesKept) {
     std::vector<ReferenceMedia> refs = {video_ref(16 * 24, 24, 32, 32, 2, 32000), audio_ref(20.0),
                                         video_ref(10, 24, 32, 32), audio_ref(0.5)};
     ASSERT_TRUE(validate_references(refs).ok());
-    auto n = normalize_references(refs, {.num_frames = 107, .audio_rate = 32000, .video_short_edge = 32});
+    auto n = normalize_references(refs, {.num_frames = 107, .video_short_edge = 32});
     ASSERT_TRUE(n.ok()) << n.status().to_string();
     EXPECT_EQ((*n)[0].frames.dim(0), 107);
     EXPECT_EQ((*n)[0].frames.data_as<uint8_t>()[106LL * 32 * 32 * 3], 106); // the first 107 frames, in order
@@ -113,22 +113,22 @@ TEST(References, LongClipsAreCutShortOnesKept) {
     EXPECT_EQ((*n)[2].frames.dim(0), 10);
     EXPECT_EQ((*n)[3].audio.shape(), (Shape{2, 16000}));
     // the VAE encodes min(F, 17n+5 snapped down, at least 22) frames: a 10-frame clip goes whole
-    EXPECT_EQ(std::min<int64_t>(10, trim_reference_frames(10)), 10);
+    EXPECT_EQ(std::min<int64_t>(10, h3::model::LatentSpec{}.align_frames_down(10)), 10);
 }
 
 TEST(References, ImageSizeIsA2048ShortEdge) {
     // max(32, round(side · 2048/short / 32) · 32), no area cap
-    auto a = reference_image_size(640, 360);
+    auto a = reference_image_size(640, 360, 2048, 32);
     ASSERT_TRUE(a.ok());
     EXPECT_EQ(a->width, 3648);
     EXPECT_EQ(a->height, 2048);
-    auto b = reference_image_size(100, 300);
+    auto b = reference_image_size(100, 300, 2048, 32);
     EXPECT_EQ(b->width, 2048);
     EXPECT_EQ(b->height, 6144);
-    auto c = reference_image_size(4000, 1000);
+    auto c = reference_image_size(4000, 1000, 2048, 32);
     EXPECT_EQ(c->width, 8192);
     EXPECT_EQ(c->height, 2048);
-    auto bad = reference_image_size(4001, 1000);
+    auto bad = reference_image_size(4001, 1000, 2048, 32);
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.status().message().find("1:4 and 4:1"), std::string::npos);
 }
@@ -158,17 +158,17 @@ TEST(References, ConditionerSamplesAt2FpsInPairs) {
 }
 
 TEST(References, TrimToTheEncoderFrameCount) {
-    EXPECT_EQ(trim_reference_frames(124), 124);
-    EXPECT_EQ(trim_reference_frames(123), 107);
-    EXPECT_EQ(trim_reference_frames(48), 39);
-    EXPECT_EQ(trim_reference_frames(10), 22); // max(1, ·): the encoder pads the rest
+    EXPECT_EQ(h3::model::LatentSpec{}.align_frames_down(124), 124);
+    EXPECT_EQ(h3::model::LatentSpec{}.align_frames_down(123), 107);
+    EXPECT_EQ(h3::model::LatentSpec{}.align_frames_down(48), 39);
+    EXPECT_EQ(h3::model::LatentSpec{}.align_frames_down(10), 22); // max(1, ·): the encoder pads the rest
 }
 
 TEST(References, NormalizeVideoImageAndAudio) {
     std::vector<ReferenceMedia> refs = {image_ref(40, 30), video_ref(150, 30.0, 64, 48, 1, 44100),
                                         audio_ref(8.0, 16000, 1)};
     ASSERT_TRUE(validate_references(refs).ok());
-    auto n = normalize_references(refs, {.num_frames = 107, .audio_rate = 32000});
+    auto n = normalize_references(refs, {.num_frames = 107});
     ASSERT_TRUE(n.ok()) << n.status().to_string();
     ASSERT_EQ(n->size(), 3u);
     const NormalizedReference& im = (*n)[0];

@@ -1,16 +1,22 @@
 // `h3-engine serve` end to end: a real server process on loopback with the tiny checkpoint on the CPU,
 // driven over HTTP. Submit → poll → download (the MP4 read back with libavformat), SSE order, list and
 // pagination, cancel and delete while running, sync, every 4xx, 429 when the queue is full, an injected
-// fault that fails alone, a bounded load test, restart recovery after kill -9, SIGTERM, TTL expiry.
+// fault that fails alone (through the test tool h3-serve-with-faults: a stand-in runner around the
+// generator), a bounded load test, restart recovery after kill -9, SIGTERM, TTL expiry; the server's latents
+// output byte-identical to `generate --save-latents` for t2va, fl2va and ref2va, and a warm server that
+// leases its resident decoders again without reading them (h3_component_loads_total); a tiny FastH3 job with
+// `attention` given and defaulted (the sidecar's VSA and rungs) gives generate's latents.
 #include "core/status.h"
+#include "core/tensor.h"
+#include "io/safetensors.h"
 #include "media_probe.h"
 
 #include <gtest/gtest.h>
 
 #ifdef H3_WITH_HTTP_SERVER
 
-#include <httplib.h>
-#include <nlohmann/json.hpp>
+#define H3_SERVE_WORK_DIR "test_serve"
+#include "serve_harness.h"
 
 #include <atomic>
 #include <chrono>
@@ -19,6 +25,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <spawn.h>
@@ -27,16 +34,14 @@
 #include <thread>
 #include <unistd.h>
 
-extern char** environ;
-
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
+using namespace h3::test;
 
 namespace {
 
-const std::string kBinary = std::string(H3_BINARY_DIR) + "/src/cli/h3-engine";
-const fs::path kWork = fs::path(H3_BINARY_DIR) / "test_serve";
+const std::string kFaultBinary = std::string(H3_BINARY_DIR) + "/tests/h3-serve-with-faults";
 const std::string kKey = "test-key-123";
 const std::string kFaultPrompt = "INJECT FAULT";
 
@@ -51,166 +56,31 @@ json slow_request() {
     return tiny_request("a slow one", 400);
 }
 
-std::string read_file(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-const fs::path& tiny_model() {
-    static const fs::path dir = [] {
-        const fs::path d = kWork / "tiny";
-        if (!fs::exists(d / "model_index.json")) {
-            fs::create_directories(kWork);
-            const std::string cmd = kBinary + " make-tiny " + d.string() + " --seed 1 > /dev/null 2>&1";
-            EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-        }
-        return d;
-    }();
-    return dir;
-}
-
-// One `h3-engine serve` child process. stdout/stderr go to files; the port comes from the
-// "serve: listening on http://HOST:PORT" line.
-class Server {
-public:
-    Server(const fs::path& output_dir, std::vector<std::string> extra, const std::string& name)
-        : log_dir_(kWork / ("log_" + name)) {
-        fs::create_directories(log_dir_);
-        out_ = log_dir_ / "stdout.txt";
-        err_ = log_dir_ / "stderr.txt";
-        std::vector<std::string> args = {
-            kBinary,  "serve", "--model",      tiny_model().string(), "--device", "cpu",
-            "--port", "0",     "--output-dir", output_dir.string(),   "--dtype",  "fp32"};
-        args.insert(args.end(), extra.begin(), extra.end());
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const int rc = posix_spawn(&pid_, kBinary.c_str(), &fa, nullptr, argv.data(), environ);
-        posix_spawn_file_actions_destroy(&fa);
-        if (rc != 0) {
-            pid_ = -1;
-            ADD_FAILURE() << "posix_spawn failed: " << rc;
-            return;
-        }
-        const auto deadline = std::chrono::steady_clock::now() + 120s;
-        while (std::chrono::steady_clock::now() < deadline) {
-            const std::string out = read_file(out_);
-            const std::string tag = "serve: listening on http://127.0.0.1:";
-            if (auto p = out.find(tag); p != std::string::npos && out.find('\n', p) != std::string::npos) {
-                port_ = std::stoi(out.substr(p + tag.size()));
-                return;
-            }
-            int status = 0;
-            if (waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                ADD_FAILURE() << "server exited early: " << read_file(err_);
-                return;
-            }
-            std::this_thread::sleep_for(50ms);
-        }
-        ADD_FAILURE() << "server did not report its port: " << read_file(err_);
-    }
-    ~Server() {
-        if (pid_ > 0) {
-            ::kill(pid_, SIGKILL);
-            waitpid(pid_, nullptr, 0);
-        }
-    }
-    int port() const { return port_; }
-    bool up() const { return port_ > 0; }
-    std::string stderr_text() const { return read_file(err_); }
-
-    httplib::Client client(bool with_key = false) const {
-        httplib::Client c("127.0.0.1", port_);
-        c.set_read_timeout(300, 0);
-        c.set_connection_timeout(10, 0);
-        if (with_key) c.set_bearer_token_auth(kKey);
-        return c;
-    }
-    void kill9() {
-        ::kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
-        pid_ = -1;
-    }
-    // Sends SIGTERM and returns the exit status (−1 on timeout).
-    int terminate(std::chrono::seconds timeout = 60s) {
-        ::kill(pid_, SIGTERM);
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        while (std::chrono::steady_clock::now() < deadline) {
-            int status = 0;
-            if (waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            }
-            std::this_thread::sleep_for(50ms);
-        }
-        return -1;
-    }
-
-private:
-    fs::path log_dir_, out_, err_;
-    pid_t pid_ = -1;
-    int port_ = 0;
-};
-
-json body_json(const httplib::Result& r) {
-    if (!r) return json();
-    return json::parse(r->body, nullptr, false);
-}
-
-json submit(httplib::Client& c, const json& body, int expect = 200) {
-    auto r = c.Post("/v1/videos", body.dump(), "application/json");
-    EXPECT_TRUE(r);
-    if (!r) return json();
-    EXPECT_EQ(r->status, expect) << r->body;
-    return body_json(r);
-}
-
-json get_video(httplib::Client& c, const std::string& id) {
-    auto r = c.Get(("/v1/videos/" + id).c_str());
-    EXPECT_TRUE(r);
-    return r && r->status == 200 ? body_json(r) : json();
-}
-
-// Polls until the job's status is final (or `until` holds); returns the last object and the progress seen.
-json wait_for(httplib::Client& c, const std::string& id, std::vector<int>* progress = nullptr,
-              std::function<bool(const json&)> until = nullptr, std::chrono::seconds timeout = 300s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    json v;
-    while (std::chrono::steady_clock::now() < deadline) {
-        v = get_video(c, id);
-        if (v.is_null()) return v;
-        if (progress) progress->push_back(v["progress"].get<int>());
-        const std::string st = v["status"];
-        if ((until && until(v)) || st == "completed" || st == "failed" || st == "cancelled") return v;
-        std::this_thread::sleep_for(20ms);
-    }
-    ADD_FAILURE() << "timed out waiting for " << id << ": " << v.dump();
-    return v;
-}
-
 bool running_and_denoising(const json& v) {
     return v["status"] == "in_progress" && v["progress"].get<int>() > 5;
 }
 
-void expect_error(const httplib::Result& r, int status, const std::string& param,
-                  const std::string& needle = "") {
-    ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, status) << r->body;
-    const json j = body_json(r);
-    ASSERT_TRUE(j.contains("error")) << r->body;
-    if (!param.empty()) {
-        EXPECT_EQ(j["error"]["param"], param) << r->body;
-    }
-    if (!needle.empty()) {
-        EXPECT_NE(j["error"]["message"].get<std::string>().find(needle), std::string::npos) << r->body;
-    }
+// The PNG test image's bytes.
+std::string png_bytes() {
+    return read_file(fs::path(H3_SOURCE_DIR) / "tests/data/images/png_rgb.png");
+}
+
+// 2.5 s of mono PCM16 at 8 kHz: a 44-byte header then a sine.
+std::string sine_wav() {
+    std::string wav;
+    auto put = [&](uint32_t v, int bytes) {
+        for (int i = 0; i < bytes; ++i) wav.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    };
+    const uint32_t n = 20000;
+    wav += "RIFF";
+    put(36 + 2 * n, 4);
+    wav += "WAVEfmt ";
+    put(16, 4), put(1, 2), put(1, 2), put(8000, 4), put(16000, 4), put(2, 2), put(16, 2);
+    wav += "data";
+    put(2 * n, 4);
+    for (uint32_t i = 0; i < n; ++i)
+        put(static_cast<uint16_t>(static_cast<int16_t>(8000 * std::sin(0.05 * i))), 2);
+    return wav;
 }
 
 void check_mp4(const std::string& bytes, const std::string& name) {
@@ -242,7 +112,7 @@ protected:
         server_ = new Server(kWork / "api_out",
                              {"--api-key", kKey, "--max-queue", "3", "--max-body-bytes", "4096", "--ttl", "0",
                               "--fault-inject-prompt", kFaultPrompt},
-                             "api");
+                             "api", {}, true, kFaultBinary);
     }
     static void TearDownTestSuite() {
         delete server_;
@@ -777,22 +647,7 @@ TEST(ServeRef2va, MultipartReferences) {
         {"--max-body-bytes", "8000000", "--reference-image-edge", "64", "--reference-video-edge", "32"},
         "ref2va");
     ASSERT_TRUE(server.up());
-    std::ifstream in(std::string(H3_SOURCE_DIR) + "/tests/data/images/png_rgb.png", std::ios::binary);
-    const std::string png((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    // 2.5 s of mono PCM16 at 8 kHz: a 44-byte header then a sine
-    std::string wav;
-    auto put = [&](uint32_t v, int bytes) {
-        for (int i = 0; i < bytes; ++i) wav.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-    };
-    const uint32_t n = 20000;
-    wav += "RIFF";
-    put(36 + 2 * n, 4);
-    wav += "WAVEfmt ";
-    put(16, 4), put(1, 2), put(1, 2), put(8000, 4), put(16000, 4), put(2, 2), put(16, 2);
-    wav += "data";
-    put(2 * n, 4);
-    for (uint32_t i = 0; i < n; ++i)
-        put(static_cast<uint16_t>(static_cast<int16_t>(8000 * std::sin(0.05 * i))), 2);
+    const std::string png = png_bytes(), wav = sine_wav();
     auto c = server.client();
     httplib::MultipartFormDataItems items = {{"prompt", "a referenced ball", "", ""},
                                              {"size", "64x32", "", ""},
@@ -835,6 +690,457 @@ TEST(ServeRef2va, MultipartReferences) {
     EXPECT_EQ(c.Get("/health")->status, 200);
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// The seam: one server (reduced reference sizes) and the CLI on the same tiny checkpoint.
+class ServeSeam : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        fs::remove_all(kWork / "seam_out");
+        server_ = new Server(
+            kWork / "seam_out",
+            {"--max-body-bytes", "8000000", "--reference-image-edge", "64", "--reference-video-edge", "32"},
+            "seam");
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+    void SetUp() override { ASSERT_TRUE(server_ && server_->up()); }
+    static Server* server_;
+
+    // The component loads of the server's /metrics.
+    static std::map<std::string, int> loads() {
+        auto c = server_->client();
+        auto r = c.Get("/metrics");
+        std::map<std::string, int> out;
+        if (!r) return out;
+        std::istringstream in(r->body);
+        std::string line;
+        const std::string tag = "h3_component_loads_total{component=\"";
+        while (std::getline(in, line)) {
+            if (line.rfind(tag, 0) != 0) continue;
+            const size_t end = line.find('"', tag.size());
+            out[line.substr(tag.size(), end - tag.size())] = std::stoi(line.substr(line.find("} ") + 2));
+        }
+        return out;
+    }
+};
+Server* ServeSeam::server_ = nullptr;
+
+// Runs `h3-engine generate` with the server's settings and returns the --save-latents file's bytes.
+std::string generate_latents_cli(const std::string& name, const std::string& extra) {
+    const fs::path out = kWork / ("cli_" + name + ".safetensors");
+    fs::remove(out);
+    const std::string cmd =
+        kBinary + " generate --model " + tiny_model().string() +
+        " --size 64x32 --seconds 4 --steps 3 --seed 5 --device cpu --dtype fp32 --progress "
+        "none --reference-image-edge 64 --reference-video-edge 32 " +
+        extra + " --save-latents " + out.string() + " > " + (kWork / (name + ".log")).string() + " 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(kWork / (name + ".log"));
+    return read_file(out);
+}
+
+// Waits for a job and downloads its latents.
+// The tiny t2va job the latents comparisons submit (the CLI side: generate_latents_cli with the same prompt).
+json tiny_t2va_latents_request() {
+    return {{"prompt", "a red fox runs through snow"},
+            {"size", "64x32"},
+            {"seconds", 4},
+            {"seed", 5},
+            {"num_inference_steps", 3},
+            {"output_format", "latents"}};
+}
+
+std::string server_latents(httplib::Client& c, const httplib::Result& submitted) {
+    EXPECT_TRUE(submitted);
+    if (!submitted) return "";
+    EXPECT_EQ(submitted->status, 200) << submitted->body;
+    const json v = wait_for(c, body_json(submitted)["id"]);
+    EXPECT_EQ(v["status"], "completed") << v.dump();
+    EXPECT_EQ(v["output_format"], "latents");
+    const std::string id = v["id"];
+    auto r = c.Get(("/v1/videos/" + id + "/content?variant=latents").c_str());
+    EXPECT_TRUE(r);
+    if (!r) return "";
+    EXPECT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "application/octet-stream");
+    expect_error(c.Get(("/v1/videos/" + id + "/content").c_str()), 400, "variant", "output_format latents");
+    return r->body;
+}
+
+TEST_F(ServeSeam, WarmServerDoesNotReloadDecoders) {
+    // The serving plan keeps the DiT and the decoders resident: they load at start, and two jobs lease them
+    // again without reading them (the counters come from the model store).
+    auto before = loads();
+    EXPECT_EQ(before["transformer"], 1);
+    EXPECT_EQ(before["vae_decoder"], 1);
+    EXPECT_EQ(before["audio_vae_decoder"], 1);
+    auto c = server_->client();
+    json metrics;
+    for (int i = 0; i < 2; ++i) {
+        const json v = wait_for(c, submit(c, tiny_request("warm " + std::to_string(i), 2))["id"]);
+        ASSERT_EQ(v["status"], "completed") << v.dump();
+        metrics = v["metrics"];
+        EXPECT_EQ(metrics["component_loads"]["vae_decoder"], 1) << metrics.dump();
+        EXPECT_EQ(metrics["component_loads"]["audio_vae_decoder"], 1) << metrics.dump();
+        EXPECT_EQ(metrics["component_loads"]["transformer"], 1) << metrics.dump();
+    }
+    EXPECT_EQ(metrics["task"], "t2va");
+    EXPECT_TRUE(metrics.contains("peak_device_memory_bytes"));
+    const auto after = loads();
+    EXPECT_EQ(after.at("vae_decoder"), 1);
+    EXPECT_EQ(after.at("audio_vae_decoder"), 1);
+    EXPECT_EQ(after.at("transformer"), 1);
+    EXPECT_EQ(after.at("text_encoder"), before["text_encoder"]);
+}
+
+TEST_F(ServeSeam, LatentsMatchGenerate) {
+    // The same job through `generate --save-latents` and through the server's latents output: the same bytes,
+    // for t2va, fl2va (a first_frame part / --first-frame) and ref2va (reference parts / --reference).
+    auto c = server_->client();
+    const std::string png = png_bytes(), wav = sine_wav();
+    const fs::path wav_file = kWork / "seam_voice.wav";
+    std::ofstream(wav_file, std::ios::binary) << wav;
+    const std::string img = std::string(H3_SOURCE_DIR) + "/tests/data/images/png_rgb.png";
+    const auto form = [](const std::string& prompt) {
+        return httplib::MultipartFormDataItems{
+            {"prompt", prompt, "", ""}, {"size", "64x32", "", ""},
+            {"seconds", "4", "", ""},   {"num_inference_steps", "3", "", ""},
+            {"seed", "5", "", ""},      {"output_format", "latents", "", ""}};
+    };
+
+    const json t2va = tiny_t2va_latents_request();
+    const std::string served_t2va = server_latents(c, c.Post("/v1/videos", t2va.dump(), "application/json"));
+    const std::string cli_t2va = generate_latents_cli("t2va", "--prompt 'a red fox runs through snow'");
+    ASSERT_GT(cli_t2va.size(), 100u);
+    EXPECT_TRUE(served_t2va == cli_t2va) << served_t2va.size() << " vs " << cli_t2va.size() << " bytes";
+
+    auto items = form("a keyframe");
+    items.push_back({"first_frame", png, "first.png", "image/png"});
+    const std::string served_fl2va = server_latents(c, c.Post("/v1/videos", items));
+    const std::string cli_fl2va = generate_latents_cli("fl2va", "--prompt 'a keyframe' --first-frame " + img);
+    ASSERT_GT(cli_fl2va.size(), 100u);
+    EXPECT_TRUE(served_fl2va == cli_fl2va);
+    EXPECT_FALSE(cli_fl2va == cli_t2va);
+
+    items = form("a referenced ball");
+    items.push_back({"reference", png, "subject.png", "image/png"});
+    items.push_back({"reference", wav, "voice.wav", "audio/wav"});
+    const std::string served_ref2va = server_latents(c, c.Post("/v1/videos", items));
+    const std::string cli_ref2va = generate_latents_cli(
+        "ref2va", "--prompt 'a referenced ball' --reference " + img + " --reference " + wav_file.string());
+    ASSERT_GT(cli_ref2va.size(), 100u);
+    EXPECT_TRUE(served_ref2va == cli_ref2va);
+    EXPECT_FALSE(cli_ref2va == cli_t2va);
+
+    // the ref2va job ran on transformer_ref (loaded once); the video encoder is per job
+    const auto l = loads();
+    EXPECT_EQ(l.at("transformer_ref"), 1);
+    EXPECT_EQ(l.at("vae_encoder"), 2); // the fl2va job and the ref2va job
+    EXPECT_EQ(l.at("vae_decoder"), 1);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// LoRA through the server: `serve --lora-dir DIR`, the request field lora [{"path", "scale"}] in JSON and
+// multipart, adapters applied per request at run time (the same bytes as `generate --lora-mode runtime`), a
+// job without adapters after one with them exactly the base result, and bad adapters rejected with 400 naming
+// `lora` while the server keeps serving.
+
+// A safetensors file of f32 tensors {name: (shape, fill value)}.
+void write_f32_safetensors(const fs::path& path,
+                           const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors) {
+    json header = json::object();
+    std::string data;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const auto& [name, shape] = tensors[i];
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        const size_t begin = data.size();
+        for (int64_t k = 0; k < n; ++k) {
+            const float v = 0.01f * static_cast<float>((k * 7 + static_cast<int64_t>(i)) % 13) - 0.06f;
+            data.append(reinterpret_cast<const char*>(&v), sizeof v);
+        }
+        header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {begin, data.size()}}};
+    }
+    std::string h = header.dump();
+    while (h.size() % 8) h.push_back(' ');
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t len = h.size();
+    out.write(reinterpret_cast<const char*>(&len), sizeof len);
+    out << h << data;
+}
+
+class ServeLora : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        const fs::path dir = lora_dir();
+        fs::remove_all(dir);
+        fs::create_directories(dir / "sub");
+        // the tiny DiT's adapter (make-tiny --lora writes one for the same config), one in a subfolder too
+        const std::string cmd = kBinary + " make-tiny " + (kWork / "lora_scratch").string() + " --lora " +
+                                (dir / "tiny.safetensors").string() + " > /dev/null 2>&1";
+        EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        fs::copy_file(dir / "tiny.safetensors", dir / "sub" / "copy.safetensors");
+        // bad adapters: a shape that fits no projection, a rank mismatch between A and B, an unknown key
+        const std::string q = "transformer.transformer_blocks.0.attn.to_q.";
+        write_f32_safetensors(dir / "wrong_shape.safetensors",
+                              {{q + "lora_A.weight", {4, 65}}, {q + "lora_B.weight", {64, 4}}});
+        write_f32_safetensors(dir / "rank_mismatch.safetensors",
+                              {{q + "lora_A.weight", {4, 64}}, {q + "lora_B.weight", {64, 3}}});
+        write_f32_safetensors(dir / "unknown_key.safetensors",
+                              {{q + "lora_A.weight", {4, 64}},
+                               {q + "lora_B.weight", {64, 4}},
+                               {"transformer.not_a_module.lora_A.weight", {4, 64}},
+                               {"transformer.not_a_module.lora_B.weight", {64, 4}}});
+        write_f32_safetensors(kWork / "outside.safetensors",
+                              {{q + "lora_A.weight", {4, 64}}, {q + "lora_B.weight", {64, 4}}});
+        std::error_code ec;
+        fs::create_symlink(kWork / "outside.safetensors", dir / "link_out.safetensors", ec);
+        fs::remove_all(kWork / "lora_out");
+        server_ = new Server(kWork / "lora_out", {"--lora-dir", dir.string()}, "lora");
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+    void SetUp() override { ASSERT_TRUE(server_ && server_->up()); }
+    static fs::path lora_dir() { return kWork / "loras"; }
+    static json request(const json& lora) {
+        json r = {{"prompt", "a red fox runs through snow"},
+                  {"size", "64x32"},
+                  {"seconds", 4},
+                  {"seed", 5},
+                  {"num_inference_steps", 3},
+                  {"output_format", "latents"}};
+        if (!lora.is_null()) r["lora"] = lora;
+        return r;
+    }
+    static Server* server_;
+};
+Server* ServeLora::server_ = nullptr;
+
+TEST_F(ServeLora, PerRequestAdaptersLeaveTheBaseExact) {
+    auto c = server_->client();
+    const auto post = [&](const json& lora) {
+        return server_latents(c, c.Post("/v1/videos", request(lora).dump(), "application/json"));
+    };
+    const std::string base = post(json());
+    const std::string adapted = post(json::array({{{"path", "tiny.safetensors"}, {"scale", 0.8}}}));
+    const std::string again = post(json());
+    ASSERT_GT(base.size(), 100u);
+    ASSERT_EQ(adapted.size(), base.size());
+    EXPECT_FALSE(adapted == base) << "the adapter did not change the latents";
+    EXPECT_TRUE(again == base) << "a job without adapters after one with them is not the base result";
+    // the one flow: the same bytes as generate --lora ... --lora-mode runtime, and as the base without it
+    const std::string cli = generate_latents_cli(
+        "lora_runtime", "--prompt 'a red fox runs through snow' --lora " +
+                            (lora_dir() / "tiny.safetensors").string() + ":0.8 --lora-mode runtime");
+    EXPECT_TRUE(cli == adapted) << cli.size() << " vs " << adapted.size() << " bytes";
+    EXPECT_TRUE(generate_latents_cli("lora_base", "--prompt 'a red fox runs through snow'") == base);
+    // scale 0 is the base; the subfolder copy is the same adapter; the record keeps the field
+    EXPECT_TRUE(post(json::array({{{"path", "tiny.safetensors"}, {"scale", 0}}})) == base);
+    const std::string copy = post(json::array({{{"path", "sub/copy.safetensors"}, {"scale", 0.8}}}));
+    EXPECT_TRUE(copy == adapted);
+    const json done = wait_for(c, submit(c, request(json::array({{{"path", "tiny.safetensors"}}})))["id"]);
+    EXPECT_EQ(done["status"], "completed") << done.dump();
+    const json record = json::parse(
+        read_file(kWork / "lora_out" / done["id"].get<std::string>() / "job.json"), nullptr, false);
+    EXPECT_EQ(record["request"]["lora"], json::array({{{"path", "tiny.safetensors"}, {"scale", 1.0}}}))
+        << record.dump();
+}
+
+TEST_F(ServeLora, MultipartLoraPart) {
+    auto c = server_->client();
+    httplib::MultipartFormDataItems items = {
+        {"prompt", "a red fox runs through snow", "", ""},
+        {"size", "64x32", "", ""},
+        {"seconds", "4", "", ""},
+        {"num_inference_steps", "3", "", ""},
+        {"seed", "5", "", ""},
+        {"output_format", "latents", "", ""},
+        {"lora", R"([{"path": "tiny.safetensors", "scale": 0.8}])", "", ""}};
+    const std::string form = server_latents(c, c.Post("/v1/videos", items));
+    const std::string json_body = server_latents(
+        c, c.Post("/v1/videos", request(json::array({{{"path", "tiny.safetensors"}, {"scale", 0.8}}})).dump(),
+                  "application/json"));
+    ASSERT_GT(form.size(), 100u);
+    EXPECT_TRUE(form == json_body);
+    items.back() = {"lora", "[{\"path\": ", "", ""};
+    expect_error(c.Post("/v1/videos", items), 400, "lora", "JSON");
+}
+
+TEST_F(ServeLora, BadAdaptersGive400AndTheServerKeepsServing) {
+    auto c = server_->client();
+    const auto bad = [&](const json& lora, const std::string& needle, bool strict = false) {
+        json r = request(lora);
+        if (strict) r["lora_strict"] = true;
+        expect_error(c.Post("/v1/videos", r.dump(), "application/json"), 400, "lora", needle);
+    };
+    const auto one = [](const std::string& path) { return json::array({{{"path", path}, {"scale", 1}}}); };
+    bad(one("wrong_shape.safetensors"), "wrong_shape.safetensors");
+    bad(one("rank_mismatch.safetensors"), "rank_mismatch.safetensors");
+    bad(one("unknown_key.safetensors"), "not_a_module", true);
+    bad(one("../outside.safetensors"), "..");
+    bad(one((kWork / "outside.safetensors").string()), "absolute");
+    bad(one("link_out.safetensors"), "outside");
+    bad(one("missing.safetensors"), "missing.safetensors");
+    bad(one("tiny.txt"), ".safetensors");
+    bad(json::array({{{"path", "tiny.safetensors"}, {"scale", "x"}}}), "scale");
+    bad(json::array({{{"path", "tiny.safetensors"}, {"weight", 1}}}), "weight");
+    bad(json("tiny.safetensors"), "JSON");
+    // not strict: the unknown key is skipped and the known pair applies
+    const json ok = submit(c, request(one("unknown_key.safetensors")));
+    EXPECT_EQ(wait_for(c, ok["id"])["status"], "completed");
+    // and a good job still runs after all of them
+    const json v = wait_for(c, submit(c, request(one("tiny.safetensors")))["id"]);
+    EXPECT_EQ(v["status"], "completed") << v.dump();
+    auto h = c.Get("/health");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+}
+
+TEST_F(ServeSeam, LoraWithoutLoraDirIs400) {
+    auto c = server_->client();
+    json r = tiny_request();
+    r["lora"] = json::array({{{"path", "tiny.safetensors"}, {"scale", 1}}});
+    expect_error(c.Post("/v1/videos", r.dump(), "application/json"), 400, "lora", "LoRA folder");
+    const json v = wait_for(c, submit(c, tiny_request("still serving", 2))["id"]);
+    EXPECT_EQ(v["status"], "completed");
+}
+
+// ---- FastH3: `attention` (JSON and form field) and the sidecar's defaults through the one flow
+const fs::path& fasth3_model() {
+    static const fs::path dir = [] {
+        const fs::path d = kWork / "tiny_fasth3";
+        if (!fs::exists(d / "fastvideo_inference.json")) {
+            fs::create_directories(kWork);
+            const std::string cmd =
+                kBinary + " make-tiny " + d.string() + " --seed 5 --variant fasth3 > /dev/null 2>&1";
+            EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        }
+        return d;
+    }();
+    return dir;
+}
+
+// `generate --save-latents` on the FastH3 tiny with the server's settings; returns the file's bytes and
+// leaves generate's stderr in `log`.
+std::string fasth3_latents_cli(const std::string& name, const std::string& extra, std::string* log) {
+    const fs::path out = kWork / ("fasth3_" + name + ".safetensors"),
+                   err = kWork / ("fasth3_" + name + ".log");
+    fs::remove(out);
+    const std::string cmd =
+        kBinary + " generate --model " + fasth3_model().string() +
+        " --prompt 'a fox at dusk' --size 64x32 --seconds 4 --seed 5 --device cpu --dtype "
+        "fp32 --progress none " +
+        extra + " --save-latents " + out.string() + " > /dev/null 2> " + err.string();
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(err);
+    if (log) *log = read_file(err);
+    return read_file(out);
+}
+
+TEST(ServeFastH3, AttentionGivenAndDefaultedMatchGenerate) {
+    fs::remove_all(kWork / "fasth3_out");
+    Server server(kWork / "fasth3_out", {"--reference-image-edge", "64", "--reference-video-edge", "32"},
+                  "fasth3", {}, true, kBinary, fasth3_model());
+    ASSERT_TRUE(server.up());
+    auto c = server.client();
+    const json base = {{"prompt", "a fox at dusk"},
+                       {"size", "64x32"},
+                       {"seconds", 4},
+                       {"seed", 5},
+                       {"output_format", "latents"}};
+
+    // given (JSON): the request's VSA options on the sidecar's 4-forward rungs
+    json given = base;
+    given["attention"] = "vsa:sparsity=0.5,mode=compete";
+    const std::string served_given =
+        server_latents(c, c.Post("/v1/videos", given.dump(), "application/json"));
+    std::string log;
+    const std::string cli_given =
+        fasth3_latents_cli("given", "--attention vsa:sparsity=0.5,mode=compete", &log);
+    ASSERT_GT(cli_given.size(), 100u);
+    EXPECT_NE(log.find("5 steps (4 forwards, FastH3 rungs)"), std::string::npos) << log;
+    EXPECT_NE(log.find("attention vsa(sparsity=0.5,mode=compete)"), std::string::npos) << log;
+    EXPECT_TRUE(served_given == cli_given) << served_given.size() << " vs " << cli_given.size() << " bytes";
+
+    // defaulted (multipart form, no attention, no steps): the sidecar's VSA 0.9 and rungs
+    const httplib::MultipartFormDataItems form = {{"prompt", "a fox at dusk", "", ""},
+                                                  {"size", "64x32", "", ""},
+                                                  {"seconds", "4", "", ""},
+                                                  {"seed", "5", "", ""},
+                                                  {"output_format", "latents", "", ""}};
+    auto submitted = c.Post("/v1/videos", form);
+    ASSERT_TRUE(submitted);
+    const std::string id = body_json(submitted).value("id", "");
+    const std::string served_default = server_latents(c, submitted);
+    EXPECT_EQ(get_video(c, id)["num_inference_steps"], 5);
+    const std::string cli_default = fasth3_latents_cli("default", "", &log);
+    EXPECT_NE(log.find("attention vsa(sparsity=0.9,mode=exempt)"), std::string::npos) << log;
+    EXPECT_TRUE(served_default == cli_default);
+    EXPECT_NE(served_default.find("vsa(sparsity=0.9,mode=exempt)"), std::string::npos); // the metadata
+    EXPECT_FALSE(served_default == served_given);
+
+    // dense as a form field: the base attention, other latents
+    auto dense_form = form;
+    dense_form.push_back({"attention", "dense", "", ""});
+    const std::string served_dense = server_latents(c, c.Post("/v1/videos", dense_form));
+    EXPECT_TRUE(served_dense == fasth3_latents_cli("dense", "--attention dense", nullptr));
+    EXPECT_FALSE(served_dense == served_default);
+
+    // bad attention: 400 naming the field, before anything runs; ref2va under VSA is refused
+    json bad = base;
+    bad["attention"] = "vsa:sparsity=2";
+    expect_error(c.Post("/v1/videos", bad.dump(), "application/json"), 400, "attention", "sparsity 2");
+    bad["attention"] = 0.5;
+    expect_error(c.Post("/v1/videos", bad.dump(), "application/json"), 400, "attention", "string");
+    auto ref_form = form;
+    ref_form.push_back({"attention", "vsa", "", ""});
+    ref_form.push_back({"reference", png_bytes(), "subject.png", "image/png"});
+    ref_form.push_back({"reference", sine_wav(), "voice.wav", "audio/wav"});
+    expect_error(c.Post("/v1/videos", ref_form), 400, "attention", "ref2va is not supported");
+}
+
+// Weight residency through the seam: `serve --residency layerwise` streams the DiT's blocks (and the text
+// stack's layers) from host masters, reports the plan in /health and the job's metrics, and writes the
+// same latents as the resident path (`generate`, the resident plan: LatentsMatchGenerate shows the two
+// agree).
+TEST(ServeResidency, LayerwiseMatchesResident) {
+    fs::remove_all(kWork / "layerwise_out");
+    Server server(kWork / "layerwise_out", {"--residency", "layerwise", "--host-pinning", "off"},
+                  "layerwise");
+    ASSERT_TRUE(server.up());
+    auto c = server.client();
+    auto h = c.Get("/health");
+    ASSERT_TRUE(h);
+    const json health = body_json(h);
+    const std::string placement = health.value("placement", "");
+    EXPECT_NE(placement.find("transformer resident cpu fp32 weights layerwise"), std::string::npos)
+        << placement;
+    EXPECT_NE(placement.find("text_encoder resident cpu fp32 weights layerwise"), std::string::npos)
+        << placement;
+    const json t2va = {{"prompt", "a red fox runs through snow"},
+                       {"size", "64x32"},
+                       {"seconds", 4},
+                       {"seed", 5},
+                       {"num_inference_steps", 3},
+                       {"output_format", "latents"}};
+    auto submitted = c.Post("/v1/videos", t2va.dump(), "application/json");
+    ASSERT_TRUE(submitted);
+    const json v = wait_for(c, body_json(submitted)["id"]);
+    ASSERT_EQ(v["status"], "completed") << v.dump();
+    const json& m = v["metrics"];
+    EXPECT_EQ(m.value("placement", ""), placement);
+    EXPECT_NE(m.value("dit_weights", "").find("layerwise"), std::string::npos) << m.dump();
+    auto r = c.Get(("/v1/videos/" + v["id"].get<std::string>() + "/content?variant=latents").c_str());
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const std::string resident =
+        generate_latents_cli("t2va_resident", "--prompt 'a red fox runs through snow'");
+    ASSERT_GT(resident.size(), 100u);
+    EXPECT_TRUE(r->body == resident) << r->body.size() << " vs " << resident.size() << " bytes";
+}
+
 TEST(ServeTtl, OutputsExpire) {
     const fs::path out = kWork / "ttl_out";
     fs::remove_all(out);
@@ -854,10 +1160,71 @@ TEST(ServeTtl, OutputsExpire) {
 
 } // namespace
 
+// ---- device groups: `serve --sp 2` runs every job on its 2 ranks (threads; rank 0 conditions, both denoise
+// and split the video decode): the latents equal the single-rank CLI's within 1e-5 relative, a job whose
+// rank fails (the fault-injecting stand-in) fails alone and the next job completes; the launcher
+// convention (RANK / WORLD_SIZE) is refused with a message saying why.
+namespace {
+double latents_rel_err(const std::string& a_bytes, const std::string& b_bytes, const std::string& tensor) {
+    const fs::path a = kWork / "group_a.safetensors", b = kWork / "group_b.safetensors";
+    std::ofstream(a, std::ios::binary) << a_bytes;
+    std::ofstream(b, std::ios::binary) << b_bytes;
+    auto fa = h3::io::SafetensorsFile::open(a.string());
+    auto fb = h3::io::SafetensorsFile::open(b.string());
+    if (!fa.ok() || !fb.ok()) return 1e9;
+    auto ta = fa->tensor(tensor), tb = fb->tensor(tensor);
+    if (!ta.ok() || !tb.ok() || !(ta->shape() == tb->shape())) return 1e9;
+    auto x = *h3::to_f32_vector(*ta), y = *h3::to_f32_vector(*tb);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        num = std::max(num, std::fabs(double(x[i]) - y[i]));
+        den = std::max(den, std::fabs(double(y[i])));
+    }
+    return num / den;
+}
+} // namespace
+
+TEST(ServeGroup, SpTwoMatchesOneRankAndAFailedRankFailsAlone) {
+    fs::remove_all(kWork / "group_out");
+    Server server(kWork / "group_out", {"--sp", "2", "--fault-inject-prompt", kFaultPrompt}, "group", {},
+                  true, kFaultBinary);
+    ASSERT_TRUE(server.up());
+    auto c = server.client();
+    const json health = body_json(c.Get("/health"));
+    EXPECT_NE(health.dump().find("dit group sp 2 x tp 1 (2 ranks on cpu)"), std::string::npos)
+        << health.dump();
+    const json t2va = tiny_t2va_latents_request();
+    const std::string served = server_latents(c, c.Post("/v1/videos", t2va.dump(), "application/json"));
+    const std::string single = generate_latents_cli("group_single", "--prompt 'a red fox runs through snow'");
+    ASSERT_GT(single.size(), 100u);
+    EXPECT_LE(latents_rel_err(served, single, "video_latents"), 1e-5);
+    EXPECT_LE(latents_rel_err(served, single, "audio_latents"), 1e-5);
+    // a job whose rank fails mid-denoise fails alone; the group serves the next job (an MP4: the decode too)
+    const std::string bad = submit(c, tiny_request(kFaultPrompt))["id"];
+    const std::string good = submit(c, tiny_request("after the failed rank"))["id"];
+    const json b = wait_for(c, bad);
+    EXPECT_EQ(b["status"], "failed") << b.dump();
+    EXPECT_NE(b["error"]["message"].get<std::string>().find("injected"), std::string::npos) << b.dump();
+    const json g = wait_for(c, good);
+    ASSERT_EQ(g["status"], "completed") << g.dump();
+    auto mp4 = c.Get(("/v1/videos/" + good + "/content").c_str());
+    ASSERT_TRUE(mp4);
+    ASSERT_EQ(mp4->status, 200);
+    check_mp4(mp4->body, "group_after_fault.mp4");
+    EXPECT_TRUE(server.alive());
+
+    Server launched(kWork / "group_launched_out", {"--sp", "2"}, "group_launched", {"RANK=0", "WORLD_SIZE=2"},
+                    false);
+    EXPECT_FALSE(launched.up());
+    EXPECT_EQ(launched.exit_status(), 2);
+    EXPECT_NE(launched.stderr_text().find("serve does not follow the launcher convention"), std::string::npos)
+        << launched.stderr_text();
+}
+
 #else
 
 TEST(Serve, NotBuilt) {
-    GTEST_SKIP() << "this build has no HTTP server (cpp-httplib not found)";
+    GTEST_SKIP() << "this build has no HTTP server (libmicrohttpd not found)";
 }
 
 #endif

@@ -95,7 +95,7 @@ TEST(TorchRng, CachedNormalCarriesAcrossSmallDraws) {
 TEST(TorchRng, RequestDrawOrder) {
     auto f = io::SafetensorsFile::open(data("noise.safetensors"));
     ASSERT_TRUE(f.ok());
-    auto geo = pipeline::resolve_geometry({.width = 64, .height = 32, .frames = 107});
+    auto geo = pipeline::resolve_geometry({.width = 64, .height = 32, .frames = 107}, model::LatentSpec{});
     ASSERT_TRUE(geo.ok()) << geo.status().to_string();
     auto kf = f->tensor("request_keyframe_latents");
     ASSERT_TRUE(kf.ok());

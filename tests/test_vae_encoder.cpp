@@ -78,16 +78,21 @@ const Case kCases[] = {{"frame", {}},
                        {"clip", {}},
                        {"clip_tiled", {.tile = 16, .min_overlap = 8}}};
 
-void check_goldens(const ops::Context& ctx, const VideoVaeEncoder& enc, double rel) {
+// `tf32`: the CUDA convolutions on TF32 tensor cores (the CUDA default); false: exact fp32 (the CPU always
+// is).
+void check_goldens(const ops::Context& ctx, const VideoVaeEncoder& enc, double rel, bool tf32 = false) {
     for (const Case& cs : kCases) {
         SCOPED_TRACE(cs.name);
-        auto post = encode_video(ctx, enc, io(cs.name + "_rgb"), cs.opt);
+        VideoEncodeOptions opt = cs.opt;
+        opt.tf32 = tf32;
+        auto post = encode_video(ctx, enc, io(cs.name + "_rgb"), opt);
         ASSERT_TRUE(post.ok()) << post.status().to_string();
         expect_close(post->mean, io(cs.name + "_mean"), rel, cs.name + " mean");
         expect_close(post->std, io(cs.name + "_std"), rel, cs.name + " std");
     }
     for (const std::string name : {"frame", "tiled"}) {
-        const VideoEncodeOptions opt = name == "tiled" ? kCases[1].opt : VideoEncodeOptions{};
+        VideoEncodeOptions opt = name == "tiled" ? kCases[1].opt : VideoEncodeOptions{};
+        opt.tf32 = tf32;
         Tensor img = io(name + "_rgb");
         auto lat = encode_keyframe(ctx, enc, img.view({img.dim(1), img.dim(2), 3}), opt);
         ASSERT_TRUE(lat.ok()) << lat.status().to_string();
@@ -226,7 +231,8 @@ TEST(VideoVaeEncoder, MakeTinyEncoder) {
 }
 
 // The CUDA encoder against the goldens, and against the CPU encoder on make-tiny's official-structure weights
-// (a 288×320 image: 2×2 tiles of 256 px, batched into one call on the GPU).
+// (a 288×320 image: 2×2 tiles of 256 px, batched into one call on the GPU): the exact fp32 path at 1e-4, the
+// default TF32 path (10-bit mantissa products, ~1e-3 relative through the stack) at 1e-2.
 TEST(VideoVaeEncoderCuda, MatchesGoldensAndCpu) {
     if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
     auto session = cli::DeviceSession::open("cuda");
@@ -234,7 +240,8 @@ TEST(VideoVaeEncoderCuda, MatchesGoldensAndCpu) {
     const ops::Context& ctx = (*session)->context();
     auto enc = load_video_vae_encoder(data("encoder"), ctx.device);
     ASSERT_TRUE(enc.ok()) << enc.status().to_string();
-    check_goldens(ctx, *enc, 1e-4);
+    check_goldens(ctx, *enc, 1e-4, /*tf32=*/false);
+    check_goldens(ctx, *enc, 1e-2, /*tf32=*/true);
 
     const fs::path tmp = fs::path(H3_BINARY_DIR) / "test_vae_encoder_cuda";
     fs::remove_all(tmp);
@@ -246,10 +253,13 @@ TEST(VideoVaeEncoderCuda, MatchesGoldensAndCpu) {
     for (int64_t i = 0; i < img.numel(); ++i)
         img.data_as<uint8_t>()[i] = static_cast<uint8_t>((i * 29) % 255);
     auto want = encode_video(ops::Context::cpu(), *cpu_enc, img.view({1, 288, 320, 3}));
-    auto got = encode_video(ctx, *gpu_enc, img.view({1, 288, 320, 3}));
-    ASSERT_TRUE(want.ok() && got.ok());
+    auto got = encode_video(ctx, *gpu_enc, img.view({1, 288, 320, 3}), {.tf32 = false});
+    auto got_tf32 = encode_video(ctx, *gpu_enc, img.view({1, 288, 320, 3}));
+    ASSERT_TRUE(want.ok() && got.ok() && got_tf32.ok());
     expect_close(got->mean, want->mean, 1e-4, "CUDA vs CPU mean (tiny official structure)");
     expect_close(got->std, want->std, 1e-4, "CUDA vs CPU std (tiny official structure)");
+    expect_close(got_tf32->mean, want->mean, 1e-2, "CUDA TF32 vs CPU mean (tiny official structure)");
+    expect_close(got_tf32->std, want->std, 1e-2, "CUDA TF32 vs CPU std (tiny official structure)");
 }
 
 // H3_VAE_BENCH=1: the official-size encoder with random weights on the GPU, one 1344×768 keyframe timed.

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -225,6 +226,25 @@ TEST(Vision, TowerRejectsBadGrids) {
     r = (*m)->forward(tower_input(12, 1536), {{1, 4, 4}});
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find("pixel_values"), std::string::npos) << r.status().to_string();
+}
+
+// Issue #22: a 2048-edge reference image is tens of thousands of patches (minutes on a CPU); the forward
+// reads the cancel flag before every block and between chunks of query rows.
+TEST(Vision, TowerStopsOnCancel) {
+    auto ckpt = open_text_checkpoint(checkpoint());
+    ASSERT_TRUE(ckpt.ok());
+    auto m = VisionModel::load(*ckpt, {.precision = TextPrecision::kFp32}, ops::Context::cpu());
+    ASSERT_TRUE(m.ok());
+    const std::vector<VisionGrid> grids = {{1, 4, 4}};
+    const Tensor px = tower_input(16, (*m)->config().patch_dim());
+    std::atomic<bool> cancel{false};
+    EXPECT_TRUE((*m)->forward(px, grids, {}, &cancel).ok());
+    cancel = true;
+    auto r = (*m)->forward(px, grids, {}, &cancel);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), ErrorCode::kCancelled);
+    EXPECT_NE(r.status().message().find("vision tower cancelled"), std::string::npos)
+        << r.status().to_string();
 }
 
 TEST(Vision, MropePositions) {

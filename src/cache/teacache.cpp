@@ -40,7 +40,9 @@ public:
             H3_TRY(ctx.model->modulated_input(0, h, ctx.tables->blocks[0], *ctx.rows, m));
             std::optional<double> d;
             if (have_probe_ && has_shape(prev_probe_, m.shape())) {
-                H3_ASSIGN_OR_RETURN(d, ops::rel_l1(c, m, prev_probe_));
+                double local = -1;
+                H3_ASSIGN_OR_RETURN(d, ctx.distance(m, prev_probe_, &local)); // reduced over a group's ranks
+                if (ctx.parallel) record_.local_diff = local;
             }
             record_.probe_elements = 2 * m.numel();
             record_.diff = d.value_or(-1);

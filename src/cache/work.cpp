@@ -70,8 +70,13 @@ nlohmann::json WorkReport::to_json() const {
                         {"reason", s.reason},
                         {"seconds", s.seconds},
                         {"useful_flops", s.useful_flops}});
+        if (s.local_diff >= 0) list.back()["local_diff"] = s.local_diff;
     }
     j["per_step"] = list;
+    if (ranks > 1) {
+        j["ranks"] = ranks;
+        j["rank_useful_flops"] = rank_useful_flops;
+    }
     return j;
 }
 

@@ -21,6 +21,7 @@ struct StepRecord {
     int blocks_skipped = 0;
     int64_t probe_elements = 0; // elements read by the decision (relL1 inputs, probe modulation)
     double diff = -1;           // the decision's distance, −1 when none was computed
+    double local_diff = -1;     // a device group's rank: its own rows' distance (diff is the group's)
     std::string reason;         // why the policy decided so ("warmup", "similar", "window", ...)
     double seconds = 0;
     double useful_flops = 0;
@@ -33,6 +34,10 @@ struct WorkReport {
     std::string cache = "none";
     std::vector<StepRecord> steps;
     double setup_seconds = 0;
+    // A device group's run: the ranks, and each rank's share of the useful FLOPs (the steps' useful_flops
+    // are the group's total).
+    int ranks = 1;
+    std::vector<double> rank_useful_flops;
 
     int dit_calls() const;
     int cache_hits() const;

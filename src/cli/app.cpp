@@ -2,14 +2,36 @@
 
 #include "cli/commands.h"
 #include "core/log.h"
+#include "core/strict_int.h"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
 
 namespace h3::cli {
 
-int run(int argc, char** argv) {
+namespace {
+
+// Every integer option of every subcommand is parsed strictly (core/strict_int.h) before CLI11 converts it:
+// CLI11 alone lets "-1" wrap into an unsigned option and saturates values past int64.
+void make_integers_strict(CLI::App& app) {
+    for (CLI::Option* opt : app.get_options()) {
+        const std::string type = opt->get_type_name();
+        const bool is_unsigned = type == "UINT";
+        if (!is_unsigned && type != "INT") continue;
+        const std::string name = opt->get_name();
+        opt->check(CLI::Validator(
+            [name, is_unsigned](std::string& v) {
+                return is_unsigned ? strict_integer_error<uint64_t>(v, name)
+                                   : strict_integer_error<int64_t>(v, name);
+            },
+            "", "strict integer"));
+    }
+    for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) make_integers_strict(*sub);
+}
+
+int run_app(int argc, char** argv) {
     CLI::App app{"h3-engine: native inference engine for MiniMax-H3 (joint video+audio diffusion)"};
     app.set_version_flag("--version", std::string("h3-engine ") + H3_VERSION);
     app.require_subcommand(1);
@@ -18,6 +40,7 @@ int run(int argc, char** argv) {
 
     std::vector<Command> commands = all_commands();
     for (auto& c : commands) c.setup(app);
+    make_integers_strict(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -34,6 +57,22 @@ int run(int argc, char** argv) {
     return kExitUsage;
 }
 
+} // namespace
+
+// Nothing escapes as an exception (which would abort with 134): a stray one is a runtime failure, exit 4.
+int run(int argc, char** argv) {
+    try {
+        return run_app(argc, argv);
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "h3-engine: error: out of memory\n");
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "h3-engine: error: internal: %s\n", e.what());
+    } catch (...) {
+        std::fprintf(stderr, "h3-engine: error: internal: unknown exception\n");
+    }
+    return kExitRuntime;
+}
+
 int exit_code_for(const Status& s) {
     switch (s.code()) {
     case ErrorCode::kOk:
@@ -43,6 +82,8 @@ int exit_code_for(const Status& s) {
     case ErrorCode::kBadInput:
     case ErrorCode::kNotFound:
         return kExitBadInput;
+    case ErrorCode::kCancelled:
+        return kExitCancelled;
     default:
         return kExitRuntime;
     }

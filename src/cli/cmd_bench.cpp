@@ -1,20 +1,38 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
-//                     [--blocks N] [--device cuda] [--dtype bf16|fp32] [--iters K] [--json]
+//                     [--blocks N] [--device cuda] [--dtype bf16|fp32|fp16] [--precision fp8] [--iters K]
+//                     [--json]
+//                     [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
+//                     [--host-pinning on|off] [--gpu-memory-budget SIZE]
+//                     [--lora-rank R [--lora-mode runtime|merged|both]]
+//                     [--attention dense|vsa[:sparsity=0.9,mode=exempt]] [--vsa-scan 0.1,0.25,0.5,1]
+//                     [--sp 1 --tp 1 [--ring 1]]   (the forwards through the device group's code path on one
+//                                                   rank: its overhead against the same bench without them)
 // h3-engine bench vae --config official --random-weights [--size WxH] [--frames F] [--tiles N] [--json]
 // h3-engine bench vae --encode --random-weights [--size WxH] [--json]   (one keyframe through the encoder)
 // h3-engine bench vae --reference --random-weights [--size WxH] [--frames F] [--json]   (ref2va encoders)
 // Times DiT blocks with random full-width weights generated on the device: seconds per block and per
-// 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory.
+// 50-block forward, useful TFLOP/s, attention TFLOP/s on the same shape, and peak device memory. Every timed
+// pass runs the blocks back to back and synchronizes once at its end, so streamed blocks (layerwise) overlap
+// their uploads with compute as in a forward; the JSON then adds the bytes uploaded per pass, the rate they
+// arrived at during the pass, the link's own H2D rate (one block's bytes, pinned and pageable) and the plan.
 #include "cli/app.h"
+#include "cli/bench_lora.h"
+#include "cli/bench_vsa.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
+#include "cli/residency_flags.h"
 #include "core/cuda_api.h"
+#include "core/device_stream.h"
+#include "core/phase_timer.h"
 #include "model/audio_vae/audio_vae.h"
 #include "model/audio_vae/audio_vae_encoder.h"
+#include "model/dit/dit_fp8.h"
 #include "model/dit/dit_random.h"
 #include "model/video_vae/video_vae.h"
 #include "model/video_vae/video_vae_encoder.h"
+#include "ops/cuda/cuda_context.h"
 #include "ops/ops.h"
+#include "runtime/device_group.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -31,11 +49,57 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
-    std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16";
+    std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16", precision;
     int frames = 124, text = 537, blocks = 4, iters = 2;
     bool random_weights = false, json = false;
+    int64_t lora_rank = 0;          // > 0: also time random rank-R adapters on q/k/v/out/FFN of every block
+    std::string lora_mode = "both"; // runtime | merged | both
+    std::string attention = "dense";
+    std::vector<double> vsa_scan = {0.1, 0.25, 0.5, 1.0}; // kept fractions timed with --attention vsa
+    ResidencyFlags residency;
+    int sp = 0, tp = 0, ring = 0; // 0: not given; 1: the group path at world size 1 (nothing else is allowed)
     CLI::App* sub = nullptr;
 };
+
+// --sp 1 --tp 1 [--ring 1]: a DeviceGroup of one rank whose DiT view takes the sequence-parallel code path
+// (size-1 communicators: the shard copy, Ulysses' packing and all-to-alls, the final all_gather, the cache
+// probe's all-reduce; with --ring 1 the ring's all_gathers, lse attention and merges). tp stays unwired: a
+// one-rank tp path would copy every block's weights into a shard.
+Result<std::unique_ptr<runtime::DeviceGroup>> one_rank_group(const BenchOptions& o, const ops::Context& ctx) {
+    if (o.sp == 0 && o.tp == 0 && o.ring == 0) return std::unique_ptr<runtime::DeviceGroup>();
+    if (o.sp > 1 || o.tp > 1 || o.ring > 1)
+        return invalid_argument("bench dit times one device: --sp, --tp and --ring take 1 (the parallel code "
+                                "path at world size 1); several ranks run through `generate --sp N`");
+    runtime::ParallelPlan plan;
+    plan.force_sequence_path = o.sp == 1 || o.tp == 1;
+    plan.force_ring_path = o.ring == 1;
+    return runtime::DeviceGroup::create(plan, ctx);
+}
+
+// Seconds for copying `bytes` from host memory (pinned or pageable) to the device on a stream of its own,
+// after one untimed copy: the link's H2D rate the streamed weights can reach.
+Result<double> h2d_seconds(const ops::Context& ctx, size_t bytes, bool pinned) {
+    if (ctx.device.is_cpu()) return 0.0;
+    H3_ASSIGN_OR_RETURN(Tensor host,
+                        model::host_buffer(Shape{static_cast<int64_t>(bytes)}, DType::kU8, pinned));
+    H3_ASSIGN_OR_RETURN(Tensor dev, Tensor::empty(host.shape(), DType::kU8, ctx.device));
+    H3_ASSIGN_OR_RETURN(DeviceStream stream, DeviceStream::create(ctx.device));
+    H3_TRY(dev.copy_from(host, stream.handle()));
+    H3_TRY(stream.synchronize());
+    const auto t0 = Clock::now();
+    H3_TRY(dev.copy_from(host, stream.handle()));
+    H3_TRY(stream.synchronize());
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// What the CUDA context's switches say (benches print them so before/after runs are labelled).
+bool gemm_autotune(const ops::Context& ctx) {
+    return ctx.is_cuda() && ctx.cuda && ctx.cuda->gemm_autotune();
+}
+std::string conv3d_backend(const ops::Context& ctx) {
+    if (!ctx.is_cuda() || !ctx.cuda) return "cpu";
+    return ctx.cuda->conv3d_cudnn() ? "cudnn" : "igemm";
+}
 
 // Block GEMM parameters (q, k, v, out, fc1, fc2) — 385.35 M at the official width.
 double block_gemm_params(const model::DitConfig& c) {
@@ -66,50 +130,160 @@ int run_bench(const BenchOptions& o) {
     layout.latent_h = H / 16;
     layout.latent_w = W / 16;
     layout.audio = static_cast<int64_t>(std::nearbyint(o.frames / 24.0 * 40.0)); // round-half-even
+    if (o.sp > 1 || o.tp > 1 || o.ring > 1) return report(one_rank_group(o, ops::Context::cpu()).status());
     auto session = DeviceSession::open(o.device);
     if (!session.ok()) return report(session.status());
     const ops::Context& ctx = (*session)->context();
-    const auto prec = o.dtype == "fp32" ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16;
+    auto group = one_rank_group(o, ctx);
+    if (!group.ok()) return report(group.status().with_context("bench dit --sp/--tp/--ring"));
+    const model::DitParallel* group_dit = *group ? &(*group)->rank(0).dit : nullptr;
+    const std::string pname = o.precision.empty() ? o.dtype : o.precision; // --precision wins over --dtype
+    auto parsed = model::parse_precision(pname, o.precision.empty() ? "--dtype" : "--precision");
+    if (!parsed.ok()) return report(parsed.status());
+    const auto prec = *parsed;
+    const bool fp8 = prec == model::DitPrecision::kFp8;
     const int blocks = std::max(1, std::min(o.blocks, c.num_layers));
+    auto attention = model::parse_attention_choice(o.attention);
+    if (!attention.ok()) return report(attention.status());
+    // VSA runs a FastH3 student: every block carries its compression gate.
+    // Placement of the `blocks` blocks: as the flags say, or planned for the budget.
+    model::DitConfig placed = c;
+    placed.num_layers = blocks;
+    const runtime::Workload wl = workload_for(layout.video_rows(c), 2 * layout.audio, layout.text, 2, 0);
+    auto choice = resolve_residency(o.residency, {runtime::dit_component_bytes(placed, prec, wl)});
+    if (!choice.ok()) return report(choice.status());
+    if (!o.json) std::fprintf(stderr, "bench dit: %s\n", choice->describe().c_str());
+    const bool streamed = !choice->dit.plain();
     reset_device_memory_peak();
-    auto weights = model::random_dit_weights(c, ctx, prec, {.blocks = blocks, .adaln = false, .seed = 1});
+    auto weights = model::random_dit_weights(c, ctx, prec,
+                                             {.blocks = blocks,
+                                              .adaln = false,
+                                              .gate_compress = attention->is_vsa(),
+                                              .seed = 1,
+                                              .host_blocks = streamed,
+                                              .pinned = choice->dit.pin_host});
     if (!weights.ok()) return report(weights.status());
-    model::DitModel dit(c, std::move(*weights), prec, ctx);
+    std::unique_ptr<model::LayerWeightSource> source;
+    if (streamed) {
+        if (fp8)
+            return report(
+                invalid_argument("--precision fp8 keeps its e4m3 block weights resident; drop it or "
+                                 "use --residency resident --weight-dtype bf16"));
+        auto src = model::make_dit_block_source(*weights, prec, choice->dit, ctx);
+        if (!src.ok()) return report(src.status());
+        source = std::move(src).value();
+    }
+    // The model holds `blocks` blocks (a truncated DiT: its forward runs them all); per-forward figures are
+    // also extrapolated to the config's block count from the per-block time.
+    model::DitConfig truncated = c;
+    truncated.num_layers = blocks;
+    if (fp8) { // every timed block in e4m3 (the default exceptions name the last of 50 blocks)
+        Status q = model::quantize_dit_fp8(ctx, truncated, {.bf16_layers = {}}, *weights);
+        if (!q.ok()) return report(q);
+    }
+    model::DitModel dit(truncated, std::move(*weights), prec, ctx, std::move(source));
     auto packed = model::synthetic_inputs(c, layout, 0.3f, 0.55f, 2);
     auto tables = model::random_adaln_tables(c, ctx, dit.act_dtype(), packed.timesteps, blocks, 3);
     if (!tables.ok()) return report(tables.status());
-    auto rows = dit.build_row_tables(packed, *tables);
-    if (!rows.ok()) return report(rows.status());
+    std::shared_ptr<const ops::VsaTiles> vsa_tiles; // VSA: the synthetic layout's tile map
+    if (attention->is_vsa()) {
+        auto t = dit.prepare_vsa_tiles(packed);
+        if (!t.ok()) return report(t.status());
+        vsa_tiles = *t;
+    }
     const int64_t S = packed.rows, D = c.hidden_size;
-    auto h = Tensor::empty(Shape{S, D}, dit.act_dtype(), ctx.device);
-    if (!h.ok()) return report(h.status());
-    Status st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
-    if (!st.ok()) return report(st);
     size_t weight_bytes = device_memory_stats().current;
     model::DitForwardOptions fo;
-    auto scratch = dit.make_scratch(S, fo.ffn_chunk_bytes);
-    if (!scratch.ok()) return report(scratch.status());
-    // Warm-up (plans, heuristics), then timed passes over every block.
-    st = dit.run_block(0, *h, tables->blocks[0], *rows, fo, *scratch);
-    if (st.ok()) st = (*session)->synchronize();
-    if (!st.ok()) return report(st);
+    fo.attention = *attention;
     std::vector<double> per_block;
-    auto t0 = Clock::now();
-    for (int it = 0; it < o.iters; ++it)
-        for (int b = 0; b < blocks; ++b) {
-            // Re-randomize the stream each pass so the residual does not grow without bound.
-            if (b == 0) st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
-            auto tb = Clock::now();
-            if (st.ok())
-                st = dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo, *scratch);
-            if (st.ok()) st = (*session)->synchronize();
+    std::vector<std::pair<std::string, double>> phases; // per-op seconds summed over one pass of the blocks
+    Status st;
+    double total = 0, pass_s = 0;
+    size_t setup_peak = 0;
+    model::ResidencyStats timed_stats; // the block source's counters over the timed passes
+    {
+        auto rows = dit.build_row_tables(packed, *tables);
+        if (!rows.ok()) return report(rows.status());
+        rows->vsa = vsa_tiles.get();
+        auto h = Tensor::empty(Shape{S, D}, dit.residual_dtype(), ctx.device);
+        if (!h.ok()) return report(h.status());
+        st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
+        if (!st.ok()) return report(st);
+        auto scratch = dit.make_scratch(S, fo.ffn_chunk_bytes);
+        if (!scratch.ok()) return report(scratch.status());
+        // Warm-up (plans, heuristics and GEMM algorithm timing; a streamed model also fills its ring), then
+        // timed passes over every block, one synchronization per pass.
+        auto pass = [&]() -> Status {
+            H3_TRY(ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h)); // keeps the residual bounded
+            for (int b = 0; b < blocks; ++b)
+                H3_TRY(dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, fo, *scratch));
+            H3_TRY(dit.end_block_pass());
+            return (*session)->synchronize();
+        };
+        st = pass();
+        if (!st.ok()) return report(st);
+        setup_peak = device_memory_stats().peak;
+        reset_device_memory_peak();
+        if (dit.block_source()) dit.block_source()->reset_counters();
+        auto t0 = Clock::now();
+        for (int it = 0; it < o.iters; ++it) {
+            st = pass();
             if (!st.ok()) return report(st);
-            per_block.push_back(std::chrono::duration<double>(Clock::now() - tb).count());
         }
-    double total = std::chrono::duration<double>(Clock::now() - t0).count();
-    double block_s = 0;
-    for (double x : per_block) block_s += x;
-    block_s /= static_cast<double>(per_block.size());
+        total = std::chrono::duration<double>(Clock::now() - t0).count();
+        pass_s = total / o.iters;
+        if (dit.block_source()) timed_stats = dit.block_source()->stats();
+        // Per-op device time: one more pass with events between the ops (no syncs inside the pass).
+        PhaseTimer timer(ctx.device, ctx.stream());
+        model::DitForwardOptions to = fo;
+        to.timer = &timer;
+        st = ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h);
+        for (int b = 0; b < blocks && st.ok(); ++b) {
+            st = timer.start();
+            if (st.ok())
+                st = dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, to, *scratch);
+        }
+        if (st.ok()) st = dit.end_block_pass();
+        if (!st.ok()) return report(st);
+        auto totals = timer.totals();
+        if (!totals.ok()) return report(totals.status());
+        phases = std::move(*totals);
+    }
+    const double block_s = pass_s / blocks;
+    const size_t block_peak = device_memory_stats().peak;
+    // The whole (truncated) forward over a request state: embeddings, the blocks, final norm and heads. The
+    // workspace reused (no device allocation per forward) against a fresh one per forward (what every
+    // forward paid before), device-resident outputs against host copies.
+    struct ForwardRun {
+        std::string name;
+        bool reuse, on_device;
+        double seconds = 0;
+        uint64_t allocations = 0;
+    };
+    std::vector<ForwardRun> forwards = {{"fresh_workspace_host_outputs", false, false},
+                                        {"workspace_host_outputs", true, false},
+                                        {"workspace_device_outputs", true, true}};
+    {
+        model::DitForwardOptions gfo = fo;
+        gfo.parallel = group_dit; // --sp 1: the group's code path on one rank
+        auto state = dit.prepare_request(packed, gfo);
+        if (!state.ok()) return report(state.status());
+        for (ForwardRun& fr : forwards) {
+            model::DitForwardOptions ffo = gfo;
+            ffo.reuse_workspace = fr.reuse;
+            ffo.outputs_on_device = fr.on_device;
+            auto warm = dit.forward(packed, &*tables, ffo, &*state); // sizes the workspace, tunes, plans
+            if (!warm.ok()) return report(warm.status());
+            if (auto s2 = (*session)->synchronize(); !s2.ok()) return report(s2);
+            const uint64_t a0 = device_memory_stats().allocations;
+            const auto tf = Clock::now();
+            auto out = dit.forward(packed, &*tables, ffo, &*state);
+            if (!out.ok()) return report(out.status());
+            if (auto s2 = (*session)->synchronize(); !s2.ok()) return report(s2);
+            fr.seconds = std::chrono::duration<double>(Clock::now() - tf).count();
+            fr.allocations = device_memory_stats().allocations - a0;
+        }
+    }
     // Attention alone on the same shape.
     double attn_s = 0;
     {
@@ -120,20 +294,38 @@ int run_bench(const BenchOptions& o) {
         auto out = Tensor::empty(Shape{S, Hh, hd}, dit.act_dtype(), ctx.device);
         if (!q.ok() || !k.ok() || !v.ok() || !out.ok()) return report(internal_error("attention buffers"));
         for (auto* t : {&*q, &*k, &*v}) st = ops::fill_uniform(ctx, {.seed = 5, .bound = 1.0f}, *t);
-        st = ops::attention(ctx, {}, *q, *k, *v, *out); // warm-up
+        const ops::AttentionParams ap{.fp8 = fp8};
+        st = ops::attention(ctx, ap, *q, *k, *v, *out); // warm-up
         if (st.ok()) st = (*session)->synchronize();
         if (!st.ok()) return report(st);
         auto ta = Clock::now();
-        for (int i = 0; i < o.iters; ++i) st = ops::attention(ctx, {}, *q, *k, *v, *out);
+        for (int i = 0; i < o.iters; ++i) st = ops::attention(ctx, ap, *q, *k, *v, *out);
         if (st.ok()) st = (*session)->synchronize();
         if (!st.ok()) return report(st);
         attn_s = std::chrono::duration<double>(Clock::now() - ta).count() / o.iters;
     }
+    nlohmann::json vsa_json;
+    if (vsa_tiles) {
+        VsaScanParams vp{.kept_fractions = o.vsa_scan,
+                         .compete = attention->vsa.mode == model::VsaMode::kCompete,
+                         .iters = o.iters,
+                         .dense_seconds = attn_s};
+        auto scan = vsa_attention_scan(**session, c, dit.act_dtype(), *vsa_tiles, vp);
+        if (!scan.ok()) return report(scan.status());
+        vsa_json = *scan;
+    }
+    // The link's own H2D rate for one block's streamed bytes.
+    const size_t block_bytes = static_cast<size_t>(block_gemm_params(c)) * dtype_size(dit.act_dtype());
+    auto pinned_s = h2d_seconds(ctx, block_bytes, true);
+    auto pageable_s = h2d_seconds(ctx, block_bytes, false);
+    if (!pinned_s.ok()) return report(pinned_s.status());
+    if (!pageable_s.ok()) return report(pageable_s.status());
     const double gemm_flops = 2.0 * static_cast<double>(S) * block_gemm_params(c);
     const double attn_flops = 4.0 * static_cast<double>(S) * static_cast<double>(S) * c.inner_dim();
     nlohmann::json j = {
         {"device", ctx.device.to_string()},
-        {"dtype", o.dtype},
+        {"dtype", pname},
+        {"precision", model::precision_name(prec)},
         {"size", o.size},
         {"frames", o.frames},
         {"rows", S},
@@ -150,19 +342,123 @@ int run_bench(const BenchOptions& o) {
         {"attention_seconds", attn_s},
         {"attention_tflops", attn_flops / attn_s / 1e12},
         {"weights_bytes_on_device", weight_bytes},
-        {"peak_device_bytes", device_memory_stats().peak},
-        {"peak_device_gib", static_cast<double>(device_memory_stats().peak) / (1ull << 30)},
+        {"peak_device_bytes", block_peak},
+        {"peak_device_gib", static_cast<double>(block_peak) / (1ull << 30)},
+        {"peak_device_gib_with_forward", static_cast<double>(device_memory_stats().peak) / (1ull << 30)},
+        {"setup_peak_device_gib", static_cast<double>(setup_peak) / (1ull << 30)},
+        {"seconds_per_pass", pass_s},
+        {"residency", dit.residency_describe()},
+        {"plan", choice->describe()},
+        {"h2d_link_gbps_pinned", *pinned_s > 0 ? block_bytes / *pinned_s / 1e9 : 0.0},
+        {"h2d_link_gbps_pageable", *pageable_s > 0 ? block_bytes / *pageable_s / 1e9 : 0.0},
         {"wall_seconds", total},
+        {"gemm_autotune", gemm_autotune(ctx)},
+        {"attention", attention->describe()},
     };
+    if (vsa_tiles) j["vsa"] = vsa_json;
+    if (dit.block_source()) {
+        const model::ResidencyStats& rs = timed_stats;
+        const double bytes_per_pass = static_cast<double>(rs.h2d_bytes) / o.iters;
+        j["h2d_bytes_per_pass"] = bytes_per_pass;
+        j["h2d_gbps_during_pass"] = bytes_per_pass / pass_s / 1e9;
+        j["uploads_per_pass"] = static_cast<double>(rs.uploads) / o.iters;
+        j["sync_loads"] = rs.sync_loads;
+        j["dequantized_per_pass"] = static_cast<double>(rs.dequantized) / o.iters;
+        j["device_resident_gib"] = static_cast<double>(rs.device_resident_bytes) / (1ull << 30);
+        j["device_ring_gib"] = static_cast<double>(rs.device_ring_bytes) / (1ull << 30);
+        j["device_staging_gib"] = static_cast<double>(rs.device_staging_bytes) / (1ull << 30);
+        j["host_master_gib"] = static_cast<double>(rs.host_master_bytes) / (1ull << 30);
+        j["host_pinned_gib"] = static_cast<double>(rs.host_pinned_bytes) / (1ull << 30);
+    }
+    double gemm_s = 0;
+    nlohmann::json per_op = nlohmann::json::object();
+    for (const auto& [name, secs] : phases) {
+        per_op[name] = secs / blocks;
+        if (name.rfind("gemm_", 0) == 0) gemm_s += secs / blocks;
+    }
+    j["per_op_seconds_per_block"] = per_op;
+    j["gemm_seconds_per_block"] = gemm_s;
+    j["gemm_tflops"] = gemm_s > 0 ? gemm_flops / gemm_s / 1e12 : 0.0;
+    nlohmann::json fj = nlohmann::json::object();
+    for (const ForwardRun& fr : forwards)
+        fj[fr.name] = {{"seconds", fr.seconds}, {"device_allocations", fr.allocations}};
+    j["forward_blocks"] = blocks;
+    j["forward"] = fj;
+    // Which code path the forwards took: "plain", or the one-rank group's ("ulysses", "ring",
+    // "ulysses+ring").
+    j["forward_path"] = !group_dit                         ? "plain"
+                        : group_dit->sp && group_dit->ring ? "ulysses+ring"
+                        : group_dit->ring                  ? "ring"
+                                                           : "ulysses";
+    if (o.lora_rank > 0) { // last: the merged pass changes the weights for good
+        auto rows = dit.build_row_tables(packed, *tables);
+        if (!rows.ok()) return report(rows.status());
+        auto h = Tensor::empty(Shape{S, D}, dit.act_dtype(), ctx.device);
+        if (!h.ok()) return report(h.status());
+        // Mean seconds per block over --iters timed passes with these options.
+        const BlockTimer time_blocks = [&](const model::DitForwardOptions& opts, model::DitScratch& sc,
+                                           bool warm_up) -> Result<double> {
+            if (warm_up) { // plans and heuristics for new shapes, untimed
+                H3_TRY(ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h));
+                H3_TRY(dit.run_block(0, *h, tables->blocks[0], *rows, opts, sc));
+                H3_TRY((*session)->synchronize());
+            }
+            std::vector<double> lora_per_block;
+            for (int it = 0; it < o.iters; ++it)
+                for (int b = 0; b < blocks; ++b) {
+                    // Re-randomize the stream each pass so the residual does not grow without bound.
+                    if (b == 0) H3_TRY(ops::fill_uniform(ctx, {.seed = 9, .bound = 1.0f}, *h));
+                    auto tb = Clock::now();
+                    H3_TRY(dit.run_block(b, *h, tables->blocks[static_cast<size_t>(b)], *rows, opts, sc));
+                    H3_TRY((*session)->synchronize());
+                    lora_per_block.push_back(std::chrono::duration<double>(Clock::now() - tb).count());
+                }
+            double mean = 0;
+            for (double x : lora_per_block) mean += x;
+            return mean / static_cast<double>(lora_per_block.size());
+        };
+        auto lj = bench_dit_lora(dit,
+                                 {.rank = o.lora_rank,
+                                  .blocks = blocks,
+                                  .mode = o.lora_mode,
+                                  .rows = S,
+                                  .base_seconds_per_block = block_s},
+                                 time_blocks);
+        if (!lj.ok()) return report(lj.status());
+        j["lora"] = *lj;
+    }
     if (o.json) {
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::printf(
             "DiT bench on %s, %s, %lld rows: %.4f s/block, %.2f s per %d-block forward, %.0f TFLOP/s; "
-            "attention %.0f TFLOP/s; peak %.1f GiB\n",
-            ctx.device.to_string().c_str(), o.dtype.c_str(), static_cast<long long>(S), block_s,
+            "GEMM %.0f TFLOP/s; attention %.0f TFLOP/s; peak %.1f GiB; %s\n",
+            ctx.device.to_string().c_str(), model::precision_name(prec), static_cast<long long>(S), block_s,
             block_s * c.num_layers, c.num_layers, (gemm_flops + attn_flops) / block_s / 1e12,
-            attn_flops / attn_s / 1e12, static_cast<double>(device_memory_stats().peak) / (1ull << 30));
+            gemm_s > 0 ? gemm_flops / gemm_s / 1e12 : 0.0, attn_flops / attn_s / 1e12,
+            static_cast<double>(block_peak) / (1ull << 30),
+            dit.block_source() ? timed_stats.summary().c_str() : "resident");
+        for (const auto& [name, secs] : phases)
+            std::printf("  %-16s %.5f s/block\n", name.c_str(), secs / blocks);
+        for (const ForwardRun& fr : forwards)
+            std::printf("  forward (%d blocks, %s path) %-30s %.4f s, %llu device allocations\n", blocks,
+                        j["forward_path"].get<std::string>().c_str(), fr.name.c_str(), fr.seconds,
+                        static_cast<unsigned long long>(fr.allocations));
+        if (j.contains("lora")) std::printf("LoRA: %s\n", j["lora"].dump().c_str());
+        if (vsa_tiles) {
+            std::printf("attention %s: %lld tiles (%lld prefix, %lld video); dense attention %.4f s\n",
+                        attention->describe().c_str(), static_cast<long long>(vsa_tiles->num_tiles()),
+                        static_cast<long long>(vsa_tiles->num_prefix_tiles),
+                        static_cast<long long>(vsa_tiles->num_video_tiles), attn_s);
+            for (const auto& r : vsa_json["runs"])
+                std::printf(
+                    "  kept %.3f (keep %lld, %.3f of tile pairs): sparse %.4f s (x%.3f of all tiles, x%.3f "
+                    "of dense), selection %.4f s\n",
+                    r["kept_fraction"].get<double>(), static_cast<long long>(r["keep"].get<int64_t>()),
+                    r["visited_tile_fraction"].get<double>(), r["sparse_attention_seconds"].get<double>(),
+                    r["vs_all_tiles"].get<double>(), r["vs_dense"].get<double>(),
+                    r["select_seconds"].get<double>());
+        }
     }
     return kExitOk;
 }
@@ -172,7 +468,8 @@ int run_bench(const BenchOptions& o) {
 struct VaeBenchOptions {
     std::string config = "official", size = "1344x768", device = "cuda", dtype = "f16";
     int frames = 124, tiles = 0, tile_batch = 0;
-    bool random_weights = false, json = false, encode = false, reference = false, tf32 = false;
+    bool random_weights = false, json = false, encode = false, reference = false, exact_fp32 = false;
+    bool assemble_on_host = false;
     CLI::App* sub = nullptr;
 };
 
@@ -207,7 +504,7 @@ int run_bench_vae_encode(const VaeBenchOptions& o) {
     Tensor img = Tensor::host(Shape{H, W, 3}, DType::kU8);
     for (int64_t i = 0; i < img.numel(); ++i)
         img.data_as<uint8_t>()[i] = static_cast<uint8_t>((i * 31) % 256);
-    const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = o.tf32};
+    const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = !o.exact_fp32};
     if (auto r = model::encode_keyframe(ctx, *enc, img, eo); !r.ok()) return report(r.status()); // warm-up
     const auto t0 = Clock::now();
     auto lat = model::encode_keyframe(ctx, *enc, img, eo);
@@ -253,7 +550,7 @@ int run_bench_vae_reference(const VaeBenchOptions& o) {
         Tensor clip = Tensor::host(Shape{o.frames, H, W, 3}, DType::kU8);
         for (int64_t i = 0; i < clip.numel(); ++i)
             clip.data_as<uint8_t>()[i] = static_cast<uint8_t>((i * 31 + i / (int64_t(W) * H * 3)) % 256);
-        const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = o.tf32};
+        const model::VideoEncodeOptions eo{.tile_batch = o.tile_batch, .tf32 = !o.exact_fp32};
         Tensor first = Tensor::host(Shape{H, W, 3}, DType::kU8);
         std::copy_n(clip.data_as<uint8_t>(), first.numel(), first.data_as<uint8_t>());
         if (auto r = model::encode_keyframe(ctx, *enc, first, eo); !r.ok())
@@ -284,7 +581,8 @@ int run_bench_vae_reference(const VaeBenchOptions& o) {
                         {"size", o.size},
                         {"frames", o.frames},
                         {"clip_encode_seconds", video_secs},
-                        {"tf32", o.tf32},
+                        {"tf32", !o.exact_fp32},
+                        {"conv3d", conv3d_backend(ctx)},
                         {"clip_latent", lat.shape().to_vector()},
                         {"clip_peak_gib", video_peak},
                         {"soundtrack_seconds", static_cast<double>(samples) / ac.sampling_rate},
@@ -324,7 +622,7 @@ int run_bench_vae(const VaeBenchOptions& o) {
     const int64_t T = (o.frames - 5) / 17 * 5 + 2, lh = H / vc.patch, lw = W / vc.patch;
     const model::ClipPlan plan =
         model::plan_clips(static_cast<int>(T), vc.clip_length, vc.patch_t, vc.token_drop);
-    const model::VideoDecodeOptions vopt{.tile_batch = o.tile_batch};
+    const model::VideoDecodeOptions vopt{.tile_batch = o.tile_batch, .assemble_on_host = o.assemble_on_host};
     const auto ty = model::split_tiles(H, vopt.tile, vopt.min_overlap, vc.patch);
     const auto tx = model::split_tiles(W, vopt.tile, vopt.min_overlap, vc.patch);
     const int total_tiles = static_cast<int>(plan.starts.size() * ty.starts.size() * tx.starts.size());
@@ -387,6 +685,8 @@ int run_bench_vae(const VaeBenchOptions& o) {
                         {"tile_clips_timed", timed_tiles},
                         {"tile_batch", batch},
                         {"extrapolated", timed_tiles != total_tiles},
+                        {"assemble_on_host", o.assemble_on_host},
+                        {"gemm_autotune", gemm_autotune(ctx)},
                         {"video_decode_seconds", video_s},
                         {"seconds_per_tile_clip", video_s / total_tiles},
                         {"video_peak_gib", video_peak},
@@ -408,16 +708,22 @@ int run_bench_vae(const VaeBenchOptions& o) {
 
 } // namespace
 
-Command bench_text_command();     // cmd_bench_text.cpp: `bench text`
-Command bench_generate_command(); // cmd_bench_generate.cpp: `bench generate`
+Command bench_text_command();      // cmd_bench_text.cpp: `bench text`
+Command bench_generate_command();  // cmd_bench_generate.cpp: `bench generate`
+Command bench_attention_command(); // cmd_bench_attention.cpp: `bench attention`
+Command bench_fp8_command();       // cmd_bench_fp8.cpp: `bench fp8`
+Command bench_request_command();   // cmd_bench_request.cpp: `bench request`
 
 Command make_bench_command() {
     auto o = std::make_shared<BenchOptions>();
     auto vo = std::make_shared<VaeBenchOptions>();
     auto text = std::make_shared<Command>(bench_text_command());
     auto gen = std::make_shared<Command>(bench_generate_command());
+    auto attn = std::make_shared<Command>(bench_attention_command());
+    auto fp8c = std::make_shared<Command>(bench_fp8_command());
+    auto request = std::make_shared<Command>(bench_request_command());
     Command c;
-    c.setup = [o, vo, text, gen](CLI::App& app) {
+    c.setup = [o, vo, text, gen, attn, fp8c, request](CLI::App& app) {
         o->sub = app.add_subcommand("bench", "Benchmarks (machine-readable with --json)");
         CLI::App* dit = o->sub->add_subcommand("dit", "DiT blocks with random full-width weights");
         o->sub->require_subcommand(1);
@@ -430,12 +736,41 @@ Command make_bench_command() {
         dit->add_option("--blocks", o->blocks, "blocks to instantiate and time")->capture_default_str();
         dit->add_option("--iters", o->iters, "timed passes over the blocks")->capture_default_str();
         dit->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
-        dit->add_option("--dtype", o->dtype, "bf16 | fp32")
-            ->check(CLI::IsMember({"bf16", "fp32"}))
+        dit->add_option("--dtype", o->dtype, "bf16 | fp32 | fp16")
+            ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))
+            ->capture_default_str();
+        add_residency_flags(dit, o->residency);
+        dit->add_option("--precision", o->precision,
+                        "fp8: the blocks' GEMMs and attention in e4m3 (Hopper), else --dtype decides")
+            ->check(CLI::IsMember({"bf16", "fp8", "fp32"}));
+        dit->add_option("--attention", o->attention,
+                        "dense | vsa[:sparsity=0.9,mode=exempt|compete,...] (VSA: FastH3 blocks with their "
+                        "compression gates, plus the sparse attention alone at the --vsa-scan fractions)")
+            ->capture_default_str();
+        dit->add_option("--vsa-scan", o->vsa_scan, "kept fractions of the video key tiles to time (VSA)")
+            ->delimiter(',')
             ->capture_default_str();
         dit->add_flag("--json", o->json, "JSON output");
+        dit->add_option("--sp", o->sp,
+                        "1: the forwards through the device group's Ulysses code path on one rank")
+            ->check(CLI::Range(1, 1024));
+        dit->add_option("--tp", o->tp, "1 (accepted with --sp 1; the tp path is not timed at one rank)")
+            ->check(CLI::Range(1, 1024));
+        dit->add_option("--ring", o->ring, "1: the forwards through the ring-attention code path on one rank")
+            ->check(CLI::Range(1, 1024));
+        dit->add_option(
+               "--lora-rank", o->lora_rank,
+               "also time random rank-R adapters on q/k/v/out/FFN of every block: applied at run time "
+               "and merged into the weights")
+            ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+        dit->add_option("--lora-mode", o->lora_mode, "runtime | merged | both")
+            ->check(CLI::IsMember({"runtime", "merged", "both"}))
+            ->capture_default_str();
         text->setup(*o->sub);
+        attn->setup(*o->sub);
+        fp8c->setup(*o->sub);
         gen->setup(*o->sub);
+        request->setup(*o->sub);
         CLI::App* vae =
             o->sub->add_subcommand("vae", "video + audio VAE decoders with random full-width weights");
         vae->add_option("--config", vo->config, "official or a vae config.json")->capture_default_str();
@@ -455,15 +790,22 @@ Command make_bench_command() {
             "--reference", vo->reference,
             "time the ref2va reference encoders instead: a --frames clip of --size (video encoder) and "
             "its stereo soundtrack (audio encoder)");
-        vae->add_flag("--tf32", vo->tf32,
-                      "encoder convolutions on TF32 tensor cores (--encode, --reference)");
+        vae->add_flag(
+            "--exact-fp32", vo->exact_fp32,
+            "encoder convolutions in exact fp32 instead of TF32 tensor cores (--encode, --reference)");
+        vae->add_flag(
+            "--assemble-on-host", vo->assemble_on_host,
+            "stitch and cross-fade the decoded tiles on the host (the former path, for comparison)");
         vae->add_flag("--json", vo->json, "JSON output");
         vo->sub = vae;
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
-    c.run = [o, vo, text, gen]() -> int {
+    c.run = [o, vo, text, gen, attn, fp8c, request]() -> int {
         if (vo->sub && vo->sub->parsed()) return run_bench_vae(*vo);
         if (gen->parsed()) return gen->run();
+        if (attn->parsed()) return attn->run();
+        if (fp8c->parsed()) return fp8c->run();
+        if (request->parsed()) return request->run();
         return text->parsed() ? text->run() : run_bench(*o);
     };
     return c;

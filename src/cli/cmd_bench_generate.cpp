@@ -1,5 +1,9 @@
 // h3-engine bench generate --random-weights [--size WxH] [--frames F] [--text L] [--steps N] [--blocks B]
 //                          [--device cuda] [--dtype bf16|fp32] [--cache SPEC ...] [--json]
+//                          [--attention dense|vsa[:...]] [--rungs 1000,750,500,250]
+//                          [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype
+//                          bf16|int8|auto]
+//                          [--host-pinning on|off] [--gpu-memory-budget SIZE]
 // Runs the real sampling loop (layout, seeded noise, AdaLN tables for the whole schedule, request hoisting,
 // N−1 DiT forwards, Euler updates) on a full-width DiT with random weights generated on the device, and
 // reports setup and per-step seconds. This is the full-width random-weight generate run of the pipeline.
@@ -10,10 +14,14 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
+#include "cli/residency_flags.h"
 #include "core/cuda_api.h"
 #include "model/dit/dit_random.h"
 #include "ops/random.h"
 #include "pipeline/generate.h"
+
+#include "model/latent_spec.h"
+#include "pipeline/geometry.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -31,6 +39,9 @@ Command bench_generate_command() {
         uint64_t seed = 0;
         bool random_weights = false, json = false;
         std::vector<std::string> caches;
+        std::string attention = "dense";
+        std::vector<int> rungs;
+        ResidencyFlags residency;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -46,12 +57,20 @@ Command bench_generate_command() {
         o->sub->add_option("--blocks", o->blocks, "DiT blocks (default: all 50)");
         o->sub->add_option("--seed", o->seed, "noise seed")->capture_default_str();
         o->sub->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
-        o->sub->add_option("--dtype", o->dtype, "bf16 | fp32")
-            ->check(CLI::IsMember({"bf16", "fp32"}))
+        o->sub->add_option("--dtype", o->dtype, "bf16 | fp32 | fp16")
+            ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))
             ->capture_default_str();
+        add_residency_flags(o->sub, o->residency);
         o->sub->add_option("--cache", o->caches,
                            "step cache spec (as `generate --cache`) or quality preset name; repeatable. "
                            "Runs lossless first, then each spec, and compares the work counters");
+        o->sub
+            ->add_option("--attention", o->attention,
+                         "dense | vsa[:sparsity=0.9,...] (VSA: a FastH3 student, compression gates included)")
+            ->capture_default_str();
+        o->sub
+            ->add_option("--rungs", o->rungs, "a rung schedule instead of --steps (FastH3: 1000,750,500,250)")
+            ->delimiter(',');
         o->sub->add_flag("--json", o->json, "JSON output");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
@@ -71,11 +90,39 @@ Command bench_generate_command() {
         auto session = DeviceSession::open(o->device);
         if (!session.ok()) return report(session.status());
         const ops::Context& ctx = (*session)->context();
-        const auto prec = o->dtype == "fp32" ? model::DitPrecision::kFp32 : model::DitPrecision::kBf16;
+        const auto prec = *model::parse_precision(o->dtype, "--dtype");
+        int W0 = 0, H0 = 0;
+        std::sscanf(o->size.c_str(), "%dx%d", &W0, &H0);
+        auto released = model::derive_latent_spec({.dit = &cfg, .dit_file = "the official DiT config"});
+        if (!released.ok()) return report(released.status());
+        auto geo = pipeline::resolve_geometry({.width = W0, .height = H0, .frames = o->frames}, *released);
+        if (!geo.ok()) return report(geo.status());
+        bool any_cache = false;
+        for (const std::string& t : o->caches) any_cache = any_cache || (t != "lossless" && t != "none");
+        const runtime::Workload wl =
+            workload_for(geo->rows_per_frame() * geo->latent_frames, 2LL * geo->audio_latents, o->text,
+                         o->steps, any_cache ? 4 : 0);
+        auto choice = resolve_residency(o->residency, {runtime::dit_component_bytes(cfg, prec, wl)});
+        if (!choice.ok()) return report(choice.status());
+        if (!o->json) std::fprintf(stderr, "bench generate: %s\n", choice->describe().c_str());
+        const bool streamed = !choice->dit.plain();
         reset_device_memory_peak();
-        auto weights = model::random_dit_weights(cfg, ctx, prec, {.adaln = true, .seed = 11});
+        auto attention = model::parse_attention_choice(o->attention);
+        if (!attention.ok()) return report(attention.status());
+        auto weights = model::random_dit_weights(cfg, ctx, prec,
+                                                 {.adaln = true,
+                                                  .gate_compress = attention->is_vsa(),
+                                                  .seed = 11,
+                                                  .host_blocks = streamed,
+                                                  .pinned = choice->dit.pin_host});
         if (!weights.ok()) return report(weights.status());
-        model::DitModel dit(cfg, std::move(*weights), prec, ctx);
+        std::unique_ptr<model::LayerWeightSource> source;
+        if (streamed) {
+            auto src = model::make_dit_block_source(*weights, prec, choice->dit, ctx);
+            if (!src.ok()) return report(src.status());
+            source = std::move(src).value();
+        }
+        model::DitModel dit(cfg, std::move(*weights), prec, ctx, std::move(source));
         pipeline::Conditioning cond;
         cond.embeddings = Tensor::host(Shape{o->text, cfg.text_dim}, DType::kF32);
         for (int64_t i = 0; i < cond.embeddings.numel(); ++i)
@@ -90,17 +137,25 @@ Command bench_generate_command() {
             specs.push_back(*spec);
         }
         pipeline::GenerationRequest req;
-        req.geometry.width = W;
-        req.geometry.height = H;
-        req.geometry.frames = o->frames;
-        req.steps = o->steps;
+        { // the released VAEs' latent spec, with the bench DiT's channels
+            auto spec = model::derive_latent_spec({.dit = &cfg, .dit_file = "the official DiT config"});
+            if (!spec.ok()) return report(spec.status());
+            auto g = pipeline::resolve_geometry({.width = W, .height = H, .frames = o->frames}, *spec);
+            if (!g.ok()) return report(g.status());
+            req.geometry = *g;
+        }
+        req.steps = o->rungs.empty() ? o->steps : static_cast<int>(o->rungs.size()) + 1;
+        req.rungs = o->rungs;
         req.seed = o->seed;
+        req.attention = *attention;
         nlohmann::json runs = nlohmann::json::array();
         bool all_finite = true;
         double lossless_dit_seconds = 0, lossless_tflops = 0;
         int64_t lossless_blocks = 0;
         for (const cache::CacheSpec& spec : specs) {
             req.cache = spec;
+            reset_device_memory_peak();
+            if (dit.block_source()) dit.block_source()->reset_counters();
             auto out = pipeline::generate_latents(dit, cond, req);
             if (!out.ok()) return report(out.status());
             double dit_seconds = 0;
@@ -111,19 +166,29 @@ Command bench_generate_command() {
             for (float v : *finite) run_finite = run_finite && std::isfinite(v);
             all_finite = all_finite && run_finite;
             const cache::WorkReport& w = out->work;
-            nlohmann::json r = {{"cache", spec.describe()},
-                                {"forwards", out->step_seconds.size()},
-                                {"setup_seconds", out->setup_seconds},
-                                {"step_seconds", out->step_seconds},
-                                {"mean_step_seconds", mean_step},
-                                {"denoise_seconds", dit_seconds},
-                                {"dit_calls", w.dit_calls()},
-                                {"cache_hits", w.cache_hits()},
-                                {"blocks_executed", w.blocks_executed()},
-                                {"blocks_skipped", w.blocks_skipped()},
-                                {"useful_tflops_per_s", w.useful_tflops_per_s()},
-                                {"latents_finite", run_finite},
-                                {"summary", w.summary()}};
+            nlohmann::json r = {
+                {"cache", spec.describe()},
+                {"forwards", out->step_seconds.size()},
+                {"setup_seconds", out->setup_seconds},
+                {"step_seconds", out->step_seconds},
+                {"mean_step_seconds", mean_step},
+                {"denoise_seconds", dit_seconds},
+                {"dit_calls", w.dit_calls()},
+                {"cache_hits", w.cache_hits()},
+                {"blocks_executed", w.blocks_executed()},
+                {"blocks_skipped", w.blocks_skipped()},
+                {"useful_tflops_per_s", w.useful_tflops_per_s()},
+                {"latents_finite", run_finite},
+                {"peak_device_gib", static_cast<double>(device_memory_stats().peak) / (1ull << 30)},
+                {"summary", w.summary()}};
+            if (const model::LayerWeightSource* src = dit.block_source()) {
+                const model::ResidencyStats& rs = src->stats();
+                r["h2d_bytes"] = rs.h2d_bytes;
+                r["h2d_gbps_during_denoise"] = dit_seconds > 0 ? rs.h2d_bytes / dit_seconds / 1e9 : 0.0;
+                r["uploads"] = rs.uploads;
+                r["sync_loads"] = rs.sync_loads;
+                r["dropped_prefetches"] = rs.dropped_prefetches;
+            }
             if (spec.kind == cache::CacheKind::kNone) {
                 lossless_dit_seconds = dit_seconds;
                 lossless_tflops = w.useful_tflops_per_s();
@@ -152,14 +217,20 @@ Command bench_generate_command() {
         j["dtype"] = o->dtype;
         j["size"] = o->size;
         j["blocks"] = cfg.num_layers;
-        j["steps"] = o->steps;
+        j["steps"] = req.steps;
+        j["attention"] = attention->describe();
         j["peak_device_gib"] = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
+        j["residency"] = dit.residency_describe();
+        j["plan"] = choice->describe();
+        if (const model::LayerWeightSource* src = dit.block_source())
+            j["weights_summary"] = src->stats().summary();
         if (runs.size() > 1) j["cached_runs"] = nlohmann::json(runs.begin() + 1, runs.end());
         if (o->json)
             std::printf("%s\n", j.dump(2).c_str());
         else
-            std::printf("generate bench: peak %.1f GiB\n",
-                        static_cast<double>(device_memory_stats().peak) / (1ull << 30));
+            std::printf("generate bench: peak %.1f GiB (last run), %s\n",
+                        static_cast<double>(device_memory_stats().peak) / (1ull << 30),
+                        dit.residency_describe().c_str());
         return all_finite ? kExitOk : kExitRuntime;
     };
     return c;

@@ -1,10 +1,13 @@
 // h3-engine bench text --config official|CONFIG.json --random-weights [--tokens L] [--layers N]
-//                      [--device cuda] [--dtype bf16|fp32] [--iters K] [--json]
+//                      [--device cuda] [--dtype bf16|fp32|fp16] [--iters K] [--json]
+//                      [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
+//                      [--host-pinning on|off] [--gpu-memory-budget SIZE]   (K: resident text layers)
 // Times the conditioner's language stack (layers 0..N-1, default 50 of the 32 B Qwen3-VL) with random weights
 // generated on the device: seconds per forward, useful TFLOP/s (GEMMs + causal attention), peak memory.
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
+#include "cli/residency_flags.h"
 #include "core/cuda_api.h"
 #include "model/text/text_model.h"
 
@@ -22,6 +25,7 @@ Command bench_text_command() {
         std::string config = "official", device = "cuda", dtype = "bf16";
         int tokens = 537, layers = -1, iters = 2;
         bool random_weights = false, json = false;
+        ResidencyFlags residency;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -35,9 +39,10 @@ Command bench_text_command() {
         o->sub->add_option("--layers", o->layers, "layers to run (default: min(50, config))");
         o->sub->add_option("--iters", o->iters, "timed forwards")->capture_default_str();
         o->sub->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
-        o->sub->add_option("--dtype", o->dtype, "bf16 | fp32")
-            ->check(CLI::IsMember({"bf16", "fp32"}))
+        o->sub->add_option("--dtype", o->dtype, "bf16 | fp32 | fp16")
+            ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))
             ->capture_default_str();
+        add_residency_flags(o->sub, o->residency);
         o->sub->add_flag("--json", o->json, "JSON output");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
@@ -61,23 +66,43 @@ Command bench_text_command() {
         auto session = DeviceSession::open(o->device);
         if (!session.ok()) return report(session.status());
         const ops::Context& ctx = (*session)->context();
-        const auto prec = o->dtype == "fp32" ? model::TextPrecision::kFp32 : model::TextPrecision::kBf16;
+        const auto prec = *model::parse_precision(o->dtype, "--dtype");
+        runtime::Workload wl;
+        wl.text_rows = o->tokens;
+        runtime::ComponentBytes tb = runtime::text_component_bytes(cfg, prec, layers, wl);
+        tb.hot = true; // the flags place the text stack here
+        auto choice = resolve_residency(o->residency, {tb});
+        if (!choice.ok()) return report(choice.status());
+        if (!o->json) std::fprintf(stderr, "bench text: %s\n", choice->describe().c_str());
+        // The flags alone place the "DiT" slot (--resident-blocks K counts text layers here); a budget's plan
+        // places the text stack by name.
+        const model::ResidencyOptions& placed = choice->plan ? choice->text : choice->dit;
+        const bool streamed = !placed.plain();
         reset_device_memory_peak();
         const auto tw = Clock::now();
-        auto w = model::random_text_weights(cfg, layers, prec, ctx, 1);
+        auto w = model::random_text_weights(cfg, layers, prec, ctx, 1, streamed, placed.pin_host);
         if (!w.ok()) return report(w.status());
+        std::unique_ptr<model::LayerWeightSource> source;
+        if (streamed) {
+            auto src = model::make_text_layer_source(*w, prec, placed, ctx);
+            if (!src.ok()) return report(src.status());
+            source = std::move(src).value();
+        }
         Status st = (*session)->synchronize();
         if (!st.ok()) return report(st);
         const double gen_s = std::chrono::duration<double>(Clock::now() - tw).count();
         const size_t weight_bytes = device_memory_stats().current;
         const int64_t rows = w->embed.dim(0);
-        model::TextModel m(cfg, std::move(*w), prec, ctx);
+        model::TextModel m(cfg, std::move(*w), prec, ctx, std::move(source));
         std::vector<int32_t> ids(static_cast<size_t>(o->tokens));
         for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 2654435761u) % rows);
         auto warm = m.forward(ids); // plans, heuristics
         if (!warm.ok()) return report(warm.status());
         st = (*session)->synchronize();
         if (!st.ok()) return report(st);
+        const size_t setup_peak = device_memory_stats().peak;
+        reset_device_memory_peak();
+        if (m.layer_source()) m.layer_source()->reset_counters();
         const auto t0 = Clock::now();
         for (int i = 0; i < o->iters && st.ok(); ++i) {
             auto r = m.forward(ids);
@@ -99,7 +124,16 @@ Command bench_text_command() {
             {"useful_tflops", flops / secs / 1e12},
             {"weight_generation_seconds", gen_s},
             {"weights_bytes_on_device", weight_bytes},
-            {"peak_device_gib", static_cast<double>(device_memory_stats().peak) / (1ull << 30)}};
+            {"peak_device_gib", static_cast<double>(device_memory_stats().peak) / (1ull << 30)},
+            {"setup_peak_device_gib", static_cast<double>(setup_peak) / (1ull << 30)},
+            {"residency", m.residency_describe()},
+            {"plan", choice->describe()}};
+        if (const model::LayerWeightSource* src = m.layer_source()) {
+            j["h2d_bytes_per_forward"] = static_cast<double>(src->stats().h2d_bytes) / o->iters;
+            j["h2d_gbps_during_forward"] =
+                static_cast<double>(src->stats().h2d_bytes) / o->iters / secs / 1e9;
+            j["weights_summary"] = src->stats().summary();
+        }
         if (o->json)
             std::printf("%s\n", j.dump(2).c_str());
         else

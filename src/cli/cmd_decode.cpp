@@ -1,7 +1,8 @@
 // h3-engine decode --model DIR --latents FILE --output out.mp4|out.wav|frames_dir [--device] [--crf N]
+// The decoders come from a per-job runtime::ModelStore (only those the output needs are loaded).
 #include "cli/commands.h"
-#include "cli/device_setup.h"
 #include "pipeline/decode.h"
+#include "runtime/model_store.h"
 
 #include <CLI/CLI.hpp>
 
@@ -25,8 +26,8 @@ Command make_decode_command() {
         o->sub->add_option("--model", o->model, "checkpoint root with vae/ and audio_vae/")->required();
         o->sub
             ->add_option("--latents", o->latents,
-                         "safetensors with video_latents [1,24,T,h,w], audio_latents "
-                         "[2,32,A]")
+                         "safetensors with video_latents [1,C,T,h,w], audio_latents "
+                         "[2,C_a,A]")
             ->required();
         o->sub
             ->add_option("--output", o->output,
@@ -44,13 +45,30 @@ Command make_decode_command() {
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
-        auto session = DeviceSession::open(o->device);
-        if (!session.ok()) return report(session.status());
+        auto device = parse_device(o->device);
+        if (!device.ok()) return report(device.status().with_context("--device"));
+        auto latents = pipeline::read_latents_file(o->latents);
+        if (!latents.ok()) return report(latents.status());
+        auto store = runtime::ModelStore::open(o->model, runtime::PlacementPlan::per_job(*device));
+        if (!store.ok()) return report(store.status());
+        runtime::Lease<model::VideoVae> video;
+        runtime::Lease<model::AudioVae> audio;
+        if (pipeline::media_targets_for(o->output).needs_video() && latents->video.defined()) {
+            auto l = (*store)->video_decoder();
+            if (!l.ok()) return report(l.status());
+            video = std::move(l).value();
+        }
+        if (latents->audio.defined()) {
+            auto l = (*store)->audio_decoder();
+            if (!l.ok()) return report(l.status());
+            audio = std::move(l).value();
+        }
         pipeline::DecodeOptions opt;
         opt.mp4.crf = o->crf;
         opt.video.tiling = !o->no_tiling;
         opt.wav = o->wav_format == "float" ? io::WavFormat::kFloat32 : io::WavFormat::kPcm16;
-        auto r = pipeline::decode_latents_file((*session)->context(), o->model, o->latents, o->output, opt);
+        auto r = pipeline::decode_to_file((*store)->context(), {.video = video.get(), .audio = audio.get()},
+                                          latents->video, latents->audio, o->output, opt);
         if (!r.ok()) return report(r.status());
         std::fprintf(
             stderr,

@@ -9,16 +9,16 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
-#include "io/safetensors.h"
-#include "api/video_request.h"
+#include "cli/field_flags.h"
 #include "cli/reference_options.h"
 #include "io/image_reader.h"
+#include "io/safetensors.h"
 #include "model/tokenizer/tokenizer.h"
-#include "pipeline/keyframe_image.h"
+#include "pipeline/job_builder.h"
 #include "pipeline/ref2va.h"
 #include "pipeline/reference_files.h"
-#include "pipeline/references.h"
 #include "pipeline/text_conditioner.h"
+#include "runtime/model_store.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -33,73 +33,64 @@ namespace h3::cli {
 
 namespace {
 
-// The conditioner's images for --first-frame / --last-frame: decoded and put onto the canvas as generate does.
-Result<std::vector<pipeline::ConditionerImage>> keyframe_images(const std::string& first, const std::string& last,
-                                                                const std::string& size) {
-    io::DecodedImage a, b;
-    pipeline::KeyframeRequest kr;
-    for (auto [path, img, slot] : {std::tuple{&first, &a, &kr.first}, std::tuple{&last, &b, &kr.last}}) {
-        if (path->empty()) continue;
-        H3_ASSIGN_OR_RETURN(*img, io::read_image(*path));
-        *slot = &img->image;
-    }
-    if (!size.empty()) {
-        int w = 0, h = 0;
-        H3_TRY(api::parse_size(size, "size", w, h));
-        kr.canvas = pipeline::Canvas{w, h};
-    }
-    H3_ASSIGN_OR_RETURN(pipeline::PreparedKeyframes kf, pipeline::prepare_keyframes(kr));
-    std::vector<pipeline::ConditionerImage> out;
-    for (const io::RgbImage& im : kf.images) out.push_back({im.width, im.height, im.pixels});
-    return out;
-}
-
 struct EncodeOptions {
-        std::string model, prompt, output, device = "cpu", dtype = "bf16";
-        std::string first_frame, last_frame, size;
-        std::vector<std::string> references;
-        int frames = 0;
-        double seconds = 0;
-        int reference_image_edge = pipeline::NormalizeOptions{}.image_short_edge;
-        int reference_video_edge = pipeline::NormalizeOptions{}.video_short_edge;
-        bool tokens_only = false;
-        CLI::App* sub = nullptr;
+    std::string model, prompt, output, device = "cpu", dtype = "bf16";
+    std::string first_frame, last_frame, size;
+    std::vector<std::string> references;
+    int frames = 0;
+    double seconds = 0;
+    int reference_image_edge = pipeline::JobBuilderOptions{}.reference_image_edge;
+    int reference_video_edge = pipeline::JobBuilderOptions{}.reference_video_edge;
+    bool tokens_only = false;
+    CLI::App* sub = nullptr;
 };
+
+// The flags as the job builder's input (the files they name are read here), then the job against the
+// checkpoint's configs: the keyframes on their canvas and the references normalized exactly as generate does.
+Result<pipeline::GenerationJob> presented_job(const EncodeOptions& o) {
+    pipeline::JobInput in;
+    in.prompt = o.prompt;
+    in.seed = 0; // the conditioner draws nothing; the builder only needs a seed to be given
+    if (!o.size.empty()) in.size = o.size;
+    if (o.sub->count("--frames")) in.frames = o.frames;
+    if (o.sub->count("--seconds")) in.seconds = o.seconds;
+    for (auto [path, slot] :
+         {std::pair{&o.first_frame, &in.first_frame}, std::pair{&o.last_frame, &in.last_frame}}) {
+        if (path->empty()) continue;
+        H3_ASSIGN_OR_RETURN(*slot, io::read_image(*path));
+    }
+    for (const std::string& spec : o.references) {
+        auto r = pipeline::read_reference(pipeline::parse_reference_spec(spec));
+        if (!r.ok()) return r.status().with_context("--reference " + spec);
+        in.references.push_back(std::move(r).value());
+    }
+    const pipeline::JobBuilderOptions bo{.reference_image_edge = o.reference_image_edge,
+                                         .reference_video_edge = o.reference_video_edge};
+    std::string field;
+    if (Status s = pipeline::JobBuilder::check(in, bo, &field); !s.ok()) return with_flag(s, field);
+    auto device = parse_device(o.device);
+    if (!device.ok()) return device.status().with_context("--device");
+    // configs only: the store loads nothing until a lease, and this command takes none
+    auto store = runtime::ModelStore::open(o.model, runtime::PlacementPlan::per_job(*device));
+    if (!store.ok()) return store.status();
+    auto job = pipeline::JobBuilder((*store)->info(), bo).build(std::move(in), &field);
+    if (!job.ok()) return with_flag(job.status(), field);
+    return job;
+}
 
 // The fl2va / ref2va presentation: keyframes or references with the prompt, as generate presents them.
 int encode_presented(const EncodeOptions& o, pipeline::TextConditioner& cond,
                      std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1) {
     const bool keyframes = !o.first_frame.empty() || !o.last_frame.empty();
-    if (keyframes && !o.references.empty())
-        return report(invalid_argument(
-            "--reference (ref2va) cannot be combined with --first-frame/--last-frame (fl2va)"));
-    if (!keyframes && !o.size.empty())
-        return report(invalid_argument("--size applies to keyframes (--first-frame/--last-frame) only"));
+    auto job = presented_job(o);
+    if (!job.ok()) return report(job.status());
     pipeline::ConditionerRequest rq;
     rq.prompt = o.prompt;
-    if (keyframes) {
-        auto images = keyframe_images(o.first_frame, o.last_frame, o.size);
-        if (!images.ok()) return report(images.status());
-        rq.images = std::move(images).value();
-    } else {
-        pipeline::GeometryRequest g;
-        if (o.sub->count("--frames")) g.frames = o.frames;
-        if (o.sub->count("--seconds")) g.seconds = o.seconds;
-        auto geometry = pipeline::resolve_geometry(g);
-        if (!geometry.ok()) return report(geometry.status());
-        std::vector<pipeline::ReferenceMedia> media;
-        for (const std::string& spec : o.references) {
-            auto r = pipeline::read_reference(pipeline::parse_reference_spec(spec));
-            if (!r.ok()) return report(r.status().with_context("--reference " + spec));
-            media.push_back(std::move(r).value());
-        }
-        if (Status s = pipeline::validate_references(media); !s.ok()) return report(s);
-        auto norm = pipeline::normalize_references(media, {.num_frames = geometry->frames,
-                                                           .image_short_edge = o.reference_image_edge,
-                                                           .video_short_edge = o.reference_video_edge});
-        if (!norm.ok()) return report(norm.status());
-        for (const pipeline::NormalizedReference& r : *norm) rq.references.push_back(pipeline::conditioner_reference(r));
-    }
+    if (job->keyframes)
+        for (const io::RgbImage& im : job->keyframes->images) rq.images.push_back({im.width, im.height, im.pixels});
+    if (job->references)
+        for (const pipeline::NormalizedReference& r : *job->references)
+            rq.references.push_back(pipeline::conditioner_reference(r));
     auto c = cond.encode(rq);
     if (!c.ok()) return report(c.status());
     const auto t2 = std::chrono::steady_clock::now();
@@ -152,7 +143,7 @@ Command make_encode_command() {
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
         if (o->tokens_only) {
-            auto dir = pipeline::find_tokenizer_dir(o->model);
+            auto dir = model::find_tokenizer_dir(o->model);
             if (!dir.ok()) return report(dir.status());
             auto tok = model::tokenizer::Tokenizer::load(*dir);
             if (!tok.ok()) return report(tok.status());

@@ -1,27 +1,34 @@
 // h3-engine generate --model DIR (--prompt TEXT | --prompt-embeds FILE | --random-prompt-embeds L)
 //   [--seconds S | --frames F] [--size WxH | --aspect W:H] [--steps N] [--seed N] [--device cpu|cuda]
-//   [--dtype bf16|fp32] [--save-latents FILE] [--output PATH] [--progress bar|json|none]
+//   [--dtype bf16|fp32] [--precision bf16|fp8] [--save-latents FILE] [--output PATH]
+//   [--progress bar|json|none]
 //   [--cache SPEC | --quality lossless|high] [--metrics FILE] [--first-frame IMG] [--last-frame IMG]
-//   [--reference [image:|video:|audio:]FILE ...]
-#include "api/engine.h"
-#include "api/video_request.h"
+//   [--reference [image:|video:|audio:]FILE ...] [--attention dense|vsa[:sparsity=0.9,mode=exempt]]
+//   [--lora FILE[:SCALE] ...] [--lora-mode merged|runtime] [--lora-strict] [--preset NAME]
+//   [--video-shift S] [--audio-shift S]
+//   [--dtype fp16] [--residency resident|layerwise]
+//   [--resident-blocks K] [--weight-dtype bf16|int8|auto] [--host-pinning on|off] [--gpu-memory-budget SIZE]
+//   [--int8-cache DIR]
+// A translator onto pipeline::Generator: the flags (and the files they name) become a pipeline::JobInput, the
+// job builder validates it (first without the checkpoint, then against its configs), the generator runs it on
+// a per-job runtime::ModelStore; errors name the flag of the field they are about.
+#include "cli/adapter_options.h"
 #include "cli/app.h"
 #include "cli/commands.h"
-#include "cli/device_setup.h"
+#include "cli/field_flags.h"
+#include "cli/parallel_flags.h"
 #include "cli/reference_options.h"
-#include "core/torch_generator.h"
-#include "io/checkpoint.h"
+#include "cli/residency_flags.h"
+#include "cli/spawn_ranks.h"
+#include "cli/vsa_flags.h"
 #include "io/image_reader.h"
 #include "io/json_file.h"
-#include "io/safetensors.h"
-#include "model/dit/dit_model.h"
-#include "pipeline/conditioner.h"
-#include "pipeline/decode.h"
-#include "pipeline/fl2va.h"
-#include "pipeline/generate.h"
-#include "pipeline/keyframe_image.h"
-#include "pipeline/ref2va.h"
+#include "pipeline/generator.h"
+#include "pipeline/job_builder.h"
 #include "pipeline/reference_files.h"
+#include "runtime/adapter_library.h"
+#include "runtime/launcher.h"
+#include "runtime/model_store.h"
 
 #include <CLI/CLI.hpp>
 
@@ -30,14 +37,11 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
-#include <tuple>
 #include <unistd.h>
 
 namespace h3::cli {
 
 namespace {
-
-constexpr int kExitCancelled = 130; // the shell's code for SIGINT
 
 std::atomic<bool> g_cancel{false};
 
@@ -61,22 +65,7 @@ private:
     struct sigaction old_ {};
 };
 
-Status parse_pair(const std::string& text, char sep, const std::string& field, double& a, double& b) {
-    const auto p = text.find(sep);
-    try {
-        if (p == std::string::npos) throw std::invalid_argument(text);
-        size_t n1 = 0, n2 = 0;
-        a = std::stod(text.substr(0, p), &n1);
-        b = std::stod(text.substr(p + 1), &n2);
-        if (n1 != p || n2 != text.size() - p - 1) throw std::invalid_argument(text);
-    } catch (const std::exception&) {
-        return invalid_argument(field + " '" + text + "' must look like " +
-                                (sep == 'x' ? "1344x768" : "16:9"));
-    }
-    return ok_status();
-}
-
-void print_bar(const pipeline::StepProgress& p) {
+void print_bar(const pipeline::JobProgress& p) {
     const int width = 30, filled = p.total ? width * p.step / p.total : width;
     std::fprintf(stderr, "\r[%.*s%*s] %d/%d  %.2f s/step  ETA %.0f s", filled,
                  "##############################", width - filled, "", p.step, p.total, p.step_seconds,
@@ -85,18 +74,30 @@ void print_bar(const pipeline::StepProgress& p) {
     std::fflush(stderr);
 }
 
+void print_json_step(const pipeline::JobProgress& p) {
+    std::printf(
+        "{\"event\":\"step\",\"step\":%d,\"total\":%d,\"seconds\":%.6f,\"elapsed\":%.6f,\"eta\":%.6f}\n",
+        p.step, p.total, p.step_seconds, p.elapsed_seconds, p.eta_seconds);
+    std::fflush(stdout);
+}
+
 } // namespace
 
 Command make_generate_command() {
     struct Options {
         std::string model, prompt, prompt_embeds, size, aspect, device = "cpu", dtype = "bf16", save_latents,
-                                                                output, progress, cache, quality, metrics;
+                                                                output, progress, cache, quality, metrics,
+                                                                precision = "bf16";
+        std::string attention; // FastH3 (cli/vsa_flags.h)
         int random_prompt_embeds = 0, steps = 50, frames = 0;
         double seconds = 0;
         uint64_t seed = 0;
         std::string first_frame, last_frame; // fl2va keyframes
         std::vector<std::string> references; // ref2va, in order
         int reference_image_edge = 2048, reference_video_edge = 768;
+        AdapterCliOptions adapters; // --lora*, --preset, --video-shift, --audio-shift
+        ResidencyFlags residency;
+        ParallelFlags parallel;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -119,11 +120,13 @@ Command make_generate_command() {
         prompt->excludes(embeds)->excludes(rnd);
         embeds->excludes(rnd);
         auto* secs = o->sub->add_option("--seconds", o->seconds,
-                                        "duration in seconds (4-15; snapped up to 17n+5 frames)");
+                                        "duration in seconds (4-15; snapped up to the VAE's 17n+5 frames)");
         auto* frames =
             o->sub->add_option("--frames", o->frames, "frame count at 24 fps (snapped up to 17n+5)");
         secs->excludes(frames);
-        auto* size = o->sub->add_option("--size", o->size, "WxH in pixels, multiples of 32");
+        auto* size = o->sub->add_option("--size", o->size,
+                                        "WxH in pixels, multiples of the checkpoint's canvas multiple "
+                                        "(VAE stride x patch: 32)");
         auto* aspect =
             o->sub->add_option("--aspect", o->aspect, "W:H on the 768-short-edge canvas (default 16:9)");
         size->excludes(aspect);
@@ -134,12 +137,22 @@ Command make_generate_command() {
         o->sub->add_option("--seed", o->seed, "seed of the request's torch-compatible generator")
             ->capture_default_str();
         o->sub->add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
-        o->sub->add_option("--dtype", o->dtype, "bf16 | fp32")
-            ->check(CLI::IsMember({"bf16", "fp32"}))
+        o->sub
+            ->add_option("--dtype", o->dtype,
+                         "bf16 | fp32 | fp16 (GPUs without bf16: fp16 weights and activations, "
+                         "fp32 residual stream)")
+            ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))
+            ->capture_default_str();
+        o->sub
+            ->add_option(
+                "--precision", o->precision,
+                "DiT precision with --dtype bf16: bf16 (lossless) | fp8 (opt-in, lossy: the blocks' GEMMs "
+                "and attention in e4m3; CUDA needs an H100/H200)")
+            ->check(CLI::IsMember({"bf16", "fp8"}))
             ->capture_default_str();
         o->sub->add_option("--save-latents", o->save_latents,
-                           "safetensors to write video_noise/video_latents [1,24,T,h,w] and audio_noise/"
-                           "audio_latents [2,32,A] (f32)");
+                           "safetensors to write video_noise/video_latents [1,C,T,h,w] and audio_noise/"
+                           "audio_latents [2,C_a,A] (f32)");
         o->sub->add_option("--output", o->output, "media file to write (needs the VAE decoders)");
         o->sub->add_option("--progress", o->progress, "bar | json | none (default: bar on a terminal)")
             ->check(CLI::IsMember({"bar", "json", "none"}));
@@ -151,7 +164,10 @@ Command make_generate_command() {
             "refresh=K,refresh_policy=once|repeat");
         o->sub->add_option("--quality", o->quality,
                            "lossless (no cache, default) | high (DBCache F1B0 R0.04)");
-        o->sub->add_option("--metrics", o->metrics, "JSON file for the work counters (per step and totals)");
+        o->sub->add_option(
+            "--metrics", o->metrics,
+            "JSON file for the job's metrics (work counters per step and totals, stage seconds, "
+            "component loads)");
         o->sub->add_option("--first-frame", o->first_frame,
                            "fl2va: keyframe the video starts from (PNG/JPEG/WebP)");
         o->sub->add_option("--last-frame", o->last_frame,
@@ -163,273 +179,217 @@ Command make_generate_command() {
                            "images, 3 videos, 3 audio clips, 12 in all; audio never alone; clips are cut to "
                            "the generated length");
         add_reference_size_options(o->sub, o->reference_image_edge, o->reference_video_edge);
+        add_adapter_options(o->sub, o->adapters);
+        add_attention_option(o->sub, o->attention);
+        add_residency_flags(o->sub, o->residency);
+        add_parallel_flags(o->sub, o->parallel);
+        add_launch_flag(o->sub, o->parallel);
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
-        // ---- validate the whole request before loading anything
-        pipeline::GenerationRequest rq;
-        if (!o->size.empty()) {
-            int w = 0, h = 0;
-            if (Status s = api::parse_size(o->size, "size", w, h); !s.ok()) return report(s);
-            rq.geometry.width = w;
-            rq.geometry.height = h;
-        }
-        if (!o->aspect.empty()) {
-            double aw = 0, ah = 0;
-            if (Status s = parse_pair(o->aspect, ':', "aspect", aw, ah); !s.ok()) return report(s);
-            rq.geometry.aspect_w = aw;
-            rq.geometry.aspect_h = ah;
-        }
-        if (o->sub->count("--frames")) rq.geometry.frames = o->frames;
-        if (o->sub->count("--seconds")) rq.geometry.seconds = o->seconds;
-        rq.steps = o->steps;
-        rq.seed = o->seed;
-        auto geometry = pipeline::resolve_geometry(rq.geometry);
-        if (!geometry.ok()) return report(geometry.status());
-        if (auto s = pipeline::make_schedule(rq.steps, 1.0); !s.ok()) return report(s.status());
-        if (o->prompt.empty() && o->prompt_embeds.empty() && o->random_prompt_embeds == 0)
-            return report(
-                invalid_argument("give --prompt, --prompt-embeds FILE or --random-prompt-embeds L"));
-        if (o->sub->count("--random-prompt-embeds") &&
-            (o->random_prompt_embeds < 1 || o->random_prompt_embeds > 65536))
-            return report(invalid_argument("--random-prompt-embeds must lie in [1, 65536]"));
-        // ---- DECODERS: `--output` decodes the final latents (video/audio VAE) and writes MP4 / WAV / PNGs.
+        // ---- the flags as the job builder's input; the files they name are read here
         if (o->save_latents.empty() && o->output.empty())
             return report(
                 invalid_argument("nothing to write: give --save-latents FILE and/or --output PATH"));
+        if (!o->output.empty())
+            if (auto k = pipeline::checked_output_kind(o->output); !k.ok())
+                return report(Status(k.status().code(), "--" + k.status().message()));
+        pipeline::JobInput in;
+        if (!o->prompt.empty()) in.prompt = o->prompt;
+        if (o->sub->count("--random-prompt-embeds")) in.random_prompt_embeds = o->random_prompt_embeds;
+        if (!o->size.empty()) in.size = o->size;
+        if (!o->aspect.empty()) in.aspect = o->aspect;
+        if (o->sub->count("--frames")) in.frames = o->frames;
+        if (o->sub->count("--seconds")) in.seconds = o->seconds;
+        if (o->sub->count("--steps"))
+            in.num_inference_steps = o->steps; // else --preset's, a FastH3 sidecar's or 50
+        in.seed = o->seed;
+        if (!o->cache.empty()) in.cache = nlohmann::json(o->cache);
+        if (!o->quality.empty()) in.quality = o->quality;
+        in.outputs.latents = o->save_latents;
+        attention_input(o->attention, in);
+        if (!o->output.empty()) in.outputs.media = pipeline::media_targets_for(o->output);
+        if (!o->prompt_embeds.empty()) {
+            // the width is checked against the checkpoint by the builder
+            auto embeds = pipeline::make_embeds_conditioner(o->prompt_embeds, 0);
+            if (!embeds.ok()) return report(embeds.status());
+            auto rows = (*embeds)->encode({});
+            if (!rows.ok()) return report(rows.status());
+            in.prompt_embeds = std::move(rows).value();
+            in.prompt_embeds_source = o->prompt_embeds;
+        }
+        for (auto [path, slot] :
+             {std::pair{&o->first_frame, &in.first_frame}, std::pair{&o->last_frame, &in.last_frame}}) {
+            if (path->empty()) continue;
+            auto im = io::read_image(*path);
+            if (!im.ok()) return report(im.status());
+            *slot = std::move(im).value();
+        }
+        for (const std::string& spec : o->references) {
+            auto r = pipeline::read_reference(pipeline::parse_reference_spec(spec));
+            if (!r.ok()) return report(r.status().with_context("--reference " + spec));
+            in.references.push_back(std::move(r).value());
+        }
+        if (Status s = adapter_flags_to_input(*o->sub, o->adapters, in.adapters); !s.ok()) return report(s);
+        pipeline::JobBuilderOptions bo{.max_steps = 1 << 20,
+                                       .reference_image_edge = o->reference_image_edge,
+                                       .reference_video_edge = o->reference_video_edge};
+        // the whole request before the checkpoint is opened
+        std::string field;
+        if (Status s = pipeline::JobBuilder::check(in, bo, &field); !s.ok())
+            return report(with_flag(s, field));
         const std::string progress = !o->progress.empty() ? o->progress : (isatty(2) ? "bar" : "none");
-        { // the server's rule: --cache or --quality, never both
-            auto spec = api::resolve_cache_choice(
-                o->cache.empty() ? nlohmann::json() : nlohmann::json(o->cache), o->quality);
-            if (!spec.ok()) return report(spec.status());
-            rq.cache = *spec;
-        }
 
-        // ---- fl2va keyframes: decoded and put onto the canvas (spec §3 step 2) before anything is loaded
-        std::optional<pipeline::PreparedKeyframes> keyframes;
-        if (!o->first_frame.empty() || !o->last_frame.empty()) {
-            if (!o->aspect.empty())
-                return report(
-                    invalid_argument("--aspect does not apply with keyframes: the canvas comes from "
-                                     "the first keyframe unless --size is given"));
-            io::DecodedImage first, last;
-            pipeline::KeyframeRequest kr;
-            for (auto [path, img, slot] : {std::tuple{&o->first_frame, &first, &kr.first},
-                                           std::tuple{&o->last_frame, &last, &kr.last}}) {
-                if (path->empty()) continue;
-                auto r = io::read_image(*path);
-                if (!r.ok()) return report(r.status());
-                *img = std::move(r).value();
-                *slot = &img->image;
-            }
-            if (rq.geometry.width) kr.canvas = pipeline::Canvas{*rq.geometry.width, *rq.geometry.height};
-            auto kf = pipeline::prepare_keyframes(kr);
-            if (!kf.ok()) return report(kf.status());
-            // the canvas is the request's size from here on
-            rq.geometry.width = kf->canvas.width;
-            rq.geometry.height = kf->canvas.height;
-            geometry = pipeline::resolve_geometry(rq.geometry);
-            if (!geometry.ok()) return report(geometry.status());
-            std::fprintf(stderr, "generate: %zu keyframe(s) on a %dx%d canvas\n", kf->images.size(),
-                         kf->canvas.width, kf->canvas.height);
-            keyframes = std::move(kf).value();
-        }
-
-        // ---- ref2va references: decoded, checked against the rules and normalized before anything is loaded
-        std::vector<pipeline::NormalizedReference> references;
-        if (!o->references.empty()) {
-            if (keyframes)
-                return report(invalid_argument(
-                    "--reference (ref2va) cannot be combined with --first-frame/--last-frame (fl2va)"));
-            if (!o->prompt_embeds.empty() || o->random_prompt_embeds > 0)
-                return report(invalid_argument(
-                    "--reference needs --prompt: the references are presented to the text encoder with it"));
-            std::vector<pipeline::ReferenceMedia> media;
-            for (const std::string& spec : o->references) {
-                auto r = pipeline::read_reference(pipeline::parse_reference_spec(spec));
-                if (!r.ok()) return report(r.status().with_context("--reference " + spec));
-                media.push_back(std::move(r).value());
-            }
-            if (Status s = pipeline::validate_references(media); !s.ok()) return report(s);
-            auto norm = pipeline::normalize_references(media, {.num_frames = geometry->frames,
-                                                               .image_short_edge = o->reference_image_edge,
-                                                               .video_short_edge = o->reference_video_edge});
-            if (!norm.ok()) return report(norm.status());
-            references = std::move(norm).value();
-            std::fprintf(stderr, "generate: %zu reference(s)\n", references.size());
-        }
-
-        // ---- checkpoint, conditioner, model
-        auto dir = io::discover_checkpoint(o->model);
-        if (!dir.ok()) return report(dir.status());
-        rq.video_shift = dir->video_shift.value_or(pipeline::kDefaultVideoShift);
-        rq.audio_shift = dir->audio_shift.value_or(pipeline::kDefaultAudioShift);
-        // ref2va runs on the Ref2VA DiT (transformer_ref/), t2va and fl2va on the FL2VA one (transformer/)
-        auto ckpt =
-            model::open_dit_checkpoint(o->model, references.empty() ? "transformer" : "transformer_ref");
-        if (!ckpt.ok()) return report(ckpt.status());
-        const int text_dim = ckpt->config.text_dim;
-        // the cache against this checkpoint and schedule, before any weight is loaded
-        if (Status s = api::check_cache(rq.cache, rq.steps, ckpt->config); !s.ok()) return report(s);
-        auto session = DeviceSession::open(o->device);
-        if (!session.ok()) return report(session.status());
-        const ops::Context& ctx = (*session)->context();
-
-        // ---- fl2va: the keyframes' conditioning latents (VAE encoder, released again before the DiT loads)
-        // and the images the conditioner presents with the prompt
-        pipeline::Fl2vaInputs fl2va;
-        if (keyframes) {
-            SigintScope sigint;
-            pipeline::Fl2vaOptions fo;
-            fo.cancel = &g_cancel;
-            auto r = pipeline::prepare_fl2va(ctx, o->model, *keyframes, fo);
-            if (!r.ok())
-                return r.status().code() == ErrorCode::kCancelled ? (report(r.status()), kExitCancelled)
-                                                                  : report(r.status());
-            fl2va = std::move(r).value();
-            rq.keyframes = fl2va.keyframes;
-            std::fprintf(stderr, "generate: encoded %zu keyframe(s) in %.3f s\n", fl2va.keyframes.size(),
-                         fl2va.encode_seconds);
-            if (o->prompt.empty())
+        // ---- the checkpoint's configs (a per-job plan loads nothing until the job leases it), then the job
+        auto device = parse_device(o->device);
+        if (!device.ok()) return report(device.status().with_context("--device"));
+        auto precision = compute_precision(o->dtype, o->precision);
+        if (!precision.ok()) return report(precision.status());
+        // One process of a launched group (RANK / WORLD_SIZE): CUDA ranks run on cuda:LOCAL_RANK.
+        auto launched = runtime::process_rank_from_env();
+        if (!launched.ok()) return report(launched.status());
+        if (*launched && device->is_cuda()) *device = Device::cuda((*launched)->local_rank);
+        runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(*device, *precision);
+        if (*launched) plan.parallel.process = **launched;
+        if (Status s = apply_parallel_flags(o->parallel, plan); !s.ok()) return report(s);
+        auto store = runtime::ModelStore::open(o->model, plan);
+        if (!store.ok()) return report(store.status());
+        if (Status s = check_parallel_flags(plan, (*store)->info().dit ? &*(*store)->info().dit : nullptr);
+            !s.ok())
+            return report(s);
+        // Several GPUs (or --launch processes): this command once per rank as child processes, each one rank
+        // by the launcher convention; this process (its store loads nothing until a job leases
+        // a component) waits for them.
+        if (wants_rank_processes(o->parallel, *device, launched->has_value()))
+            return run_ranks_as_processes({.world = plan.parallel.world(), .gpus = plan.parallel.gpus});
+        // ---- LoRA: merged into the DiT when it loads (read here, before any weight), or resolved by the
+        // builder through a library of the named files and applied at run time
+        std::unique_ptr<runtime::AdapterLibrary> adapter_files;
+        if (!o->adapters.lora.empty() && (*store)->info().dit) {
+            const runtime::CheckpointInfo& ci = (*store)->info();
+            if (o->adapters.lora_mode == "merged") {
+                auto uses = read_lora_options(o->adapters, *ci.dit);
+                if (!uses.ok()) return report(uses.status());
+                std::vector<std::string> names;
+                for (const pipeline::LoraInput& l : in.adapters.lora)
+                    names.push_back(pipeline::lora_use_name(l.path, l.scale));
+                if (Status s = (*store)->set_merged_adapters(std::move(uses).value(), names); !s.ok())
+                    return report(s);
+                bo.lora.merged = names;
                 std::fprintf(stderr,
-                             "generate: the keyframe images are not presented to a conditioner (%s "
-                             "gives the conditioning rows as they are); their latents still condition\n",
-                             o->prompt_embeds.empty() ? "--random-prompt-embeds" : "--prompt-embeds");
-        }
-
-        // ---- ref2va: the references' encodings (VAE encoders, released again before the DiT loads)
-        pipeline::Ref2vaInputs ref2va;
-        if (!references.empty()) {
-            SigintScope sigint;
-            pipeline::Ref2vaOptions ro;
-            ro.cancel = &g_cancel;
-            auto r = pipeline::prepare_ref2va(ctx, o->model, references, ro);
-            if (!r.ok())
-                return r.status().code() == ErrorCode::kCancelled ? (report(r.status()), kExitCancelled)
-                                                                  : report(r.status());
-            ref2va = std::move(r).value();
-            rq.references = ref2va.references;
-            std::fprintf(stderr, "generate: encoded %zu reference(s) in %.3f s\n", ref2va.references.size(),
-                         ref2va.encode_seconds);
-        }
-
-        pipeline::Conditioning cond;
-        if (o->random_prompt_embeds > 0) {
-            // Conditioner outputs are bf16; round like one.
-            const int64_t L = o->random_prompt_embeds;
-            cond.embeddings = Tensor::host(Shape{L, text_dim}, DType::kF32);
-            TorchGenerator g(o->seed ^ 0x9e3779b97f4a7c15ull);
-            float* p = cond.embeddings.data_as<float>();
-            g.randn(p, static_cast<size_t>(cond.embeddings.numel()));
-            for (int64_t i = 0; i < cond.embeddings.numel(); ++i) p[i] = round_bf16(p[i]);
-            cond.tags.assign(static_cast<size_t>(L), pipeline::kTagText);
-        } else {
-            Result<std::unique_ptr<pipeline::Conditioner>> conditioner =
-                o->prompt_embeds.empty()
-                    ? pipeline::make_prompt_conditioner(
-                          {.checkpoint_dir = o->model, .ctx = ctx, .fp32 = o->dtype == "fp32"})
-                    : pipeline::make_embeds_conditioner(o->prompt_embeds, text_dim);
-            if (!conditioner.ok()) return report(conditioner.status());
-            SigintScope sigint;
-            pipeline::ConditionerRequest creq;
-            creq.prompt = o->prompt;
-            if (!o->prompt.empty()) creq.images = std::move(fl2va.images);
-            creq.references = std::move(ref2va.conditioner);
-            pipeline::ConditionerOptions copt;
-            copt.cancel = &g_cancel;
-            auto r = (*conditioner)->encode(creq, copt);
-            if (!r.ok())
-                return r.status().code() == ErrorCode::kCancelled ? (report(r.status()), kExitCancelled)
-                                                                  : report(r.status());
-            cond = std::move(r).value();
-            if ((keyframes || !references.empty()) && !o->prompt.empty()) {
-                int64_t vision_rows = 0;
-                for (int32_t t : cond.tags) vision_rows += t == pipeline::kTagVideo;
-                std::fprintf(stderr, "generate: conditioning %lld rows, %lld of them vision\n",
-                             static_cast<long long>(cond.rows()), static_cast<long long>(vision_rows));
+                             "generate: %zu LoRA adapter(s) merged into the weights as the DiT loads\n",
+                             names.size());
+            } else {
+                auto lib =
+                    runtime::AdapterLibrary::open({.config = *ci.dit,
+                                                   .ctx = (*store)->context(),
+                                                   .dtype = ci.dtype == "fp32" ? DType::kF32 : DType::kBF16,
+                                                   .read = lora_read_options(o->adapters),
+                                                   .any_path = true});
+                if (!lib.ok()) return report(lib.status());
+                adapter_files = std::move(lib).value();
+                bo.lora.library = adapter_files.get();
             }
         }
-
-        model::DitLoadOptions lo{.device = ctx.device,
-                                 .precision = o->dtype == "fp32" ? model::DitPrecision::kFp32
-                                                                 : model::DitPrecision::kBf16};
-        auto m = model::DitModel::load(*ckpt, lo, ctx);
-        if (!m.ok()) return report(m.status());
+        const pipeline::JobBuilder builder((*store)->info(), bo);
+        auto job = builder.build(std::move(in), &field);
+        if (!job.ok()) return report(with_flag(job.status(), field));
+        {
+            // ---- weight placement (the planner sizes the job under --gpu-memory-budget), before any weight
+            // moves; the plan is per job, so the DiT leaves the device before the decoders load
+            const pipeline::Geometry& g = job->geometry;
+            const int64_t text_rows = job->random_prompt_rows > 0 ? job->random_prompt_rows
+                                      : job->prompt_embeds        ? job->prompt_embeds->rows()
+                                                                  : 537;
+            const int cache_buffers = job->cache.kind == cache::CacheKind::kNone ? 0 : 4;
+            auto choice = resolve_checkpoint_residency(
+                o->residency, o->model, *precision,
+                workload_for(g.rows_per_frame() * g.latent_frames, 2LL * g.audio_latents, text_rows,
+                             job->steps, cache_buffers, g.width, g.height),
+                job->task == pipeline::Task::kRef2va, false);
+            if (!choice.ok()) return report(choice.status());
+            apply_residency(*choice, plan, false);
+            std::fprintf(stderr, "generate: %s\n", choice->describe().c_str());
+            if (Status s = (*store)->replan(plan); !s.ok()) return report(s);
+        }
+        if (job->keyframes)
+            std::fprintf(stderr, "generate: %zu keyframe(s) on a %dx%d canvas\n",
+                         job->keyframes->images.size(), job->keyframes->canvas.width,
+                         job->keyframes->canvas.height);
+        if (job->references) std::fprintf(stderr, "generate: %zu reference(s)\n", job->references->size());
+        if (const auto& set = job->adapters.set)
+            std::fprintf(
+                stderr, "generate: %zu LoRA factor(s) applied at run time, rank <= %lld, %.1f MiB on %s\n",
+                set->factor_count(), static_cast<long long>(set->max_rank()),
+                static_cast<double>(set->device_bytes()) / (1 << 20), (*store)->info().device.c_str());
+        if (job->keyframes && job->prompt.empty())
+            std::fprintf(stderr,
+                         "generate: the keyframe images are not presented to a conditioner (%s gives the "
+                         "conditioning rows as they are); their latents still condition\n",
+                         job->prompt_embeds ? "--prompt-embeds" : "--random-prompt-embeds");
+        const runtime::CheckpointInfo& info = (*store)->info();
         std::fprintf(stderr,
-                     "generate: %s, %d steps (%d forwards), seed %llu, shifts %g/%g, %s %s, cache %s\n",
-                     geometry->describe().c_str(), rq.steps, rq.steps - 1,
-                     static_cast<unsigned long long>(rq.seed), rq.video_shift, rq.audio_shift,
-                     ctx.device.to_string().c_str(), o->dtype.c_str(), rq.cache.describe().c_str());
+                     "generate: %s, %d steps (%d forwards%s), seed %llu, shifts %g/%g, %s %s, cache %s, "
+                     "attention %s\n",
+                     job->geometry.describe().c_str(), job->steps, job->steps - 1, rungs_note(*job),
+                     static_cast<unsigned long long>(job->seed), job->video_shift, job->audio_shift,
+                     info.device.c_str(), info.dtype.c_str(), job->cache.describe().c_str(),
+                     job->attention.describe().c_str());
 
-        // ---- denoise (Ctrl-C cancels between steps and between blocks)
-        pipeline::DenoiseOptions dopt;
-        dopt.cancel = &g_cancel;
-        if (progress == "bar") dopt.progress = print_bar;
-        if (progress == "json")
-            dopt.progress = [](const pipeline::StepProgress& p) {
-                std::printf("{\"event\":\"step\",\"step\":%d,\"total\":%d,\"seconds\":%.6f,\"elapsed\":%.6f,"
-                            "\"eta\":%.6f}\n",
-                            p.step, p.total, p.step_seconds, p.elapsed_seconds, p.eta_seconds);
-                std::fflush(stdout);
-            };
-        Result<pipeline::GenerationOutput> out = [&] {
+        // ---- run (Ctrl-C cancels between stages, steps and DiT blocks)
+        auto generator = pipeline::Generator::create(**store);
+        if (!generator.ok()) return report(generator.status());
+        pipeline::JobEvents events;
+        events.cancel = &g_cancel;
+        events.progress = [&progress](const pipeline::JobProgress& p) {
+            if (p.stage != pipeline::Stage::kDenoise || p.step == 0) return;
+            if (progress == "bar") print_bar(p);
+            if (progress == "json") print_json_step(p);
+        };
+        Result<pipeline::JobReport> r = [&] {
             SigintScope sigint;
-            return pipeline::generate_latents(**m, cond, rq, dopt);
+            return (*generator)->run(*job, events);
         }();
-        if (!out.ok()) {
-            if (out.status().code() == ErrorCode::kCancelled) {
+        if (!r.ok()) {
+            if (r.status().code() == ErrorCode::kCancelled) {
                 if (progress == "bar") std::fprintf(stderr, "\n");
-                report(out.status());
+                report(r.status());
                 return kExitCancelled;
             }
-            return report(out.status());
+            return report(r.status());
         }
 
-        // ---- outputs
-        const std::map<std::string, std::string> meta = {{"seed", std::to_string(rq.seed)},
-                                                         {"steps", std::to_string(rq.steps)},
-                                                         {"width", std::to_string(out->geometry.width)},
-                                                         {"height", std::to_string(out->geometry.height)},
-                                                         {"frames", std::to_string(out->geometry.frames)},
-                                                         {"video_shift", std::to_string(rq.video_shift)},
-                                                         {"audio_shift", std::to_string(rq.audio_shift)},
-                                                         {"dtype", o->dtype},
-                                                         {"device", ctx.device.to_string()}};
-        if (!o->save_latents.empty()) {
-            Status w = io::write_safetensors(o->save_latents,
-                                             {{"video_noise", out->video_noise},
-                                              {"video_latents", out->video_latents},
-                                              {"audio_noise", out->audio_noise},
-                                              {"audio_latents", out->audio_latents}},
-                                             meta);
-            if (!w.ok()) return report(w);
-        }
-        if (!o->output.empty()) {
-            auto d =
-                pipeline::decode_to_file(ctx, o->model, out->video_latents, out->audio_latents, o->output);
-            if (!d.ok()) return report(d.status());
-            std::fprintf(
-                stderr,
-                "generate: decoded %d frames %dx%d + %lld audio samples (video %.3f s, audio %.3f s)\n",
-                d->frames, d->width, d->height, static_cast<long long>(d->audio_samples),
-                d->video_decode_seconds, d->audio_decode_seconds);
-        }
+        // ---- what happened
+        if (r->keyframes)
+            std::fprintf(stderr, "generate: encoded %d keyframe(s) in %.3f s\n", r->keyframes,
+                         r->condition_seconds);
+        if (r->references)
+            std::fprintf(stderr, "generate: encoded %d reference(s) in %.3f s\n", r->references,
+                         r->condition_seconds);
+        if ((job->keyframes || job->references) && !job->prompt.empty())
+            std::fprintf(stderr, "generate: conditioning %lld rows, %lld of them vision\n",
+                         static_cast<long long>(r->conditioning_rows),
+                         static_cast<long long>(r->vision_rows));
+        if (!job->outputs.media.empty())
+            std::fprintf(stderr, "generate: decoded %d frames %dx%d + %lld audio samples (%.3f s)\n",
+                         r->frames, r->width, r->height, static_cast<long long>(r->audio_samples),
+                         r->decode_seconds);
         if (!o->metrics.empty()) {
-            nlohmann::json mj = out->work.to_json();
-            mj["device"] = ctx.device.to_string();
-            mj["dtype"] = o->dtype;
-            if (Status w = io::write_json_file(o->metrics, mj); !w.ok()) return report(w);
+            if (Status w = io::write_json_file(o->metrics, r->metrics(job->task)); !w.ok()) return report(w);
         }
-        std::fprintf(stderr, "generate: %s\n", out->work.summary().c_str());
+        if (!r->dit_weights.empty())
+            std::fprintf(stderr, "generate: DiT weights %s\n", r->dit_weights.c_str());
+        std::fprintf(stderr, "generate: %s\n", r->work.summary().c_str());
         double total = 0;
-        for (double s : out->step_seconds) total += s;
+        for (double s : r->step_seconds) total += s;
         if (progress == "json")
             std::printf("{\"event\":\"done\",\"steps\":%zu,\"denoise_seconds\":%.6f,\"setup_seconds\":%.6f,"
                         "\"latents\":\"%s\"}\n",
-                        out->step_seconds.size(), total, out->setup_seconds, o->save_latents.c_str());
-        std::fprintf(stderr, "generate: %zu forwards in %.3f s (setup %.3f s), wrote %s%s%s\n",
-                     out->step_seconds.size(), total, out->setup_seconds, o->save_latents.c_str(),
-                     o->save_latents.empty() || o->output.empty() ? "" : " and ", o->output.c_str());
+                        r->step_seconds.size(), total, r->setup_seconds, o->save_latents.c_str());
+        std::string written;
+        for (const std::string& w : r->written) written += (written.empty() ? "" : " and ") + w;
+        std::fprintf(stderr, "generate: %zu forwards in %.3f s (setup %.3f s), wrote %s\n",
+                     r->step_seconds.size(), total, r->setup_seconds, written.c_str());
         return kExitOk;
     };
     return c;

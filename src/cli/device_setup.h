@@ -1,25 +1,10 @@
-// Turns a --device string into an op context (and owns the CUDA context behind it).
+// The CLI's devices: runtime::DeviceSession (a --device string as an op context).
 #pragma once
 
-#include "core/status.h"
-#include "ops/context.h"
-
-#include <memory>
-#include <string>
+#include "runtime/device_session.h"
 
 namespace h3::cli {
 
-class DeviceSession {
-public:
-    static Result<std::unique_ptr<DeviceSession>> open(const std::string& device);
-    ~DeviceSession();
-    const ops::Context& context() const { return ctx_; }
-    Status synchronize() const;
-
-private:
-    DeviceSession() = default;
-    ops::Context ctx_;
-    std::unique_ptr<ops::CudaContext, void (*)(ops::CudaContext*)> cuda_{nullptr, nullptr};
-};
+using runtime::DeviceSession;
 
 } // namespace h3::cli

@@ -81,16 +81,24 @@ Status memcpy(void* dst, const void* src, size_t bytes, CopyKind kind, void* str
         return from_cuda(cudaMemcpyAsync(dst, src, bytes, k, static_cast<cudaStream_t>(stream)),
                          "cudaMemcpyAsync");
     // A synchronous copy must see all earlier work: ops run on non-blocking streams, which the legacy
-    // default stream does not wait for, so synchronize the device first.
+    // default stream does not wait for, so synchronize the device first. And it must be finished when it
+    // returns: cudaMemcpy from pageable host memory returns once the source is staged, before the DMA into
+    // device memory lands, and a kernel launched next on a non-blocking stream does not wait for the legacy
+    // stream (Ops.Attention read a half-uploaded q on the H200 about one run in ten) — synchronize after too.
+    // (Copies into host memory have completed when cudaMemcpy returns: no second synchronize for them.)
     H3_TRY(from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
-    return from_cuda(cudaMemcpy(dst, src, bytes, k), "cudaMemcpy");
+    H3_TRY(from_cuda(cudaMemcpy(dst, src, bytes, k), "cudaMemcpy"));
+    if (kind == CopyKind::kDeviceToHost || kind == CopyKind::kHostToHost) return ok_status();
+    return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 Status memset_device(void* dst, int value, size_t bytes, void* stream) {
     if (stream)
         return from_cuda(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)),
                          "cudaMemsetAsync");
-    return from_cuda(cudaMemset(dst, value, bytes), "cudaMemset");
+    // cudaMemset is asynchronous on the legacy stream, which non-blocking streams do not wait for: finish it.
+    H3_TRY(from_cuda(cudaMemset(dst, value, bytes), "cudaMemset"));
+    return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 Result<void*> stream_create() {
@@ -109,6 +117,50 @@ Status stream_synchronize(void* stream) {
 
 Status device_synchronize() {
     return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+Result<void*> event_create() {
+    cudaEvent_t e = nullptr;
+    H3_TRY(from_cuda(cudaEventCreate(&e), "cudaEventCreate"));
+    return static_cast<void*>(e);
+}
+
+void event_destroy(void* event) {
+    if (event) cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
+
+Status event_record(void* event, void* stream) {
+    return from_cuda(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
+                     "cudaEventRecord");
+}
+
+Status stream_wait_event(void* stream, void* event) {
+    return from_cuda(
+        cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0),
+        "cudaStreamWaitEvent");
+}
+
+Status event_synchronize(void* event) {
+    return from_cuda(cudaEventSynchronize(static_cast<cudaEvent_t>(event)), "cudaEventSynchronize");
+}
+
+Status host_register(void* ptr, size_t bytes, bool read_only) {
+    if (bytes == 0) return ok_status();
+    unsigned flags = cudaHostRegisterPortable | (read_only ? cudaHostRegisterReadOnly : 0u);
+    return from_cuda(cudaHostRegister(ptr, bytes, flags),
+                     ("cudaHostRegister of " + std::to_string(bytes) + " bytes").c_str());
+}
+
+void host_unregister(void* ptr) {
+    if (ptr) cudaHostUnregister(ptr);
+}
+
+Result<float> event_elapsed_ms(void* start, void* end) {
+    float ms = 0.0f;
+    H3_TRY(
+        from_cuda(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)),
+                  "cudaEventElapsedTime"));
+    return ms;
 }
 
 Result<MemoryInfo> memory_info(int device) {

@@ -42,6 +42,26 @@ Status stream_synchronize(void*) {
 Status device_synchronize() {
     return no_cuda();
 }
+Result<void*> event_create() {
+    return no_cuda();
+}
+void event_destroy(void*) {}
+Status event_record(void*, void*) {
+    return no_cuda();
+}
+Status stream_wait_event(void*, void*) {
+    return no_cuda();
+}
+Status event_synchronize(void*) {
+    return no_cuda();
+}
+Status host_register(void*, size_t, bool) {
+    return no_cuda();
+}
+void host_unregister(void*) {}
+Result<float> event_elapsed_ms(void*, void*) {
+    return no_cuda();
+}
 Result<MemoryInfo> memory_info(int) {
     return no_cuda();
 }

@@ -36,6 +36,7 @@ public:
 
 std::atomic<size_t> g_device_current{0};
 std::atomic<size_t> g_device_peak{0};
+std::atomic<uint64_t> g_device_allocations{0};
 
 class DeviceStorage final : public Storage {
 public:
@@ -69,7 +70,7 @@ private:
 } // namespace
 
 DeviceMemoryStats device_memory_stats() {
-    return {g_device_current.load(), g_device_peak.load()};
+    return {g_device_current.load(), g_device_peak.load(), g_device_allocations.load()};
 }
 void reset_device_memory_peak() {
     g_device_peak.store(g_device_current.load());
@@ -92,6 +93,7 @@ Result<std::shared_ptr<Storage>> allocate_pinned(size_t bytes) {
 
 Result<std::shared_ptr<Storage>> allocate_device(size_t bytes, Device device) {
     H3_ASSIGN_OR_RETURN(void* p, cuda::malloc_device(bytes, device.index));
+    g_device_allocations.fetch_add(1);
     return std::shared_ptr<Storage>(std::make_shared<DeviceStorage>(p, bytes, device));
 }
 

@@ -1,6 +1,7 @@
 #include "io/image_reader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +25,10 @@ namespace h3::io {
 namespace {
 
 constexpr uint64_t kMaxImageFileBytes = 1ull << 30;
+constexpr double kDeflateMaxRatio = 1032.0; // deflate's largest expansion
+// A JPEG codes at least one bit per 8x8 block of the first component (its DC difference), so a file of N
+// bytes holds at most 512·N pixels.
+constexpr int64_t kJpegMaxPixelsPerByte = 512;
 
 uint16_t rd16(const uint8_t* p, bool le) {
     return le ? static_cast<uint16_t>(p[0] | (p[1] << 8)) : static_cast<uint16_t>((p[0] << 8) | p[1]);
@@ -151,7 +156,14 @@ struct Raw {
     std::vector<uint8_t> data;
 };
 
-RgbImage to_rgb(const Raw& r) {
+RgbImage to_rgb(Raw&& r) {
+    if (r.channels == 3 && !r.gray16 && !r.cmyk) { // already RGB: take the buffer, no second copy
+        RgbImage out;
+        out.width = r.width;
+        out.height = r.height;
+        out.pixels = std::move(r.data);
+        return out;
+    }
     RgbImage out(r.width, r.height);
     const size_t n = static_cast<size_t>(r.width) * r.height;
     uint8_t* o = out.pixels.data();
@@ -326,7 +338,18 @@ Result<DecodedImage> decode_png(const uint8_t* data, size_t size, const std::str
     // IHDR: signature(8) length(4) "IHDR" width(4) height(4).
     if (size < 33) return bad_input(label + ": truncated PNG (" + std::to_string(size) + " bytes)");
     if (std::memcmp(data + 12, "IHDR", 4) != 0) return bad_input(label + ": PNG without an IHDR chunk first");
-    H3_TRY(check_dims(label, "PNG", rd32(data + 16, false), rd32(data + 20, false), limits));
+    const uint32_t width = rd32(data + 16, false), height = rd32(data + 20, false);
+    H3_TRY(check_dims(label, "PNG", width, height, limits));
+    // Deflate expands at most 1032:1, so the filtered rows (1 + ceil(width·samples·depth / 8) bytes each)
+    // cannot be larger than that times the file: a header declaring more is refused before libpng reads a
+    // pixel or anything is allocated for it.
+    const int depth = data[24], ctype = data[25];
+    const int samples = ctype == 2 ? 3 : ctype == 4 ? 2 : ctype == 6 ? 4 : 1;
+    const double row = 1.0 + std::ceil(static_cast<double>(width) * samples * std::max(depth, 1) / 8.0);
+    if (row * height > kDeflateMaxRatio * static_cast<double>(size) + 65536.0)
+        return bad_input(label + ": PNG header declares " + std::to_string(width) + "x" +
+                         std::to_string(height) + " pixels, more than its " + std::to_string(size) +
+                         " bytes can hold (truncated or forged)");
     PngState st;
     st.data = data;
     st.size = size;
@@ -337,7 +360,7 @@ Result<DecodedImage> decode_png(const uint8_t* data, size_t size, const std::str
     DecodedImage out;
     out.format = ImageFormat::kPng;
     out.source_mode = st.mode;
-    out.image = to_rgb(st.raw);
+    out.image = to_rgb(std::move(st.raw));
     orientation = -1;
     if (st.has_exif)
         orientation = exif_orientation_tag(st.exif.data(), st.exif.size());
@@ -399,6 +422,12 @@ bool jpeg_run(JpegState& st) {
     jpeg_save_markers(&st.cinfo, JPEG_APP0 + 1, 0xFFFF);
     jpeg_read_header(&st.cinfo, TRUE);
     st.dims_status = check_dims(st.label, "JPEG", st.cinfo.image_width, st.cinfo.image_height, st.limits);
+    if (st.dims_status.ok() && static_cast<int64_t>(st.cinfo.image_width) * st.cinfo.image_height >
+                                   kJpegMaxPixelsPerByte * static_cast<int64_t>(st.size) + 4096)
+        st.dims_status =
+            bad_input(st.label + ": JPEG header declares " + std::to_string(st.cinfo.image_width) + "x" +
+                      std::to_string(st.cinfo.image_height) + " pixels, more than its " +
+                      std::to_string(st.size) + " bytes can hold (truncated or forged)");
     if (!st.dims_status.ok()) {
         jpeg_destroy_decompress(&st.cinfo);
         st.dims_rejected = true;
@@ -436,12 +465,20 @@ bool jpeg_run(JpegState& st) {
     st.raw.height = static_cast<int>(st.cinfo.output_height);
     st.raw.channels = st.cinfo.output_components;
     const size_t stride = static_cast<size_t>(st.raw.width) * st.raw.channels;
-    st.raw.data.resize(stride * st.raw.height);
-    while (st.cinfo.output_scanline < st.cinfo.output_height) {
-        JSAMPROW row = st.raw.data.data() + stride * st.cinfo.output_scanline;
+    // Rows are stored as they decode (grown 64 at a time), and a file that ends early stops there: libjpeg
+    // would otherwise go on producing gray rows for the whole declared size.
+    while (st.cinfo.output_scanline < st.cinfo.output_height && !st.hit_eof) {
+        const size_t y = st.cinfo.output_scanline;
+        if (st.raw.data.size() < stride * (y + 1))
+            st.raw.data.resize(stride * std::min<size_t>(st.raw.height, y + 64));
+        JSAMPROW row = st.raw.data.data() + stride * y;
         jpeg_read_scanlines(&st.cinfo, &row, 1);
     }
     const bool truncated = st.hit_eof; // a missing EOI after the last scan is tolerated, as PIL does
+    if (truncated && st.cinfo.output_scanline < st.cinfo.output_height) {
+        jpeg_destroy_decompress(&st.cinfo);
+        return false;
+    }
     jpeg_finish_decompress(&st.cinfo);
     jpeg_destroy_decompress(&st.cinfo);
     return !truncated;
@@ -464,7 +501,7 @@ Result<DecodedImage> decode_jpeg(const uint8_t* data, size_t size, const std::st
     DecodedImage out;
     out.format = ImageFormat::kJpeg;
     out.source_mode = st->mode;
-    out.image = to_rgb(st->raw);
+    out.image = to_rgb(std::move(st->raw));
     orientation = st->has_exif ? exif_orientation_tag(st->exif.data(), st->exif.size()) : -1;
     return out;
 }
@@ -502,6 +539,10 @@ Result<DecodedImage> decode_webp(const uint8_t* data, size_t size, const std::st
     if (f.has_animation)
         return unimplemented(label + ": animated WebP is not supported; give a still image (one frame)");
     H3_TRY(check_dims(label, "WebP", f.width, f.height, limits));
+    // The RIFF header says how long the file is: a shorter buffer is refused before the pixels are allocated.
+    if (const uint64_t riff = rd32(data + 4, true); riff + 8 > size)
+        return bad_input(label + ": truncated WebP (its RIFF header declares " + std::to_string(riff + 8) +
+                         " bytes, " + std::to_string(size) + " given)");
     const int channels = f.has_alpha ? 4 : 3;
     Raw raw;
     raw.width = f.width;
@@ -522,7 +563,7 @@ Result<DecodedImage> decode_webp(const uint8_t* data, size_t size, const std::st
     DecodedImage out;
     out.format = ImageFormat::kWebp;
     out.source_mode = f.has_alpha ? "RGBA" : "RGB";
-    out.image = to_rgb(raw);
+    out.image = to_rgb(std::move(raw));
     // RIFF chunks after "RIFF" size "WEBP": fourcc, u32 LE size, payload padded to even.
     orientation = -1;
     size_t pos = 12;
@@ -684,21 +725,22 @@ Result<DecodedImage> decode_image(const std::vector<uint8_t>& bytes, const std::
     return decode_image(bytes.data(), bytes.size(), label, limits);
 }
 
-Result<DecodedImage> read_image(const std::string& path, const ImageLimits& limits) {
+Result<DecodedImage> read_image(const std::string& path, const ImageLimits& limits,
+                                const std::string& label) {
+    const std::string name = label.empty() ? "image file '" + path + "'" : label;
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return not_found("image file '" + path + "' does not exist");
-    if (std::filesystem::is_directory(path, ec)) return bad_input("image file '" + path + "' is a directory");
+    if (!std::filesystem::exists(path, ec)) return not_found(name + " does not exist");
+    if (std::filesystem::is_directory(path, ec)) return bad_input(name + " is a directory");
     const auto bytes = std::filesystem::file_size(path, ec);
-    if (ec) return io_error("image file '" + path + "': cannot read its size: " + ec.message());
+    if (ec) return io_error(name + ": cannot read its size: " + ec.message());
     if (bytes > kMaxImageFileBytes)
-        return invalid_argument("image file '" + path + "' is " + std::to_string(bytes) +
-                                " bytes, more than the 1 GiB limit");
+        return invalid_argument(name + " is " + std::to_string(bytes) + " bytes, more than the 1 GiB limit");
     std::ifstream f(path, std::ios::binary);
-    if (!f) return io_error("image file '" + path + "' cannot be opened");
+    if (!f) return io_error(name + " cannot be opened");
     std::vector<uint8_t> data(bytes);
     if (bytes > 0 && !f.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(bytes)))
-        return io_error("image file '" + path + "': read failed");
-    return decode_image(data, "image file '" + path + "'", limits);
+        return io_error(name + ": read failed");
+    return decode_image(data, name, limits);
 }
 
 } // namespace h3::io

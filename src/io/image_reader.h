@@ -64,7 +64,9 @@ Result<DecodedImage> decode_image(const uint8_t* data, size_t size, const std::s
                                   const ImageLimits& limits = {});
 Result<DecodedImage> decode_image(const std::vector<uint8_t>& bytes, const std::string& label = "image",
                                   const ImageLimits& limits = {});
-Result<DecodedImage> read_image(const std::string& path, const ImageLimits& limits = {});
+// `label` names the file in errors (an upload's label); "image file 'PATH'" when empty.
+Result<DecodedImage> read_image(const std::string& path, const ImageLimits& limits = {},
+                                const std::string& label = "");
 
 // The Orientation (tag 0x0112) of IFD0 in a TIFF-structured EXIF block, with or without the "Exif\0\0"
 // prefix, either byte order. 0 when absent, malformed or outside 1..8.

@@ -14,11 +14,14 @@ extern "C" {
 #include "io/ffmpeg_handles.h"
 #endif
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <thread>
+#include <vector>
 
 namespace h3::io {
 
@@ -73,7 +76,7 @@ Status encode(AVFormatContext* fmt, AVCodecContext* enc, AVStream* st, AVFrame* 
 Status write_mp4(const std::string& path, const Tensor& frames, const Tensor& audio, int sample_rate,
                  const Mp4Options& opt) {
     H3_TRY(check_frames("write_mp4", frames));
-    av_log_set_level(AV_LOG_ERROR);
+    ffmpeg::apply_limits(); // allocation cap, log level
     const int nf = static_cast<int>(frames.dim(0)), h = static_cast<int>(frames.dim(1)),
               w = static_cast<int>(frames.dim(2));
     if (w % 2 || h % 2) return invalid_argument("write_mp4: yuv420p needs an even width and height");
@@ -141,22 +144,36 @@ Status write_mp4(const std::string& path, const Tensor& frames, const Tensor& au
     H3_TRY(check(avformat_write_header(fmt.get(), nullptr), "write the mp4 header"));
 
     PacketPtr pkt(av_packet_alloc());
-    FramePtr vf(av_frame_alloc());
-    if (!pkt || !vf) return out_of_memory("write_mp4: allocating frames");
-    vf->format = AV_PIX_FMT_YUV420P;
-    vf->width = w;
-    vf->height = h;
-    H3_TRY(check(av_frame_get_buffer(vf.get(), 0), "allocate a video frame"));
-    SwsPtr sws(sws_getContext(w, h, AV_PIX_FMT_RGB24, w, h, AV_PIX_FMT_YUV420P,
-                              SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr,
-                              nullptr));
-    if (!sws) return internal_error("write_mp4: sws_getContext failed");
-    {
+    if (!pkt) return out_of_memory("write_mp4: allocating a packet");
+    // RGB → YUV runs on up to 8 threads, a frame each (a conversion context is not thread-safe, so each has
+    // its own; every context converts with the same settings, so the bytes do not depend on the thread);
+    // x264 encodes on its own threads meanwhile. A batch of frames is converted, then encoded in order.
+    const int workers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+    std::vector<FramePtr> vfs;
+    std::vector<SwsPtr> sws;
+    for (int t = 0; t < workers; ++t) {
+        FramePtr vf(av_frame_alloc());
+        if (!vf) return out_of_memory("write_mp4: allocating frames");
+        vf->format = AV_PIX_FMT_YUV420P;
+        vf->width = w;
+        vf->height = h;
+        H3_TRY(check(av_frame_get_buffer(vf.get(), 0), "allocate a video frame"));
+        vfs.push_back(std::move(vf));
+        SwsPtr ctx(sws_getContext(w, h, AV_PIX_FMT_RGB24, w, h, AV_PIX_FMT_YUV420P,
+                                  SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr,
+                                  nullptr));
+        if (!ctx) return internal_error("write_mp4: sws_getContext failed");
         // RGB (full range) -> BT.709 limited-range YUV
         const int* coef = sws_getCoefficients(SWS_CS_ITU709);
-        sws_setColorspaceDetails(sws.get(), coef, 1, coef, 0, 0, 1 << 16, 1 << 16);
+        sws_setColorspaceDetails(ctx.get(), coef, 1, coef, 0, 0, 1 << 16, 1 << 16);
+        sws.push_back(std::move(ctx));
     }
     const int64_t frame_bytes = static_cast<int64_t>(w) * h * 3;
+    auto convert = [&](int frame, int slot) {
+        const uint8_t* src[1] = {frames.data_as<const uint8_t>() + frame * frame_bytes};
+        const int stride[1] = {3 * w};
+        sws_scale(sws[slot].get(), src, stride, 0, h, vfs[slot]->data, vfs[slot]->linesize);
+    };
 
     // Interleave audio and video by time so the muxer's queue stays short.
     FramePtr af;
@@ -190,14 +207,23 @@ Status write_mp4(const std::string& path, const Tensor& frames, const Tensor& au
         return ok_status();
     };
 
-    for (int i = 0; i < nf; ++i) {
-        H3_TRY(check(av_frame_make_writable(vf.get()), "video frame writable"));
-        const uint8_t* src[1] = {frames.data_as<const uint8_t>() + i * frame_bytes};
-        const int stride[1] = {3 * w};
-        sws_scale(sws.get(), src, stride, 0, h, vf->data, vf->linesize);
-        vf->pts = i;
-        H3_TRY(encode(fmt.get(), venc.get(), vst, vf.get(), pkt.get()));
-        H3_TRY(push_audio_until(static_cast<double>(i + 1) / opt.fps, false));
+    for (int i0 = 0; i0 < nf; i0 += workers) {
+        if (opt.cancel && opt.cancel->load()) return cancelled("write_mp4: cancelled while muxing");
+        const int batch = std::min(workers, nf - i0);
+        // The encoder may still reference a frame it was sent: writable first (a copy if so).
+        for (int t = 0; t < batch; ++t)
+            H3_TRY(check(av_frame_make_writable(vfs[t].get()), "video frame writable"));
+        {
+            std::vector<std::jthread> threads;
+            for (int t = 1; t < batch; ++t) threads.emplace_back(convert, i0 + t, t);
+            convert(i0, 0);
+        } // joined
+        for (int t = 0; t < batch; ++t) {
+            const int i = i0 + t;
+            vfs[t]->pts = i;
+            H3_TRY(encode(fmt.get(), venc.get(), vst, vfs[t].get(), pkt.get()));
+            H3_TRY(push_audio_until(static_cast<double>(i + 1) / opt.fps, false));
+        }
     }
     H3_TRY(encode(fmt.get(), venc.get(), vst, nullptr, pkt.get()));
     if (has_audio) {

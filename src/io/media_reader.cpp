@@ -16,6 +16,7 @@ extern "C" {
 #include "io/ffmpeg_handles.h"
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -78,7 +79,8 @@ bool full_range(const AVFrame* f) {
            fmt == AV_PIX_FMT_YUVJ444P || fmt == AV_PIX_FMT_YUVJ440P || fmt == AV_PIX_FMT_YUVJ411P;
 }
 
-Result<CodecPtr> open_decoder(const std::string& path, const AVStream* st, const char* kind) {
+Result<CodecPtr> open_decoder(const std::string& path, const AVStream* st, const char* kind,
+                              int64_t max_pixels) {
     const AVCodec* dec = avcodec_find_decoder(st->codecpar->codec_id);
     if (!dec)
         return bad_input("read_media: '" + path + "': no decoder for its " + kind + " codec '" +
@@ -89,6 +91,7 @@ Result<CodecPtr> open_decoder(const std::string& path, const AVStream* st, const
     if (e >= 0) {
         c->thread_count = 0; // FFmpeg picks; frames still come out in presentation order
         c->pkt_timebase = st->time_base;
+        if (max_pixels > 0) c->max_pixels = max_pixels; // libavcodec refuses larger frames itself
         e = avcodec_open2(c.get(), dec, nullptr);
     }
     if (e < 0)
@@ -99,31 +102,38 @@ Result<CodecPtr> open_decoder(const std::string& path, const AVStream* st, const
 
 class Reader {
 public:
-    Reader(const std::string& path, const MediaReadOptions& opt) : path_(path), opt_(opt) {}
+    Reader(const std::string& path, const MediaReadOptions& opt)
+        : path_(path), name_(opt.name.empty() ? path : opt.name), opt_(opt) {}
 
     Result<MediaData> run() {
         std::error_code ec;
         if (!std::filesystem::exists(path_, ec))
-            return not_found("read_media: '" + path_ + "' does not exist");
+            return not_found("read_media: '" + name_ + "' does not exist");
         if (std::filesystem::is_directory(path_, ec))
-            return invalid_argument("read_media: '" + path_ + "' is a directory, not a media file");
-        av_log_set_level(AV_LOG_ERROR);
+            return invalid_argument("read_media: '" + name_ + "' is a directory, not a media file");
+        ffmpeg::apply_limits(); // allocation cap, log level
         AVFormatContext* raw = nullptr;
         int e = avformat_open_input(&raw, path_.c_str(), nullptr, nullptr);
         if (e < 0)
-            return bad_input("read_media: '" + path_ + "' is not a media file FFmpeg can open: " + av_err(e));
+            return bad_input("read_media: '" + name_ + "' is not a media file FFmpeg can open: " + av_err(e));
         fmt_.reset(raw);
         e = avformat_find_stream_info(fmt_.get(), nullptr);
-        if (e < 0) return bad_input("read_media: '" + path_ + "': cannot read its stream info: " + av_err(e));
+        if (e < 0) return bad_input("read_media: '" + name_ + "': cannot read its stream info: " + av_err(e));
 
         const int vi = av_find_best_stream(fmt_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
         const int ai = av_find_best_stream(fmt_.get(), AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
-        if (opt_.video && vi < 0) return bad_input("read_media: '" + path_ + "' has no video stream");
+        if (opt_.video && vi < 0) return bad_input("read_media: '" + name_ + "' has no video stream");
         for (unsigned i = 0; i < fmt_->nb_streams; ++i) fmt_->streams[i]->discard = AVDISCARD_ALL;
         if (opt_.video) {
             vst_ = fmt_->streams[vi];
             vst_->discard = AVDISCARD_DEFAULT;
-            H3_ASSIGN_OR_RETURN(vdec_, open_decoder(path_, vst_, "video"));
+            const AVCodecParameters* par = vst_->codecpar;
+            if (opt_.max_frame_pixels > 0 &&
+                static_cast<int64_t>(par->width) * par->height > opt_.max_frame_pixels)
+                return bad_input("read_media: '" + name_ + "': its video is " + std::to_string(par->width) +
+                                 "x" + std::to_string(par->height) + ", more than " +
+                                 std::to_string(opt_.max_frame_pixels) + " pixels per frame");
+            H3_ASSIGN_OR_RETURN(vdec_, open_decoder(name_, vst_, "video", opt_.max_frame_pixels));
             AVRational r = vst_->avg_frame_rate;
             if (r.num <= 0 || r.den <= 0) r = vst_->r_frame_rate;
             if (r.num > 0 && r.den > 0) {
@@ -135,16 +145,12 @@ public:
             if (opt_.max_seconds >= 0 && out_.fps > 0)
                 time_cap_frames_ = static_cast<int64_t>(std::ceil(opt_.max_seconds * out_.fps)) + 1;
             out_.rotation_degrees = display_rotation(vst_);
-            if (vst_->nb_frames > 0 && vdec_->width > 0 && vdec_->height > 0) {
-                const int64_t n =
-                    opt_.max_frames >= 0 ? std::min(opt_.max_frames, vst_->nb_frames) : vst_->nb_frames;
-                video_.reserve(static_cast<size_t>(n * vdec_->width * vdec_->height * 3));
-            }
+            // nothing is reserved from the container's declared frame count: frames are stored as they decode
         }
         if (opt_.audio && ai >= 0) {
             ast_ = fmt_->streams[ai];
             ast_->discard = AVDISCARD_DEFAULT;
-            H3_ASSIGN_OR_RETURN(adec_, open_decoder(path_, ast_, "audio"));
+            H3_ASSIGN_OR_RETURN(adec_, open_decoder(name_, ast_, "audio", 0));
             out_.audio_codec = adec_->codec->name;
         }
 
@@ -154,7 +160,7 @@ public:
         while (!video_full() && !(audio_full_ && !vst_)) {
             e = av_read_frame(fmt_.get(), pkt.get());
             if (e == AVERROR_EOF) break;
-            if (e < 0) return bad_input("read_media: '" + path_ + "': demuxing failed: " + av_err(e));
+            if (e < 0) return bad_input("read_media: '" + name_ + "': demuxing failed: " + av_err(e));
             Status s = ok_status();
             if (vst_ && pkt->stream_index == vst_->index)
                 s = feed(vdec_.get(), pkt.get(), true);
@@ -179,7 +185,7 @@ private:
 
     Status decode_error(bool video, int e) const {
         const AVCodecContext* c = video ? vdec_.get() : adec_.get();
-        return bad_input("read_media: '" + path_ + "': the " + (video ? "video" : "audio") + " stream (" +
+        return bad_input("read_media: '" + name_ + "': the " + (video ? "video" : "audio") + " stream (" +
                          c->codec->name + ") does not decode: " + av_err(e));
     }
 
@@ -207,25 +213,34 @@ private:
                                       AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT,
                                       nullptr, nullptr, nullptr));
             if (!sws_)
-                return bad_input("read_media: '" + path_ + "': cannot convert pixel format '" +
+                return bad_input("read_media: '" + name_ + "': cannot convert pixel format '" +
                                  av_get_pix_fmt_name(static_cast<AVPixelFormat>(src_fmt_)) + "' to RGB");
             const int* in = sws_getCoefficients(sws_colorspace(f->colorspace));
             // Returns −1 for RGB sources, where the matrix does not apply.
             sws_setColorspaceDetails(sws_.get(), in, full_range(f) ? 1 : 0,
                                      sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
         } else if (f->width != width_ || f->height != height_ || f->format != src_fmt_) {
-            return bad_input("read_media: '" + path_ + "': the video changes size or pixel format at frame " +
+            return bad_input("read_media: '" + name_ + "': the video changes size or pixel format at frame " +
                              std::to_string(frames_) + " (" + std::to_string(width_) + "x" +
                              std::to_string(height_) + " -> " + std::to_string(f->width) + "x" +
                              std::to_string(f->height) + ")");
         }
+        if (opt_.max_frame_pixels > 0 && static_cast<int64_t>(width_) * height_ > opt_.max_frame_pixels)
+            return bad_input("read_media: '" + name_ + "': its frames are " + std::to_string(width_) + "x" +
+                             std::to_string(height_) + ", more than " +
+                             std::to_string(opt_.max_frame_pixels) + " pixels");
         const size_t bytes = static_cast<size_t>(width_) * height_ * 3;
         const size_t at = video_.size();
         if (opt_.max_video_bytes >= 0 && static_cast<int64_t>(at + bytes) > opt_.max_video_bytes)
-            return bad_input("read_media: '" + path_ + "': its " + std::to_string(width_) + "x" +
+            return bad_input("read_media: '" + name_ + "': its " + std::to_string(width_) + "x" +
                              std::to_string(height_) + " frames pass " +
                              std::to_string(opt_.max_video_bytes >> 20) + " MiB decoded after " +
                              std::to_string(frames_) + " frames; use a shorter or smaller video");
+        if (video_.capacity() < at + bytes) { // grow geometrically, never past the cap
+            size_t want = std::max(at + bytes, 2 * video_.capacity());
+            if (opt_.max_video_bytes >= 0) want = std::min(want, static_cast<size_t>(opt_.max_video_bytes));
+            video_.reserve(std::max(want, at + bytes));
+        }
         video_.resize(at + bytes);
         uint8_t* dst[1] = {video_.data() + at};
         const int stride[1] = {3 * width_};
@@ -242,17 +257,17 @@ private:
             rate_ = f->sample_rate;
             in_fmt_ = f->format;
             if (channels_ < 1 || rate_ <= 0)
-                return bad_input("read_media: '" + path_ + "': audio frame without channels or sample rate");
+                return bad_input("read_media: '" + name_ + "': audio frame without channels or sample rate");
             SwrContext* s = nullptr;
             int e = swr_alloc_set_opts2(&s, &f->ch_layout, AV_SAMPLE_FMT_FLTP, rate_, &f->ch_layout,
                                         static_cast<AVSampleFormat>(in_fmt_), rate_, 0, nullptr);
             swr_.reset(s);
             if (e >= 0) e = swr_init(swr_.get());
             if (e < 0)
-                return bad_input("read_media: '" + path_ + "': cannot convert its audio: " + av_err(e));
+                return bad_input("read_media: '" + name_ + "': cannot convert its audio: " + av_err(e));
             pcm_.assign(static_cast<size_t>(channels_), {});
         } else if (f->ch_layout.nb_channels != channels_ || f->sample_rate != rate_ || f->format != in_fmt_) {
-            return bad_input("read_media: '" + path_ +
+            return bad_input("read_media: '" + name_ +
                              "': the audio changes channels, rate or format mid-stream");
         }
         return convert_audio(const_cast<const uint8_t**>(f->extended_data), f->nb_samples);
@@ -265,8 +280,15 @@ private:
         std::vector<uint8_t*> out(static_cast<size_t>(channels_));
         for (int c = 0; c < channels_; ++c) out[c] = reinterpret_cast<uint8_t*>(tmp[c].data());
         const int got = swr_convert(swr_.get(), out.data(), cap, in, n);
-        if (got < 0) return bad_input("read_media: '" + path_ + "': audio conversion failed: " + av_err(got));
+        if (got < 0) return bad_input("read_media: '" + name_ + "': audio conversion failed: " + av_err(got));
         if (audio_full_) return ok_status();
+        if (opt_.max_audio_bytes >= 0 &&
+            static_cast<int64_t>((pcm_[0].size() + static_cast<size_t>(got)) * sizeof(float)) * channels_ >
+                opt_.max_audio_bytes)
+            return bad_input("read_media: '" + name_ + "': its audio (" + std::to_string(channels_) +
+                             " channels at " + std::to_string(rate_) + " Hz) passes " +
+                             std::to_string(opt_.max_audio_bytes >> 20) +
+                             " MiB decoded; use a shorter clip or fewer channels");
         for (int c = 0; c < channels_; ++c)
             pcm_[c].insert(pcm_[c].end(), tmp[c].begin(), tmp[c].begin() + got);
         if (opt_.max_seconds >= 0) {
@@ -289,7 +311,7 @@ private:
         if (time_cap_frames_ >= 0 && frames_ >= time_cap_frames_) out_.truncated = true;
         if (vst_) {
             if (frames_ == 0)
-                return bad_input("read_media: '" + path_ + "': the video stream (" + out_.video_codec +
+                return bad_input("read_media: '" + name_ + "': the video stream (" + out_.video_codec +
                                  ") decoded to no frames");
             out_.frames = Tensor::host(Shape{frames_, height_, width_, 3}, DType::kU8);
             std::memcpy(out_.frames.data(), video_.data(), video_.size());
@@ -310,6 +332,7 @@ private:
     }
 
     std::string path_;
+    std::string name_; // how errors name the input
     MediaReadOptions opt_;
     std::unique_ptr<AVFormatContext, InputDel> fmt_;
     AVStream* vst_ = nullptr;

@@ -20,6 +20,13 @@ struct MediaReadOptions {
     double max_seconds = -1;
     // Refuse (bad_input) a video whose decoded RGB frames would pass this many bytes (< 0: no cap).
     int64_t max_video_bytes = -1;
+    // Refuse a video whose frames are larger than this many pixels, before decoding one (the declared size
+    // is checked first; libavcodec is told the same cap). 8K UHD is 33 Mpx.
+    int64_t max_frame_pixels = int64_t{40} << 20;
+    // Refuse audio that decodes to more than this many bytes of float samples (< 0: no cap).
+    int64_t max_audio_bytes = -1;
+    // How errors name the input (an upload's label); the path when empty.
+    std::string name;
 };
 
 struct MediaData {

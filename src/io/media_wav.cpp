@@ -84,6 +84,7 @@ Result<WavData> read_wav(const std::string& path) {
         return bad_input("read_wav: '" + path + "' is not a RIFF/WAVE file");
     size_t pos = 12;
     int fmt = 0, ch = 0, bits = 0;
+    uint32_t rate = 0;
     WavData w;
     while (pos + 8 <= b.size()) {
         const uint32_t size = get_u32(b.data() + pos + 4);
@@ -92,10 +93,14 @@ Result<WavData> read_wav(const std::string& path) {
         if (!std::memcmp(b.data() + pos, "fmt ", 4) && size >= 16) {
             fmt = get_u16(body);
             ch = get_u16(body + 2);
-            w.sample_rate = static_cast<int>(get_u32(body + 4));
+            rate = get_u32(body + 4);
             bits = get_u16(body + 14);
         } else if (!std::memcmp(b.data() + pos, "data", 4)) {
             if (ch < 1) return bad_input("read_wav: data before fmt in '" + path + "'");
+            if (rate < 1 || rate > 1536000)
+                return bad_input("read_wav: '" + path + "' declares a sample rate of " +
+                                 std::to_string(rate) + " Hz, outside [1, 1536000]");
+            w.sample_rate = static_cast<int>(rate);
             const bool pcm = fmt == 1 && bits == 16, flt = fmt == 3 && bits == 32;
             if (!pcm && !flt) return bad_input("read_wav: only PCM16 and float32 are supported");
             w.format = pcm ? WavFormat::kPcm16 : WavFormat::kFloat32;

@@ -6,6 +6,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 
+#include <atomic>
 #include <string>
 
 namespace h3::io {
@@ -15,6 +16,9 @@ struct Mp4Options {
     int crf = 12;                  // x264 constant rate factor: 12 is visually lossless for generated video
     std::string preset = "medium"; // x264 preset
     int audio_bitrate = 192000;    // AAC, bits/s
+    // Checked before every video frame is encoded: once set, writing stops with kCancelled (the partial file
+    // is the caller's to remove).
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // frames: [F, H, W, 3] u8 RGB (H and W even). audio: [C, N] f32 in [−1, 1] (C = 1 or 2) or undefined (no

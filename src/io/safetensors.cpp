@@ -1,5 +1,7 @@
 #include "io/safetensors.h"
 
+#include "io/json_file.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -40,30 +42,6 @@ std::string supported_dtype_list() {
         s += dtype_safetensors_name(t);
     }
     return s;
-}
-
-// Deepest bracket nesting outside strings; stops early once past `limit`.
-int json_nesting_depth(const char* p, size_t n, int limit) {
-    int depth = 0, max_depth = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < n; ++i) {
-        char c = p[i];
-        if (in_string) {
-            if (c == '\\')
-                ++i;
-            else if (c == '"')
-                in_string = false;
-            continue;
-        }
-        if (c == '"')
-            in_string = true;
-        else if (c == '{' || c == '[') {
-            max_depth = std::max(max_depth, ++depth);
-            if (max_depth > limit) return max_depth;
-        } else if (c == '}' || c == ']')
-            --depth;
-    }
-    return max_depth;
 }
 
 // Reads a non-negative integer that fits in int64 (shape dims, offsets).
@@ -171,7 +149,7 @@ Status parse_header(const uint8_t* data, size_t size, const std::string& label, 
                          "-byte file, expected at most " + std::to_string(size - 8));
     if (n == 0) return bad_input("file " + label + ": header is empty, expected a JSON object");
     const char* text = reinterpret_cast<const char*>(data + 8);
-    if (json_nesting_depth(text, n, kMaxHeaderNesting) > kMaxHeaderNesting)
+    if (io::json_nesting_depth(text, n, kMaxHeaderNesting) > kMaxHeaderNesting)
         return bad_input("file " + label + ": header JSON nests deeper than " +
                          std::to_string(kMaxHeaderNesting) +
                          " levels, expected a flat object of tensor entries");

@@ -13,8 +13,10 @@ namespace h3::ops {
 
 using namespace detail;
 
-Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
-                 const Tensor& v, Tensor& o) {
+namespace {
+
+Status validate(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
+                const Tensor& v, const Tensor& o, AttentionParams& resolved) {
     const char* op = "attention";
     H3_TRY(check_context(op, ctx));
     H3_TRY(check_float_contig(op, "q", ctx, q));
@@ -37,11 +39,62 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
         return invalid_argument("attention: k is " + desc(k) + " but must have at least one row");
     H3_TRY(check_shape(op, "v", v, k.shape(), "k's shape"));
     H3_TRY(check_shape(op, "o", o, q.shape(), "q's shape"));
-    AttentionParams resolved = p;
+    if (p.fp8 && (q.dtype() != DType::kBF16 || o.dtype() != DType::kBF16))
+        return invalid_argument("attention: fp8 mode takes bf16 q/k/v and o; q is " + desc(q) + ", o is " +
+                                desc(o));
+    if (p.lse) {
+        if (p.fp8)
+            return unimplemented("attention: the fp8 mode does not return the log-sum-exp (lse); run the "
+                                 "ring's partial attention in bf16");
+        H3_TRY(check_tensor(op, "lse", ctx, *p.lse));
+        H3_TRY(check_contiguous(op, "lse", *p.lse));
+        H3_TRY(check_writable(op, "lse", *p.lse));
+        if (p.lse->dtype() != DType::kF32)
+            return invalid_argument("attention: lse is " + desc(*p.lse) + " but must be f32");
+        H3_TRY(check_shape(op, "lse", *p.lse, Shape{q.dim(0), q.dim(1)}, "[rows, heads] of q"));
+    }
+    resolved = p;
     if (resolved.scale == 0.0f) resolved.scale = 1.0f / std::sqrt(static_cast<float>(q.dim(2)));
     if (!(resolved.scale > 0.0f) || !std::isfinite(resolved.scale))
         return invalid_argument("attention: scale = " + std::to_string(p.scale) + " must be finite and > 0");
+    return ok_status();
+}
+
+} // namespace
+
+Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
+                 const Tensor& v, Tensor& o) {
+    AttentionParams resolved;
+    H3_TRY(validate(ctx, p, q, k, v, o, resolved));
     H3_OPS_DISPATCH(attention, ctx, resolved, q, k, v, o);
+}
+
+std::vector<std::string> attention_candidates(const Context& ctx, const AttentionParams& p, const Tensor& q,
+                                              const Tensor& k, const Tensor& v, const Tensor& o) {
+    AttentionParams resolved;
+    if (!validate(ctx, p, q, k, v, o, resolved).ok()) return {};
+    if (!ctx.is_cuda()) return {"cpu"};
+#ifdef H3_WITH_CUDA
+    return cuda_impl::attention_candidates(ctx, resolved, q, k, v, o);
+#else
+    return {};
+#endif
+}
+
+Status attention_candidate(const Context& ctx, const std::string& name, const AttentionParams& p,
+                           const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) {
+    AttentionParams resolved;
+    H3_TRY(validate(ctx, p, q, k, v, o, resolved));
+    if (!ctx.is_cuda()) {
+        if (name != "cpu")
+            return invalid_argument("attention_candidate: the CPU has only 'cpu', not '" + name + "'");
+        return cpu_impl::attention(ctx, resolved, q, k, v, o);
+    }
+#ifdef H3_WITH_CUDA
+    return cuda_impl::attention_candidate(ctx, name, resolved, q, k, v, o);
+#else
+    return detail::cuda_not_built("attention_candidate");
+#endif
 }
 
 } // namespace h3::ops

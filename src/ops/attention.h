@@ -4,17 +4,49 @@
 #include "core/tensor.h"
 #include "ops/context.h"
 
+#include <string>
+#include <vector>
+
 namespace h3::ops {
 
 // o = softmax(q·kᵀ·scale + mask) v; softmax in fp32.
 // q [Sq,H,D], k/v [Sk,Hkv,D], o [Sq,H,D]; q/k/v same dtype (f32, bf16, f16). Grouped-query attention when
 // Hkv < H (H divisible by Hkv): query head h reads kv head h / (H/Hkv). `causal` (needs Sq == Sk): query i
 // sees keys 0..i only. The DiT uses the default: full, non-causal, Hkv == H.
+//
+// Implementations on CUDA (the CPU always runs its reference): kAuto picks the fastest that can run the call
+// (the sm_90a kernel on H100/H200 for bf16 with D = 128, else cuDNN's fused attention for full MHA, else a
+// simple kernel); the others force one and return kUnimplemented where it cannot run (tests and benches).
+enum class AttentionImpl { kAuto, kHopper, kCudnn, kFallback };
+//
+// fp8 (opt-in, lossy; bf16 q/k/v and o, head dim 128 on CUDA, sm_90a): q and k are rounded to e4m3 per
+// head in blocks of 128 rows (queries / keys), v in blocks of 128 keys, each block scaled by the power of
+// two that maps its max |x| into [224, 448] (ops/fp8_scale.h). Scores are q8·k8 times the two block scales
+// and `scale`, in fp32; the online softmax runs per 128-key block against the running row max; P is rounded
+// to e4m3 as 2^(x − m + e) with 2^e = 256·v_scale_block / v_scale_max(head) (so the v block scales fold
+// into P); row sums use the unrounded P; P·V accumulates in fp32. The CPU reference simulates exactly this
+// (e4m3 rounding, the same blocks and scales), so it states the bound of the CUDA kernel against it.
+//
+// lse (optional output, ring attention's partials — ops/attention_merge.h): [Sq, H] f32, per query row and
+// head ln Σ_j exp(scale·q·k_j) over the keys the row sees (natural log, of the scaled scores), so two
+// results over disjoint key sets merge exactly. Not with fp8 (kUnimplemented). On CUDA only the fallback
+// kernel returns it: kAuto runs the fallback when lse is asked, kHopper and kCudnn return kUnimplemented.
 struct AttentionParams {
     float scale = 0.0f; // 0 => 1/sqrt(D)
     bool causal = false;
+    bool fp8 = false;
+    AttentionImpl impl = AttentionImpl::kAuto;
+    Tensor* lse = nullptr;
 };
 Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                  const Tensor& v, Tensor& o);
+
+// For benches: every implementation and configuration that can run this call on `ctx` ("hopper bn128
+// pingpong", "cudnn sdpa_fwd engine 8, knobs ...", "fallback", ...), the default first; and one run of a
+// named candidate (p.impl is ignored). CPU: just "cpu".
+std::vector<std::string> attention_candidates(const Context& ctx, const AttentionParams& p, const Tensor& q,
+                                              const Tensor& k, const Tensor& v, const Tensor& o);
+Status attention_candidate(const Context& ctx, const std::string& name, const AttentionParams& p,
+                           const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o);
 
 } // namespace h3::ops

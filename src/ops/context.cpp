@@ -1,5 +1,7 @@
 #include "ops/context.h"
 
+#include "core/cuda_api.h"
+
 #ifdef H3_WITH_CUDA
 #include "ops/cuda/cuda_context.h"
 #endif
@@ -12,6 +14,12 @@ void* Context::stream() const {
 #else
     return nullptr;
 #endif
+}
+
+Status synchronize(const Context& ctx) {
+    if (!ctx.is_cuda()) return ok_status();
+    if (!ctx.cuda) return invalid_argument("synchronize: a CUDA context without its CudaContext");
+    return cuda::stream_synchronize(ctx.stream());
 }
 
 } // namespace h3::ops

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/device.h"
+#include "core/status.h"
 
 namespace h3::ops {
 
@@ -19,5 +20,8 @@ struct Context {
     // The cudaStream_t of `cuda` (nullptr on the CPU).
     void* stream() const;
 };
+
+// Waits until the work queued on ctx's stream has run (nothing to wait for on the CPU). Not device-wide.
+Status synchronize(const Context& ctx);
 
 } // namespace h3::ops

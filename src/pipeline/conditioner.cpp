@@ -1,23 +1,10 @@
 #include "pipeline/conditioner.h"
-#include "pipeline/text_conditioner.h"
 
 #include "io/safetensors.h"
 
 #include <filesystem>
 
 namespace h3::pipeline {
-
-const char* reference_kind_name(ReferenceKind kind) {
-    switch (kind) {
-    case ReferenceKind::kImage:
-        return "image";
-    case ReferenceKind::kVideo:
-        return "video";
-    case ReferenceKind::kAudio:
-        return "audio";
-    }
-    return "?";
-}
 
 namespace {
 
@@ -93,16 +80,6 @@ Status save_conditioning(const std::string& path, const Conditioning& c) {
     Tensor t = Tensor::host(Shape{static_cast<int64_t>(tags.size())}, DType::kI32);
     std::copy(tags.begin(), tags.end(), t.data_as<int32_t>());
     return io::write_safetensors(path, {{"prompt_embeds", c.embeddings}, {"prompt_tags", t}});
-}
-
-Result<std::unique_ptr<Conditioner>> make_prompt_conditioner(const PromptConditionerParams& params) {
-    if (has_text_conditioner(params.checkpoint_dir)) {
-        H3_ASSIGN_OR_RETURN(auto c, TextConditioner::open(params));
-        return std::unique_ptr<Conditioner>(std::move(c));
-    }
-    return bad_input("checkpoint " + params.checkpoint_dir +
-                     " has no text encoder + tokenizer (text_encoder/ with weights and tokenizer/); "
-                     "pass --prompt-embeds FILE with a precomputed [L, text_dim] conditioner output");
 }
 
 } // namespace h3::pipeline

@@ -1,13 +1,12 @@
 // The conditioner: prompt (+ later keyframe images) → the packed sequence's conditioning segment
 // `[L, text_dim]` with one modality tag per row (spec §3 step 3, §5.2, §8). Two sources implement it: a
-// precomputed embeddings file (`--prompt-embeds`, lets users reuse encodings) and the checkpoint's text
-// encoder (Qwen3-VL + tokenizer, built in its own issue; `make_prompt_conditioner` is its factory).
-//
-// This interface is shared with the text-encoder work: keep it stable.
+// precomputed embeddings file (`generate --prompt-embeds`, lets users reuse encodings) and the checkpoint's
+// text encoder (pipeline/text_conditioner: Qwen3-VL + tokenizer).
 #pragma once
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "model/weights/residency.h"
 #include "ops/context.h"
 
 #include <atomic>
@@ -86,14 +85,14 @@ Result<std::unique_ptr<Conditioner>> make_embeds_conditioner(const std::string& 
 // Writes `c` in the format make_embeds_conditioner reads.
 Status save_conditioning(const std::string& path, const Conditioning& c);
 
+// The checkpoint's text encoder + tokenizer loaded standalone (TextConditioner::open: h3-engine encode,
+// tests); pipeline::Generator builds its conditioner over the ModelStore's leases instead.
 struct PromptConditionerParams {
-    std::string checkpoint_dir; // checkpoint root (either layout), as given to --model
+    std::string checkpoint_dir; // checkpoint root (either layout)
     ops::Context ctx;           // where the encoder runs
     bool fp32 = false;          // fp32 reference mode instead of bf16
+    bool fp16 = false; // fp16 language stack with an fp32 residual stream (the vision tower runs fp32)
+    model::ResidencyOptions residency{}; // where the 50 text layers' projection matrices live
 };
-
-// The checkpoint's text encoder + tokenizer. Until that work lands it fails with "checkpoint has no text
-// encoder" (bad_input), pointing at --prompt-embeds.
-Result<std::unique_ptr<Conditioner>> make_prompt_conditioner(const PromptConditionerParams& params);
 
 } // namespace h3::pipeline

@@ -1,6 +1,7 @@
 #include "pipeline/denoise.h"
 
 #include "cache/step_cache.h"
+#include "ops/sampling.h"
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +22,15 @@ bool cancelled_now(const DenoiseOptions& o) {
 }
 
 } // namespace
+
+Status check_attention_task(const model::AttentionChoice& attention, bool ref2va) {
+    if (attention.is_vsa() && ref2va)
+        return invalid_argument(
+            "attention vsa: ref2va is not supported (FastH3's VSA is trained on the "
+            "[text | keyframes | audio | video] layout of t2va / fl2va; the reference blocks "
+            "have no tiling); use attention dense");
+    return ok_status();
+}
 
 Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInputs& in,
                                   const DualSchedule& sched, const DenoiseOptions& o) {
@@ -54,6 +64,8 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
     H3_ASSIGN_OR_RETURN(packed.text, in.text.to_dtype(DType::kF32));
     H3_ASSIGN_OR_RETURN(packed.video, in.video_rows.to_dtype(DType::kF32)); // our own copy, updated in place
     H3_ASSIGN_OR_RETURN(packed.audio, in.audio_rows.to_dtype(DType::kF32));
+    H3_TRY(check_attention_task(o.attention, L.ref2va));
+    packed.segments = packed_segments(L); // what VSA tiles
 
     const int steps = sched.forwards();
     std::vector<RowTimesteps> plan;
@@ -69,14 +81,28 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
                              .rows = L.rows,
                              .teacache_coefficients = cache::teacache_coefficients_for(cfg)};
     H3_ASSIGN_OR_RETURN(std::unique_ptr<cache::StepCache> step_cache, cache::make_step_cache(o.cache, cs));
-    const double flops_per_block = cache::block_flops(cfg, L.rows);
+    const int ranks = o.parallel ? o.parallel->seq_size() * o.parallel->tp_size() : 1;
+    const double flops_per_block = cache::block_flops(cfg, L.rows) / ranks; // this rank's share
+    // Without a step cache (which reads host outputs) the latents stay where the model runs: the forwards
+    // leave their outputs on the device and the Euler step runs there, so no step crosses to the host.
+    const bool resident = !step_cache;
+    const ops::Context step_ctx = resident ? model.context() : ops::Context::cpu();
+    if (resident && !step_ctx.device.is_cpu()) {
+        H3_ASSIGN_OR_RETURN(packed.video, packed.video.to(step_ctx.device, step_ctx.stream()));
+        H3_ASSIGN_OR_RETURN(packed.audio, packed.audio.to(step_ctx.device, step_ctx.stream()));
+    }
     model::DitForwardOptions fo;
     fo.cancel = o.cancel;
     fo.ffn_chunk_bytes = o.ffn_chunk_bytes;
     fo.hook = o.hook;
+    fo.lora = o.lora;
+    fo.outputs_on_device = resident;
+    fo.attention = o.attention;
+    fo.parallel = o.parallel;
     if (cancelled_now(o)) return cancelled("generation cancelled before denoising");
-    H3_ASSIGN_OR_RETURN(model::AdalnTables tables,
-                        model.compute_adaln_tables(std::vector<float>(all_t.begin(), all_t.end())));
+    H3_ASSIGN_OR_RETURN(
+        model::AdalnTables tables,
+        model.compute_adaln_tables(std::vector<float>(all_t.begin(), all_t.end()), nullptr, nullptr, o.lora));
     packed.timesteps = plan[0].timesteps;
     packed.timestep_indices = plan[0].indices;
     H3_ASSIGN_OR_RETURN(model::DitRequestState state, model.prepare_request(packed, fo));
@@ -86,8 +112,8 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
     res.work.cache = o.cache.describe();
     res.work.setup_seconds = res.setup_seconds;
     const auto t_loop = Clock::now();
-    float* video = packed.video.data_as<float>() + L.condition_rows * cfg.video_patch_dim();
-    float* audio = packed.audio.data_as<float>() + L.condition_audio_rows * cfg.audio_in_channels;
+    Tensor video = packed.video.slice(0, L.condition_rows, L.condition_rows + L.video_rows); // generated rows
+    Tensor audio = packed.audio.slice(0, L.condition_audio_rows, L.condition_audio_rows + L.audio_rows);
     for (int i = 0; i < steps; ++i) {
         if (cancelled_now(o))
             return cancelled("generation cancelled after " + std::to_string(i) + " of " +
@@ -102,21 +128,30 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
             out = &step_cache->reused_outputs(); // velocity reuse: no DiT call
         } else {
             fo.schedule = plan_i.schedule;
+            fo.step = i;
             auto r = model.forward(packed, &tables, fo, &state);
             if (!r.ok())
                 return r.status().with_context("step " + std::to_string(i + 1) + "/" + std::to_string(steps));
             fresh = std::move(r).value();
             if (step_cache) H3_TRY(step_cache->end_step(i, fresh));
         }
-        // Each stream moves with its own Δσ, reused velocities included.
+        // Each stream moves with its own Δσ, reused velocities included (ops::euler_update is
+        // pipeline::euler_update on tensors, bit for bit).
         const size_t vi = static_cast<size_t>(i);
-        const float* v = out->sample.data_as<float>() + L.condition_rows * cfg.video_patch_dim();
-        euler_update(video, v, static_cast<size_t>(L.video_rows * cfg.video_patch_dim()),
-                     sched.video.timesteps[vi], sched.video.sigmas[vi], sched.video.sigmas[vi + 1]);
-        euler_update(audio,
-                     out->audio_sample.data_as<float>() + L.condition_audio_rows * cfg.audio_in_channels,
-                     static_cast<size_t>(L.audio_rows * cfg.audio_in_channels), sched.audio.timesteps[vi],
-                     sched.audio.sigmas[vi], sched.audio.sigmas[vi + 1]);
+        const Tensor v = out->sample.slice(0, L.condition_rows, L.condition_rows + L.video_rows);
+        const Tensor va =
+            out->audio_sample.slice(0, L.condition_audio_rows, L.condition_audio_rows + L.audio_rows);
+        H3_TRY(ops::euler_update(step_ctx,
+                                 {.timestep = sched.video.timesteps[vi],
+                                  .sigma = sched.video.sigmas[vi],
+                                  .sigma_next = sched.video.sigmas[vi + 1]},
+                                 video, v));
+        H3_TRY(ops::euler_update(step_ctx,
+                                 {.timestep = sched.audio.timesteps[vi],
+                                  .sigma = sched.audio.sigmas[vi],
+                                  .sigma_next = sched.audio.sigmas[vi + 1]},
+                                 audio, va));
+        H3_TRY(ops::synchronize(step_ctx)); // the step's time is its device time; cancellation is per step
         res.step_seconds.push_back(since(t_step));
         cache::StepRecord rec;
         if (step_cache) {
@@ -138,10 +173,8 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
             o.progress(p);
         }
     }
-    res.video_rows = Tensor::host(Shape{L.video_rows, cfg.video_patch_dim()}, DType::kF32);
-    std::copy_n(video, res.video_rows.numel(), res.video_rows.data_as<float>());
-    res.audio_rows = Tensor::host(Shape{L.audio_rows, cfg.audio_in_channels}, DType::kF32);
-    std::copy_n(audio, res.audio_rows.numel(), res.audio_rows.data_as<float>());
+    H3_ASSIGN_OR_RETURN(res.video_rows, video.to(Device::cpu(), step_ctx.stream()));
+    H3_ASSIGN_OR_RETURN(res.audio_rows, audio.to(Device::cpu(), step_ctx.stream()));
     return res;
 }
 

@@ -29,8 +29,14 @@ struct DenoiseOptions {
     std::function<void(const StepProgress&)> progress; // called after every step
     const std::atomic<bool>* cancel = nullptr;         // checked between steps and between DiT blocks
     size_t ffn_chunk_bytes = 512ull << 20;
-    model::IntermediateHook hook; // forwarded to every forward (parity work)
-    cache::CacheSpec cache;       // the request's step cache (default none: no probe, no extra memory)
+    model::IntermediateHook hook;     // forwarded to every forward (parity work)
+    cache::CacheSpec cache;           // the request's step cache (default none: no probe, no extra memory)
+    model::AttentionChoice attention; // dense, or FastH3's video sparse attention (t2va / fl2va layouts)
+    const model::LoraSet* lora = nullptr; // run-time adapters of the request (AdaLN tables and every forward)
+    // A rank of a device group (runtime::DeviceGroup::run_spmd): every rank runs this loop over the same
+    // inputs; the forwards split the work (model/dit/dit_parallel.h) and every rank ends with the same
+    // latents. The steps' useful_flops are this rank's share.
+    const model::DitParallel* parallel = nullptr;
 };
 
 // What the loop works on. Conditioning rows lead the video rows (layout.condition_rows of them) and the
@@ -49,6 +55,10 @@ struct DenoiseResult {
     double setup_seconds = 0; // AdaLN tables + refiner/RoPE preparation
     cache::WorkReport work;   // per-step blocks run/skipped, cache hits, useful FLOPs
 };
+
+// --attention vsa tiles the [text | keyframes | audio | video] layout of t2va / fl2va only; for ref2va the
+// error says so and names the alternative.
+Status check_attention_task(const model::AttentionChoice& attention, bool ref2va);
 
 // Everything the loop allocates (packed inputs, AdaLN tables, request state) lives in this call's frame
 // and is released on return, on success, error and cancellation alike.

@@ -1,13 +1,11 @@
 #include "pipeline/fl2va.h"
 
-#include "io/checkpoint.h"
-
 #include <chrono>
 #include <cstring>
 
 namespace h3::pipeline {
 
-Result<Fl2vaInputs> prepare_fl2va(const ops::Context& ctx, const std::string& checkpoint_dir,
+Result<Fl2vaInputs> prepare_fl2va(const ops::Context& ctx, const model::VideoVaeEncoder& enc,
                                   const PreparedKeyframes& keyframes, const Fl2vaOptions& options) {
     if (keyframes.images.empty()) return invalid_argument("fl2va needs a first and/or a last keyframe");
     if (keyframes.images.size() != keyframes.anchors.size())
@@ -25,24 +23,18 @@ Result<Fl2vaInputs> prepare_fl2va(const ops::Context& ctx, const std::string& ch
         out.images.push_back({im.width, im.height, im.pixels});
     }
 
-    H3_ASSIGN_OR_RETURN(io::CheckpointDir dir, io::discover_checkpoint(checkpoint_dir));
-    const io::Component* vae = dir.find("vae");
-    if (!vae || !vae->has_weights)
-        return not_found("checkpoint " + checkpoint_dir +
-                         " has no 'vae' component with weights (fl2va encodes the keyframes with it)");
-    { // the encoder lives only in this scope
-        H3_ASSIGN_OR_RETURN(model::VideoVaeEncoder enc, model::load_video_vae_encoder(vae->dir, ctx.device));
-        for (size_t i = 0; i < keyframes.images.size(); ++i) {
-            if (options.cancel && options.cancel->load()) return cancelled("keyframe encoding cancelled");
-            const io::RgbImage& im = keyframes.images[i];
-            Tensor pixels = Tensor::host(Shape{im.height, im.width, 3}, DType::kU8);
-            std::memcpy(pixels.data(), im.pixels.data(), im.pixels.size());
-            auto z = model::encode_keyframe(ctx, enc, pixels, options.encode, options.seed);
-            if (!z.ok())
-                return z.status().with_context(std::string(keyframe_anchor_name(keyframes.anchors[i])) +
-                                               " keyframe");
-            out.keyframes.push_back({keyframes.anchors[i], std::move(z).value()});
-        }
+    model::VideoEncodeOptions eo = options.encode;
+    if (options.cancel) eo.cancel = options.cancel; // inside the encoder too (between tiles)
+    for (size_t i = 0; i < keyframes.images.size(); ++i) {
+        if (options.cancel && options.cancel->load()) return cancelled("keyframe encoding cancelled");
+        const io::RgbImage& im = keyframes.images[i];
+        Tensor pixels = Tensor::host(Shape{im.height, im.width, 3}, DType::kU8);
+        std::memcpy(pixels.data(), im.pixels.data(), im.pixels.size());
+        auto z = model::encode_keyframe(ctx, enc, pixels, eo, options.seed);
+        if (!z.ok())
+            return z.status().with_context(std::string(keyframe_anchor_name(keyframes.anchors[i])) +
+                                           " keyframe");
+        out.keyframes.push_back({keyframes.anchors[i], std::move(z).value()});
     }
     out.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;

@@ -1,9 +1,9 @@
-// fl2va conditioning inputs (spec §3 steps 2–4), shared by `h3-engine generate` and the server's engine:
-// keyframes already on the canvas (pipeline/keyframe_image: prepare_keyframes) → the conditioner's images
-// (presented "<Picture i>: " + vision tokens, spec §8.2; the conditioner runs the image processor itself) and
-// the keyframes' conditioning latents from the video VAE encoder (spec §9.1: one frame, tiled, sampled with a
-// private generator seeded 42, normalized), in packed order. The encoder is loaded for the call and released
-// before it returns, so nothing of it stays resident while the DiT runs.
+// fl2va conditioning inputs (spec §3 steps 2–4), a stage of pipeline::Generator: keyframes already on the
+// canvas (pipeline/keyframe_image: prepare_keyframes) → the conditioner's images (presented "<Picture i>: " +
+// vision tokens, spec §8.2; the conditioner runs the image processor itself) and the keyframes' conditioning
+// latents from the loaded video VAE encoder (spec §9.1: one frame, tiled, sampled with a private generator
+// seeded 42, normalized), in packed order. The caller leases the encoder for the call only (ModelStore), so
+// nothing of it stays resident while the DiT runs unless the placement says so.
 #pragma once
 
 #include "core/status.h"
@@ -21,19 +21,18 @@ namespace h3::pipeline {
 
 struct Fl2vaInputs {
     std::vector<ConditionerImage> images;     // ConditionerRequest::images (packed order, canvas-sized RGB8)
-    std::vector<KeyframeCondition> keyframes; // GenerationRequest::keyframes: [1, 24, 1, H/16, W/16] host f32
-    double encode_seconds = 0;                // VAE load + encode
+    std::vector<KeyframeCondition> keyframes; // GenerationRequest::keyframes: [1, C, 1, h, w] host f32
+    double encode_seconds = 0;
 };
 
 struct Fl2vaOptions {
     model::VideoEncodeOptions encode = {};
     uint64_t seed = 42;                        // the recipe's private generator
-    const std::atomic<bool>* cancel = nullptr; // checked between keyframes; → kCancelled
+    const std::atomic<bool>* cancel = nullptr; // checked between keyframes and tiles; → kCancelled
 };
 
-// `checkpoint_dir` is a checkpoint root (either layout) with a `vae` component holding the encoder weights.
 // Errors name the keyframe ("first keyframe: ...").
-Result<Fl2vaInputs> prepare_fl2va(const ops::Context& ctx, const std::string& checkpoint_dir,
+Result<Fl2vaInputs> prepare_fl2va(const ops::Context& ctx, const model::VideoVaeEncoder& encoder,
                                   const PreparedKeyframes& keyframes, const Fl2vaOptions& options = {});
 
 } // namespace h3::pipeline

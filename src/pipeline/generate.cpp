@@ -7,8 +7,22 @@ namespace h3::pipeline {
 Result<GenerationOutput> generate_latents(const model::DitModel& model, const Conditioning& cond,
                                           const GenerationRequest& rq, const DenoiseOptions& options) {
     const model::DitConfig& cfg = model.config();
-    H3_ASSIGN_OR_RETURN(Geometry geometry, resolve_geometry(rq.geometry));
-    H3_ASSIGN_OR_RETURN(DualSchedule schedule, make_dual_schedule(rq.steps, rq.video_shift, rq.audio_shift));
+    const Geometry& geometry = rq.geometry;
+    const model::LatentSpec& spec = geometry.spec;
+    if (spec.latent_channels != cfg.in_channels || spec.audio_latent_channels != cfg.audio_in_channels ||
+        spec.patch_h != cfg.patch_h || spec.patch_w != cfg.patch_w || spec.text_dim != cfg.text_dim)
+        return invalid_argument("the request's latent spec (" + spec.describe() +
+                                ") is not the DiT's (in_channels " + std::to_string(cfg.in_channels) +
+                                ", audio_in_channels " + std::to_string(cfg.audio_in_channels) + ", patch " +
+                                std::to_string(cfg.patch_h) + "x" + std::to_string(cfg.patch_w) +
+                                ", text_dim " + std::to_string(cfg.text_dim) + ")");
+    if (geometry.frames < 1 || geometry.latent_frames < 1 || geometry.latent_h % spec.patch_h ||
+        geometry.latent_w % spec.patch_w || geometry.audio_latents < 1)
+        return invalid_argument("the request's geometry is not resolved: " + geometry.describe());
+    H3_ASSIGN_OR_RETURN(DualSchedule schedule,
+                        rq.rungs.empty() ? make_dual_schedule(rq.steps, rq.video_shift, rq.audio_shift)
+                                         : make_dual_rung_schedule(rq.rungs, rq.video_shift, rq.audio_shift));
+    H3_TRY(check_attention_task(rq.attention, !rq.references.empty()));
     if (!cond.embeddings.defined() || cond.embeddings.rank() != 2 || cond.embeddings.dim(0) < 1 ||
         cond.embeddings.dim(1) != cfg.text_dim)
         return invalid_argument(
@@ -38,10 +52,8 @@ Result<GenerationOutput> generate_latents(const model::DitModel& model, const Co
     LayoutParams lp;
     lp.geometry = geometry;
     lp.text_tags = cond.tags;
-    lp.patch_h = cfg.patch_h;
-    lp.patch_w = cfg.patch_w;
     for (const auto& k : rq.keyframes) lp.keyframes.push_back(k.anchor);
-    for (const auto& r : rq.references) lp.references.push_back(reference_block(r));
+    for (const auto& r : rq.references) lp.references.push_back(reference_block(r, spec));
     const PackedLayout layout = build_layout(lp);
 
     DenoiseInputs di;
@@ -71,6 +83,7 @@ Result<GenerationOutput> generate_latents(const model::DitModel& model, const Co
     }
     DenoiseOptions dopt = options;
     if (rq.cache.kind != cache::CacheKind::kNone) dopt.cache = rq.cache; // the request's cache wins
+    if (rq.attention.is_vsa()) dopt.attention = rq.attention;
     H3_ASSIGN_OR_RETURN(DenoiseResult dr, run_denoise(model, di, schedule, dopt));
 
     GenerationOutput out;

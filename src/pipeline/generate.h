@@ -1,5 +1,7 @@
-// The t2va / fl2va / ref2va workflow up to latents: geometry → layout → noise → schedule → denoise → unpack.
-// Decoding the latents to media is the decoders' stage and starts from GenerationOutput.
+// The t2va / fl2va / ref2va workflow up to latents: layout → noise → schedule → denoise → unpack, on a
+// resolved geometry (pipeline/geometry, against the checkpoint's LatentSpec). Decoding the latents to media
+// is the decoders' stage and starts from GenerationOutput. pipeline::Generator (pipeline/generator.h) runs
+// the whole job around it; this is the denoising core it shares with the benches and the parity tests.
 #pragma once
 
 #include "core/status.h"
@@ -17,8 +19,9 @@
 namespace h3::pipeline {
 
 struct GenerationRequest {
-    GeometryRequest geometry;
-    int steps = 50; // grid points (terminal 0 included): steps−1 forwards
+    Geometry geometry; // resolved; its spec must match the model (latent and audio channels, patch, text_dim)
+    int steps = 50;    // grid points (terminal 0 included): steps−1 forwards
+    std::vector<int> rungs; // non-empty: the rung schedule (FastH3, pipeline/schedule.h) instead of `steps`
     uint64_t seed = 0;
     double video_shift = kDefaultVideoShift; // the checkpoint's scheduler configs
     double audio_shift = kDefaultAudioShift;
@@ -26,22 +29,24 @@ struct GenerationRequest {
     std::vector<KeyframeCondition> keyframes;
     // ref2va: the references' encodings in request order (pipeline/ref2va). Empty for t2va / fl2va.
     std::vector<ReferenceCondition> references;
-    std::optional<Tensor> video_noise; // [1, 24, T, h, w] instead of the seeded draw
-    std::optional<Tensor> audio_noise; // [2, 32, A]
+    std::optional<Tensor> video_noise; // [1, C, T, h, w] instead of the seeded draw
+    std::optional<Tensor> audio_noise; // [2, C_a, A]
     TorchNormalKernel noise_kernel = TorchNormalKernel::kAvx2;
-    cache::CacheSpec cache; // step cache policy (none = lossless)
+    cache::CacheSpec cache;           // step cache policy (none = lossless)
+    model::AttentionChoice attention; // dense, or FastH3's video sparse attention (t2va / fl2va)
 };
 
 struct GenerationOutput {
     Geometry geometry;
-    Tensor video_noise, video_latents; // [1, 24, T, h, w] f32
-    Tensor audio_noise, audio_latents; // [2, 32, A] f32
+    Tensor video_noise, video_latents; // [1, C, T, h, w] f32
+    Tensor audio_noise, audio_latents; // [2, C_a, A] f32
     std::vector<double> step_seconds;
     double setup_seconds = 0;
     cache::WorkReport work;
 };
 
-// Checks the request (geometry, steps, shifts, conditioning width and tags) before any heavy work.
+// Checks the request (geometry against the model, steps, shifts, conditioning width and tags) before any
+// heavy work.
 Result<GenerationOutput> generate_latents(const model::DitModel& model, const Conditioning& conditioning,
                                           const GenerationRequest& request,
                                           const DenoiseOptions& options = {});

@@ -33,11 +33,11 @@ io::RgbImage fit_keyframe(const io::RgbImage& image, Canvas canvas, KeyframeFit 
     return crop_image(resized, p.left, p.top, canvas.width, canvas.height);
 }
 
-Result<Canvas> canvas_for_keyframe(int width, int height) {
-    auto c = canvas_from_aspect(width, height);
+Result<Canvas> canvas_for_keyframe(int width, int height, int multiple) {
+    auto c = canvas_from_aspect(width, height, multiple);
     if (!c.ok())
         return invalid_argument("keyframe of " + std::to_string(width) + "x" + std::to_string(height) + ": " +
-                                c.status().message() + "; pass --size to choose the canvas");
+                                c.status().message() + "; give a size to choose the canvas");
     return c;
 }
 
@@ -54,7 +54,10 @@ Result<PreparedKeyframes> prepare_keyframes(const KeyframeRequest& request) {
     if (request.canvas) {
         out.canvas = *request.canvas;
     } else {
-        H3_ASSIGN_OR_RETURN(out.canvas, canvas_for_keyframe(frames[0].first->width, frames[0].first->height));
+        if (request.canvas_multiple < 1)
+            return internal_error("prepare_keyframes: no canvas multiple (LatentSpec::canvas_multiple)");
+        H3_ASSIGN_OR_RETURN(out.canvas, canvas_for_keyframe(frames[0].first->width, frames[0].first->height,
+                                                            request.canvas_multiple));
     }
     for (size_t i = 0; i < frames.size(); ++i) {
         out.images.push_back(

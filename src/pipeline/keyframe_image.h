@@ -31,13 +31,15 @@ CoverPlan cover_plan(int src_width, int src_height, Canvas canvas);
 // One keyframe onto the canvas (a copy when it already has the canvas size).
 io::RgbImage fit_keyframe(const io::RgbImage& image, Canvas canvas, KeyframeFit fit);
 
-// The canvas a keyframe of w×h implies when the request gives no size.
-Result<Canvas> canvas_for_keyframe(int width, int height);
+// The canvas a keyframe of w×h implies when the request gives no size (sides multiples of `multiple`).
+Result<Canvas> canvas_for_keyframe(int width, int height, int multiple);
 
 struct KeyframeRequest {
     const io::RgbImage* first = nullptr; // `image`, anchor "first"
     const io::RgbImage* last = nullptr;  // `last_image`, anchor "last"
-    std::optional<Canvas> canvas = {};   // explicit --size; otherwise from the first keyframe in packed order
+    std::optional<Canvas> canvas =
+        {};                  // the request's size; otherwise from the first keyframe in packed order
+    int canvas_multiple = 0; // LatentSpec::canvas_multiple (needed without `canvas`)
 };
 
 struct PreparedKeyframes {

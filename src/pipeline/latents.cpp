@@ -92,7 +92,7 @@ static Tensor concat_rows(const std::vector<Tensor>& parts) {
     return out;
 }
 
-ReferenceBlock reference_block(const ReferenceCondition& r) {
+ReferenceBlock reference_block(const ReferenceCondition& r, const model::LatentSpec& spec) {
     ReferenceBlock b;
     b.kind = r.kind;
     if (r.kind != ReferenceKind::kAudio && r.latents.defined() && r.latents.rank() == 5) {
@@ -101,15 +101,19 @@ ReferenceBlock reference_block(const ReferenceCondition& r) {
         b.latent_w = static_cast<int>(r.latents.dim(4));
     }
     if (r.audio_rows.defined() && r.audio_rows.rank() == 2)
-        b.audio_latents = static_cast<int>(r.audio_rows.dim(0) / kAudioChannels);
+        b.audio_latents = static_cast<int>(r.audio_rows.dim(0) / spec.audio_channels);
     return b;
 }
 
 Result<InitialLatents> prepare_latents(const Geometry& g, const NoiseRequest& rq) {
     TorchGenerator gen(rq.seed, rq.kernel);
     InitialLatents out;
-    const Shape video_shape{1, kLatentChannels, g.latent_frames, g.latent_h, g.latent_w};
-    const Shape frame_shape{1, kLatentChannels, 1, g.latent_h, g.latent_w};
+    const model::LatentSpec& spec = g.spec;
+    const int ph = spec.patch_h, pw = spec.patch_w;
+    const int64_t channels = spec.latent_channels, audio_channels = spec.audio_channels,
+                  audio_latent_channels = spec.audio_latent_channels;
+    const Shape video_shape{1, channels, g.latent_frames, g.latent_h, g.latent_w};
+    const Shape frame_shape{1, channels, 1, g.latent_h, g.latent_w};
 
     // scale_noise(z, 0.999, ε) = t·z + (1 − t)·ε, one fp32 rounding per tensor op, then patchified.
     auto noised_rows = [&](const Tensor& latents, const std::string& what) -> Result<Tensor> {
@@ -124,10 +128,11 @@ Result<InitialLatents> prepare_latents(const Geometry& g, const NoiseRequest& rq
             const float b = one_minus * np[i];
             zp[i] = a + b;
         }
-        if (z.dim(3) % 2 || z.dim(4) % 2)
+        if (z.dim(3) % ph || z.dim(4) % pw)
             return invalid_argument(what + " " + z.shape().to_string() +
-                                    ": latent height and width must be even");
-        return patchify_video(z);
+                                    ": latent height and width must be " + "multiples of the patch " +
+                                    std::to_string(ph) + "x" + std::to_string(pw));
+        return patchify_video(z, ph, pw);
     };
     std::vector<Tensor> cond;
     for (size_t k = 0; k < rq.keyframes.size(); ++k) {
@@ -143,8 +148,8 @@ Result<InitialLatents> prepare_latents(const Geometry& g, const NoiseRequest& rq
             "reference " + std::to_string(k + 1) + " (" + reference_kind_name(r.kind) + ")";
         if (r.kind != ReferenceKind::kAudio) {
             const Tensor& z = r.latents;
-            if (!z.defined() || z.rank() != 5 || z.dim(0) != 1 || z.dim(1) != kLatentChannels || z.dim(2) < 1)
-                return invalid_argument(what + " latents must be [1, " + std::to_string(kLatentChannels) +
+            if (!z.defined() || z.rank() != 5 || z.dim(0) != 1 || z.dim(1) != channels || z.dim(2) < 1)
+                return invalid_argument(what + " latents must be [1, " + std::to_string(channels) +
                                         ", T, h, w], got " + (z.defined() ? z.describe() : "none"));
             H3_ASSIGN_OR_RETURN(Tensor rows, noised_rows(z, what + " latents"));
             cond.push_back(std::move(rows));
@@ -153,10 +158,11 @@ Result<InitialLatents> prepare_latents(const Geometry& g, const NoiseRequest& rq
         }
         if (r.audio_rows.defined()) {
             const Tensor& a = r.audio_rows;
-            if (a.rank() != 2 || a.dim(1) != kAudioLatentChannels || a.dim(0) < 2 ||
-                a.dim(0) % kAudioChannels)
-                return invalid_argument(what + " audio rows must be [2·A, " +
-                                        std::to_string(kAudioLatentChannels) + "], got " + a.describe());
+            if (a.rank() != 2 || a.dim(1) != audio_latent_channels || a.dim(0) < audio_channels ||
+                a.dim(0) % audio_channels)
+                return invalid_argument(what + " audio rows must be [" + std::to_string(audio_channels) +
+                                        "·A, " + std::to_string(audio_latent_channels) + "], got " +
+                                        a.describe());
             H3_ASSIGN_OR_RETURN(Tensor rows, host_f32(a));
             cond_audio.push_back(std::move(rows));
         }
@@ -171,16 +177,16 @@ Result<InitialLatents> prepare_latents(const Geometry& g, const NoiseRequest& rq
         out.video_noise = Tensor::host(video_shape, DType::kF32);
         gen.randn(out.video_noise.data_as<float>(), static_cast<size_t>(out.video_noise.numel()));
     }
-    out.video_rows = patchify_video(out.video_noise);
+    out.video_rows = patchify_video(out.video_noise, ph, pw);
 
-    const Shape audio_shape{kAudioChannels, kAudioLatentChannels, g.audio_latents};
+    const Shape audio_shape{audio_channels, audio_latent_channels, g.audio_latents};
     if (rq.audio_noise) {
         H3_TRY(expect_shape(*rq.audio_noise, audio_shape, "audio noise"));
         H3_ASSIGN_OR_RETURN(out.audio_noise, host_f32(*rq.audio_noise));
         out.audio_rows = audio_to_rows(out.audio_noise);
     } else {
-        out.audio_rows = Tensor::host(
-            Shape{static_cast<int64_t>(kAudioChannels) * g.audio_latents, kAudioLatentChannels}, DType::kF32);
+        out.audio_rows =
+            Tensor::host(Shape{audio_channels * g.audio_latents, audio_latent_channels}, DType::kF32);
         gen.randn(out.audio_rows.data_as<float>(), static_cast<size_t>(out.audio_rows.numel()));
         out.audio_noise = rows_to_audio(out.audio_rows, g.audio_latents);
     }

@@ -10,9 +10,8 @@ namespace h3::pipeline {
 
 namespace {
 
-constexpr double kFrameRescale = 5.0 / 3.0; // rotary units per pixel frame (40 audio latents/s ÷ 24 fps)
-constexpr int kFramesPerLatent[5] = {1, 4, 4, 4, 4};
-constexpr float kCleanTimestep = 1.0f; // ref2va reference audio rows
+constexpr double kRopeSpatialScale = 32.0; // the spatial axes span [0, 32) on a square canvas
+constexpr float kCleanTimestep = 1.0f;     // ref2va reference audio rows
 
 // numpy's float64 sum: pairwise_sum (8 partial sums for blocks ≤ 128, recursive halving above). The reference
 // sums the keyframe anchor this way; a sequential sum differs in the last ulp from 16 latent frames on.
@@ -41,9 +40,12 @@ double numpy_sum(const std::vector<double>& v) {
     return numpy_pairwise(v.data(), static_cast<int64_t>(v.size()));
 }
 
-std::vector<double> latent_spans(int frames) {
+// The rotary time each latent frame spans: units per pixel frame × the pixel frames it covers (5/3 ·
+// (1, 4, 4, 4, 4) for the released VAE).
+std::vector<double> latent_spans(const model::LatentSpec& spec, int frames) {
     std::vector<double> s(static_cast<size_t>(frames));
-    for (int i = 0; i < frames; ++i) s[static_cast<size_t>(i)] = kFrameRescale * kFramesPerLatent[i % 5];
+    const double per_frame = spec.rope_units_per_frame();
+    for (int i = 0; i < frames; ++i) s[static_cast<size_t>(i)] = per_frame * spec.frames_of_latent(i);
     return s;
 }
 
@@ -66,7 +68,7 @@ std::vector<double> spatial_grid(int dim, int patch, double sqrt_area) {
     std::vector<double> g(static_cast<size_t>(n));
     for (int k = 0; k < n; ++k) {
         const double y = static_cast<double>(k) * step;
-        g[static_cast<size_t>(k)] = (y + left) * 32.0;
+        g[static_cast<size_t>(k)] = (y + left) * kRopeSpatialScale;
     }
     return g;
 }
@@ -75,7 +77,8 @@ namespace {
 
 PackedLayout build_ref2va_layout(const LayoutParams& p) {
     const Geometry& g = p.geometry;
-    const int ph = p.patch_h, pw = p.patch_w;
+    const model::LatentSpec& spec = g.spec;
+    const int ph = spec.patch_h, pw = spec.patch_w, channels = spec.audio_channels;
     PackedLayout L;
     L.text_rows = static_cast<int64_t>(p.text_tags.size());
     for (const ReferenceBlock& b : p.references) {
@@ -84,10 +87,10 @@ PackedLayout build_ref2va_layout(const LayoutParams& p) {
                      "reference latents not divisible by the patch");
             L.condition_rows += static_cast<int64_t>(b.latent_frames) * (b.latent_h / ph) * (b.latent_w / pw);
         }
-        L.condition_audio_rows += static_cast<int64_t>(kAudioChannels) * b.audio_latents;
+        L.condition_audio_rows += static_cast<int64_t>(channels) * b.audio_latents;
     }
-    L.audio_rows = static_cast<int64_t>(kAudioChannels) * g.audio_latents;
-    L.video_rows = g.latent_frames * g.rows_per_frame(ph, pw);
+    L.audio_rows = static_cast<int64_t>(channels) * g.audio_latents;
+    L.video_rows = g.latent_frames * g.rows_per_frame();
     L.rows = L.text_rows + L.condition_rows + L.condition_audio_rows + L.audio_rows + L.video_rows;
     L.positions.assign(static_cast<size_t>(L.rows * 3), 0.0);
     L.tags.assign(static_cast<size_t>(L.rows), kTagVideo);
@@ -110,7 +113,7 @@ PackedLayout build_ref2va_layout(const LayoutParams& p) {
     int64_t cursor = L.text_rows;
     // Frames at origin + cumsum(spans)[k−1] (torch cumsum: sequential float64).
     auto put_frames = [&](const Grid& gr, int frames, double origin, std::vector<int32_t>* indices) {
-        const std::vector<double> spans = latent_spans(frames);
+        const std::vector<double> spans = latent_spans(spec, frames);
         double cum = 0.0;
         for (int f = 0; f < frames; ++f) {
             for (double hv : gr.h)
@@ -126,7 +129,7 @@ PackedLayout build_ref2va_layout(const LayoutParams& p) {
     // Channel-major audio rows pinned to the two extremes of their block's width grid.
     auto put_audio = [&](int latents, double origin, const std::vector<double>& wg,
                          std::vector<int32_t>* indices) {
-        for (int ch = 0; ch < kAudioChannels; ++ch)
+        for (int ch = 0; ch < channels; ++ch)
             for (int a = 0; a < latents; ++a) {
                 pos(cursor, 0) = origin + static_cast<double>(a);
                 pos(cursor, 2) = ch == 0 ? wg.front() : wg.back();
@@ -150,8 +153,8 @@ PackedLayout build_ref2va_layout(const LayoutParams& p) {
             const Grid own = grid_of(b.latent_h, b.latent_w);
             put_audio(b.audio_latents, tau, own.w, &cond_audio);
             put_frames(own, b.latent_frames, tau, &cond_video);
-            tau +=
-                std::max(static_cast<double>(b.audio_latents), sequential_sum(latent_spans(b.latent_frames)));
+            tau += std::max(static_cast<double>(b.audio_latents),
+                            sequential_sum(latent_spans(spec, b.latent_frames)));
             break;
         }
         }
@@ -159,6 +162,10 @@ PackedLayout build_ref2va_layout(const LayoutParams& p) {
     std::vector<int32_t> gen_audio, gen_video;
     put_audio(g.audio_latents, tau, target.w, &gen_audio);
     put_frames(target, g.latent_frames, tau, &gen_video);
+    L.ref2va = true;
+    L.video_t = g.latent_frames;
+    L.video_h = g.latent_h / ph;
+    L.video_w = g.latent_w / pw;
     L.video_indices = std::move(cond_video);
     L.video_indices.insert(L.video_indices.end(), gen_video.begin(), gen_video.end());
     L.audio_indices = std::move(cond_audio);
@@ -174,15 +181,19 @@ PackedLayout build_layout(const LayoutParams& p) {
         return build_ref2va_layout(p);
     }
     const Geometry& g = p.geometry;
-    H3_CHECK(g.latent_h % p.patch_h == 0 && g.latent_w % p.patch_w == 0,
-             "latent grid not divisible by the patch");
-    const int64_t rpf = g.rows_per_frame(p.patch_h, p.patch_w);
+    const model::LatentSpec& spec = g.spec;
+    const int ph = spec.patch_h, pw = spec.patch_w;
+    H3_CHECK(g.latent_h % ph == 0 && g.latent_w % pw == 0, "latent grid not divisible by the patch");
+    const int64_t rpf = g.rows_per_frame();
     PackedLayout L;
     L.text_rows = static_cast<int64_t>(p.text_tags.size());
     L.condition_rows = static_cast<int64_t>(p.keyframes.size()) * rpf;
-    L.audio_rows = static_cast<int64_t>(kAudioChannels) * g.audio_latents;
+    L.audio_rows = static_cast<int64_t>(spec.audio_channels) * g.audio_latents;
     L.video_rows = g.latent_frames * rpf;
     L.rows = L.text_rows + L.condition_rows + L.audio_rows + L.video_rows;
+    L.video_t = g.latent_frames;
+    L.video_h = g.latent_h / ph;
+    L.video_w = g.latent_w / pw;
     const int64_t cond0 = L.text_rows, audio0 = cond0 + L.condition_rows, video0 = audio0 + L.audio_rows;
     L.positions.assign(static_cast<size_t>(L.rows * 3), 0.0);
     auto pos = [&](int64_t row, int axis) -> double& {
@@ -193,8 +204,8 @@ PackedLayout build_layout(const LayoutParams& p) {
     for (int64_t i = 0; i < L.text_rows; ++i) pos(i, 0) = static_cast<double>(i);
 
     const double sqrt_area = std::sqrt(static_cast<double>(g.latent_h) * g.latent_w);
-    const std::vector<double> hg = spatial_grid(g.latent_h, p.patch_h, sqrt_area);
-    const std::vector<double> wg = spatial_grid(g.latent_w, p.patch_w, sqrt_area);
+    const std::vector<double> hg = spatial_grid(g.latent_h, ph, sqrt_area);
+    const std::vector<double> wg = spatial_grid(g.latent_w, pw, sqrt_area);
     auto put_frame = [&](int64_t first_row, double t) {
         int64_t r = first_row;
         for (double hv : hg)
@@ -207,13 +218,14 @@ PackedLayout build_layout(const LayoutParams& p) {
     };
 
     for (size_t k = 0; k < p.keyframes.size(); ++k) {
-        const double t = p.keyframes[k] == KeyframeAnchor::kFirst
-                             ? text_len
-                             : text_len + numpy_sum(latent_spans(g.latent_frames)) - kFrameRescale;
+        const double t =
+            p.keyframes[k] == KeyframeAnchor::kFirst
+                ? text_len
+                : text_len + numpy_sum(latent_spans(spec, g.latent_frames)) - spec.rope_units_per_frame();
         put_frame(cond0 + static_cast<int64_t>(k) * rpf, t);
     }
 
-    for (int ch = 0; ch < kAudioChannels; ++ch)
+    for (int ch = 0; ch < spec.audio_channels; ++ch)
         for (int a = 0; a < g.audio_latents; ++a) {
             const int64_t r = audio0 + static_cast<int64_t>(ch) * g.audio_latents + a;
             pos(r, 0) = text_len + static_cast<double>(a);
@@ -222,7 +234,7 @@ PackedLayout build_layout(const LayoutParams& p) {
 
     // Latent frame k starts at L + cumsum(spans)[k−1] (torch cumsum: sequential float64).
     double cum = 0.0;
-    const std::vector<double> spans = latent_spans(g.latent_frames);
+    const std::vector<double> spans = latent_spans(spec, g.latent_frames);
     for (int f = 0; f < g.latent_frames; ++f) {
         put_frame(video0 + f * rpf, text_len + cum);
         cum += spans[static_cast<size_t>(f)];
@@ -240,6 +252,16 @@ PackedLayout build_layout(const LayoutParams& p) {
     }
     for (int64_t r = video0; r < L.rows; ++r) L.video_indices.push_back(static_cast<int32_t>(r));
     return L;
+}
+
+model::PackedSegments packed_segments(const PackedLayout& L) {
+    model::PackedSegments seg;
+    if (L.ref2va) return seg;
+    seg.prefix = {L.text_rows, L.condition_rows, L.audio_rows};
+    seg.video_t = L.video_t;
+    seg.video_h = L.video_h;
+    seg.video_w = L.video_w;
+    return seg;
 }
 
 RowTimesteps row_timesteps(const PackedLayout& L, float t_video, float t_audio, float condition_floor) {

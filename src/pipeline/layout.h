@@ -6,6 +6,7 @@
 // row timesteps.
 #pragma once
 
+#include "model/dit/dit_inputs.h"
 #include "pipeline/conditioner.h"
 #include "pipeline/geometry.h"
 
@@ -28,7 +29,8 @@ struct LayoutParams {
     std::vector<int32_t> text_tags = {}; // one per conditioner row (kTagText, or kTagVideo for vision rows)
     std::vector<KeyframeAnchor> keyframes = {};  // fl2va condition blocks in packed order; empty for t2va
     std::vector<ReferenceBlock> references = {}; // ref2va blocks in request order (keyframes then empty)
-    int patch_h = 2, patch_w = 2;
+    // The patch, the audio channel count and the rotary clock (frames per latent, units per frame) are
+    // geometry.spec's.
 };
 
 struct PackedLayout {
@@ -38,6 +40,9 @@ struct PackedLayout {
     int64_t audio_rows = 0;           // generated audio rows: 2A, channel-major
     int64_t video_rows = 0;           // generated video rows
     int64_t rows = 0;
+    // The generated video's token grid (latent frames × h/patch × w/patch); its rows end the sequence.
+    int64_t video_t = 0, video_h = 0, video_w = 0;
+    bool ref2va = false;           // the [text | reference blocks | audio | video] form (§5.4)
     std::vector<double> positions; // [rows·3] (t, h, w)
     std::vector<int32_t> tags;     // [rows]
     std::vector<int32_t> video_indices, audio_indices, text_indices;
@@ -45,8 +50,13 @@ struct PackedLayout {
 
 PackedLayout build_layout(const LayoutParams& params);
 
+// What video sparse attention tiles (spec §12): the prefix segments text, keyframe rows (every keyframe in
+// one segment, as FastVideo packs them) and audio rows (both channels), then the generated video's token
+// grid. Empty for ref2va, which has no such form.
+model::PackedSegments packed_segments(const PackedLayout& layout);
+
 // The 1-D spatial RoPE grid of an axis of `dim` latents (numpy linspace(left, left+ratio, dim/patch,
-// endpoint=False)·32 with s = sqrt(h·w)).
+// endpoint=False)·32 with s = sqrt(h·w); 32 is the rotary spatial scale, not the canvas multiple).
 std::vector<double> spatial_grid(int dim, int patch, double sqrt_area);
 
 // Per-row timesteps reduced to the forward's (sorted unique timesteps, per-row index).

@@ -1,6 +1,5 @@
 #include "pipeline/ref2va.h"
 
-#include "io/checkpoint.h"
 #include "model/audio_vae/audio_vae.h"
 #include "model/audio_vae/audio_vae_encoder.h"
 
@@ -55,45 +54,35 @@ ConditionerReference conditioner_reference(const NormalizedReference& r) {
     return cr;
 }
 
-Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const std::string& checkpoint_dir,
+Ref2vaNeeds ref2va_needs(const std::vector<NormalizedReference>& refs) {
+    Ref2vaNeeds n;
+    for (const NormalizedReference& r : refs) {
+        n.video_encoder |= r.kind != ReferenceKind::kAudio;
+        n.audio_encoder |= r.has_audio();
+    }
+    return n;
+}
+
+Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const Ref2vaEncoders& enc,
                                     const std::vector<NormalizedReference>& refs, const Ref2vaOptions& o) {
     if (refs.empty()) return invalid_argument("ref2va needs at least one reference");
     const auto t0 = std::chrono::steady_clock::now();
-    bool visual = false, audio = false;
     for (const NormalizedReference& r : refs) {
-        visual |= r.kind != ReferenceKind::kAudio;
-        audio |= r.has_audio();
         if (r.kind == ReferenceKind::kAudio && !r.has_audio())
             return invalid_argument("an audio reference carries no waveform");
         if (r.kind == ReferenceKind::kVideo && (!r.frames.defined() || r.frames.rank() != 4 ||
                                                 r.frames.dim(0) < 1 || r.frames.dtype() != DType::kU8))
             return invalid_argument("a video reference carries no RGB8 frames");
     }
-    H3_ASSIGN_OR_RETURN(io::CheckpointDir dir, io::discover_checkpoint(checkpoint_dir));
-    // The encoders live only in this call.
-    std::optional<model::VideoVaeEncoder> video_enc;
-    if (visual) {
-        const io::Component* vae = dir.find("vae");
-        if (!vae || !vae->has_weights)
-            return not_found(
-                "checkpoint " + checkpoint_dir +
-                " has no 'vae' component with weights (ref2va encodes image and video references "
-                "with it)");
-        H3_ASSIGN_OR_RETURN(video_enc, model::load_video_vae_encoder(vae->dir, ctx.device));
-    }
-    std::optional<model::AudioVaeEncoder> audio_enc;
-    model::AudioVaeConfig audio_cfg;
-    if (audio) {
-        const io::Component* avae = dir.find("audio_vae");
-        if (!avae || !avae->has_weights)
-            return not_found(
-                "checkpoint " + checkpoint_dir +
-                " has no 'audio_vae' component with weights (ref2va encodes audio references and "
-                "soundtracks with it)");
-        H3_ASSIGN_OR_RETURN(audio_enc, model::load_audio_vae_encoder(avae->dir, ctx.device));
-        audio_cfg = audio_enc->config;
-    }
+    const Ref2vaNeeds needs = ref2va_needs(refs);
+    if (needs.video_encoder && !enc.video)
+        return internal_error("ref2va: image and video references need the video VAE encoder");
+    if (needs.audio_encoder && !enc.audio)
+        return internal_error("ref2va: audio references and soundtracks need the audio VAE encoder");
 
+    model::VideoEncodeOptions eo = o.encode;
+    if (o.cancel) eo.cancel = o.cancel; // the encoders check it between clips and tiles, blocks and channels
+    const model::AudioVaeRunOptions ao{.cancel = o.cancel};
     Ref2vaInputs out;
     for (size_t i = 0; i < refs.size(); ++i) {
         if (o.cancel && o.cancel->load()) return cancelled("reference encoding cancelled");
@@ -104,17 +93,21 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const std::string& 
         if (r.kind == ReferenceKind::kImage) {
             Tensor pixels = Tensor::host(Shape{r.image.height, r.image.width, 3}, DType::kU8);
             std::memcpy(pixels.data(), r.image.pixels.data(), r.image.pixels.size());
-            auto z = model::encode_keyframe(ctx, *video_enc, pixels, o.encode, o.seed);
-            if (!z.ok()) return z.status().with_context(what);
+            auto z = model::encode_keyframe(ctx, *enc.video, pixels, eo, o.seed);
+            if (!z.ok())
+                return z.status().code() == ErrorCode::kCancelled ? z.status()
+                                                                  : z.status().with_context(what);
             rc.latents = std::move(z).value();
         } else if (r.kind == ReferenceKind::kVideo) {
-            const int64_t n = std::min(r.frames.dim(0), trim_reference_frames(r.frames.dim(0)));
-            auto post = model::encode_video(ctx, *video_enc, first_frames(r.frames, n), o.encode);
-            if (!post.ok()) return post.status().with_context(what);
-            rc.latents = model::sample_normalized_latent(*post, video_enc->config, o.seed);
+            const int64_t n = std::min(r.frames.dim(0), o.spec.align_frames_down(r.frames.dim(0)));
+            auto post = model::encode_video(ctx, *enc.video, first_frames(r.frames, n), eo);
+            if (!post.ok())
+                return post.status().code() == ErrorCode::kCancelled ? post.status()
+                                                                     : post.status().with_context(what);
+            rc.latents = model::sample_normalized_latent(*post, enc.video->config, o.seed);
         }
         if (r.has_audio()) {
-            auto rows = model::encode_reference_audio_rows(ctx, *audio_enc, audio_cfg, r.audio);
+            auto rows = model::encode_reference_audio_rows(ctx, *enc.audio, enc.audio->config, r.audio, ao);
             if (!rows.ok()) return rows.status().with_context(what + " audio");
             rc.audio_rows = std::move(rows).value();
         }

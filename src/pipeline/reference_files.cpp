@@ -3,13 +3,12 @@
 #include "io/image_reader.h"
 #include "io/media_reader.h"
 #include "io/media_writer.h"
+#include "io/temp_file.h"
 
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 namespace h3::pipeline {
 
@@ -67,21 +66,24 @@ Tensor rotate_frames_clockwise(const Tensor& frames, int quarter_turns) {
 
 Result<ReferenceMedia> read_reference(const ReferenceSpec& spec, const ReferenceReadLimits& limits) {
     if (spec.path.empty()) return invalid_argument("reference: empty file name");
+    const std::string& name = spec.name.empty() ? spec.path : spec.name;
     ReferenceMedia r;
-    r.source = spec.path;
+    r.source = name;
     const bool image = spec.kind ? *spec.kind == ReferenceKind::kImage : looks_like_image(spec.path);
     if (image) {
-        H3_ASSIGN_OR_RETURN(io::DecodedImage d, io::read_image(spec.path));
+        H3_ASSIGN_OR_RETURN(io::DecodedImage d, io::read_image(spec.path, limits.image, spec.name));
         r.kind = ReferenceKind::kImage;
         r.image = std::move(d.image);
         return r;
     }
     if (!io::media_available() && spec.kind != ReferenceKind::kVideo && looks_like_wav(spec.path)) {
         // a build without FFmpeg still reads WAV audio references
-        H3_ASSIGN_OR_RETURN(io::WavData w, io::read_wav(spec.path));
+        auto w = io::read_wav(spec.path);
+        if (!w.ok())
+            return spec.name.empty() ? w.status() : Status(w.status().code(), name + ": not a readable WAV");
         r.kind = ReferenceKind::kAudio;
-        r.audio = std::move(w.samples);
-        r.sample_rate = w.sample_rate;
+        r.audio = std::move(w->samples);
+        r.sample_rate = w->sample_rate;
         return r;
     }
     io::MediaReadOptions mo;
@@ -89,6 +91,9 @@ Result<ReferenceMedia> read_reference(const ReferenceSpec& spec, const Reference
     mo.audio = true;
     mo.max_seconds = limits.max_seconds;
     mo.max_video_bytes = limits.max_video_bytes;
+    mo.max_audio_bytes = limits.max_audio_bytes;
+    mo.max_frame_pixels = limits.max_frame_pixels;
+    mo.name = name;
     auto media = io::read_media(spec.path, mo);
     if (!media.ok() && !spec.kind && media.status().message().find("no video stream") != std::string::npos) {
         mo.video = false; // a bare path without pictures: an audio reference
@@ -104,7 +109,7 @@ Result<ReferenceMedia> read_reference(const ReferenceSpec& spec, const Reference
     } else {
         r.kind = ReferenceKind::kAudio;
         if (!media->audio.defined())
-            return invalid_argument(spec.path + ": no audio stream (an audio reference needs one)");
+            return invalid_argument(name + ": no audio stream (an audio reference needs one)");
     }
     if (media->audio.defined()) {
         r.audio = std::move(media->audio);
@@ -118,20 +123,7 @@ Result<ReferenceMedia> read_reference(const ReferenceSpec& spec, const Reference
 
 namespace h3::pipeline {
 
-namespace {
-
-// A uniquely named file in the temporary directory, removed when the owner goes.
-struct TempFile {
-    std::filesystem::path path;
-    ~TempFile() {
-        std::error_code ec;
-        if (!path.empty()) std::filesystem::remove(path, ec);
-    }
-};
-
-} // namespace
-
-Result<ReferenceMedia> decode_reference(const std::string& bytes, const std::string& label,
+Result<ReferenceMedia> decode_reference(std::string_view bytes, const std::string& label,
                                         std::optional<ReferenceKind> kind,
                                         const ReferenceReadLimits& limits) {
     if (bytes.empty()) return invalid_argument(label + ": empty upload");
@@ -139,7 +131,7 @@ Result<ReferenceMedia> decode_reference(const std::string& bytes, const std::str
     const bool image = kind ? *kind == ReferenceKind::kImage
                             : io::detect_image_format(data, bytes.size()) != io::ImageFormat::kUnknown;
     if (image) {
-        auto d = io::decode_image(data, bytes.size(), label);
+        auto d = io::decode_image(data, bytes.size(), label, limits.image);
         if (!d.ok()) return d.status();
         ReferenceMedia r;
         r.kind = ReferenceKind::kImage;
@@ -147,26 +139,11 @@ Result<ReferenceMedia> decode_reference(const std::string& bytes, const std::str
         r.image = std::move(d->image);
         return r;
     }
-    static std::atomic<uint64_t> counter{0};
-    TempFile tmp;
-    std::error_code ec;
-    tmp.path = std::filesystem::temp_directory_path(ec) /
-               ("h3-reference-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    {
-        std::ofstream f(tmp.path, std::ios::binary);
-        f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        if (!f) return io_error(label + ": cannot stage the upload in " + tmp.path.parent_path().string());
-    }
-    auto r = read_reference({kind, tmp.path.string()}, limits);
-    if (!r.ok()) {
-        // the message names the temporary file; name the upload instead
-        std::string m = r.status().message();
-        for (size_t at; (at = m.find(tmp.path.string())) != std::string::npos;)
-            m.replace(at, tmp.path.string().size(), label);
-        return Status(r.status().code(), m);
-    }
-    r->source = label;
-    return r;
+    auto tmp = io::TempFile::create("reference");
+    if (!tmp.ok()) return io_error(label + ": cannot stage the upload: " + tmp.status().message());
+    if (Status s = tmp->append(bytes.data(), bytes.size()); !s.ok())
+        return io_error(label + ": cannot stage the upload: " + s.message());
+    return read_reference({kind, tmp->path(), label}, limits);
 }
 
 } // namespace h3::pipeline

@@ -7,10 +7,12 @@
 #pragma once
 
 #include "core/status.h"
+#include "io/image_reader.h"
 #include "pipeline/references.h"
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace h3::pipeline {
 
@@ -18,6 +20,7 @@ namespace h3::pipeline {
 struct ReferenceSpec {
     std::optional<ReferenceKind> kind;
     std::string path;
+    std::string name; // how errors and the reference's source name it (an upload's label); the path if empty
 };
 ReferenceSpec parse_reference_spec(const std::string& spec);
 
@@ -30,18 +33,21 @@ Tensor rotate_frames_clockwise(const Tensor& frames, int quarter_turns);
 // video whose RGB frames would pass `max_video_bytes` is refused — so an upload cannot make the server decode
 // an hour of 8K video.
 struct ReferenceReadLimits {
-    double max_seconds = 15.5;                  // the longest generated clip (15 s) plus a margin
-    int64_t max_video_bytes = int64_t{4} << 30; // 15 s of 1080p at 30 fps is ≈ 2.8 GiB
+    double max_seconds = 15.5;                    // the longest generated clip (15 s) plus a margin
+    int64_t max_video_bytes = int64_t{4} << 30;   // 15 s of 1080p at 30 fps is ≈ 2.8 GiB
+    int64_t max_audio_bytes = int64_t{1} << 30;   // 15.5 s of 8 channels at 192 kHz is ≈ 95 MiB
+    int64_t max_frame_pixels = int64_t{40} << 20; // per video frame (8K UHD is 33 Mpx)
+    io::ImageLimits image = {};                   // image references
 };
 
 // Errors name the file and what was wrong with it (unreadable, not an image or media file, the wrong kind,
 // too large to decode).
 Result<ReferenceMedia> read_reference(const ReferenceSpec& spec, const ReferenceReadLimits& limits = {});
 
-// The same from uploaded bytes (the server's multipart parts): images decode in memory; other media go
-// through a private temporary file (removed before return) because FFmpeg's demuxers read files. `label`
-// names the part in errors and becomes the reference's source.
-Result<ReferenceMedia> decode_reference(const std::string& bytes, const std::string& label,
+// The same from uploaded bytes: images decode in memory; other media go through a fresh private temporary
+// file (io/temp_file.h, removed before return) because FFmpeg's demuxers read files. `label` names the part
+// in errors and becomes the reference's source (the temporary file's name never appears).
+Result<ReferenceMedia> decode_reference(std::string_view bytes, const std::string& label,
                                         std::optional<ReferenceKind> kind = {},
                                         const ReferenceReadLimits& limits = {});
 

@@ -9,6 +9,18 @@
 
 namespace h3::pipeline {
 
+const char* reference_kind_name(ReferenceKind kind) {
+    switch (kind) {
+    case ReferenceKind::kImage:
+        return "image";
+    case ReferenceKind::kVideo:
+        return "video";
+    case ReferenceKind::kAudio:
+        return "audio";
+    }
+    return "?";
+}
+
 double ReferenceMedia::clip_seconds() const {
     if (kind == ReferenceKind::kVideo)
         return frames.defined() && fps > 0 ? static_cast<double>(frames.dim(0)) / fps : 0.0;
@@ -84,7 +96,7 @@ Status validate_references(const std::vector<ReferenceMedia>& refs, const Refere
     return invalid_argument(msg);
 }
 
-Result<Canvas> reference_image_size(int width, int height, int short_edge) {
+Result<Canvas> reference_image_size(int width, int height, int short_edge, int multiple) {
     if (width <= 0 || height <= 0)
         return invalid_argument("a reference image must have a positive size, got " + std::to_string(width) +
                                 "x" + std::to_string(height));
@@ -92,7 +104,7 @@ Result<Canvas> reference_image_size(int width, int height, int short_edge) {
         return invalid_argument("a reference image must be within 1:4 and 4:1, got " + std::to_string(width) +
                                 "x" + std::to_string(height));
     const double scale = static_cast<double>(short_edge) / std::min(width, height);
-    const double m = kCanvasMultiple;
+    const double m = multiple;
     // Python: max(m, round(h·scale/m)·m) — round() is half to even, as nearbyint in the default mode.
     Canvas c;
     c.height = static_cast<int>(std::max(m, std::nearbyint(height * scale / m) * m));
@@ -135,10 +147,6 @@ ConditionerFrames sample_conditioner_frames(int64_t frames, double fps, double s
     return out;
 }
 
-int64_t trim_reference_frames(int64_t frames) {
-    return std::max<int64_t>(1, (frames - 5) / 17) * 17 + 5;
-}
-
 namespace {
 
 io::RgbImage frame_image(const Tensor& frames, int64_t i) {
@@ -157,8 +165,8 @@ Result<Tensor> normalize_waveform(const ReferenceMedia& r, const NormalizeOption
     for (int c = 0; c < 2; ++c)
         std::memcpy(stereo.data_as<float>() + c * keep, src + (ch == 1 ? 0 : c) * r.audio.dim(1),
                     static_cast<size_t>(keep) * sizeof(float));
-    if (r.sample_rate == o.audio_rate) return stereo;
-    return resample_audio(stereo, r.sample_rate, o.audio_rate);
+    if (r.sample_rate == o.spec.audio_sample_rate) return stereo;
+    return resample_audio(stereo, r.sample_rate, o.spec.audio_sample_rate);
 }
 
 } // namespace
@@ -178,7 +186,8 @@ Result<std::vector<NormalizedReference>> normalize_references(const std::vector<
             n.audio = std::move(w).value();
         }
         if (r.kind == ReferenceKind::kImage) {
-            auto size = reference_image_size(r.image.width, r.image.height, o.image_short_edge);
+            auto size = reference_image_size(r.image.width, r.image.height, o.image_short_edge,
+                                             o.spec.canvas_multiple());
             if (!size.ok()) return size.status().with_context(what);
             n.image = size->width == r.image.width && size->height == r.image.height
                           ? r.image
@@ -188,7 +197,8 @@ Result<std::vector<NormalizedReference>> normalize_references(const std::vector<
             if (src.size() > static_cast<size_t>(o.num_frames)) src.resize(static_cast<size_t>(o.num_frames));
             if (src.empty()) return invalid_argument(what + ": no frame left after resampling to 24 fps");
             const int h = static_cast<int>(r.frames.dim(1)), w = static_cast<int>(r.frames.dim(2));
-            auto canvas = canvas_from_aspect(w, h, o.video_short_edge); // the target's canvas rule
+            // the target's canvas rule
+            auto canvas = canvas_from_aspect(w, h, o.spec.canvas_multiple(), o.video_short_edge);
             if (!canvas.ok()) return canvas.status().with_context(what);
             const int64_t frame_bytes = static_cast<int64_t>(canvas->width) * canvas->height * 3;
             n.frames = Tensor::host(Shape{static_cast<int64_t>(src.size()), canvas->height, canvas->width, 3},

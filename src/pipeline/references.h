@@ -58,7 +58,7 @@ struct NormalizedReference {
 
 struct NormalizeOptions {
     int num_frames = 124;   // the target's aligned frame count (17n+5)
-    int audio_rate = 32000; // the audio VAE's sampling rate
+    model::LatentSpec spec; // the checkpoint's: canvas multiple, audio VAE sampling rate
     // The reference resolutions: the released model's 2048-px image short edge (diffusers' Ref2VA setup step
     // takes it as `reference_image_short_edge`) and the 768-px canvas rule for videos. Smaller values are a
     // reduced-cost mode (tests on the CPU, small GPUs); they change what the model sees.
@@ -69,8 +69,8 @@ struct NormalizeOptions {
 Result<std::vector<NormalizedReference>> normalize_references(const std::vector<ReferenceMedia>& references,
                                                               const NormalizeOptions& options);
 
-// The pieces, exposed for tests.
-Result<Canvas> reference_image_size(int width, int height, int short_edge = 2048);
+// The pieces, exposed for tests. Sides are multiples of `multiple` (LatentSpec::canvas_multiple).
+Result<Canvas> reference_image_size(int width, int height, int short_edge, int multiple);
 // Source frame index of every 24 fps output frame.
 std::vector<int64_t> resample_to_24fps(int64_t frames, double fps);
 
@@ -84,7 +84,6 @@ struct ConditionerFrames {
 ConditionerFrames sample_conditioner_frames(int64_t frames, double fps = 24.0, double sample_fps = 2.0,
                                             int temporal_patch = 2);
 
-// The frames the video VAE encodes: snapped down to 17n+5 (at least 22).
-int64_t trim_reference_frames(int64_t frames);
+// The frames the video VAE encodes of a reference video: LatentSpec::align_frames_down (17n+5, at least 22).
 
 } // namespace h3::pipeline

@@ -12,20 +12,6 @@ namespace fs = std::filesystem;
 
 namespace h3::pipeline {
 
-Result<std::string> find_tokenizer_dir(const std::string& path) {
-    std::error_code ec;
-    if (fs::exists(fs::path(path) / "vocab.json", ec)) return path;
-    if (fs::exists(fs::path(path) / "tokenizer" / "vocab.json", ec))
-        return (fs::path(path) / "tokenizer").string();
-    auto ckpt = io::discover_checkpoint(path);
-    if (ckpt.ok()) {
-        const io::Component* c = ckpt->find("tokenizer");
-        if (c && fs::exists(fs::path(c->dir) / "vocab.json", ec)) return c->dir;
-    }
-    return not_found(
-        path + " holds no tokenizer: expected vocab.json + merges.txt there or in its tokenizer/ folder");
-}
-
 namespace {
 
 // `name` (preprocessor_config.json, video_preprocessor_config.json) in the checkpoint's processor folder or
@@ -71,73 +57,72 @@ Tensor stack_rows(const std::vector<Tensor>& rows) {
 
 } // namespace
 
-bool has_text_conditioner(const std::string& checkpoint_dir) {
-    if (!find_tokenizer_dir(checkpoint_dir).ok()) return false;
-    auto ckpt = io::discover_checkpoint(checkpoint_dir);
-    if (!ckpt.ok()) return false;
-    const io::Component* c = ckpt->find("text_encoder");
-    return c && c->has_weights;
+Result<ProcessorConfigs> load_processor_configs(const std::string& checkpoint_dir) {
+    ProcessorConfigs p;
+    for (auto [file, config] : {std::pair{"preprocessor_config.json", &p.image},
+                                std::pair{"video_preprocessor_config.json", &p.video}}) {
+        const std::string path = find_processor_file(checkpoint_dir, file);
+        if (!path.empty()) {
+            H3_ASSIGN_OR_RETURN(*config, load_vision_processor_config(path, *config));
+        }
+    }
+    return p;
+}
+
+Result<std::unique_ptr<TextConditioner>> TextConditioner::over(const model::TextStack& text,
+                                                               const model::VisionModel* vision,
+                                                               const ProcessorConfigs& processors) {
+    std::unique_ptr<TextConditioner> tc(new TextConditioner(text, vision, processors));
+    if (!vision) return tc;
+    const model::VisionConfig& vc = vision->config();
+    for (auto [what, pc] : {std::pair{"image", &tc->processor_}, std::pair{"video", &tc->video_processor_}})
+        if (pc->patch_size != vc.patch_size || pc->temporal_patch_size != vc.temporal_patch_size ||
+            pc->merge_size != vc.spatial_merge_size)
+            return bad_input(std::string(what) + " processor patch/temporal/merge sizes " +
+                             std::to_string(pc->patch_size) + "/" + std::to_string(pc->temporal_patch_size) +
+                             "/" + std::to_string(pc->merge_size) + " differ from the vision tower's " +
+                             std::to_string(vc.patch_size) + "/" + std::to_string(vc.temporal_patch_size) +
+                             "/" + std::to_string(vc.spatial_merge_size));
+    const int vocab = text.model->config().vocab_size;
+    for (int id : {vc.image_token_id, vc.vision_start_token_id, vc.vision_end_token_id})
+        if (id >= vocab)
+            return bad_input("text encoder " + text.dir + ": vision token id " + std::to_string(id) +
+                             " is outside the vocabulary (" + std::to_string(vocab) + ")");
+    return tc;
 }
 
 Result<std::unique_ptr<TextConditioner>> TextConditioner::open(const PromptConditionerParams& p) {
-    H3_ASSIGN_OR_RETURN(std::string tok_dir, find_tokenizer_dir(p.checkpoint_dir));
-    H3_ASSIGN_OR_RETURN(auto tok, model::tokenizer::Tokenizer::load(tok_dir));
+    const auto prec = p.fp32   ? model::TextPrecision::kFp32
+                      : p.fp16 ? model::TextPrecision::kFp16
+                               : model::TextPrecision::kBf16;
+    H3_ASSIGN_OR_RETURN(
+        auto text,
+        model::load_text_stack(p.checkpoint_dir,
+                               {.device = p.ctx.device, .precision = prec, .residency = p.residency}, p.ctx));
     H3_ASSIGN_OR_RETURN(auto ckpt, model::open_text_checkpoint(p.checkpoint_dir));
-    if (tok.size() > ckpt.config.vocab_size)
-        return bad_input("tokenizer " + tok_dir + " has " + std::to_string(tok.size()) +
-                         " ids but the text encoder's vocab_size is " +
-                         std::to_string(ckpt.config.vocab_size));
-    const auto prec = p.fp32 ? model::TextPrecision::kFp32 : model::TextPrecision::kBf16;
-    H3_ASSIGN_OR_RETURN(auto m,
-                        model::TextModel::load(ckpt, {.device = p.ctx.device, .precision = prec}, p.ctx));
-    std::unique_ptr<TextConditioner> tc(new TextConditioner(std::move(tok), std::move(m), ckpt.dir));
-    H3_ASSIGN_OR_RETURN(nlohmann::json cfg,
-                        io::read_json_file((fs::path(ckpt.dir) / "config.json").string()));
-    if (model::VisionConfig::present(cfg) &&
-        ckpt.tensors.contains(std::string(model::kVisionPrefix) + "pos_embed.weight")) {
+    std::unique_ptr<model::VisionModel> vision;
+    if (model::has_vision_tower(ckpt)) {
+        // fp16 mode: the small vision tower keeps fp32 (no overflow to detect)
+        const auto vprec = prec == model::TextPrecision::kFp16 ? model::TextPrecision::kFp32 : prec;
         H3_ASSIGN_OR_RETURN(
-            tc->vision_, model::VisionModel::load(ckpt, {.device = p.ctx.device, .precision = prec}, p.ctx));
-        // The image and video processors: the checkpoint's processor component when it has them, else the
-        // official values.
-        const model::VisionConfig& vc = tc->vision_->config();
-        struct Proc {
-            const char* what;
-            const char* file;
-            VisionProcessorConfig* config;
-        };
-        for (const Proc& pr : {Proc{"image", "preprocessor_config.json", &tc->processor_},
-                               Proc{"video", "video_preprocessor_config.json", &tc->video_processor_}}) {
-            const std::string proc = find_processor_file(p.checkpoint_dir, pr.file);
-            if (!proc.empty()) {
-                H3_ASSIGN_OR_RETURN(*pr.config, load_vision_processor_config(proc, *pr.config));
-            }
-            const VisionProcessorConfig& pc = *pr.config;
-            if (pc.patch_size != vc.patch_size || pc.temporal_patch_size != vc.temporal_patch_size ||
-                pc.merge_size != vc.spatial_merge_size)
-                return bad_input(
-                    std::string(pr.what) + " processor (" + (proc.empty() ? std::string("defaults") : proc) +
-                    ") patch/temporal/merge sizes " + std::to_string(pc.patch_size) + "/" +
-                    std::to_string(pc.temporal_patch_size) + "/" + std::to_string(pc.merge_size) +
-                    " differ from the vision tower's " + std::to_string(vc.patch_size) + "/" +
-                    std::to_string(vc.temporal_patch_size) + "/" + std::to_string(vc.spatial_merge_size));
-        }
-        for (int id : {vc.image_token_id, vc.vision_start_token_id, vc.vision_end_token_id})
-            if (id >= ckpt.config.vocab_size)
-                return bad_input("text encoder " + ckpt.dir + ": vision token id " + std::to_string(id) +
-                                 " is outside the vocabulary (" + std::to_string(ckpt.config.vocab_size) +
-                                 ")");
+            vision, model::VisionModel::load(ckpt, {.device = p.ctx.device, .precision = vprec}, p.ctx));
     }
+    H3_ASSIGN_OR_RETURN(ProcessorConfigs processors, load_processor_configs(p.checkpoint_dir));
+    H3_ASSIGN_OR_RETURN(auto tc, over(*text, vision.get(), processors));
+    tc->own_text_ = std::move(text);
+    tc->own_vision_ = std::move(vision);
     return tc;
 }
 
 std::string TextConditioner::name() const {
-    return "qwen3-vl text encoder (" + std::to_string(model_->layers()) + " layers, " +
-           (vision_ ? "vision tower, " : "") + (model_->act_dtype() == DType::kF32 ? "fp32" : "bf16") + ", " +
-           dir_ + ")";
+    const model::TextModel& m = *text_->model;
+    return "qwen3-vl text encoder (" + std::to_string(m.layers()) + " layers, " +
+           (vision_ ? "vision tower, " : "") + model::precision_name(m.precision()) + ", " +
+           m.residency_describe() + ", " + text_->dir + ")";
 }
 
 Result<std::vector<int32_t>> TextConditioner::tokenize(const std::string& prompt) const {
-    auto ids = tokenizer_.encode(prompt);
+    auto ids = text_->tokenizer.encode(prompt);
     if (!ids.ok()) return ids.status().with_context("prompt");
     if (ids->empty()) return invalid_argument("prompt: the prompt is empty (it gives no tokens)");
     return ids;
@@ -149,13 +134,13 @@ Result<Tensor> TextConditioner::embed(const std::vector<int32_t>& ids,
     fo.cancel = options.cancel;
     if (options.progress)
         fo.progress = [&](int done, int total) { options.progress({"layer", done, total}); };
-    auto out = model_->forward(ids, fo);
+    auto out = text_->model->forward(ids, fo);
     if (!out.ok()) {
         if (out.status().code() == ErrorCode::kCancelled) return cancelled("conditioning cancelled");
         return out.status();
     }
     if (out->device().is_cpu()) return out;
-    H3_ASSIGN_OR_RETURN(Tensor host, out->to(Device::cpu(), model_->context().stream()));
+    H3_ASSIGN_OR_RETURN(Tensor host, out->to(Device::cpu(), text_->model->context().stream()));
     return host;
 }
 
@@ -172,7 +157,7 @@ Result<TextConditioner::Presentation> TextConditioner::present(const Conditioner
     }
     if (!request.images.empty() && !vision_)
         return unimplemented(
-            "image 0: keyframe images need the Qwen3-VL vision tower, and the text encoder " + dir_ +
+            "image 0: keyframe images need the Qwen3-VL vision tower, and the text encoder " + text_->dir +
             " has none (no vision_config / model.visual.* weights)");
     std::vector<Tensor> rows;
     for (size_t i = 0; i < request.images.size(); ++i) {
@@ -208,7 +193,7 @@ Status TextConditioner::present_references(const ConditionerRequest& request, Pr
     if (visual && !vision_)
         return unimplemented("references: image and video references need the Qwen3-VL vision tower, and the "
                              "text encoder " +
-                             dir_ + " has none (no vision_config / model.visual.* weights)");
+                             text_->dir + " has none (no vision_config / model.visual.* weights)");
     std::vector<Tensor> image_rows, video_rows;
     std::vector<int64_t> image_tokens, video_block_tokens;
     for (size_t i = 0; i < request.references.size(); ++i) {
@@ -256,15 +241,15 @@ Status TextConditioner::present_references(const ConditionerRequest& request, Pr
         const model::VisionConfig& vc = vision_->config();
         tokens = {vc.vision_start_token_id, vc.vision_end_token_id, vc.image_token_id, vc.video_token_id};
         if (!video_rows.empty() &&
-            (vc.video_token_id < 0 || vc.video_token_id >= model_->config().vocab_size))
-            return bad_input("text encoder " + dir_ + ": video_token_id " +
+            (vc.video_token_id < 0 || vc.video_token_id >= text_->model->config().vocab_size))
+            return bad_input("text encoder " + text_->dir + ": video_token_id " +
                              std::to_string(vc.video_token_id) + " is outside the vocabulary (" +
-                             std::to_string(model_->config().vocab_size) +
+                             std::to_string(text_->model->config().vocab_size) +
                              "); video references need the <|video_pad|> id in config.json");
     }
     H3_ASSIGN_OR_RETURN(auto prompt, tokenize(request.prompt));
     H3_ASSIGN_OR_RETURN(PresentationTokens pt,
-                        build_reference_presentation(tokenizer_, request.references, image_tokens,
+                        build_reference_presentation(text_->tokenizer, request.references, image_tokens,
                                                      video_block_tokens, prompt, tokens));
     p.ids = std::move(pt.ids);
     p.tags = std::move(pt.tags);
@@ -299,12 +284,12 @@ Result<Conditioning> TextConditioner::encode(const ConditionerRequest& request,
     model::VisionOutput vi, vv;
     if (options.progress) options.progress({"vision", 0, runs});
     if (!p.grids.empty()) {
-        H3_ASSIGN_OR_RETURN(vi, vision_->forward(p.pixel_values, p.grids));
+        H3_ASSIGN_OR_RETURN(vi, vision_->forward(p.pixel_values, p.grids, {}, options.cancel));
         if (options.progress) options.progress({"vision", ++ran, runs});
     }
     if (options.cancel && options.cancel->load()) return cancelled("conditioning cancelled");
     if (!p.video_grids.empty()) {
-        H3_ASSIGN_OR_RETURN(vv, vision_->forward(p.pixel_values_videos, p.video_grids));
+        H3_ASSIGN_OR_RETURN(vv, vision_->forward(p.pixel_values_videos, p.video_grids, {}, options.cancel));
         if (options.progress) options.progress({"vision", ++ran, runs});
     }
     if (options.cancel && options.cancel->load()) return cancelled("conditioning cancelled");
@@ -333,7 +318,7 @@ Result<Conditioning> TextConditioner::encode(const ConditionerRequest& request,
     } else {
         // Both: features joined in sequence order (transformers: visual_pos_masks = image | video, the
         // DeepStack features of each modality scattered into their positions among the vision rows).
-        const ops::Context& ctx = model_->context();
+        const ops::Context& ctx = text_->model->context();
         auto index = [&](const std::vector<int64_t>& v) -> Result<Tensor> {
             Tensor t = Tensor::host({static_cast<int64_t>(v.size())}, DType::kI64);
             std::memcpy(t.data(), v.data(), v.size() * sizeof(int64_t));
@@ -359,7 +344,7 @@ Result<Conditioning> TextConditioner::encode(const ConditionerRequest& request,
     fo.cancel = options.cancel;
     if (options.progress)
         fo.progress = [&](int done, int total) { options.progress({"layer", done, total}); };
-    auto out = model_->forward(p.ids, &vis, fo);
+    auto out = text_->model->forward(p.ids, &vis, fo);
     if (!out.ok()) {
         if (out.status().code() == ErrorCode::kCancelled) return cancelled("conditioning cancelled");
         return out.status();
@@ -367,7 +352,7 @@ Result<Conditioning> TextConditioner::encode(const ConditionerRequest& request,
     if (out->device().is_cpu()) {
         c.embeddings = *out;
     } else {
-        H3_ASSIGN_OR_RETURN(c.embeddings, out->to(Device::cpu(), model_->context().stream()));
+        H3_ASSIGN_OR_RETURN(c.embeddings, out->to(Device::cpu(), text_->model->context().stream()));
     }
     c.tags = std::move(p.tags);
     return c;

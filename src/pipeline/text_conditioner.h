@@ -13,9 +13,7 @@
 // every timestamped video block its own (1, h, w) run.
 #pragma once
 
-#include "model/text/text_model.h"
-#include "model/tokenizer/tokenizer.h"
-#include "model/vision/vision_model.h"
+#include "model/text/text_stack.h"
 #include "pipeline/conditioner.h"
 #include "pipeline/vision_processor.h"
 
@@ -26,19 +24,26 @@
 
 namespace h3::pipeline {
 
-// `path` is a tokenizer folder (vocab.json + merges.txt [+ tokenizer_config.json]) or a checkpoint root whose
-// tokenizer component (or `tokenizer/` folder) holds them. Returns the folder.
-Result<std::string> find_tokenizer_dir(const std::string& path);
-
-// True when `checkpoint_dir` has a text_encoder component with weights and a tokenizer.
-bool has_text_conditioner(const std::string& checkpoint_dir);
+// The image and video processors' configs: the checkpoint's processor/ files when present, else the official
+// values (Qwen2-VL image processor; the Qwen3-VL video processor).
+struct ProcessorConfigs {
+    VisionProcessorConfig image;
+    VisionProcessorConfig video = video_processor_defaults();
+};
+Result<ProcessorConfigs> load_processor_configs(const std::string& checkpoint_dir);
 
 class TextConditioner final : public Conditioner {
 public:
+    // Over loaded models (a ModelStore's leases, which the caller keeps for this object's lifetime). `vision`
+    // may be null (then images and visual references are refused); the processors must fit the tower.
+    static Result<std::unique_ptr<TextConditioner>>
+    over(const model::TextStack& text, const model::VisionModel* vision, const ProcessorConfigs& processors);
+    // Standalone (h3-engine encode, tests): loads the checkpoint's text stack and, when it has one, its
+    // vision tower itself.
     static Result<std::unique_ptr<TextConditioner>> open(const PromptConditionerParams& params);
 
     std::string name() const override;
-    int text_dim() const override { return model_->config().hidden_size; }
+    int text_dim() const override { return text_->model->config().hidden_size; }
     Result<Conditioning> encode(const ConditionerRequest& request,
                                 const ConditionerOptions& options = {}) override;
 
@@ -56,25 +61,26 @@ public:
     // MRoPE positions of a presentation (model::mrope_positions with the checkpoint's image / video ids).
     Result<std::array<std::vector<int64_t>, 3>> positions(const Presentation& p) const;
     bool has_vision() const { return vision_ != nullptr; }
-    const model::VisionModel* vision() const { return vision_.get(); }
+    const model::VisionModel* vision() const { return vision_; }
 
     // The steps of encode(), for `h3-engine encode`.
     Result<std::vector<int32_t>> tokenize(const std::string& prompt) const;
     Result<Tensor> embed(const std::vector<int32_t>& ids, const ConditionerOptions& options = {}) const;
 
-    const model::tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
-    const model::TextModel& model() const { return *model_; }
+    const model::tokenizer::Tokenizer& tokenizer() const { return text_->tokenizer; }
+    const model::TextModel& model() const { return *text_->model; }
 
 private:
-    TextConditioner(model::tokenizer::Tokenizer tok, std::unique_ptr<model::TextModel> model, std::string dir)
-        : tokenizer_(std::move(tok)), model_(std::move(model)), dir_(std::move(dir)) {}
+    TextConditioner(const model::TextStack& text, const model::VisionModel* vision,
+                    ProcessorConfigs processors)
+        : text_(&text), vision_(vision), processor_(processors.image), video_processor_(processors.video) {}
     Status present_references(const ConditionerRequest& request, Presentation& p) const;
-    model::tokenizer::Tokenizer tokenizer_;
-    std::unique_ptr<model::TextModel> model_;
-    std::unique_ptr<model::VisionModel> vision_; // null: the checkpoint has no vision tower
+    std::unique_ptr<model::TextStack> own_text_;     // open() only
+    std::unique_ptr<model::VisionModel> own_vision_; // open() only
+    const model::TextStack* text_ = nullptr;
+    const model::VisionModel* vision_ = nullptr; // null: no vision tower
     VisionProcessorConfig processor_;
-    VisionProcessorConfig video_processor_ = video_processor_defaults();
-    std::string dir_;
+    VisionProcessorConfig video_processor_;
 };
 
 } // namespace h3::pipeline

@@ -23,18 +23,34 @@ Result<VisionProcessorConfig> load_vision_processor_config(const std::string& pa
     try {
         if (j.contains("cap_pixels_per_frame") && !j["cap_pixels_per_frame"].is_null())
             c.cap_pixels_per_frame = j["cap_pixels_per_frame"].get<bool>();
-        if (j.contains("min_pixels") && !j["min_pixels"].is_null())
-            c.min_pixels = j["min_pixels"].get<int64_t>();
-        if (j.contains("max_pixels") && !j["max_pixels"].is_null())
-            c.max_pixels = j["max_pixels"].get<int64_t>();
+        if (j.contains("min_pixels") && !j["min_pixels"].is_null()) {
+            H3_ASSIGN_OR_RETURN(
+                c.min_pixels, io::json_integer(j["min_pixels"], where + ": min_pixels", 1, int64_t{1} << 40));
+        }
+        if (j.contains("max_pixels") && !j["max_pixels"].is_null()) {
+            H3_ASSIGN_OR_RETURN(
+                c.max_pixels, io::json_integer(j["max_pixels"], where + ": max_pixels", 1, int64_t{1} << 40));
+        }
         if (j.contains("size") && j["size"].is_object()) {
             const auto& s = j["size"];
-            if (s.contains("shortest_edge")) c.min_pixels = s["shortest_edge"].get<int64_t>();
-            if (s.contains("longest_edge")) c.max_pixels = s["longest_edge"].get<int64_t>();
+            if (s.contains("shortest_edge")) {
+                H3_ASSIGN_OR_RETURN(c.min_pixels,
+                                    io::json_integer(s["shortest_edge"], where + ": size.shortest_edge", 1,
+                                                     int64_t{1} << 40));
+            }
+            if (s.contains("longest_edge")) {
+                H3_ASSIGN_OR_RETURN(
+                    c.max_pixels,
+                    io::json_integer(s["longest_edge"], where + ": size.longest_edge", 1, int64_t{1} << 40));
+            }
         }
-        if (j.contains("patch_size")) c.patch_size = j["patch_size"].get<int>();
-        if (j.contains("temporal_patch_size")) c.temporal_patch_size = j["temporal_patch_size"].get<int>();
-        if (j.contains("merge_size")) c.merge_size = j["merge_size"].get<int>();
+        if (j.contains("patch_size"))
+            H3_TRY(io::json_int(j["patch_size"], where + ": patch_size", c.patch_size, 1, 1 << 16));
+        if (j.contains("temporal_patch_size"))
+            H3_TRY(io::json_int(j["temporal_patch_size"], where + ": temporal_patch_size",
+                                c.temporal_patch_size, 1, 1 << 16));
+        if (j.contains("merge_size"))
+            H3_TRY(io::json_int(j["merge_size"], where + ": merge_size", c.merge_size, 1, 1 << 16));
         if (j.contains("rescale_factor")) c.rescale_factor = j["rescale_factor"].get<double>();
         for (const char* key : {"image_mean", "image_std"}) {
             if (!j.contains(key)) continue;

@@ -1,67 +1,78 @@
-// The HTTP routes of the video API (cpp-httplib). Handlers only parse, validate and serialize: jobs go to
-// the JobBoard, the worker runs them. Routes:
-//   POST   /v1/videos                 submit (JSON)            → video object (429 + Retry-After when full)
-//   POST   /v1/videos/sync            submit and wait          → the MP4 / WAV bytes
-//   GET    /v1/videos                 list, newest first       ?limit=N&after=ID&order=desc|asc
+// The HTTP routes of the video API. Handlers only parse, validate and serialize: jobs go to the JobBoard,
+// the worker runs them. Routes:
+//   POST   /v1/videos                 submit (JSON or multipart) → video object (429 + Retry-After when full)
+//   POST   /v1/videos/sync            submit and wait            → the MP4 / WAV / latents bytes
+//   GET    /v1/videos                 list, newest first         ?limit=N&after=ID&order=desc|asc
 //   GET    /v1/videos/{id}            the video object
-//   GET    /v1/videos/{id}/content    the MP4 (?variant=audio: the WAV)
+//   GET    /v1/videos/{id}/content    the MP4 (?variant=audio: the WAV; a latents job's safetensors);
+//                                      one byte Range → 206
 //   GET    /v1/videos/{id}/events     server-sent progress events
-//   POST   /v1/videos/{id}/cancel     cancel, keep the record
+//   POST   /v1/videos/{id}/cancel     cancel, keep the record (no body needed)
 //   DELETE /v1/videos/{id}            cancel if needed, then delete
 //   GET    /health, GET /metrics      liveness, Prometheus text
 // Errors are OpenAI-style {"error": {"message", "type", "param", "code"}}: 400 names the field, 401 for a
-// wrong or missing key (when one is set; /health stays open), 404 for an unknown id or route, 413 for a
-// body over the limit.
+// wrong or missing key (when one is set; /health stays open), 404 for an unknown id or route, 408 for a body
+// that takes too long, 413 for a body over the limit (counted after Content-Encoding is undone), 415 for an
+// unknown Content-Encoding, 503 when a budget (event streams, sync waiters, parse queue, buffered bodies)
+// is full.
+//
+// The listener is GNU libmicrohttpd in its event-driven mode (epoll, a few polling threads; what serious
+// servers do — nginx, HAProxy): an idle or slow connection costs memory (bounded per connection), never a
+// thread, so /health answers while hundreds of sockets dawdle. Request lines and headers are bounded by the
+// per-connection memory pool, bodies by --max-body-bytes as they are decoded, each connection by an idle
+// timeout and each body by a deadline. Work that takes long runs off the polling threads: submissions are
+// parsed on a small pool of their own, and sync requests and event streams park their connection (suspend)
+// until their job changes, each kind with its own cap. cpp-httplib (what this replaced) cannot be made safe:
+// its 0.11 reader grows a request line or header list without bound before any hook runs, reads chunked
+// and compressed bodies past its payload limit, and serves every connection from one fixed thread pool.
 #pragma once
 
-#include "api/video_request.h"
 #include "serve/job_queue.h"
 #include "serve/job_store.h"
 #include "serve/prometheus_metrics.h"
+#include "serve/submission.h"
 
 #include <atomic>
-#include <functional>
 #include <memory>
 #include <string>
-
-namespace httplib {
-class Server;
-}
 
 namespace h3::serve {
 
 struct HttpOptions {
     std::string host = "127.0.0.1";
-    int port = 8080;     // 0: any free port
-    std::string api_key; // empty: no authentication
-    size_t max_body_bytes = 1 << 20;
-    int threads = 32; // connections served at once (SSE and sync hold one each)
-    api::VideoRequestLimits limits;
+    int port = 8080;                 // 0: any free port
+    std::string api_key;             // empty: no authentication
+    size_t max_body_bytes = 1 << 20; // decoded
+    int max_connections = 1024;      // open sockets at once (more are refused at accept)
+    int poll_threads = 2;            // event-loop threads
+    int parse_threads = 2;           // submissions parsed at once (image / video decoding)
+    int max_parse_queue = 16;        // submissions waiting for a parse thread (503 over)
+    int max_event_streams = 64;      // GET …/events streams at once (503 over)
+    int max_sync_waiters = 16;       // POST /v1/videos/sync requests waiting at once (503 over)
+    int64_t max_buffered_body_bytes = int64_t{256} << 20; // bodies held in memory at once (503 over)
+    int idle_timeout_seconds = 30;                        // a connection with no traffic is closed
+    int body_timeout_seconds = 120;                       // a body must arrive within this (408)
+    SubmissionLimits limits;
+    // Reported by /health: the model store's placement plan and the budget planner's text (empty: none).
+    std::string placement, memory_plan;
 };
 
 class HttpServer {
 public:
-    // The engine's checks of a parsed request against the checkpoint.
-    using Checker = std::function<Status(const api::VideoRequest&)>;
-
-    HttpServer(JobBoard& board, const JobStore& store, Metrics& metrics, Checker check, HttpOptions options);
+    // `builder` validates submissions against the checkpoint the worker runs.
+    HttpServer(JobBoard& board, const JobStore& store, Metrics& metrics, const pipeline::JobBuilder& builder,
+               HttpOptions options);
     ~HttpServer();
 
-    Result<int> bind(); // binds host:port; returns the port
-    void listen();      // serves until stop()
-    // Ends the waiters (event streams, sync requests) and stops the listener.
+    Result<int> bind(); // binds host:port and starts serving; returns the port
+    void listen();      // blocks until stop()
+    // Ends the waiters (event streams, sync requests), lets running parses finish, stops the listener.
     void stop();
 
-private:
-    void routes();
+    struct Impl;
 
-    JobBoard& board_;
-    const JobStore& store_;
-    Metrics& metrics_;
-    Checker check_;
-    HttpOptions options_;
-    std::atomic<bool> stopping_{false};
-    std::unique_ptr<httplib::Server> svr_;
+private:
+    std::unique_ptr<Impl> impl_;
 };
 
 } // namespace h3::serve

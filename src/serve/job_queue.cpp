@@ -149,9 +149,9 @@ bool JobBoard::remove(const std::string& id, int64_t now) {
     jobs_.erase(id);
     job->deleted = true;
     touch(*job);
-    if (running_ != job) { // the worker removes a running job's directory once it stops
-        if (Status s = store_.remove(id); !s.ok()) H3_LOG_ERROR("serve: {}", s.to_string());
-    }
+    // now, even for a running job (its directory is renamed away; the worker's partial outputs go with it and
+    // it removes whatever is left once it stops): a crash after this answer cannot bring the record back
+    if (Status s = store_.remove(id); !s.ok()) H3_LOG_ERROR("serve: {}", s.to_string());
     return true;
 }
 
@@ -177,11 +177,11 @@ std::shared_ptr<Job> JobBoard::next() {
     return running_;
 }
 
-void JobBoard::progress(const std::shared_ptr<Job>& job, const api::JobProgress& p) {
+void JobBoard::progress(const std::shared_ptr<Job>& job, const pipeline::JobProgress& p) {
     std::lock_guard<std::mutex> lock(mu_);
     job->record.progress = std::max(job->record.progress, p.percent);
-    job->record.stage = api::stage_name(p.stage);
-    if (p.stage == api::Stage::kDenoise) {
+    job->record.stage = pipeline::stage_name(p.stage);
+    if (p.stage == pipeline::Stage::kDenoise) {
         job->step = p.step;
         job->total = p.total;
     }

@@ -4,10 +4,10 @@
 // SSE and sync waiters block on a job's version. All state sits behind one mutex.
 #pragma once
 
-#include "api/engine.h"
-#include "api/video_object.h"
-#include "api/video_request.h"
+#include "pipeline/generator.h"
 #include "serve/job_store.h"
+#include "serve/wire/video_object.h"
+#include "serve/wire/video_request.h"
 
 #include <atomic>
 #include <chrono>
@@ -76,8 +76,8 @@ public:
     ListPage list(size_t limit, const std::string& after, bool newest_first) const;
     // Cancels a queued or running job (running ones stop between DiT blocks). False when already final.
     bool cancel(const std::shared_ptr<Job>& job, int64_t now);
-    // Cancels when needed, then forgets the job and removes its directory (the worker does the removal for
-    // a running job once it stops). False when unknown.
+    // Cancels when needed, then forgets the job and removes its directory at once (JobStore::remove renames
+    // it away first; a running job's worker cleans what is left once it stops). False when unknown.
     bool remove(const std::string& id, int64_t now);
     // Blocks until the job's version exceeds `known` or `timeout` passes; returns the current snapshot.
     JobSnapshot wait(const std::shared_ptr<Job>& job, uint64_t known,
@@ -85,7 +85,7 @@ public:
 
     // Worker side
     std::shared_ptr<Job> next(); // blocks; nullptr once closed and nothing is left to run
-    void progress(const std::shared_ptr<Job>& job, const api::JobProgress& p);
+    void progress(const std::shared_ptr<Job>& job, const pipeline::JobProgress& p);
     // Records the end of a run: the outcome, the error or the metrics. Returns false when the job was
     // deleted meanwhile (its directory is removed here).
     bool finish(const std::shared_ptr<Job>& job, FinalOutcome outcome, std::optional<api::JobError> error,

@@ -67,12 +67,17 @@ void Metrics::job_rejected(const std::string& why) {
     ++rejected_[why];
 }
 
-void Metrics::job_completed(const api::JobResult& r) {
+void Metrics::set_component_loads(std::function<std::map<std::string, uint64_t>()> source) {
     std::lock_guard<std::mutex> lock(mu_);
-    stages_[static_cast<size_t>(api::Stage::kEncode)].observe(r.encode_seconds);
-    stages_[static_cast<size_t>(api::Stage::kDenoise)].observe(r.denoise_seconds);
-    stages_[static_cast<size_t>(api::Stage::kDecode)].observe(r.decode_seconds);
-    stages_[static_cast<size_t>(api::Stage::kMux)].observe(r.mux_seconds);
+    component_loads_ = std::move(source);
+}
+
+void Metrics::job_completed(const pipeline::JobReport& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stages_[static_cast<size_t>(pipeline::Stage::kEncode)].observe(r.encode_seconds);
+    stages_[static_cast<size_t>(pipeline::Stage::kDenoise)].observe(r.denoise_seconds);
+    stages_[static_cast<size_t>(pipeline::Stage::kDecode)].observe(r.decode_seconds);
+    stages_[static_cast<size_t>(pipeline::Stage::kMux)].observe(r.mux_seconds);
     useful_flops_ += r.work.useful_flops();
     denoise_seconds_ += r.work.seconds();
     last_tflops_ = r.work.useful_tflops_per_s();
@@ -99,9 +104,10 @@ std::string Metrics::render(const QueueGauges& g) const {
     header(out, "h3_accepting", "gauge", "1 while the server accepts new jobs.");
     out += std::string("h3_accepting ") + (g.accepting ? "1" : "0") + "\n";
     header(out, "h3_stage_seconds", "histogram", "Latency of the stages of completed jobs.");
-    for (api::Stage s : {api::Stage::kEncode, api::Stage::kDenoise, api::Stage::kDecode, api::Stage::kMux})
+    for (pipeline::Stage s : {pipeline::Stage::kEncode, pipeline::Stage::kDenoise, pipeline::Stage::kDecode,
+                              pipeline::Stage::kMux})
         stages_[static_cast<size_t>(s)].render(out, "h3_stage_seconds",
-                                               std::string("stage=\"") + api::stage_name(s) + "\"");
+                                               std::string("stage=\"") + pipeline::stage_name(s) + "\"");
     header(out, "h3_dit_useful_tflops_per_second", "gauge",
            "Useful DiT TFLOP/s (executed GEMM + attention) of the last completed job.");
     out += "h3_dit_useful_tflops_per_second " + number(last_tflops_) + "\n";
@@ -118,8 +124,14 @@ std::string Metrics::render(const QueueGauges& g) const {
     const DeviceMemoryStats mem = device_memory_stats();
     header(out, "h3_gpu_memory_bytes", "gauge", "Bytes held in device buffers (0 on the CPU).");
     out += "h3_gpu_memory_bytes " + std::to_string(mem.current) + "\n";
-    header(out, "h3_gpu_memory_peak_bytes", "gauge", "High-water mark of device buffers.");
+    header(out, "h3_gpu_memory_peak_bytes", "gauge",
+           "High-water mark of device buffers since the running (or last) job started.");
     out += "h3_gpu_memory_peak_bytes " + std::to_string(mem.peak) + "\n";
+    header(out, "h3_component_loads_total", "counter",
+           "Model components read from the checkpoint since the server started (resident ones load once).");
+    if (component_loads_)
+        for (const auto& [component, n] : component_loads_())
+            out += "h3_component_loads_total{component=\"" + component + "\"} " + std::to_string(n) + "\n";
     return out;
 }
 

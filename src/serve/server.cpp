@@ -47,7 +47,8 @@ int64_t now_seconds() {
 
 } // namespace
 
-Status run_server(const ServeParams& params, JobRunner runner, HttpServer::Checker check) {
+Status run_server(const ServeParams& params, pipeline::JobRunner& runner,
+                  const pipeline::JobBuilder& builder) {
     if (params.max_queue < 1) return invalid_argument("--max-queue must be at least 1");
     if (params.ttl_seconds < 0) return invalid_argument("--ttl must not be negative");
     H3_ASSIGN_OR_RETURN(JobStore store, JobStore::open(params.output_dir));
@@ -55,18 +56,21 @@ Status run_server(const ServeParams& params, JobRunner runner, HttpServer::Check
     for (const auto& s : rec.skipped) H3_LOG_WARN("serve: skipped job directory {}", s);
 
     Metrics metrics;
+    metrics.set_component_loads([&runner] { return runner.component_loads(); });
     JobBoard board(store, params.max_queue, params.ttl_seconds);
     board.set_on_final([&metrics](api::JobStatus s) { metrics.job_final(s); });
     const size_t recovered = rec.records.size();
     board.adopt(std::move(rec.records));
-    std::fprintf(stderr, "serve: %s: %zu job(s) on record, %d interrupted one(s) marked failed\n",
-                 store.root().c_str(), recovered, rec.interrupted);
+    std::fprintf(stderr,
+                 "serve: %s: %zu job(s) on record, %d interrupted one(s) marked failed, %d orphan record(s) "
+                 "removed\n",
+                 store.root().c_str(), recovered, rec.interrupted, rec.orphans_removed);
 
-    HttpServer http(board, store, metrics, std::move(check), params.http);
+    HttpServer http(board, store, metrics, builder, params.http);
     H3_ASSIGN_OR_RETURN(int port, http.bind());
 
     SignalScope signals;
-    Worker worker(board, store, metrics, std::move(runner), params.worker);
+    Worker worker(board, store, metrics, runner);
     worker.start();
     TtlSweeper sweeper(board, sweep_interval_for(params.ttl_seconds));
     if (params.ttl_seconds > 0) sweeper.start();

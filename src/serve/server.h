@@ -18,10 +18,11 @@ struct ServeParams {
     int64_t ttl_seconds = 86400; // 0: outputs never expire
     OnTerm on_term = OnTerm::kCancel;
     HttpOptions http;
-    WorkerParams worker;
 };
 
 // Serves until SIGTERM or SIGINT. Prints "serve: listening on http://HOST:PORT" once the port is bound.
-Status run_server(const ServeParams& params, JobRunner runner, HttpServer::Checker check);
+// Submissions are built by `builder` (against the runner's checkpoint) and run by `runner` on the worker.
+Status run_server(const ServeParams& params, pipeline::JobRunner& runner,
+                  const pipeline::JobBuilder& builder);
 
 } // namespace h3::serve

@@ -1,18 +1,10 @@
 #include "serve/sse.h"
 
-#include <httplib.h>
-
 namespace h3::serve {
 
-namespace {
-
-constexpr auto kKeepAlive = std::chrono::milliseconds(10000);
-constexpr auto kPoll = std::chrono::milliseconds(250); // how often `stopping` and the client are checked
-
-} // namespace
-
 std::string sse_event(const std::string& event, const nlohmann::json& data, uint64_t id) {
-    return "id: " + std::to_string(id) + "\nevent: " + event + "\ndata: " + data.dump() + "\n\n";
+    return "id: " + std::to_string(id) + "\nevent: " + event +
+           "\ndata: " + data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
 }
 
 const char* sse_event_name(api::JobStatus status) {
@@ -40,41 +32,37 @@ nlohmann::json sse_progress_data(const JobSnapshot& s) {
     return j;
 }
 
-void stream_job_events(httplib::Response& res, const JobBoard& board, std::shared_ptr<Job> job,
-                       const std::atomic<bool>& stopping) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    struct State {
-        uint64_t sent = 0; // last version sent
-        std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
-    };
-    auto state = std::make_shared<State>();
-    res.set_chunked_content_provider(
-        "text/event-stream", [&board, job, &stopping, state](size_t, httplib::DataSink& sink) {
-            for (;;) {
-                const JobSnapshot s = board.wait(job, state->sent, kPoll);
-                if (s.version > state->sent) {
-                    state->sent = s.version;
-                    state->last_write = std::chrono::steady_clock::now();
-                    if (api::is_final(s.record.status)) {
-                        const std::string ev =
-                            sse_event(sse_event_name(s.record.status), s.record.to_json(), s.version);
-                        sink.write(ev.data(), ev.size());
-                        sink.done();
-                        return true;
-                    }
-                    const std::string ev = sse_event("progress", sse_progress_data(s), s.version);
-                    return sink.write(ev.data(), ev.size());
-                }
-                if (stopping.load()) return false; // ends the response
-                if (sink.is_writable && !sink.is_writable()) return false;
-                if (std::chrono::steady_clock::now() - state->last_write > kKeepAlive) {
-                    state->last_write = std::chrono::steady_clock::now();
-                    static const std::string ping = ": keep-alive\n\n";
-                    return sink.write(ping.data(), ping.size());
-                }
-            }
-        });
+JobEventStream::JobEventStream(const JobBoard& board, std::shared_ptr<Job> job)
+    : board_(board), job_(std::move(job)), last_write_(std::chrono::steady_clock::now()) {}
+
+JobEventStream::Pull JobEventStream::pull(std::string& out, bool stopping) {
+    if (done_) return Pull::kEnd;
+    const JobSnapshot s = board_.wait(job_, UINT64_MAX, std::chrono::milliseconds(0));
+    const auto now = std::chrono::steady_clock::now();
+    if (s.version > sent_) {
+        sent_ = s.version;
+        last_write_ = now;
+        if (api::is_final(s.record.status)) {
+            out = sse_event(sse_event_name(s.record.status), s.record.to_json(), s.version);
+            done_ = true;
+        } else {
+            out = sse_event("progress", sse_progress_data(s), s.version);
+        }
+        return Pull::kData;
+    }
+    if (stopping) return Pull::kEnd;
+    if (now - last_write_ >= kKeepAlive) {
+        last_write_ = now;
+        out = ": keep-alive\n\n";
+        return Pull::kData;
+    }
+    return Pull::kWait;
+}
+
+bool JobEventStream::ready() const {
+    if (done_) return true;
+    return board_.wait(job_, UINT64_MAX, std::chrono::milliseconds(0)).version > sent_ ||
+           std::chrono::steady_clock::now() - last_write_ >= kKeepAlive;
 }
 
 } // namespace h3::serve

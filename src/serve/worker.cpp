@@ -6,6 +6,7 @@
 #include <ctime>
 #include <exception>
 #include <filesystem>
+#include <vector>
 
 namespace h3::serve {
 
@@ -15,12 +16,23 @@ int64_t now_seconds() {
     return static_cast<int64_t>(std::time(nullptr));
 }
 
+// The content files a job of `format` writes.
+std::vector<const char*> content_files(api::OutputFormat format) {
+    switch (format) {
+    case api::OutputFormat::kMp4:
+        return {api::kVideoFile, api::kAudioFile};
+    case api::OutputFormat::kWav:
+        return {api::kAudioFile};
+    case api::OutputFormat::kLatents:
+        return {api::kLatentsFile};
+    }
+    return {};
+}
+
 } // namespace
 
-Worker::Worker(JobBoard& board, const JobStore& store, Metrics& metrics, JobRunner runner,
-               WorkerParams params)
-    : board_(board), store_(store), metrics_(metrics), runner_(std::move(runner)),
-      params_(std::move(params)) {}
+Worker::Worker(JobBoard& board, const JobStore& store, Metrics& metrics, pipeline::JobRunner& runner)
+    : board_(board), store_(store), metrics_(metrics), runner_(runner) {}
 
 Worker::~Worker() {
     if (thread_.joinable()) thread_.join();
@@ -40,21 +52,31 @@ void Worker::loop() {
 
 void Worker::run_one(const std::shared_ptr<Job>& job) {
     const std::string& id = job->record.id;
-    const bool mp4 = job->request.output_format == api::OutputFormat::kMp4;
-    api::JobOutputs outputs;
-    if (mp4) outputs.video_path = store_.partial_path(id, api::kVideoFile);
-    outputs.audio_path = store_.partial_path(id, api::kAudioFile);
-    api::JobOptions options;
-    options.cancel = &job->cancel;
-    options.fault_prompt = params_.fault_prompt;
-    options.progress = [&](const api::JobProgress& p) { board_.progress(job, p); };
+    pipeline::GenerationJob& gj = job->request.job;
+    const api::OutputFormat format = job->request.output_format;
+    gj.outputs = {};
+    switch (format) {
+    case api::OutputFormat::kMp4:
+        gj.outputs.media.mp4 = store_.partial_path(id, api::kVideoFile);
+        gj.outputs.media.wav = store_.partial_path(id, api::kAudioFile);
+        break;
+    case api::OutputFormat::kWav:
+        gj.outputs.media.wav = store_.partial_path(id, api::kAudioFile);
+        break;
+    case api::OutputFormat::kLatents:
+        gj.outputs.latents = store_.partial_path(id, api::kLatentsFile);
+        break;
+    }
+    pipeline::JobEvents events;
+    events.cancel = &job->cancel;
+    events.progress = [&](const pipeline::JobProgress& p) { board_.progress(job, p); };
 
-    H3_LOG_INFO("serve: {} started ({} steps, {}, seed {})", id, job->request.generation.steps,
-                job->record.size, job->request.generation.seed);
+    H3_LOG_INFO("serve: {} started ({}, {} steps, {}, seed {})", id, pipeline::task_name(gj.task), gj.steps,
+                job->record.size, gj.seed);
     const auto t0 = std::chrono::steady_clock::now();
-    Result<api::JobResult> result = internal_error("the job did not run");
+    Result<pipeline::JobReport> result = internal_error("the job did not run");
     try {
-        result = runner_(job->request, outputs, options);
+        result = runner_.run(gj, events);
     } catch (const std::exception& e) {
         result = internal_error(std::string("unexpected exception: ") + e.what());
     } catch (...) {
@@ -62,24 +84,24 @@ void Worker::run_one(const std::shared_ptr<Job>& job) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // the keyframe and reference media are not kept past the run (only this thread reads them)
-    job->request.keyframes.reset();
-    job->request.references.reset();
+    gj.keyframes.reset();
+    gj.references.reset();
 
     Status moved = ok_status();
-    if (result.ok()) {
-        if (mp4) moved = store_.commit(id, api::kVideoFile);
-        if (moved.ok()) moved = store_.commit(id, api::kAudioFile);
-    }
+    if (result.ok())
+        for (const char* f : content_files(format))
+            if (moved.ok()) moved = store_.commit(id, f);
     if (!result.ok() || !moved.ok()) {
         std::error_code ec;
-        for (const char* f : {api::kVideoFile, api::kAudioFile}) {
+        for (const char* f : api::kContentFiles) {
             std::filesystem::remove(store_.partial_path(id, f), ec);
             std::filesystem::remove(store_.content_path(id, f), ec);
         }
     }
     if (result.ok() && moved.ok()) {
         metrics_.job_completed(*result);
-        board_.finish(job, FinalOutcome::kCompleted, std::nullopt, result->metrics, seconds, now_seconds());
+        board_.finish(job, FinalOutcome::kCompleted, std::nullopt, result->metrics(gj.task), seconds,
+                      now_seconds());
         H3_LOG_INFO("serve: {} completed in {:.2f} s ({})", id, seconds, result->work.summary());
         return;
     }

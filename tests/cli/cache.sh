@@ -2,15 +2,9 @@
 # h3-engine generate --cache / --quality / --metrics on the tiny model (CPU): bad specs are usage errors
 # that name the field, the metrics JSON holds the counters, a cache that skips nothing reproduces the
 # lossless latents bit for bit.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
-expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 
-expect_rc 0 "$H3" make-tiny "$WORK/tiny" --seed 1
+make_tiny "$WORK/tiny" --seed 1
 GEN=("$H3" generate --model "$WORK/tiny" --random-prompt-embeds 5 --size 64x32 --frames 107 --steps 9)
 
 expect_rc 2 "${GEN[@]}" --cache dbcache:foo=1 --save-latents "$WORK/x.st"; expect_err "unknown field 'foo'"

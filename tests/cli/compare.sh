@@ -2,13 +2,7 @@
 # h3-engine compare: two tiny generations with the same seed are identical (PSNR inf, SSIM 1, SNR inf), a
 # third with another seed differs (finite PSNR); MP4, WAV and latents; --json parses and --output writes the
 # same document; kind / shape mismatches and missing files are clear errors with the right exit code.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
-expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 expect_out() { grep -q -- "$1" "$WORK/out.txt" || { cat "$WORK/out.txt"; fail "stdout lacks '$1'"; }; }
 # json_check EXPR...: python asserts over j = the JSON on stdout
 json_check() {

@@ -1,13 +1,7 @@
 #!/usr/bin/env bash
 # h3-engine decode: make-tiny → a latents file (python3 struct writer, the --save-latents format) → MP4 /
 # WAV / PNG directory; exit codes; bad latents and a checkpoint without decoders are clear errors.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
-expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 nonempty() { [ -s "$1" ] || fail "$1 missing or empty"; }
 
 # write_latents FILE NAME:D0xD1x... [NAME:SHAPE ...] (fp32, deterministic values; shape "bad" = rank 2)

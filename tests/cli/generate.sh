@@ -1,16 +1,10 @@
 #!/usr/bin/env bash
 # h3-engine generate: exit codes, --save-latents contents (vs the PyTorch reference loop on the DiT golden
 # model A), --progress json lines, Ctrl-C cancellation, and the tiny model end to end on the CPU.
-set -uo pipefail
-H3="$1"; WORK="$2"
+source "$(dirname "$0")/lib/common.sh" "$@"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
-expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
 
-expect_rc 0 "$H3" make-tiny "$WORK/tiny" --seed 1
+make_tiny "$WORK/tiny" --seed 1
 GEN=("$H3" generate --model "$WORK/tiny" --random-prompt-embeds 5 --size 64x32 --frames 107)
 
 # ---- bad requests: usage errors (2) name the field, before any model is loaded

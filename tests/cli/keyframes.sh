@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
-# h3-engine generate --first-frame / --last-frame (fl2va): the keyframes are decoded and put onto the canvas
-# before anything is loaded (bad image files are input errors, exit 3, that name the file; usage mistakes exit
-# 2), then encoded by the VAE encoder and presented to the conditioner; the tiny model runs fl2va end to end on
-# the CPU with either anchor or both, deterministically, and the keyframes change the result.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
-expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
+# h3-engine generate --first-frame / --last-frame (fl2va): the keyframes are decoded before the checkpoint is
+# opened and put onto the canvas (the checkpoint's canvas multiple) before anything is loaded (bad image files
+# are input errors, exit 3, that name the file; usage mistakes exit 2), then encoded by the VAE encoder and
+# presented to the conditioner; the tiny model runs fl2va end to end on the CPU with either anchor or both,
+# deterministically, and the keyframes change the result.
+source "$(dirname "$0")/lib/common.sh" "$@"
 
 IMG="$(cd "$(dirname "$0")/../data/images" && pwd)"
+expect_rc 0 "$H3" make-tiny "$WORK/tiny" --seed 1
+# the tiny checkpoint's configs without any weights: the request is checked against them, nothing can load
+cp -r "$WORK/tiny" "$WORK/configs"; find "$WORK/configs" -name '*.safetensors*' -delete
+CFG=("$H3" generate --model "$WORK/configs" --random-prompt-embeds 5 --frames 107 --output "$WORK/o.mp4")
 NONE=("$H3" generate --model "$WORK/none" --random-prompt-embeds 5 --frames 107 --output "$WORK/o.mp4")
 
 # ---- before loading anything: the canvas, and the errors
 # 23x17 (aspect 1.35) → the 768x1024 canvas; the 37x29 JPEG (after its EXIF rotation 29x37) is cover-cropped.
-expect_rc 3 "${NONE[@]}" --first-frame "$IMG/png_rgb.png" --last-frame "$IMG/jpeg_exif6.jpg"
-expect_err "2 keyframe(s) on a 1024x768 canvas"; expect_err "none"
-expect_rc 3 "${NONE[@]}" --last-frame "$IMG/png_rgba.png" --size 256x128
+expect_rc 3 "${CFG[@]}" --first-frame "$IMG/png_rgb.png" --last-frame "$IMG/jpeg_exif6.jpg"
+expect_err "2 keyframe(s) on a 1024x768 canvas"; expect_err "vae_encoder"
+expect_rc 3 "${CFG[@]}" --last-frame "$IMG/png_rgba.png" --size 256x128
 expect_err "1 keyframe(s) on a 256x128 canvas"
+expect_rc 3 "${NONE[@]}" --first-frame "$IMG/png_rgb.png"; expect_err "none"
 expect_rc 3 "${NONE[@]}" --first-frame "$IMG/missing.png"; expect_err "missing.png"
 head -c 300 "$IMG/jpeg_420.jpg" >"$WORK/cut.jpg"
 expect_rc 3 "${NONE[@]}" --first-frame "$WORK/cut.jpg"; expect_err "truncated JPEG"
@@ -28,7 +28,6 @@ expect_rc 3 "${NONE[@]}" --first-frame "$WORK/text.png"; expect_err "unsupported
 expect_rc 2 "${NONE[@]}" --first-frame "$IMG/png_rgb.png" --aspect 1:1; expect_err "aspect does not apply"
 
 # ---- the tiny model end to end (text encoder + vision tower + VAE encoder + DiT + decoders)
-expect_rc 0 "$H3" make-tiny "$WORK/tiny" --seed 1
 GEN=("$H3" generate --model "$WORK/tiny" --prompt "a red ball" --size 64x32 --frames 107 --steps 3 --seed 7)
 expect_rc 0 "${GEN[@]}" --first-frame "$IMG/png_rgb.png" --save-latents "$WORK/f1.st" --output "$WORK/f1.mp4"
 expect_err "1 keyframe(s) on a 64x32 canvas"; expect_err "encoded 1 keyframe(s)"

@@ -6,13 +6,7 @@
 # presented to the conditioner with the prompt and laid out on the rotary clock for the Ref2VA DiT
 # (transformer_ref/). The tiny model runs ref2va end to end on the CPU at reduced reference sizes
 # (--reference-image-edge / --reference-video-edge), deterministically, and order and content matter.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
-expect_err() { grep -q -- "$1" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "stderr lacks '$1'"; }; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 
 IMG="$(cd "$(dirname "$0")/../data/images" && pwd)"
 expect_rc 0 "$H3" make-tiny "$WORK/tiny" --seed 1
@@ -43,7 +37,7 @@ expect_rc 2 "${NONE[@]}" "${args[@]}"; expect_err "10 image references; at most 
 expect_rc 2 "${NONE[@]}" --reference "$IMG/png_rgb.png" --first-frame "$IMG/png_rgb.png"
 expect_err "cannot be combined"
 expect_rc 2 "$H3" generate --model "$WORK/none" --random-prompt-embeds 4 --frames 107 --output "$WORK/o.mp4" \
-  --reference "$IMG/png_rgb.png"; expect_err "needs --prompt"
+  --reference "$IMG/png_rgb.png"; expect_err "--prompt is required with references"
 expect_rc 3 "${NONE[@]}" --reference "$WORK/missing.mp4"; expect_err "missing.mp4"
 echo "not media" >"$WORK/junk.bin"
 expect_rc 3 "${NONE[@]}" --reference "$WORK/junk.bin"; expect_err "junk.bin"

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -78,7 +79,15 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> audio_vae_decoder_tens
 // Random full-width weights generated on ctx's device (ops::fill_uniform; benches).
 Result<AudioVae> random_audio_vae(const ops::Context& ctx, const AudioVaeConfig& config, uint64_t seed);
 
+// Options of an audio VAE run (decoder or encoder).
+struct AudioVaeRunOptions {
+    // Checked before each channel and each upsampling stage / encoder block: once set, the run stops with
+    // kCancelled.
+    const std::atomic<bool>* cancel = nullptr;
+};
+
 // latents [2, C, A] f32 (normalized, any device) -> waveform [2, A·hop] f32 on the host, in [−1, 1].
-Result<Tensor> decode_audio(const ops::Context& ctx, const AudioVae& vae, const Tensor& latents);
+Result<Tensor> decode_audio(const ops::Context& ctx, const AudioVae& vae, const Tensor& latents,
+                            const AudioVaeRunOptions& options = {});
 
 } // namespace h3::model

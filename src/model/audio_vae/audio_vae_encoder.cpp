@@ -199,9 +199,11 @@ Result<Tensor> layer_norm(const ops::Context& ctx, const AudioLayerNorm& n, cons
 }
 
 // The DAC trunk: x [1, 1, A·hop] on ctx.device → [1, latent_dim, A].
-Result<Tensor> encoder_trunk(const ops::Context& ctx, const AudioVaeEncoderWeights& w, Tensor x) {
+Result<Tensor> encoder_trunk(const ops::Context& ctx, const AudioVaeEncoderWeights& w, Tensor x,
+                             const AudioVaeRunOptions& opt) {
     H3_ASSIGN_OR_RETURN(x, conv(ctx, {.padding = 3}, w.conv_in, x));
     for (const DacEncoderBlock& blk : w.blocks) {
+        if (opt.cancel && opt.cancel->load()) return cancelled("audio encode cancelled");
         for (const DacResidualUnit& u : blk.units) {
             H3_ASSIGN_OR_RETURN(Tensor r, snake(ctx, u.alpha1, x));
             H3_ASSIGN_OR_RETURN(r,
@@ -267,7 +269,7 @@ Status check_waveform(const char* fn, const AudioVaeEncoder& enc, const ops::Con
 
 // Every channel of a checked waveform → its posterior mean rows [A, latent_channels] on the host.
 Result<std::vector<Tensor>> encode_rows(const ops::Context& ctx, const AudioVaeEncoder& enc,
-                                        const Tensor& wave) {
+                                        const Tensor& wave, const AudioVaeRunOptions& opt) {
     const AudioVaeConfig& c = enc.config;
     H3_ASSIGN_OR_RETURN(Tensor host, to_host(ctx, wave));
     H3_ASSIGN_OR_RETURN(host, host.to_dtype(DType::kF32));
@@ -279,7 +281,8 @@ Result<std::vector<Tensor>> encode_rows(const ops::Context& ctx, const AudioVaeE
         if (ctx.is_cuda()) {
             H3_ASSIGN_OR_RETURN(x, x.to(ctx.device));
         }
-        H3_ASSIGN_OR_RETURN(Tensor z, encoder_trunk(ctx, enc.weights, x));
+        if (opt.cancel && opt.cancel->load()) return cancelled("audio encode cancelled");
+        H3_ASSIGN_OR_RETURN(Tensor z, encoder_trunk(ctx, enc.weights, x, opt));
         if (z.dim(1) != c.latent_dim || z.dim(2) != a)
             return internal_error("encode_audio_mean: the encoder produced " + z.shape().to_string() +
                                   ", expected [1, " + std::to_string(c.latent_dim) + ", " +
@@ -418,10 +421,10 @@ Result<AudioVaeEncoder> random_audio_vae_encoder(const ops::Context& ctx, const 
     return assemble(config, std::move(src), ctx.device);
 }
 
-Result<Tensor> encode_audio_mean(const ops::Context& ctx, const AudioVaeEncoder& enc,
-                                 const Tensor& waveform) {
+Result<Tensor> encode_audio_mean(const ops::Context& ctx, const AudioVaeEncoder& enc, const Tensor& waveform,
+                                 const AudioVaeRunOptions& opt) {
     H3_TRY(check_waveform("encode_audio_mean", enc, ctx, waveform));
-    H3_ASSIGN_OR_RETURN(std::vector<Tensor> rows, encode_rows(ctx, enc, waveform));
+    H3_ASSIGN_OR_RETURN(std::vector<Tensor> rows, encode_rows(ctx, enc, waveform, opt));
     const int64_t a = rows[0].dim(0), o = rows[0].dim(1);
     Tensor out = Tensor::host(Shape{static_cast<int64_t>(rows.size()), o, a}, DType::kF32);
     for (size_t ch = 0; ch < rows.size(); ++ch) {
@@ -434,7 +437,8 @@ Result<Tensor> encode_audio_mean(const ops::Context& ctx, const AudioVaeEncoder&
 }
 
 Result<Tensor> encode_reference_audio_rows(const ops::Context& ctx, const AudioVaeEncoder& enc,
-                                           const AudioVaeConfig& cfg, const Tensor& stereo) {
+                                           const AudioVaeConfig& cfg, const Tensor& stereo,
+                                           const AudioVaeRunOptions& opt) {
     const char* fn = "encode_reference_audio_rows";
     H3_TRY(check_waveform(fn, enc, ctx, stereo));
     if (stereo.dim(0) != 2)
@@ -445,7 +449,7 @@ Result<Tensor> encode_reference_audio_rows(const ops::Context& ctx, const AudioV
     if (cfg.latents_mean.size() != static_cast<size_t>(o) || cfg.latents_std.size() != static_cast<size_t>(o))
         return invalid_argument(std::string(fn) + ": latents_mean/latents_std must hold " +
                                 std::to_string(o) + " values each");
-    H3_ASSIGN_OR_RETURN(std::vector<Tensor> rows, encode_rows(ctx, enc, stereo));
+    H3_ASSIGN_OR_RETURN(std::vector<Tensor> rows, encode_rows(ctx, enc, stereo, opt));
     const int64_t a = rows[0].dim(0);
     Tensor out = Tensor::host(Shape{2 * a, o}, DType::kF32);
     for (int64_t ch = 0; ch < 2; ++ch) {

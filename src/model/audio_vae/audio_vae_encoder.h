@@ -76,12 +76,14 @@ Result<AudioVaeEncoder> random_audio_vae_encoder(const ops::Context& ctx, const 
 // waveform [C, N] f32 (C = 1 or 2, N >= 1; host, or any device — it is read on the host), each channel one
 // mono batch item → posterior mean [C, latent_channels, A] f32 on the host, A = ceil(N / hop) (the waveform
 // is right-padded with zeros to A·hop).
-Result<Tensor> encode_audio_mean(const ops::Context& ctx, const AudioVaeEncoder& enc, const Tensor& waveform);
+Result<Tensor> encode_audio_mean(const ops::Context& ctx, const AudioVaeEncoder& enc, const Tensor& waveform,
+                                 const AudioVaeRunOptions& options = {});
 
 // The ref2va reference rows (diffusers MiniMaxH3Ref2VAReferenceEncoderStep): stereo [2, N] → the posterior
 // mean transposed to [2, A, latent_channels], normalized per channel in fp32 with `cfg`'s latents_mean/std
 // ((z − mean) / std), reshaped to channel-major rows [2·A, latent_channels] (left channel's A rows first).
 Result<Tensor> encode_reference_audio_rows(const ops::Context& ctx, const AudioVaeEncoder& enc,
-                                           const AudioVaeConfig& cfg, const Tensor& stereo);
+                                           const AudioVaeConfig& cfg, const Tensor& stereo,
+                                           const AudioVaeRunOptions& options = {});
 
 } // namespace h3::model

@@ -73,6 +73,8 @@ std::string checkpoint_identity(const DitCheckpoint& ckpt) {
 
 std::string adaln_cache_file_name(const std::string& identity, DitPrecision precision,
                                   const std::vector<float>& timesteps) {
+    // kFp8 models compute their AdaLN tables in bf16 (the AdaLN GEMMs are not quantized): share bf16's file.
+    if (precision == DitPrecision::kFp8) precision = DitPrecision::kBf16;
     uint64_t h = fnv1a(timesteps_text(timesteps), fnv1a(precision_name(precision), fnv1a(identity)));
     char buf[64];
     std::snprintf(buf, sizeof(buf), "adaln-%016llx.safetensors", static_cast<unsigned long long>(h));
@@ -83,8 +85,10 @@ Result<AdalnCacheResult> cached_adaln_tables(const DitModel& model, const DitChe
                                              const std::vector<float>& timesteps,
                                              const std::string& cache_dir) {
     const std::string ts = timesteps_text(timesteps);
-    const fs::path path =
-        fs::path(cache_dir) / adaln_cache_file_name(checkpoint_identity(ckpt), model.precision(), timesteps);
+    // Adapters merged into the model change its AdaLN projections: they are part of the identity.
+    std::string identity = checkpoint_identity(ckpt);
+    if (!model.merged_adapters().empty()) identity += "|lora:" + model.merged_adapters();
+    const fs::path path = fs::path(cache_dir) / adaln_cache_file_name(identity, model.precision(), timesteps);
     std::error_code ec;
     if (fs::exists(path, ec)) {
         auto t = read_cache(path.string(), model, timesteps, ts);
@@ -97,10 +101,9 @@ Result<AdalnCacheResult> cached_adaln_tables(const DitModel& model, const DitChe
     std::vector<io::NamedTensor> out = {{"temb", tables.temb}, {"final_layer", tables.final_layer}};
     for (size_t b = 0; b < tables.blocks.size(); ++b)
         out.push_back({"blocks." + std::to_string(b), tables.blocks[b]});
-    H3_TRY(io::write_safetensors(path.string(), out,
-                                 {{"timesteps", ts},
-                                  {"precision", precision_name(model.precision())},
-                                  {"checkpoint", checkpoint_identity(ckpt)}}));
+    H3_TRY(io::write_safetensors(
+        path.string(), out,
+        {{"timesteps", ts}, {"precision", precision_name(model.precision())}, {"checkpoint", identity}}));
     return AdalnCacheResult{std::move(tables), false};
 }
 

@@ -11,10 +11,7 @@ Status read_int(const nlohmann::json& j, const std::string& origin, const char* 
                 int& out) {
     for (const char* key : {name, alt}) {
         if (!key || !j.contains(key)) continue;
-        const auto& v = j.at(key);
-        if (!v.is_number_integer()) return bad_input(origin + ": field '" + key + "' must be an integer");
-        out = v.get<int>();
-        return ok_status();
+        return io::json_int(j.at(key), origin + ": field '" + key + "'", out);
     }
     return ok_status();
 }
@@ -50,12 +47,11 @@ Result<DitConfig> DitConfig::from_json(const nlohmann::json& j, const std::strin
     H3_TRY(read_double(j, origin, "final_norm_eps", c.final_norm_eps));
     if (j.contains("patch_size")) {
         const auto& p = j.at("patch_size");
-        if (!p.is_array() || p.size() != 3 || !p[0].is_number_integer() || !p[1].is_number_integer() ||
-            !p[2].is_number_integer())
+        if (!p.is_array() || p.size() != 3)
             return bad_input(origin + ": 'patch_size' must be an array of 3 integers");
-        c.patch_t = p[0].get<int>();
-        c.patch_h = p[1].get<int>();
-        c.patch_w = p[2].get<int>();
+        H3_TRY(io::json_int(p[0], origin + ": patch_size[0]", c.patch_t));
+        H3_TRY(io::json_int(p[1], origin + ": patch_size[1]", c.patch_h));
+        H3_TRY(io::json_int(p[2], origin + ": patch_size[2]", c.patch_w));
     }
     H3_TRY(c.validate(origin));
     // The original config states the AdaLN widths explicitly; they must agree with the derived ones.

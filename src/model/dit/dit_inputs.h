@@ -31,19 +31,30 @@ struct DitInputs {
     Status validate(const DitConfig& config) const;
 };
 
+// The packed sequence's segments as video sparse attention tiles them (spec §12): the prefix segment sizes in
+// packed order (text, keyframe rows, audio rows) and the generated video's token grid (latent frames,
+// h/patch, w/patch), whose rows end the sequence. The pipeline fills it for t2va / fl2va; it stays empty
+// where the layout has no such form (ref2va, the `dit` command's free-form inputs).
+struct PackedSegments {
+    std::vector<int64_t> prefix;
+    int64_t video_t = 0, video_h = 0, video_w = 0;
+    bool defined() const { return video_t > 0 && video_h > 0 && video_w > 0; }
+};
+
 // Inputs converted to the forms the forward uses: i32 indices, f32 values, f64 positions.
 struct DitPackedInputs {
     std::vector<int32_t> timestep_indices, token_tags, video_indices, audio_indices, text_indices;
     std::vector<double> positions; // [S*3]
     std::vector<float> timesteps;  // [M]
-    Tensor video, audio, text;     // f32 host tensors
+    Tensor video, audio, text;     // f32; text on the host, video/audio on the host or the model's device
     int64_t rows = 0;
+    PackedSegments segments; // what VSA tiles (empty: dense attention only)
 };
 Result<DitPackedInputs> pack_inputs(const DitInputs& in, const DitConfig& config);
 
 struct DitOutputs {
-    Tensor sample;       // [Nv, video_patch_dim] f32 host
-    Tensor audio_sample; // [Na, audio_in_channels] f32 host
+    Tensor sample;       // [Nv, video_patch_dim] f32 (host; the device with outputs_on_device)
+    Tensor audio_sample; // [Na, audio_in_channels] f32 (likewise)
 };
 
 } // namespace h3::model

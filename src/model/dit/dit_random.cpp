@@ -1,5 +1,6 @@
 #include "model/dit/dit_random.h"
 
+#include "model/weights/weight_master.h"
 #include "ops/random.h"
 
 #include <cmath>
@@ -24,7 +25,7 @@ float linear_bound(int64_t fan_in) {
 
 Result<DitWeights> random_dit_weights(const DitConfig& c, const ops::Context& ctx, DitPrecision prec,
                                       const RandomDitParams& p) {
-    const DType bf = prec == DitPrecision::kFp32 ? DType::kF32 : DType::kBF16, f32 = DType::kF32;
+    const DType bf = precision_dtype(prec), f32 = DType::kF32;
     const int64_t D = c.hidden_size, inner = c.inner_dim(), F = c.ffn_dim, hd = c.attention_head_dim;
     uint64_t seed = p.seed * 1000003ull;
     auto next = [&]() { return ++seed; };
@@ -75,7 +76,21 @@ Result<DitWeights> random_dit_weights(const DitConfig& c, const ops::Context& ct
     w.refiner.resize(static_cast<size_t>(c.num_refiner_layers));
     for (auto& b : w.refiner) H3_TRY(block(b, false));
     w.blocks.resize(static_cast<size_t>(p.blocks > 0 ? p.blocks : c.num_layers));
-    for (auto& b : w.blocks) H3_TRY(block(b, p.adaln));
+    for (auto& b : w.blocks) {
+        H3_TRY(block(b, p.adaln));
+        if (!p.host_blocks) continue;
+        for (Tensor* t :
+             {&b.to_q, &b.to_k, &b.to_v, &b.to_out, &b.ff_in, &b.ff_out, &b.adaln_weight, &b.adaln_bias}) {
+            if (!t->defined()) continue;
+            H3_ASSIGN_OR_RETURN(Tensor h,
+                                host_buffer(t->shape(), t->dtype(), p.pinned && ctx.device.is_cuda()));
+            H3_TRY(h.copy_from(*t));
+            *t = std::move(h); // the device copy is freed before the next block is made
+        }
+    }
+    // After every other tensor, so the rest of the weights do not depend on whether the gates exist.
+    if (p.gate_compress)
+        for (auto& b : w.blocks) H3_TRY(lin(b.gate_compress, inner, D, bf));
     return w;
 }
 
@@ -145,6 +160,7 @@ DitPackedInputs synthetic_inputs(const DitConfig& c, const SyntheticLayout& l, f
     in.video = fill(Nv, c.video_patch_dim(), seed + 1);
     in.audio = fill(2 * A, c.audio_in_channels, seed + 2);
     in.text = fill(L, c.text_dim, seed + 3);
+    in.segments = {.prefix = {L, 0, 2 * A}, .video_t = l.latent_frames, .video_h = gh, .video_w = gw};
     return in;
 }
 

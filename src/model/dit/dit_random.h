@@ -10,9 +10,15 @@
 namespace h3::model {
 
 struct RandomDitParams {
-    int blocks = 0;     // blocks to create (0 = config.num_layers)
-    bool adaln = false; // also create the AdaLN projections
+    int blocks = 0;             // blocks to create (0 = config.num_layers)
+    bool adaln = false;         // also create the AdaLN projections
+    bool gate_compress = false; // FastH3: every block's VSA compression gate
     uint64_t seed = 0;
+    // Blocks' six projection matrices (and AdaLN projections) made on the device one block at a time and
+    // moved to host memory (page-locked when `pinned`): the masters of a layerwise / int8 bench, without the
+    // whole model ever sitting on the device.
+    bool host_blocks = false;
+    bool pinned = true;
 };
 Result<DitWeights> random_dit_weights(const DitConfig& config, const ops::Context& ctx,
                                       DitPrecision precision, const RandomDitParams& params);

@@ -23,7 +23,7 @@ constexpr std::array<std::pair<const char*, const char*>, 10> kTopLevel = {{
 }};
 
 // Inside a block (refiner or main), diffusers suffix → original suffix. to_q/k/v are fused.
-constexpr std::array<std::pair<const char*, const char*>, 8> kInBlock = {{
+constexpr std::array<std::pair<const char*, const char*>, 9> kInBlock = {{
     {"norm1.weight", "norm1.weight"},
     {"attn.norm_q.weight", "attn.q_norm.weight"},
     {"attn.norm_k.weight", "attn.k_norm.weight"},
@@ -32,6 +32,7 @@ constexpr std::array<std::pair<const char*, const char*>, 8> kInBlock = {{
     {"ff.net.0.proj.weight", "mlp.fc1.weight"},
     {"ff.net.2.weight", "mlp.fc2.weight"},
     {"adaln_proj.linear.weight", "adaln_proj.linear.weight"},
+    {"attn.to_gate_compress.weight", "attn.to_gate_compress.weight"}, // FastH3 only (gate_compress_spec)
 }};
 constexpr const char* kAdalnBias = "adaln_proj.linear.bias";
 
@@ -88,6 +89,14 @@ void add_block(std::vector<TensorSpec>& out, const std::string& prefix, const Di
 }
 
 } // namespace
+
+std::string gate_compress_name(int block) {
+    return "transformer_blocks." + std::to_string(block) + ".attn.to_gate_compress.weight";
+}
+
+TensorSpec gate_compress_spec(const DitConfig& c, int block) {
+    return {gate_compress_name(block), {c.inner_dim(), c.hidden_size}, DType::kBF16};
+}
 
 bool is_fp32_island(const std::string& n) {
     return starts_with(n, "proj_in.") || starts_with(n, "audio_proj_in.") ||

@@ -24,6 +24,12 @@ struct TensorSpec {
 // then blocks 0..num_layers-1). Dtypes are the official ones: bf16 with the fp32 islands.
 std::vector<TensorSpec> dit_tensor_specs(const DitConfig& config, DitFormat format);
 
+// FastH3's per-block gate of the VSA compression branch (spec §11.2, §12 step 6):
+// `attn.to_gate_compress.weight` [inner, hidden] bf16, no bias. Not part of the base inventory above: a
+// checkpoint holds it for every block or for none (base H3: the branch is off).
+std::string gate_compress_name(int block);
+TensorSpec gate_compress_spec(const DitConfig& config, int block);
+
 // How one original tensor maps onto diffusers tensors.
 enum class OriginalTransform {
     kRename,     // same data, other name

@@ -1,6 +1,7 @@
 #include "model/dit/dit_weights.h"
 
 #include "model/dit/random_weights.h"
+#include "model/weights/weight_master.h"
 
 #include <filesystem>
 #include <map>
@@ -10,7 +11,45 @@ namespace fs = std::filesystem;
 namespace h3::model {
 
 const char* precision_name(DitPrecision p) {
-    return p == DitPrecision::kFp32 ? "fp32" : "bf16";
+    switch (p) {
+    case DitPrecision::kFp32:
+        return "fp32";
+    case DitPrecision::kFp8:
+        return "fp8";
+    case DitPrecision::kFp16:
+        return "fp16";
+    default:
+        return "bf16";
+    }
+}
+
+Result<DitPrecision> parse_precision(const std::string& text, const std::string& field) {
+    if (text == "fp32") return DitPrecision::kFp32;
+    if (text == "bf16") return DitPrecision::kBf16;
+    if (text == "fp16") return DitPrecision::kFp16;
+    if (text == "fp8") return DitPrecision::kFp8;
+    return invalid_argument(field + " '" + text + "' must be bf16, fp16, fp8 or fp32");
+}
+
+DType precision_dtype(DitPrecision p) {
+    switch (p) {
+    case DitPrecision::kFp32:
+        return DType::kF32;
+    case DitPrecision::kFp16:
+        return DType::kF16;
+    default:
+        return DType::kBF16;
+    }
+}
+
+DType residual_dtype(DitPrecision p) {
+    return p == DitPrecision::kFp16 ? DType::kF32 : precision_dtype(p);
+}
+
+std::vector<std::string> dit_streamed_names(int b) {
+    const std::string p = "transformer_blocks." + std::to_string(b) + ".";
+    return {p + "attn.to_q.weight",     p + "attn.to_k.weight",     p + "attn.to_v.weight",
+            p + "attn.to_out.0.weight", p + "ff.net.0.proj.weight", p + "ff.net.2.weight"};
 }
 
 Result<DitCheckpoint> open_dit_checkpoint(const std::string& path, const std::string& component) {
@@ -38,8 +77,21 @@ namespace {
 
 class Loader {
 public:
-    Loader(const DitCheckpoint& ckpt, const DitLoadOptions& opt) : ckpt_(ckpt), opt_(opt) {
+    Loader(const DitCheckpoint& ckpt, const DitLoadOptions& opt,
+           std::function<bool(const std::string&)> keep_on_host = {})
+        : ckpt_(ckpt), opt_(opt), keep_on_host_(std::move(keep_on_host)) {
         for (const auto& s : dit_tensor_specs(ckpt.config, DitFormat::kDiffusers)) specs_[s.name] = s;
+        for (int b = 0; b < ckpt.config.num_layers; ++b) {
+            TensorSpec g = gate_compress_spec(ckpt.config, b);
+            specs_[g.name] = g;
+        }
+    }
+
+    // Whether the checkpoint holds a diffusers-named tensor (under its original name in that format).
+    bool has(const std::string& name) const {
+        if (ckpt_.format == DitFormat::kDiffusers) return ckpt_.tensors.contains(name);
+        auto orig = original_name_of(name);
+        return orig && ckpt_.tensors.contains(*orig);
     }
 
     // One diffusers-named tensor: read (through the original table if needed), check, convert, upload.
@@ -54,11 +106,11 @@ public:
         if (!dtype_is_float(host.dtype()))
             return bad_input("transformer checkpoint " + ckpt_.dir + ": tensor '" + name + "' has dtype " +
                              dtype_name(host.dtype()) + ", expected a float type");
-        DType target =
-            opt_.precision == DitPrecision::kFp32 || is_fp32_island(name) ? DType::kF32 : DType::kBF16;
-        if (host.dtype() != target) {
-            H3_ASSIGN_OR_RETURN(host, host.to_dtype(target));
-        }
+        const DType target = is_fp32_island(name) ? DType::kF32 : precision_dtype(opt_.precision);
+        H3_ASSIGN_OR_RETURN(
+            host,
+            convert_weight(host, target, "transformer checkpoint " + ckpt_.dir + ": tensor '" + name + "'"));
+        if (keep_on_host_ && keep_on_host_(name)) return host; // a host master (mmap view when unconverted)
         if (opt_.device.is_cpu()) {
             if (host.read_only()) return host.to(Device::cpu()); // own copy, detached from the mmap
             return host;
@@ -114,6 +166,7 @@ private:
 
     const DitCheckpoint& ckpt_;
     const DitLoadOptions& opt_;
+    std::function<bool(const std::string&)> keep_on_host_;
     std::map<std::string, TensorSpec> specs_;
     std::map<std::string, Tensor> split_cache_;
 };
@@ -144,8 +197,9 @@ Result<Tensor> load_dit_tensor(const DitCheckpoint& ckpt, const std::string& nam
     return l.get(name);
 }
 
-Result<DitWeights> load_dit_weights(const DitCheckpoint& ckpt, const DitLoadOptions& opt) {
-    Loader l(ckpt, opt);
+Result<DitWeights> load_dit_weights(const DitCheckpoint& ckpt, const DitLoadOptions& opt,
+                                    const std::function<bool(const std::string&)>& keep_on_host) {
+    Loader l(ckpt, opt, keep_on_host);
     DitWeights w;
     H3_ASSIGN_OR_RETURN(w.proj_in_w, l.get("proj_in.weight"));
     H3_ASSIGN_OR_RETURN(w.proj_in_b, l.get("proj_in.bias"));
@@ -174,6 +228,19 @@ Result<DitWeights> load_dit_weights(const DitCheckpoint& ckpt, const DitLoadOpti
     for (int i = 0; i < c.num_layers; ++i)
         H3_TRY(load_block(l, "transformer_blocks." + std::to_string(i) + ".", opt.load_adaln,
                           w.blocks[static_cast<size_t>(i)]));
+    // FastH3: the VSA compression gates, in every block or in none.
+    const bool gates = c.num_layers > 0 && l.has(gate_compress_name(0));
+    for (int i = 0; i < c.num_layers; ++i) {
+        if (l.has(gate_compress_name(i)) != gates) {
+            const int missing = gates ? i : 0, present = gates ? 0 : i;
+            return bad_input("transformer checkpoint " + ckpt.dir + ": '" + gate_compress_name(missing) +
+                             "' is missing but block " + std::to_string(present) +
+                             " has attn.to_gate_compress; a FastH3 checkpoint carries it in every block");
+        }
+        if (gates) {
+            H3_ASSIGN_OR_RETURN(w.blocks[static_cast<size_t>(i)].gate_compress, l.get(gate_compress_name(i)));
+        }
+    }
     return w;
 }
 

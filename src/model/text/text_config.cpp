@@ -59,8 +59,9 @@ Result<TextConfig> TextConfig::from_json(const nlohmann::json& root, const std::
             c.mrope_section.clear();
             int sum = 0;
             for (const auto& v : r["mrope_section"]) {
-                if (!v.is_number_integer()) return bad_input(src + ": mrope_section must hold integers");
-                c.mrope_section.push_back(v.get<int>());
+                int section = 0;
+                H3_TRY(io::json_int(v, src + ": text_config." + key + ".mrope_section", section, 0, 1 << 20));
+                c.mrope_section.push_back(section);
                 sum += c.mrope_section.back();
             }
             if (sum != c.head_dim / 2)

@@ -1,5 +1,6 @@
 #include "model/text/text_model.h"
 
+#include "model/weights/weight_master.h"
 #include "ops/ops.h"
 
 #include <algorithm>
@@ -71,26 +72,27 @@ public:
         if (!dtype_is_float(t.dtype()))
             return bad_input("text encoder " + ckpt_.dir + ": tensor '" + name + "' has dtype " +
                              dtype_name(t.dtype()) + ", expected a float type");
-        const DType target = opt_.precision == TextPrecision::kFp32 ? DType::kF32 : DType::kBF16;
-        if (t.dtype() != target) {
-            H3_ASSIGN_OR_RETURN(t, t.to_dtype(target));
-        }
-        return t;
+        return convert_weight(t, precision_dtype(opt_.precision),
+                              "text encoder " + ckpt_.dir + ": tensor '" + name + "'");
     }
     Result<Tensor> get(const std::string& name) {
         H3_ASSIGN_OR_RETURN(Tensor t, host(name));
         if (opt_.device.is_cpu()) return t; // mmap views stay zero-copy on the CPU (ops only read weights)
         return t.to(opt_.device);
     }
-    // [a; b] stacked along rows, on the device.
-    Result<Tensor> stacked(const std::string& a, const std::string& b) {
+    // [a; b] stacked along rows, on the host.
+    Result<Tensor> host_stacked(const std::string& a, const std::string& b) {
         H3_ASSIGN_OR_RETURN(Tensor ta, host(a));
         H3_ASSIGN_OR_RETURN(Tensor tb, host(b));
         Tensor out = Tensor::host({ta.dim(0) + tb.dim(0), ta.dim(1)}, ta.dtype());
         std::memcpy(out.data(), ta.data(), ta.nbytes());
         std::memcpy(static_cast<uint8_t*>(out.data()) + ta.nbytes(), tb.data(), tb.nbytes());
-        if (opt_.device.is_cpu()) return out;
-        return out.to(opt_.device);
+        return out;
+    }
+    // A matrix: on the host when it becomes a streamed master, else on the device.
+    Result<Tensor> matrix(Tensor host_tensor, bool keep_on_host) {
+        if (keep_on_host || opt_.device.is_cpu()) return host_tensor;
+        return host_tensor.to(opt_.device);
     }
 
 private:
@@ -115,25 +117,81 @@ Result<std::unique_ptr<TextModel>> TextModel::load(const TextCheckpoint& ckpt, c
     TextWeights w;
     H3_ASSIGN_OR_RETURN(w.embed, l.host(std::string(kTextPrefix) + "embed_tokens.weight"));
     w.layers.resize(static_cast<size_t>(layers));
+    const bool masters = !opt.residency.plain();
     for (int i = 0; i < layers; ++i) {
         const std::string p = std::string(kTextPrefix) + "layers." + std::to_string(i) + ".";
         TextLayerWeights& lw = w.layers[static_cast<size_t>(i)];
         H3_ASSIGN_OR_RETURN(lw.input_norm, l.get(p + "input_layernorm.weight"));
         H3_ASSIGN_OR_RETURN(lw.post_norm, l.get(p + "post_attention_layernorm.weight"));
-        H3_ASSIGN_OR_RETURN(lw.q, l.get(p + "self_attn.q_proj.weight"));
-        H3_ASSIGN_OR_RETURN(lw.k, l.get(p + "self_attn.k_proj.weight"));
-        H3_ASSIGN_OR_RETURN(lw.v, l.get(p + "self_attn.v_proj.weight"));
-        H3_ASSIGN_OR_RETURN(lw.o, l.get(p + "self_attn.o_proj.weight"));
         H3_ASSIGN_OR_RETURN(lw.q_norm, l.get(p + "self_attn.q_norm.weight"));
         H3_ASSIGN_OR_RETURN(lw.k_norm, l.get(p + "self_attn.k_norm.weight"));
-        H3_ASSIGN_OR_RETURN(lw.up_gate, l.stacked(p + "mlp.up_proj.weight", p + "mlp.gate_proj.weight"));
-        H3_ASSIGN_OR_RETURN(lw.down, l.get(p + "mlp.down_proj.weight"));
+        Tensor* mats[6] = {&lw.q, &lw.k, &lw.v, &lw.o, &lw.up_gate, &lw.down};
+        const char* names[6] = {"self_attn.q_proj.weight",
+                                "self_attn.k_proj.weight",
+                                "self_attn.v_proj.weight",
+                                "self_attn.o_proj.weight",
+                                nullptr,
+                                "mlp.down_proj.weight"};
+        for (int m = 0; m < 6; ++m) {
+            Tensor host;
+            if (names[m]) {
+                H3_ASSIGN_OR_RETURN(host, l.host(p + names[m]));
+            } else {
+                H3_ASSIGN_OR_RETURN(host,
+                                    l.host_stacked(p + "mlp.up_proj.weight", p + "mlp.gate_proj.weight"));
+            }
+            // Streamed matrices stay on the host (mmap views when unconverted) for the layer source.
+            H3_ASSIGN_OR_RETURN(*mats[m], l.matrix(std::move(host), masters));
+        }
     }
-    return std::make_unique<TextModel>(c, std::move(w), opt.precision, ctx);
+    std::unique_ptr<LayerWeightSource> source;
+    if (masters) {
+        H3_ASSIGN_OR_RETURN(source, make_text_layer_source(w, opt.precision, opt.residency, ctx));
+    }
+    return std::make_unique<TextModel>(c, std::move(w), opt.precision, ctx, std::move(source));
 }
 
-TextModel::TextModel(TextConfig config, TextWeights weights, TextPrecision precision, ops::Context ctx)
-    : config_(std::move(config)), weights_(std::move(weights)), precision_(precision), ctx_(ctx) {}
+Result<std::unique_ptr<LayerWeightSource>> make_text_layer_source(TextWeights& w, TextPrecision precision,
+                                                                  const ResidencyOptions& o,
+                                                                  const ops::Context& ctx) {
+    const bool pinned = o.pin_host && ctx.device.is_cuda();
+    const bool int8 = o.format == WeightFormat::kInt8;
+    std::vector<std::vector<WeightMaster>> masters;
+    for (TextLayerWeights& lw : w.layers) {
+        std::vector<WeightMaster> ml;
+        for (Tensor* t : {&lw.q, &lw.k, &lw.v, &lw.o, &lw.up_gate, &lw.down}) {
+            if (!t->defined()) return invalid_argument("text layer lacks a projection matrix to place");
+            Tensor h = *t;
+            if (!h.device().is_cpu()) {
+                H3_ASSIGN_OR_RETURN(h, host_buffer(t->shape(), t->dtype(), pinned && !int8));
+                H3_TRY(h.copy_from(*t));
+            }
+            *t = Tensor(); // the layer keeps its norms only
+            if (int8) {
+                H3_ASSIGN_OR_RETURN(WeightMaster q, quantize_int8(h, pinned));
+                ml.push_back(std::move(q));
+            } else {
+                ml.push_back({std::move(h), Tensor()});
+            }
+        }
+        masters.push_back(std::move(ml));
+    }
+    return LayerWeightSource::create(
+        std::move(masters), {.options = o, .compute = precision_dtype(precision), .what = "text layers"},
+        ctx);
+}
+
+TextModel::TextModel(TextConfig config, TextWeights weights, TextPrecision precision, ops::Context ctx,
+                     std::unique_ptr<LayerWeightSource> stream)
+    : config_(std::move(config)), weights_(std::move(weights)), precision_(precision), ctx_(ctx),
+      stream_(std::move(stream)) {
+    H3_CHECK(!stream_ || stream_->layers() == layers(),
+             "text layer source holds " << (stream_ ? stream_->layers() : 0) << " layers for " << layers());
+}
+
+std::string TextModel::residency_describe() const {
+    return stream_ ? stream_->options().describe() : "resident";
+}
 
 double TextModel::flops(const TextConfig& c, int layers, int64_t L) {
     const double h = c.hidden_size, d = c.head_dim, hq = c.num_attention_heads, hkv = c.num_key_value_heads,
@@ -218,8 +276,9 @@ Result<Tensor> TextModel::forward(const std::vector<int32_t>& ids, const TextVis
             return invalid_argument("text encoder: token " + std::to_string(i) + " has id " +
                                     std::to_string(ids[i]) + ", outside the embedding table [0, " +
                                     std::to_string(weights_.embed.dim(0)) + ")");
-    const DType act = act_dtype();
-    const bool bf16 = precision_ == TextPrecision::kBf16;
+    const DType act = act_dtype(), res = residual_dtype();
+    // Rounding points of eager PyTorch in a 16-bit dtype (bf16, or fp16 around the fp32 residual stream).
+    const bool bf16 = precision_ != TextPrecision::kFp32;
     const int64_t hs = c.hidden_size, d = c.head_dim, hq = c.num_attention_heads, hkv = c.num_key_value_heads,
                   f = c.intermediate_size;
     auto alloc = [&](const Shape& s, DType dt) { return Tensor::empty(s, dt, ctx_.device); };
@@ -227,7 +286,7 @@ Result<Tensor> TextModel::forward(const std::vector<int32_t>& ids, const TextVis
     // Embeddings: rows gathered on the host (the table stays in the checkpoint's mmap), then uploaded.
     Tensor idx = Tensor::host({L}, DType::kI32);
     std::memcpy(idx.data(), ids.data(), ids.size() * sizeof(int32_t));
-    Tensor h_host = Tensor::host({L, hs}, act);
+    Tensor h_host = Tensor::host({L, hs}, res);
     H3_TRY(ops::gather_rows(ops::Context::cpu(), weights_.embed, idx, h_host));
     Tensor h;
     if (ctx_.device.is_cpu()) {
@@ -329,13 +388,10 @@ Result<Tensor> TextModel::forward(const std::vector<int32_t>& ids, const TextVis
     const int n = layers();
     Tensor ds_rows, ds_add;
     if (vis && V > 0 && !vis->deepstack.empty()) {
-        H3_ASSIGN_OR_RETURN(ds_rows, alloc({V, hs}, act));
+        H3_ASSIGN_OR_RETURN(ds_rows, alloc({V, hs}, res));
         H3_ASSIGN_OR_RETURN(ds_add, alloc({V, hs}, act));
     }
-    for (int i = 0; i < n; ++i) {
-        if (o.cancel && o.cancel->load())
-            return cancelled("text encoder cancelled before layer " + std::to_string(i));
-        const TextLayerWeights& w = weights_.layers[static_cast<size_t>(i)];
+    auto run_layer = [&](int i, const TextLayerWeights& w) -> Status {
         H3_TRY(ops::rms_norm(ctx_, norm, h, w.input_norm, x));
         H3_TRY(ops::gemm(ctx_, {}, x, w.q, none, q));
         H3_TRY(ops::gemm(ctx_, {}, x, w.k, none, k));
@@ -361,16 +417,40 @@ Result<Tensor> TextModel::forward(const std::vector<int32_t>& ids, const TextVis
             H3_TRY(ops::add(ctx_, ds_rows, ds_add, ds_rows));
             H3_TRY(ops::scatter_rows(ctx_, ds_rows, vrows, h));
         }
+        return ok_status();
+    };
+    for (int i = 0; i < n; ++i) {
+        if (o.cancel && o.cancel->load())
+            return cancelled("text encoder cancelled before layer " + std::to_string(i));
+        TextLayerWeights w = weights_.layers[static_cast<size_t>(i)];
+        if (stream_) {
+            H3_ASSIGN_OR_RETURN(const std::vector<Tensor>* mats, stream_->acquire(i));
+            w.q = (*mats)[0];
+            w.k = (*mats)[1];
+            w.v = (*mats)[2];
+            w.o = (*mats)[3];
+            w.up_gate = (*mats)[4];
+            w.down = (*mats)[5];
+        }
+        const Status st = run_layer(i, w);
+        if (stream_) {
+            const Status released = stream_->release(i); // on failure too: no slot stays acquired
+            H3_TRY(st);
+            H3_TRY(released);
+        }
+        H3_TRY(st);
         const std::string name = "layers." + std::to_string(i) + ".out";
         if (o.hook.active(name)) o.hook.record(name, h);
         if (o.progress) o.progress(i + 1, n);
     }
+    if (stream_) H3_TRY(stream_->end_pass());
     return h;
 }
 
 Result<TextWeights> random_text_weights(const TextConfig& c, int layers, TextPrecision precision,
-                                        const ops::Context& ctx, uint64_t seed) {
-    const DType dt = precision == TextPrecision::kFp32 ? DType::kF32 : DType::kBF16;
+                                        const ops::Context& ctx, uint64_t seed, bool host_matrices,
+                                        bool pinned) {
+    const DType dt = precision_dtype(precision);
     const int64_t h = c.hidden_size, d = c.head_dim, q = int64_t(c.num_attention_heads) * d,
                   kv = int64_t(c.num_key_value_heads) * d, f = c.intermediate_size;
     auto make = [&](const Shape& s, float bound, float offset) -> Result<Tensor> {
@@ -397,6 +477,13 @@ Result<TextWeights> random_text_weights(const TextConfig& c, int layers, TextPre
         H3_ASSIGN_OR_RETURN(l.k_norm, make({d}, 0.1f, 1.0f));
         H3_ASSIGN_OR_RETURN(l.up_gate, make({2 * f, h}, sh, 0.0f));
         H3_ASSIGN_OR_RETURN(l.down, make({h, f}, sf, 0.0f));
+        if (!host_matrices) continue;
+        for (Tensor* t : {&l.q, &l.k, &l.v, &l.o, &l.up_gate, &l.down}) {
+            H3_ASSIGN_OR_RETURN(Tensor hm,
+                                host_buffer(t->shape(), t->dtype(), pinned && ctx.device.is_cuda()));
+            H3_TRY(hm.copy_from(*t));
+            *t = std::move(hm); // the device copy is freed before the next layer is made
+        }
     }
     return w;
 }

@@ -13,6 +13,7 @@
 #include "io/checkpoint.h"
 #include "model/dit/dit_model.h"
 #include "model/text/text_config.h"
+#include "model/weights/layer_source.h"
 #include "ops/context.h"
 
 #include <array>
@@ -24,8 +25,9 @@
 
 namespace h3::model {
 
-using TextPrecision =
-    DitPrecision; // kFp32: all fp32; kBf16: bf16 weights and activations (fp32 math inside ops)
+// kFp32: all fp32; kBf16: bf16 weights and activations (fp32 math inside ops); kFp16: fp16 weights and
+// activations with an fp32 residual stream (a weight beyond fp16's range is refused at load).
+using TextPrecision = DitPrecision;
 
 // Official tensor names (the checkpoint's `model.language_model.` prefix).
 inline constexpr const char* kTextPrefix = "model.language_model.";
@@ -60,6 +62,9 @@ struct TextLoadOptions {
     Device device = Device::cpu();
     TextPrecision precision = TextPrecision::kBf16;
     int layers = -1; // -1: config.used_layers()
+    // Where the layers' six projection matrices (q, k, v, o, up|gate, down) live; the norms and the
+    // embedding table (on the host already) are unaffected.
+    ResidencyOptions residency{};
 };
 
 // Vision input of one forward (fl2va keyframes, ref2va images and videos).
@@ -108,14 +113,23 @@ class TextModel {
 public:
     static Result<std::unique_ptr<TextModel>> load(const TextCheckpoint& ckpt, const TextLoadOptions& options,
                                                    ops::Context ctx);
-    TextModel(TextConfig config, TextWeights weights, TextPrecision precision, ops::Context ctx);
+    // With `stream`, the layers' six projection matrices come from that source (weights.layers hold the
+    // norms only).
+    TextModel(TextConfig config, TextWeights weights, TextPrecision precision, ops::Context ctx,
+              std::unique_ptr<LayerWeightSource> stream = nullptr);
 
     const TextConfig& config() const { return config_; }
     int layers() const { return static_cast<int>(weights_.layers.size()); }
-    DType act_dtype() const { return precision_ == TextPrecision::kFp32 ? DType::kF32 : DType::kBF16; }
+    DType act_dtype() const { return precision_dtype(precision_); }
+    // The residual stream (and the output): the activation dtype, fp32 under kFp16.
+    DType residual_dtype() const { return model::residual_dtype(precision_); }
+    TextPrecision precision() const { return precision_; }
     const ops::Context& context() const { return ctx_; }
+    const LayerWeightSource* layer_source() const { return stream_.get(); }
+    LayerWeightSource* layer_source() { return stream_.get(); }
+    std::string residency_describe() const;
 
-    // ids (each in [0, vocab)) → [L, hidden] in act_dtype() on the model's device.
+    // ids (each in [0, vocab)) → [L, hidden] in residual_dtype() on the model's device.
     Result<Tensor> forward(const std::vector<int32_t>& ids, const TextForwardOptions& options = {}) const;
     // With vision input (nullptr: the text-only forward above). "layers.{i}.out" is recorded after the
     // DeepStack addition of that layer.
@@ -130,10 +144,21 @@ private:
     TextWeights weights_;
     TextPrecision precision_;
     ops::Context ctx_;
+    std::unique_ptr<LayerWeightSource> stream_; // mutable streaming state (one forward at a time)
 };
 
 // Random weights (bench): uniform, generated where they live with ops::fill_uniform. Norm weights ≈ 1.
+// `host_matrices`: each layer's six projection matrices are made on the device and moved to host memory
+// (page-locked when `pinned`) one layer at a time — the masters of a layerwise bench.
 Result<TextWeights> random_text_weights(const TextConfig& c, int layers, TextPrecision precision,
-                                        const ops::Context& ctx, uint64_t seed);
+                                        const ops::Context& ctx, uint64_t seed, bool host_matrices = false,
+                                        bool pinned = true);
+
+// The weight source of `weights.layers`' six projection matrices (q, k, v, o, up|gate, down) for `options`:
+// moves them out of `weights` into host masters (int8-quantized when asked), then places them.
+Result<std::unique_ptr<LayerWeightSource>> make_text_layer_source(TextWeights& weights,
+                                                                  TextPrecision precision,
+                                                                  const ResidencyOptions& options,
+                                                                  const ops::Context& ctx);
 
 } // namespace h3::model

@@ -7,6 +7,7 @@
 #include "io/safetensors.h"
 #include "model/dit/dit_tensors.h"
 #include "model/dit/random_weights.h"
+#include "model/fasth3_contract.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -28,10 +29,15 @@ Status make_dirs(const fs::path& p) {
     return ok_status();
 }
 
-std::vector<io::NamedTensor> diffusers_tensors(const DitConfig& c, uint64_t seed) {
+std::vector<io::NamedTensor> diffusers_tensors(const DitConfig& c, uint64_t seed, bool gates = false) {
     std::vector<io::NamedTensor> out;
     for (const auto& spec : dit_tensor_specs(c, DitFormat::kDiffusers))
         out.push_back({spec.name, random_dit_tensor(spec, seed)});
+    if (gates)
+        for (int b = 0; b < c.num_layers; ++b) {
+            const TensorSpec spec = gate_compress_spec(c, b);
+            out.push_back({spec.name, random_dit_tensor(spec, seed)});
+        }
     return out;
 }
 
@@ -94,13 +100,16 @@ Status write_diffusers(const TinyCheckpointParams& p, const DitConfig& c) {
             {"_class_name", "MiniMaxH3Scheduler"}, {"_diffusers_version", "0.36.0.dev0"}, {"shift", shift}};
         H3_TRY(io::write_json_file((root / name / "scheduler_config.json").string(), s));
     }
+    const bool fasth3 = p.variant == TinyVariant::kFastH3;
     for (auto [name, seed] : {std::pair{"transformer", p.seed}, std::pair{"transformer_ref", p.seed + 1}}) {
         fs::path dir = root / name;
         H3_TRY(make_dirs(dir));
         H3_TRY(io::write_json_file((dir / "config.json").string(), c.to_diffusers_json()));
+        const bool gates = fasth3 && std::string(name) == "transformer"; // the student is the FL2VA DiT
         H3_TRY(io::write_sharded_safetensors(dir.string(), "diffusion_pytorch_model",
-                                             diffusers_tensors(c, seed), p.shards));
+                                             diffusers_tensors(c, seed, gates), p.shards));
     }
+    if (fasth3) H3_TRY(io::write_json_file((root / kFastH3ContractFile).string(), fasth3_contract_json()));
     return ok_status();
 }
 
@@ -128,26 +137,29 @@ Status write_original(const TinyCheckpointParams& p, const DitConfig& c) {
 
 } // namespace
 
-DitConfig tiny_dit_config() {
-    DitConfig c;
-    c.num_attention_heads = 2;
-    c.attention_head_dim = 32;
-    c.hidden_size = 64;
-    c.num_layers = 2;
-    c.num_refiner_layers = 1;
-    c.ffn_dim = 128;
-    c.text_dim = 64;
-    c.freq_dim = 256;
-    c.time_embed_hidden_dim = 64;
-    c.time_embed_dim = 32;
-    c.rope_freq_dim = 4;
-    return c;
+// The FastH3 sidecar as FastVideo's export writes it (the release's ladder and VSA policy).
+nlohmann::json fasth3_contract_json() {
+    return {{"schema_version", kFastH3Schema},
+            {"model_id", "h3-engine/tiny-fasth3"},
+            {"task", "t2av"},
+            {"dmd_denoising_steps", {999, 749, 500, 250}},
+            {"num_inference_steps", 5},
+            {"transformer_forwards", 4},
+            {"guidance_scale", 1.0},
+            {"attention_backend", "VIDEO_SPARSE_ATTN_H3"},
+            {"vsa_tile_size", 64},
+            {"vsa_sparsity", 0.9}};
 }
 
 Status write_tiny_checkpoint(const TinyCheckpointParams& p) {
     if (p.dir.empty()) return invalid_argument("make-tiny: no output directory given");
-    DitConfig c = tiny_dit_config();
+    H3_TRY(p.geometry.validate());
+    DitConfig c = tiny_dit_config(p.geometry);
     H3_TRY(c.validate("tiny config"));
+    if (p.variant == TinyVariant::kFastH3 && p.layout != TinyLayout::kDiffusers)
+        return invalid_argument(
+            "make-tiny --variant fasth3 writes the diffusers layout only (FastH3 exports are "
+            "diffusers checkpoints)");
     H3_TRY(p.layout == TinyLayout::kDiffusers ? write_diffusers(p, c) : write_original(p, c));
     H3_TRY(write_tiny_vaes(p));
     return write_tiny_text(p);

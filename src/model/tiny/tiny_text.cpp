@@ -152,9 +152,9 @@ Status write_tiny_tokenizer(const std::string& dir, int n_merges) {
     return io::write_json_file((fs::path(dir) / "tokenizer_config.json").string(), cfg);
 }
 
-Status write_tiny_text_encoder(const std::string& dir, uint64_t seed, const VisionConfig& vision) {
+Status write_tiny_text_encoder(const std::string& dir, uint64_t seed, const VisionConfig& vision,
+                               const TextConfig& c) {
     H3_TRY(make_dirs(dir));
-    const TextConfig c = tiny_text_config();
     nlohmann::json cfg = c.to_json();
     vision.add_to_json(cfg);
     H3_TRY(io::write_json_file((fs::path(dir) / "config.json").string(), cfg));
@@ -200,7 +200,10 @@ Status write_tiny_text(const TinyCheckpointParams& p) {
     {
         // The vision token ids are the tiny tokenizer's.
         H3_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load((base / "tokenizer").string()));
+        TextConfig text = tiny_text_config();
+        text.hidden_size = p.geometry.text_dim;
         VisionConfig v = tiny_vision_config();
+        v.out_hidden_size = text.hidden_size;
         v.image_token_id = tok.token_to_id("<|image_pad|>");
         v.vision_start_token_id = tok.token_to_id("<|vision_start|>");
         v.vision_end_token_id = tok.token_to_id("<|vision_end|>");
@@ -208,7 +211,7 @@ Status write_tiny_text(const TinyCheckpointParams& p) {
         if (v.image_token_id < 0 || v.vision_start_token_id < 0 || v.vision_end_token_id < 0 ||
             v.video_token_id < 0)
             return internal_error("tiny tokenizer lacks the vision tokens");
-        H3_TRY(write_tiny_text_encoder((base / "text_encoder").string(), p.seed + 7, v));
+        H3_TRY(write_tiny_text_encoder((base / "text_encoder").string(), p.seed + 7, v, text));
     }
     const std::string index_path = (base / "model_index.json").string();
     H3_ASSIGN_OR_RETURN(nlohmann::json index, io::read_json_file(index_path));

@@ -33,10 +33,12 @@ VisionConfig tiny_vision_config();
 // from their own stream; the model.visual.* tensors from a second stream, so the language weights do not
 // depend on the vision tower.
 Status write_tiny_text_encoder(const std::string& dir, uint64_t seed,
-                               const VisionConfig& vision = tiny_vision_config());
+                               const VisionConfig& vision = tiny_vision_config(),
+                               const TextConfig& text = tiny_text_config());
 
 // Adds text_encoder/ and tokenizer/ to a checkpoint that write_tiny_checkpoint wrote (diffusers: the root;
-// original: FL2VA/), with their model_index.json entries.
+// original: FL2VA/), with their model_index.json entries; the hidden size (and the vision tower's output) is
+// params.geometry.text_dim.
 Status write_tiny_text(const TinyCheckpointParams& params);
 
 } // namespace h3::model

@@ -84,21 +84,32 @@ Status write_component(const fs::path& dir, const nlohmann::json& config,
                                  {{"format", "pt"}});
 }
 
+// The first n of the official statistics, cycled when n is larger.
+std::vector<float> first_n(const std::vector<float>& v, int n) {
+    std::vector<float> out(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) out[static_cast<size_t>(i)] = v[static_cast<size_t>(i) % v.size()];
+    return out;
+}
+
 } // namespace
 
-VideoVaeConfig tiny_video_vae_config() {
+VideoVaeConfig tiny_video_vae_config(const TinyGeometry& g) {
     VideoVaeConfig c;
     c.num_layers = 2;
     c.num_heads = 2;
     c.head_dim = 16;
     c.block_out_channels = {8, 16, 16, 16, 16, 32}; // official levels and factors, tiny widths
     c.norm_num_groups = 4;
-    c.latents_mean = kVideoMean;
-    c.latents_std = kVideoStd;
+    c.latent_channels = g.latent_channels;
+    c.latents_mean = first_n(kVideoMean, g.latent_channels);
+    c.latents_std = first_n(kVideoStd, g.latent_channels);
+    if (g.vae_stride == 8) c.spatial_downsample_factors = {2, 2, 2, 1, 1, 1};
+    c.patch = 1;
+    for (int f : c.spatial_downsample_factors) c.patch *= f;
     return c;
 }
 
-AudioVaeConfig tiny_audio_vae_config() {
+AudioVaeConfig tiny_audio_vae_config(const TinyGeometry& g) {
     AudioVaeConfig c;
     c.latent_dim = 16;
     c.decoder_dim = 16;
@@ -106,13 +117,13 @@ AudioVaeConfig tiny_audio_vae_config() {
     c.decoder_kernel_sizes = {16, 20, 20};
     c.encoder_dim = 4; // official rates 2·4·4·5·5 (hop 800): widths 4 → 8 → … → 128, then latent_dim
     c.num_attention_heads = 2;
-    c.latents_mean = kAudioMean;
-    c.latents_std = kAudioStd;
+    c.latent_channels = g.audio_latent_channels;
+    c.latents_mean = first_n(kAudioMean, g.audio_latent_channels);
+    c.latents_std = first_n(kAudioStd, g.audio_latent_channels);
     return c;
 }
 
-Status write_tiny_video_vae(const std::string& dir, uint64_t seed) {
-    const VideoVaeConfig c = tiny_video_vae_config();
+Status write_tiny_video_vae(const std::string& dir, uint64_t seed, const VideoVaeConfig& c) {
     H3_TRY(c.validate("tiny video VAE config"));
     std::vector<io::NamedTensor> tensors;
     uint64_t s = seed * 1000003ull;
@@ -150,8 +161,7 @@ Status write_tiny_video_vae(const std::string& dir, uint64_t seed) {
     return write_component(dir, c.to_json(), std::move(tensors));
 }
 
-Status write_tiny_audio_vae(const std::string& dir, uint64_t seed) {
-    const AudioVaeConfig c = tiny_audio_vae_config();
+Status write_tiny_audio_vae(const std::string& dir, uint64_t seed, const AudioVaeConfig& c) {
     H3_TRY(c.validate("tiny audio VAE config"));
     const std::vector<float> filter = kaiser_sinc_filter(0.25, 0.3, 12);
     std::vector<io::NamedTensor> tensors;
@@ -202,8 +212,9 @@ Status write_tiny_audio_vae(const std::string& dir, uint64_t seed) {
 Status write_tiny_vaes(const TinyCheckpointParams& p) {
     if (p.layout != TinyLayout::kDiffusers) return ok_status();
     const fs::path root(p.dir);
-    H3_TRY(write_tiny_video_vae((root / "vae").string(), p.seed + 11));
-    return write_tiny_audio_vae((root / "audio_vae").string(), p.seed + 12);
+    H3_TRY(write_tiny_video_vae((root / "vae").string(), p.seed + 11, tiny_video_vae_config(p.geometry)));
+    return write_tiny_audio_vae((root / "audio_vae").string(), p.seed + 12,
+                                tiny_audio_vae_config(p.geometry));
 }
 
 } // namespace h3::model

@@ -1,16 +1,19 @@
 // Video VAE decoder (`AutoencoderKLMiniMaxH3`, spec §9.2–9.3): latent de-normalization, `post_quant_conv`,
 // the non-causal ViT decoder over every latent voxel of a tile-clip (+ register tokens + one zero token,
 // 3-axis RoPE on the first 0.75·head_dim channels, layer-scale residuals, SwiGLU), LayerNorm + `proj_out`,
-// unpatchify; temporal clips and spatial tiles stitched on the host. Model code only calls ops; the
-// tile/clip glue (unpatchify, blending) runs on the host over each tile-clip's pixels.
+// unpatchify; temporal clips and spatial tiles stitched. Model code only calls ops: the tile/clip glue
+// (unpatchify gather, ops::blend_tile, ops::crossfade_frames) runs where the decoder runs, so on CUDA the
+// pixels stay on the device until the finished sample is downloaded once.
 #pragma once
 
 #include "core/tensor.h"
 #include "model/video_vae/video_vae_layout.h"
+#include "ops/communicator.h"
 #include "ops/context.h"
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -107,6 +110,18 @@ struct VideoDecodeOptions {
     bool tiling = true;   // false: every clip decoded whole
     int tile_batch = 0;   // tiles of one clip per decoder call (same shapes only); 0: up to 16 on CUDA (the
                           // clip's tiles split evenly over the fewest calls), 1 on the CPU
+    // Download every decoder call's tiles and stitch / cross-fade them on the host (what the decode did
+    // before the assembly moved to the device; kept for comparison, `bench vae --assemble-on-host`). Same
+    // output.
+    bool assemble_on_host = false;
+    // Checked before every decoder call (each batch of tiles of each clip): once set, the decode stops with
+    // kCancelled.
+    const std::atomic<bool>* cancel = nullptr;
+    // A device group splitting the decode (issue #17): every rank of `group` calls decode_video_sample with
+    // the same latents; each decodes its contiguous share of every clip's tiles, the shares are gathered
+    // (one all_gather per clip) and rank 0 blends them — the single-rank result bit for bit — while the
+    // other ranks return an undefined tensor. Null: this rank decodes everything.
+    ops::Communicator* group = nullptr;
 };
 
 // Tiles per decoder call for a clip of `tiles` tiles on `device` under `options`.

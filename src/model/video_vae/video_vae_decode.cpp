@@ -1,4 +1,5 @@
-// The ViT decoder forward (ops only) and the host-side clip/tile stitching of spec §9.3.
+// The ViT decoder forward (ops only) and the clip/tile stitching of spec §9.3 (ops too: on CUDA the tiles
+// never leave the device; one download of the finished sample).
 #include "core/cuda_api.h"
 #include "core/storage.h"
 #include "model/video_vae/video_vae.h"
@@ -24,13 +25,10 @@ Result<Tensor> to_host(const ops::Context& ctx, const Tensor& t) {
     return t.to(Device::cpu());
 }
 
+// Stream-ordered (no device-wide synchronize).
 Result<Tensor> upload(const ops::Context& ctx, const Tensor& host) {
     if (ctx.device.is_cpu()) return host;
-    return host.to(ctx.device);
-}
-
-Result<Tensor> alloc(const ops::Context& ctx, const Shape& s) {
-    return Tensor::empty(s, DType::kF32, ctx.device);
+    return host.to(ctx.device, ctx.stream());
 }
 
 // cos/sin [S, rot] for the tokens (t, y, x) of a t×h×w grid followed by `extra` tokens at position 0.
@@ -104,12 +102,18 @@ struct VideoVaeTables {
         int64_t t = 0, h = 0, w = 0, nb = 0;
         Tensor cos, sin; // [nb·S, rot] on the device, each tile's rows the same
         Tensor rows;     // [nb·S] i32 zeros: every row uses layer-scale row 0
-        Tensor unpatch;  // [nb·C·F·H·W/p] i32 gather index (non-CPU devices only)
+        Tensor unpatch;  // [nb·C·F·H·W/p] i32 gather index
+        Tensor zero;     // [1, D] f32 zeros (each tile's trailing token)
+    };
+    // The activations of one decoder call, reused while the call shape holds (one set: a new shape releases
+    // the old one first).
+    struct Work {
+        int64_t rows_all = 0, tokens = 0;
+        Tensor tok, pq, x, y, q, k, v, o, f1, f2, yf, px;
     };
     std::mutex mutex;
     std::vector<Entry> entries; // most recent last; a few shapes at most
-    // Page-locked download buffers, reused once no returned tile views them any more (use_count 1).
-    std::vector<std::shared_ptr<Storage>> pinned;
+    Work work;
 };
 
 namespace {
@@ -141,7 +145,8 @@ Result<VideoVaeTables::Entry> shape_tables(const ops::Context& ctx, const VideoV
     H3_ASSIGN_OR_RETURN(e.sin, upload(ctx, sin_h));
     Tensor rows_h = Tensor::host(Shape{rows_all}, DType::kI32); // zeroed
     H3_ASSIGN_OR_RETURN(e.rows, upload(ctx, rows_h));
-    if (!ctx.device.is_cpu()) {
+    H3_ASSIGN_OR_RETURN(e.zero, upload(ctx, Tensor::host(Shape{1, c.dim()}, DType::kF32)));
+    {
         // unpatchify as a row gather of p-wide rows: out row (b, ch, f, yy, xi) <- px row (b, token, ch, a,
         // py)
         const int64_t p = c.patch, pt = c.patch_t, oc = c.out_channels, of = t * pt, oh = h * p;
@@ -163,40 +168,40 @@ Result<VideoVaeTables::Entry> shape_tables(const ops::Context& ctx, const VideoV
     return e;
 }
 
-// src (device) -> host through a pooled page-locked buffer (a pageable copy costs ~1 GB/s with the page
-// faults); falls back to the plain copy when no pinned memory can be had.
-Result<Tensor> download_pooled(const ops::Context& ctx, const VideoVae& vae, const Tensor& src) {
-    if (ctx.device.is_cpu() || !vae.tables) return to_host(ctx, src);
+// The call's activation buffers (allocated when the call shape changes).
+Result<VideoVaeTables::Work*> call_work(const ops::Context& ctx, const VideoVae& vae, int64_t rows_all,
+                                        int64_t tokens) {
     VideoVaeTables& tabs = *vae.tables;
-    const size_t bytes = src.nbytes();
-    std::shared_ptr<Storage> st;
-    {
-        std::lock_guard<std::mutex> lock(tabs.mutex);
-        for (const auto& b : tabs.pinned)
-            if (b.use_count() == 1 && b->bytes() >= bytes) {
-                st = b;
-                break;
-            }
-        if (!st) {
-            auto r = allocate_pinned(bytes);
-            if (!r.ok()) return to_host(ctx, src);
-            st = *r;
-            if (tabs.pinned.size() < 4) tabs.pinned.push_back(st);
-        }
-    }
-    Tensor dst = Tensor::from_storage(st, 0, src.shape(), src.dtype());
-    H3_TRY(dst.copy_from(src, ctx.stream()));
-    H3_TRY(cuda::stream_synchronize(ctx.stream()));
-    return dst;
+    VideoVaeTables::Work& w = tabs.work;
+    if (w.x.defined() && w.rows_all == rows_all && w.tokens == tokens && w.x.device() == ctx.device)
+        return &w;
+    w = VideoVaeTables::Work{}; // release before allocating the new set
+    const VideoVaeConfig& c = vae.config;
+    const int64_t d = c.dim();
+    auto f32 = [&](const Shape& sh) { return Tensor::empty(sh, DType::kF32, ctx.device); };
+    auto cdt = [&](const Shape& sh) { return Tensor::empty(sh, vae.compute, ctx.device); };
+    H3_ASSIGN_OR_RETURN(w.tok, f32(Shape{tokens, c.latent_channels}));
+    H3_ASSIGN_OR_RETURN(w.pq, f32(Shape{tokens, c.latent_channels}));
+    H3_ASSIGN_OR_RETURN(w.x, f32(Shape{rows_all, d}));
+    H3_ASSIGN_OR_RETURN(w.y, cdt(Shape{rows_all, d}));
+    H3_ASSIGN_OR_RETURN(w.q, cdt(Shape{rows_all, d}));
+    H3_ASSIGN_OR_RETURN(w.k, cdt(Shape{rows_all, d}));
+    H3_ASSIGN_OR_RETURN(w.v, cdt(Shape{rows_all, d}));
+    H3_ASSIGN_OR_RETURN(w.o, cdt(Shape{rows_all, d}));
+    H3_ASSIGN_OR_RETURN(w.f1, cdt(Shape{rows_all, 2LL * c.ffn_dim()}));
+    H3_ASSIGN_OR_RETURN(w.f2, cdt(Shape{rows_all, c.ffn_dim()}));
+    H3_ASSIGN_OR_RETURN(w.yf, f32(Shape{rows_all, d}));
+    H3_ASSIGN_OR_RETURN(w.px, f32(Shape{tokens, c.patch_dim()}));
+    w.rows_all = rows_all, w.tokens = tokens;
+    return &w;
 }
 
-} // namespace
-
-Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const VideoVae& vae,
-                                              const std::vector<Tensor>& zs) {
+// One decoder call over equally-shaped tile-clips: the pixels of all of them, [nb, C, F, H, W] on ctx's
+// device (unpatchified by one row gather).
+Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& vae,
+                                      const std::vector<Tensor>& zs) {
     const VideoVaeConfig& c = vae.config;
     const VideoVaeWeights& w = vae.weights;
-    if (zs.empty()) return std::vector<Tensor>{};
     const Tensor& z0 = zs[0];
     const int64_t lc = c.latent_channels, t = z0.dim(1), h = z0.dim(2), wd = z0.dim(3);
     for (const Tensor& z : zs)
@@ -204,11 +209,11 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
             return invalid_argument("decode_tile_clips: tiles of different shapes " + z.describe() + " vs " +
                                     z0.describe());
     const int64_t nb = static_cast<int64_t>(zs.size());
-    const int64_t n = t * h * wd, extra = c.num_register_tokens + 1, s = n + extra, d = c.dim();
+    const int64_t n = t * h * wd, extra = c.num_register_tokens + 1, s = n + extra;
     const int64_t rows_all = nb * s;
-    const DType cd = vae.compute;
     mark(ctx, "host_other");
     H3_ASSIGN_OR_RETURN(const VideoVaeTables::Entry tabs, shape_tables(ctx, vae, t, h, wd, nb));
+    H3_ASSIGN_OR_RETURN(VideoVaeTables::Work * work, call_work(ctx, vae, rows_all, nb * n));
     // tokens [B·N, C] in (tile, t, y, x) order
     Tensor tok = Tensor::host(Shape{nb * n, lc}, DType::kF32);
     for (int64_t b = 0; b < nb; ++b) {
@@ -217,13 +222,13 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
         for (int64_t i = 0; i < n; ++i)
             for (int64_t ch = 0; ch < lc; ++ch) tp[i * lc + ch] = zp[ch * n + i];
     }
-    H3_ASSIGN_OR_RETURN(Tensor tok_d, upload(ctx, tok));
-    H3_ASSIGN_OR_RETURN(Tensor pq, alloc(ctx, Shape{nb * n, lc}));
+    Tensor& tok_d = work->tok;
+    H3_TRY(tok_d.copy_from(tok, ctx.stream()));
+    Tensor& pq = work->pq;
     H3_TRY(ops::gemm(ctx, {}, tok_d, w.pq_w, w.pq_b, pq));
     // x [B·S, D]: per tile its N tokens, the registers, one zero token
-    H3_ASSIGN_OR_RETURN(Tensor x, alloc(ctx, Shape{rows_all, d}));
-    Tensor zero_row = Tensor::host(Shape{1, d}, DType::kF32);
-    H3_ASSIGN_OR_RETURN(Tensor zero_d, upload(ctx, zero_row));
+    Tensor& x = work->x;
+    const Tensor& zero_d = tabs.zero;
     for (int64_t b = 0; b < nb; ++b) {
         Tensor xin = x.slice(0, b * s, b * s + n);
         Tensor pqb = pq.slice(0, b * n, (b + 1) * n);
@@ -237,14 +242,8 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
     const Tensor &cos_t = tabs.cos, &sin_t = tabs.sin, &rows = tabs.rows;
     mark(ctx, "proj_in");
 
-    auto alloc_cd = [&](const Shape& sh) { return Tensor::empty(sh, cd, ctx.device); };
-    H3_ASSIGN_OR_RETURN(Tensor y, alloc_cd(Shape{rows_all, d}));
-    H3_ASSIGN_OR_RETURN(Tensor q, alloc_cd(Shape{rows_all, d}));
-    H3_ASSIGN_OR_RETURN(Tensor k, alloc_cd(Shape{rows_all, d}));
-    H3_ASSIGN_OR_RETURN(Tensor v, alloc_cd(Shape{rows_all, d}));
-    H3_ASSIGN_OR_RETURN(Tensor o, alloc_cd(Shape{rows_all, d}));
-    H3_ASSIGN_OR_RETURN(Tensor f1, alloc_cd(Shape{rows_all, 2LL * c.ffn_dim()}));
-    H3_ASSIGN_OR_RETURN(Tensor f2, alloc_cd(Shape{rows_all, c.ffn_dim()}));
+    Tensor &y = work->y, &q = work->q, &k = work->k, &v = work->v, &o = work->o, &f1 = work->f1,
+           &f2 = work->f2;
     const ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
     const ops::RopeParams rp{.rotary_dim = c.rotary_dim()};
     const int64_t hh = c.num_heads, hd = c.head_dim;
@@ -287,10 +286,9 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
         mark(ctx, "norms_residual");
     }
     // norm_out + proj_out in fp32
-    H3_ASSIGN_OR_RETURN(Tensor yf, alloc(ctx, Shape{rows_all, d}));
+    Tensor& yf = work->yf;
     H3_TRY(ops::layer_norm(ctx, {.eps = static_cast<float>(c.norm_eps)}, x, w.norm_out_w, w.norm_out_b, yf));
-    std::vector<Tensor> outs;
-    H3_ASSIGN_OR_RETURN(Tensor px, alloc(ctx, Shape{nb * n, c.patch_dim()}));
+    Tensor& px = work->px;
     for (int64_t bi = 0; bi < nb; ++bi) {
         Tensor yn = yf.slice(0, bi * s, bi * s + n);
         Tensor pxb = px.slice(0, bi * n, (bi + 1) * n);
@@ -299,34 +297,23 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
     mark(ctx, "proj_out");
     const int64_t p = c.patch, pt = c.patch_t, oc = c.out_channels;
     const int64_t of = t * pt, oh = h * p, ow = wd * p;
-    if (tabs.unpatch.defined()) { // on the device: one row gather, then a single download
-        H3_ASSIGN_OR_RETURN(Tensor un, alloc(ctx, Shape{nb * oc * of * oh * wd, p}));
-        H3_TRY(ops::gather_rows(ctx, px.view({nb * n * oc * pt * p, p}), tabs.unpatch, un));
-        H3_ASSIGN_OR_RETURN(Tensor uh, download_pooled(ctx, vae, un));
-        mark(ctx, "unpatch_download");
-        const Tensor all = uh.view({nb, oc, of, oh, ow});
-        for (int64_t bi = 0; bi < nb; ++bi) outs.push_back(all.slice(0, bi, bi + 1).view({oc, of, oh, ow}));
-        return outs;
-    }
-    H3_ASSIGN_OR_RETURN(Tensor ph, to_host(ctx, px));
-    // unpatchify: token (ti, yi, xi), column (c, pt, py, px) -> out[c, ti·pt + pt, yi·p + py, xi·p + px]
-    for (int64_t bi = 0; bi < nb; ++bi) {
-        Tensor out = Tensor::host(Shape{oc, of, oh, ow}, DType::kF32);
-        const float* src = ph.data_as<const float>() + bi * n * c.patch_dim();
-        float* dst = out.data_as<float>();
-        for (int64_t i = 0; i < n; ++i) {
-            const int64_t ti = i / (h * wd), yi = (i / wd) % h, xi = i % wd;
-            const float* r = src + i * c.patch_dim();
-            for (int64_t ch = 0; ch < oc; ++ch)
-                for (int64_t a = 0; a < pt; ++a)
-                    for (int64_t py = 0; py < p; ++py) {
-                        float* o_row = dst + ((ch * of + ti * pt + a) * oh + yi * p + py) * ow + xi * p;
-                        std::memcpy(o_row, r + ((ch * pt + a) * p + py) * p,
-                                    static_cast<size_t>(p) * sizeof(float));
-                    }
-        }
-        outs.push_back(std::move(out));
-    }
+    // unpatchify: one row gather of p-wide rows into a fresh tensor (it outlives the call's buffers)
+    H3_ASSIGN_OR_RETURN(Tensor un, Tensor::empty(Shape{nb * oc * of * oh * wd, p}, DType::kF32, ctx.device));
+    H3_TRY(ops::gather_rows(ctx, px.view({nb * n * oc * pt * p, p}), tabs.unpatch, un));
+    mark(ctx, "unpatch");
+    return un.view({nb, oc, of, oh, ow});
+}
+
+} // namespace
+
+Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const VideoVae& vae,
+                                              const std::vector<Tensor>& zs) {
+    if (zs.empty()) return std::vector<Tensor>{};
+    H3_ASSIGN_OR_RETURN(Tensor all, decode_tiles_on_device(ctx, vae, zs));
+    H3_ASSIGN_OR_RETURN(Tensor host, to_host(ctx, all));
+    std::vector<Tensor> outs;
+    for (int64_t bi = 0; bi < all.dim(0); ++bi)
+        outs.push_back(host.slice(0, bi, bi + 1).view({all.dim(1), all.dim(2), all.dim(3), all.dim(4)}));
     return outs;
 }
 
@@ -345,14 +332,87 @@ Result<Tensor> decode_tile_clip(const ops::Context& ctx, const VideoVae& vae, co
 
 namespace {
 
-// One clip [C, t, h, w] (de-normalized, host) -> pixels [3, t·pt, H, W], tiled and stitched.
+// A device group's split of one clip's tiles (row-major index k): rank q decodes [begin[q], begin[q+1]).
+struct TileShares {
+    int rank = 0;
+    std::vector<size_t> begin; // size() + 1 entries; {0, n} without a group
+    bool mine(size_t k) const { return k >= begin[static_cast<size_t>(rank)] && k < begin[rank + 1u]; }
+};
+TileShares tile_shares(const ops::Communicator* group, size_t tiles) {
+    TileShares s;
+    const size_t n = group ? static_cast<size_t>(group->size()) : 1;
+    s.rank = group ? group->rank() : 0;
+    for (size_t q = 0; q <= n; ++q) s.begin.push_back(q * tiles / n);
+    return s;
+}
+
+// Every rank's decoded tiles to every rank (one all_gather of equal, padded shares; tile (i, j) is
+// [oc, frames, len_i·p, len_j·p]), then `tiles` holds them all as views into the gathered buffer on actx's
+// device. The buffers live where the communicator moves memory (NCCL: the device, else the host).
+Status gather_tiles(const ops::Context& ctx, const ops::Context& actx, ops::Communicator& comm,
+                    const TileShares& shares, const TileLayout& ty, const TileLayout& tx, int64_t oc,
+                    int64_t frames, std::vector<std::vector<Tensor>>& tiles) {
+    const size_t nx = tx.starts.size();
+    const auto tile_shape = [&](size_t k) {
+        return Shape{oc, frames, static_cast<int64_t>(ty.lengths[k / nx]),
+                     static_cast<int64_t>(tx.lengths[k % nx])};
+    };
+    const int n = comm.size();
+    int64_t share_max = 0;
+    for (int q = 0; q < n; ++q) {
+        int64_t e = 0;
+        for (size_t k = shares.begin[static_cast<size_t>(q)]; k < shares.begin[q + 1u]; ++k)
+            e += tile_shape(k).numel();
+        share_max = std::max(share_max, e);
+    }
+    const Device where = std::string(comm.backend()) == "nccl" ? ctx.device : Device::cpu();
+    const ops::Context cctx = where.is_cpu() ? ops::Context::cpu() : ctx;
+    H3_ASSIGN_OR_RETURN(Tensor send,
+                        Tensor::empty(Shape{std::max<int64_t>(share_max, 1)}, DType::kF32, where));
+    int64_t off = 0;
+    for (size_t k = shares.begin[static_cast<size_t>(shares.rank)]; k < shares.begin[shares.rank + 1u]; ++k) {
+        const Shape sh = tile_shape(k);
+        const Tensor& t = tiles[k / nx][k % nx];
+        if (!(t.shape() == sh))
+            return internal_error("decode_video: tile " + std::to_string(k) + " decoded as " + t.describe() +
+                                  ", expected " + sh.to_string());
+        Tensor dst = send.slice(0, off, off + sh.numel()).view(sh);
+        H3_TRY(dst.copy_from(t, ctx.stream()));
+        off += sh.numel();
+    }
+    H3_ASSIGN_OR_RETURN(Tensor recv, Tensor::empty(Shape{send.numel() * n}, DType::kF32, where));
+    H3_TRY(comm.all_gather(cctx, send, recv).with_context("decode_video: gathering the ranks' tiles"));
+    if (recv.device() != actx.device) {
+        H3_ASSIGN_OR_RETURN(recv, recv.to(actx.device, actx.stream()));
+    }
+    for (int q = 0; q < n; ++q) {
+        off = q * send.numel();
+        for (size_t k = shares.begin[static_cast<size_t>(q)]; k < shares.begin[q + 1u]; ++k) {
+            const Shape sh = tile_shape(k);
+            tiles[k / nx][k % nx] = recv.slice(0, off, off + sh.numel()).view(sh);
+            off += sh.numel();
+        }
+    }
+    return ok_status();
+}
+
+// One clip [C, t, h, w] (de-normalized, host) -> pixels [3, t·pt, H, W] on ctx's device, tiled and stitched
+// there.
 Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const Tensor& z,
                            const VideoDecodeOptions& opt) {
     const VideoVaeConfig& c = vae.config;
     const int p = c.patch;
     const int64_t lc = z.dim(0), t = z.dim(1), lh = z.dim(2), lw = z.dim(3);
     const int height = static_cast<int>(lh * p), width = static_cast<int>(lw * p);
-    if (!opt.tiling) return decode_tile_clip(ctx, vae, z);
+    if (opt.cancel && opt.cancel->load()) return cancelled("video decode cancelled");
+    if (!opt.tiling) {
+        if (opt.group && opt.group->rank() != 0) return Tensor(); // one tile: rank 0 decodes it
+        H3_ASSIGN_OR_RETURN(Tensor all, decode_tiles_on_device(ctx, vae, {z}));
+        if (opt.assemble_on_host) {
+            H3_ASSIGN_OR_RETURN(all, to_host(ctx, all));
+        }
+        return all.view({all.dim(1), all.dim(2), all.dim(3), all.dim(4)});
+    }
     const TileLayout ty = split_tiles(height, opt.tile, opt.min_overlap, p);
     const TileLayout tx = split_tiles(width, opt.tile, opt.min_overlap, p);
     const size_t ny = ty.starts.size(), nx = tx.starts.size();
@@ -361,16 +421,26 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
         static_cast<size_t>(video_tile_batch(opt, ctx.device, static_cast<int>(ny * nx)));
     std::vector<Tensor> batch;
     std::vector<std::pair<size_t, size_t>> batch_at;
+    const ops::Context actx = opt.assemble_on_host ? ops::Context::cpu() : ctx; // where tiles are stitched
     auto flush = [&]() -> Status {
         if (batch.empty()) return ok_status();
-        H3_ASSIGN_OR_RETURN(auto outs, decode_tile_clips(ctx, vae, batch));
-        for (size_t m = 0; m < outs.size(); ++m) tiles[batch_at[m].first][batch_at[m].second] = outs[m];
+        if (opt.cancel && opt.cancel->load()) return cancelled("video decode cancelled");
+        H3_ASSIGN_OR_RETURN(Tensor all, decode_tiles_on_device(ctx, vae, batch));
+        if (opt.assemble_on_host) {
+            H3_ASSIGN_OR_RETURN(all, to_host(ctx, all));
+        }
+        for (size_t m = 0; m < batch.size(); ++m)
+            tiles[batch_at[m].first][batch_at[m].second] =
+                all.slice(0, static_cast<int64_t>(m), static_cast<int64_t>(m) + 1)
+                    .view({all.dim(1), all.dim(2), all.dim(3), all.dim(4)});
         batch.clear();
         batch_at.clear();
         return ok_status();
     };
+    const TileShares shares = tile_shares(opt.group, ny * nx);
     for (size_t i = 0; i < ny; ++i)
         for (size_t j = 0; j < nx; ++j) {
+            if (!shares.mine(i * nx + j)) continue; // another rank decodes it
             const int64_t y0 = ty.starts[i] / p, ylen = ty.lengths[i] / p;
             const int64_t x0 = tx.starts[j] / p, xlen = tx.lengths[j] / p;
             Tensor sub = Tensor::host(Shape{lc, t, ylen, xlen}, DType::kF32);
@@ -387,24 +457,31 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
         }
     H3_TRY(flush());
     mark(ctx, "tiles_decode");
-    Tensor out = stitch_tiles(tiles, ty.overlaps, tx.overlaps);
-    mark(ctx, "host_stitch");
+    if (opt.group) {
+        const int64_t frames = t * c.patch_t;
+        H3_TRY(gather_tiles(ctx, actx, *opt.group, shares, ty, tx, c.out_channels, frames, tiles));
+        if (opt.group->rank() != 0) return Tensor(); // rank 0 stitches
+    }
+    H3_ASSIGN_OR_RETURN(Tensor out, stitch_tiles(actx, tiles, ty.overlaps, tx.overlaps));
+    mark(ctx, "stitch");
     return out;
 }
 
-// frames [a0, a1) of src [C, F, H, W] appended to the list of frame slices (copied).
-Tensor frame_range(const Tensor& src, int64_t a0, int64_t a1) {
-    const int64_t ch = src.dim(0), f = src.dim(1), hw = src.dim(2) * src.dim(3);
-    const int64_t nf = a1 - a0;
-    Tensor out = Tensor::host(Shape{ch, nf, src.dim(2), src.dim(3)}, DType::kF32);
-#pragma omp parallel for schedule(static) if (ch * nf * hw > (1 << 16))
-    for (int64_t cf = 0; cf < ch * nf; ++cf) {
-        const int64_t c = cf / nf, k = cf % nf;
-        std::memcpy(out.data_as<float>() + (c * nf + k) * hw,
-                    src.data_as<const float>() + (c * f + a0 + k) * hw,
-                    static_cast<size_t>(hw) * sizeof(float));
+// Where each decoded clip's frames go (spec §9.3): the chunk [a0, a1) follows the previous chunks, its first
+// frames cross-faded with the previous clip's overlap part [b0, b1); the last clip's overlap part is
+// appended; `trim_frames` come off the end.
+struct ClipFrames {
+    int64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+};
+ClipFrames clip_frames(const ClipPlan& plan, int64_t clip_frames, bool has_overlap) {
+    ClipFrames f;
+    f.a0 = std::min<int64_t>(plan.frame_pre_padding, clip_frames);
+    f.a1 = std::max(f.a0, std::min<int64_t>(plan.chunk_frames, clip_frames));
+    if (has_overlap) {
+        f.b0 = std::min<int64_t>(plan.chunk_frames + plan.frame_pre_padding, clip_frames);
+        f.b1 = std::max(f.b0, std::min<int64_t>(2LL * plan.chunk_frames, clip_frames));
     }
-    return out;
+    return f;
 }
 
 } // namespace
@@ -440,8 +517,28 @@ Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae,
                 d[i] =
                     s[i] * c.latents_std[static_cast<size_t>(ch)] + c.latents_mean[static_cast<size_t>(ch)];
         }
-    std::vector<Tensor> pieces;
-    Tensor overlap;
+    // The output's frame count from the plan: every clip's chunk, then the last clip's overlap part, less the
+    // trimmed padding.
+    const bool overlaps = c.token_drop > 0;
+    int64_t total = 0, last_overlap = 0;
+    for (int start : plan.starts) {
+        const int64_t len = std::min<int64_t>(plan.clip_latents, tp - start);
+        const ClipFrames f = clip_frames(plan, len * c.patch_t, overlaps);
+        total += f.a1 - f.a0;
+        last_overlap = f.b1 - f.b0;
+    }
+    total += last_overlap - plan.trim_frames;
+    if (total < 1) return invalid_argument("decode_video: the clip plan leaves no frames");
+    const int64_t oc = c.out_channels, ph = lh * c.patch, pw = lw * c.patch;
+    const ops::Context actx = opt.assemble_on_host ? ops::Context::cpu() : ctx; // where clips are assembled
+    const bool assembles = !opt.group || opt.group->rank() == 0; // a group's other ranks only decode tiles
+    Tensor out;
+    if (assembles) {
+        H3_ASSIGN_OR_RETURN(out, Tensor::empty(Shape{oc, total, ph, pw}, DType::kF32, actx.device));
+    }
+    Tensor prev; // the previous clip (its overlap part is faded into the next chunk)
+    ClipFrames prev_f;
+    int64_t f0 = 0;
     for (int start : plan.starts) {
         const int64_t len = std::min<int64_t>(plan.clip_latents, tp - start);
         Tensor clip_z = Tensor::host(Shape{lc, len, lh, lw}, DType::kF32);
@@ -450,54 +547,41 @@ Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae,
                         z.data_as<const float>() + (ch * tp + start) * hw,
                         static_cast<size_t>(len * hw) * sizeof(float));
         H3_ASSIGN_OR_RETURN(Tensor clip, decode_clip(ctx, vae, clip_z, opt));
-        const int64_t cf = clip.dim(1);
-        for (int j = 0; j < (c.token_drop > 0 ? 2 : 1); ++j) {
-            const int64_t a0 = std::min<int64_t>(j * plan.chunk_frames + plan.frame_pre_padding, cf);
-            const int64_t a1 = std::min<int64_t>((j + 1) * plan.chunk_frames, cf);
-            Tensor chunk = frame_range(clip, a0, std::max(a0, a1));
-            if (j == 0) {
-                if (overlap.defined()) {
-                    const int64_t e =
-                        std::min({overlap.dim(1), chunk.dim(1), static_cast<int64_t>(plan.frame_overlap)});
-                    const int64_t fhw = chunk.dim(2) * chunk.dim(3), nch = chunk.dim(0);
-#pragma omp parallel for schedule(static) if (nch * e * fhw > (1 << 16))
-                    for (int64_t ck = 0; ck < nch * e; ++ck) {
-                        const int64_t ch = ck / e, k = ck % e;
-                        const float wb = static_cast<float>(k) / static_cast<float>(e);
-                        const float* a = overlap.data_as<const float>() +
-                                         (ch * overlap.dim(1) + overlap.dim(1) - e + k) * fhw;
-                        float* b = chunk.data_as<float>() + (ch * chunk.dim(1) + k) * fhw;
-                        for (int64_t i = 0; i < fhw; ++i) b[i] = a[i] * (1.0f - wb) + b[i] * wb;
-                    }
-                }
-                pieces.push_back(chunk);
-            } else {
-                overlap = chunk;
+        if (!assembles) continue;
+        const ClipFrames f = clip_frames(plan, clip.dim(1), overlaps);
+        const int64_t n = std::min(f.a1 - f.a0, total - f0);
+        if (n > 0) {
+            ops::CrossfadeParams cp{.frames = n, .src_frame = f.a0, .out_frame = f0};
+            if (prev.defined()) {
+                const int64_t ov = prev_f.b1 - prev_f.b0;
+                cp.fade = std::min({ov, f.a1 - f.a0, static_cast<int64_t>(plan.frame_overlap)});
+                cp.prev_frame = prev_f.b1 - cp.fade;
             }
+            H3_TRY(ops::crossfade_frames(actx, cp, clip, cp.fade > 0 ? prev : Tensor(), out));
+            f0 += n;
+        }
+        if (overlaps) {
+            prev = clip;
+            prev_f = f;
         }
     }
-    if (overlap.defined()) pieces.push_back(overlap);
-    int64_t total = 0;
-    for (const Tensor& pc : pieces) total += pc.dim(1);
-    total -= plan.trim_frames;
-    const int64_t oc = c.out_channels, ph = lh * c.patch, pw = lw * c.patch, fhw = ph * pw;
-    Tensor out = Tensor::host(Shape{oc, total, ph, pw}, DType::kF32);
-    int64_t f0 = 0;
-    for (const Tensor& pc : pieces) {
-        const int64_t n = std::min(pc.dim(1), total - f0);
-        if (n <= 0) break;
-#pragma omp parallel for schedule(static) if (oc * n * fhw > (1 << 16))
-        for (int64_t ck = 0; ck < oc * n; ++ck) {
-            const int64_t ch = ck / n, k = ck % n;
-            std::memcpy(out.data_as<float>() + (ch * total + f0 + k) * fhw,
-                        pc.data_as<const float>() + (ch * pc.dim(1) + k) * fhw,
-                        static_cast<size_t>(fhw) * sizeof(float));
+    if (!assembles) return Tensor();
+    if (prev.defined() && f0 < total) {
+        const int64_t n = std::min(prev_f.b1 - prev_f.b0, total - f0);
+        if (n > 0) {
+            const ops::CrossfadeParams cp{.frames = n, .src_frame = prev_f.b0, .out_frame = f0};
+            H3_TRY(ops::crossfade_frames(actx, cp, prev, Tensor(), out));
+            f0 += n;
         }
-        f0 += n;
     }
-    mark(ctx, "host_assemble");
+    if (f0 != total)
+        return internal_error("decode_video: assembled " + std::to_string(f0) + " of " +
+                              std::to_string(total) + " frames");
+    mark(ctx, "assemble");
+    H3_ASSIGN_OR_RETURN(Tensor host, to_host(ctx, out));
+    mark(ctx, "download");
     print_profile();
-    return out;
+    return host;
 }
 
 Tensor sample_to_rgb8(const Tensor& sample) {

@@ -74,14 +74,14 @@ Result<Tensor> to_host(const ops::Context& ctx, const Tensor& t) {
     return t.to(Device::cpu());
 }
 
-// conv → a new output tensor on the context's device.
-Result<Tensor> run_conv(const ops::Context& ctx, const VaeConv3d& conv, const ops::Conv3dParams& p,
-                        const Tensor& x) {
+// conv → an output tensor on the context's device (from the encoder's buffer pool).
+Result<Tensor> run_conv(const ops::Context& ctx, BufferPool& pool, const VaeConv3d& conv,
+                        const ops::Conv3dParams& p, const Tensor& x) {
     const Shape out = ops::conv3d_out_shape(x.shape(), conv.w.shape(), p);
     if (out.rank() != 5)
         return invalid_argument("video VAE encoder: input " + x.describe() +
                                 " is too small for the convolution " + conv.w.describe());
-    H3_ASSIGN_OR_RETURN(Tensor y, Tensor::empty(out, DType::kF32, ctx.device));
+    H3_ASSIGN_OR_RETURN(Tensor y, pool.take(out, DType::kF32));
     H3_TRY(ops::conv3d(ctx, p, x, conv.w, conv.b, y));
     return y;
 }
@@ -92,30 +92,30 @@ ops::Conv3dParams causal3(ops::PadMode mode) {
         .pad_front = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1, .spatial_mode = mode};
 }
 
-Result<Tensor> norm_silu(const ops::Context& ctx, const VideoVaeConfig& c, const VaeGroupNormWeights& n,
-                         const Tensor& x) {
-    H3_ASSIGN_OR_RETURN(Tensor y, Tensor::empty(x.shape(), DType::kF32, ctx.device));
+Result<Tensor> norm_silu(const ops::Context& ctx, BufferPool& pool, const VideoVaeConfig& c,
+                         const VaeGroupNormWeights& n, const Tensor& x) {
+    H3_ASSIGN_OR_RETURN(Tensor y, pool.take(x.shape(), DType::kF32));
     H3_TRY(ops::group_norm(
         ctx, {.groups = c.norm_num_groups, .eps = static_cast<float>(c.encoder_norm_eps), .silu = true}, x,
         n.w, n.b, y));
     return y;
 }
 
-Result<Tensor> resnet(const ops::Context& ctx, const VideoVaeConfig& c, const VaeResnet3d& r,
-                      const Tensor& x) {
+Result<Tensor> resnet(const ops::Context& ctx, BufferPool& pool, const VideoVaeConfig& c,
+                      const VaeResnet3d& r, const Tensor& x) {
     const ops::PadMode mode = pad_mode(c);
     Tensor h;
     {
-        H3_ASSIGN_OR_RETURN(Tensor t, norm_silu(ctx, c, r.norm1, x));
-        H3_ASSIGN_OR_RETURN(h, run_conv(ctx, r.conv1, causal3(mode), t));
+        H3_ASSIGN_OR_RETURN(Tensor t, norm_silu(ctx, pool, c, r.norm1, x));
+        H3_ASSIGN_OR_RETURN(h, run_conv(ctx, pool, r.conv1, causal3(mode), t));
     }
     H3_TRY(ops::group_norm(
         ctx, {.groups = c.norm_num_groups, .eps = static_cast<float>(c.encoder_norm_eps), .silu = true}, h,
         r.norm2.w, r.norm2.b, h));
-    H3_ASSIGN_OR_RETURN(Tensor out, run_conv(ctx, r.conv2, causal3(mode), h));
+    H3_ASSIGN_OR_RETURN(Tensor out, run_conv(ctx, pool, r.conv2, causal3(mode), h));
     h = Tensor();
     if (r.shortcut.w.defined()) {
-        H3_ASSIGN_OR_RETURN(Tensor s, run_conv(ctx, r.shortcut, {}, x));
+        H3_ASSIGN_OR_RETURN(Tensor s, run_conv(ctx, pool, r.shortcut, {}, x));
         H3_TRY(ops::add(ctx, s, out, out));
     } else {
         H3_TRY(ops::add(ctx, x, out, out));
@@ -246,7 +246,11 @@ Tensor normalize_rgb8(const Tensor& frames) {
     return out;
 }
 
-Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& input) {
+Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& input,
+                              const std::atomic<bool>* cancel) {
+    // one encoder call over a whole clip or tile batch can take many seconds on the CPU: the flag is read
+    // between its blocks (a host load, no device sync)
+    const auto cancelled_now = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
     const VideoVaeConfig& c = enc.config;
     const VideoVaeEncoderWeights& w = enc.weights;
     if (ctx.device != enc.device)
@@ -254,17 +258,24 @@ Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& en
     if (input.rank() != 5 || input.dim(1) != c.in_channels || input.dtype() != DType::kF32)
         return invalid_argument("encode_video: pixels must be f32 [B, " + std::to_string(c.in_channels) +
                                 ", T, H, W], got " + input.describe());
+    if (!enc.buffers || enc.buffers->device() != ctx.device)
+        enc.buffers = std::make_shared<BufferPool>(ctx.device);
+    BufferPool& pool = *enc.buffers;
     Tensor x = input;
     if (x.device() != ctx.device) {
-        H3_ASSIGN_OR_RETURN(x, input.to(ctx.device));
+        H3_ASSIGN_OR_RETURN(Tensor xc, input.contiguous());
+        H3_ASSIGN_OR_RETURN(x, pool.take(input.shape(), DType::kF32));
+        H3_TRY(x.copy_from(xc, ctx.stream()));
     }
     const ops::PadMode mode = pad_mode(c);
-    H3_ASSIGN_OR_RETURN(Tensor h, run_conv(ctx, w.conv_in, causal3(mode), x));
+    H3_ASSIGN_OR_RETURN(Tensor h, run_conv(ctx, pool, w.conv_in, causal3(mode), x));
     x = Tensor();
     for (const VaeDownLevel& lv : w.levels) {
         for (const VaeResnet3d& r : lv.resnets) {
-            H3_ASSIGN_OR_RETURN(h, resnet(ctx, c, r, h));
+            if (cancelled_now()) return cancelled("video encode cancelled");
+            H3_ASSIGN_OR_RETURN(h, resnet(ctx, pool, c, r, h));
         }
+        if (cancelled_now()) return cancelled("video encode cancelled");
         if (lv.down.w.defined()) {
             // stride-2 levels pad right/bottom by 1 (no other spatial padding); 2 zero frames in front.
             const int pad = lv.stride_s == 2 ? 1 : 0;
@@ -275,14 +286,15 @@ Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& en
                                       .pad_bottom = pad,
                                       .pad_right = pad,
                                       .spatial_mode = mode};
-            H3_ASSIGN_OR_RETURN(h, run_conv(ctx, lv.down, p, h));
+            H3_ASSIGN_OR_RETURN(h, run_conv(ctx, pool, lv.down, p, h));
         }
     }
-    H3_ASSIGN_OR_RETURN(Tensor t, norm_silu(ctx, c, w.norm_out, h));
+    if (cancelled_now()) return cancelled("video encode cancelled");
+    H3_ASSIGN_OR_RETURN(Tensor t, norm_silu(ctx, pool, c, w.norm_out, h));
     h = Tensor();
-    H3_ASSIGN_OR_RETURN(Tensor o, run_conv(ctx, w.conv_out, causal3(mode), t));
+    H3_ASSIGN_OR_RETURN(Tensor o, run_conv(ctx, pool, w.conv_out, causal3(mode), t));
     t = Tensor();
-    H3_ASSIGN_OR_RETURN(Tensor m, run_conv(ctx, w.quant_conv, {}, o));
+    H3_ASSIGN_OR_RETURN(Tensor m, run_conv(ctx, pool, w.quant_conv, {}, o));
     return to_host(ctx, m);
 }
 
@@ -296,8 +308,10 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
                                 ", T, H, W], got " + x.describe());
     H3_ASSIGN_OR_RETURN(Tensor xc, x.contiguous());
     const int64_t ch = xc.dim(0), t = xc.dim(1), height = xc.dim(2), width = xc.dim(3);
+    if (opt.cancel && opt.cancel->load()) return cancelled("video encode cancelled");
     if (!opt.tiling) {
-        H3_ASSIGN_OR_RETURN(Tensor m, encode_moments(ctx, enc, xc.view({1, ch, t, height, width})));
+        H3_ASSIGN_OR_RETURN(Tensor m,
+                            encode_moments(ctx, enc, xc.view({1, ch, t, height, width}), opt.cancel));
         return m.view({m.dim(1), m.dim(2), m.dim(3), m.dim(4)});
     }
     const int ratio = c.patch;
@@ -316,6 +330,7 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
     std::vector<Pending> batch;
     auto flush = [&]() -> Status {
         if (batch.empty()) return ok_status();
+        if (opt.cancel && opt.cancel->load()) return cancelled("video encode cancelled");
         const int64_t nb = static_cast<int64_t>(batch.size()), th = batch[0].th, tw = batch[0].tw;
         Tensor in = Tensor::host(Shape{nb, ch, t, th, tw}, DType::kF32);
         for (int64_t b = 0; b < nb; ++b)
@@ -326,7 +341,7 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
                                     (cf * height + batch[static_cast<size_t>(b)].y0 + r) * width +
                                     batch[static_cast<size_t>(b)].x0,
                                 static_cast<size_t>(tw) * sizeof(float));
-        H3_ASSIGN_OR_RETURN(Tensor m, encode_moments(ctx, enc, in));
+        H3_ASSIGN_OR_RETURN(Tensor m, encode_moments(ctx, enc, in, opt.cancel));
         for (int64_t b = 0; b < nb; ++b) {
             const Pending& pd = batch[static_cast<size_t>(b)];
             tiles[pd.i][pd.j] = m.slice(0, b, b + 1).view({m.dim(1), m.dim(2), m.dim(3), m.dim(4)});

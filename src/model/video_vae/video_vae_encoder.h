@@ -7,7 +7,11 @@
 // posterior and the sampling run on the host over small latent tensors.
 #pragma once
 
+#include "core/buffer_pool.h"
 #include "model/video_vae/video_vae.h"
+
+#include <atomic>
+#include <memory>
 
 namespace h3::model {
 
@@ -37,6 +41,9 @@ struct VideoVaeEncoder {
     VideoVaeConfig config;
     VideoVaeEncoderWeights weights;
     Device device = Device::cpu();
+    // The activations of encoder calls, reused while the encoder lives (every tile of a clip has the same
+    // shapes: after the first one nothing is allocated or freed); made by the first call, shared by copies.
+    mutable std::shared_ptr<BufferPool> buffers;
 };
 
 // The diffusers names and shapes of every encoder tensor (encoder.*, quant_conv.*), from the config.
@@ -55,15 +62,22 @@ struct VideoEncodeOptions {
     bool tiling = true;   // false: every clip encoded whole
     int tile_batch = 0; // tiles per encoder call (same shapes only); 0: 1 on the CPU, on CUDA as many as keep
                         // the widest activation under ~1 GiB
-    bool tf32 = false; // CUDA: the convolutions on TF32 tensor cores (ops::Context::allow_tf32); CPU: ignored
+    // CUDA: the convolutions on TF32 tensor cores (ops::Context::allow_tf32), as PyTorch runs them by default
+    // (torch.backends.cudnn.allow_tf32); false: exact fp32. The CPU is always fp32.
+    bool tf32 = true;
+    // Checked before every encoder call (each batch of tiles of each clip) and inside it between blocks: once
+    // set, the encode stops with kCancelled.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // ImageNet normalization of RGB8 frames [F, H, W, 3] u8 -> [3, F, H, W] f32: (v/255 − mean)/std in fp32.
 Tensor normalize_rgb8(const Tensor& frames);
 
 // One encoder call: x [B, in_channels, T, H, W] normalized pixels (host or ctx device, f32) -> moments
-// [B, 2·latent, T', h, w] (host f32; quant_conv applied, before the mean/logvar split).
-Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& x);
+// [B, 2·latent, T', h, w] (host f32; quant_conv applied, before the mean/logvar split). `cancel` is read
+// before every resnet and downsampling block: once set, the call stops with kCancelled.
+Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& x,
+                              const std::atomic<bool>* cancel = nullptr);
 // One temporal clip x [in_channels, T, H, W] (host f32) -> moments [2·latent, T', h, w], spatially tiled per
 // `options` (the reference's `_encode_clip`).
 Result<Tensor> encode_clip_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& x,

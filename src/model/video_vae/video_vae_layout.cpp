@@ -1,5 +1,7 @@
 #include "model/video_vae/video_vae_layout.h"
 
+#include "ops/tiles.h"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -55,52 +57,39 @@ ClipPlan plan_clips(int latents, int clip_length, int temporal_ratio, int token_
     return p;
 }
 
-Tensor stitch_tiles(const std::vector<std::vector<Tensor>>& tiles, const std::vector<int>& y_overlaps,
-                    const std::vector<int>& x_overlaps) {
+Result<Tensor> stitch_tiles(const ops::Context& ctx, const std::vector<std::vector<Tensor>>& tiles,
+                            const std::vector<int>& y_overlaps, const std::vector<int>& x_overlaps) {
     const size_t ny = tiles.size(), nx = tiles[0].size();
     std::vector<int64_t> oy(ny + 1, 0), ox(nx + 1, 0); // output offsets of the kept parts
     for (size_t i = 0; i < ny; ++i) oy[i + 1] = oy[i] + tiles[i][0].dim(2) - (i + 1 < ny ? y_overlaps[i] : 0);
     for (size_t j = 0; j < nx; ++j) ox[j + 1] = ox[j] + tiles[0][j].dim(3) - (j + 1 < nx ? x_overlaps[j] : 0);
     const int64_t channels = tiles[0][0].dim(0), frames = tiles[0][0].dim(1);
-    const int64_t height = oy[ny], width = ox[nx], planes = channels * frames;
-    Tensor out = Tensor::host(Shape{channels, frames, height, width}, DType::kF32);
-    float* dst = out.data_as<float>();
+    H3_ASSIGN_OR_RETURN(Tensor out,
+                        Tensor::empty(Shape{channels, frames, oy[ny], ox[nx]}, DType::kF32, ctx.device));
     for (size_t i = 0; i < ny; ++i)
         for (size_t j = 0; j < nx; ++j) {
             const Tensor& cur = tiles[i][j];
-            const int64_t th = cur.dim(2), tw = cur.dim(3);
-            const int64_t keep_h = oy[i + 1] - oy[i], keep_w = ox[j + 1] - ox[j];
-            const Tensor* up = i > 0 ? &tiles[i - 1][j] : nullptr;
-            const Tensor* left = j > 0 ? &tiles[i][j - 1] : nullptr;
-            const int64_t ey = up ? std::min({up->dim(2), th, static_cast<int64_t>(y_overlaps[i - 1])}) : 0;
-            const int64_t ex =
-                left ? std::min({left->dim(3), tw, static_cast<int64_t>(x_overlaps[j - 1])}) : 0;
-            const float* cp = cur.data_as<const float>();
-            const float* upp = up ? up->data_as<const float>() : nullptr;
-            const float* lp = left ? left->data_as<const float>() : nullptr;
-            const int64_t uh = up ? up->dim(2) : 0, uw = up ? up->dim(3) : 0;
-            const int64_t lh = left ? left->dim(2) : 0, lw = left ? left->dim(3) : 0;
-            // Every output row is independent: the same per-pixel expressions as the PyTorch blend.
-#pragma omp parallel for schedule(static) if (planes * keep_h * keep_w > (1 << 16))
-            for (int64_t pr = 0; pr < planes * keep_h; ++pr) {
-                const int64_t plane = pr / keep_h, r = pr % keep_h;
-                const float* crow = cp + (plane * th + r) * tw;
-                const float* urow = r < ey ? upp + (plane * uh + uh - ey + r) * uw : nullptr;
-                const float* lrow = ex > 0 ? lp + (plane * lh + r) * lw + lw - ex : nullptr;
-                const float wy = r < ey ? static_cast<float>(r) / static_cast<float>(ey) : 1.0f;
-                float* orow = dst + (plane * height + oy[i] + r) * width + ox[j];
-                for (int64_t col = 0; col < keep_w; ++col) {
-                    float v = crow[col];
-                    if (urow) v = urow[col] * (1.0f - wy) + v * wy;
-                    if (col < ex) {
-                        const float wb = static_cast<float>(col) / static_cast<float>(ex);
-                        v = lrow[col] * (1.0f - wb) + v * wb;
-                    }
-                    orow[col] = v;
-                }
-            }
+            const Tensor up = i > 0 ? tiles[i - 1][j] : Tensor();
+            const Tensor left = j > 0 ? tiles[i][j - 1] : Tensor();
+            ops::BlendTileParams p;
+            p.out_y = oy[i], p.out_x = ox[j];
+            p.keep_h = oy[i + 1] - oy[i], p.keep_w = ox[j + 1] - ox[j];
+            // the reference's blend extents, clipped to both tiles' sizes
+            p.blend_y =
+                up.defined() ? std::min({up.dim(2), cur.dim(2), static_cast<int64_t>(y_overlaps[i - 1])}) : 0;
+            p.blend_x = left.defined()
+                            ? std::min({left.dim(3), cur.dim(3), static_cast<int64_t>(x_overlaps[j - 1])})
+                            : 0;
+            H3_TRY(ops::blend_tile(ctx, p, cur, up, left, out));
         }
     return out;
+}
+
+Tensor stitch_tiles(const std::vector<std::vector<Tensor>>& tiles, const std::vector<int>& y_overlaps,
+                    const std::vector<int>& x_overlaps) {
+    auto r = stitch_tiles(ops::Context::cpu(), tiles, y_overlaps, x_overlaps);
+    H3_CHECK(r.ok(), "stitch_tiles on the host: " << r.status().to_string());
+    return std::move(r).value();
 }
 
 } // namespace h3::model

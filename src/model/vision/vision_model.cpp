@@ -1,6 +1,7 @@
 #include "model/vision/vision_model.h"
 
 #include "core/dtype.h"
+#include "model/weights/weight_master.h"
 #include "ops/ops.h"
 
 #include <algorithm>
@@ -12,6 +13,10 @@
 namespace fs = std::filesystem;
 
 namespace h3::model {
+
+// Query rows per attention call of one image: a 2048-edge reference image has tens of thousands of patches,
+// and the cancel flag is read between the calls.
+constexpr int64_t kAttentionRowsPerCheck = 4096;
 
 std::vector<std::pair<std::string, std::vector<int64_t>>> vision_tensor_specs(const VisionConfig& c) {
     const int64_t h = c.hidden_size, f = c.intermediate_size, m = int64_t(c.merge_unit()) * h,
@@ -70,11 +75,8 @@ public:
         if (!dtype_is_float(t.dtype()))
             return bad_input("vision tower " + ckpt_.dir + ": tensor '" + name + "' has dtype " +
                              dtype_name(t.dtype()) + ", expected a float type");
-        const DType target = opt_.precision == TextPrecision::kFp32 ? DType::kF32 : DType::kBF16;
-        if (t.dtype() != target) {
-            H3_ASSIGN_OR_RETURN(t, t.to_dtype(target));
-        }
-        return t;
+        return convert_weight(t, precision_dtype(opt_.precision),
+                              "vision tower " + ckpt_.dir + ": tensor '" + name + "'");
     }
     Result<Tensor> place(const Tensor& t) {
         if (opt_.device.is_cpu()) return t;
@@ -289,7 +291,9 @@ Status VisionModel::merge(const VisionMergerWeights& w, const Tensor& h, Tensor&
 }
 
 Result<VisionOutput> VisionModel::forward(const Tensor& pixel_values, const std::vector<VisionGrid>& grids,
-                                          const IntermediateHook& hook) const {
+                                          const IntermediateHook& hook,
+                                          const std::atomic<bool>* cancel) const {
+    const auto cancelled_now = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
     const VisionConfig& c = config_;
     if (grids.empty()) return invalid_argument("vision tower: no images");
     int64_t n = 0;
@@ -363,6 +367,7 @@ Result<VisionOutput> VisionModel::forward(const Tensor& pixel_values, const std:
 
     VisionOutput out;
     for (int i = 0; i < c.depth; ++i) {
+        if (cancelled_now()) return cancelled("vision tower cancelled");
         const VisionBlockWeights& w = weights_.blocks[static_cast<size_t>(i)];
         H3_TRY(ops::layer_norm(ctx_, ln, h, w.norm1_w, w.norm1_b, x));
         H3_TRY(ops::gemm(ctx_, {}, x, w.q, w.q_b, q));
@@ -371,9 +376,15 @@ Result<VisionOutput> VisionModel::forward(const Tensor& pixel_values, const std:
         H3_TRY(ops::rope(ctx_, rope, q3, cos_t, sin_t));
         H3_TRY(ops::rope(ctx_, rope, k3, cos_t, sin_t));
         for (const auto& [s0, s1] : seqs) {
-            Tensor qs = q3.slice(0, s0, s1), ks = k3.slice(0, s0, s1), vs = v3.slice(0, s0, s1),
-                   as = a3.slice(0, s0, s1);
-            H3_TRY(ops::attention(ctx_, attn, qs, ks, vs, as));
+            Tensor ks = k3.slice(0, s0, s1), vs = v3.slice(0, s0, s1);
+            // query rows in chunks, the flag read between them: every row attends to the whole image
+            // independently, so the chunks give the same rows as one call
+            for (int64_t r0 = s0; r0 < s1; r0 += kAttentionRowsPerCheck) {
+                if (cancelled_now()) return cancelled("vision tower cancelled");
+                const int64_t r1 = std::min<int64_t>(s1, r0 + kAttentionRowsPerCheck);
+                Tensor qs = q3.slice(0, r0, r1), as = a3.slice(0, r0, r1);
+                H3_TRY(ops::attention(ctx_, attn, qs, ks, vs, as));
+            }
         }
         H3_TRY(ops::gemm(ctx_, {}, a, w.proj, w.proj_b, y));
         H3_TRY(ops::add(ctx_, h, y, h));

@@ -19,6 +19,7 @@
 #include "model/vision/vision_config.h"
 #include "ops/context.h"
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,12 +77,15 @@ public:
     VisionModel(VisionConfig config, VisionWeights weights, TextPrecision precision, ops::Context ctx);
 
     const VisionConfig& config() const { return config_; }
-    DType act_dtype() const { return precision_ == TextPrecision::kFp32 ? DType::kF32 : DType::kBF16; }
+    DType act_dtype() const { return precision_dtype(precision_); }
 
     // pixel_values [Σ grid patches, patch_dim] (any float dtype, host or the model's device) → merged
-    // embeddings + DeepStack features. Hook names: "patch_embed", "pos_embed", "blocks.{i}.out".
+    // embeddings + DeepStack features. Hook names: "patch_embed", "pos_embed", "blocks.{i}.out". `cancel` is
+    // read before every block and every image's attention (a 2048-edge reference image is tens of thousands
+    // of patches: minutes on a CPU); once set, the forward stops with kCancelled.
     Result<VisionOutput> forward(const Tensor& pixel_values, const std::vector<VisionGrid>& grids,
-                                 const IntermediateHook& hook = {}) const;
+                                 const IntermediateHook& hook = {},
+                                 const std::atomic<bool>* cancel = nullptr) const;
 
     // Host tables (exposed for tests): the interpolated position embedding [N, hidden] f32 (the fp32 sum;
     // forward() rounds it to the act dtype once) and the rotary angles' cos/sin [N, head_dim] f32.

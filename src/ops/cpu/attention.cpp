@@ -1,6 +1,7 @@
 // CPU attention reference: exact softmax(q·kᵀ·scale)·v with an online (running max) softmax per query row,
 // so memory stays O(S·D). GQA: query head h reads kv head h / (H/Hkv); causal: keys 0..i for query i.
-// K and V are widened to fp32 once, head-major, so each head's keys are contiguous.
+// K and V are widened to fp32 once, head-major, so each head's keys are contiguous. lse = m + ln l of the
+// row's running max and sum (double), rounded once to f32.
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 
@@ -28,10 +29,12 @@ std::vector<float> head_major_f32(const Tensor& t) {
 
 Status attention(const Context&, const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
                  Tensor& o) {
+    if (p.fp8) return attention_fp8(Context::cpu(), p, q, k, v, o);
     const int64_t sq = q.dim(0), sk = k.dim(0), heads = q.dim(1), d = q.dim(2);
     const int64_t group = heads / k.dim(1); // query heads per kv head
     const std::vector<float> kf = head_major_f32(k);
     const std::vector<float> vf = head_major_f32(v);
+    float* lse = p.lse ? p.lse->data_as<float>() : nullptr;
 #pragma omp parallel
     {
         std::vector<float> qv(static_cast<size_t>(d));
@@ -65,6 +68,7 @@ Status attention(const Context&, const AttentionParams& p, const Tensor& q, cons
                 }
                 for (int64_t c = 0; c < d; ++c) out[c] = static_cast<float>(acc[c] / l);
                 store_f32(out.data(), elem_ptr_mut(o, (i * heads + h) * d), o.dtype(), d);
+                if (lse) lse[i * heads + h] = static_cast<float>(m + std::log(l));
             }
         }
     }

@@ -1,15 +1,24 @@
-// attention: o = softmax(q·kᵀ·scale)·v. Full, non-causal bf16/f16 with D in {64, 128} and as many kv heads as
-// query heads runs cuDNN's fused flash attention (attention_cudnn.cpp); everything else (causal,
-// grouped-query, other shapes, anything cuDNN refuses) runs the simple kernel below: online softmax (running
-// max and sum), fp32 accumulation, one rounding at the store.
+// attention: o = softmax(q·kᵀ·scale)·v. On H100/H200 (sm_90a builds) bf16 with D = 128 — the DiT's full
+// attention and the text encoder's causal grouped-query attention — runs the warp-specialized wgmma kernel
+// (attention_hopper.cu); elsewhere full, non-causal bf16/f16 with D in {64, 128} and as many kv heads as
+// query heads runs cuDNN's fused flash attention (attention_cudnn.cpp); everything else (other dtypes and
+// shapes, anything cuDNN refuses) runs the simple kernel below: online softmax (running max and sum), fp32
+// accumulation, one rounding at the store; it alone returns the log-sum-exp (AttentionParams::lse), so a call
+// that asks for lse runs it. The fp8 mode runs attention_fp8.cu (sm_90a only).
+#include "ops/cuda/attention_hopper.h"
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/tensor_map.h"
+#include "ops/validate.h"
+
+#include <cstdlib>
 
 #include <atomic>
 
 namespace h3::ops::cuda_impl {
 
 using namespace cuda_detail;
+using detail::desc;
 
 namespace {
 
@@ -27,7 +36,7 @@ template <typename T, typename TO>
 __global__ void attention_fallback_kernel(const T* __restrict__ q, const T* __restrict__ k,
                                           const T* __restrict__ v, TO* __restrict__ o, int64_t sq, int64_t sk,
                                           int64_t heads, int64_t kv_heads, int64_t d, float scale,
-                                          bool causal) {
+                                          bool causal, float* __restrict__ lse) {
     extern __shared__ float smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float* qs = smem + warp * d;
@@ -93,10 +102,12 @@ __global__ void attention_fallback_kernel(const T* __restrict__ q, const T* __re
         const int64_t c = lane + 32 * i;
         if (c < d) o[qi * row_pitch + h * d + c] = from_f32<TO>(acc[i] * inv);
     }
+    // ln Σ exp(s) = m + ln l (the row's running max and sum); no key: −inf.
+    if (lse && lane == 0) lse[qi * heads + h] = l > 0.0f ? m + logf(l) : -INFINITY;
 }
 
 Status run_fallback(const Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o,
-                    float scale, bool causal) {
+                    float scale, bool causal, Tensor* lse) {
     const int64_t sq = q.dim(0), heads = q.dim(1), d = q.dim(2), sk = k.dim(0), kv_heads = k.dim(1);
     if (d > 32 * kMaxPerLane) return unimplemented("CUDA attention fallback: head dim > 256");
     const size_t smem = fallback_smem(d);
@@ -112,13 +123,51 @@ Status run_fallback(const Context& ctx, const Tensor& q, const Tensor& k, const 
             dim3 grid(static_cast<unsigned>((sq + kWarps - 1) / kWarps), static_cast<unsigned>(heads));
             attention_fallback_kernel<T, TO><<<grid, kWarps * 32, smem, stream_of(ctx)>>>(
                 q.data_as<const T>(), k.data_as<const T>(), v.data_as<const T>(), o.data_as<TO>(), sq, sk,
-                heads, kv_heads, d, scale, causal);
+                heads, kv_heads, d, scale, causal, lse ? lse->data_as<float>() : nullptr);
             return check_launch("attention_fallback");
         });
     });
 }
 
 std::atomic<bool> g_warned{false};
+
+// The Hopper kernel's default configuration (docs/kernels/attention_notes.md: the fastest or within 2 % of
+// it at S = 38 k and 104 k; the variants differ by less than run-to-run drift).
+constexpr HopperAttentionConfig kHopperDefault{.block_n = 128, .pingpong = true};
+
+HopperAttentionArgs hopper_args(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o, float scale,
+                                bool causal) {
+    return {.q = q.data(),
+            .k = k.data(),
+            .v = v.data(),
+            .o = o.data(),
+            .sq = q.dim(0),
+            .sk = k.dim(0),
+            .heads = q.dim(1),
+            .kv_heads = k.dim(1),
+            .scale = scale,
+            .causal = causal};
+}
+
+bool hopper_fits(const Context& ctx, const Tensor& q, const Tensor& o, const HopperAttentionArgs& a) {
+    return hopper_kernels_usable(ctx) && q.dtype() == DType::kBF16 && o.dtype() == DType::kBF16 &&
+           q.dim(2) == 128 && hopper_attention_shape_ok(a);
+}
+
+// cuDNN's graph covers full MHA with bf16/f16 in and the same dtype out, D in {64, 128}, aligned pointers.
+bool cudnn_fits(const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                const Tensor& o) {
+    const bool half = q.dtype() == DType::kBF16 || q.dtype() == DType::kF16;
+    const bool aligned = pointer_alignment(q.data()) >= 16 && pointer_alignment(k.data()) >= 16 &&
+                         pointer_alignment(v.data()) >= 16 && pointer_alignment(o.data()) >= 16;
+    const int64_t d = q.dim(2);
+    return !p.causal && k.dim(1) == q.dim(1) && half && o.dtype() == q.dtype() && (d == 64 || d == 128) &&
+           aligned;
+}
+
+AttentionKey cudnn_key(const Tensor& q, const Tensor& k) {
+    return AttentionKey{q.dim(0), k.dim(0), q.dim(1), q.dim(2), static_cast<int>(q.dtype())};
+}
 
 } // namespace
 
@@ -131,21 +180,102 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
         H3_CUDA_TRY(cudaMemsetAsync(o.data(), 0, o.nbytes(), stream_of(ctx)), "cudaMemsetAsync");
         return ok_status();
     }
-    const bool half = q.dtype() == DType::kBF16 || q.dtype() == DType::kF16;
-    const bool aligned = pointer_alignment(q.data()) >= 16 && pointer_alignment(k.data()) >= 16 &&
-                         pointer_alignment(v.data()) >= 16 && pointer_alignment(o.data()) >= 16;
-    // cuDNN writes o in q's dtype; another output dtype takes the fallback (not used by the model).
-    const bool plain = !p.causal && k.dim(1) == heads; // the cuDNN graph is built for full MHA only
-    if (plain && half && o.dtype() == q.dtype() && (d == 64 || d == 128) && aligned) {
-        AttentionKey key{sq, sk, heads, d, static_cast<int>(q.dtype())};
+    const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal);
+    if (p.fp8) {
+        if (d != 128)
+            return unimplemented("attention: the CUDA fp8 mode needs head dim 128, q is " + desc(q));
+        return hopper_attention_fp8(ctx, ha, /*lazy_rescale=*/true); // +4 % over rescaling every block
+    }
+    // Only the fallback kernel returns the log-sum-exp (ring attention's partials).
+    const bool hopper = !p.lse && hopper_fits(ctx, q, o, ha);
+    const bool cudnn = !p.lse && cudnn_fits(p, q, k, v, o);
+    switch (p.impl) {
+    case AttentionImpl::kHopper:
+        if (!hopper)
+            return unimplemented("attention: the sm_90a kernel cannot run this call (" + desc(q) +
+                                 (p.lse ? ": it does not return lse)" : ")"));
+        return hopper_attention_bf16(ctx, ha, kHopperDefault);
+    case AttentionImpl::kCudnn: {
+        if (!cudnn)
+            return unimplemented("attention: cuDNN's graph does not cover this call (" + desc(q) +
+                                 (p.lse ? ": lse is asked)" : ")"));
         std::string why;
-        auto plan = cudnn_attention_plan(ctx, key, why);
+        auto plan = cudnn_attention_plan(ctx, cudnn_key(q, k), why);
+        if (!plan) return unimplemented("attention: cuDNN offers no fused attention plan: " + why);
+        return cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale);
+    }
+    case AttentionImpl::kFallback:
+        return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
+    case AttentionImpl::kAuto:
+        break;
+    }
+    if (hopper) return hopper_attention_bf16(ctx, ha, kHopperDefault);
+    if (cudnn) {
+        std::string why;
+        auto plan = cudnn_attention_plan(ctx, cudnn_key(q, k), why);
         if (plan) return cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale);
         if (!g_warned.exchange(true))
             log_warning("attention: cuDNN fused attention unavailable (" + why +
                         "); using the slow fallback kernel");
     }
-    return run_fallback(ctx, q, k, v, o, scale, p.causal);
+    return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
+}
+
+std::vector<std::string> attention_candidates(const Context& ctx, const AttentionParams& p, const Tensor& q,
+                                              const Tensor& k, const Tensor& v, const Tensor& o) {
+    std::vector<std::string> names;
+    if (p.lse) return {"fallback"}; // the one kernel that returns the log-sum-exp
+    const float scale = p.scale > 0.0f ? p.scale : 1.0f;
+    Tensor out = o;
+    const HopperAttentionArgs ha = hopper_args(q, k, v, out, scale, p.causal);
+    if (p.fp8) {
+        if (hopper_fits(ctx, q, o, ha)) {
+            names.push_back("hopper fp8 lazy"); // the default
+            if (!p.causal) names.push_back("hopper fp8");
+        }
+        return names;
+    }
+    if (hopper_fits(ctx, q, o, ha)) {
+        if (p.causal) {
+            names.push_back("hopper bn128 pingpong lazy");
+        } else {
+            for (const char* n : {"bn128 pingpong", "bn128 pingpong lazy", "bn128 pingpong s3",
+                                  "bn176 pingpong", "bn128 overlap"})
+                names.push_back(std::string("hopper ") + n);
+        }
+    }
+    if (cudnn_fits(p, q, k, v, o)) {
+        std::string why;
+        for (const auto& plan : cudnn_attention_candidates(ctx, cudnn_key(q, k), why))
+            names.push_back("cudnn " + plan->config);
+    }
+    names.push_back("fallback");
+    return names;
+}
+
+Status attention_candidate(const Context& ctx, const std::string& name, const AttentionParams& p,
+                           const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) {
+    const float scale = p.scale > 0.0f ? p.scale : 1.0f / sqrtf(static_cast<float>(q.dim(2)));
+    const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal);
+    if (name == "fallback") return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
+    if (p.lse) return unimplemented("attention_candidate: only 'fallback' returns lse, not '" + name + "'");
+    if (name == "hopper fp8" || name == "hopper fp8 lazy")
+        return hopper_attention_fp8(ctx, ha, name != "hopper fp8");
+    if (name.rfind("hopper bn", 0) == 0) {
+        HopperAttentionConfig cfg;
+        cfg.block_n = std::atoi(name.c_str() + 9);
+        cfg.pingpong = name.find("pingpong") != std::string::npos;
+        cfg.stages = name.find(" s3") != std::string::npos ? 3 : 2;
+        cfg.lazy_rescale = name.find("lazy") != std::string::npos;
+        return hopper_attention_bf16(ctx, ha, cfg);
+    }
+    if (name.rfind("cudnn ", 0) == 0) {
+        std::string why;
+        for (const auto& plan : cudnn_attention_candidates(ctx, cudnn_key(q, k), why))
+            if ("cudnn " + plan->config == name)
+                return cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale);
+    }
+    return invalid_argument("attention_candidate: no candidate '" + name + "' for this call");
 }
 
 } // namespace h3::ops::cuda_impl

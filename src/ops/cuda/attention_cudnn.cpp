@@ -183,31 +183,84 @@ Status build_ops(Builder& b, Graph g, const AttentionKey& key, std::vector<cudnn
     return ok_status();
 }
 
-Status build_plan(const Context& ctx, Graph g, const AttentionKey& key, AttentionPlan& out) {
-    cudnnHandle_t handle = static_cast<cudnnHandle_t>(ctx.cuda->cudnn());
-    Builder b;
-    std::vector<cudnnBackendDescriptor_t> ops;
-    H3_TRY(build_ops(b, g, key, ops));
-    cudnnBackendDescriptor_t graph;
-    H3_TRY(b.create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, graph));
-    H3_TRY(Builder::set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                        static_cast<int64_t>(ops.size()), ops.data(), "graph ops"));
-    H3_TRY(
-        Builder::set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "graph handle"));
-    H3_TRY(cudnn_status(cudnnBackendFinalize(graph), "finalize operation graph"));
+// "engine 12, knobs 2=1 14=3": which engine a config picked and its knob choices (for names and dedup).
+std::string describe_config(cudnnBackendDescriptor_t cfg) {
+    std::string out;
+    cudnnBackendDescriptor_t engine = nullptr;
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) == CUDNN_STATUS_SUCCESS) {
+        int64_t n = 0;
+        if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+                                     &engine) == CUDNN_STATUS_SUCCESS) {
+            int64_t index = -1;
+            if (cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
+                                         &index) == CUDNN_STATUS_SUCCESS)
+                out = "engine " + std::to_string(index);
+        }
+        cudnnBackendDestroyDescriptor(engine);
+    }
+    constexpr int kMaxKnobs = 16;
+    std::array<cudnnBackendDescriptor_t, kMaxKnobs> knobs{};
+    int created = 0;
+    for (auto& k : knobs) {
+        if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &k) != CUDNN_STATUS_SUCCESS)
+            break;
+        ++created;
+    }
+    int64_t count = 0;
+    if (created == kMaxKnobs &&
+        cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                 kMaxKnobs, &count, knobs.data()) == CUDNN_STATUS_SUCCESS &&
+        count > 0) {
+        out += ", knobs";
+        for (int64_t i = 0; i < count && i < kMaxKnobs; ++i) {
+            cudnnBackendKnobType_t type{};
+            int64_t value = 0, n = 0;
+            if (cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
+                                         &n, &type) == CUDNN_STATUS_SUCCESS &&
+                cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n,
+                                         &value) == CUDNN_STATUS_SUCCESS)
+                out += " " + std::to_string(static_cast<int>(type)) + "=" + std::to_string(value);
+        }
+    }
+    for (int i = 0; i < created; ++i) cudnnBackendDestroyDescriptor(knobs[i]);
+    return out;
+}
 
-    Status last = internal_error("no engine config");
-    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+const char* mode_name(cudnnBackendHeurMode_t m) {
+    switch (m) {
+    case CUDNN_HEUR_MODE_A:
+        return "A";
+    case CUDNN_HEUR_MODE_B:
+        return "B";
+    default:
+        return "fallback";
+    }
+}
+
+// Every execution plan heuristic `mode` offers for graph `g` (at most kMaxConfigs), in heuristic order.
+// Each plan owns a Builder's descriptors (the graph is rebuilt per plan so each plan can live alone).
+Status build_plans(const Context& ctx, Graph g, cudnnBackendHeurMode_t mode, const AttentionKey& key,
+                   std::vector<std::shared_ptr<AttentionPlan>>& out) {
+    constexpr int kMaxConfigs = 8;
+    cudnnHandle_t handle = static_cast<cudnnHandle_t>(ctx.cuda->cudnn());
+    Status last = internal_error(std::string("heuristic ") + mode_name(mode) + " offered no engine config");
+    for (int i = 0; i < kMaxConfigs; ++i) {
+        Builder b;
+        std::vector<cudnnBackendDescriptor_t> ops;
+        H3_TRY(build_ops(b, g, key, ops));
+        cudnnBackendDescriptor_t graph;
+        H3_TRY(b.create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, graph));
+        H3_TRY(Builder::set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                            static_cast<int64_t>(ops.size()), ops.data(), "graph ops"));
+        H3_TRY(Builder::set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle,
+                            "graph handle"));
+        H3_TRY(cudnn_status(cudnnBackendFinalize(graph), "finalize operation graph"));
         cudnnBackendDescriptor_t heur;
         H3_TRY(b.create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, heur));
         H3_TRY(Builder::set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph, "heur graph"));
         H3_TRY(Builder::set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heur mode"));
         Status st = cudnn_status(cudnnBackendFinalize(heur), "finalize heuristics");
-        if (!st.ok()) {
-            last = st;
-            continue;
-        }
-        constexpr int kMaxConfigs = 8;
+        if (!st.ok()) return out.empty() ? st : ok_status();
         std::array<cudnnBackendDescriptor_t, kMaxConfigs> cfgs{};
         for (auto& c : cfgs) H3_TRY(b.create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, c));
         int64_t count = 0;
@@ -215,42 +268,73 @@ Status build_plan(const Context& ctx, Graph g, const AttentionKey& key, Attentio
                                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, kMaxConfigs, &count,
                                                    cfgs.data()),
                           "heuristic results");
-        if (!st.ok()) {
-            last = st;
+        if (!st.ok()) return out.empty() ? st : ok_status();
+        if (i >= count) break;
+        cudnnBackendDescriptor_t plan = nullptr;
+        H3_TRY(cudnn_status(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan),
+                            "create plan"));
+        Status ps = Builder::set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle,
+                                 "plan handle");
+        if (ps.ok())
+            ps = Builder::set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfgs[i], "plan config");
+        if (ps.ok()) ps = cudnn_status(cudnnBackendFinalize(plan), "finalize plan");
+        int64_t ws = 0, n = 0;
+        if (ps.ok())
+            ps = cudnn_status(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                       CUDNN_TYPE_INT64, 1, &n, &ws),
+                              "plan workspace");
+        if (!ps.ok()) {
+            cudnnBackendDestroyDescriptor(plan);
+            last = ps;
             continue;
         }
-        for (int64_t i = 0; i < count && i < kMaxConfigs; ++i) {
-            cudnnBackendDescriptor_t plan = nullptr;
-            H3_TRY(cudnn_status(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan),
-                                "create plan"));
-            Status ps = Builder::set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle,
-                                     "plan handle");
-            if (ps.ok())
-                ps = Builder::set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfgs[i], "plan config");
-            if (ps.ok()) ps = cudnn_status(cudnnBackendFinalize(plan), "finalize plan");
-            int64_t ws = 0, n = 0;
-            if (ps.ok())
-                ps = cudnn_status(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                                           CUDNN_TYPE_INT64, 1, &n, &ws),
-                                  "plan workspace");
-            if (!ps.ok()) {
-                cudnnBackendDestroyDescriptor(plan);
-                last = ps;
-                continue;
-            }
-            out.plan = plan;
-            out.workspace = ws;
-            out.info = std::string(graph_name(g)) + " graph, heuristic " +
-                       (mode == CUDNN_HEUR_MODE_A ? "A" : "fallback") + " config " + std::to_string(i) + "/" +
-                       std::to_string(count) + ", workspace " + std::to_string(ws) + " B";
-            out.keep = b.release();
-            return ok_status();
-        }
+        auto p = std::make_shared<AttentionPlan>();
+        p->plan = plan;
+        p->workspace = ws;
+        p->info = std::string(graph_name(g)) + " graph, heuristic " + mode_name(mode) + " config " +
+                  std::to_string(i) + "/" + std::to_string(count) + " (" + describe_config(cfgs[i]) +
+                  "), workspace " + std::to_string(ws) + " B";
+        p->config = std::string(graph_name(g)) + " " + describe_config(cfgs[i]);
+        p->keep = b.release();
+        out.push_back(std::move(p));
     }
-    return last;
+    return out.empty() ? last : ok_status();
+}
+
+// All distinct plans for `key` (graphs in order, heuristics A then B then fallback), cached.
+const std::vector<std::shared_ptr<AttentionPlan>>&
+candidates_locked(const Context& ctx, AttentionCache& cache, const AttentionKey& key, std::string& why) {
+    auto it = cache.candidates.find(key);
+    if (it != cache.candidates.end()) return it->second;
+    std::vector<std::shared_ptr<AttentionPlan>> all;
+    std::string errors;
+    for (Graph g : {Graph::kUnified, Graph::kComposite, Graph::kCompositeIoP}) {
+        for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B, CUDNN_HEUR_MODE_FALLBACK}) {
+            std::vector<std::shared_ptr<AttentionPlan>> plans;
+            Status st = build_plans(ctx, g, mode, key, plans);
+            if (!st.ok())
+                errors += std::string(errors.empty() ? "" : "; ") + graph_name(g) + "/" + mode_name(mode) +
+                          ": " + st.message();
+            for (auto& p : plans) {
+                bool dup = false;
+                for (const auto& q : all) dup = dup || q->config == p->config;
+                if (!dup) all.push_back(std::move(p));
+            }
+        }
+        if (!all.empty()) break; // the first graph cuDNN accepts; later graphs are fallbacks
+    }
+    if (all.empty()) why = errors;
+    return cache.candidates[key] = std::move(all);
 }
 
 } // namespace
+
+std::vector<std::shared_ptr<AttentionPlan>>
+cudnn_attention_candidates(const Context& ctx, const AttentionKey& key, std::string& why) {
+    AttentionCache& cache = ctx.cuda->attention_cache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    return candidates_locked(ctx, cache, key, why);
+}
 
 std::shared_ptr<AttentionPlan> cudnn_attention_plan(const Context& ctx, const AttentionKey& key,
                                                     std::string& why) {
@@ -258,22 +342,13 @@ std::shared_ptr<AttentionPlan> cudnn_attention_plan(const Context& ctx, const At
     std::lock_guard<std::mutex> lock(cache.mutex);
     auto it = cache.plans.find(key);
     if (it != cache.plans.end()) return it->second;
-    std::shared_ptr<AttentionPlan> result;
-    std::string errors;
-    for (Graph g : {Graph::kUnified, Graph::kComposite, Graph::kCompositeIoP}) {
-        auto plan = std::make_shared<AttentionPlan>();
-        Status st = build_plan(ctx, g, key, *plan);
-        if (st.ok()) {
-            result = plan;
-            log_info("attention: cuDNN " + std::to_string(cudnnGetVersion()) +
-                     " fused attention plan for Sq=" + std::to_string(key.sq) +
-                     " Sk=" + std::to_string(key.sk) + " H=" + std::to_string(key.heads) +
-                     " D=" + std::to_string(key.dim) + ": " + plan->info);
-            break;
-        }
-        errors += std::string(errors.empty() ? "" : "; ") + graph_name(g) + ": " + st.message();
-    }
-    if (!result) why = errors;
+    const auto& all = candidates_locked(ctx, cache, key, why);
+    std::shared_ptr<AttentionPlan> result = all.empty() ? nullptr : all.front();
+    if (result)
+        log_info("attention: cuDNN " + std::to_string(cudnnGetVersion()) +
+                 " fused attention plan for Sq=" + std::to_string(key.sq) + " Sk=" + std::to_string(key.sk) +
+                 " H=" + std::to_string(key.heads) + " D=" + std::to_string(key.dim) + ": " + result->info +
+                 " (" + std::to_string(all.size()) + " candidates)");
     cache.plans[key] = result;
     return result;
 }

@@ -77,6 +77,9 @@ struct GemmKey {
 struct GemmAlgo {
     bool supported = false; // false: cuBLASLt offered nothing for this combination (use the fallback)
     cublasLtMatmulAlgo_t algo{};
+    int candidates = 0;   // heuristic results considered
+    int chosen = 0;       // index of the kept one among them (0: the heuristic's first)
+    float best_ms = 0.0f; // its time when the candidates were timed
 };
 
 struct GemmCache {
@@ -84,12 +87,29 @@ struct GemmCache {
     std::map<GemmKey, GemmAlgo> algos;
 };
 
+// conv3d through cuDNN's convolution (conv3d_cudnn.cpp): the algorithm chosen per problem.
+struct Conv3dKey {
+    std::vector<int> dims; // x, w, pads, strides, math
+    bool operator<(const Conv3dKey& o) const { return dims < o.dims; }
+};
+struct Conv3dAlgo {
+    bool supported = false; // false: no usable cuDNN algorithm (the implicit GEMM kernels run instead)
+    int algo = 0;           // cudnnConvolutionFwdAlgo_t
+    int math = 0;           // cudnnMathType_t
+    size_t workspace = 0;
+};
+struct Conv3dCache {
+    std::mutex mutex;
+    std::map<Conv3dKey, Conv3dAlgo> algos;
+};
+
 // A finalized cuDNN execution plan and every descriptor it was built from (kept alive with it).
 struct AttentionPlan {
     cudnnBackendDescriptor_t plan = nullptr;
     std::vector<cudnnBackendDescriptor_t> keep;
     int64_t workspace = 0;
-    std::string info;
+    std::string info;   // for logs
+    std::string config; // graph, engine and knobs: names the candidate in benches
     AttentionPlan() = default;
     AttentionPlan(const AttentionPlan&) = delete;
     AttentionPlan& operator=(const AttentionPlan&) = delete;
@@ -110,6 +130,8 @@ struct AttentionCache {
     std::mutex mutex;
     // nullptr entry: no plan could be built for this key (do not retry every call).
     std::map<AttentionKey, std::shared_ptr<AttentionPlan>> plans;
+    // Every distinct plan the heuristics offer for a key (the first is the default above).
+    std::map<AttentionKey, std::vector<std::shared_ptr<AttentionPlan>>> candidates;
 };
 
 } // namespace h3::ops::cuda_detail
@@ -126,6 +148,10 @@ void log_info(const std::string& message);
 // use; nullptr (also cached) when cuDNN offers no engine, with `why` set on the first failure.
 std::shared_ptr<AttentionPlan> cudnn_attention_plan(const Context& ctx, const AttentionKey& key,
                                                     std::string& why);
+// Every distinct plan cuDNN's heuristics (modes A, B, fallback) offer for the key, cached; empty with `why`
+// set when none builds.
+std::vector<std::shared_ptr<AttentionPlan>>
+cudnn_attention_candidates(const Context& ctx, const AttentionKey& key, std::string& why);
 // Runs the plan on ctx's stream. Pointers are device pointers; scale is passed by value.
 Status cudnn_attention_run(const Context& ctx, const AttentionPlan& plan, const void* q, const void* k,
                            const void* v, void* o, float scale);

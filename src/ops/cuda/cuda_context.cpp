@@ -2,6 +2,9 @@
 
 #include "ops/cuda/cuda_common.h"
 
+#include <cstdlib>
+#include <string>
+
 namespace h3::ops {
 
 using cuda_detail::cublas_status;
@@ -25,6 +28,9 @@ Result<std::unique_ptr<CudaContext>> CudaContext::create(int device) {
     c->device_ = device;
     c->gemm_cache_ = std::make_unique<cuda_detail::GemmCache>();
     c->attention_cache_ = std::make_unique<cuda_detail::AttentionCache>();
+    c->conv3d_cache_ = std::make_unique<cuda_detail::Conv3dCache>();
+    if (const char* e = std::getenv("H3_GEMM_AUTOTUNE")) c->gemm_autotune_ = std::string(e) != "0";
+    if (const char* e = std::getenv("H3_CONV3D")) c->conv3d_cudnn_ = std::string(e) == "cudnn";
 
     cudaDeviceProp prop{};
     H3_TRY(cuda_status(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"));
@@ -57,6 +63,7 @@ CudaContext::~CudaContext() {
     if (stream_) cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
     attention_cache_.reset(); // plans before the cuDNN handle they were built on
     gemm_cache_.reset();
+    conv3d_cache_.reset();
     if (scratch_) cudaFree(scratch_);
     if (gemm_workspace_) cudaFree(gemm_workspace_);
     if (cudnn_) cudnnDestroy(static_cast<cudnnHandle_t>(cudnn_));

@@ -14,6 +14,7 @@ namespace h3::ops {
 namespace cuda_detail {
 struct GemmCache;      // cuda/cuda_common.h
 struct AttentionCache; // cuda/cuda_common.h
+struct Conv3dCache;    // cuda/cuda_common.h
 } // namespace cuda_detail
 
 class CudaContext {
@@ -40,6 +41,17 @@ public:
 
     cuda_detail::GemmCache& gemm_cache() { return *gemm_cache_; }
     cuda_detail::AttentionCache& attention_cache() { return *attention_cache_; }
+    cuda_detail::Conv3dCache& conv3d_cache() { return *conv3d_cache_; }
+
+    // GEMM algorithm choice: true (default; H3_GEMM_AUTOTUNE=0 turns it off) times the cuBLASLt heuristic's
+    // candidates once per problem and keeps the fastest; false takes the heuristic's first. Set before the
+    // first GEMM of a shape (choices are cached).
+    bool gemm_autotune() const { return gemm_autotune_; }
+    void set_gemm_autotune(bool on) { gemm_autotune_ = on; }
+    // conv3d through cuDNN in channels-last layout (opt-in: H3_CONV3D=cudnn); default the built-in implicit
+    // GEMM kernels, which measured faster than cuDNN on NCDHW tensors (conv3d_cudnn.cpp).
+    bool conv3d_cudnn() const { return conv3d_cudnn_; }
+    void set_conv3d_cudnn(bool on) { conv3d_cudnn_ = on; }
 
 private:
     CudaContext() = default;
@@ -55,8 +67,11 @@ private:
     std::mutex scratch_mutex_;
     int sm_count_ = 0;
     int cc_major_ = 0;
+    bool gemm_autotune_ = true;
+    bool conv3d_cudnn_ = false;
     std::unique_ptr<cuda_detail::GemmCache> gemm_cache_;
     std::unique_ptr<cuda_detail::AttentionCache> attention_cache_;
+    std::unique_ptr<cuda_detail::Conv3dCache> conv3d_cache_;
 };
 
 } // namespace h3::ops

@@ -71,8 +71,20 @@ Status head_norm_rope(const Context& ctx, const RmsNormParams& np, const RopePar
 
 Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                  const Tensor& v, Tensor& o);
+std::vector<std::string> attention_candidates(const Context& ctx, const AttentionParams& p, const Tensor& q,
+                                              const Tensor& k, const Tensor& v, const Tensor& o);
+Status attention_candidate(const Context& ctx, const std::string& name, const AttentionParams& p,
+                           const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o);
+Status attention_merge(const Context& ctx, const Tensor& o_a, const Tensor& lse_a, const Tensor& o_b,
+                       const Tensor& lse_b, Tensor& o, Tensor& lse);
 
 Status fill_uniform(const Context& ctx, const FillUniformParams& p, Tensor& x);
+
+// fp8 GEMM (ops/gemm_fp8.h): rows of x (any float dtype) to e4m3 with per-row power-of-two scales, and the
+// scaled e4m3 product.
+Status quantize_rows_fp8(const Context& ctx, const Tensor& x, Tensor& x8, Tensor& scale);
+Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, const Fp8Weight& w,
+                const Tensor& bias, Tensor& y);
 
 // Convolutions, BigVGAN activations and LayerNorm (ops/conv.h, ops/audio_act.h, ops/layer_norm.h): all f32
 // except layer_norm (any float dtypes).
@@ -90,6 +102,10 @@ Status clamp(const Context& ctx, float lo, float hi, const Tensor& x, Tensor& y)
 Status layer_norm(const Context& ctx, const LayerNormParams& p, const Tensor& x, const Tensor& weight,
                   const Tensor& bias, Tensor& y);
 
+// int8 weights and the non-finite flag (ops/quant.h).
+Status dequantize_rows(const Context& ctx, const Tensor& q, const Tensor& scale, Tensor& w);
+Status mark_nonfinite(const Context& ctx, const Tensor& x, Tensor& flag);
+
 // Batched transpose (ops/transpose.h): any dtype, raw bits.
 Status transpose(const Context& ctx, const Tensor& x, Tensor& y);
 
@@ -98,5 +114,23 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
               Tensor& y);
 Status group_norm(const Context& ctx, const GroupNormParams& p, const Tensor& x, const Tensor& weight,
                   const Tensor& bias, Tensor& y);
+
+// The sampling loop's Euler step and the tiled VAE's assembly (ops/sampling.h, ops/tiles.h): f32 only.
+Status euler_update(const Context& ctx, const EulerParams& p, Tensor& x, const Tensor& v);
+Status blend_tile(const Context& ctx, const BlendTileParams& p, const Tensor& cur, const Tensor& up,
+                  const Tensor& left, Tensor& out);
+Status crossfade_frames(const Context& ctx, const CrossfadeParams& p, const Tensor& src, const Tensor& prev,
+                        Tensor& out);
+// Video sparse attention (ops/vsa.h).
+Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tensor& out);
+Status vsa_tile_scores(const Context& ctx, const Tensor& q_pooled, const Tensor& k_pooled, Tensor& scores);
+Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& tiles, const Tensor& scores,
+                  Tensor& lists);
+Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionParams& p, const VsaTiles& tiles,
+                              const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lists,
+                              Tensor& o);
+Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor& v_pooled, Tensor& oc);
+Status vsa_gate_add(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,
+                    const Tensor& gate, Tensor& o);
 
 } // namespace h3::ops::cuda_impl

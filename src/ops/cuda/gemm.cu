@@ -3,10 +3,14 @@
 // A = W (transposed, [K,N] col-major), B = x ([K,M] col-major), D = y ([N,M] col-major): no copies.
 // Combinations cuBLASLt has no kernel for (e.g. f32 inputs with a bf16 output, or a bias dtype its epilogue
 // refuses) run as an fp32 GEMM into scratch plus one finishing kernel, with the same single rounding.
+// Algorithm choice, once per problem (shape, dtypes, epilogue, operand alignment) and cached in the context:
+// the heuristic's first few candidates are timed on the call's own operands and the fastest is kept
+// (CudaContext::gemm_autotune, H3_GEMM_AUTOTUNE=0: the heuristic's first, as before).
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
 
 #include <memory>
+#include <vector>
 
 namespace h3::ops::cuda_impl {
 
@@ -74,8 +78,104 @@ Status make_descs(const LtProblem& pr, LtDescs& d) {
     return ok_status();
 }
 
-// The cached heuristic choice for this problem (supported == false when cuBLASLt offers none).
-Status find_algo(const Context& ctx, const LtProblem& pr, const GemmKey& key, LtDescs& d, GemmAlgo& out) {
+constexpr int kMaxCandidates = 8; // heuristic results asked for and timed
+constexpr int kTimedRuns = 3;     // per candidate and round
+constexpr int kRounds = 2;        // the candidates are timed in two rounds (the second in reverse order)
+// A candidate replaces the heuristic's first only when it is this much faster: the first H200 run of this
+// tuner (one timing round, no margin) picked no faster kernel for the DiT's GEMMs, and a clock ramp or one
+// noisy timing must not swap a good choice for a worse one.
+constexpr float kMargin = 0.97f;
+
+// The operands of one call, for timing candidates on them.
+struct LtCall {
+    float alpha = 1.0f;
+    bool accumulate = false;
+    const void* x = nullptr;
+    const void* w = nullptr;
+    void* y = nullptr;
+    size_t y_bytes = 0;
+};
+
+// Times each candidate on the call's operands (after a warm-up, the best of two rounds) and returns the index
+// of the fastest, the heuristic's first unless another beats it by the margin (0 when timing is not possible:
+// a stream under graph capture, or no events). The trial runs write y itself when the call
+// overwrites it anyway (beta = 0); with accumulate they write a scratch copy and read y as C, so the real
+// call still sees the old y.
+Result<int> fastest_candidate(const Context& ctx, const LtDescs& d,
+                              const cublasLtMatmulHeuristicResult_t* res, int found, const LtCall& call,
+                              float& best_ms) {
+    best_ms = 0.0f;
+    const cudaStream_t stream = stream_of(ctx);
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+        cudaGetLastError();
+        return 0;
+    }
+    void* out = call.y;
+    if (call.accumulate) {
+        H3_ASSIGN_OR_RETURN(out, ctx.cuda->scratch(call.y_bytes));
+    }
+    cudaEvent_t start = nullptr, stop = nullptr;
+    if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+        cudaGetLastError();
+        if (start) cudaEventDestroy(start);
+        return 0;
+    }
+    const float beta = call.accumulate ? 1.0f : 0.0f;
+    const auto handle = static_cast<cublasLtHandle_t>(ctx.cuda->cublaslt());
+    auto run = [&](const cublasLtMatmulAlgo_t& algo) {
+        return cublasLtMatmul(handle, d.op, &call.alpha, call.w, d.a, call.x, d.b, &beta, call.y, d.c, out,
+                              d.c, &algo, ctx.cuda->gemm_workspace(), ctx.cuda->gemm_workspace_bytes(),
+                              stream);
+    };
+    std::vector<float> times(static_cast<size_t>(found), -1.0f); // best per-candidate time over the rounds
+    cudaError_t fault = cudaSuccess;
+    // Warm-up: the heuristic's first a few times, so the clocks are up before anything is timed.
+    for (int r = 0; r < kTimedRuns && res[0].state == CUBLAS_STATUS_SUCCESS; ++r) (void)run(res[0].algo);
+    for (int round = 0; round < kRounds && fault == cudaSuccess; ++round)
+        for (int n = 0; n < found && fault == cudaSuccess; ++n) {
+            const int i = round % 2 == 0 ? n : found - 1 - n;
+            if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
+            if (round == 0 && run(res[i].algo) != CUBLAS_STATUS_SUCCESS) {
+                times[static_cast<size_t>(i)] = -2.0f; // refuses these operands: never timed again
+                continue;
+            }
+            if (times[static_cast<size_t>(i)] == -2.0f) continue;
+            bool ok = cudaEventRecord(start, stream) == cudaSuccess;
+            for (int r = 0; r < kTimedRuns && ok; ++r) ok = run(res[i].algo) == CUBLAS_STATUS_SUCCESS;
+            ok = ok && cudaEventRecord(stop, stream) == cudaSuccess;
+            float ms = 0.0f;
+            if (ok) {
+                fault = cudaEventSynchronize(stop); // a fault in a trial run is a real error
+                if (fault != cudaSuccess) break;
+                ok = cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
+            }
+            if (!ok) {
+                cudaGetLastError();
+                continue;
+            }
+            float& t = times[static_cast<size_t>(i)];
+            if (t < 0.0f || ms < t) t = ms;
+        }
+    int best = 0;
+    float best_time = times[0] > 0.0f ? times[0] : -1.0f;
+    for (int i = 1; i < found; ++i) {
+        const float t = times[static_cast<size_t>(i)];
+        if (t <= 0.0f) continue;
+        if (best_time < 0.0f || (best == 0 ? t < kMargin * best_time : t < best_time))
+            best_time = t, best = i;
+    }
+    if (best != 0 && times[0] > 0.0f && !(best_time < kMargin * times[0])) best = 0, best_time = times[0];
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    if (fault != cudaSuccess) return cuda_status(fault, "cuBLASLt algorithm timing");
+    best_ms = best_time > 0.0f ? best_time / kTimedRuns : 0.0f;
+    return best;
+}
+
+// The cached choice for this problem (supported == false when cuBLASLt offers none).
+Status find_algo(const Context& ctx, const LtProblem& pr, const GemmKey& key, LtDescs& d, const LtCall& call,
+                 GemmAlgo& out) {
     GemmCache& cache = ctx.cuda->gemm_cache();
     {
         std::lock_guard<std::mutex> lock(cache.mutex);
@@ -101,14 +201,20 @@ Status find_algo(const Context& ctx, const LtProblem& pr, const GemmKey& key, Lt
         H3_TRY(cublas_status(cublasLtMatmulPreferenceSetAttribute(d.pref, attr, &a, sizeof(a)),
                              "set ALIGNMENT"));
     }
-    cublasLtMatmulHeuristicResult_t result{};
+    cublasLtMatmulHeuristicResult_t results[kMaxCandidates] = {};
+    const int want = ctx.cuda->gemm_autotune() ? kMaxCandidates : 1;
     int found = 0;
-    cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(ctx.cuda->cublaslt()),
-                                                      d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &found);
+    cublasStatus_t s =
+        cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(ctx.cuda->cublaslt()), d.op, d.a, d.b,
+                                       d.c, d.c, d.pref, want, results, &found);
     GemmAlgo algo;
     if (s == CUBLAS_STATUS_SUCCESS && found > 0) {
         algo.supported = true;
-        algo.algo = result.algo;
+        algo.candidates = found;
+        if (found > 1) {
+            H3_ASSIGN_OR_RETURN(algo.chosen, fastest_candidate(ctx, d, results, found, call, algo.best_ms));
+        }
+        algo.algo = results[algo.chosen].algo;
     } else if (s == CUBLAS_STATUS_ALLOC_FAILED || s == CUBLAS_STATUS_NOT_INITIALIZED) {
         return cublas_status(s, "AlgoGetHeuristic");
     }
@@ -142,7 +248,13 @@ Status try_lt(const Context& ctx, const LtProblem& pr, float alpha, bool accumul
     LtDescs d;
     H3_TRY(make_descs(pr, d));
     GemmAlgo algo;
-    H3_TRY(find_algo(ctx, pr, make_key(pr, accumulate, x, w, y), d, algo));
+    const LtCall call{.alpha = alpha,
+                      .accumulate = accumulate,
+                      .x = x,
+                      .w = w,
+                      .y = y,
+                      .y_bytes = static_cast<size_t>(pr.m * pr.n) * dtype_size(pr.out_type)};
+    H3_TRY(find_algo(ctx, pr, make_key(pr, accumulate, x, w, y), d, call, algo));
     if (!algo.supported) return ok_status();
     const float beta = accumulate ? 1.0f : 0.0f;
     H3_TRY(cublas_status(cublasLtMatmul(static_cast<cublasLtHandle_t>(ctx.cuda->cublaslt()), d.op, &alpha, w,

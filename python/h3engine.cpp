@@ -1,0 +1,102 @@
+// The h3engine Python module (pybind11): Engine (py_engine.h) and its Result. See the README's "Python"
+// section.
+#include "py_convert.h"
+#include "py_engine.h"
+
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+using h3::python::Engine;
+using h3::python::EngineOptions;
+using h3::python::GenerateArgs;
+using h3::python::GenerateResult;
+
+PYBIND11_MODULE(h3engine, m) {
+    m.doc() = "h3-engine: MiniMax-H3 video+audio generation (the Generator of the h3-engine binary)";
+    m.attr("__version__") = H3_VERSION;
+    h3::python::register_exceptions(m);
+
+    py::class_<GenerateResult>(m, "Result", "What Engine.generate returns")
+        .def_readonly("frames", &GenerateResult::frames, "uint8 [F, H, W, 3] RGB frames (None: not decoded)")
+        .def_readonly("audio", &GenerateResult::audio, "float32 [2, N] stereo waveform (None: not decoded)")
+        .def_readonly("sample_rate", &GenerateResult::sample_rate)
+        .def_readonly("fps", &GenerateResult::fps)
+        .def_readonly("width", &GenerateResult::width)
+        .def_readonly("height", &GenerateResult::height)
+        .def_readonly("num_frames", &GenerateResult::num_frames)
+        .def_readonly("seed", &GenerateResult::seed, "the seed used (drawn when none was given)")
+        .def_readonly("steps", &GenerateResult::steps)
+        .def_readonly("task", &GenerateResult::task, "t2va | fl2va | ref2va")
+        .def_readonly("written", &GenerateResult::written, "files written, in order")
+        .def_readonly("metrics", &GenerateResult::metrics,
+                      "stage seconds, work counters, peak device memory, component loads (as generate "
+                      "--metrics)")
+        .def("__repr__", [](const GenerateResult& r) {
+            return "<h3engine.Result " + r.task + " " + std::to_string(r.width) + "x" +
+                   std::to_string(r.height) + ", " + std::to_string(r.num_frames) + " frames, seed " +
+                   std::to_string(r.seed) + ">";
+        });
+
+    py::class_<Engine>(m, "Engine",
+                       "A checkpoint opened for generation. Engine(checkpoint, device='cpu', dtype='bf16', "
+                       "keep_loaded=True, keep_text_encoder=False)")
+        .def(py::init([](const py::object& checkpoint, const std::string& device, const std::string& dtype,
+                         bool keep_loaded, bool keep_text_encoder) {
+                 return std::make_unique<Engine>(
+                     EngineOptions{.checkpoint = h3::python::path_argument(checkpoint, "checkpoint"),
+                                   .device = device,
+                                   .dtype = dtype,
+                                   .keep_loaded = keep_loaded,
+                                   .keep_text_encoder = keep_text_encoder});
+             }),
+             py::arg("checkpoint"), py::kw_only(), py::arg("device") = "cpu", py::arg("dtype") = "bf16",
+             py::arg("keep_loaded") = true, py::arg("keep_text_encoder") = false)
+        .def(
+            "generate",
+            [](Engine& e, py::object prompt, py::object prompt_embeds, py::object random_prompt_embeds,
+               py::object task, py::object size, py::object aspect, py::object seconds, py::object frames,
+               py::object steps, py::object seed, py::object cache, py::object quality,
+               py::object first_frame, py::object last_frame, py::object references, py::object output,
+               py::object save_latents, bool return_media, py::object progress) {
+                return e.generate(GenerateArgs{.prompt = prompt,
+                                               .prompt_embeds = prompt_embeds,
+                                               .random_prompt_embeds = random_prompt_embeds,
+                                               .task = task,
+                                               .size = size,
+                                               .aspect = aspect,
+                                               .seconds = seconds,
+                                               .frames = frames,
+                                               .steps = steps,
+                                               .seed = seed,
+                                               .cache = cache,
+                                               .quality = quality,
+                                               .first_frame = first_frame,
+                                               .last_frame = last_frame,
+                                               .references = references,
+                                               .output = output,
+                                               .save_latents = save_latents,
+                                               .return_media = return_media,
+                                               .progress = progress});
+            },
+            py::kw_only(), py::arg("prompt") = py::none(), py::arg("prompt_embeds") = py::none(),
+            py::arg("random_prompt_embeds") = py::none(), py::arg("task") = py::none(),
+            py::arg("size") = py::none(), py::arg("aspect") = py::none(), py::arg("seconds") = py::none(),
+            py::arg("frames") = py::none(), py::arg("steps") = py::none(), py::arg("seed") = py::none(),
+            py::arg("cache") = py::none(), py::arg("quality") = py::none(),
+            py::arg("first_frame") = py::none(), py::arg("last_frame") = py::none(),
+            py::arg("references") = py::none(), py::arg("output") = py::none(),
+            py::arg("save_latents") = py::none(), py::arg("return_media") = true,
+            py::arg("progress") = py::none(),
+            "Generate one video+audio clip. Keywords follow `h3-engine generate`'s flags (size='WxH', "
+            "seconds, frames, steps, seed, cache, quality, first_frame / last_frame: a path or a uint8 "
+            "[H, W, 3] array, references: ['image:a.png', 'clip.mp4', ...]); output='x.mp4' writes a file; "
+            "progress(dict) is called per stage and step. Releases the GIL; Ctrl-C or Engine.cancel() "
+            "cancels (h3engine.Cancelled / KeyboardInterrupt). Errors: ValueError (with .field), "
+            "FileNotFoundError, RuntimeError.")
+        .def("cancel", &Engine::cancel, "Cancel the running generate() (callable from any thread)")
+        .def_property_readonly("busy", &Engine::busy)
+        .def_property_readonly("checkpoint", [](const Engine& e) { return e.info().root; })
+        .def_property_readonly("device", [](const Engine& e) { return e.info().device; })
+        .def_property_readonly("dtype", [](const Engine& e) { return e.info().dtype; })
+        .def_property_readonly("component_loads", &Engine::component_loads);
+}

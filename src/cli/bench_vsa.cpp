@@ -1,0 +1,81 @@
+#include "cli/bench_vsa.h"
+
+#include "ops/ops.h"
+
+#include <chrono>
+
+namespace h3::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds per call of `f` over `iters` calls, after one warm-up call.
+template <typename F> Result<double> time_calls(const DeviceSession& session, int iters, F&& f) {
+    H3_TRY(f());
+    H3_TRY(session.synchronize());
+    const auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) H3_TRY(f());
+    H3_TRY(session.synchronize());
+    return std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+}
+
+} // namespace
+
+Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const model::DitConfig& c, DType dt,
+                                          const ops::VsaTiles& tiles, const VsaScanParams& p) {
+    const ops::Context& ctx = session.context();
+    const int64_t S = tiles.rows, H = c.num_attention_heads, hd = c.attention_head_dim, n = tiles.num_tiles(),
+                  P = tiles.num_prefix_tiles, nv = tiles.num_video_tiles;
+    const int iters = std::max(1, p.iters);
+    Tensor q, k, v, o, pooled, scores;
+    H3_ASSIGN_OR_RETURN(q, Tensor::empty(Shape{S, H, hd}, dt, ctx.device));
+    H3_ASSIGN_OR_RETURN(k, Tensor::empty(Shape{S, H, hd}, dt, ctx.device));
+    H3_ASSIGN_OR_RETURN(v, Tensor::empty(Shape{S, H, hd}, dt, ctx.device));
+    H3_ASSIGN_OR_RETURN(o, Tensor::empty(Shape{S, H, hd}, dt, ctx.device));
+    H3_ASSIGN_OR_RETURN(pooled, Tensor::empty(Shape{2, H, n, hd}, DType::kF32, ctx.device));
+    H3_ASSIGN_OR_RETURN(scores, Tensor::empty(Shape{H, n, n}, DType::kF32, ctx.device));
+    uint64_t seed = 41;
+    for (Tensor* t : {&q, &k, &v}) H3_TRY(ops::fill_uniform(ctx, {.seed = ++seed, .bound = 1.0f}, *t));
+    Tensor qp = pooled.slice(0, 0, 1).view({H, n, hd}), kp = pooled.slice(0, 1, 2).view({H, n, hd});
+    nlohmann::json runs = nlohmann::json::array();
+    double full_seconds = 0;
+    for (double f : p.kept_fractions) {
+        if (!(f > 0.0 && f <= 1.0))
+            return invalid_argument("bench dit: kept fraction " + std::to_string(f) + " must lie in (0, 1]");
+        const ops::VsaSelectParams sp{.keep = ops::vsa_keep(1.0 - f, nv), .compete = p.compete};
+        const int64_t width = ops::vsa_select_width(sp, P, n);
+        Tensor lists;
+        H3_ASSIGN_OR_RETURN(lists, Tensor::empty(Shape{H, nv, width}, DType::kI32, ctx.device));
+        auto select = [&]() -> Status {
+            H3_TRY(ops::vsa_pool(ctx, tiles, q, qp));
+            H3_TRY(ops::vsa_pool(ctx, tiles, k, kp));
+            H3_TRY(ops::vsa_tile_scores(ctx, qp, kp, scores));
+            return ops::vsa_select(ctx, sp, tiles, scores, lists);
+        };
+        H3_ASSIGN_OR_RETURN(double select_s, time_calls(session, iters, select));
+        H3_ASSIGN_OR_RETURN(double attn_s, time_calls(session, iters, [&] {
+                                return ops::block_sparse_attention(ctx, {}, tiles, q, k, v, lists, o);
+                            }));
+        // Key tiles visited over the (head, query tile) pairs, as a fraction of every pair.
+        const double visited = static_cast<double>(P * n + nv * width) / static_cast<double>(n * n);
+        if (f == 1.0) full_seconds = attn_s;
+        runs.push_back({{"kept_fraction", f},
+                        {"keep", sp.keep},
+                        {"visited_tile_fraction", visited},
+                        {"select_seconds", select_s},
+                        {"sparse_attention_seconds", attn_s},
+                        {"vs_dense", p.dense_seconds > 0 ? attn_s / p.dense_seconds : 0.0}});
+    }
+    for (auto& r : runs)
+        r["vs_all_tiles"] =
+            full_seconds > 0 ? r["sparse_attention_seconds"].get<double>() / full_seconds : 0.0;
+    return nlohmann::json{{"tiles", n},
+                          {"prefix_tiles", P},
+                          {"video_tiles", nv},
+                          {"mode", p.compete ? "compete" : "exempt"},
+                          {"dense_attention_seconds", p.dense_seconds},
+                          {"runs", runs}};
+}
+
+} // namespace h3::cli

@@ -1,0 +1,28 @@
+// `bench dit --attention vsa`: VSA's attention alone on the bench's shape — the tile-selection overhead (pool
+// q/k, tile scores, top-k) and the block-sparse kernel at a list of kept fractions of the video key tiles,
+// each against the same kernel with every tile kept and against dense attention.
+#pragma once
+
+#include "cli/device_setup.h"
+#include "model/dit/dit_config.h"
+#include "ops/vsa.h"
+
+#include <nlohmann/json.hpp>
+
+#include <vector>
+
+namespace h3::cli {
+
+struct VsaScanParams {
+    std::vector<double> kept_fractions; // of the video key tiles, in (0, 1]
+    bool compete = false;
+    int iters = 2;
+    double dense_seconds = 0; // dense attention on the same shape (the ratio's denominator)
+};
+
+// q, k, v are filled with random values here; the selection comes from their real tile scores.
+Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const model::DitConfig& config,
+                                          DType dtype, const ops::VsaTiles& tiles,
+                                          const VsaScanParams& params);
+
+} // namespace h3::cli

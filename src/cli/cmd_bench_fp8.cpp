@@ -1,0 +1,156 @@
+// h3-engine bench fp8 --random-weights [--size WxH] [--frames F] [--text L] [--blocks N] [--device cuda]
+//                     [--json]
+// The fp8 precision's accuracy at full width: one DiT forward (refiner, N blocks, heads; random full-width
+// weights and AdaLN tables made on the device, the synthetic t2va layout of --size/--frames) in bf16, then
+// the same weights in fp8 with the default bf16 exceptions and with none (every block GEMM and attention in
+// e4m3); the velocity (video `sample` and `audio_sample`) of each fp8 run against bf16 as cosine and relative
+// RMS, and each forward's wall time.
+#include "cli/app.h"
+#include "cli/commands.h"
+#include "cli/device_setup.h"
+#include "core/cuda_api.h"
+#include "model/dit/dit_fp8.h"
+#include "model/dit/dit_random.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+namespace h3::cli {
+
+namespace {
+
+struct Agreement {
+    double cosine = 0, rel_rms = 0;
+};
+
+Agreement agree(const Tensor& got, const Tensor& want) {
+    const float* g = got.data_as<const float>();
+    const float* w = want.data_as<const float>();
+    double gw = 0, gg = 0, ww = 0, dd = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+        gw += static_cast<double>(g[i]) * w[i];
+        gg += static_cast<double>(g[i]) * g[i];
+        ww += static_cast<double>(w[i]) * w[i];
+        dd += (static_cast<double>(g[i]) - w[i]) * (static_cast<double>(g[i]) - w[i]);
+    }
+    return {gw / std::sqrt(std::max(gg * ww, 1e-300)), std::sqrt(dd / std::max(ww, 1e-300))};
+}
+
+} // namespace
+
+Command bench_fp8_command() {
+    struct Options {
+        std::string size = "1344x768", device = "cuda";
+        int frames = 124, text = 537, blocks = 50;
+        bool random_weights = false, json = false;
+        CLI::App* sub = nullptr;
+    };
+    auto o = std::make_shared<Options>();
+    Command c;
+    c.setup = [o](CLI::App& bench) {
+        o->sub = bench.add_subcommand(
+            "fp8", "fp8 vs bf16 velocity after one full-width DiT forward (random weights)");
+        o->sub->add_flag("--random-weights", o->random_weights, "generate random weights on the device");
+        o->sub->add_option("--size", o->size, "canvas WxH")->capture_default_str();
+        o->sub->add_option("--frames", o->frames, "pixel frames (17n+5)")->capture_default_str();
+        o->sub->add_option("--text", o->text, "conditioner rows")->capture_default_str();
+        o->sub->add_option("--blocks", o->blocks, "transformer blocks")->capture_default_str();
+        o->sub->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
+        o->sub->add_flag("--json", o->json, "JSON output");
+    };
+    c.parsed = [o] { return o->sub && o->sub->parsed(); };
+    c.run = [o]() -> int {
+        using Clock = std::chrono::steady_clock;
+        if (!o->random_weights) {
+            std::fprintf(stderr, "h3-engine bench fp8: only --random-weights is supported\n");
+            return kExitUsage;
+        }
+        model::DitConfig cfg;
+        int W = 0, H = 0;
+        if (std::sscanf(o->size.c_str(), "%dx%d", &W, &H) != 2 || W <= 0 || H <= 0 || W % 32 || H % 32)
+            return report(invalid_argument("--size '" + o->size + "' must be WxH with multiples of 32"));
+        if (o->frames < 5 || (o->frames - 5) % 17)
+            return report(invalid_argument("--frames " + std::to_string(o->frames) + " must be 17n+5"));
+        cfg.num_layers = std::max(1, std::min(o->blocks, cfg.num_layers));
+        model::SyntheticLayout layout;
+        layout.text = o->text;
+        layout.latent_frames = (o->frames - 5) / 17 * 5 + 2;
+        layout.latent_h = H / 16;
+        layout.latent_w = W / 16;
+        layout.audio = static_cast<int64_t>(std::nearbyint(o->frames / 24.0 * 40.0));
+        auto session = DeviceSession::open(o->device);
+        if (!session.ok()) return report(session.status());
+        const ops::Context& ctx = (*session)->context();
+        reset_device_memory_peak();
+        auto weights = model::random_dit_weights(cfg, ctx, model::DitPrecision::kBf16,
+                                                 {.blocks = cfg.num_layers, .adaln = false, .seed = 1});
+        if (!weights.ok()) return report(weights.status());
+        const model::DitPackedInputs packed = model::synthetic_inputs(cfg, layout, 0.3f, 0.55f, 2);
+        auto tables = model::random_adaln_tables(cfg, ctx, DType::kBF16, packed.timesteps, cfg.num_layers, 3);
+        if (!tables.ok()) return report(tables.status());
+        auto run = [&](const model::DitWeights& w, model::DitPrecision prec,
+                       double& secs) -> Result<model::DitOutputs> {
+            model::DitModel m(cfg, w, prec, ctx);
+            const auto t0 = Clock::now();
+            auto r = m.forward(packed, &*tables);
+            if (r.ok()) H3_TRY((*session)->synchronize());
+            secs = std::chrono::duration<double>(Clock::now() - t0).count();
+            return r;
+        };
+        double bf16_s = 0;
+        auto ref = run(*weights, model::DitPrecision::kBf16, bf16_s);
+        if (!ref.ok()) return report(ref.status());
+        nlohmann::json j = {{"device", ctx.device.to_string()},
+                            {"size", o->size},
+                            {"frames", o->frames},
+                            {"rows", packed.rows},
+                            {"blocks", cfg.num_layers},
+                            {"bf16_forward_seconds", bf16_s}};
+        if (!o->json)
+            std::printf("fp8 vs bf16, %s x %d frames, %lld rows, %d blocks: bf16 forward %.2f s\n",
+                        o->size.c_str(), o->frames, static_cast<long long>(packed.rows), cfg.num_layers,
+                        bf16_s);
+        struct Variant {
+            const char* name;
+            std::vector<std::string> bf16_layers;
+        };
+        const Variant variants[] = {{"fp8 (default bf16 exceptions)", model::DitFp8Options{}.bf16_layers},
+                                    {"fp8 (no exceptions)", {}}};
+        for (const Variant& v : variants) {
+            model::DitWeights w = *weights; // shares the bf16 tensors
+            Status st =
+                model::quantize_dit_fp8(ctx, cfg, {.bf16_layers = v.bf16_layers, .keep_bf16 = true}, w);
+            if (!st.ok()) return report(st);
+            double secs = 0;
+            auto got = run(w, model::DitPrecision::kFp8, secs);
+            if (!got.ok()) return report(got.status());
+            const Agreement a = agree(got->sample, ref->sample),
+                            b = agree(got->audio_sample, ref->audio_sample);
+            std::string layers;
+            for (const auto& l : v.bf16_layers) layers += (layers.empty() ? "" : ",") + l;
+            j["variants"].push_back({{"name", v.name},
+                                     {"bf16_layers", layers},
+                                     {"forward_seconds", secs},
+                                     {"video_cosine", a.cosine},
+                                     {"video_rel_rms", a.rel_rms},
+                                     {"audio_cosine", b.cosine},
+                                     {"audio_rel_rms", b.rel_rms}});
+            if (!o->json)
+                std::printf("  %s [%s]: forward %.2f s; velocity vs bf16: video cos %.6f rel-RMS %.4f, audio "
+                            "cos %.6f "
+                            "rel-RMS %.4f\n",
+                            v.name, layers.c_str(), secs, a.cosine, a.rel_rms, b.cosine, b.rel_rms);
+        }
+        j["peak_device_gib"] = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
+        if (o->json) std::printf("%s\n", j.dump(2).c_str());
+        return kExitOk;
+    };
+    return c;
+}
+
+} // namespace h3::cli

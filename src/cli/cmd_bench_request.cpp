@@ -1,0 +1,344 @@
+// h3-engine bench request --random-weights [--size WxH] [--frames F] [--steps N] [--seed N] [--prompt TEXT]
+//                         [--configs official|CHECKPOINT] [--work DIR] [--output FILE] [--blocks B]
+//                         [--device cuda] [--dtype bf16|fp32] [--precision bf16|fp8] [--fasth3]
+//                         [--attention dense|vsa[:...]] [--residency resident|layerwise]
+//                         [--resident-blocks K] [--weight-dtype bf16|int8|auto] [--host-pinning on|off]
+//                         [--gpu-memory-budget SIZE] [--json]
+// One whole t2va request through pipeline::Generator — the conditioner (tokenizer + language stack), the
+// denoising loop on the DiT, the video and audio decoders, the MP4 mux — with every model made with random
+// weights at the width its config gives (runtime::ComponentSupplier), so the request runs the production flow
+// on a machine without the weights. The configs come from a configs-only checkpoint: `official` writes one
+// into --work from the engine's built-in official configs (DiT, video VAE and audio VAE with unit latent
+// normalization, Qwen3-VL text stack) with make-tiny's byte-level tokenizer (real vocabulary files are not
+// needed for timing; the conditioning row count is reported); or any checkpoint's configs (e.g. a make-tiny
+// one, for CPU tests). Reports the JobReport: stage seconds, per-step seconds, peak device memory, the
+// conditioning rows, the files written (--json: one object). --fasth3 makes the DiT a FastH3 student (every
+// block with its VSA compression gate) and writes FastVideo's sidecar beside the official configs, so the
+// request takes the student's defaults through the job builder as a real FastH3 checkpoint does (4 forwards
+// on the rung schedule, VSA 0.9) unless --steps / --attention say otherwise. The residency flags place the
+// weights as `generate`'s do (the planner sizes the whole request under --gpu-memory-budget); the random
+// DiT blocks and text layers are then made on the device one at a time and kept as host masters.
+#include "cli/app.h"
+#include "cli/commands.h"
+#include "cli/residency_flags.h"
+#include "core/cuda_api.h"
+#include "io/json_file.h"
+#include "model/audio_vae/audio_vae.h"
+#include "model/dit/dit_fp8.h"
+#include "model/dit/dit_random.h"
+#include "model/fasth3_contract.h"
+#include "model/text/text_config.h"
+#include "model/text/text_model.h"
+#include "model/text/text_stack.h"
+#include "model/tiny/tiny_checkpoint.h"
+#include "model/tiny/tiny_text.h"
+#include "model/video_vae/video_vae.h"
+#include "pipeline/generator.h"
+#include "pipeline/job_builder.h"
+#include "runtime/model_store.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace h3::cli {
+
+namespace {
+
+constexpr const char* kDefaultPrompt =
+    "A slow aerial shot over a coastal town at dusk: waves break on a rocky shore, gulls cry, street lamps "
+    "flicker on one by one along the harbour while a fishing boat returns with its engine humming; the "
+    "camera "
+    "glides past whitewashed houses and a bell tower as the sky turns from orange to deep blue, and distant "
+    "music drifts from an open window.";
+
+nlohmann::json component_entry(const char* cls, const char* subfolder) {
+    return nlohmann::json::array({"diffusers", cls, {{"subfolder", subfolder}}});
+}
+
+// A configs-only checkpoint of the engine's built-in official configs (diffusers layout).
+Status write_official_configs(const fs::path& root) {
+    std::error_code ec;
+    for (const char* d : {"transformer", "vae", "audio_vae", "text_encoder", "tokenizer"}) {
+        fs::create_directories(root / d, ec);
+        if (ec) return io_error("bench request: cannot create " + (root / d).string() + ": " + ec.message());
+    }
+    nlohmann::json index = {{"_class_name", "MiniMaxH3ModularPipeline"}};
+    index["transformer"] = component_entry("MiniMaxH3Transformer3DModel", "transformer");
+    index["vae"] = component_entry("AutoencoderKLMiniMaxH3", "vae");
+    index["audio_vae"] = component_entry("AutoencoderKLMiniMaxH3Audio", "audio_vae");
+    index["text_encoder"] = component_entry("Qwen3VLForConditionalGeneration", "text_encoder");
+    index["tokenizer"] = component_entry("Qwen2TokenizerFast", "tokenizer");
+    H3_TRY(io::write_json_file((root / "model_index.json").string(), index));
+    H3_TRY(io::write_json_file((root / "transformer" / "config.json").string(),
+                               model::DitConfig{}.to_diffusers_json()));
+    model::VideoVaeConfig vc; // official sizes; unit latent normalization (as bench vae)
+    vc.latents_mean.assign(static_cast<size_t>(vc.latent_channels), 0.0f);
+    vc.latents_std.assign(static_cast<size_t>(vc.latent_channels), 1.0f);
+    H3_TRY(io::write_json_file((root / "vae" / "config.json").string(), vc.to_json()));
+    model::AudioVaeConfig ac;
+    ac.latents_mean.assign(static_cast<size_t>(ac.latent_channels), 0.0f);
+    ac.latents_std.assign(static_cast<size_t>(ac.latent_channels), 1.0f);
+    H3_TRY(io::write_json_file((root / "audio_vae" / "config.json").string(), ac.to_json()));
+    H3_TRY(io::write_json_file((root / "text_encoder" / "config.json").string(),
+                               model::TextConfig::official().to_json()));
+    return model::write_tiny_tokenizer((root / "tokenizer").string());
+}
+
+fs::path component_dir(const std::string& root, const char* name) {
+    return fs::path(root) / name;
+}
+
+// Random weights for every component a t2va request leases, at its config's width, made on the device.
+runtime::ComponentSupplier random_components(int dit_blocks, bool gate_compress) {
+    runtime::ComponentSupplier s;
+    s.dit = [dit_blocks, gate_compress](const std::string& root, const runtime::ComponentPlacement& p,
+                                        const ops::Context& ctx) -> Result<std::unique_ptr<model::DitModel>> {
+        H3_ASSIGN_OR_RETURN(
+            model::DitConfig cfg,
+            model::DitConfig::from_file((component_dir(root, "transformer") / "config.json").string()));
+        if (dit_blocks > 0) cfg.num_layers = std::min(dit_blocks, cfg.num_layers);
+        const auto prec = p.precision == runtime::ComputePrecision::kFp32  ? model::DitPrecision::kFp32
+                          : p.precision == runtime::ComputePrecision::kFp8 ? model::DitPrecision::kFp8
+                                                                           : model::DitPrecision::kBf16;
+        const bool streamed = !p.weights.plain();
+        if (streamed && prec == model::DitPrecision::kFp8)
+            return invalid_argument("bench request: --precision fp8 keeps its e4m3 block weights resident; "
+                                    "drop it or the layerwise / int8 placement");
+        H3_ASSIGN_OR_RETURN(auto w, model::random_dit_weights(cfg, ctx, prec,
+                                                              {.adaln = true,
+                                                               .gate_compress = gate_compress,
+                                                               .seed = 11,
+                                                               .host_blocks = streamed,
+                                                               .pinned = p.weights.pin_host}));
+        if (prec == model::DitPrecision::kFp8)
+            H3_TRY(model::quantize_dit_fp8(ctx, cfg, {}, w)); // as load does
+        std::unique_ptr<model::LayerWeightSource> source;
+        if (streamed) {
+            H3_ASSIGN_OR_RETURN(source, model::make_dit_block_source(w, prec, p.weights, ctx));
+        }
+        return std::make_unique<model::DitModel>(cfg, std::move(w), prec, ctx, std::move(source));
+    };
+    s.text_encoder = [](const std::string& root, const runtime::ComponentPlacement& p,
+                        const ops::Context& ctx) -> Result<std::unique_ptr<model::TextStack>> {
+        H3_ASSIGN_OR_RETURN(
+            model::TextConfig cfg,
+            model::TextConfig::from_file((component_dir(root, "text_encoder") / "config.json").string()));
+        H3_ASSIGN_OR_RETURN(std::string tok_dir, model::find_tokenizer_dir(root));
+        const auto prec = p.precision == runtime::ComputePrecision::kFp32 ? model::TextPrecision::kFp32
+                                                                          : model::TextPrecision::kBf16;
+        auto stack = std::make_unique<model::TextStack>();
+        H3_ASSIGN_OR_RETURN(stack->tokenizer, model::tokenizer::Tokenizer::load(tok_dir));
+        const bool streamed = !p.weights.plain();
+        H3_ASSIGN_OR_RETURN(auto w, model::random_text_weights(cfg, cfg.used_layers(), prec, ctx, 1, streamed,
+                                                               p.weights.pin_host));
+        std::unique_ptr<model::LayerWeightSource> source;
+        if (streamed) {
+            H3_ASSIGN_OR_RETURN(source, model::make_text_layer_source(w, prec, p.weights, ctx));
+        }
+        stack->model = std::make_unique<model::TextModel>(cfg, std::move(w), prec, ctx, std::move(source));
+        stack->dir = root;
+        return stack;
+    };
+    s.video_decoder = [](const std::string& dir, const runtime::ComponentPlacement& p,
+                         const ops::Context& ctx) -> Result<model::VideoVae> {
+        H3_ASSIGN_OR_RETURN(model::VideoVaeConfig vc,
+                            model::VideoVaeConfig::from_file((fs::path(dir) / "config.json").string()));
+        const DType compute = p.precision == runtime::ComputePrecision::kFp32
+                                  ? DType::kF32
+                                  : model::default_video_vae_compute(p.device);
+        return model::random_video_vae(ctx, vc, compute, 1);
+    };
+    s.audio_decoder = [](const std::string& dir, const runtime::ComponentPlacement&,
+                         const ops::Context& ctx) -> Result<model::AudioVae> {
+        H3_ASSIGN_OR_RETURN(model::AudioVaeConfig ac,
+                            model::AudioVaeConfig::from_file((fs::path(dir) / "config.json").string()));
+        return model::random_audio_vae(ctx, ac, 1000);
+    };
+    return s;
+}
+
+} // namespace
+
+Command bench_request_command() {
+    struct Options {
+        std::string size = "1344x768", device = "cuda", dtype = "bf16", prompt = kDefaultPrompt,
+                    configs = "official", work, output, precision = "bf16", attention;
+        int frames = 124, steps = 50, blocks = 0;
+        uint64_t seed = 0;
+        bool random_weights = false, json = false, fasth3 = false;
+        ResidencyFlags residency;
+        CLI::App* sub = nullptr;
+    };
+    auto o = std::make_shared<Options>();
+    Command c;
+    c.setup = [o](CLI::App& bench) {
+        o->sub = bench.add_subcommand(
+            "request", "One whole t2va request through the Generator with random full-width weights");
+        o->sub->add_flag("--random-weights", o->random_weights, "make every model with random weights");
+        o->sub->add_option("--size", o->size, "canvas WxH")->capture_default_str();
+        o->sub->add_option("--frames", o->frames, "pixel frames (snapped up to 17n+5)")
+            ->capture_default_str();
+        o->sub->add_option("--steps", o->steps, "sigma grid points (steps-1 forwards)")
+            ->capture_default_str();
+        o->sub->add_option("--seed", o->seed, "request seed")->capture_default_str();
+        o->sub->add_option("--prompt", o->prompt, "prompt (default: a ~80-word scene description)");
+        o->sub
+            ->add_option("--configs", o->configs,
+                         "official (the built-in configs, written to --work) or a checkpoint whose "
+                         "configs to use (weights are not read)")
+            ->capture_default_str();
+        o->sub->add_option("--work", o->work, "folder for the configs and the output (default: a temp dir)");
+        o->sub->add_option("--output", o->output, "media file to write (default: WORK/request.mp4)");
+        o->sub->add_option("--blocks", o->blocks, "DiT blocks (default: the config's)");
+        o->sub->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
+        o->sub->add_option("--dtype", o->dtype, "bf16 | fp32")
+            ->check(CLI::IsMember({"bf16", "fp32"}))
+            ->capture_default_str();
+        o->sub->add_option("--precision", o->precision, "DiT precision with --dtype bf16: bf16 | fp8 (e4m3)")
+            ->check(CLI::IsMember({"bf16", "fp8"}))
+            ->capture_default_str();
+        o->sub->add_flag("--fasth3", o->fasth3,
+                         "a FastH3 student: compression gates in every block and the sidecar's defaults "
+                         "(with --configs official)");
+        o->sub->add_option("--attention", o->attention,
+                           "dense | vsa[:sparsity=0.9,mode=exempt] (the job field)");
+        add_residency_flags(o->sub, o->residency);
+        o->sub->add_flag("--json", o->json, "JSON output");
+    };
+    c.parsed = [o] { return o->sub && o->sub->parsed(); };
+    c.run = [o]() -> int {
+        if (!o->random_weights) {
+            std::fprintf(stderr, "h3-engine bench request: only --random-weights is supported (real "
+                                 "weights: use `generate --metrics`)\n");
+            return kExitUsage;
+        }
+        fs::path work = o->work.empty()
+                            ? fs::temp_directory_path() / ("h3-bench-request-" + std::to_string(::getpid()))
+                            : fs::path(o->work);
+        std::string root = o->configs;
+        if (o->configs == "official") {
+            root = (work / "configs").string();
+            if (Status s = write_official_configs(root); !s.ok()) return report(s);
+            if (o->fasth3) {
+                Status s = io::write_json_file((fs::path(root) / model::kFastH3ContractFile).string(),
+                                               model::fasth3_contract_json());
+                if (!s.ok()) return report(s);
+            }
+        }
+        const std::string output = o->output.empty() ? (work / "request.mp4").string() : o->output;
+        std::error_code ec;
+        fs::create_directories(fs::path(output).parent_path(), ec);
+
+        pipeline::JobInput in;
+        in.prompt = o->prompt;
+        in.size = o->size;
+        in.frames = o->frames;
+        if (!o->fasth3 || o->sub->count("--steps")) in.num_inference_steps = o->steps; // else the sidecar's
+        if (!o->attention.empty()) in.attention = o->attention;
+        in.seed = o->seed;
+        in.outputs.media = pipeline::media_targets_for(output);
+        const pipeline::JobBuilderOptions bo{.max_steps = 1 << 20};
+        std::string field;
+        if (Status s = pipeline::JobBuilder::check(in, bo, &field); !s.ok()) return report(s);
+        auto device = parse_device(o->device);
+        if (!device.ok()) return report(device.status().with_context("--device"));
+        if (o->precision == "fp8" && o->dtype == "fp32")
+            return report(invalid_argument("--precision fp8 needs --dtype bf16"));
+        const auto precision = o->dtype == "fp32"      ? runtime::ComputePrecision::kFp32
+                               : o->precision == "fp8" ? runtime::ComputePrecision::kFp8
+                                                       : runtime::ComputePrecision::kDefault;
+        runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(*device, precision);
+        auto store = runtime::ModelStore::open(root, plan, random_components(o->blocks, o->fasth3));
+        if (!store.ok()) return report(store.status());
+        if (Status s =
+                (*store)->require({runtime::Component::kTransformer, runtime::Component::kTextEncoder,
+                                   runtime::Component::kVideoDecoder, runtime::Component::kAudioDecoder});
+            !s.ok())
+            return report(s);
+        auto job = pipeline::JobBuilder((*store)->info(), bo).build(std::move(in), &field);
+        if (!job.ok()) return report(job.status());
+        std::string placement; // the weights' placement, as `generate` plans it (before any weight moves)
+        {
+            const pipeline::Geometry& g = job->geometry;
+            auto choice = resolve_checkpoint_residency(o->residency, root, precision,
+                                                       workload_for(g.rows_per_frame() * g.latent_frames,
+                                                                    2LL * g.audio_latents, 537, job->steps, 0,
+                                                                    g.width, g.height),
+                                                       false, false);
+            if (!choice.ok()) return report(choice.status());
+            apply_residency(*choice, plan, false);
+            placement = choice->describe();
+            std::fprintf(stderr, "bench request: %s\n", placement.c_str());
+            if (Status s = (*store)->replan(plan); !s.ok()) return report(s);
+        }
+        auto generator = pipeline::Generator::create(**store);
+        if (!generator.ok()) return report(generator.status());
+        pipeline::JobEvents events;
+        events.progress = [](const pipeline::JobProgress& p) {
+            if (p.stage == pipeline::Stage::kDenoise && p.step > 0)
+                std::fprintf(stderr, "bench request: step %d/%d %.3f s\n", p.step, p.total, p.step_seconds);
+        };
+        std::fprintf(stderr, "bench request: %s, %d steps, %s %s\n", job->geometry.describe().c_str(),
+                     job->steps, (*store)->info().device.c_str(), (*store)->info().dtype.c_str());
+        reset_device_memory_peak();
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = (*generator)->run(*job, events);
+        if (!r.ok()) return report(r.status());
+        const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        double step_sum = 0;
+        for (double s : r->step_seconds) step_sum += s;
+        nlohmann::json j = {
+            {"bench", "request"},
+            {"task", "t2va"},
+            {"configs", o->configs},
+            {"geometry", job->geometry.describe()},
+            {"width", job->geometry.width},
+            {"height", job->geometry.height},
+            {"frames", job->geometry.frames},
+            {"grid_points", job->steps},
+            {"attention", job->attention.describe()},
+            {"placement", placement},
+            {"fasth3", o->fasth3},
+            {"forwards", r->step_seconds.size()},
+            {"conditioning_rows", r->conditioning_rows},
+            {"seconds_total", total},
+            {"seconds_encode", r->encode_seconds},
+            {"seconds_denoise", r->denoise_seconds},
+            {"seconds_denoise_setup", r->setup_seconds},
+            {"seconds_per_step_mean", r->step_seconds.empty() ? 0.0 : step_sum / r->step_seconds.size()},
+            {"seconds_decode", r->decode_seconds},
+            {"seconds_mux", r->mux_seconds},
+            {"step_seconds", r->step_seconds},
+            {"peak_device_bytes", r->peak_device_bytes},
+            {"peak_device_gib", static_cast<double>(r->peak_device_bytes) / (1ull << 30)},
+            {"written", r->written},
+            {"device", r->device},
+            {"dtype", r->dtype},
+            {"metrics", r->metrics(job->task)}};
+        if (o->json) {
+            std::printf("%s\n", j.dump(2).c_str());
+        } else {
+            std::printf("request bench: %s, %d grid points, %lld conditioning rows on %s %s\n",
+                        job->geometry.describe().c_str(), job->steps,
+                        static_cast<long long>(r->conditioning_rows), r->device.c_str(), r->dtype.c_str());
+            std::printf(
+                "  encode %.2f s, denoise %.2f s (setup %.2f s, %zu forwards), decode %.2f s, mux %.2f "
+                "s; total %.2f s; peak device %.2f GiB; wrote %s\n",
+                r->encode_seconds, r->denoise_seconds, r->setup_seconds, r->step_seconds.size(),
+                r->decode_seconds, r->mux_seconds, total,
+                static_cast<double>(r->peak_device_bytes) / (1ull << 30), output.c_str());
+        }
+        return kExitOk;
+    };
+    return c;
+}
+
+} // namespace h3::cli

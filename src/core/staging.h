@@ -1,0 +1,39 @@
+// Host <-> device copies that never synchronize the whole device. An upload copies the host bytes into a
+// reusable page-locked buffer and queues the transfer on the stream; the buffer is rewritten only after the
+// event of its previous transfer has passed (normally long ago), so the host does not wait for the stream. A
+// download queues the transfer into the buffer and waits for that stream only. When either side is the
+// host, or page-locked memory cannot be had, the copies are plain stream-ordered ones.
+#pragma once
+
+#include "core/cuda_api.h"
+#include "core/storage.h"
+#include "core/tensor.h"
+
+#include <memory>
+
+namespace h3 {
+
+class StagingBuffer {
+public:
+    StagingBuffer() = default;
+    ~StagingBuffer();
+    StagingBuffer(const StagingBuffer&) = delete;
+    StagingBuffer& operator=(const StagingBuffer&) = delete;
+
+    // `bytes` host bytes into `dst` (device or host memory of at least `bytes`), ordered on `stream`.
+    Status upload(const void* src, size_t bytes, void* dst, Device dst_device, void* stream);
+    // A contiguous host tensor into `dst` (same shape and dtype, contiguous, any device).
+    Status upload(const Tensor& host, Tensor& dst, void* stream);
+    // A contiguous tensor (any device) into a new host tensor; waits for `stream` only.
+    Result<Tensor> download(const Tensor& src, void* stream);
+    // Waits for the last queued upload out of the buffer (before the buffer or its sources go away).
+    Status wait();
+
+private:
+    Status reserve(size_t bytes);
+    std::shared_ptr<Storage> pinned_;
+    CudaEvent done_;
+    bool pending_ = false;
+};
+
+} // namespace h3

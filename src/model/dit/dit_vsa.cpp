@@ -1,0 +1,85 @@
+// The DiT blocks' video sparse attention (FastH3, spec §12): the request's tile map and one block's sparse
+// attention with the optional compression branch. FastVideo's video_sparse_attn_h3 backend is the reference:
+// scores are computed whenever the layer is sparse or the checkpoint carries compression gates; a layer kept
+// dense (sparsity 0, vsa dense_layers, dense_first_n_steps) still adds the compression branch.
+#include "model/dit/dit_model.h"
+
+#include "ops/ops.h"
+
+namespace h3::model {
+
+namespace {
+
+// A [shape] tensor in `t` on `device`, reallocated when the shape or dtype changes.
+Status ensure(Tensor& t, const Shape& shape, DType dtype, const Device& device) {
+    if (t.defined() && t.shape() == shape && t.dtype() == dtype) return ok_status();
+    H3_ASSIGN_OR_RETURN(t, Tensor::empty(shape, dtype, device));
+    return ok_status();
+}
+
+} // namespace
+
+Result<std::shared_ptr<const ops::VsaTiles>> DitModel::prepare_vsa_tiles(const DitPackedInputs& in) const {
+    const PackedSegments& seg = in.segments;
+    if (!seg.defined())
+        return invalid_argument(
+            "attention vsa needs the packed [text | keyframes | audio | video] layout of a t2va or fl2va "
+            "request; these inputs carry no such segments (use dense attention)");
+    ops::VsaGeometry g{
+        .prefix_segments = seg.prefix, .grid_t = seg.video_t, .grid_h = seg.video_h, .grid_w = seg.video_w};
+    H3_ASSIGN_OR_RETURN(ops::VsaTileMap map, ops::build_vsa_tile_map(g));
+    if (map.rows != in.rows)
+        return invalid_argument("attention vsa: the segments cover " + std::to_string(map.rows) +
+                                " rows but the packed sequence has " + std::to_string(in.rows));
+    // The generated video must be the sequence's tail, frame-major: its rows are the last video indices.
+    const int64_t video = seg.video_t * seg.video_h * seg.video_w, first = in.rows - video;
+    const int64_t nv = static_cast<int64_t>(in.video_indices.size());
+    bool tail = nv >= video;
+    for (int64_t i = 0; tail && i < video; ++i)
+        tail = in.video_indices[static_cast<size_t>(nv - video + i)] == first + i;
+    if (!tail)
+        return invalid_argument("attention vsa: the generated video rows are not the last " +
+                                std::to_string(video) + " packed rows");
+    H3_ASSIGN_OR_RETURN(ops::VsaTiles tiles, ops::upload_vsa_tiles(ctx_, map));
+    return std::make_shared<const ops::VsaTiles>(std::move(tiles));
+}
+
+Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const Tensor& q3, const Tensor& k3,
+                               const Tensor& v3, Tensor& o3, const VsaLayer& layer, DitScratch& sc) const {
+    const ops::VsaTiles& tiles = *layer.tiles;
+    const int64_t S = q3.dim(0), H = q3.dim(1), hd = q3.dim(2), n = tiles.num_tiles(),
+                  nv = tiles.num_video_tiles;
+    const bool gated = w.gate_compress.defined();
+    const int64_t keep = ops::vsa_keep(layer.sparsity, nv);
+    const bool sparse = layer.sparsity > 0.0 && keep < nv;
+    if (!sparse && !gated) return ops::attention(ctx_, {}, q3, k3, v3, o3); // every tile: dense attention
+    DitScratch::Vsa& b = sc.vsa;
+    H3_TRY(ensure(b.pooled, Shape{3, H, n, hd}, DType::kF32, ctx_.device));
+    H3_TRY(ensure(b.scores, Shape{H, n, n}, DType::kF32, ctx_.device));
+    auto part = [&](int64_t i) { return b.pooled.slice(0, i, i + 1).view({H, n, hd}); };
+    Tensor qp = part(0), kp = part(1), vp = part(2);
+    H3_TRY(ops::vsa_pool(ctx_, tiles, q3, qp));
+    H3_TRY(ops::vsa_pool(ctx_, tiles, k3, kp));
+    H3_TRY(ops::vsa_tile_scores(ctx_, qp, kp, b.scores));
+    if (sparse) {
+        const ops::VsaSelectParams sp{.keep = keep, .compete = layer.compete};
+        const int64_t width = ops::vsa_select_width(sp, tiles.num_prefix_tiles, n);
+        H3_TRY(ensure(b.lists, Shape{H, nv, width}, DType::kI32, ctx_.device));
+        H3_TRY(ops::vsa_select(ctx_, sp, tiles, b.scores, b.lists));
+        H3_TRY(ops::block_sparse_attention(ctx_, {}, tiles, q3, k3, v3, b.lists, o3));
+    } else {
+        H3_TRY(ops::attention(ctx_, {}, q3, k3, v3, o3));
+    }
+    if (!gated) return ok_status();
+    // Compression branch: o += (x·Gᵀ) ⊙ softmax(Sc)·v̄ of the row's tile.
+    H3_TRY(ensure(b.gate, Shape{sc.rows, H * hd}, act_dtype(), ctx_.device));
+    Tensor g = b.gate.slice(0, 0, S);
+    H3_TRY(ops::gemm(ctx_, {}, x, w.gate_compress, Tensor(), g));
+    H3_TRY(ops::vsa_pool(ctx_, tiles, v3, vp));
+    H3_TRY(ensure(b.oc, Shape{H, n, hd}, DType::kF32, ctx_.device));
+    H3_TRY(ops::vsa_compress_tiles(ctx_, b.scores, vp, b.oc));
+    const ops::VsaGateAddParams gp{.round_intermediate = act_dtype() != DType::kF32};
+    return ops::vsa_gate_add(ctx_, gp, tiles, b.oc, g.view({S, H, hd}), o3);
+}
+
+} // namespace h3::model

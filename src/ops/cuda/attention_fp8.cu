@@ -1,0 +1,468 @@
+// e4m3 flash attention for Hopper (sm_90a), head dim 128: the attention op's fp8 mode (ops/attention.h).
+// 1. Quantization (plain CUDA): per head, q and k in blocks of 128 rows, v in blocks of 128 keys, each
+//    block with a power-of-two scale (fp8_block_scale of its max |x|), written as e4m3 into scratch: q8/k8
+//    [S, H, 128] bytes, v as Vᵀ [Hkv, 128, Sk_pad] with keys permuted inside each 32-key group
+//    (fp8_attention_key_of) so the P fragment built from the score accumulators feeds P·V directly. Each
+//    head's largest v scale is kept (atomicMax).
+// 2. Attention: the warp-specialized pipeline of attention_hopper.cu with e4m3 wgmmas (k = 32), K-major
+//    operands only (hence the transposed V copy). Scores s = q8·k8 · (q_scale·k_scale·softmax_scale) in
+//    fp32; online softmax in fp32; P = 2^(x − m + e_j) rounded to e4m3, where 2^e_j = 256·v_scale_j /
+//    v_scale_max, so the per-block v scales fold into P and the output scale is one constant per head
+//    (v_scale_max / 256); the row sums use the unrounded P.
+#include "ops/cuda/attention_hopper.h"
+#include "ops/cuda/cuda_kernels.cuh"
+#include "ops/cuda/hopper_common.cuh"
+#include "ops/cuda/wgmma_ops.cuh"
+#include "ops/fp8_scale.h"
+
+#include <type_traits>
+
+namespace h3::ops::cuda_detail {
+
+namespace {
+
+constexpr int kHeadDim = 128;
+constexpr int kBM = kFp8AttnBlockM;
+constexpr int kBN = kFp8AttnBlockN;
+constexpr int kStages = 2;
+constexpr int kThreads = 384;
+constexpr int kTileBytes = 128 * 128; // a 128 x 128 e4m3 tile, 128 B per row
+
+// ---- quantization -------------------------------------------------------------------------------------
+__device__ float block_max(float v, float* red) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+    __syncthreads();
+    float r = red[0];
+    for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) r = fmaxf(r, red[w]);
+    return r;
+}
+
+__device__ __forceinline__ uint32_t pack4_e4m3(float a, float b, float c, float d) {
+    const __nv_fp8x2_storage_t lo = __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3);
+    const __nv_fp8x2_storage_t hi = __nv_cvt_float2_to_fp8x2(make_float2(c, d), __NV_SATFINITE, __NV_E4M3);
+    return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
+
+// q or k: block (row block rb, head h), one thread per row; x [S, H, 128] bf16 -> x8 [S, H, 128] e4m3,
+// scale [H, ceil(S/128)].
+__global__ void __launch_bounds__(128)
+    quantize_rows_kernel(const bf16* __restrict__ x, uint8_t* __restrict__ x8, float* __restrict__ scale,
+                         int s_len, int heads) {
+    __shared__ float red[4];
+    const int rb = blockIdx.x, h = blockIdx.y, row = rb * 128 + threadIdx.x;
+    const bool valid = row < s_len;
+    const int64_t off = (static_cast<int64_t>(row) * heads + h) * kHeadDim;
+    uint4 raw[16];
+    float amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+        raw[i] = valid ? reinterpret_cast<const uint4*>(x + off)[i] : make_uint4(0, 0, 0, 0);
+        const bf16* e = reinterpret_cast<const bf16*>(&raw[i]);
+#pragma unroll
+        for (int c = 0; c < 8; ++c) amax = fmaxf(amax, fabsf(__bfloat162float(e[c])));
+    }
+    const float sc = fp8_block_scale(block_max(amax, red));
+    const float inv = 1.0f / sc; // exact: a power of two
+    if (threadIdx.x == 0) scale[h * gridDim.x + rb] = sc;
+    if (!valid) return;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const bf16* e = reinterpret_cast<const bf16*>(&raw[2 * i]);
+        uint4 out;
+        out.x = pack4_e4m3(__bfloat162float(e[0]) * inv, __bfloat162float(e[1]) * inv,
+                           __bfloat162float(e[2]) * inv, __bfloat162float(e[3]) * inv);
+        out.y = pack4_e4m3(__bfloat162float(e[4]) * inv, __bfloat162float(e[5]) * inv,
+                           __bfloat162float(e[6]) * inv, __bfloat162float(e[7]) * inv);
+        out.z = pack4_e4m3(__bfloat162float(e[8]) * inv, __bfloat162float(e[9]) * inv,
+                           __bfloat162float(e[10]) * inv, __bfloat162float(e[11]) * inv);
+        out.w = pack4_e4m3(__bfloat162float(e[12]) * inv, __bfloat162float(e[13]) * inv,
+                           __bfloat162float(e[14]) * inv, __bfloat162float(e[15]) * inv);
+        reinterpret_cast<uint4*>(x8 + off)[i] = out;
+    }
+}
+
+// v: block (key block kb, kv head h); v [Sk, Hkv, 128] bf16 -> vt [Hkv, 128, sk_pad] e4m3 (keys permuted
+// within 32-key groups), scale [Hkv, ceil(Sk/128)], vmax_bits [Hkv] (atomicMax of the scale's bits).
+__global__ void __launch_bounds__(128)
+    quantize_v_kernel(const bf16* __restrict__ v, uint8_t* __restrict__ vt, float* __restrict__ scale,
+                      int* __restrict__ vmax_bits, int sk, int kv_heads, int sk_pad) {
+    __shared__ bf16 tile[128][kHeadDim];
+    __shared__ float red[4];
+    const int kb = blockIdx.x, h = blockIdx.y, key = kb * 128 + threadIdx.x;
+    float amax = 0.0f;
+    const bool valid = key < sk;
+    const int64_t off = (static_cast<int64_t>(key) * kv_heads + h) * kHeadDim;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+        const uint4 raw = valid ? reinterpret_cast<const uint4*>(v + off)[i] : make_uint4(0, 0, 0, 0);
+        reinterpret_cast<uint4*>(&tile[threadIdx.x][0])[i] = raw;
+        const bf16* e = reinterpret_cast<const bf16*>(&raw);
+#pragma unroll
+        for (int c = 0; c < 8; ++c) amax = fmaxf(amax, fabsf(__bfloat162float(e[c])));
+    }
+    const float sc = fp8_block_scale(block_max(amax, red)); // block_max synchronizes: the tile is complete
+    const float inv = 1.0f / sc;
+    if (threadIdx.x == 0) {
+        scale[h * gridDim.x + kb] = sc;
+        atomicMax(vmax_bits + h, static_cast<int>(fp8_float_bits(sc)));
+    }
+    const int d = threadIdx.x; // this thread writes Vᵀ row d of the block: 128 keys
+    uint8_t* dst = vt + (static_cast<int64_t>(h) * kHeadDim + d) * sk_pad + kb * 128;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) { // 16 positions per 16-byte store
+        float f[16];
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            const int pos = q * 16 + i;
+            const int k = (pos & ~31) + fp8_attention_key_of(pos & 31);
+            f[i] = __bfloat162float(tile[k][d]) * inv; // rows past Sk were zero-filled
+        }
+        uint4 out;
+        out.x = pack4_e4m3(f[0], f[1], f[2], f[3]);
+        out.y = pack4_e4m3(f[4], f[5], f[6], f[7]);
+        out.z = pack4_e4m3(f[8], f[9], f[10], f[11]);
+        out.w = pack4_e4m3(f[12], f[13], f[14], f[15]);
+        reinterpret_cast<uint4*>(dst)[q] = out;
+    }
+}
+
+// ---- attention ----------------------------------------------------------------------------------------
+struct SmemFp8 {
+    uint8_t q[kTileBytes];          // [128 rows][128 B]
+    uint8_t k[kStages][kTileBytes]; // [key][128 B]
+    uint8_t v[kStages][kTileBytes]; // Vᵀ: [d][128 keys]
+    uint64_t q_full, k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages];
+};
+
+struct Fp8Scales {
+    const float* q;       // [H, nqb]
+    const float* k;       // [Hkv, nkb]
+    const float* v;       // [Hkv, nkb]
+    const int* vmax_bits; // [Hkv]
+    int nqb, nkb;
+};
+
+#ifdef H3_SM90A
+using namespace sm90;
+
+struct Fp8Consumer {
+    __device__ static void fence_p(uint32_t (&p)[4][4]) {
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) fence_regs(p[kk]);
+    }
+    __device__ static void issue_s(float (&s)[64], uint32_t qa, uint32_t kb) {
+        const uint64_t da0 = smem_desc(qa, 16, 1024), db0 = smem_desc(kb, 16, 1024);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+            wgmma::ss_e4m3_n128(s, desc_add(da0, kk * 32), desc_add(db0, kk * 32), kk > 0 ? 1u : 0u);
+        wgmma_commit();
+    }
+    __device__ static void issue_pv(float (&o)[64], const uint32_t (&p)[4][4], uint32_t vb) {
+        const uint64_t db0 = smem_desc(vb, 16, 1024); // Vᵀ [128 d][128 keys], K-major
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+            wgmma::rs_e4m3_n128(o, p[kk][0], p[kk][1], p[kk][2], p[kk][3], desc_add(db0, kk * 32), 1u);
+        wgmma_commit();
+    }
+    // sl2: this block's score multiplier (scales · softmax scale · log2 e); ve: e_j (P = 2^(x − m + e_j)).
+    template <bool kFirst, bool kMask, bool kCausal>
+    __device__ static void softmax(float (&s)[64], int col0, int sk, int row0, float sl2, float ve,
+                                   float (&m)[2], float (&l)[2], float (&corr)[2], uint32_t (&p)[4][4]) {
+        const int t = threadIdx.x % 4;
+        if constexpr (kMask) {
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                int lim = sk - col0 - 2 * t;
+                if constexpr (kCausal) lim = min(lim, row0 + 8 * i + 1 - col0 - 2 * t);
+#pragma unroll
+                for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (8 * jj + e >= lim) s[4 * jj + 2 * i + e] = -INFINITY;
+            }
+        }
+        const float unscale = ex2(-ve);
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            float bm = -INFINITY;
+#pragma unroll
+            for (int jj = 0; jj < 16; ++jj) bm = fmaxf(bm, fmaxf(s[4 * jj + 2 * i], s[4 * jj + 2 * i + 1]));
+            bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 1));
+            bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 2));
+            const float mx = fmaxf(m[i], bm == -INFINITY ? -INFINITY : bm * sl2);
+            const float use = mx == -INFINITY ? 0.0f : mx;
+            corr[i] = kFirst ? 1.0f : ex2(m[i] - use);
+            m[i] = mx;
+            const float msl = use - ve;
+            float sum = 0.0f;
+#pragma unroll
+            for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float& x = s[4 * jj + 2 * i + e];
+                    x = ex2(fmaf(x, sl2, -msl));
+                    sum += x;
+                }
+            l[i] = kFirst ? sum * unscale : l[i] * corr[i] + sum * unscale;
+        }
+        // e4m3 A fragments (k = 32 per step): positions 4t..4t+3 take keys 2t, 2t+1, 8+2t, 9+2t of the
+        // step's first 16 keys (the Vᵀ copy stores keys in that order), rows g and g + 8.
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            const int b = 16 * kk;
+            p[kk][0] = pack_e4m3(s[b + 0], s[b + 1], s[b + 4], s[b + 5]);
+            p[kk][1] = pack_e4m3(s[b + 2], s[b + 3], s[b + 6], s[b + 7]);
+            p[kk][2] = pack_e4m3(s[b + 8], s[b + 9], s[b + 12], s[b + 13]);
+            p[kk][3] = pack_e4m3(s[b + 10], s[b + 11], s[b + 14], s[b + 15]);
+        }
+    }
+};
+#endif // H3_SM90A
+
+template <bool kCausal, bool kLazy>
+__global__ void __launch_bounds__(kThreads, 1)
+    attention_fp8_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+                       const __grid_constant__ CUtensorMap tv, const Fp8Scales sc, bf16* __restrict__ out,
+                       int sq, int sk, int heads, int group, float scale_log2) {
+#ifdef H3_SM90A
+    using C = Fp8Consumer;
+    extern __shared__ uint8_t smem_raw[];
+    SmemFp8& sm =
+        *reinterpret_cast<SmemFp8*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    const int wg = threadIdx.x / 128;
+    const int m_block = kCausal ? static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)
+                                : static_cast<int>(blockIdx.x);
+    const int h = blockIdx.y, hk = h / group, m0 = m_block * kBM;
+    int n_blocks = (sk + kBN - 1) / kBN;
+    if constexpr (kCausal) n_blocks = min(n_blocks, (m0 + kBM + kBN - 1) / kBN);
+
+    if (threadIdx.x == 0) {
+        mbar_init(smem_u32(&sm.q_full), 1);
+        for (int s = 0; s < kStages; ++s) {
+            mbar_init(smem_u32(&sm.k_full[s]), 1);
+            mbar_init(smem_u32(&sm.v_full[s]), 1);
+            mbar_init(smem_u32(&sm.k_empty[s]), 8);
+            mbar_init(smem_u32(&sm.v_empty[s]), 8);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (wg == 0) { // ---- producer
+        regs_dealloc<24>();
+        if (threadIdx.x == 0) {
+            tma_prefetch_map(&tq);
+            tma_prefetch_map(&tk);
+            tma_prefetch_map(&tv);
+            const uint32_t qf = smem_u32(&sm.q_full);
+            mbar_expect_tx(qf, kTileBytes);
+            tma_load_3d(smem_u32(sm.q), &tq, qf, 0, h, m0);
+            for (int j = 0; j < n_blocks; ++j) {
+                const int st = j % kStages;
+                const uint32_t ph = (j / kStages) & 1;
+                const uint32_t kf = smem_u32(&sm.k_full[st]), vf = smem_u32(&sm.v_full[st]);
+                if (j >= kStages) mbar_wait(smem_u32(&sm.k_empty[st]), ph ^ 1);
+                mbar_expect_tx(kf, kTileBytes);
+                tma_load_3d(smem_u32(sm.k[st]), &tk, kf, 0, hk, j * kBN);
+                if (j >= kStages) mbar_wait(smem_u32(&sm.v_empty[st]), ph ^ 1);
+                mbar_expect_tx(vf, kTileBytes);
+                tma_load_3d(smem_u32(sm.v[st]), &tv, vf, j * kBN, 0, hk);
+            }
+        }
+        return;
+    }
+
+    regs_alloc<240>();
+    const int cw = wg - 1;
+    const int warp = (threadIdx.x / 32) % 4;
+    const int lane = threadIdx.x % 32;
+    const bool elect = lane == 0;
+    const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;
+    const uint32_t qa = smem_u32(sm.q) + cw * (64 * 128);
+    const int my_bar = 1 + cw, other_bar = 2 - cw;
+    const float q_scale = sc.q[h * sc.nqb + m_block] * scale_log2;
+    const int vmax_log2 = fp8_scale_log2(fp8_bits_float(static_cast<uint32_t>(sc.vmax_bits[hk])));
+    const float* k_scale = sc.k + hk * sc.nkb;
+    const float* v_scale = sc.v + hk * sc.nkb;
+    auto block_sl2 = [&](int j) { return q_scale * k_scale[j]; };
+    auto block_ve = [&](int j) { return static_cast<float>(8 + fp8_scale_log2(v_scale[j]) - vmax_log2); };
+
+    float o[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+    float s[64];
+    uint32_t p[4][4], p2[4][4];
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, corr[2];
+    const int first_masked = kCausal ? m0 / kBN : n_blocks - (sk % kBN != 0 ? 1 : 0);
+
+    if (cw == 1) named_arrive(1, 256);
+    mbar_wait(smem_u32(&sm.q_full), 0);
+    {
+        const float sl2 = block_sl2(0), ve = block_ve(0);
+        mbar_wait(smem_u32(&sm.k_full[0]), 0);
+        named_sync(my_bar, 256);
+        C::issue_s(s, qa, smem_u32(sm.k[0]));
+        named_arrive(other_bar, 256);
+        wgmma_wait<0>();
+        fence_regs(s);
+        if (elect) mbar_arrive(smem_u32(&sm.k_empty[0]));
+        if (first_masked == 0)
+            C::softmax<true, true, kCausal>(s, 0, sk, row0, sl2, ve, m, l, corr, p);
+        else
+            C::softmax<true, false, kCausal>(s, 0, sk, row0, sl2, ve, m, l, corr, p);
+    }
+    auto step = [&](auto mask_tag, int j, auto& pin, auto& pout) {
+        constexpr bool kMask = decltype(mask_tag)::value;
+        const int st = j % kStages, pst = (j - 1) % kStages;
+        const float sl2 = block_sl2(j), ve = block_ve(j);
+        mbar_wait(smem_u32(&sm.k_full[st]), (j / kStages) & 1);
+        mbar_wait(smem_u32(&sm.v_full[pst]), ((j - 1) / kStages) & 1);
+        named_sync(my_bar, 256);
+        C::issue_s(s, qa, smem_u32(sm.k[st]));
+        C::issue_pv(o, pin, smem_u32(sm.v[pst]));
+        named_arrive(other_bar, 256);
+        wgmma_wait<1>();
+        fence_regs(s);
+        if (elect) mbar_arrive(smem_u32(&sm.k_empty[st]));
+        C::softmax<false, kMask, kCausal>(s, j * kBN, sk, row0, sl2, ve, m, l, corr, pout);
+        wgmma_wait<0>();
+        fence_regs(o);
+        C::fence_p(pin);
+        if (elect) mbar_arrive(smem_u32(&sm.v_empty[pst]));
+        if (!kLazy || __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
+#pragma unroll
+            for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+                for (int i = 0; i < 2; ++i) {
+                    o[4 * jj + 2 * i] *= corr[i];
+                    o[4 * jj + 2 * i + 1] *= corr[i];
+                }
+        }
+    };
+    auto last_pv = [&](auto& pin) {
+        const int lst = (n_blocks - 1) % kStages;
+        mbar_wait(smem_u32(&sm.v_full[lst]), ((n_blocks - 1) / kStages) & 1);
+        named_sync(my_bar, 256);
+        C::issue_pv(o, pin, smem_u32(sm.v[lst]));
+        if (cw == 0) named_arrive(other_bar, 256);
+        wgmma_wait<0>();
+        fence_regs(o);
+        C::fence_p(pin);
+        if (elect) mbar_arrive(smem_u32(&sm.v_empty[lst]));
+    };
+    constexpr std::false_type plain{};
+    constexpr std::true_type masked{};
+    int j = 1;
+    for (; j + 1 < first_masked; j += 2) {
+        step(plain, j, p, p2);
+        step(plain, j + 1, p2, p);
+    }
+    for (; j + 1 < n_blocks; j += 2) {
+        step(masked, j, p, p2);
+        step(masked, j + 1, p2, p);
+    }
+    if (j < n_blocks) {
+        step(masked, j, p, p2);
+        last_pv(p2);
+    } else {
+        last_pv(p);
+    }
+
+    // epilogue: O · (v_scale_max / 256) / l
+    const float out_scale = fp8_bits_float(static_cast<uint32_t>(vmax_log2 - 8 + 127) << 23);
+    const int t = lane % 4;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        float sum = l[i];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        const float inv = sum > 0.0f ? out_scale / sum : 0.0f;
+        const int row = row0 + 8 * i;
+        if (row >= sq) continue;
+        bf16* dst = out + (static_cast<int64_t>(row) * heads + h) * kHeadDim + 2 * t;
+#pragma unroll
+        for (int jj = 0; jj < 16; ++jj)
+            *reinterpret_cast<uint32_t*>(dst + 8 * jj) =
+                pack_bf16(o[4 * jj + 2 * i] * inv, o[4 * jj + 2 * i + 1] * inv);
+    }
+#endif // H3_SM90A
+}
+
+int64_t round_up(int64_t x, int64_t m) {
+    return (x + m - 1) / m * m;
+}
+
+} // namespace
+
+Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, bool lazy_rescale) {
+    if (!hopper_kernels_usable(ctx))
+        return unimplemented("fp8 attention: needs an sm_90a build on an H100/H200");
+    if (!hopper_attention_shape_ok(a)) return unimplemented("fp8 attention: unsupported shape or alignment");
+    const int64_t nqb = (a.sq + kBM - 1) / kBM, nkb = (a.sk + kBN - 1) / kBN, sk_pad = nkb * kBN;
+    // scratch: q8 | k8 | vt | q scales | k scales | v scales | vmax bits (each 256-byte aligned)
+    const int64_t q8_bytes = round_up(a.sq * a.heads * kHeadDim, 256);
+    const int64_t k8_bytes = round_up(a.sk * a.kv_heads * kHeadDim, 256);
+    const int64_t vt_bytes = round_up(a.kv_heads * kHeadDim * sk_pad, 256);
+    const int64_t qs_bytes = round_up(a.heads * nqb * 4, 256), ks_bytes = round_up(a.kv_heads * nkb * 4, 256);
+    const int64_t vm_bytes = round_up(a.kv_heads * 4, 256);
+    const int64_t total = q8_bytes + k8_bytes + vt_bytes + qs_bytes + 2 * ks_bytes + vm_bytes;
+    H3_ASSIGN_OR_RETURN(void* scratch, ctx.cuda->scratch(static_cast<size_t>(total)));
+    uint8_t* base = static_cast<uint8_t*>(scratch);
+    uint8_t* q8 = base;
+    uint8_t* k8 = q8 + q8_bytes;
+    uint8_t* vt = k8 + k8_bytes;
+    float* qs = reinterpret_cast<float*>(vt + vt_bytes);
+    float* ks = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(qs) + qs_bytes);
+    float* vs = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(ks) + ks_bytes);
+    int* vmax = reinterpret_cast<int*>(reinterpret_cast<uint8_t*>(vs) + ks_bytes);
+    cudaStream_t stream = stream_of(ctx);
+    H3_CUDA_TRY(cudaMemsetAsync(vmax, 0, static_cast<size_t>(a.kv_heads) * 4, stream),
+                "cudaMemsetAsync(vmax)");
+    quantize_rows_kernel<<<dim3(static_cast<unsigned>(nqb), static_cast<unsigned>(a.heads)), 128, 0,
+                           stream>>>(static_cast<const bf16*>(a.q), q8, qs, static_cast<int>(a.sq),
+                                     static_cast<int>(a.heads));
+    H3_TRY(check_launch("quantize_rows_kernel(q)"));
+    quantize_rows_kernel<<<dim3(static_cast<unsigned>(nkb), static_cast<unsigned>(a.kv_heads)), 128, 0,
+                           stream>>>(static_cast<const bf16*>(a.k), k8, ks, static_cast<int>(a.sk),
+                                     static_cast<int>(a.kv_heads));
+    H3_TRY(check_launch("quantize_rows_kernel(k)"));
+    quantize_v_kernel<<<dim3(static_cast<unsigned>(nkb), static_cast<unsigned>(a.kv_heads)), 128, 0,
+                        stream>>>(static_cast<const bf16*>(a.v), vt, vs, vmax, static_cast<int>(a.sk),
+                                  static_cast<int>(a.kv_heads), static_cast<int>(sk_pad));
+    H3_TRY(check_launch("quantize_v_kernel"));
+
+    CUtensorMap tq, tk, tv;
+    TmaDims dq{.rank = 3,
+               .dims = {kHeadDim, static_cast<uint64_t>(a.heads), static_cast<uint64_t>(a.sq)},
+               .strides = {kHeadDim, static_cast<uint64_t>(a.heads) * kHeadDim},
+               .box = {128, 1, kBM}};
+    TmaDims dk{.rank = 3,
+               .dims = {kHeadDim, static_cast<uint64_t>(a.kv_heads), static_cast<uint64_t>(a.sk)},
+               .strides = {kHeadDim, static_cast<uint64_t>(a.kv_heads) * kHeadDim},
+               .box = {128, 1, kBN}};
+    TmaDims dv{.rank = 3,
+               .dims = {static_cast<uint64_t>(sk_pad), kHeadDim, static_cast<uint64_t>(a.kv_heads)},
+               .strides = {static_cast<uint64_t>(sk_pad), static_cast<uint64_t>(sk_pad) * kHeadDim},
+               .box = {kBN, kHeadDim, 1}};
+    H3_TRY(make_tensor_map(tq, CU_TENSOR_MAP_DATA_TYPE_UINT8, q8, dq));
+    H3_TRY(make_tensor_map(tk, CU_TENSOR_MAP_DATA_TYPE_UINT8, k8, dk));
+    H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_UINT8, vt, dv));
+    const Fp8Scales sc{qs, ks, vs, vmax, static_cast<int>(nqb), static_cast<int>(nkb)};
+    const size_t smem = sizeof(SmemFp8) + 1024;
+    auto kernel = a.causal
+                      ? attention_fp8_sm90<true, true>
+                      : (lazy_rescale ? attention_fp8_sm90<false, true> : attention_fp8_sm90<false, false>);
+    H3_CUDA_TRY(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+        "cudaFuncSetAttribute(attention_fp8_sm90)");
+    const dim3 grid(static_cast<unsigned>(nqb), static_cast<unsigned>(a.heads));
+    kernel<<<grid, kThreads, smem, stream>>>(
+        tq, tk, tv, sc, static_cast<bf16*>(a.o), static_cast<int>(a.sq), static_cast<int>(a.sk),
+        static_cast<int>(a.heads), static_cast<int>(a.heads / a.kv_heads), a.scale * 1.4426950408889634f);
+    return check_launch("attention_fp8_sm90");
+}
+
+} // namespace h3::ops::cuda_detail

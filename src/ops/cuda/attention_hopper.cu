@@ -1,0 +1,357 @@
+// bf16 flash attention for Hopper (sm_90a), head dim 128, in the FlashAttention-3 manner:
+//  - one CTA per (128-query tile, head): 3 warpgroups. Warpgroup 0 is the producer (one thread issues the
+//    TMA loads; the warpgroup gives its registers away with setmaxnreg); warpgroups 1 and 2 are consumers,
+//    64 query rows each, sharing every K/V tile.
+//  - Q is loaded once; K and V tiles go through a 2-stage ring, each stage with a "full" mbarrier (TMA bytes
+//    landed) and an "empty" one (both consumers' warps done reading).
+//  - S = Q·Kᵀ and O += P·V run on wgmma: Q, K from shared memory (K-major), P from registers, V from shared
+//    memory read MN-major (transposed by the descriptor, no data movement).
+//  - Intra-warpgroup overlap: block j's S GEMM and block j-1's P·V GEMM are issued together; softmax of
+//    block j runs while P·V of j-1 is still on the tensor cores. Optionally (pingpong) the two consumers take
+//    turns issuing their GEMMs through named barriers, so one's softmax overlaps the other's GEMMs.
+//  - Online softmax in fp32 with exp2 (scores pre-multiplied by scale·log2 e), per-thread partial row sums
+//    reduced across the quad only at the end; O rescaled after each P·V.
+// Tiles past Sq / Sk read zeros (TMA bounds); keys past Sk and, when causal, keys after the query are
+// masked to -inf; rows past Sq are not stored. Grouped-query attention maps head h to kv head h / (H/Hkv).
+#include "ops/cuda/attention_hopper.h"
+#include "ops/cuda/cuda_kernels.cuh"
+#include "ops/cuda/hopper_common.cuh"
+#include "ops/cuda/wgmma_ops.cuh"
+
+#include <type_traits>
+
+namespace h3::ops::cuda_detail {
+
+namespace {
+
+constexpr int kHeadDim = 128;
+constexpr int kBlockM = 128; // query rows per CTA (2 consumer warpgroups x 64)
+constexpr int kThreads = 384;
+constexpr int kHalfBytes = 128 * 128; // one 64-column half of a 128-row bf16 tile (128 B per row)
+
+template <int BN, int kStages> struct SmemBf16 {
+    uint8_t q[2][kHalfBytes];        // [column half][row][128 B], 128-byte swizzled
+    uint8_t k[kStages][2][BN * 128]; // [stage][column half][key row][128 B]
+    uint8_t v[kStages][2][BN * 128];
+    uint64_t q_full, k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages];
+};
+
+#ifdef H3_SM90A
+using namespace sm90;
+
+template <int BN> struct Consumer {
+    static constexpr int kAcc = BN / 2;  // S registers per thread
+    static constexpr int kK16 = BN / 16; // k16 steps of P·V
+
+    __device__ static void fence_p(uint32_t (&p)[kK16][4]) {
+#pragma unroll
+        for (int kk = 0; kk < kK16; ++kk) fence_regs(p[kk]);
+    }
+
+    __device__ static void issue_s(float (&s)[kAcc], uint32_t qa, uint32_t kb) {
+        const uint64_t da0 = smem_desc(qa, 16, 1024), db0 = smem_desc(kb, 16, 1024);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+            const uint32_t half = kk / 4, off = (kk % 4) * 32;
+            const uint64_t da = desc_add(da0, half * kHalfBytes + off);
+            const uint64_t db = desc_add(db0, half * (BN * 128) + off);
+            if constexpr (BN == 128)
+                wgmma::ss_bf16_n128(s, da, db, kk > 0 ? 1u : 0u);
+            else
+                wgmma::ss_bf16_n176(s, da, db, kk > 0 ? 1u : 0u);
+        }
+        wgmma_commit();
+    }
+
+    __device__ static void issue_pv(float (&o)[64], const uint32_t (&p)[kK16][4], uint32_t vb) {
+        // B = V[16 keys][128 d], MN-major: 64-column halves BN·128 B apart, 8-key groups 1024 B apart.
+        const uint64_t db0 = smem_desc(vb, BN * 128, 1024);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kK16; ++kk) {
+            const uint64_t db = desc_add(db0, kk * 2048);
+            wgmma::rs_bf16_n128_tb(o, p[kk][0], p[kk][1], p[kk][2], p[kk][3], db, 1u);
+        }
+        wgmma_commit();
+    }
+
+    // Masks, updates the running max / sum and writes P (bf16 A fragments). Row i of this thread is
+    // row_base + 8·i; its columns are col_base + 8·jj + 2·t + e.
+    template <bool kFirst, bool kMask, bool kCausal>
+    __device__ static void softmax(float (&s)[kAcc], int col0, int sk, int row0, float sl2, float (&m)[2],
+                                   float (&l)[2], float (&corr)[2], uint32_t (&p)[kK16][4]) {
+        const int t = threadIdx.x % 4;
+        if constexpr (kMask) {
+            // Column 8·jj + e (relative to this thread's first, col0 + 2·t) is kept when below `lim`: the
+            // comparisons are against constants, so no per-element column index is kept in registers.
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                int lim = sk - col0 - 2 * t;
+                if constexpr (kCausal) lim = min(lim, row0 + 8 * i + 1 - col0 - 2 * t);
+#pragma unroll
+                for (int jj = 0; jj < BN / 8; ++jj)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (8 * jj + e >= lim) s[4 * jj + 2 * i + e] = -INFINITY;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            float mx = m[i];
+#pragma unroll
+            for (int jj = 0; jj < BN / 8; ++jj)
+                mx = fmaxf(mx, fmaxf(s[4 * jj + 2 * i], s[4 * jj + 2 * i + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float use = mx == -INFINITY ? 0.0f : mx;
+            corr[i] = kFirst ? 1.0f : ex2((m[i] - use) * sl2);
+            m[i] = mx;
+            const float msl = use * sl2;
+            float sum = 0.0f;
+#pragma unroll
+            for (int jj = 0; jj < BN / 8; ++jj)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float& x = s[4 * jj + 2 * i + e];
+                    x = ex2(fmaf(x, sl2, -msl));
+                    sum += x;
+                }
+            l[i] = kFirst ? sum : l[i] * corr[i] + sum;
+        }
+#pragma unroll
+        for (int kk = 0; kk < kK16; ++kk) {
+            p[kk][0] = pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
+            p[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
+            p[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
+            p[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
+        }
+    }
+};
+#endif // H3_SM90A
+
+// kStages: K/V ring depth (2 or 3); kLazy: skip the O rescale in a warp when no row's max moved.
+template <int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy>
+__global__ void __launch_bounds__(kThreads, 1)
+    attention_bf16_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+                        const __grid_constant__ CUtensorMap tv, bf16* __restrict__ out, int sq, int sk,
+                        int heads, int group, float sl2) {
+#ifdef H3_SM90A
+    using Smem = SmemBf16<BN, kStages>;
+    using C = Consumer<BN>;
+    extern __shared__ uint8_t smem_raw[];
+    Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    const int wg = threadIdx.x / 128;
+    const int m_block = kCausal ? static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)
+                                : static_cast<int>(blockIdx.x);
+    const int h = blockIdx.y, hk = h / group, m0 = m_block * kBlockM;
+    int n_blocks = (sk + BN - 1) / BN;
+    if constexpr (kCausal) n_blocks = min(n_blocks, (m0 + kBlockM + BN - 1) / BN);
+
+    if (threadIdx.x == 0) {
+        mbar_init(smem_u32(&sm.q_full), 1);
+        for (int s = 0; s < kStages; ++s) {
+            mbar_init(smem_u32(&sm.k_full[s]), 1);
+            mbar_init(smem_u32(&sm.v_full[s]), 1);
+            mbar_init(smem_u32(&sm.k_empty[s]), 8); // one arrival per consumer warp
+            mbar_init(smem_u32(&sm.v_empty[s]), 8);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (wg == 0) { // ---- producer
+        regs_dealloc<24>();
+        if (threadIdx.x == 0) {
+            tma_prefetch_map(&tq);
+            tma_prefetch_map(&tk);
+            tma_prefetch_map(&tv);
+            const uint32_t qf = smem_u32(&sm.q_full);
+            mbar_expect_tx(qf, 2 * kHalfBytes);
+            tma_load_3d(smem_u32(sm.q[0]), &tq, qf, 0, h, m0);
+            tma_load_3d(smem_u32(sm.q[1]), &tq, qf, 64, h, m0);
+            for (int j = 0; j < n_blocks; ++j) {
+                const int st = j % kStages;
+                const uint32_t ph = (j / kStages) & 1;
+                const uint32_t kf = smem_u32(&sm.k_full[st]), vf = smem_u32(&sm.v_full[st]);
+                if (j >= kStages) mbar_wait(smem_u32(&sm.k_empty[st]), ph ^ 1);
+                mbar_expect_tx(kf, 2 * BN * 128);
+                tma_load_3d(smem_u32(sm.k[st][0]), &tk, kf, 0, hk, j * BN);
+                tma_load_3d(smem_u32(sm.k[st][1]), &tk, kf, 64, hk, j * BN);
+                if (j >= kStages) mbar_wait(smem_u32(&sm.v_empty[st]), ph ^ 1);
+                mbar_expect_tx(vf, 2 * BN * 128);
+                tma_load_3d(smem_u32(sm.v[st][0]), &tv, vf, 0, hk, j * BN);
+                tma_load_3d(smem_u32(sm.v[st][1]), &tv, vf, 64, hk, j * BN);
+            }
+        }
+        return;
+    }
+
+    // ---- consumers
+    regs_alloc<240>();
+    const int cw = wg - 1;                   // consumer 0 or 1
+    const int warp = (threadIdx.x / 32) % 4; // warp within the warpgroup
+    const int lane = threadIdx.x % 32;
+    const bool elect = lane == 0;
+    const int row0 = m0 + cw * 64 + warp * 16 + lane / 4; // this thread's first row (the second is +8)
+    const uint32_t qa = smem_u32(sm.q[0]) + cw * (64 * 128);
+    const int my_bar = 1 + cw, other_bar = 2 - cw;
+
+    float o[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+    float s[C::kAcc];
+    uint32_t p[C::kK16][4], p2[C::kK16][4];
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, corr[2];
+    // Blocks from first_masked on need masking: the partial last block, and with causal every block that
+    // reaches past the tile's first query (BN == kBlockM there, so m0 / BN is exact).
+    const int first_masked = kCausal ? m0 / BN : n_blocks - (sk % BN != 0 ? 1 : 0);
+
+    if (kPingpong && cw == 1) named_arrive(1, 256); // consumer 0 issues first
+    mbar_wait(smem_u32(&sm.q_full), 0);
+
+    // block 0: S only
+    mbar_wait(smem_u32(&sm.k_full[0]), 0);
+    if (kPingpong) named_sync(my_bar, 256);
+    C::issue_s(s, qa, smem_u32(sm.k[0][0]));
+    if (kPingpong) named_arrive(other_bar, 256);
+    wgmma_wait<0>();
+    fence_regs(s);
+    if (elect) mbar_arrive(smem_u32(&sm.k_empty[0]));
+    if (first_masked == 0)
+        C::template softmax<true, true, kCausal>(s, 0, sk, row0, sl2, m, l, corr, p);
+    else
+        C::template softmax<true, false, kCausal>(s, 0, sk, row0, sl2, m, l, corr, p);
+
+    // Block j's S GEMM with block j-1's P·V (from pin); block j's probabilities go to pout. pin and pout
+    // alternate between two register sets (the loop is unrolled by two), so P of the P·V in flight is
+    // never overwritten and ptxas need not serialize the wgmmas.
+    auto step = [&](auto mask_tag, int j, auto& pin, auto& pout) {
+        constexpr bool kMask = decltype(mask_tag)::value;
+        const int st = j % kStages, pst = (j - 1) % kStages;
+        mbar_wait(smem_u32(&sm.k_full[st]), (j / kStages) & 1);
+        mbar_wait(smem_u32(&sm.v_full[pst]), ((j - 1) / kStages) & 1);
+        if (kPingpong) named_sync(my_bar, 256);
+        C::issue_s(s, qa, smem_u32(sm.k[st][0]));
+        C::issue_pv(o, pin, smem_u32(sm.v[pst][0]));
+        if (kPingpong) named_arrive(other_bar, 256);
+        wgmma_wait<1>(); // S of block j done; P·V of block j-1 may still run
+        fence_regs(s);
+        if (elect) mbar_arrive(smem_u32(&sm.k_empty[st]));
+        C::template softmax<false, kMask, kCausal>(s, j * BN, sk, row0, sl2, m, l, corr, pout);
+        wgmma_wait<0>();
+        fence_regs(o);
+        C::fence_p(pin);
+        if (elect) mbar_arrive(smem_u32(&sm.v_empty[pst]));
+        // corr is exactly 1 for a row whose max did not move (most rows once the first blocks are seen).
+        if (!kLazy || __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
+#pragma unroll
+            for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+                for (int i = 0; i < 2; ++i) {
+                    o[4 * jj + 2 * i] *= corr[i];
+                    o[4 * jj + 2 * i + 1] *= corr[i];
+                }
+        }
+    };
+    auto last_pv = [&](auto& pin) {
+        const int lst = (n_blocks - 1) % kStages;
+        mbar_wait(smem_u32(&sm.v_full[lst]), ((n_blocks - 1) / kStages) & 1);
+        if (kPingpong) named_sync(my_bar, 256);
+        C::issue_pv(o, pin, smem_u32(sm.v[lst][0]));
+        if (kPingpong && cw == 0) named_arrive(other_bar, 256); // consumer 1 has no later turn to wait for
+        wgmma_wait<0>();
+        fence_regs(o);
+        C::fence_p(pin);
+        if (elect) mbar_arrive(smem_u32(&sm.v_empty[lst]));
+    };
+    // Unmasked pairs first; what is left (at most one unmasked block, then the masked ones) takes the
+    // masking path, which is also correct for an unmasked block.
+    constexpr std::false_type plain{};
+    constexpr std::true_type masked{};
+    int j = 1;
+    for (; j + 1 < first_masked; j += 2) {
+        step(plain, j, p, p2);
+        step(plain, j + 1, p2, p);
+    }
+    for (; j + 1 < n_blocks; j += 2) {
+        step(masked, j, p, p2);
+        step(masked, j + 1, p2, p);
+    }
+    if (j < n_blocks) {
+        step(masked, j, p, p2);
+        last_pv(p2);
+    } else {
+        last_pv(p);
+    }
+
+    // epilogue: row sums across the quad, normalize, store bf16 pairs
+    const int t = lane % 4;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        float sum = l[i];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+        const int row = row0 + 8 * i;
+        if (row >= sq) continue;
+        bf16* dst = out + (static_cast<int64_t>(row) * heads + h) * kHeadDim + 2 * t;
+#pragma unroll
+        for (int jj = 0; jj < 16; ++jj) {
+            const uint32_t v = pack_bf16(o[4 * jj + 2 * i] * inv, o[4 * jj + 2 * i + 1] * inv);
+            *reinterpret_cast<uint32_t*>(dst + 8 * jj) = v;
+        }
+    }
+#endif // H3_SM90A
+}
+
+template <int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy>
+Status launch(const Context& ctx, const HopperAttentionArgs& a) {
+    CUtensorMap tq, tk, tv;
+    TmaDims dq{.rank = 3,
+               .dims = {kHeadDim, static_cast<uint64_t>(a.heads), static_cast<uint64_t>(a.sq)},
+               .strides = {kHeadDim * 2, static_cast<uint64_t>(a.heads) * kHeadDim * 2},
+               .box = {64, 1, kBlockM}};
+    TmaDims dkv{.rank = 3,
+                .dims = {kHeadDim, static_cast<uint64_t>(a.kv_heads), static_cast<uint64_t>(a.sk)},
+                .strides = {kHeadDim * 2, static_cast<uint64_t>(a.kv_heads) * kHeadDim * 2},
+                .box = {64, 1, BN}};
+    H3_TRY(make_tensor_map(tq, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.q, dq));
+    H3_TRY(make_tensor_map(tk, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.k, dkv));
+    H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.v, dkv));
+    const size_t smem = sizeof(SmemBf16<BN, kStages>) + 1024;
+    auto kernel = attention_bf16_sm90<BN, kStages, kCausal, kPingpong, kLazy>;
+    H3_CUDA_TRY(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+        "cudaFuncSetAttribute(attention_bf16_sm90)");
+    const dim3 grid(static_cast<unsigned>((a.sq + kBlockM - 1) / kBlockM), static_cast<unsigned>(a.heads));
+    const float sl2 = a.scale * 1.4426950408889634f;
+    kernel<<<grid, kThreads, smem, stream_of(ctx)>>>(
+        tq, tk, tv, static_cast<bf16*>(a.o), static_cast<int>(a.sq), static_cast<int>(a.sk),
+        static_cast<int>(a.heads), static_cast<int>(a.heads / a.kv_heads), sl2);
+    return check_launch("attention_bf16_sm90");
+}
+
+} // namespace
+
+Status hopper_attention_bf16(const Context& ctx, const HopperAttentionArgs& a,
+                             const HopperAttentionConfig& cfg) {
+    if (!hopper_kernels_usable(ctx))
+        return unimplemented("Hopper attention: needs an sm_90a build on an H100/H200");
+    if (!hopper_attention_shape_ok(a))
+        return unimplemented("Hopper attention: unsupported shape or alignment");
+#ifdef H3_DEV_ONE_VARIANT // faster local compiles while working on the kernel
+    return launch<128, 2, false, true, false>(ctx, a);
+#else
+    if (a.causal) return launch<128, 2, true, true, true>(ctx, a); // the text encoder's causal GQA
+    // The variants the bench compares (docs/kernels/attention_notes.md); anything else runs the default.
+    // (Lazy rescaling with BN = 176 or 3 stages runs out of registers: ptxas serializes its wgmmas.)
+    if (cfg.block_n == 176) return launch<176, 2, false, true, false>(ctx, a);
+    if (!cfg.pingpong) return launch<128, 2, false, false, false>(ctx, a);
+    if (cfg.stages == 3) return launch<128, 3, false, true, false>(ctx, a);
+    return cfg.lazy_rescale ? launch<128, 2, false, true, true>(ctx, a)
+                            : launch<128, 2, false, true, false>(ctx, a);
+#endif
+}
+
+} // namespace h3::ops::cuda_detail

@@ -1,0 +1,108 @@
+// Video sparse attention for the H3 packed sequence (FastH3's VSA, spec §12; FastVideo
+// video_sparse_attn_h3.py is the reference). See ops.h for the conventions shared by all ops.
+//
+// The packed rows are [prefix segments … | generated video (T, H, W tokens, frame-major)]. Tiles of 64 slots:
+// each prefix segment is cut into consecutive 64-row tiles that never cross a segment boundary (the last one
+// may be short), then the video grid into (4, 4, 4) cubes in (t, h, w) tile order, edge cubes partial (their
+// valid size is the product of the clipped extents). Slot s of a tile holds the s-th row of the tile in that
+// order; slots past the tile's size are padding (never read as keys, never written as queries).
+//
+// One layer: pool q, k (and v for the compression branch) per tile in fp32 (vsa_pool), score the tiles
+// Sc = q̄·k̄ᵀ/sqrt(D) (vsa_tile_scores), pick each video query tile's key tiles (vsa_select), attend with an
+// exact softmax over the union of the picked tiles' rows (block_sparse_attention: prefix query tiles attend
+// to every tile), then the compression branch out += G ⊙ softmax(Sc)·v̄ of the row's tile
+// (vsa_compress_tiles + vsa_gate_add).
+#pragma once
+
+#include "core/tensor.h"
+#include "ops/context.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace h3::ops {
+
+inline constexpr int kVsaTileRows = 64;       // slots per tile (the kernel's block size)
+inline constexpr int kVsaCube[3] = {4, 4, 4}; // video tile extent in (t, h, w)
+
+// Where the tiles come from: the prefix segment sizes in packed order (zero sizes are skipped) and the
+// generated video's token grid, whose rows follow the prefix.
+struct VsaGeometry {
+    std::vector<int64_t> prefix_segments;
+    int64_t grid_t = 0, grid_h = 0, grid_w = 0;
+};
+
+// The tile map of one request (host side; computed once from the layout).
+struct VsaTileMap {
+    int64_t rows = 0; // packed rows: Σ prefix + grid_t·grid_h·grid_w
+    int64_t num_prefix_tiles = 0, num_video_tiles = 0;
+    std::vector<int32_t> tile_sizes; // [tiles] valid slots, 1..64
+    std::vector<int32_t> slot_rows;  // [tiles·64] packed row of each slot, −1 for padding
+    std::vector<int32_t> row_tiles;  // [rows] tile of each packed row
+    int64_t num_tiles() const { return num_prefix_tiles + num_video_tiles; }
+};
+// Errors name the geometry when a segment is negative or the grid is empty.
+Result<VsaTileMap> build_vsa_tile_map(const VsaGeometry& geometry);
+
+// The tile map on the op device, as the ops read it (i32 tensors).
+struct VsaTiles {
+    Tensor slot_rows;  // [tiles·64]
+    Tensor tile_sizes; // [tiles]
+    Tensor row_tiles;  // [rows]
+    int64_t rows = 0, num_prefix_tiles = 0, num_video_tiles = 0;
+    int64_t num_tiles() const { return num_prefix_tiles + num_video_tiles; }
+};
+Result<VsaTiles> upload_vsa_tiles(const Context& ctx, const VsaTileMap& map);
+
+// Video key tiles kept per video query tile: clamp(ceil((1 − sparsity)·n_video), 1, n_video), the double
+// arithmetic of FastVideo's compute_topk. sparsity must lie in [0, 1).
+int64_t vsa_keep(double sparsity, int64_t num_video_tiles);
+
+// out[h, t, :] = (Σ over tile t's valid slots, in slot order, of x[row, h, :]) / size(t), summed in fp32.
+// x [rows, H, D] f32/bf16/f16; out [H, tiles, D] f32.
+Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tensor& out);
+
+// scores[h, i, j] = (Σ_d q̄[h, i, d]·k̄[h, j, d]) / sqrt(D) in fp32, the sum in d order (each product and
+// partial sum rounded to fp32, no fused multiply-add: the CUDA and CPU results are identical).
+// q̄, k̄ [H, tiles, D] f32; scores [H, tiles, tiles] f32.
+Status vsa_tile_scores(const Context& ctx, const Tensor& q_pooled, const Tensor& k_pooled, Tensor& scores);
+
+// Per head and video query tile i (query tile P + i, P = num_prefix_tiles), the key tiles it attends to,
+// ascending: `exempt` — every prefix tile 0..P−1, then the `keep` video tiles of highest score; `compete` —
+// the keep + P tiles of highest score over all tiles. Ties go to the lower tile index (NaN scores rank as
+// −inf). lists [H, n_video, width] i32 with width = vsa_select_width(...).
+struct VsaSelectParams {
+    int64_t keep = 1;
+    bool compete = false;
+};
+int64_t vsa_select_width(const VsaSelectParams& p, int64_t num_prefix_tiles, int64_t num_tiles);
+Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& tiles, const Tensor& scores,
+                  Tensor& lists);
+
+// o = softmax(q·kᵀ·scale)·v per head with each query row restricted to the rows of its tile's key tiles:
+// prefix query tiles see every tile, video query tile P + i sees lists[h, i, :]. Exact softmax in fp32 over
+// the union (the CPU reference walks the keys in packed row order, so with every tile listed it is the dense
+// attention op bit for bit). q, k, v, o [rows, H, D] one dtype; lists [H, n_video, width] i32 (ascending,
+// distinct, < tiles); scale 0 ⇒ 1/sqrt(D).
+struct BlockSparseAttentionParams {
+    float scale = 0.0f;
+};
+Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionParams& p, const VsaTiles& tiles,
+                              const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lists,
+                              Tensor& o);
+
+// The compression branch's per-tile output: oc[h, i, :] = Σ_j softmax_j(scores[h, i, :])·v̄[h, j, :] (fp32;
+// softmax with max subtraction, over every tile). scores [H, tiles, tiles], v̄ [H, tiles, D], oc [H, tiles, D]
+// all f32.
+Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor& v_pooled, Tensor& oc);
+
+// o[r, h, :] += gate[r, h, :] ⊙ oc[h, tile(r), :]. With round_intermediate (the bf16 reference's rounding:
+// FastVideo casts oc to o's dtype, then the product and the sum are rounded each) oc and the product are
+// rounded to o's dtype. gate, o [rows, H, D] float; oc [H, tiles, D] f32.
+struct VsaGateAddParams {
+    bool round_intermediate = false;
+};
+Status vsa_gate_add(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,
+                    const Tensor& gate, Tensor& o);
+
+} // namespace h3::ops

@@ -1,0 +1,114 @@
+// pipeline::Generator: the one generation flow every front end uses (h3-engine generate, the server's worker,
+// bindings). run(job, events) takes a validated GenerationJob (pipeline/job_builder.h) through
+//   encode   fl2va: keyframes → video VAE encoder; ref2va: references → video / audio VAE encoders;
+//            conditioning: prompt (+ images) → text stack (+ vision tower), or the job's precomputed rows
+//   denoise  the task's DiT (transformer/ or transformer_ref/): pipeline::generate_latents
+//   decode   video VAE → frames, audio VAE → waveform (only what the outputs ask for)
+//   write    latents safetensors, MP4 / WAV / PNG frames
+// with models leased from a runtime::ModelStore for each stage only (a per-job component is released as soon
+// as its stage ends; a resident one stays for the next job), progress events per stage and step, and a
+// cancellation flag checked between stages, steps and DiT blocks. Everything a job allocates is released
+// when run() returns, on success, failure and cancellation alike.
+#pragma once
+
+#include "cache/work.h"
+#include "pipeline/denoise.h"
+#include "pipeline/generate_group.h"
+#include "pipeline/job.h"
+#include "pipeline/text_conditioner.h"
+#include "runtime/model_store.h"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace h3::pipeline {
+
+enum class Stage { kEncode, kDenoise, kDecode, kMux };
+const char* stage_name(Stage s); // encode, denoise, decode, mux
+
+// Progress as a percentage: encode 0–5, denoise 5–90 (per step), decode 90–99, mux (writing) 99–100.
+struct JobProgress {
+    Stage stage = Stage::kEncode;
+    double percent = 0;
+    int step = 0, total = 0;    // denoise: steps finished / forwards
+    double step_seconds = 0;    // denoise: the step just finished
+    double elapsed_seconds = 0; // denoise: since the first step
+    double eta_seconds = 0;     // denoise: mean step time × steps left
+};
+
+struct JobEvents {
+    std::function<void(const JobProgress&)> progress; // optional; called from the running thread
+    const std::atomic<bool>* cancel = nullptr;        // set by the owner to cancel; → kCancelled
+};
+
+struct JobReport {
+    Geometry geometry;
+    Tensor video_noise, video_latents;     // [1, C, T, h, w] f32 host
+    Tensor audio_noise, audio_latents;     // [2, C_a, A] f32 host
+    std::vector<std::string> written;      // the files written, in order
+    Tensor decoded_frames, decoded_audio;  // outputs.return_media: [F, H, W, 3] u8 and [2, N] f32 (host)
+    int frames = 0, width = 0, height = 0; // decoded video (0 when not decoded)
+    int64_t audio_samples = 0;             // decoded audio per channel
+    int sample_rate = 0;
+    int keyframes = 0, references = 0; // conditions encoded
+    // The ranks of this process that ran the encode stage (the conditioner, keyframe / reference encoders):
+    // {0} on one rank and on rank 0 of a device group; empty on the group's other ranks, which receive its
+    // outputs (pipeline/group_broadcast.h).
+    std::vector<int> encode_ranks;
+    int64_t conditioning_rows = 0, vision_rows = 0;
+    cache::WorkReport work;
+    std::vector<double> step_seconds;
+    // Stage times (seconds): encode includes the keyframe / reference encoders (condition_seconds) and the
+    // conditioner; denoise includes leasing the DiT; decode the video + audio decoders; mux the writers.
+    double condition_seconds = 0, encode_seconds = 0, denoise_seconds = 0, setup_seconds = 0,
+           decode_seconds = 0, mux_seconds = 0;
+    uint64_t peak_device_bytes = 0;                  // device buffers' high-water mark during the job
+    std::map<std::string, uint64_t> component_loads; // the store's loads per component after the job
+    std::string device, dtype;
+    // Weight residency: the store's placement plan (and the budget planner's text), and the DiT's streamed
+    // weights after the job (their placement and counters; empty when its blocks are plain resident).
+    std::string placement, memory_plan, dit_weights;
+
+    // One schema for the CLI's --metrics file and the server's records: work.to_json() + task, stage seconds
+    // (keyframe_seconds for fl2va, reference_seconds for ref2va), peak_device_memory_bytes, component_loads,
+    // device, dtype, placement (+ memory_plan, dit_weights when set), encode_ranks.
+    nlohmann::json metrics(Task task) const;
+};
+
+// What runs jobs: the Generator, or a stand-in in tests.
+class JobRunner {
+public:
+    virtual ~JobRunner() = default;
+    virtual Result<JobReport> run(const GenerationJob& job, const JobEvents& events) = 0;
+    // Loads per component since start (what the runner's store counted).
+    virtual std::map<std::string, uint64_t> component_loads() const = 0;
+};
+
+class Generator final : public JobRunner {
+public:
+    // The store must outlive the generator. Reads the checkpoint's processor configs (small JSON files).
+    // `group`: the communicators' options and the per-rank hook of jobs on the plan's device group.
+    static Result<std::unique_ptr<Generator>> create(runtime::ModelStore& store, GroupOptions group = {});
+
+    // Not reentrant: one job at a time.
+    Result<JobReport> run(const GenerationJob& job, const JobEvents& events) override;
+    std::map<std::string, uint64_t> component_loads() const override { return store_.load_counts(); }
+    runtime::ModelStore& store() const { return store_; }
+
+private:
+    Generator(runtime::ModelStore& store, ProcessorConfigs processors, GroupOptions group)
+        : store_(store), processors_(std::move(processors)), group_options_(std::move(group)) {}
+    // The encode stage (rank 0's on a device group): what the denoise needs.
+    Result<EncodedInputs> encode(const GenerationJob& job, const JobEvents& events, JobReport& report);
+    runtime::ModelStore& store_;
+    ProcessorConfigs processors_;
+    GroupOptions group_options_;
+};
+
+} // namespace h3::pipeline

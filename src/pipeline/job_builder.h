@@ -1,0 +1,90 @@
+// The one job builder: a plain struct of optional fields (what a front end received: CLI flags, an HTTP JSON
+// body or multipart form, a binding's keyword arguments) → a validated GenerationJob. Field names are the
+// video API's (prompt, size, seconds, num_inference_steps, seed, cache, quality, first_frame, last_frame,
+// reference, attention, plus frames, aspect, prompt_embeds, random_prompt_embeds for the CLI). Every error is
+// an invalid_argument whose message starts with the field name, and `field` receives that name; no front
+// end's spelling (a CLI flag) appears in them — a front end maps field names to its own when it prints.
+//
+// check() is the part that needs no checkpoint (field syntax and ranges, exclusive fields, the prompt, the
+// reference rules), for front ends that validate a request before opening the model; build() does all of it
+// against a checkpoint's runtime::CheckpointInfo (geometry from its LatentSpec, the step cache against its
+// DiT, the DiT a task needs, the conditioning width).
+#pragma once
+
+#include "io/image_reader.h"
+#include "pipeline/job.h"
+#include "runtime/model_store.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace h3::pipeline {
+
+struct JobInput {
+    std::optional<std::string> task =
+        {}; // t2va | fl2va | ref2va; by default from the keyframes / references given
+    std::optional<std::string> prompt = {};
+    std::optional<Conditioning> prompt_embeds = {};   // precomputed conditioner rows [L, text_dim] (+ tags)
+    std::string prompt_embeds_source = {};            // where they came from (messages)
+    std::optional<int64_t> random_prompt_embeds = {}; // testing: L seeded rows instead of a prompt
+    std::optional<std::string> size = {};             // "WxH"
+    std::optional<std::string> aspect = {};           // "W:H"
+    std::optional<double> seconds = {};
+    std::optional<int64_t> frames = {};
+    std::optional<int64_t> num_inference_steps = {};
+    std::optional<uint64_t> seed = {};                // absent: drawn from std::random_device
+    std::optional<nlohmann::json> cache = {};         // a spec string or {"kind": {...}}
+    std::optional<std::string> quality = {};          // lossless | high
+    std::optional<io::DecodedImage> first_frame = {}; // fl2va keyframes, decoded
+    std::optional<io::DecodedImage> last_frame = {};
+    std::vector<ReferenceMedia> references = {}; // ref2va, request order, decoded
+    OutputRequest outputs = {};                  // may be left empty and filled in before the run
+    LoraJobInput adapters = {}; // lora, lora_mode, lora_strict, preset, video_shift, audio_shift (job_lora.h)
+    // FastH3: dense | vsa[:sparsity=0.9,mode=exempt|compete,dense_layers=0/1,dense_first_n_steps=N];
+    // absent: the checkpoint's fastvideo_inference.json for t2va / fl2va, else dense
+    // (pipeline/job_attention.h)
+    std::optional<std::string> attention = {};
+};
+
+struct JobBuilderOptions {
+    size_t max_prompt_bytes = 0; // 0: no limit
+    int max_steps = 1000;
+    GeometryLimits geometry = {};
+    // The reference resolutions (NormalizeOptions): the released model's 2048-px image short edge and 768-px
+    // video canvas; smaller values are the reduced-cost mode.
+    int reference_image_edge = 2048;
+    int reference_video_edge = kCanvasShortEdge;
+    LoraResolver lora = {}; // where the lora field's adapters are resolved (pipeline/job_lora.h)
+};
+
+class JobBuilder {
+public:
+    JobBuilder(runtime::CheckpointInfo info, JobBuilderOptions options = {});
+
+    // The checks that need no checkpoint.
+    static Status check(const JobInput& input, const JobBuilderOptions& options,
+                        std::string* field = nullptr);
+    // The whole request against the checkpoint.
+    Result<GenerationJob> build(JobInput input, std::string* field = nullptr) const;
+
+    const runtime::CheckpointInfo& info() const { return info_; }
+    const JobBuilderOptions& options() const { return options_; }
+
+private:
+    runtime::CheckpointInfo info_;
+    JobBuilderOptions options_;
+};
+
+// "WxH" with whole positive pixel counts (field "size").
+Status parse_size(const std::string& text, int& width, int& height);
+// `cache` (a spec string or {"kind": {...}} JSON; null when absent) or `quality`, never both; neither gives
+// the lossless default. Errors name the field.
+Result<cache::CacheSpec> resolve_cache_choice(const nlohmann::json& cache, const std::string& quality,
+                                              std::string* field = nullptr);
+// The step cache against a DiT config and a schedule of `steps` grid points (field "cache").
+Status check_cache(const cache::CacheSpec& spec, int steps, const model::DitConfig& config);
+
+} // namespace h3::pipeline

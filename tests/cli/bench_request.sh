@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# h3-engine bench request: one t2va request through the Generator with random weights supplied to the model
+# store (here at the tiny checkpoint's widths on the CPU): the JSON report's stage times, steps and rows, the
+# MP4 it muxes, determinism of the random components, and the usage errors.
+source "$(dirname "$0")/lib/common.sh" "$@"
+"$H3" make-tiny "$WORK/tiny" --seed 1 > /dev/null || fail "make-tiny"
+# the tiny checkpoint's weights are not read: remove them, keep the configs and the tokenizer
+find "$WORK/tiny" -name '*.safetensors' -delete
+BENCH=("$H3" bench request --random-weights --configs "$WORK/tiny" --device cpu --size 64x32 --frames 107)
+"${BENCH[@]}" --steps 3 --seed 5 --json --output "$WORK/a.mp4" > "$WORK/a.json" 2> "$WORK/a.err" ||
+  { cat "$WORK/a.err"; fail "bench request exited $?"; }
+python3 - "$WORK/a.json" "$WORK/a.mp4" <<'PY' || fail "report"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["bench"] == "request" and j["task"] == "t2va", j
+assert (j["width"], j["height"], j["frames"], j["grid_points"], j["forwards"]) == (64, 32, 107, 3, 2), j
+assert len(j["step_seconds"]) == 2 and all(s > 0 for s in j["step_seconds"]), j["step_seconds"]
+for k in ("seconds_encode", "seconds_denoise", "seconds_decode", "seconds_mux", "seconds_total"):
+    assert j[k] > 0, (k, j[k])
+assert j["seconds_total"] >= j["seconds_denoise"] + j["seconds_decode"], j
+assert j["conditioning_rows"] > 10, j["conditioning_rows"]
+assert j["written"] == [sys.argv[2]], j["written"]
+loads = j["metrics"]["component_loads"]
+assert loads["transformer"] == loads["text_encoder"] == loads["vae_decoder"] == loads["audio_vae_decoder"] == 1, loads
+print("bench request report ok:", j["geometry"], f'{j["seconds_total"]:.2f} s')
+PY
+head -c 12 "$WORK/a.mp4" | grep -q ftyp || fail "a.mp4 is not an MP4"
+# the same request again: the random components are deterministic
+"${BENCH[@]}" --steps 3 --seed 5 --output "$WORK/b.mp4" > "$WORK/b.txt" 2> "$WORK/b.err" || fail "second run"
+grep -q "request bench: 64x32, 107 frames" "$WORK/b.txt" || { cat "$WORK/b.txt"; fail "text report"; }
+cmp -s "$WORK/a.mp4" "$WORK/b.mp4" || fail "two runs of the same request differ"
+# the weights streamed (DiT and text stack layerwise from host masters): the same MP4, the placement reported
+"${BENCH[@]}" --steps 3 --seed 5 --residency layerwise --resident-blocks 0 --json --output "$WORK/l.mp4" \
+  > "$WORK/l.json" 2> "$WORK/l.err" || { cat "$WORK/l.err"; fail "layerwise bench request exited $?"; }
+grep -q '"placement": "weights: DiT layerwise (first 0 resident' "$WORK/l.json" || fail "layerwise placement"
+cmp -s "$WORK/a.mp4" "$WORK/l.mp4" || fail "layerwise request differs from the resident one"
+# a budget the request cannot meet is an error before any weight moves
+"${BENCH[@]}" --steps 3 --gpu-memory-budget 64KiB > /dev/null 2> "$WORK/m.err"; [ $? -ne 0 ] || fail "tiny budget"
+grep -q "budget" "$WORK/m.err" || { cat "$WORK/m.err"; fail "tiny budget message"; }
+# usage: --random-weights is required; a bad size names the field
+"$H3" bench request --configs "$WORK/tiny" --device cpu > /dev/null 2>&1; [ $? -eq 2 ] || fail "no --random-weights"
+"${BENCH[@]/64x32/100x64}" --steps 3 > /dev/null 2> "$WORK/c.err"; [ $? -eq 2 ] || fail "bad size rc"
+grep -q "size" "$WORK/c.err" || { cat "$WORK/c.err"; fail "bad size message"; }
+echo "bench_request: all checks passed"

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# h3-engine generate on a device group of CPU ranks (--sp / --ring / --tp, issue #17) on a tiny checkpoint with 8 DiT
+# heads: the latents equal the single-rank run's within 1e-5 relative (fp32) for t2va (prompt through the
+# tiny text encoder) and fl2va (keyframes), with and without DBCache; the metrics list the ranks and the
+# cache decisions agree; degrees the heads do not allow and --gpus on the CPU are usage errors naming the
+# flag; two processes by the launcher convention (RANK / WORLD_SIZE / MASTER_PORT) equal one (--sp 2 and
+# --ring 2), rank 0 alone conditioning and both splitting the video decode.
+source "$(dirname "$0")/lib/common.sh" "$@"
+
+make_tiny "$WORK/tiny" --seed 3 --dit-heads 8
+"$H3" make-tiny --help | grep -q -- "--dit-heads" || fail "make-tiny has no --dit-heads"
+IMG="$(dirname "$0")/../data/images"
+GEN=("$H3" generate --model "$WORK/tiny" --prompt "a red fox" --size 64x32 --frames 107 --steps 4 --seed 4
+     --dtype fp32 --device cpu --progress none)
+# (task, cache, sp, tp, ring): every degree on t2va; DBCache and fl2va on some degrees (test_parallel covers
+# every task × cache × degree through the library)
+DB=dbcache:Fn=1,rdt=0.5,warmup=1
+for run in "t2va none 2 1 1" "t2va none 4 1 1" "t2va none 1 2 1" "t2va none 2 2 1" "t2va $DB 2 1 1" \
+           "fl2va none 2 2 1" "t2va none 2 1 2" "t2va none 1 1 2" "t2va $DB 2 1 2" "fl2va none 1 1 2"; do
+  read -r task cache sp tp ring <<< "$run"
+  KF=()
+  [ "$task" = fl2va ] && KF=(--first-frame "$IMG/png_rgb.png" --last-frame "$IMG/jpeg_exif6.jpg")
+  tag="${task}_${cache%%:*}"
+  [ -f "$WORK/$tag.st" ] || expect_rc 0 "${GEN[@]}" "${KF[@]}" --cache "$cache" --save-latents "$WORK/$tag.st"
+  expect_rc 0 "${GEN[@]}" "${KF[@]}" --cache "$cache" --sp "$sp" --tp "$tp" --ring "$ring" \
+    --save-latents "$WORK/${tag}_g.st" --metrics "$WORK/m.json"
+  latents_close "$WORK/$tag.st" "$WORK/${tag}_g.st" || fail "$run: latents differ: $(head -c 600 "$WORK/cmp.json")"
+  python3 - "$WORK/m.json" "$((sp * tp * ring))" <<'PY' || fail "metrics of $run: $(head -c 400 "$WORK/m.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+w = m.get("work", m)
+assert w["ranks"] == int(sys.argv[2]), w.get("ranks")
+assert len(w["rank_useful_flops"]) == w["ranks"]
+assert "dit group sp" in m["placement"], m["placement"]
+PY
+done
+# the check can fail: t2va and fl2va latents differ
+if latents_close "$WORK/t2va_none.st" "$WORK/fl2va_none.st"; then fail "compare did not tell t2va from fl2va"; fi
+
+# Two processes on 127.0.0.1 by the launcher convention (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the
+# TCP communicator between them; rank 0 writes the latents, equal to the single-process run's.
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# Rank 0 alone runs the conditioner (rank 1 never loads the text encoder: it receives the rows); both decode
+# a share of the video tiles, rank 0 blends them: its PNG frames equal the in-process --sp 2 run's byte for
+# byte (the TCP sums are the in-process backend's bits, so the latents are the same too).
+expect_rc 0 "${GEN[@]}" --sp 2 --save-latents "$WORK/sp2.st" --output "$WORK/sp2_png"
+for r in 1 0; do
+  RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT "$H3" --log-level info "${GEN[@]:1}" --sp 2 \
+    --save-latents "$WORK/proc_r$r.st" --output "$WORK/proc_png$r" --metrics "$WORK/proc_m$r.json" \
+    > "$WORK/proc_$r.out" 2> "$WORK/proc_$r.err" &
+  eval "PID$r=\$!"
+done
+wait "$PID0"; RC0=$?; wait "$PID1"; RC1=$?
+[ $RC0 -eq 0 ] && [ $RC1 -eq 0 ] || { cat "$WORK"/proc_*.err; fail "launched ranks exited $RC0 / $RC1"; }
+latents_close "$WORK/t2va_none.st" "$WORK/proc_r0.st" || fail "2-process latents differ: $(head -c 600 "$WORK/cmp.json")"
+[ -f "$WORK/proc_r1.st" ] && fail "rank 1 wrote outputs (rank 0 writes)"
+[ -e "$WORK/proc_png1" ] && fail "rank 1 wrote frames (rank 0 writes)"
+diff -r "$WORK/sp2_png" "$WORK/proc_png0" > /dev/null || fail "2-process frames differ from the in-process --sp 2 frames"
+cat "$WORK/proc_0.out" "$WORK/proc_0.err" | grep -q "loaded text_encoder" || fail "rank 0 did not load the text encoder"
+cat "$WORK/proc_1.out" "$WORK/proc_1.err" | grep -q "loaded text_encoder" && fail "rank 1 loaded the text encoder (rank 0 conditions)"
+cat "$WORK/proc_1.out" "$WORK/proc_1.err" | grep -q "loaded vae_decoder" || fail "rank 1 did not decode its tiles"
+python3 - "$WORK/proc_m0.json" "$WORK/proc_m1.json" <<'PY' || fail "encode_ranks: $(cat "$WORK"/proc_m*.json | head -c 300)"
+import json, sys
+assert json.load(open(sys.argv[1]))["encode_ranks"] == [0]
+assert json.load(open(sys.argv[2]))["encode_ranks"] == []
+PY
+# --ring 2 as two processes: the ring's K/V all_gather over TCP
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+rm -f "$WORK"/proc_r*.st
+for r in 1 0; do
+  RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT "${GEN[@]}" --ring 2 \
+    --save-latents "$WORK/proc_r$r.st" > "$WORK/proc_$r.out" 2> "$WORK/proc_$r.err" &
+  eval "PID$r=\$!"
+done
+wait "$PID0"; RC0=$?; wait "$PID1"; RC1=$?
+[ $RC0 -eq 0 ] && [ $RC1 -eq 0 ] || { cat "$WORK"/proc_*.err; fail "--ring 2: launched ranks exited $RC0 / $RC1"; }
+latents_close "$WORK/t2va_none.st" "$WORK/proc_r0.st" ||
+  fail "--ring 2: 2-process latents differ: $(head -c 600 "$WORK/cmp.json")"
+[ -f "$WORK/proc_r1.st" ] && fail "--ring 2: rank 1 wrote outputs (rank 0 writes)"
+RANK=0 WORLD_SIZE=2 MASTER_PORT=$PORT expect_rc 2 "${GEN[@]}" --sp 4 --save-latents "$WORK/x.st"
+expect_err "WORLD_SIZE 2 but --sp 4 --ring 1 --tp 1 needs 4 ranks"
+RANK=1 expect_rc 2 "${GEN[@]}" --sp 2 --save-latents "$WORK/x.st"
+expect_err "RANK and WORLD_SIZE must be set together"
+
+expect_rc 2 "${GEN[@]}" --sp 3 --save-latents "$WORK/x.st"
+expect_err "allowed sp·tp: 1, 2, 4, 8"
+expect_rc 2 "${GEN[@]}" --ring 0 --save-latents "$WORK/x.st"
+expect_err "ring"
+expect_rc 2 "${GEN[@]}" --sp 2 --gpus 0,1 --save-latents "$WORK/x.st"
+expect_err "--gpus names CUDA devices but --device is cpu"
+echo "parallel: ok"

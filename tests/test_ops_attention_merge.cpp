@@ -1,0 +1,246 @@
+// Op tests for attention's log-sum-exp output and attention_merge (ring attention's partials, issue #17), in
+// the pattern of tests/test_ops.cpp. Default (CPU): each op against a naive double-precision loop written
+// here. With `--backend cuda` (or H3_TEST_BACKEND=cuda): on cuda:0 against the same double loop (the CPU
+// reference is itself within these tolerances of it). The property ring attention rests on: attention over
+// a key range equals the merge of attention over its two halves — incl. an empty half (lse = −inf, its o
+// never read) and rows whose every key is excluded (both halves −inf: o = 0, lse = −inf).
+#include "op_harness.h"
+#include "ops/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace h3::ops {
+namespace {
+
+using namespace harness;
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+const DType kODtypes[] = {DType::kF32, DType::kBF16};
+// Outputs are convex mixes of v (|v| ≤ 2) after ≤ 70 exp-weighted fp32 dot products of D ≤ 128.
+constexpr TolTable kAttnTol{{2e-5, 1e-4}, {1e-2, 8e-3}, {2e-3, 1e-3}};
+// lse: a log of a sum of ≤ 70 exps of fp32 scores: absolute error of a few fp32 ulps of the scores.
+constexpr Tol kLseTol{2e-5, 2e-6};
+
+// Exact attention over keys [k0, k1) of q [Sq,H,D], k/v [Sk,H,D] in double: o [Sq,H,D] and lse [Sq,H].
+struct Exact {
+    std::vector<double> o, lse;
+};
+Exact exact_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t k0, int64_t k1,
+                      double scale) {
+    const int64_t sq = q.dim(0), h = q.dim(1), d = q.dim(2);
+    const auto qv = values(q), kv = values(k), vv = values(v);
+    Exact e{std::vector<double>(static_cast<size_t>(sq * h * d), 0.0),
+            std::vector<double>(static_cast<size_t>(sq * h), kNegInf)};
+    std::vector<double> s(static_cast<size_t>(k1 - k0));
+    for (int64_t i = 0; i < sq; ++i)
+        for (int64_t hh = 0; hh < h; ++hh) {
+            if (k1 <= k0) continue;
+            double mx = kNegInf, sum = 0;
+            for (int64_t j = k0; j < k1; ++j) {
+                double dot = 0;
+                for (int64_t c = 0; c < d; ++c) dot += qv[(i * h + hh) * d + c] * kv[(j * h + hh) * d + c];
+                s[j - k0] = dot * scale, mx = std::max(mx, s[j - k0]);
+            }
+            for (int64_t j = k0; j < k1; ++j) sum += (s[j - k0] = std::exp(s[j - k0] - mx));
+            for (int64_t j = k0; j < k1; ++j)
+                for (int64_t c = 0; c < d; ++c)
+                    e.o[(i * h + hh) * d + c] += s[j - k0] / sum * vv[(j * h + hh) * d + c];
+            e.lse[i * h + hh] = mx + std::log(sum);
+        }
+    return e;
+}
+
+// lse values with −inf kept exact (the general check would call them non-finite).
+void check_lse(const Guarded& got_t, const std::vector<double>& want, Tol tol) {
+    EXPECT_TRUE(got_t.guards_intact()) << "the op wrote outside lse";
+    const std::vector<double> got = values(got_t.host());
+    ASSERT_EQ(got.size(), want.size());
+    int bad = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        const bool ok = want[i] == kNegInf
+                            ? got[i] == kNegInf
+                            : std::isfinite(got[i]) &&
+                                  std::fabs(got[i] - want[i]) <= tol.atol + tol.rtol * std::fabs(want[i]);
+        if (!ok && bad++ < 5) ADD_FAILURE() << "lse[" << i << "] got " << got[i] << " want " << want[i];
+    }
+    EXPECT_EQ(bad, 0) << bad << " of " << got.size() << " lse values off";
+}
+
+Tensor lse_tensor(const std::vector<double>& v, const Shape& s) {
+    std::vector<float> f(v.begin(), v.end());
+    return host_tensor_from(f, s, DType::kF32);
+}
+
+struct SplitCase {
+    int64_t sq, sk, h, d, split; // keys [0, split) and [split, sk)
+};
+// Uneven splits crossing the CUDA fallback's 32-key tiles and 4-query blocks; a one-key half; D = 128.
+const SplitCase kSplits[] = {{5, 7, 2, 16, 3}, {33, 70, 3, 64, 33}, {17, 40, 2, 128, 1}, {9, 64, 4, 32, 32}};
+
+TEST(OpsAttentionMerge, LseOfAttention) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 1;
+    for (const auto& c : kSplits)
+        for (DType dt : kODtypes) {
+            SCOPED_TRACE("lse sq=" + std::to_string(c.sq) + " sk=" + std::to_string(c.sk) + " " +
+                         dtype_name(dt));
+            Tensor q = rnd({c.sq, c.h, c.d}, dt, seed++, -1.0f, 1.0f);
+            Tensor k = rnd({c.sk, c.h, c.d}, dt, seed++, -1.0f, 1.0f);
+            Tensor v = rnd({c.sk, c.h, c.d}, dt, seed++);
+            const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+            const Exact want = exact_attention(q, k, v, 0, c.sk, scale);
+            const AttentionImpl impls[] = {AttentionImpl::kAuto, AttentionImpl::kFallback};
+            for (AttentionImpl impl : impls) {
+                if (!on_cuda() && impl != AttentionImpl::kAuto) break;
+                Guarded o(Tensor::host({c.sq, c.h, c.d}, DType::kF32));
+                Guarded lse(Tensor::host({c.sq, c.h}, DType::kF32));
+                ASSERT_OK(attention(ctx(), {.impl = impl, .lse = &lse.t}, dev(q), dev(k), dev(v), o.t));
+                check_output(o, want.o, kAttnTol.f32);
+                check_lse(lse, want.lse, kLseTol);
+            }
+            if (on_cuda()) { // the kernels that do not return lse say so rather than leave it unwritten
+                Tensor o = dev(Tensor::host({c.sq, c.h, c.d}, dt)),
+                       lse = dev(Tensor::host({c.sq, c.h}, DType::kF32));
+                for (AttentionImpl impl : {AttentionImpl::kHopper, AttentionImpl::kCudnn})
+                    EXPECT_EQ(attention(ctx(), {.impl = impl, .lse = &lse}, dev(q), dev(k), dev(v), o).code(),
+                              ErrorCode::kUnimplemented);
+            }
+        }
+}
+
+// attention over [0, sk) == merge(attention over [0, split), attention over [split, sk)), o in f32 or bf16.
+TEST(OpsAttentionMerge, HalvesEqualTheWhole) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 100;
+    for (const auto& c : kSplits)
+        for (DType dt : kODtypes)
+            for (bool in_place : {false, true}) {
+                SCOPED_TRACE("split sq=" + std::to_string(c.sq) + " sk=" + std::to_string(c.sk) + " at " +
+                             std::to_string(c.split) + " " + dtype_name(dt) + (in_place ? " in place" : ""));
+                Tensor q = rnd({c.sq, c.h, c.d}, DType::kF32, seed++, -1.0f, 1.0f);
+                Tensor k = rnd({c.sk, c.h, c.d}, DType::kF32, seed++, -1.0f, 1.0f);
+                Tensor v = rnd({c.sk, c.h, c.d}, DType::kF32, seed++);
+                const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+                const Exact whole = exact_attention(q, k, v, 0, c.sk, scale);
+                Tensor qd = dev(q), kd = dev(k), vd = dev(v);
+                auto part = [&](int64_t k0, int64_t k1, Tensor& o, Tensor& lse) {
+                    return attention(ctx(), {.lse = &lse}, qd, kd.slice(0, k0, k1), vd.slice(0, k0, k1), o);
+                };
+                Tensor oa = dev(Tensor::host({c.sq, c.h, c.d}, dt)),
+                       ob = dev(Tensor::host({c.sq, c.h, c.d}, dt));
+                Tensor la = dev(Tensor::host({c.sq, c.h}, DType::kF32)),
+                       lb = dev(Tensor::host({c.sq, c.h}, DType::kF32));
+                ASSERT_OK(part(0, c.split, oa, la));
+                ASSERT_OK(part(c.split, c.sk, ob, lb));
+                const TolTable tol{{4e-5, 2e-4}, {2e-2, 1.6e-2}, {4e-3, 2e-3}}; // two roundings in bf16
+                if (in_place) {
+                    ASSERT_OK(attention_merge(ctx(), oa, la, ob, lb, oa, la));
+                    auto oh = oa.to(Device::cpu()), lh = la.to(Device::cpu());
+                    ASSERT_TRUE(oh.ok() && lh.ok());
+                    Guarded og(*oh), lg(*lh);
+                    check_output(og, whole.o, tol.of(dt));
+                    check_lse(lg, whole.lse, kLseTol);
+                } else {
+                    Guarded o(Tensor::host({c.sq, c.h, c.d}, dt)),
+                        lse(Tensor::host({c.sq, c.h}, DType::kF32));
+                    ASSERT_OK(attention_merge(ctx(), oa, la, ob, lb, o.t, lse.t));
+                    check_output(o, whole.o, tol.of(dt));
+                    check_lse(lse, whole.lse, kLseTol);
+                }
+            }
+}
+
+// Hand-made partials against the merge formula in double: random lse with −inf on one side (an empty half,
+// whose o holds NaN to prove it is not read), on both sides (a row with every key excluded), mixed dtypes.
+TEST(OpsAttentionMerge, EmptyHalvesAndMaskedRows) {
+    SKIP_IF_NO_BACKEND();
+    const int64_t S = 37, H = 3, D = 40;
+    uint32_t seed = 500;
+    for (DType ta : kODtypes)
+        for (DType tb : kODtypes)
+            for (DType to : kODtypes) {
+                SCOPED_TRACE(std::string("merge ") + dtype_name(ta) + " + " + dtype_name(tb) + " -> " +
+                             dtype_name(to));
+                Tensor oa = rnd({S, H, D}, ta, seed++), ob = rnd({S, H, D}, tb, seed++);
+                std::vector<double> la = values(rnd({S, H}, DType::kF32, seed++, -30.0f, 30.0f));
+                std::vector<double> lb = values(rnd({S, H}, DType::kF32, seed++, -30.0f, 30.0f));
+                for (int64_t r = 0; r < S * H;
+                     ++r) { // every third row: a empty; every fifth: b; every 7th: both
+                    if (r % 3 == 0 || r % 7 == 0) la[r] = kNegInf;
+                    if (r % 5 == 0 || r % 7 == 0) lb[r] = kNegInf;
+                }
+                auto poison = [&](Tensor& o, const std::vector<double>& l) {
+                    std::vector<float> f = to_f32_vector(o).value();
+                    for (int64_t r = 0; r < S * H; ++r)
+                        if (l[r] == kNegInf)
+                            for (int64_t c = 0; c < D; ++c)
+                                f[r * D + c] = std::numeric_limits<float>::quiet_NaN();
+                    o = host_tensor_from(f, o.shape(), o.dtype());
+                };
+                poison(oa, la);
+                poison(ob, lb);
+                const auto av = values(oa), bv = values(ob);
+                std::vector<double> want_o(static_cast<size_t>(S * H * D), 0.0),
+                    want_l(static_cast<size_t>(S * H));
+                for (int64_t r = 0; r < S * H; ++r) {
+                    const double m = std::max(la[r], lb[r]);
+                    if (m == kNegInf) {
+                        want_l[r] = kNegInf;
+                        continue;
+                    }
+                    const double wa = la[r] == kNegInf ? 0 : std::exp(la[r] - m);
+                    const double wb = lb[r] == kNegInf ? 0 : std::exp(lb[r] - m);
+                    for (int64_t c = 0; c < D; ++c)
+                        want_o[r * D + c] =
+                            ((wa > 0 ? wa * av[r * D + c] : 0) + (wb > 0 ? wb * bv[r * D + c] : 0)) /
+                            (wa + wb);
+                    want_l[r] = m + std::log(wa + wb);
+                }
+                Guarded o(Tensor::host({S, H, D}, to)), lse(Tensor::host({S, H}, DType::kF32));
+                ASSERT_OK(attention_merge(ctx(), dev(oa), dev(lse_tensor(la, {S, H})), dev(ob),
+                                          dev(lse_tensor(lb, {S, H})), o.t, lse.t));
+                const TolTable tol{{1e-6, 1e-5}, {1e-2, 8e-3}, {2e-3, 1e-3}}; // one rounding to o's dtype
+                check_output(o, want_o, tol.of(to));
+                check_lse(lse, want_l, {1e-5, 1e-6});
+                // Without an lse output only o is written.
+                Guarded o2(Tensor::host({S, H, D}, to));
+                Tensor none;
+                ASSERT_OK(attention_merge(ctx(), dev(oa), dev(lse_tensor(la, {S, H})), dev(ob),
+                                          dev(lse_tensor(lb, {S, H})), o2.t, none));
+                check_output(o2, want_o, tol.of(to));
+            }
+}
+
+TEST(OpsAttentionMerge, Errors) {
+    const Context cpu = Context::cpu();
+    auto expect_error = [](const Status& s, const std::string& part) {
+        EXPECT_FALSE(s.ok());
+        EXPECT_NE(s.message().find(part), std::string::npos) << s.to_string();
+    };
+    Tensor o = rnd({4, 2, 8}, DType::kF32, 1), l = rnd({4, 2}, DType::kF32, 2), none;
+    Tensor out = Tensor::host({4, 2, 8}, DType::kF32);
+    expect_error(attention_merge(cpu, o, rnd({4, 3}, DType::kF32, 3), o, l, out, none),
+                 "attention_merge: lse_a is f32[4, 3]");
+    expect_error(attention_merge(cpu, o, l, o, rnd({4, 2}, DType::kBF16, 4), out, none), "must be f32");
+    expect_error(attention_merge(cpu, o, l, rnd({4, 2, 9}, DType::kF32, 5), l, out, none), "o_b");
+    Tensor q = rnd({3, 2, 8}, DType::kBF16, 6), k = rnd({5, 2, 8}, DType::kBF16, 7);
+    Tensor ao = Tensor::host({3, 2, 8}, DType::kBF16), bad = Tensor::host({3, 4}, DType::kF32);
+    expect_error(attention(cpu, {.lse = &bad}, q, k, k, ao), "attention: lse is f32[3, 4]");
+    Tensor lse = Tensor::host({3, 2}, DType::kF32);
+    EXPECT_EQ(attention(cpu, {.fp8 = true, .lse = &lse}, q, k, k, ao).code(), ErrorCode::kUnimplemented);
+}
+
+} // namespace
+} // namespace h3::ops
+
+// Own main: `--backend cuda` (or H3_TEST_BACKEND=cuda) selects the CUDA comparison mode.
+int main(int argc, char** argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    h3::ops::harness::parse_backend(argc, argv);
+    return RUN_ALL_TESTS();
+}

@@ -1,0 +1,432 @@
+// Op tests for video sparse attention (ops/vsa.h), in the pattern of tests/test_ops.cpp. Default (CPU): each
+// CPU reference is compared with a naive double-precision loop written here (the attention with a dense mask
+// built from the key-tile lists, the selection by a full sort). With `--backend cuda` (or
+// H3_TEST_BACKEND=cuda) each op runs on cuda:0 against the CPU reference on the same inputs: pooling, tile
+// scores, selection and the gate add bit for bit (same summation order, no FMA), the attention and the
+// compression softmax within tolerance. Geometries are odd on purpose: short prefix segments, an empty one,
+// partial cubes in t, h and w.
+#include "op_harness.h"
+#include "ops/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace h3::ops {
+namespace {
+
+using namespace harness;
+
+struct Geo {
+    std::vector<int64_t> prefix;
+    int64_t t, h, w;
+};
+// 7 | 0 | 65 | 130 rows of prefix (tiles 7; 64+1; 64+64+2) and a 5×6×10 grid (cubes 4/1 × 4/2 × 4/4/2).
+const Geo kOdd{{7, 0, 65, 130}, 5, 6, 10};
+const Geo kNoPrefix{{}, 6, 4, 9};
+const Geo kSmall{{3, 40}, 4, 3, 5};
+
+VsaTileMap map_of(const Geo& g) {
+    auto m = build_vsa_tile_map({.prefix_segments = g.prefix, .grid_t = g.t, .grid_h = g.h, .grid_w = g.w});
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    return *m;
+}
+
+VsaTiles tiles_on(const Context& c, const VsaTileMap& m) {
+    auto t = upload_vsa_tiles(c, m);
+    EXPECT_TRUE(t.ok()) << t.status().to_string();
+    return *t;
+}
+
+// Scores rounded to a few values so that ties are common (the lower tile index must win).
+Tensor tied_scores(int64_t heads, int64_t n, uint32_t seed) {
+    std::mt19937 gen(seed);
+    std::uniform_int_distribution<int> level(0, 5);
+    Tensor s = Tensor::host(Shape{heads, n, n}, DType::kF32);
+    for (int64_t i = 0; i < s.numel(); ++i) s.data_as<float>()[i] = 0.25f * static_cast<float>(level(gen));
+    return s;
+}
+
+// The selection by a full sort of every candidate (score desc, index asc; NaN as −inf).
+std::vector<int32_t> naive_select(const std::vector<double>& scores, int64_t heads, int64_t n, int64_t P,
+                                  int64_t keep, bool compete) {
+    const bool exempt = !compete || P == 0;
+    const int64_t width = exempt ? P + keep : std::min(keep + P, n);
+    std::vector<int32_t> out;
+    for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = P; i < n; ++i) {
+            std::vector<std::pair<double, int32_t>> c;
+            for (int64_t j = exempt ? P : 0; j < n; ++j) {
+                double v = scores[static_cast<size_t>((h * n + i) * n + j)];
+                if (std::isnan(v)) v = -INFINITY;
+                c.push_back({-v, static_cast<int32_t>(j)});
+            }
+            std::sort(c.begin(), c.end());
+            std::vector<int32_t> pick;
+            if (exempt)
+                for (int64_t t = 0; t < P; ++t) pick.push_back(static_cast<int32_t>(t));
+            for (int64_t t = 0; t < (exempt ? keep : width); ++t)
+                pick.push_back(c[static_cast<size_t>(t)].second);
+            std::sort(pick.begin(), pick.end());
+            out.insert(out.end(), pick.begin(), pick.end());
+        }
+    return out;
+}
+
+// Random ascending key-tile lists of `width` (the prefix tiles first when `exempt`).
+Tensor random_lists(int64_t heads, const VsaTileMap& m, int64_t width, bool exempt, uint32_t seed) {
+    const int64_t n = m.num_tiles(), P = m.num_prefix_tiles, nv = m.num_video_tiles;
+    std::mt19937 gen(seed);
+    Tensor l = Tensor::host(Shape{heads, nv, width}, DType::kI32);
+    int32_t* p = l.data_as<int32_t>();
+    for (int64_t r = 0; r < heads * nv; ++r) {
+        std::vector<int32_t> pool;
+        for (int64_t t = exempt ? P : 0; t < n; ++t) pool.push_back(static_cast<int32_t>(t));
+        std::shuffle(pool.begin(), pool.end(), gen);
+        std::vector<int32_t> pick;
+        if (exempt)
+            for (int64_t t = 0; t < P; ++t) pick.push_back(static_cast<int32_t>(t));
+        for (size_t t = 0; pick.size() < static_cast<size_t>(width); ++t) pick.push_back(pool[t]);
+        std::sort(pick.begin(), pick.end());
+        std::copy(pick.begin(), pick.end(), p + r * width);
+    }
+    return l;
+}
+
+// softmax(q·kᵀ·scale)·v per head in double, query row r restricted to the rows of its tile's key tiles.
+std::vector<double> naive_sparse_attention(const VsaTileMap& m, const std::vector<double>& q,
+                                           const std::vector<double>& k, const std::vector<double>& v,
+                                           const std::vector<int32_t>& lists, int64_t heads, int64_t d,
+                                           int64_t width) {
+    const int64_t S = m.rows, P = m.num_prefix_tiles, n = m.num_tiles();
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    std::vector<double> o(static_cast<size_t>(S * heads * d));
+    for (int64_t h = 0; h < heads; ++h)
+        for (int64_t r = 0; r < S; ++r) {
+            const int64_t t = m.row_tiles[static_cast<size_t>(r)];
+            std::vector<char> sel(static_cast<size_t>(n), t < P);
+            if (t >= P)
+                for (int64_t w = 0; w < width; ++w)
+                    sel[static_cast<size_t>(lists[static_cast<size_t>((h * (n - P) + t - P) * width + w)])] =
+                        1;
+            std::vector<double> s(static_cast<size_t>(S), -INFINITY);
+            double mx = -INFINITY;
+            for (int64_t j = 0; j < S; ++j) {
+                if (!sel[static_cast<size_t>(m.row_tiles[static_cast<size_t>(j)])]) continue;
+                double dot = 0;
+                for (int64_t c = 0; c < d; ++c)
+                    dot += q[static_cast<size_t>((r * heads + h) * d + c)] *
+                           k[static_cast<size_t>((j * heads + h) * d + c)];
+                s[static_cast<size_t>(j)] = dot * scale;
+                mx = std::max(mx, s[static_cast<size_t>(j)]);
+            }
+            double l = 0;
+            std::vector<double> acc(static_cast<size_t>(d), 0.0);
+            for (int64_t j = 0; j < S; ++j) {
+                if (s[static_cast<size_t>(j)] == -INFINITY) continue;
+                const double e = std::exp(s[static_cast<size_t>(j)] - mx);
+                l += e;
+                for (int64_t c = 0; c < d; ++c)
+                    acc[static_cast<size_t>(c)] += e * v[static_cast<size_t>((j * heads + h) * d + c)];
+            }
+            for (int64_t c = 0; c < d; ++c)
+                o[static_cast<size_t>((r * heads + h) * d + c)] = acc[static_cast<size_t>(c)] / l;
+        }
+    return o;
+}
+
+std::vector<int32_t> ints(const Tensor& t) {
+    Tensor h = t;
+    if (!t.device().is_cpu()) {
+        auto r = t.to(Device::cpu());
+        EXPECT_TRUE(r.ok());
+        h = *r;
+    }
+    return {h.data_as<const int32_t>(), h.data_as<const int32_t>() + h.numel()};
+}
+
+// Bit equality of two f32 outputs (CUDA vs the CPU reference).
+void expect_same_bits(const Tensor& got, const Tensor& want) {
+    auto g = values(got), w = values(want);
+    ASSERT_EQ(g.size(), w.size());
+    int bad = 0;
+    for (size_t i = 0; i < g.size(); ++i)
+        if (!(g[i] == w[i] || (std::isnan(g[i]) && std::isnan(w[i]))) && bad++ < 5)
+            ADD_FAILURE() << "[" << i << "] got " << g[i] << " want " << w[i];
+    EXPECT_EQ(bad, 0);
+}
+
+// ---- pooling and scores -----------------------------------------------------------------------------------
+TEST(OpsVsa, PoolAndScores) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 3;
+    for (const Geo& g : {kOdd, kNoPrefix, kSmall})
+        for (auto [heads, d, dt] : {std::tuple{2, 128, DType::kBF16}, std::tuple{3, 32, DType::kF32},
+                                    std::tuple{1, 40, DType::kF16}}) {
+            SCOPED_TRACE("pool d=" + std::to_string(d) + " " + dtype_name(dt));
+            const VsaTileMap m = map_of(g);
+            const int64_t n = m.num_tiles();
+            Tensor x = rnd(Shape{m.rows, heads, d}, dt, seed++);
+            Guarded pooled(Tensor::host(Shape{heads, n, d}, DType::kF32));
+            ASSERT_OK(vsa_pool(ctx(), tiles_on(ctx(), m), dev(x), pooled.t));
+            if (on_cuda()) {
+                Tensor want = Tensor::host(Shape{heads, n, d}, DType::kF32);
+                ASSERT_OK(vsa_pool(Context::cpu(), tiles_on(Context::cpu(), m), clone(x), want));
+                expect_same_bits(pooled.host(), want);
+            } else {
+                const auto xv = values(x);
+                std::vector<double> want(static_cast<size_t>(heads * n * d), 0.0);
+                for (int64_t r = 0; r < m.rows; ++r)
+                    for (int64_t h = 0; h < heads; ++h)
+                        for (int64_t c = 0; c < d; ++c)
+                            want[static_cast<size_t>((h * n + m.row_tiles[static_cast<size_t>(r)]) * d +
+                                                     c)] += xv[static_cast<size_t>((r * heads + h) * d + c)];
+                for (int64_t h = 0; h < heads; ++h)
+                    for (int64_t t = 0; t < n; ++t)
+                        for (int64_t c = 0; c < d; ++c)
+                            want[static_cast<size_t>((h * n + t) * d + c)] /=
+                                m.tile_sizes[static_cast<size_t>(t)];
+                check_output(pooled, want, {1e-5, 1e-5});
+            }
+            // Scores of two pooled tensors.
+            Tensor qp = rnd(Shape{heads, n, d}, DType::kF32, seed++),
+                   kp = rnd(Shape{heads, n, d}, DType::kF32, seed++);
+            Guarded sc(Tensor::host(Shape{heads, n, n}, DType::kF32));
+            ASSERT_OK(vsa_tile_scores(ctx(), dev(qp), dev(kp), sc.t));
+            if (on_cuda()) {
+                Tensor want = Tensor::host(Shape{heads, n, n}, DType::kF32);
+                ASSERT_OK(vsa_tile_scores(Context::cpu(), clone(qp), clone(kp), want));
+                expect_same_bits(sc.host(), want);
+            } else {
+                const auto a = values(qp), b = values(kp);
+                std::vector<double> want(static_cast<size_t>(heads * n * n));
+                for (int64_t h = 0; h < heads; ++h)
+                    for (int64_t i = 0; i < n; ++i)
+                        for (int64_t j = 0; j < n; ++j) {
+                            double dot = 0;
+                            for (int64_t c = 0; c < d; ++c)
+                                dot += a[static_cast<size_t>((h * n + i) * d + c)] *
+                                       b[static_cast<size_t>((h * n + j) * d + c)];
+                            want[static_cast<size_t>((h * n + i) * n + j)] =
+                                dot / std::sqrt(static_cast<double>(d));
+                        }
+                check_output(sc, want, {1e-4, 1e-5});
+            }
+        }
+}
+
+// ---- selection --------------------------------------------------------------------------------------------
+TEST(OpsVsa, Select) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 50;
+    for (const Geo& g : {kOdd, kNoPrefix, kSmall})
+        for (bool compete : {false, true})
+            for (int64_t keep : {int64_t{1}, int64_t{3}, int64_t{-1}}) { // -1: every video tile
+                const VsaTileMap m = map_of(g);
+                const int64_t heads = 3, n = m.num_tiles(), P = m.num_prefix_tiles, nv = m.num_video_tiles;
+                const VsaSelectParams p{.keep = keep < 0 ? nv : std::min(keep, nv), .compete = compete};
+                SCOPED_TRACE("select keep=" + std::to_string(p.keep) + (compete ? " compete" : " exempt"));
+                for (int variant = 0; variant < 2; ++variant) {
+                    Tensor s = variant == 0 ? tied_scores(heads, n, seed++)
+                                            : rnd(Shape{heads, n, n}, DType::kF32, seed++);
+                    if (variant == 1) s.data_as<float>()[(P * n) + 1] = NAN; // ranks last
+                    const int64_t width = vsa_select_width(p, P, n);
+                    Tensor lists_dev;
+                    {
+                        auto r = Tensor::empty(Shape{heads, nv, width}, DType::kI32, ctx().device);
+                        ASSERT_TRUE(r.ok());
+                        lists_dev = *r;
+                    }
+                    ASSERT_OK(vsa_select(ctx(), p, tiles_on(ctx(), m), dev(s), lists_dev));
+                    std::vector<int32_t> want;
+                    if (on_cuda()) {
+                        Tensor l = Tensor::host(Shape{heads, nv, width}, DType::kI32);
+                        ASSERT_OK(vsa_select(Context::cpu(), p, tiles_on(Context::cpu(), m), clone(s), l));
+                        want = ints(l);
+                    } else {
+                        want = naive_select(values(s), heads, n, P, p.keep, compete);
+                    }
+                    EXPECT_EQ(ints(lists_dev), want);
+                }
+            }
+}
+
+// ---- block-sparse attention
+// --------------------------------------------------------------------------------
+struct AttnCase {
+    Geo geo;
+    int64_t heads, d;
+    DType dt;
+    int64_t keep; // video tiles per list; -1: every tile
+    bool exempt;
+};
+
+TEST(OpsVsa, BlockSparseAttention) {
+    SKIP_IF_NO_BACKEND();
+    const AttnCase cases[] = {
+        {kOdd, 2, 128, DType::kBF16, 3, true},     {kOdd, 2, 128, DType::kBF16, 1, false},
+        {kOdd, 1, 128, DType::kBF16, -1, true},    {kSmall, 2, 64, DType::kF16, 2, true},
+        {kNoPrefix, 2, 64, DType::kBF16, 2, true}, {kSmall, 2, 32, DType::kF32, 2, true},
+        {kOdd, 1, 48, DType::kBF16, 2, false}};
+    uint32_t seed = 100;
+    for (const AttnCase& c : cases) {
+        const VsaTileMap m = map_of(c.geo);
+        const int64_t n = m.num_tiles(), P = m.num_prefix_tiles, nv = m.num_video_tiles;
+        const int64_t keep = c.keep < 0 ? nv : c.keep;
+        const int64_t width = c.exempt ? P + keep : std::min(P + keep, n);
+        SCOPED_TRACE("attention d=" + std::to_string(c.d) + " " + dtype_name(c.dt) + " width " +
+                     std::to_string(width));
+        Tensor q = rnd(Shape{m.rows, c.heads, c.d}, c.dt, seed++),
+               k = rnd(Shape{m.rows, c.heads, c.d}, c.dt, seed++),
+               v = rnd(Shape{m.rows, c.heads, c.d}, c.dt, seed++);
+        Tensor lists = random_lists(c.heads, m, width, c.exempt, seed++);
+        Guarded o(Tensor::host(Shape{m.rows, c.heads, c.d}, c.dt));
+        ASSERT_OK(
+            block_sparse_attention(ctx(), {}, tiles_on(ctx(), m), dev(q), dev(k), dev(v), dev(lists), o.t));
+        std::vector<double> want;
+        if (on_cuda()) {
+            Tensor ref = Tensor::host(Shape{m.rows, c.heads, c.d}, c.dt);
+            ASSERT_OK(block_sparse_attention(Context::cpu(), {}, tiles_on(Context::cpu(), m), clone(q),
+                                             clone(k), clone(v), clone(lists), ref));
+            want = values(ref);
+        } else {
+            want =
+                naive_sparse_attention(m, values(q), values(k), values(v), ints(lists), c.heads, c.d, width);
+        }
+        // bf16/f16: the output rounding plus (CUDA) P rounded to 16 bits; f32: fp32 dot products.
+        const Tol tol = c.dt == DType::kF32 ? Tol{2e-5, 1e-5} : Tol{1.5e-2, 1.5e-2};
+        check_output(o, want, tol);
+    }
+}
+
+// Every tile listed: the CPU reference is the dense attention op, byte for byte.
+TEST(OpsVsa, FullSelectionIsDenseAttention) {
+    if (on_cuda()) GTEST_SKIP() << "a CPU property";
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+        const VsaTileMap m = map_of(kOdd);
+        const int64_t heads = 2, d = 32, n = m.num_tiles(), P = m.num_prefix_tiles;
+        Tensor q = rnd(Shape{m.rows, heads, d}, dt, 7), k = rnd(Shape{m.rows, heads, d}, dt, 8),
+               v = rnd(Shape{m.rows, heads, d}, dt, 9);
+        Tensor lists = random_lists(heads, m, n, true, 1); // every tile
+        Tensor sparse = Tensor::host(q.shape(), dt), dense = Tensor::host(q.shape(), dt);
+        ASSERT_OK(
+            block_sparse_attention(Context::cpu(), {}, tiles_on(Context::cpu(), m), q, k, v, lists, sparse));
+        ASSERT_OK(attention(Context::cpu(), {}, q, k, v, dense));
+        EXPECT_EQ(0, std::memcmp(sparse.data(), dense.data(), sparse.nbytes())) << dtype_name(dt);
+        ASSERT_EQ(lists.dim(2), P + m.num_video_tiles);
+    }
+}
+
+// ---- compression branch
+// ------------------------------------------------------------------------------------
+TEST(OpsVsa, CompressAndGateAdd) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 200;
+    for (auto [heads, d, dt] : {std::tuple{2, 128, DType::kBF16}, std::tuple{3, 32, DType::kF32}}) {
+        const VsaTileMap m = map_of(kOdd);
+        const int64_t n = m.num_tiles();
+        SCOPED_TRACE("compress d=" + std::to_string(d) + " " + dtype_name(dt));
+        Tensor sc = rnd(Shape{heads, n, n}, DType::kF32, seed++, -4.0f, 4.0f);
+        Tensor vp = rnd(Shape{heads, n, d}, DType::kF32, seed++);
+        Guarded oc(Tensor::host(Shape{heads, n, d}, DType::kF32));
+        ASSERT_OK(vsa_compress_tiles(ctx(), dev(sc), dev(vp), oc.t));
+        std::vector<double> want;
+        if (on_cuda()) {
+            Tensor ref = Tensor::host(Shape{heads, n, d}, DType::kF32);
+            ASSERT_OK(vsa_compress_tiles(Context::cpu(), clone(sc), clone(vp), ref));
+            want = values(ref);
+        } else {
+            const auto s = values(sc), vv = values(vp);
+            want.assign(static_cast<size_t>(heads * n * d), 0.0);
+            for (int64_t h = 0; h < heads; ++h)
+                for (int64_t i = 0; i < n; ++i) {
+                    double mx = -INFINITY, sum = 0;
+                    for (int64_t j = 0; j < n; ++j)
+                        mx = std::max(mx, s[static_cast<size_t>((h * n + i) * n + j)]);
+                    for (int64_t j = 0; j < n; ++j)
+                        sum += std::exp(s[static_cast<size_t>((h * n + i) * n + j)] - mx);
+                    for (int64_t j = 0; j < n; ++j) {
+                        const double p = std::exp(s[static_cast<size_t>((h * n + i) * n + j)] - mx) / sum;
+                        for (int64_t c = 0; c < d; ++c)
+                            want[static_cast<size_t>((h * n + i) * d + c)] +=
+                                p * vv[static_cast<size_t>((h * n + j) * d + c)];
+                    }
+                }
+        }
+        check_output(oc, want, {2e-6, 1e-5});
+
+        // o += gate ⊙ oc[tile(row)], with and without the bf16 reference's intermediate rounding.
+        for (bool round : {false, true}) {
+            Tensor o0 = rnd(Shape{m.rows, heads, d}, dt, seed++),
+                   gate = rnd(Shape{m.rows, heads, d}, dt, seed++);
+            Tensor ocv = rnd(Shape{heads, n, d}, DType::kF32, seed++);
+            Guarded o(o0);
+            ASSERT_OK(vsa_gate_add(ctx(), {.round_intermediate = round}, tiles_on(ctx(), m), dev(ocv),
+                                   dev(gate), o.t));
+            std::vector<double> w;
+            if (on_cuda()) {
+                Tensor ref = clone(o0);
+                ASSERT_OK(vsa_gate_add(Context::cpu(), {.round_intermediate = round},
+                                       tiles_on(Context::cpu(), m), clone(ocv), clone(gate), ref));
+                expect_same_bits(o.host(), ref);
+                continue;
+            }
+            const auto ov = values(o0), gv = values(gate), cv = values(ocv);
+            for (int64_t r = 0; r < m.rows; ++r)
+                for (int64_t h = 0; h < heads; ++h)
+                    for (int64_t c = 0; c < d; ++c) {
+                        const size_t i = static_cast<size_t>((r * heads + h) * d + c);
+                        w.push_back(ov[i] +
+                                    gv[i] * cv[static_cast<size_t>(
+                                                (h * n + m.row_tiles[static_cast<size_t>(r)]) * d + c)]);
+                    }
+            // bf16: the rounded oc, product and sum each lose up to half a bf16 ulp.
+            check_output(o, w, dt == DType::kF32 ? Tol{1e-6, 1e-6} : Tol{0.05, 0.02});
+        }
+    }
+}
+
+// ---- argument checks
+// ---------------------------------------------------------------------------------------
+TEST(OpsVsa, RejectsBadArguments) {
+    const Context cpu;
+    EXPECT_FALSE(build_vsa_tile_map({.prefix_segments = {4}, .grid_t = 0, .grid_h = 2, .grid_w = 2}).ok());
+    EXPECT_FALSE(build_vsa_tile_map({.prefix_segments = {-1}, .grid_t = 1, .grid_h = 2, .grid_w = 2}).ok());
+    const VsaTileMap m = map_of(kSmall);
+    const VsaTiles t = tiles_on(cpu, m);
+    const int64_t n = m.num_tiles(), P = m.num_prefix_tiles, nv = m.num_video_tiles;
+    Tensor x = Tensor::host(Shape{m.rows, 2, 8}, DType::kF32),
+           short_x = Tensor::host(Shape{m.rows - 1, 2, 8}, DType::kF32);
+    Tensor pooled = Tensor::host(Shape{2, n, 8}, DType::kF32);
+    EXPECT_TRUE(vsa_pool(cpu, t, x, pooled).ok());
+    EXPECT_FALSE(vsa_pool(cpu, t, short_x, pooled).ok()) << "rows must match the tile map";
+    Tensor scores = Tensor::host(Shape{2, n, n}, DType::kF32);
+    Tensor lists = Tensor::host(Shape{2, nv, P + 1}, DType::kI32);
+    EXPECT_TRUE(vsa_select(cpu, {.keep = 1}, t, scores, lists).ok());
+    EXPECT_FALSE(vsa_select(cpu, {.keep = 2}, t, scores, lists).ok()) << "lists width must match keep";
+    EXPECT_FALSE(vsa_select(cpu, {.keep = nv + 1}, t, scores, lists).ok()) << "keep beyond the video tiles";
+    Tensor bad = random_lists(2, m, P + 1, true, 3);
+    bad.data_as<int32_t>()[0] = static_cast<int32_t>(n); // out of range
+    EXPECT_FALSE(block_sparse_attention(cpu, {}, t, x, x, x, bad, pooled).ok());
+    Tensor o = Tensor::host(x.shape(), DType::kF32);
+    Tensor dup = random_lists(2, m, P + 1, true, 3);
+    dup.data_as<int32_t>()[1] = dup.data_as<int32_t>()[0]; // not strictly ascending
+    EXPECT_FALSE(block_sparse_attention(cpu, {}, t, x, x, x, dup, o).ok());
+    EXPECT_TRUE(block_sparse_attention(cpu, {}, t, x, x, x, random_lists(2, m, P + 1, true, 3), o).ok());
+}
+
+} // namespace
+} // namespace h3::ops
+
+// Own main: `--backend cuda` (or H3_TEST_BACKEND=cuda) selects the CUDA comparison mode.
+int main(int argc, char** argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    h3::ops::harness::parse_backend(argc, argv);
+    return RUN_ALL_TESTS();
+}
