@@ -34,10 +34,12 @@ def step_rng(seed, step, stream=0):
     return rng, gen
 
 
-def lr_at(step, total, peak, warmup, floor_ratio=0.1):
+def lr_at(step, total, peak, warmup, floor_ratio=0.1, progress=None):
+    """Linear warmup over `warmup` steps, then a cosine from `peak` to `floor_ratio * peak` over the run's
+    progress: step / total, or `progress` (in [0, 1]) when the run is bounded by time as well as steps."""
     if step < warmup:
         return peak * (step + 1) / warmup
-    p = (step - warmup) / max(1, total - warmup)
+    p = (step - warmup) / max(1, total - warmup) if progress is None else progress
     return peak * (floor_ratio + (1 - floor_ratio) * 0.5 * (1 + math.cos(math.pi * min(p, 1.0))))
 
 
@@ -81,6 +83,14 @@ class Trainer:
             self.step = st["step"]
             self.clock = Clock(st["wall"], st["cpu"])
             print(f"{name}: resumed at step {self.step}", flush=True)
+
+    def progress(self, steps, max_seconds=0.0):
+        """How far the run is, in [0, 1]: its steps, or its wall seconds where `max_seconds` > 0 bounds it
+        sooner. A stage ends at 1 (train loops: `while tr.progress(...) < 1`)."""
+        p = self.step / max(1, steps)
+        if max_seconds and max_seconds > 0:
+            p = max(p, self.clock.wall() / max_seconds)
+        return min(p, 1.0)
 
     def update(self, loss, lr, clip=1.0):
         for g in self.opt.param_groups:

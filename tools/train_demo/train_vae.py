@@ -73,11 +73,11 @@ def train_video(a, device):
     check_window_encoding(W, cfg)
     W = {n: t.detach().to(device).requires_grad_(True) for n, t in W.items()}
     tr = tc.Trainer(a.work, "video_vae", W, lambda n: True, a.lr)
-    while tr.step < a.steps:
+    while tr.progress(a.steps, a.max_seconds) < 1:
         rng, gen = tc.step_rng(a.seed, tr.step, stream=1)
         frames = torch.from_numpy(np.stack([video_window(rng) for _ in range(a.batch)]))
-        loss_sum, rec = 0.0, {}
-        lr = tc.lr_at(tr.step, a.steps, a.lr, 50)
+        rec = {}
+        lr = tc.lr_at(tr.step, a.steps, a.lr, min(50, a.steps // 4 + 1), progress=tr.progress(a.steps, a.max_seconds))
         total = 0.0
         for b in range(a.batch):
             x = vr.normalize_pixels(frames[b]).to(device)  # [1, 3, 22, H, W]
@@ -95,11 +95,28 @@ def train_video(a, device):
                        kl=round(kl.item(), 3), z_rms=round(mean.pow(2).mean().sqrt().item(), 3),
                        std_mean=round(std.mean().item(), 4))
         gn = tr.update(total, lr)
-        if tr.step % a.log_every == 0 or tr.step == a.steps:
+        last = tr.progress(a.steps, a.max_seconds) >= 1
+        if tr.step % a.log_every == 0 or last:
             tr.log(loss=round(total.item(), 5), lr=round(lr, 6), grad_norm=round(gn, 3), **rec)
-        if tr.step % a.save_every == 0 or tr.step == a.steps:
+        if tr.step % a.save_every == 0 or last:
             tr.save()
-    return tr.finish(tc.machine_description(a.device), dict(config=demo_arch.VIDEO_VAE_CONFIG["block_out_channels"]))
+    mean, std = video_latent_stats(tr.final_weights(), cfg, a.stats_clips, a.seed, device)
+    return tr.finish(tc.machine_description(a.device),
+                     dict(final_loss=round(total.item(), 5), latents_mean=mean, latents_std=std))
+
+
+def video_latent_stats(W, cfg, clips, seed, device):
+    """Per-channel mean and std of the posterior means of `clips` whole procedural clips (the config's
+    latents_mean / latents_std: the DiT sees (z - mean) / std)."""
+    zs = []
+    with torch.no_grad():
+        for i in range(clips):
+            c = dd.make_clip(dd.Scene.from_index(i * 37 + seed), 10_000 + i)
+            x = vr.normalize_pixels(torch.from_numpy(c.frames)).to(device)
+            mean, _ = vr.posterior(vr.encode_moments(x, W, cfg))
+            zs.append(mean[0].reshape(cfg["latent_channels"], -1))  # [C, T*h*w]
+    z = torch.cat(zs, dim=1)
+    return [round(v, 6) for v in z.mean(1).tolist()], [round(max(v, 1e-3), 6) for v in z.std(1).tolist()]
 
 
 # ---- audio ---------------------------------------------------------------------------------------------------
@@ -139,10 +156,10 @@ def train_audio(a, device):
                          demo_arch.audio_trainable)
     W = {n: (t.detach().to(device).requires_grad_(True) if t.requires_grad else t.to(device)) for n, t in W.items()}
     tr = tc.Trainer(a.work, "audio_vae", W, demo_arch.audio_trainable, a.lr)
-    while tr.step < a.steps:
+    while tr.progress(a.steps, a.max_seconds) < 1:
         rng, gen = tc.step_rng(a.seed, tr.step, stream=2)
         wave = audio_windows(rng, a.batch).to(device)
-        lr = tc.lr_at(tr.step, a.steps, a.lr, 50)
+        lr = tc.lr_at(tr.step, a.steps, a.lr, min(50, a.steps // 4 + 1), progress=tr.progress(a.steps, a.max_seconds))
         z = vr.encode_audio_mean(wave, W, cfg)  # [B, 32, 40]
         zn = z + 0.1 * torch.randn(z.shape, generator=gen).to(device)
         y = vr.decode_audio(zn, W, cfg)[:, 0]  # [B, N]
@@ -151,13 +168,28 @@ def train_audio(a, device):
         reg = z.pow(2).mean()
         loss = l1 + ls + 1e-3 * reg
         gn = tr.update(loss, lr)
-        if tr.step % a.log_every == 0 or tr.step == a.steps:
+        last = tr.progress(a.steps, a.max_seconds) >= 1
+        if tr.step % a.log_every == 0 or last:
             snr = 10 * torch.log10(wave.pow(2).sum() / (y - wave).pow(2).sum().clamp_min(1e-12)).item()
             tr.log(loss=round(loss.item(), 5), lr=round(lr, 6), grad_norm=round(gn, 3), l1=round(l1.item(), 5),
                    stft=round(ls.item(), 4), snr_db=round(snr, 2), z_rms=round(reg.sqrt().item(), 3))
-        if tr.step % a.save_every == 0 or tr.step == a.steps:
+        if tr.step % a.save_every == 0 or last:
             tr.save()
-    return tr.finish(tc.machine_description(a.device))
+    mean, std = audio_latent_stats(tr.final_weights(), cfg, a.stats_clips, a.seed, device)
+    return tr.finish(tc.machine_description(a.device),
+                     dict(final_loss=round(loss.item(), 5), latents_mean=mean, latents_std=std))
+
+
+def audio_latent_stats(W, cfg, clips, seed, device):
+    """Per-channel mean and std of the posterior means of `clips` whole soundtracks (both channels)."""
+    zs = []
+    with torch.no_grad():
+        for i in range(clips):
+            audio, _ = dd.clip_audio(dd.Scene.from_index(i * 37 + seed), 10_000 + i)
+            z = vr.encode_audio_mean(torch.from_numpy(audio).to(device), W, cfg)  # [2, C, A]
+            zs.append(z.transpose(0, 1).reshape(cfg["latent_channels"], -1))
+    z = torch.cat(zs, dim=1)
+    return [round(v, 6) for v in z.mean(1).tolist()], [round(max(v, 1e-3), 6) for v in z.std(1).tolist()]
 
 
 def main():
@@ -165,6 +197,9 @@ def main():
     ap.add_argument("which", choices=("video", "audio"))
     ap.add_argument("--work", default="build/train_demo")
     ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--max-seconds", type=float, default=0.0,
+                    help="also end the stage after this many wall seconds (the schedule follows the sooner)")
+    ap.add_argument("--stats-clips", type=int, default=16, help="whole clips the latent statistics come from")
     ap.add_argument("--batch", type=int, default=None)
     ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--seed", type=int, default=0)
