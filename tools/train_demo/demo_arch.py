@@ -301,3 +301,29 @@ def save_state(path, tensors, meta):
 def load_state(path):
     t, md = sio.load_file(path)
     return t, json.loads(md.get("meta", "{}"))
+
+
+# ---- trained components (the outputs of train_vae.py in a work dir) ------------------------------------------
+def _stage_summary(work, name):
+    path = os.path.join(work, name + ".summary.json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} is missing: run train_vae.py {name.split('_')[0]} --work {work} first")
+    with open(path) as f:
+        return json.load(f)
+
+
+def trained_vae_config(work, which):
+    """The config.json of the trained `which` (video|audio) VAE: the demo's sizes and the latent statistics
+    measured at the end of its training."""
+    s = _stage_summary(work, which + "_vae")
+    cfg = dict(VIDEO_VAE_CONFIG if which == "video" else AUDIO_VAE_CONFIG)
+    cfg["latents_mean"], cfg["latents_std"] = s["latents_mean"], s["latents_std"]
+    return cfg
+
+
+def trained_vae(work, which, device="cpu"):
+    """(weights on `device`, the reference's config dict) of the trained `which` VAE."""
+    cfg = trained_vae_config(work, which)
+    W, _ = load_state(os.path.join(work, which + "_vae.done.safetensors"))
+    W = {n: t.to(device) for n, t in W.items()}
+    return W, (reference_video_cfg(cfg) if which == "video" else cfg)
