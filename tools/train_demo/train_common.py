@@ -73,13 +73,16 @@ class Trainer:
         self.clock = Clock()
         self.path = os.path.join(work, name + ".pt")
         if os.path.exists(self.path):
-            st = torch.load(self.path)
+            try:  # torch >= 2.6 loads weights only by default; this file also holds the optimizer's state
+                st = torch.load(self.path, map_location="cpu", weights_only=False)
+            except TypeError:  # a torch without the argument
+                st = torch.load(self.path, map_location="cpu")
             with torch.no_grad():
                 for n, t in st["W"].items():
-                    W[n].copy_(t)
+                    W[n].copy_(t.to(W[n].device))
             self.opt.load_state_dict(st["opt"])
             if self.ema is not None:
-                self.ema = st["ema"]
+                self.ema = {n: t.to(W[n].device) for n, t in st["ema"].items()}
             self.step = st["step"]
             self.clock = Clock(st["wall"], st["cpu"])
             print(f"{name}: resumed at step {self.step}", flush=True)
