@@ -49,7 +49,8 @@ class Data:
         self.seeds = int(lmeta["seeds"])
         self.fl2va_seeds = min(int(lmeta["fl2va_seeds"]), int(cmeta["fl2va_seeds"]))
         self.lat = {n: t.float().to(device) for n, t in lat.items()}
-        self.cond = {n: t.to(device) for n, t in cond.items()}
+        # embeddings on the device; tags stay on the host (they key the layout cache)
+        self.cond = {n: (t if n.endswith(".tags") else t.to(device)) for n, t in cond.items()}
         self.device = device
         self.geometry = mpg.geometry(dd.WIDTH, dd.HEIGHT, dd.FRAMES)
         _, C, T, h, w = (1,) + tuple(self.lat["video.0.0"].shape)
@@ -59,6 +60,7 @@ class Data:
         self.layouts = {}
 
     def layout(self, task, tags):
+        """(the layout on the host, its row tensors on the device), cached per task and text tags."""
         key = (task, tuple(tags.tolist()))
         if key not in self.layouts:
             t = tags.tolist()
@@ -67,7 +69,9 @@ class Data:
                 lay = mpg.ref2va_layout(t, g, [dict(kind="image", T=1, h=g["h"], w=g["w"], A=0)])
             else:
                 lay = mpg.layout(t, g, ["first"] if task == "fl2va" else [])
-            self.layouts[key] = lay
+            dev = {k: lay[k].to(self.device) for k in
+                   ("token_tags", "position_ids", "video_indices", "audio_indices", "text_indices")}
+            self.layouts[key] = (lay, dev)
         return self.layouts[key]
 
     def example(self, task, scene, seed, u, gen):
@@ -75,7 +79,7 @@ class Data:
         dev = self.device
         name = {"t2va": f"t2va.{scene}", "fl2va": f"fl2va.{scene}.{seed}", "ref2va": f"ref2va.{scene}"}[task]
         c, tags = self.cond[name + ".embeds"], self.cond[name + ".tags"]
-        lay = self.layout(task, tags.cpu())
+        lay, rows = self.layout(task, tags)
         x0v = mpg.patchify(self.lat[f"video.{scene}.{seed}"][None])
         x0a = self.lat[f"audio.{scene}.{seed}"].permute(0, 2, 1).reshape(-1, self.lat[f"audio.{scene}.{seed}"].shape[1])
         sv, sa = shifted(u, VIDEO_SHIFT), shifted(u, AUDIO_SHIFT)
@@ -92,9 +96,9 @@ class Data:
             xv = torch.cat([zc, xv])
         assert cond_rows == lay["condition_rows"]
         ts, ti = mpg.row_timesteps(lay, float(np.float32(1 - sv)), float(np.float32(1 - sa)))
-        seq = dict(xv=xv, xa=xa, c=c, ts=ts.to(dev), ti=ti.to(dev), tags=lay["token_tags"].to(dev),
-                   pos=lay["position_ids"].to(dev), vid=lay["video_indices"].to(dev),
-                   aid=lay["audio_indices"].to(dev), tid=lay["text_indices"].to(dev))
+        seq = dict(xv=xv, xa=xa, c=c, ts=ts.to(dev), ti=ti.to(dev), tags=rows["token_tags"],
+                   pos=rows["position_ids"], vid=rows["video_indices"], aid=rows["audio_indices"],
+                   tid=rows["text_indices"])
         return seq, x0v - ev, x0a - ea, cond_rows
 
     def draw(self, rng, gen, batch, mix):
