@@ -87,7 +87,8 @@ int encode_presented(const EncodeOptions& o, pipeline::TextConditioner& cond,
     pipeline::ConditionerRequest rq;
     rq.prompt = o.prompt;
     if (job->keyframes)
-        for (const io::RgbImage& im : job->keyframes->images) rq.images.push_back({im.width, im.height, im.pixels});
+        for (const io::RgbImage& im : job->keyframes->images)
+            rq.images.push_back({im.width, im.height, im.pixels});
     if (job->references)
         for (const pipeline::NormalizedReference& r : *job->references)
             rq.references.push_back(pipeline::conditioner_reference(r));
@@ -102,7 +103,9 @@ int encode_presented(const EncodeOptions& o, pipeline::TextConditioner& cond,
         vision += c->tags[static_cast<size_t>(i)] == pipeline::kTagVideo;
     }
     Status s = io::write_safetensors(o.output, {{"prompt_embeds", c->embeddings}, {"prompt_tags", tags}},
-                                     {{"device", o.device}, {"dtype", o.dtype}, {"encoder", cond.name()},
+                                     {{"device", o.device},
+                                      {"dtype", o.dtype},
+                                      {"encoder", cond.name()},
                                       {"task", keyframes ? "fl2va" : "ref2va"}});
     if (!s.ok()) return report(s);
     std::printf("encoded %s -> [%lld, %lld] (%lld vision rows) %s on %s (load %.2f s, encode %.3f s) -> %s\n",
@@ -131,13 +134,17 @@ Command make_encode_command() {
             ->check(CLI::IsMember({"bf16", "fp32"}))
             ->capture_default_str();
         o->sub->add_flag("--tokens-only", o->tokens_only, "print the token ids as a JSON array (no weights)");
-        o->sub->add_option("--first-frame", o->first_frame, "fl2va: the first keyframe, presented with the prompt");
-        o->sub->add_option("--last-frame", o->last_frame, "fl2va: the last keyframe, presented with the prompt");
+        o->sub->add_option("--first-frame", o->first_frame,
+                           "fl2va: the first keyframe, presented with the prompt");
+        o->sub->add_option("--last-frame", o->last_frame,
+                           "fl2va: the last keyframe, presented with the prompt");
         o->sub->add_option("--size", o->size, "fl2va: the canvas WxH (default: the first keyframe's aspect)");
         o->sub->add_option("--reference", o->references,
                            "ref2va: a reference (repeatable, order kept; as generate --reference)");
-        auto* secs = o->sub->add_option("--seconds", o->seconds, "ref2va: the generated length clips are cut to");
-        o->sub->add_option("--frames", o->frames, "ref2va: the generated frame count (17n+5)")->excludes(secs);
+        auto* secs =
+            o->sub->add_option("--seconds", o->seconds, "ref2va: the generated length clips are cut to");
+        o->sub->add_option("--frames", o->frames, "ref2va: the generated frame count (17n+5)")
+            ->excludes(secs);
         add_reference_size_options(o->sub, o->reference_image_edge, o->reference_video_edge);
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
@@ -169,6 +176,11 @@ Command make_encode_command() {
         const auto t1 = std::chrono::steady_clock::now();
         if (!o->first_frame.empty() || !o->last_frame.empty() || !o->references.empty())
             return encode_presented(*o, **cond, t0, t1);
+        for (const char* flag : {"--size", "--frames", "--seconds"})
+            if (o->sub->count(flag))
+                return report(invalid_argument(std::string(flag) +
+                                               " applies with --first-frame/--last-frame or --reference only "
+                                               "(a prompt alone is encoded the same for every geometry)"));
         auto ids = (*cond)->tokenize(o->prompt);
         if (!ids.ok()) return report(ids.status());
         auto emb = (*cond)->embed(*ids);
