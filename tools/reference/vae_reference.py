@@ -144,7 +144,7 @@ def blend(a, b, extent, dim):
     extent = min(a.shape[dim], b.shape[dim], extent)
     if extent == 0:
         return b
-    k = torch.arange(extent, dtype=torch.float32)
+    k = torch.arange(extent, dtype=torch.float32, device=a.device)
     shape = [1] * a.ndim
     shape[dim] = extent
     wa, wb = (1 - k / extent).view(shape), (k / extent).view(shape)
@@ -186,8 +186,8 @@ def decode_clip_tiled(z, W, cfg, tile, min_overlap):
 
 def decode_video(latents, W, cfg, tile=256, min_overlap=64):
     """latents [1, 24, T, h, w] normalized -> decoder sample [1, 3, F, H, W] (ImageNet space, unclamped)."""
-    mean = torch.tensor(cfg["latents_mean"], dtype=torch.float32).view(-1, 1, 1, 1)
-    std = torch.tensor(cfg["latents_std"], dtype=torch.float32).view(-1, 1, 1, 1)
+    mean = torch.tensor(cfg["latents_mean"], dtype=torch.float32, device=latents.device).view(-1, 1, 1, 1)
+    std = torch.tensor(cfg["latents_std"], dtype=torch.float32, device=latents.device).view(-1, 1, 1, 1)
     z = latents[0] * std + mean
     pt = cfg["_patch_t"]
     plan = clip_plan(z.shape[1], cfg["clip_length"], pt, cfg["token_drop"])

@@ -111,8 +111,8 @@ class Data:
         return out
 
 
-def losses(W, cfg, examples):
-    """(total loss, per-task video and audio MSE) of a drawn batch."""
+def losses(W, cfg, examples, per_task=True):
+    """(total loss, per-task video and audio MSE, or {} without `per_task`: those read the device) of a batch."""
     seqs = [e[1] for e in examples]
     pv, pa = dit_batch.forward(W, cfg, seqs)
     tv, ta, pvs, pas, tasks = [], [], [], [], []
@@ -130,7 +130,7 @@ def losses(W, cfg, examples):
     la = torch.cat([(p - t).pow(2).mean(1) for p, t in zip(pas, ta)])
     total = lv.mean() + la.mean()
     per = {}
-    for task in TASKS:
+    for task in TASKS if per_task else ():
         sel = [n for n, t in enumerate(tasks) if t == task]
         if sel:
             per[task] = (round(float(torch.stack([(pvs[n] - tv[n]).pow(2).mean() for n in sel]).mean()), 4),
@@ -169,10 +169,11 @@ def main():
     while tr.progress(a.steps, a.max_seconds) < 1:
         rng, gen = tc.step_rng(a.seed, tr.step, stream=3)
         lr = tc.lr_at(tr.step, a.steps, a.lr, warm, progress=tr.progress(a.steps, a.max_seconds))
-        loss, per = losses(W, cfg, data.draw(rng, gen, a.batch, mix))
+        log_now = (tr.step + 1) % a.log_every == 0
+        loss, per = losses(W, cfg, data.draw(rng, gen, a.batch, mix), per_task=log_now)
         gn = tr.update(loss, lr)
         last = tr.progress(a.steps, a.max_seconds) >= 1
-        if tr.step % a.log_every == 0 or last:
+        if log_now or last:
             tr.log(loss=round(loss.item(), 5), lr=round(lr, 7), grad_norm=round(gn, 3),
                    **{k: dict(video=v[0], audio=v[1]) for k, v in per.items()})
         if tr.step % a.save_every == 0 or last:

@@ -91,13 +91,15 @@ def train_video(a, device):
             kl = 0.5 * (mean.pow(2) + std.pow(2) - 1 - 2 * torch.log(std)).mean()
             loss = (l1 + l2 + 1e-4 * kl) / a.batch
             total = total + loss
-            rec = dict(l1=round(l1.item(), 5), psnr=round(-10 * np.log10(max(l2.item(), 1e-12)), 2),
-                       kl=round(kl.item(), 3), z_rms=round(mean.pow(2).mean().sqrt().item(), 3),
-                       std_mean=round(std.mean().item(), 4))
+            rec = dict(l1=l1.detach(), l2=l2.detach(), kl=kl.detach(), z_rms=mean.detach().pow(2).mean().sqrt(),
+                       std_mean=std.detach().mean())  # of the last item; read (a device sync) when logged
         gn = tr.update(total, lr)
         last = tr.progress(a.steps, a.max_seconds) >= 1
         if tr.step % a.log_every == 0 or last:
-            tr.log(loss=round(total.item(), 5), lr=round(lr, 6), grad_norm=round(gn, 3), **rec)
+            tr.log(loss=round(total.item(), 5), lr=round(lr, 6), grad_norm=round(gn, 3),
+                   l1=round(rec["l1"].item(), 5), psnr=round(-10 * np.log10(max(rec["l2"].item(), 1e-12)), 2),
+                   kl=round(rec["kl"].item(), 3), z_rms=round(rec["z_rms"].item(), 3),
+                   std_mean=round(rec["std_mean"].item(), 4))
         if tr.step % a.save_every == 0 or last:
             tr.save()
     mean, std = video_latent_stats(tr.final_weights(), cfg, a.stats_clips, a.seed, device)
