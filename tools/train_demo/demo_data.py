@@ -10,7 +10,7 @@ Everything is a pure function of (caption attributes, seed): numpy only, determi
 
 fl2va examples use clip.frames[0] as the first keyframe (and optionally clip.frames[-1] as the last);
 ref2va examples use `reference_image(scene)`: the shape alone, centred on its background, with the
-caption `reference_caption(scene)` that names only the motion ("<Picture 1> bounces to the left").
+caption `reference_caption(scene)` that names only the motion ("<Picture 1> bounces up on a dark background").
 """
 import dataclasses
 import itertools
@@ -49,8 +49,12 @@ class Scene:
     def from_index(i):
         return SCENES[i % len(SCENES)]
 
+    def motion(self):
+        """"bounces to the left" / "bounces up"."""
+        return f"bounces to the {self.direction}" if self.direction in ("left", "right") else f"bounces {self.direction}"
+
     def caption(self):
-        return f"a {self.colour} {self.shape} bounces to the {self.direction} on a {self.background} background"
+        return f"a {self.colour} {self.shape} {self.motion()} on a {self.background} background"
 
 
 SCENES = tuple(Scene(c, s, d, b) for b, c, s, d in itertools.product(BACKGROUNDS, COLOURS, SHAPES, DIRECTIONS))
@@ -58,7 +62,7 @@ SCENES = tuple(Scene(c, s, d, b) for b, c, s, d in itertools.product(BACKGROUNDS
 
 def reference_caption(scene):
     """The ref2va prompt: the object comes from the reference picture, the motion from the text."""
-    return f"<Picture 1> bounces to the {scene.direction} on a {scene.background} background"
+    return f"<Picture 1> {scene.motion()} on a {scene.background} background"
 
 
 @dataclasses.dataclass

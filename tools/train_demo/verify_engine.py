@@ -2,7 +2,9 @@
 denoise (`generate --save-latents`) must equal the project's Python reference pipeline
 (tools/reference/make_pipeline_goldens.denoise + h3_dit.forward, and vae_reference.encode_keyframe for the
 fl2va keyframe) on the same conditioner rows and seed — so the engine runs exactly the model that trained.
-Then `generate` writes one MP4 per task (t2va, fl2va, ref2va) at the demo's native size.
+Then `generate` writes one MP4 per task (t2va, fl2va, ref2va) at the demo's native size, `decode` its
+latents to PNG frames, and the shape's centroid over the first 9 frames says whether it moves the way the
+caption says (reported, not a failure: a smoke-trained model does not).
 
     /usr/bin/python3 tools/train_demo/verify_engine.py --engine build/src/cli/h3-engine --model DIR --out DIR
 """
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -66,6 +69,33 @@ def compare(a, model, out, task, scene, seed, steps, keyframe=None):
     return worst
 
 
+def shape_track(frames_dir, frames):
+    """The shape's centroid (x, y) in each of the first `frames` PNG frames: the pixels far from the frame's
+    border colour (the background). None where fewer than 10 pixels stand out."""
+    out = []
+    for k in range(frames):
+        img = read_png(os.path.join(frames_dir, f"frame_{k:05d}.png")).astype(np.int32)
+        border = np.concatenate([img[0], img[-1], img[:, 0], img[:, -1]])
+        mask = np.abs(img - np.median(border, axis=0)).sum(-1) > 90
+        ys, xs = np.nonzero(mask)
+        out.append((float(xs.mean()), float(ys.mean())) if len(xs) >= 10 else None)
+    return out
+
+
+def motion(frames_dir, scene, frames=9):
+    """Does the generated shape move the way the caption says over the first frames (before a wall can turn
+    it)? Returns the measured and the expected displacement in pixels."""
+    track = shape_track(frames_dir, frames)
+    dx, dy = dd.DIRECTIONS[scene.direction]
+    expected = dd.SPEED * (frames - 1)
+    if track[0] is None or track[-1] is None:
+        return dict(found=sum(t is not None for t in track), of=frames, follows=False)
+    mx, my = track[-1][0] - track[0][0], track[-1][1] - track[0][1]
+    along = mx * dx + my * dy
+    return dict(dx=round(mx, 1), dy=round(my, 1), along=round(along, 1), expected=round(expected, 1),
+                follows=bool(along > 0.5 * expected))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--engine", required=True)
@@ -97,13 +127,21 @@ def main():
             "fl2va": ["--prompt", sc.caption(), "--first-frame", first],
             "ref2va": ["--prompt", dd.reference_caption(sc), "--reference", reference, "--reference-image-edge",
                        str(conditioning.REFERENCE_IMAGE_EDGE)]}
-    seconds = {}
+    seconds, moves = {}, {}
     for task, args in runs.items():
         mp4 = os.path.join(a.out, f"{task}.mp4")
+        lat = os.path.join(a.out, f"{task}.latents.safetensors")
         log, seconds[task] = engine([a.engine, "generate", "--model", a.model, "--steps", str(a.steps), "--seed",
-                                     "1", "--device", "cpu", "--output", mp4] + GEOMETRY + args, "generate " + task)
+                                     "1", "--device", "cpu", "--output", mp4, "--save-latents", lat] + GEOMETRY + args,
+                                    "generate " + task)
         print(f"{task}: {log.splitlines()[-1]}", flush=True)
+        frames = os.path.join(a.out, f"{task}_frames") + os.sep
+        engine([a.engine, "decode", "--model", a.model, "--latents", lat, "--output", frames, "--device", "cpu"],
+               "decode " + task)
+        moves[task] = motion(frames, sc)
+    print(json.dumps({"motion": {"caption": sc.caption(), **moves}}), flush=True)
     print(json.dumps(dict(stage="verify", generate_seconds={k: round(v, 1) for k, v in seconds.items()},
+                          follows_caption={k: v["follows"] for k, v in moves.items()},
                           wall_seconds=round(time.time() - t0, 1))), flush=True)
 
 
