@@ -7,7 +7,8 @@
 #
 # Options: --work DIR (default build/train_demo or build/train_demo_smoke), --engine PATH (default
 # build/src/cli/h3-engine), --device cpu|cuda, --threads N (torch CPU threads), --seed N, --no-time-cap (full
-# mode: run the step counts whatever they take). PYTHON (default /usr/bin/python3) runs the stages.
+# mode: run the step counts whatever they take), --skip-verify (stop after the export; a later run with the same
+# --work skips the stages that are done and runs only the verify stage). PYTHON (default /usr/bin/python3) runs the stages.
 # A stage whose output exists is skipped (delete the work dir to start over); each stage prints its wall
 # seconds and its final loss, and the last line sums them.
 set -euo pipefail
@@ -15,7 +16,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 PY="${PYTHON:-/usr/bin/python3}"
-SMOKE=0 DEVICE=cpu THREADS=1 SEED=0 CAP=1 WORK="" ENGINE="$ROOT/build/src/cli/h3-engine"
+SMOKE=0 DEVICE=cpu THREADS=1 SEED=0 CAP=1 VERIFY_STAGE=1 WORK="" ENGINE="$ROOT/build/src/cli/h3-engine"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --smoke) SMOKE=1 ;;
@@ -25,6 +26,7 @@ while [[ $# -gt 0 ]]; do
     --threads) THREADS="$2"; shift ;;
     --seed) SEED="$2"; shift ;;
     --no-time-cap) CAP=0 ;;
+    --skip-verify) VERIFY_STAGE=0 ;;
     *) echo "run_all.sh: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
   shift
@@ -75,7 +77,10 @@ stage latents "$WORK/latents.safetensors" "$PY" "$HERE/latents.py" --work "$WORK
 stage dit "$WORK/dit.summary.json" "$PY" "$HERE/train_dit.py" "${COMMON[@]}" "${DIT[@]}"
 stage export "$WORK/model/train_demo.json" "$PY" "$HERE/export.py" --work "$WORK" --out "$WORK/model"
 echo "== training + export: ${TOTAL} s wall in this run"
-stage verify "$WORK/verify/ref2va.mp4" "$PY" "$HERE/verify_engine.py" --engine "$ENGINE" --model "$WORK/model" --out "$WORK/verify" "${VERIFY[@]}"
+if [[ $VERIFY_STAGE == 1 ]]; then
+  stage verify "$WORK/verify/ref2va.mp4" "$PY" "$HERE/verify_engine.py" --engine "$ENGINE" --model "$WORK/model" \
+    --out "$WORK/verify" --device "$DEVICE" "${VERIFY[@]}"
+fi
 echo "== final losses:"
 for s in video_vae audio_vae dit; do
   "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(f\"   {d['stage']}: {d['steps']} steps, {d['wall_seconds']} s, final loss {d['final_loss']}\" + (f\", eval {d['eval_loss']}\" if 'eval_loss' in d else ''))" "$WORK/$s.summary.json"

@@ -104,6 +104,7 @@ def main():
     ap.add_argument("--steps", type=int, default=16, help="sampling steps of the MP4s")
     ap.add_argument("--check-steps", type=int, default=4, help="sampling steps of the engine-vs-reference check")
     ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--device", default="cpu", help="where the MP4s are generated and decoded (the check: CPU)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     t0 = time.time()
@@ -132,11 +133,11 @@ def main():
         mp4 = os.path.join(a.out, f"{task}.mp4")
         lat = os.path.join(a.out, f"{task}.latents.safetensors")
         log, seconds[task] = engine([a.engine, "generate", "--model", a.model, "--steps", str(a.steps), "--seed",
-                                     "1", "--device", "cpu", "--output", mp4, "--save-latents", lat] + GEOMETRY + args,
+                                     "1", "--device", a.device, "--output", mp4, "--save-latents", lat] + GEOMETRY + args,
                                     "generate " + task)
         print(f"{task}: {log.splitlines()[-1]}", flush=True)
         frames = os.path.join(a.out, f"{task}_frames") + os.sep
-        engine([a.engine, "decode", "--model", a.model, "--latents", lat, "--output", frames, "--device", "cpu"],
+        engine([a.engine, "decode", "--model", a.model, "--latents", lat, "--output", frames, "--device", a.device],
                "decode " + task)
         moves[task] = motion(frames, sc)
     print(json.dumps({"motion": {"caption": sc.caption(), **moves}}), flush=True)
