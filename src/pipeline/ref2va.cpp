@@ -40,6 +40,20 @@ std::string label(size_t i, const NormalizedReference& r) {
 
 } // namespace
 
+ConditionerReference conditioner_reference(const NormalizedReference& r) {
+    ConditionerReference cr;
+    cr.kind = r.kind;
+    cr.has_audio = r.has_audio();
+    if (r.kind == ReferenceKind::kImage) {
+        cr.image = to_conditioner_image(r.image);
+    } else if (r.kind == ReferenceKind::kVideo) {
+        const ConditionerFrames cf = sample_conditioner_frames(r.frames.dim(0));
+        for (int64_t k : cf.indices) cr.frames.push_back(frame_of(r.frames, k));
+        cr.block_timestamps = cf.block_timestamps;
+    }
+    return cr;
+}
+
 Ref2vaNeeds ref2va_needs(const std::vector<NormalizedReference>& refs) {
     Ref2vaNeeds n;
     for (const NormalizedReference& r : refs) {
@@ -74,13 +88,9 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const Ref2vaEncoder
         if (o.cancel && o.cancel->load()) return cancelled("reference encoding cancelled");
         const NormalizedReference& r = refs[i];
         const std::string what = label(i, r);
-        ConditionerReference cr;
-        cr.kind = r.kind;
-        cr.has_audio = r.has_audio();
         ReferenceCondition rc;
         rc.kind = r.kind;
         if (r.kind == ReferenceKind::kImage) {
-            cr.image = to_conditioner_image(r.image);
             Tensor pixels = Tensor::host(Shape{r.image.height, r.image.width, 3}, DType::kU8);
             std::memcpy(pixels.data(), r.image.pixels.data(), r.image.pixels.size());
             auto z = model::encode_keyframe(ctx, *enc.video, pixels, eo, o.seed);
@@ -89,9 +99,6 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const Ref2vaEncoder
                                                                   : z.status().with_context(what);
             rc.latents = std::move(z).value();
         } else if (r.kind == ReferenceKind::kVideo) {
-            const ConditionerFrames cf = sample_conditioner_frames(r.frames.dim(0));
-            for (int64_t k : cf.indices) cr.frames.push_back(frame_of(r.frames, k));
-            cr.block_timestamps = cf.block_timestamps;
             const int64_t n = std::min(r.frames.dim(0), o.spec.align_frames_down(r.frames.dim(0)));
             auto post = model::encode_video(ctx, *enc.video, first_frames(r.frames, n), eo);
             if (!post.ok())
@@ -104,7 +111,7 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const Ref2vaEncoder
             if (!rows.ok()) return rows.status().with_context(what + " audio");
             rc.audio_rows = std::move(rows).value();
         }
-        out.conditioner.push_back(std::move(cr));
+        out.conditioner.push_back(conditioner_reference(r));
         out.references.push_back(std::move(rc));
     }
     out.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

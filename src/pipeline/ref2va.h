@@ -40,6 +40,10 @@ struct Ref2vaOptions {
     const std::atomic<bool>* cancel = nullptr;
 };
 
+// What the conditioner presents for one normalized reference (an image whole, a video as its 2 fps frames
+// with one timestamp per merged pair, audio as its label); needs no encoder (`h3-engine encode --reference`).
+ConditionerReference conditioner_reference(const NormalizedReference& reference);
+
 // Which encoders a list of references needs: the video VAE encoder for an image or a video, the audio VAE
 // encoder for audio (an audio reference, a video's soundtrack).
 struct Ref2vaNeeds {

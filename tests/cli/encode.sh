@@ -59,6 +59,34 @@ assert embeds("e_d_bf16") == embeds("e_o_bf16"), "layouts disagree"
 assert embeds("e_d_fp32") == embeds("e_o_fp32"), "layouts disagree (fp32)"
 assert len(set(embeds("e_d_bf16"))) > 16, "embeddings look constant"
 PY
+# presented prompts: the keyframes (fl2va) and references (ref2va) with the prompt, exactly as generate
+# presents them (its conditioning from encode's rows equals generate's own, bit for bit)
+IMG="$(cd "$(dirname "$0")/../data/images" && pwd)"
+KF=(--first-frame "$IMG/png_rgb.png" --size 64x64)
+expect_rc 0 "$H3" encode --model "$WORK/d" --prompt "a cat" "${KF[@]}" --output "$WORK/kf.safetensors"
+grep -q "vision rows" "$WORK/out.txt" || fail "keyframe encode: $(cat "$WORK/out.txt")"
+G=("$H3" generate --model "$WORK/d" "${KF[@]}" --frames 107 --steps 2 --seed 3)
+expect_rc 0 "${G[@]}" --prompt-embeds "$WORK/kf.safetensors" --save-latents "$WORK/kf_a.st"
+expect_rc 0 "${G[@]}" --prompt "a cat" --save-latents "$WORK/kf_b.st"
+cmp -s "$WORK/kf_a.st" "$WORK/kf_b.st" || fail "generate from encode's keyframe rows differs from generate --prompt"
+expect_rc 0 "$H3" encode --model "$WORK/d" --prompt "<Picture 1> runs" --reference "$IMG/png_rgb.png" \
+  --reference-image-edge 32 --frames 107 --output "$WORK/rf.safetensors"
+python3 - "$WORK" <<'PY' || fail "presented rows"
+import json, struct, sys
+for name in ("kf", "rf"):
+    b = open(f"{sys.argv[1]}/{name}.safetensors", "rb").read(); n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n]); base = 8 + n
+    assert "input_ids" not in h, name
+    L = h["prompt_embeds"]["shape"][0]
+    s, t = h["prompt_tags"]["data_offsets"]
+    tags = struct.unpack(f"<{L}i", b[base + s:base + t])
+    assert set(tags) == {0, 1} and tags.count(0) > 4, (name, tags)  # vision rows are tagged video (0)
+    assert h["__metadata__"]["task"] == {"kf": "fl2va", "rf": "ref2va"}[name], h["__metadata__"]
+PY
+expect_rc 2 "$H3" encode --model "$WORK/d" --prompt x "${KF[@]}" --reference "$IMG/png_rgb.png" --output "$WORK/x.st"
+grep -q "cannot be combined" "$WORK/err.txt" || fail "keyframes + references message: $(cat "$WORK/err.txt")"
+expect_rc 2 "$H3" encode --model "$WORK/d" --prompt x --size 64x64 --output "$WORK/x.st"
+grep -q -- "--size applies with" "$WORK/err.txt" || fail "--size alone message: $(cat "$WORK/err.txt")"
 # errors: missing model → 3; no tokenizer → 3; empty prompt → 2; invalid dtype → 2; no --output → 2
 expect_rc 3 "$H3" encode --model "$WORK/nope" --prompt x --tokens-only
 expect_rc 3 "$H3" encode --model "$WORK/d/transformer" --prompt x --tokens-only

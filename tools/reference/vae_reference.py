@@ -114,8 +114,9 @@ def vit_decode(z, W, cfg):
     x = x @ W["decoder.proj_in.weight"].t() + W["decoder.proj_in.bias"]
     n = x.shape[0]
     dim = x.shape[1]
-    x = torch.cat([x, W["decoder.register_tokens"].reshape(nreg, dim), torch.zeros(1, dim)], dim=0)
+    x = torch.cat([x, W["decoder.register_tokens"].reshape(nreg, dim), x.new_zeros(1, dim)], dim=0)
     cos, sin = rope_tables(t, h, w, nreg + 1, hd, cfg["decoder_rope_dim_ratio"], cfg["decoder_rope_theta"])
+    cos, sin = cos.to(x.device), sin.to(x.device)
     for i in range(cfg["decoder_num_layers"]):
         pre = f"decoder.transformer_blocks.{i}."
         y = rms_norm(x, W[pre + "norm1.weight"], eps)
@@ -143,7 +144,7 @@ def blend(a, b, extent, dim):
     extent = min(a.shape[dim], b.shape[dim], extent)
     if extent == 0:
         return b
-    k = torch.arange(extent, dtype=torch.float32)
+    k = torch.arange(extent, dtype=torch.float32, device=a.device)
     shape = [1] * a.ndim
     shape[dim] = extent
     wa, wb = (1 - k / extent).view(shape), (k / extent).view(shape)
@@ -185,8 +186,8 @@ def decode_clip_tiled(z, W, cfg, tile, min_overlap):
 
 def decode_video(latents, W, cfg, tile=256, min_overlap=64):
     """latents [1, 24, T, h, w] normalized -> decoder sample [1, 3, F, H, W] (ImageNet space, unclamped)."""
-    mean = torch.tensor(cfg["latents_mean"], dtype=torch.float32).view(-1, 1, 1, 1)
-    std = torch.tensor(cfg["latents_std"], dtype=torch.float32).view(-1, 1, 1, 1)
+    mean = torch.tensor(cfg["latents_mean"], dtype=torch.float32, device=latents.device).view(-1, 1, 1, 1)
+    std = torch.tensor(cfg["latents_std"], dtype=torch.float32, device=latents.device).view(-1, 1, 1, 1)
     z = latents[0] * std + mean
     pt = cfg["_patch_t"]
     plan = clip_plan(z.shape[1], cfg["clip_length"], pt, cfg["token_drop"])
@@ -356,7 +357,7 @@ def snake_beta(x, log_alpha, log_beta):
 
 def alias_free_snake_beta(x, log_alpha, log_beta, ratio=2, kernel=12):
     c = x.shape[1]
-    f = kaiser_sinc_filter(0.5 / ratio, 0.6 / ratio, kernel).view(1, 1, -1).expand(c, 1, kernel)
+    f = kaiser_sinc_filter(0.5 / ratio, 0.6 / ratio, kernel).to(x.device).view(1, 1, -1).expand(c, 1, kernel)
     pad = kernel // ratio - 1
     pl = pad * ratio + (kernel - ratio) // 2
     pr = pad * ratio + (kernel - ratio + 1) // 2
@@ -378,8 +379,8 @@ def wn(W, name):
 
 def decode_audio(latents, W, cfg):
     """latents [2, 32, A] normalized -> waveform [2, 1, A * prod(rates)] in [-1, 1]."""
-    mean = torch.tensor(cfg["latents_mean"], dtype=torch.float32).view(1, -1, 1)
-    std = torch.tensor(cfg["latents_std"], dtype=torch.float32).view(1, -1, 1)
+    mean = torch.tensor(cfg["latents_mean"], dtype=torch.float32, device=latents.device).view(1, -1, 1)
+    std = torch.tensor(cfg["latents_std"], dtype=torch.float32, device=latents.device).view(1, -1, 1)
     x = latents * std + mean
     x = F.conv1d(x, W["dec_in_proj.weight"], W["dec_in_proj.bias"])
     x = F.conv1d(x, wn(W, "decoder.conv_pre"), W["decoder.conv_pre.bias"], padding=3)
@@ -450,7 +451,7 @@ def causal_attention_mean_heads(x, W, heads, out_dim):
     qkv = F.linear(x, W["pre_block.attn.qkv.weight"], bias).reshape(b, a, 3, heads, hd).permute(2, 0, 3, 1, 4)
     q, k, v = qkv[0], qkv[1], qkv[2]  # [B, H, A, hd]
     scores = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
-    scores = scores.masked_fill(torch.ones(a, a, dtype=torch.bool).triu(1), float("-inf"))
+    scores = scores.masked_fill(torch.ones(a, a, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
     o = (scores.softmax(dim=-1) @ v).transpose(1, 2)  # [B, A, H, hd]
     o = o.mean(dim=2)
     o = F.adaptive_avg_pool1d(o, out_dim)

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Trains the demo model end to end and checks it through the engine (tools/train_demo/README.md):
+#   video VAE -> audio VAE -> conditioning (the engine's encode) -> latents -> DiT -> export -> verify
+#
+#   tools/train_demo/run_all.sh --smoke [--work DIR]                      # a few steps each, CPU, minutes
+#   tools/train_demo/run_all.sh --device cuda [--work DIR]                # full: <= 8 min of one H200
+#
+# Options: --work DIR (default build/train_demo or build/train_demo_smoke), --engine PATH (default
+# build/src/cli/h3-engine), --device cpu|cuda, --threads N (torch CPU threads), --seed N, --no-time-cap (full
+# mode: run the step counts whatever they take), --skip-verify (stop after the export; a later run with the same
+# --work skips the stages that are done and runs only the verify stage). PYTHON (default /usr/bin/python3) runs the stages.
+# A stage whose output exists is skipped (delete the work dir to start over); each stage prints its wall
+# seconds and its final loss, and the last line sums them.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+PY="${PYTHON:-/usr/bin/python3}"
+SMOKE=0 DEVICE=cpu THREADS=1 SEED=0 CAP=1 VERIFY_STAGE=1 WORK="" ENGINE="$ROOT/build/src/cli/h3-engine"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --smoke) SMOKE=1 ;;
+    --work) WORK="$2"; shift ;;
+    --engine) ENGINE="$2"; shift ;;
+    --device) DEVICE="$2"; shift ;;
+    --threads) THREADS="$2"; shift ;;
+    --seed) SEED="$2"; shift ;;
+    --no-time-cap) CAP=0 ;;
+    --skip-verify) VERIFY_STAGE=0 ;;
+    *) echo "run_all.sh: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[[ -x "$ENGINE" ]] || { echo "run_all.sh: no h3-engine at $ENGINE (build it: ninja -C build h3-engine, or pass --engine)" >&2; exit 2; }
+if [[ $SMOKE == 1 ]]; then
+  WORK="${WORK:-$ROOT/build/train_demo_smoke}"
+  VIDEO=(--steps 3 --stats-clips 2 --log-every 1)
+  AUDIO=(--steps 3 --stats-clips 2 --log-every 1)
+  COND=(--scenes 4 --fl2va-seeds 1)
+  LAT=(--scenes 4 --seeds 2 --fl2va-seeds 1)
+  DIT=(--steps 4 --batch 2 --eval-batches 1 --log-every 1)
+  VERIFY=(--steps 4)
+else
+  WORK="${WORK:-$ROOT/build/train_demo}"
+  # step counts, and (unless --no-time-cap) the wall seconds that end a stage sooner: 120 + 75 + 135 s of
+  # training plus ~70 s of conditioning, latents and start-ups stay under 8 minutes of one H200
+  VIDEO=(--steps 4000 --batch 2 --stats-clips 32 --log-every 100)
+  AUDIO=(--steps 3000 --batch 8 --stats-clips 32 --log-every 100)
+  COND=(--scenes 96 --fl2va-seeds 2)
+  LAT=(--scenes 96 --seeds 4 --fl2va-seeds 2)
+  DIT=(--steps 6000 --batch 16 --log-every 100)
+  VERIFY=(--steps 30)
+  if [[ $CAP == 1 ]]; then
+    VIDEO+=(--max-seconds 120); AUDIO+=(--max-seconds 75); DIT+=(--max-seconds 135)
+  fi
+fi
+mkdir -p "$WORK"
+COMMON=(--work "$WORK" --device "$DEVICE" --threads "$THREADS" --seed "$SEED")
+TOTAL=0
+stage() { # name, output that marks it done, command...
+  local name="$1" done="$2"; shift 2
+  if [[ -e "$done" ]]; then echo "== $name: done before ($done)"; return; fi
+  echo "== $name: $*"
+  local t0=$SECONDS
+  "$@" 2>&1 | tee "$WORK/$name.out"
+  local dt=$((SECONDS - t0))
+  TOTAL=$((TOTAL + dt))
+  local loss
+  loss="$(grep -o '"final_loss": [0-9.e-]*' "$WORK/$name.out" | tail -1 | cut -d' ' -f2 || true)"
+  echo "== $name: ${dt} s wall${loss:+, final loss $loss}"
+}
+cd "$ROOT"
+stage video_vae "$WORK/video_vae.summary.json" "$PY" "$HERE/train_vae.py" video "${COMMON[@]}" "${VIDEO[@]}"
+stage audio_vae "$WORK/audio_vae.summary.json" "$PY" "$HERE/train_vae.py" audio "${COMMON[@]}" "${AUDIO[@]}"
+stage conditioning "$WORK/conditioning.safetensors" "$PY" "$HERE/conditioning.py" --engine "$ENGINE" --work "$WORK" "${COND[@]}"
+stage latents "$WORK/latents.safetensors" "$PY" "$HERE/latents.py" --work "$WORK" --device "$DEVICE" --threads "$THREADS" "${LAT[@]}"
+stage dit "$WORK/dit.summary.json" "$PY" "$HERE/train_dit.py" "${COMMON[@]}" "${DIT[@]}"
+stage export "$WORK/model/train_demo.json" "$PY" "$HERE/export.py" --work "$WORK" --out "$WORK/model"
+echo "== training + export: ${TOTAL} s wall in this run"
+if [[ $VERIFY_STAGE == 1 ]]; then
+  stage verify "$WORK/verify/ref2va.mp4" "$PY" "$HERE/verify_engine.py" --engine "$ENGINE" --model "$WORK/model" \
+    --out "$WORK/verify" --device "$DEVICE" "${VERIFY[@]}"
+fi
+echo "== final losses:"
+for s in video_vae audio_vae dit; do
+  "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(f\"   {d['stage']}: {d['steps']} steps, {d['wall_seconds']} s, final loss {d['final_loss']}\" + (f\", eval {d['eval_loss']}\" if 'eval_loss' in d else ''))" "$WORK/$s.summary.json"
+done
+echo "== the checkpoint: $WORK/model ($(du -sh "$WORK/model" | cut -f1)); MP4s: $WORK/verify/{t2va,fl2va,ref2va}.mp4"
