@@ -7,7 +7,8 @@
 #
 # Options: --work DIR (default build/train_demo or build/train_demo_smoke), --engine PATH (default
 # build/src/cli/h3-engine), --device cpu|cuda, --threads N (torch CPU threads), --seed N, --no-time-cap (full
-# mode: run the step counts whatever they take), --skip-verify (stop after the export; a later run with the same
+# mode: run the step counts whatever they take), --caps V,A,D (full mode: the video VAE's, audio VAE's and DiT's
+# wall-second caps instead of 120,75,135), --skip-verify (stop after the export; a later run with the same
 # --work skips the stages that are done and runs only the verify stage). PYTHON (default /usr/bin/python3) runs the stages.
 # A stage whose output exists is skipped (delete the work dir to start over); each stage prints its wall
 # seconds and its final loss, and the last line sums them.
@@ -16,7 +17,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 PY="${PYTHON:-/usr/bin/python3}"
-SMOKE=0 DEVICE=cpu THREADS=1 SEED=0 CAP=1 VERIFY_STAGE=1 WORK="" ENGINE="$ROOT/build/src/cli/h3-engine"
+SMOKE=0 DEVICE=cpu THREADS=1 SEED=0 CAP=1 CAPS=120,75,135 VERIFY_STAGE=1 WORK="" ENGINE="$ROOT/build/src/cli/h3-engine"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --smoke) SMOKE=1 ;;
@@ -26,12 +27,17 @@ while [[ $# -gt 0 ]]; do
     --threads) THREADS="$2"; shift ;;
     --seed) SEED="$2"; shift ;;
     --no-time-cap) CAP=0 ;;
+    --caps) CAPS="$2"; shift ;;
     --skip-verify) VERIFY_STAGE=0 ;;
     *) echo "run_all.sh: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
   shift
 done
-[[ -x "$ENGINE" ]] || { echo "run_all.sh: no h3-engine at $ENGINE (build it: ninja -C build h3-engine, or pass --engine)" >&2; exit 2; }
+need_engine() { # the conditioning and verify stages run the engine; the others do not (a GPU machine without
+  # a build can train from a work dir whose conditioning was made elsewhere)
+  [[ -x "$ENGINE" ]] || { echo "run_all.sh: no h3-engine at $ENGINE (build it: ninja -C build h3-engine, or pass --engine)" >&2; exit 2; }
+}
+[[ "$CAPS" =~ ^[0-9]+,[0-9]+,[0-9]+$ ]] || { echo "run_all.sh: --caps wants three whole seconds, V,A,D (got $CAPS)" >&2; exit 2; }
 if [[ $SMOKE == 1 ]]; then
   WORK="${WORK:-$ROOT/build/train_demo_smoke}"
   VIDEO=(--steps 3 --stats-clips 2 --log-every 1)
@@ -51,10 +57,13 @@ else
   DIT=(--steps 6000 --batch 16 --log-every 100)
   VERIFY=(--steps 30)
   if [[ $CAP == 1 ]]; then
-    VIDEO+=(--max-seconds 120); AUDIO+=(--max-seconds 75); DIT+=(--max-seconds 135)
+    IFS=, read -r CAP_V CAP_A CAP_D <<< "$CAPS"
+    VIDEO+=(--max-seconds "$CAP_V"); AUDIO+=(--max-seconds "$CAP_A"); DIT+=(--max-seconds "$CAP_D")
   fi
 fi
 mkdir -p "$WORK"
+# before any stage runs: the engine is needed unless the conditioning is there and the verify is skipped
+{ [[ -e "$WORK/conditioning.safetensors" ]] && [[ $VERIFY_STAGE == 0 ]]; } || need_engine
 COMMON=(--work "$WORK" --device "$DEVICE" --threads "$THREADS" --seed "$SEED")
 TOTAL=0
 stage() { # name, output that marks it done, command...
