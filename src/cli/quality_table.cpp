@@ -1,5 +1,7 @@
 #include "cli/quality_table.h"
 
+#include "pipeline/compare_report.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,18 +14,12 @@ namespace {
 using Json = nlohmann::ordered_json;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// the conventions of `compare --json` (pipeline/compare_report.h)
 Json number(double x) {
-    if (std::isnan(x)) return nullptr;
-    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-    return x;
+    return pipeline::report_number(x);
 }
-
 std::string fmt(double x, int digits) {
-    if (std::isnan(x)) return "nan";
-    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-    char b[64];
-    std::snprintf(b, sizeof(b), "%.*f", digits, x);
-    return b;
+    return pipeline::report_fixed(x, digits);
 }
 
 double psnr_of(double sum_sq_err, int64_t values) {

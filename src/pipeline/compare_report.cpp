@@ -6,14 +6,26 @@
 
 namespace h3::pipeline {
 
+nlohmann::ordered_json report_number(double x) {
+    if (std::isnan(x)) return nullptr;
+    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    return x;
+}
+
+std::string report_fixed(double x, int digits) {
+    if (std::isnan(x)) return "nan";
+    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    char b[64];
+    std::snprintf(b, sizeof(b), "%.*f", digits, x);
+    return b;
+}
+
 namespace {
 
 using Json = nlohmann::ordered_json;
 
 Json number(double x) {
-    if (std::isnan(x)) return nullptr;
-    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-    return x;
+    return report_number(x);
 }
 
 Json numbers(const std::vector<double>& v) {
@@ -34,13 +46,8 @@ Json metrics_json(const SignalMetrics& m) {
                 {"max_abs_diff", number(m.max_abs_diff)}};
 }
 
-// "%.*f" with "inf" / "-inf" / "nan" spelled out.
 std::string fmt(double x, int digits) {
-    if (std::isnan(x)) return "nan";
-    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-    char b[64];
-    std::snprintf(b, sizeof(b), "%.*f", digits, x);
-    return b;
+    return report_fixed(x, digits);
 }
 
 std::string sci(double x) {

@@ -17,4 +17,9 @@ namespace h3::pipeline {
 nlohmann::ordered_json compare_report_json(const CompareReport& report);
 std::string compare_report_text(const CompareReport& report);
 
+// The conventions above for one value, for other reports of the same metrics (bench quality): the JSON
+// number ("inf" / "-inf" / null for NaN), and "%.*f" with "inf" / "-inf" / "nan" spelled out.
+nlohmann::ordered_json report_number(double x);
+std::string report_fixed(double x, int digits);
+
 } // namespace h3::pipeline

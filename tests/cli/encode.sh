@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
 # encode: --tokens-only on the tiny and (when present) the official tokenizer; embeddings from the tiny
 # checkpoint in both layouts and both dtypes; usable as --prompt-embeds input format; errors.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 
 expect_rc 0 "$H3" make-tiny "$WORK/d" --seed 5
 expect_rc 0 "$H3" make-tiny "$WORK/o" --seed 5 --layout original

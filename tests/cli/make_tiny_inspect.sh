@@ -1,11 +1,6 @@
 #!/usr/bin/env bash
 # make-tiny in both layouts → inspect finds every tensor with the expected shapes; exit codes; bad input.
-set -uo pipefail
-H3="$1"; WORK="$2"
-rm -rf "$WORK"; mkdir -p "$WORK"
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local rc=$?;
-  [ $rc -eq "$want" ] || { cat "$WORK/out.txt" "$WORK/err.txt"; fail "'$*' exited $rc, expected $want"; }; }
+source "$(dirname "$0")/lib/common.sh" "$@"
 
 expect_rc 0 "$H3" --version
 grep -q "h3-engine" "$WORK/out.txt" || fail "--version prints no name"
