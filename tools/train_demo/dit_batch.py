@@ -38,9 +38,13 @@ def _masked_attention(P, W, pre, x, cfg, key_mask, rope=None):
         q = h3_dit.apply_rope(P, q, *rope)
         k = h3_dit.apply_rope(P, k, *rope)
     q, k, v = (t.view(B, S, heads, hd) for t in (q, k, v))
-    scores = torch.einsum("bqhd,bkhd->bhqk", q, k) * (1.0 / math.sqrt(hd))
-    scores = scores.masked_fill(~key_mask[:, None, None, :], float("-inf"))
-    o = torch.einsum("bhqk,bkhd->bqhd", torch.softmax(scores, dim=-1), v)
+    if hasattr(F, "scaled_dot_product_attention"):  # torch 2: a fused kernel, the same softmax(qk^T/sqrt(d)) v
+        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                           attn_mask=key_mask[:, None, None, :]).transpose(1, 2)
+    else:
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) * (1.0 / math.sqrt(hd))
+        scores = scores.masked_fill(~key_mask[:, None, None, :], float("-inf"))
+        o = torch.einsum("bhqk,bkhd->bqhd", torch.softmax(scores, dim=-1), v)
     o = P.r(o).reshape(B * S, heads * hd)
     return P.r(h3_dit._linear(o, W[pre + "attn.to_out.0.weight"])).view(B, S, -1)
 

@@ -13,11 +13,17 @@ import demo_arch
 
 
 def setup_torch(device, threads):
+    """Exact fp32 (no TF32) on `device`; a training stage turns `set_fast` on after its start-up checks."""
     torch.set_num_threads(threads)
-    if device.startswith("cuda"):
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+    set_fast(False)
     return torch.device(device)
+
+
+def set_fast(on):
+    """TF32 matmuls and convolutions and cuDNN's autotune (CUDA training steps), or exact fp32 (checks, latents)."""
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+    torch.backends.cudnn.benchmark = on
 
 
 def machine_description(device):

@@ -151,6 +151,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--fast", action="store_true", help="TF32 matmuls and convolutions for the training steps (CUDA)")
     ap.add_argument("--log-every", type=int, default=50)
     ap.add_argument("--save-every", type=int, default=500)
     a = ap.parse_args()
@@ -165,6 +166,7 @@ def main():
     print(f"dit: batched forward vs h3_dit.forward: relative {dit_batch.check_against_reference(W, cfg, probe):.2e}",
           flush=True)
     tr = tc.Trainer(a.work, "dit", W, lambda n: True, a.lr, weight_decay=0.01, ema=0.999)
+    tc.set_fast(a.fast)
     warm = min(200, a.steps // 10 + 1)
     while tr.progress(a.steps, a.max_seconds) < 1:
         rng, gen = tc.step_rng(a.seed, tr.step, stream=3)
@@ -178,6 +180,7 @@ def main():
                    **{k: dict(video=v[0], audio=v[1]) for k, v in per.items()})
         if tr.step % a.save_every == 0 or last:
             tr.save()
+    tc.set_fast(False)
     # held-out noise draws (a stream training never uses) through the EMA weights, per task
     final = {n: t.to(device) for n, t in tr.final_weights().items()}
     ev = {}

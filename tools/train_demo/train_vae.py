@@ -4,16 +4,18 @@ decoder) on procedural clips, with the project's reference forward passes (tools
     nice -n 10 /usr/bin/python3 tools/train_demo/train_vae.py video --work build/train_demo --steps 1500
     nice -n 10 /usr/bin/python3 tools/train_demo/train_vae.py audio --work build/train_demo --steps 1500
 
-Video: a step is one 22-frame window (17 + 5: the engine's T = 5n+2 latents for n = 1) of a random clip,
+Video: a step is a batch of 22-frame windows (17 + 5: the engine's T = 5n+2 latents for n = 1) of a random clip,
 encoded the way the engine encodes it (a 17-frame clip -> 5 latents, then the first 2 latents of the next clip,
 which by causality need only its first 5 frames), a posterior sample, the ViT decoder over the 7-latent clip
 (the engine's decode clip: 28 frames, of which [3, 20) are the 17 frames of the chunk and [23, 28) the 5 the
-next chunk cross-fades with). Loss: L1 + MSE in [0, 1] pixel space + 1e-4 * KL.
+next chunk cross-fades with). Loss: L1 + MSE in [0, 1] pixel space, each pixel weighted 1 + --foreground-gain
+where the shape is (so that a small shape on a plain background is not lost to it), + 1e-4 * KL.
 Audio: a step is 2 half-second mono windows (L or R channel of a random clip, most around a bounce), encoded
 to the posterior mean (as the engine encodes references), decoded from mean + 0.1 * noise. Loss: L1 on the
 waveform + a multi-resolution STFT loss (log and linear magnitudes) + 1e-3 * mean(z^2).
 """
 import argparse
+import math
 import os
 import sys
 
@@ -32,10 +34,11 @@ WINDOW = 22  # frames
 
 # ---- video ---------------------------------------------------------------------------------------------------
 def video_window(rng):
+    """(22 frames u8 [22, H, W, 3] of a random clip, its scene)."""
     scene = dd.SCENES[int(rng.integers(len(dd.SCENES)))]
     seed = int(rng.integers(1 << 30))
     start = int(rng.integers(0, dd.FRAMES - WINDOW + 1))
-    return dd.make_clip(scene, seed, frame_range=(start, start + WINDOW)).frames
+    return dd.make_clip(scene, seed, frame_range=(start, start + WINDOW)).frames, scene
 
 
 def encode_window(x, W, cfg):
@@ -45,10 +48,53 @@ def encode_window(x, W, cfg):
     return torch.cat([a, b], dim=2)
 
 
+def vit_decode_batch(z, W, cfg):
+    """vae_reference.vit_decode over a batch: z [B, 24, t, h, w] -> [B, 3, t*pt, h*p, w*p] (the same
+    operations, with a leading batch axis; checked against vit_decode by check_window_encoding)."""
+    B, c, t, h, w = z.shape
+    heads, hd = cfg["decoder_num_attention_heads"], cfg["decoder_attention_head_dim"]
+    eps = cfg["decoder_norm_eps"]
+    p, pt = cfg["_patch"], cfg["_patch_t"]
+    nreg = cfg["decoder_num_register_tokens"]
+    x = z.reshape(B, c, -1).transpose(1, 2)  # [B, n, c], tokens (t, y, x)
+    x = x @ W["post_quant_conv.weight"].reshape(c, c).t() + W["post_quant_conv.bias"]
+    x = x @ W["decoder.proj_in.weight"].t() + W["decoder.proj_in.bias"]
+    n, dim = x.shape[1], x.shape[2]
+    extra = torch.cat([W["decoder.register_tokens"].reshape(nreg, dim), x.new_zeros(1, dim)], dim=0)
+    x = torch.cat([x, extra[None].expand(B, -1, -1)], dim=1)
+    cos, sin = vr.rope_tables(t, h, w, nreg + 1, hd, cfg["decoder_rope_dim_ratio"], cfg["decoder_rope_theta"])
+    cos, sin = cos.to(x.device), sin.to(x.device)
+
+    def heads_of(y):
+        return y.reshape(B, -1, heads, hd)
+
+    for i in range(cfg["decoder_num_layers"]):
+        pre = f"decoder.transformer_blocks.{i}."
+        y = vr.rms_norm(x, W[pre + "norm1.weight"], eps)
+        q = heads_of(y @ W[pre + "attn.to_q.weight"].t() + W[pre + "attn.to_q.bias"])
+        k = heads_of(y @ W[pre + "attn.to_k.weight"].t() + W[pre + "attn.to_k.bias"])
+        v = heads_of(y @ W[pre + "attn.to_v.weight"].t() + W[pre + "attn.to_v.bias"])
+        q = vr.apply_rope(vr.rms_norm(q, None, eps), cos, sin)
+        k = vr.apply_rope(vr.rms_norm(k, None, eps), cos, sin)
+        att = torch.softmax(torch.einsum("bshd,bthd->bhst", q, k) / math.sqrt(hd), dim=-1)
+        o = torch.einsum("bhst,bthd->bshd", att, v).reshape(B, -1, heads * hd)
+        o = o @ W[pre + "attn.to_out.0.weight"].t() + W[pre + "attn.to_out.0.bias"]
+        x = x + o * W[pre + "scale1"]
+        y = vr.rms_norm(x, W[pre + "norm2.weight"], eps)
+        f = y @ W[pre + "ff.net.0.proj.weight"].t() + W[pre + "ff.net.0.proj.bias"]
+        val, gate = f.chunk(2, dim=-1)
+        f = (val * F.silu(gate)) @ W[pre + "ff.net.2.weight"].t() + W[pre + "ff.net.2.bias"]
+        x = x + f * W[pre + "scale2"]
+    x = F.layer_norm(x, (dim,), W["decoder.norm_out.weight"], W["decoder.norm_out.bias"], eps)
+    x = x @ W["decoder.proj_out.weight"].t() + W["decoder.proj_out.bias"]
+    x = x[:, :n].reshape(B, t, h, w, 3, pt, p, p).permute(0, 4, 1, 5, 2, 6, 3, 7)
+    return x.reshape(B, 3, t * pt, h * p, w * p)
+
+
 def decode_window(z, W, cfg):
-    """z [24, 7, h, w] raw latents -> [3, 22, H, W]: the decode clip's kept frames, in order."""
-    out = vr.vit_decode(z, W, cfg)  # [3, 28, H, W]
-    return torch.cat([out[:, 3:20], out[:, 23:28]], dim=1)
+    """z [B, 24, 7, h, w] raw latents -> [B, 3, 22, H, W]: the decode clip's kept frames, in order."""
+    out = vit_decode_batch(z, W, cfg)  # [B, 3, 28, H, W]
+    return torch.cat([out[:, :, 3:20], out[:, :, 23:28]], dim=2)
 
 
 def to_unit(x):
@@ -57,51 +103,67 @@ def to_unit(x):
     return x * s + m
 
 
+def foreground_weight(frames, scenes, gain):
+    """[B, 1, 22, H, W]: 1 + gain where a pixel differs from its scene's background colour (the shape, one
+    pixel wider), so that the few shape pixels weigh in the loss as much as the background does."""
+    bg = torch.tensor([dd.BACKGROUNDS[s.background] for s in scenes], dtype=torch.int32).view(-1, 1, 1, 1, 3)
+    fg = ((frames.to(torch.int32) - bg).abs().sum(-1) > 24).float()[:, None]  # [B, 1, 22, H, W]
+    fg = F.max_pool3d(fg, (1, 3, 3), stride=1, padding=(0, 1, 1))
+    return 1.0 + gain * fg
+
+
 def check_window_encoding(W, cfg):
-    """The window encoding equals the reference's encode_moments on the same 22 frames."""
+    """The window encoding equals the reference's encode_moments on the same 22 frames, and the batched
+    decode equals vit_decode item by item."""
     with torch.no_grad():
-        x = vr.normalize_pixels(torch.from_numpy(video_window(np.random.default_rng(5))))
+        x = vr.normalize_pixels(torch.from_numpy(video_window(np.random.default_rng(5))[0]))
         ref = vr.encode_moments(x, W, cfg)
         got = encode_window(x, W, cfg)
         d = (ref - got).abs().max().item()
-    assert ref.shape == got.shape and d < 1e-5, f"window encoding differs from encode_moments ({d})"
+        assert ref.shape == got.shape and d < 1e-5, f"window encoding differs from encode_moments ({d})"
+        z = torch.randn((2,) + tuple(ref.shape[1:]), generator=torch.Generator().manual_seed(3))[:, :24]
+        batched = vit_decode_batch(z, W, cfg)
+        d = max((batched[b] - vr.vit_decode(z[b], W, cfg)).abs().max().item() for b in range(2))
+    assert d < 1e-4, f"batched decode differs from vit_decode ({d})"
 
 
 def train_video(a, device):
     cfg = demo_arch.reference_video_cfg(demo_arch.VIDEO_VAE_CONFIG)
     W = demo_arch.params(demo_arch.init_video_vae(cfg, torch.Generator().manual_seed(a.seed)))
     check_window_encoding(W, cfg)
+    tc.set_fast(a.fast)
     W = {n: t.detach().to(device).requires_grad_(True) for n, t in W.items()}
     tr = tc.Trainer(a.work, "video_vae", W, lambda n: True, a.lr)
     while tr.progress(a.steps, a.max_seconds) < 1:
         rng, gen = tc.step_rng(a.seed, tr.step, stream=1)
-        frames = torch.from_numpy(np.stack([video_window(rng) for _ in range(a.batch)]))
-        rec = {}
+        windows = [video_window(rng) for _ in range(a.batch)]
+        frames = torch.from_numpy(np.stack([f for f, _ in windows]))  # [B, 22, H, W, 3]
+        weight = foreground_weight(frames, [s for _, s in windows], a.foreground_gain).to(device)
         lr = tc.lr_at(tr.step, a.steps, a.lr, min(50, a.steps // 4 + 1), progress=tr.progress(a.steps, a.max_seconds))
-        total = 0.0
-        for b in range(a.batch):
-            x = vr.normalize_pixels(frames[b]).to(device)  # [1, 3, 22, H, W]
-            mean, std = vr.posterior(encode_window(x, W, cfg))
-            eps = torch.randn(mean.shape, generator=gen).to(device)
-            z = mean + std * eps
-            y = decode_window(z[0], W, cfg)
-            p, t = to_unit(y), to_unit(x[0])
-            l1 = (p - t).abs().mean()
-            l2 = (p - t).pow(2).mean()
-            kl = 0.5 * (mean.pow(2) + std.pow(2) - 1 - 2 * torch.log(std)).mean()
-            loss = (l1 + l2 + 1e-4 * kl) / a.batch
-            total = total + loss
-            rec = dict(l1=l1.detach(), l2=l2.detach(), kl=kl.detach(), z_rms=mean.detach().pow(2).mean().sqrt(),
-                       std_mean=std.detach().mean())  # of the last item; read (a device sync) when logged
+        x = torch.cat([vr.normalize_pixels(f) for f in frames]).to(device)  # [B, 3, 22, H, W]
+        mean, std = vr.posterior(encode_window(x, W, cfg))
+        eps = torch.randn(mean.shape, generator=gen).to(device)
+        y = decode_window(mean + std * eps, W, cfg)
+        p, t = to_unit(y), to_unit(x)
+        err = p - t
+        l1 = (err.abs() * weight).mean() / weight.mean()
+        l2 = (err.pow(2) * weight).mean() / weight.mean()
+        kl = 0.5 * (mean.pow(2) + std.pow(2) - 1 - 2 * torch.log(std)).mean()
+        total = l1 + l2 + 1e-4 * kl
         gn = tr.update(total, lr)
         last = tr.progress(a.steps, a.max_seconds) >= 1
         if tr.step % a.log_every == 0 or last:
-            tr.log(loss=round(total.item(), 5), lr=round(lr, 6), grad_norm=round(gn, 3),
-                   l1=round(rec["l1"].item(), 5), psnr=round(-10 * np.log10(max(rec["l2"].item(), 1e-12)), 2),
-                   kl=round(rec["kl"].item(), 3), z_rms=round(rec["z_rms"].item(), 3),
-                   std_mean=round(rec["std_mean"].item(), 4))
+            with torch.no_grad():
+                mse = err.pow(2).mean().item()
+                fg = (weight > 1).float()
+                fg_mse = (err.pow(2) * fg).sum().item() / max(3 * fg.sum().item(), 1.0)
+            tr.log(loss=round(total.item(), 5), lr=round(lr, 6), grad_norm=round(gn, 3), l1=round(l1.item(), 5),
+                   psnr=round(-10 * np.log10(max(mse, 1e-12)), 2),
+                   shape_psnr=round(-10 * np.log10(max(fg_mse, 1e-12)), 2), kl=round(kl.item(), 3),
+                   z_rms=round(mean.detach().pow(2).mean().sqrt().item(), 3), std_mean=round(std.detach().mean().item(), 4))
         if tr.step % a.save_every == 0 or last:
             tr.save()
+    tc.set_fast(False)
     mean, std = video_latent_stats(tr.final_weights(), cfg, a.stats_clips, a.seed, device)
     return tr.finish(tc.machine_description(a.device),
                      dict(final_loss=round(total.item(), 5), latents_mean=mean, latents_std=std))
@@ -158,6 +220,7 @@ def train_audio(a, device):
                          demo_arch.audio_trainable)
     W = {n: (t.detach().to(device).requires_grad_(True) if t.requires_grad else t.to(device)) for n, t in W.items()}
     tr = tc.Trainer(a.work, "audio_vae", W, demo_arch.audio_trainable, a.lr)
+    tc.set_fast(a.fast)
     while tr.progress(a.steps, a.max_seconds) < 1:
         rng, gen = tc.step_rng(a.seed, tr.step, stream=2)
         wave = audio_windows(rng, a.batch).to(device)
@@ -177,6 +240,7 @@ def train_audio(a, device):
                    stft=round(ls.item(), 4), snr_db=round(snr, 2), z_rms=round(reg.sqrt().item(), 3))
         if tr.step % a.save_every == 0 or last:
             tr.save()
+    tc.set_fast(False)
     mean, std = audio_latent_stats(tr.final_weights(), cfg, a.stats_clips, a.seed, device)
     return tr.finish(tc.machine_description(a.device),
                      dict(final_loss=round(loss.item(), 5), latents_mean=mean, latents_std=std))
@@ -207,6 +271,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--foreground-gain", type=float, default=20.0,
+                    help="video: the loss weight of the shape's pixels is 1 + this (the background's is 1)")
+    ap.add_argument("--fast", action="store_true", help="TF32 matmuls and convolutions, cuDNN autotune (CUDA)")
     ap.add_argument("--log-every", type=int, default=20)
     ap.add_argument("--save-every", type=int, default=100)
     a = ap.parse_args()

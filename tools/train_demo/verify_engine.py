@@ -69,6 +69,25 @@ def compare(a, model, out, task, scene, seed, steps, keyframe=None):
     return worst
 
 
+def decode_check(model, latents_file, frames_dir):
+    """The engine's decode (PNG frames) against vae_reference.decode_video of the same latents: the largest
+    pixel difference in 8-bit levels (rounding alone gives at most 1)."""
+    with open(os.path.join(model, "vae", "config.json")) as f:
+        vcfg = demo_arch.reference_video_cfg(json.load(f))
+    Wv, _ = sio.load_file(os.path.join(model, "vae", "diffusion_pytorch_model.safetensors"))
+    lat, _ = sio.load_file(latents_file)
+    z = lat["video_latents"].float()
+    z = z.reshape((1,) + tuple(z.shape[-4:]))
+    with torch.no_grad():
+        ref = vr.to_pixels(vr.decode_video(z, {n: t.float() for n, t in Wv.items()}, vcfg))[0]  # [3, F, H, W]
+    ref8 = (ref * 255).round().permute(1, 2, 3, 0).numpy()
+    worst = 0.0
+    for k in range(ref8.shape[0]):
+        got = read_png(os.path.join(frames_dir, f"frame_{k:05d}.png")).astype(np.float64)
+        worst = max(worst, float(np.abs(got - ref8[k]).max()))
+    return worst
+
+
 def shape_track(frames_dir, frames):
     """The shape's centroid (x, y) in each of the first `frames` PNG frames: the pixels far from the frame's
     border colour (the background). None where fewer than 10 pixels stand out."""
@@ -140,6 +159,11 @@ def main():
         engine([a.engine, "decode", "--model", a.model, "--latents", lat, "--output", frames, "--device", a.device],
                "decode " + task)
         moves[task] = motion(frames, sc)
+        if task == "t2va":
+            levels = decode_check(a.model, lat, frames)
+            print(json.dumps({"engine_decode_vs_reference_max_levels": levels}), flush=True)
+            if levels > 2:
+                raise SystemExit(f"the engine's video decode differs from the reference's by {levels} levels")
     print(json.dumps({"motion": {"caption": sc.caption(), **moves}}), flush=True)
     print(json.dumps(dict(stage="verify", generate_seconds={k: round(v, 1) for k, v in seconds.items()},
                           follows_caption={k: v["follows"] for k, v in moves.items()},
