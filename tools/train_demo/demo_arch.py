@@ -225,8 +225,9 @@ def init_video_vae(c, gen):
     return W
 
 
-def init_audio_vae(c, gen):
-    """Weight-norm pairs: v uniform ±1/sqrt(fan_in), g = ||v|| per output (so W = v at start); Snake alphas
+def init_audio_vae(c, gen, gain=1.0):
+    """Weight-norm pairs: v uniform ±1/sqrt(fan_in), g = gain·||v|| per output (so W = gain·v at start: gain
+    sqrt(3) keeps the signal's variance through each convolution, where 1 shrinks it threefold); Snake alphas
     (linear space, encoder) at 1; SnakeBeta log-alpha/beta (decoder) at 0; the Kaiser filters exact."""
     W = {}
     filt = vr.kaiser_sinc_filter(0.25, 0.3, 12).view(1, 1, 12)
@@ -250,7 +251,7 @@ def init_audio_vae(c, gen):
     for name in list(W):
         if name.endswith(".weight_g"):
             v = W[name[:-2] + "_v"]
-            W[name] = v.reshape(v.shape[0], -1).norm(dim=1).view(-1, 1, 1).clone()
+            W[name] = gain * v.reshape(v.shape[0], -1).norm(dim=1).view(-1, 1, 1).clone()
     return W
 
 

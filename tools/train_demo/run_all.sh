@@ -9,7 +9,8 @@
 # build/src/cli/h3-engine), --device cpu|cuda, --threads N (torch CPU threads), --seed N, --no-time-cap (full
 # mode: run the step counts whatever they take), --caps V,A,D (full mode: the video VAE's, audio VAE's and DiT's
 # wall-second caps instead of 150,60,230), --skip-verify (stop after the export; a later run with the same
-# --work skips the stages that are done and runs only the verify stage). PYTHON (default /usr/bin/python3) runs the stages.
+# --work skips the stages that are done and runs only the verify stage), --init-from DIR (the video VAE and the
+# DiT start from an earlier run's final weights). PYTHON (default /usr/bin/python3) runs the stages.
 # A stage whose output exists is skipped (delete the work dir to start over); each stage prints its wall
 # seconds and its final loss, and the last line sums them.
 set -euo pipefail
@@ -17,7 +18,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 PY="${PYTHON:-/usr/bin/python3}"
-SMOKE=0 DEVICE=cpu THREADS=1 SEED=0 CAP=1 CAPS=150,60,230 VERIFY_STAGE=1 WORK="" ENGINE="$ROOT/build/src/cli/h3-engine"
+SMOKE=0 DEVICE=cpu THREADS=1 SEED=0 CAP=1 CAPS=150,60,230 VERIFY_STAGE=1 INIT_FROM="" WORK="" ENGINE="$ROOT/build/src/cli/h3-engine"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --smoke) SMOKE=1 ;;
@@ -29,6 +30,7 @@ while [[ $# -gt 0 ]]; do
     --no-time-cap) CAP=0 ;;
     --caps) CAPS="$2"; shift ;;
     --skip-verify) VERIFY_STAGE=0 ;;
+    --init-from) INIT_FROM="$2"; shift ;;
     *) echo "run_all.sh: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
   shift
@@ -40,7 +42,7 @@ need_engine() { # the conditioning and verify stages run the engine; the others 
 [[ "$CAPS" =~ ^[0-9]+,[0-9]+,[0-9]+$ ]] || { echo "run_all.sh: --caps wants three whole seconds, V,A,D (got $CAPS)" >&2; exit 2; }
 if [[ $SMOKE == 1 ]]; then
   WORK="${WORK:-$ROOT/build/train_demo_smoke}"
-  VIDEO=(--steps 3 --stats-clips 2 --log-every 1)
+  VIDEO=(--steps 3 --stats-clips 2 --bank-seeds 1 --log-every 1)
   AUDIO=(--steps 3 --stats-clips 2 --log-every 1)
   COND=(--scenes 4 --fl2va-seeds 1)
   LAT=(--scenes 4 --seeds 2 --fl2va-seeds 1)
@@ -68,6 +70,14 @@ mkdir -p "$WORK"
 COMMON=(--work "$WORK" --device "$DEVICE" --threads "$THREADS" --seed "$SEED")
 # the training stages on CUDA use TF32 and cuDNN's autotune; the latents and the checks stay exact fp32
 TRAIN_FAST=(); [[ "$DEVICE" == cuda* ]] && TRAIN_FAST=(--fast)
+# --init-from DIR: the video VAE and the DiT start from DIR's final weights (an earlier run's work dir, or a
+# folder holding its video_vae.done.safetensors and dit.done.safetensors); the audio VAE starts afresh
+if [[ -n "$INIT_FROM" ]]; then
+  for f in video_vae dit; do
+    [[ -f "$INIT_FROM/$f.done.safetensors" ]] || { echo "run_all.sh: --init-from $INIT_FROM has no $f.done.safetensors" >&2; exit 2; }
+  done
+  VIDEO+=(--init "$INIT_FROM/video_vae.done.safetensors"); DIT+=(--init "$INIT_FROM/dit.done.safetensors")
+fi
 TOTAL=0
 stage() { # name, output that marks it done, command...
   local name="$1" done="$2"; shift 2

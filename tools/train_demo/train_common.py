@@ -145,3 +145,20 @@ class Trainer:
             json.dump(summary, f, indent=2)
         print(json.dumps(summary), flush=True)
         return summary
+
+
+def init_from(W, path):
+    """Start from the final weights of an earlier run (`<stage>.done.safetensors`): every trainable tensor
+    must be there with its shape. Returns the earlier run's summary (its steps and wall seconds). A stage
+    that resumes from its own `<stage>.pt` afterwards overwrites these."""
+    loaded, meta = demo_arch.load_state(path)
+    missing = [n for n in W if n not in loaded]
+    bad = [n for n in W if n in loaded and tuple(loaded[n].shape) != tuple(W[n].shape)]
+    if missing or bad:
+        raise SystemExit(f"{path}: does not fit this stage's weights (missing {missing[:3]}, mis-shaped {bad[:3]})")
+    with torch.no_grad():
+        for n, t in W.items():
+            t.copy_(loaded[n].to(t.device, t.dtype))
+    print(f"{os.path.basename(path)}: started from it ({meta.get('steps')} steps, {meta.get('wall_seconds')} s)",
+          flush=True)
+    return dict(init_from=os.path.abspath(path), init_steps=meta.get("steps"), init_wall_seconds=meta.get("wall_seconds"))

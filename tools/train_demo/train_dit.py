@@ -151,6 +151,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--init", default="", help="start from these final weights of an earlier run")
     ap.add_argument("--fast", action="store_true", help="TF32 matmuls and convolutions for the training steps (CUDA)")
     ap.add_argument("--log-every", type=int, default=50)
     ap.add_argument("--save-every", type=int, default=500)
@@ -165,6 +166,7 @@ def main():
     probe = [e[1] for e in data.draw(rng, gen, 3, np.ones(3) / 3)]
     print(f"dit: batched forward vs h3_dit.forward: relative {dit_batch.check_against_reference(W, cfg, probe):.2e}",
           flush=True)
+    init = tc.init_from(W, a.init) if a.init else {}
     tr = tc.Trainer(a.work, "dit", W, lambda n: True, a.lr, weight_decay=0.01, ema=0.999)
     tc.set_fast(a.fast)
     warm = min(200, a.steps // 10 + 1)
@@ -192,7 +194,7 @@ def main():
                 tot.append(losses(final, cfg, data.draw(rng, gen, a.batch, m))[0].item())
             ev[task] = round(float(np.mean(tot)), 5)
     tr.finish(tc.machine_description(a.device),
-              dict(final_loss=round(loss.item(), 5), eval_loss=ev, batch=a.batch, config=cfg))
+              dict(final_loss=round(loss.item(), 5), eval_loss=ev, batch=a.batch, config=cfg, **init))
 
 
 if __name__ == "__main__":

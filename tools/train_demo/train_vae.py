@@ -11,8 +11,8 @@ which by causality need only its first 5 frames), a posterior sample, the ViT de
 next chunk cross-fades with). Loss: L1 + MSE in [0, 1] pixel space, each pixel weighted 1 + --foreground-gain
 where the shape is (so that a small shape on a plain background is not lost to it), + 1e-4 * KL.
 Audio: a step is 2 half-second mono windows (L or R channel of a random clip, most around a bounce), encoded
-to the posterior mean (as the engine encodes references), decoded from mean + 0.1 * noise. Loss: L1 on the
-waveform + a multi-resolution STFT loss (log and linear magnitudes) + 1e-3 * mean(z^2).
+to the posterior mean (as the engine encodes references), decoded from mean + 0.1 * std(mean) * noise. Loss: L1
+on the waveform + a multi-resolution STFT loss (spectral convergence and log magnitudes) + 1e-3 * mean(z^2).
 """
 import argparse
 import math
@@ -103,11 +103,34 @@ def to_unit(x):
     return x * s + m
 
 
-def foreground_weight(frames, scenes, gain):
-    """[B, 1, 22, H, W]: 1 + gain where a pixel differs from its scene's background colour (the shape, one
-    pixel wider), so that the few shape pixels weigh in the loss as much as the background does."""
-    bg = torch.tensor([dd.BACKGROUNDS[s.background] for s in scenes], dtype=torch.int32).view(-1, 1, 1, 1, 3)
-    fg = ((frames.to(torch.int32) - bg).abs().sum(-1) > 24).float()[:, None]  # [B, 1, 22, H, W]
+class ClipBank:
+    """Every scene's whole clips for seeds 0..seeds-1, rendered once and kept on the device as u8
+    [N, F, H, W, 3] with their background colours; a step's windows are slices of them (no rendering per step)."""
+
+    def __init__(self, seeds, device):
+        clips = [(dd.make_clip(sc, s).frames, dd.BACKGROUNDS[sc.background]) for s in range(seeds) for sc in dd.SCENES]
+        self.frames = torch.from_numpy(np.stack([f for f, _ in clips])).to(device)
+        self.background = torch.tensor([b for _, b in clips], dtype=torch.int32, device=device)  # [N, 3]
+
+    def windows(self, rng, n):
+        """(u8 [n, 22, H, W, 3], background [n, 3]) of random clips at random start frames."""
+        idx = rng.integers(self.frames.shape[0], size=n)
+        start = rng.integers(0, self.frames.shape[1] - WINDOW + 1, size=n)
+        frames = torch.stack([self.frames[int(i), int(s):int(s) + WINDOW] for i, s in zip(idx, start)])
+        return frames, self.background[torch.as_tensor(idx, device=self.frames.device)]
+
+
+def normalize_batch(frames):
+    """u8 [B, F, H, W, 3] -> [B, 3, F, H, W] ImageNet-normalized (vae_reference.normalize_pixels per item)."""
+    m = torch.tensor(vr.IMAGENET_MEAN, dtype=torch.float32, device=frames.device).view(1, -1, 1, 1, 1)
+    s = torch.tensor(vr.IMAGENET_STD, dtype=torch.float32, device=frames.device).view(1, -1, 1, 1, 1)
+    return (frames.permute(0, 4, 1, 2, 3).to(torch.float32).div(255.0) - m) / s
+
+
+def foreground_weight(frames, background, gain):
+    """[B, 1, 22, H, W]: 1 + gain where a pixel differs from its clip's background colour (the shape, one
+    pixel wider), so that the few shape pixels weigh in the loss against the many background ones."""
+    fg = ((frames.to(torch.int32) - background.view(-1, 1, 1, 1, 3)).abs().sum(-1) > 24).float()[:, None]
     fg = F.max_pool3d(fg, (1, 3, 3), stride=1, padding=(0, 1, 1))
     return 1.0 + gain * fg
 
@@ -116,7 +139,9 @@ def check_window_encoding(W, cfg):
     """The window encoding equals the reference's encode_moments on the same 22 frames, and the batched
     decode equals vit_decode item by item."""
     with torch.no_grad():
-        x = vr.normalize_pixels(torch.from_numpy(video_window(np.random.default_rng(5))[0]))
+        frames = torch.from_numpy(video_window(np.random.default_rng(5))[0])
+        x = vr.normalize_pixels(frames)
+        assert (normalize_batch(frames[None]) - x).abs().max().item() < 1e-6, "normalize_batch vs normalize_pixels"
         ref = vr.encode_moments(x, W, cfg)
         got = encode_window(x, W, cfg)
         d = (ref - got).abs().max().item()
@@ -133,14 +158,16 @@ def train_video(a, device):
     check_window_encoding(W, cfg)
     tc.set_fast(a.fast)
     W = {n: t.detach().to(device).requires_grad_(True) for n, t in W.items()}
+    bank = ClipBank(a.bank_seeds, device)
+    print(f"video_vae: {bank.frames.shape[0]} clips rendered ({bank.frames.numel() / 2**30:.2f} GiB)", flush=True)
+    init = tc.init_from(W, a.init) if a.init else {}
     tr = tc.Trainer(a.work, "video_vae", W, lambda n: True, a.lr)
     while tr.progress(a.steps, a.max_seconds) < 1:
         rng, gen = tc.step_rng(a.seed, tr.step, stream=1)
-        windows = [video_window(rng) for _ in range(a.batch)]
-        frames = torch.from_numpy(np.stack([f for f, _ in windows]))  # [B, 22, H, W, 3]
-        weight = foreground_weight(frames, [s for _, s in windows], a.foreground_gain).to(device)
+        frames, background = bank.windows(rng, a.batch)  # [B, 22, H, W, 3] on the device
+        weight = foreground_weight(frames, background, a.foreground_gain)
         lr = tc.lr_at(tr.step, a.steps, a.lr, min(50, a.steps // 4 + 1), progress=tr.progress(a.steps, a.max_seconds))
-        x = torch.cat([vr.normalize_pixels(f) for f in frames]).to(device)  # [B, 3, 22, H, W]
+        x = normalize_batch(frames)  # [B, 3, 22, H, W]
         mean, std = vr.posterior(encode_window(x, W, cfg))
         eps = torch.randn(mean.shape, generator=gen).to(device)
         y = decode_window(mean + std * eps, W, cfg)
@@ -166,7 +193,7 @@ def train_video(a, device):
     tc.set_fast(False)
     mean, std = video_latent_stats(tr.final_weights(), cfg, a.stats_clips, a.seed, device)
     return tr.finish(tc.machine_description(a.device),
-                     dict(final_loss=round(total.item(), 5), latents_mean=mean, latents_std=std))
+                     dict(final_loss=round(total.item(), 5), latents_mean=mean, latents_std=std, **init))
 
 
 def video_latent_stats(W, cfg, clips, seed, device):
@@ -205,18 +232,21 @@ def audio_windows(rng, n):
 
 
 def stft_loss(p, t):
+    """Multi-resolution STFT loss: spectral convergence ||St - Sp|| / ||St|| (scale-aware: silence where the
+    target sounds costs 1) + the L1 distance of log magnitudes, averaged over four FFT sizes."""
     loss = 0.0
     for n_fft in (256, 512, 1024, 2048):
         win = torch.hann_window(n_fft, device=p.device)
         sp = torch.stft(p, n_fft, hop_length=n_fft // 4, window=win, return_complex=True).abs()
         st = torch.stft(t, n_fft, hop_length=n_fft // 4, window=win, return_complex=True).abs()
-        loss = loss + (torch.log(sp + 1e-3) - torch.log(st + 1e-3)).abs().mean() + (sp - st).abs().mean()
+        sc = (st - sp).pow(2).sum().sqrt() / st.pow(2).sum().sqrt().clamp_min(1e-6)
+        loss = loss + sc + (torch.log(sp + 1e-3) - torch.log(st + 1e-3)).abs().mean()
     return loss / 4
 
 
 def train_audio(a, device):
     cfg = dict(demo_arch.AUDIO_VAE_CONFIG)
-    W = demo_arch.params(demo_arch.init_audio_vae(cfg, torch.Generator().manual_seed(a.seed + 1)),
+    W = demo_arch.params(demo_arch.init_audio_vae(cfg, torch.Generator().manual_seed(a.seed + 1), a.audio_init_gain),
                          demo_arch.audio_trainable)
     W = {n: (t.detach().to(device).requires_grad_(True) if t.requires_grad else t.to(device)) for n, t in W.items()}
     tr = tc.Trainer(a.work, "audio_vae", W, demo_arch.audio_trainable, a.lr)
@@ -226,18 +256,21 @@ def train_audio(a, device):
         wave = audio_windows(rng, a.batch).to(device)
         lr = tc.lr_at(tr.step, a.steps, a.lr, min(50, a.steps // 4 + 1), progress=tr.progress(a.steps, a.max_seconds))
         z = vr.encode_audio_mean(wave, W, cfg)  # [B, 32, 40]
-        zn = z + 0.1 * torch.randn(z.shape, generator=gen).to(device)
+        # decoder noise at a tenth of the latents' own scale (a fixed 0.1 drowned latents the encoder had shrunk
+        # and taught the decoder to ignore them: it then made silence)
+        zn = z + 0.1 * z.detach().std() * torch.randn(z.shape, generator=gen).to(device)
         y = vr.decode_audio(zn, W, cfg)[:, 0]  # [B, N]
         l1 = (y - wave).abs().mean()
         ls = stft_loss(y, wave)
         reg = z.pow(2).mean()
-        loss = l1 + ls + 1e-3 * reg
+        loss = a.audio_l1 * l1 + ls + 1e-3 * reg
         gn = tr.update(loss, lr)
         last = tr.progress(a.steps, a.max_seconds) >= 1
         if tr.step % a.log_every == 0 or last:
             snr = 10 * torch.log10(wave.pow(2).sum() / (y - wave).pow(2).sum().clamp_min(1e-12)).item()
             tr.log(loss=round(loss.item(), 5), lr=round(lr, 6), grad_norm=round(gn, 3), l1=round(l1.item(), 5),
-                   stft=round(ls.item(), 4), snr_db=round(snr, 2), z_rms=round(reg.sqrt().item(), 3))
+                   stft=round(ls.item(), 4), snr_db=round(snr, 2), z_rms=round(reg.sqrt().item(), 3),
+                   rms_ratio=round((y.pow(2).mean() / wave.pow(2).mean().clamp_min(1e-12)).sqrt().item(), 3))
         if tr.step % a.save_every == 0 or last:
             tr.save()
     tc.set_fast(False)
@@ -271,8 +304,13 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--foreground-gain", type=float, default=20.0,
+    ap.add_argument("--init", default="", help="video: start from these final weights of an earlier run")
+    ap.add_argument("--bank-seeds", type=int, default=6, help="video: clips per scene kept for training")
+    ap.add_argument("--foreground-gain", type=float, default=5.0,
                     help="video: the loss weight of the shape's pixels is 1 + this (the background's is 1)")
+    ap.add_argument("--audio-init-gain", type=float, default=math.sqrt(3.0),
+                    help="audio: the weight-norm gains' start, times ||v|| (1 shrinks the signal at every conv)")
+    ap.add_argument("--audio-l1", type=float, default=1.0, help="audio: the waveform L1 term's weight")
     ap.add_argument("--fast", action="store_true", help="TF32 matmuls and convolutions, cuDNN autotune (CUDA)")
     ap.add_argument("--log-every", type=int, default=20)
     ap.add_argument("--save-every", type=int, default=100)
