@@ -1,4 +1,5 @@
-// h3-engine generate --model DIR (--prompt TEXT | --prompt-embeds FILE | --random-prompt-embeds L)
+// h3-engine generate [--model DIR] (--prompt TEXT | --prompt-embeds FILE | --random-prompt-embeds L)
+//   (no --model: the embedded tiny demo model, models/h3-demo, at its native size; not MiniMax-H3)
 //   [--seconds S | --frames F] [--size WxH | --aspect W:H] [--steps N] [--seed N] [--device cpu|cuda]
 //   [--dtype bf16|fp32] [--precision bf16|fp8] [--save-latents FILE] [--output PATH]
 //   [--progress bar|json|none]
@@ -19,6 +20,7 @@
 #include "cli/parallel_flags.h"
 #include "cli/reference_options.h"
 #include "cli/residency_flags.h"
+#include "cli/demo_model.h"
 #include "cli/spawn_ranks.h"
 #include "cli/vsa_flags.h"
 #include "io/image_reader.h"
@@ -106,8 +108,9 @@ Command make_generate_command() {
         o->sub = app.add_subcommand(
             "generate",
             "Generate video+audio from a prompt (t2va), with keyframes (fl2va) or with references (ref2va)");
-        o->sub->add_option("--model", o->model, "checkpoint root (either layout) or transformer folder")
-            ->required();
+        o->sub->add_option("--model", o->model,
+                           "checkpoint root (either layout) or transformer folder (default: the embedded tiny "
+                           "demo model, models/h3-demo, at its native size; not MiniMax-H3)");
         auto* prompt =
             o->sub->add_option("--prompt", o->prompt, "prompt text (needs the checkpoint's text encoder)");
         auto* embeds =
@@ -194,12 +197,29 @@ Command make_generate_command() {
         if (!o->output.empty())
             if (auto k = pipeline::checked_output_kind(o->output); !k.ok())
                 return report(Status(k.status().code(), "--" + k.status().message()));
+        bool native_frames = false; // the demo model's own frame count (no --frames / --seconds given)
+        if (o->model.empty()) { // the embedded demo model, at its native geometry unless the flags say otherwise
+            auto demo = embedded_demo_model();
+            if (!demo.ok()) return report(demo.status());
+            o->model = demo->dir;
+            if (o->size.empty() && o->aspect.empty()) o->size = demo->size;
+            if (!o->sub->count("--frames") && !o->sub->count("--seconds")) {
+                o->frames = demo->frames;
+                native_frames = true;
+            }
+            if (!o->sub->count("--reference-image-edge") && demo->reference_image_edge > 0)
+                o->reference_image_edge = demo->reference_image_edge;
+            std::fprintf(stderr,
+                         "generate: no --model: the embedded tiny demo model %s (trained on procedural clips of "
+                         "moving shapes; not MiniMax-H3), %s\n",
+                         demo->dir.c_str(), o->size.empty() ? "at the size the flags give" : o->size.c_str());
+        }
         pipeline::JobInput in;
         if (!o->prompt.empty()) in.prompt = o->prompt;
         if (o->sub->count("--random-prompt-embeds")) in.random_prompt_embeds = o->random_prompt_embeds;
         if (!o->size.empty()) in.size = o->size;
         if (!o->aspect.empty()) in.aspect = o->aspect;
-        if (o->sub->count("--frames")) in.frames = o->frames;
+        if (o->sub->count("--frames") || native_frames) in.frames = o->frames;
         if (o->sub->count("--seconds")) in.seconds = o->seconds;
         if (o->sub->count("--steps"))
             in.num_inference_steps = o->steps; // else --preset's, a FastH3 sidecar's or 50
