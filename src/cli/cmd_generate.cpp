@@ -16,11 +16,11 @@
 #include "cli/adapter_options.h"
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "cli/demo_model.h"
 #include "cli/field_flags.h"
 #include "cli/parallel_flags.h"
 #include "cli/reference_options.h"
 #include "cli/residency_flags.h"
-#include "cli/demo_model.h"
 #include "cli/spawn_ranks.h"
 #include "cli/vsa_flags.h"
 #include "io/image_reader.h"
@@ -108,9 +108,10 @@ Command make_generate_command() {
         o->sub = app.add_subcommand(
             "generate",
             "Generate video+audio from a prompt (t2va), with keyframes (fl2va) or with references (ref2va)");
-        o->sub->add_option("--model", o->model,
-                           "checkpoint root (either layout) or transformer folder (default: the embedded tiny "
-                           "demo model, models/h3-demo, at its native size; not MiniMax-H3)");
+        o->sub->add_option(
+            "--model", o->model,
+            "checkpoint root (either layout) or transformer folder (default: the embedded tiny "
+            "demo model, models/h3-demo, at its native size; not MiniMax-H3)");
         auto* prompt =
             o->sub->add_option("--prompt", o->prompt, "prompt text (needs the checkpoint's text encoder)");
         auto* embeds =
@@ -198,7 +199,8 @@ Command make_generate_command() {
             if (auto k = pipeline::checked_output_kind(o->output); !k.ok())
                 return report(Status(k.status().code(), "--" + k.status().message()));
         bool native_frames = false; // the demo model's own frame count (no --frames / --seconds given)
-        if (o->model.empty()) { // the embedded demo model, at its native geometry unless the flags say otherwise
+        if (o->model
+                .empty()) { // the embedded demo model, at its native geometry unless the flags say otherwise
             auto demo = embedded_demo_model();
             if (!demo.ok()) return report(demo.status());
             o->model = demo->dir;
@@ -209,10 +211,11 @@ Command make_generate_command() {
             }
             if (!o->sub->count("--reference-image-edge") && demo->reference_image_edge > 0)
                 o->reference_image_edge = demo->reference_image_edge;
-            std::fprintf(stderr,
-                         "generate: no --model: the embedded tiny demo model %s (trained on procedural clips of "
-                         "moving shapes; not MiniMax-H3), %s\n",
-                         demo->dir.c_str(), o->size.empty() ? "at the size the flags give" : o->size.c_str());
+            std::fprintf(
+                stderr,
+                "generate: no --model: the embedded tiny demo model %s (trained on procedural clips of "
+                "moving shapes; not MiniMax-H3), %s\n",
+                demo->dir.c_str(), o->size.empty() ? "at the size the flags give" : o->size.c_str());
         }
         pipeline::JobInput in;
         if (!o->prompt.empty()) in.prompt = o->prompt;

@@ -1,6 +1,6 @@
 // The embedded default model of `generate`: the trained demo checkpoint shipped in the source tree at
-// models/h3-demo (tools/train_demo: a tiny model in the MiniMax-H3 architecture trained on procedural clips of
-// moving shapes; not MiniMax-H3), with the native geometry its train_demo.json states.
+// models/h3-demo (tools/train_demo: a tiny model in the MiniMax-H3 architecture trained on procedural clips
+// of moving shapes; not MiniMax-H3), with the native geometry its train_demo.json states.
 #pragma once
 
 #include "core/status.h"
