@@ -104,9 +104,20 @@ Result<std::vector<QualitySetting>> select_quality_settings(const std::string& n
 
 const std::vector<QualityCase>& all_quality_cases() {
     static const std::vector<QualityCase> cases = {
-        {.name = "ball", .task = "t2va", .prompt = "a red ball bounces to the left", .seed = 1},
-        {.name = "square", .task = "t2va", .prompt = "a blue square slides up over green grass", .seed = 2},
-        {.name = "keyframe", .task = "fl2va", .prompt = "the yellow disc rolls to the right", .seed = 3},
+        // captions in the demo model's vocabulary (tools/train_demo/demo_data.py), so that its table measures
+        // clips that follow their prompts; the random tiny model takes any text
+        {.name = "ball",
+         .task = "t2va",
+         .prompt = "a red ball bounces to the left on a dark background",
+         .seed = 1},
+        {.name = "square",
+         .task = "t2va",
+         .prompt = "a blue square bounces up on a light background",
+         .seed = 2},
+        {.name = "keyframe",
+         .task = "fl2va",
+         .prompt = "a yellow ball bounces to the right on a dark background",
+         .seed = 3},
     };
     return cases;
 }
@@ -122,15 +133,16 @@ io::DecodedImage quality_keyframe(int width, int height) {
     d.source_mode = "RGB";
     d.stored_width = width;
     d.stored_height = height;
-    const int cx = width / 3, cy = height / 2, r = std::max(2, std::min(width, height) / 4);
+    // demo_data's yellow (240, 215, 40) ball of radius 10 px at a 64 px height, centred, on its dark
+    // background (24, 28, 44): the first frame of a demo clip
+    const int cx = width / 2, cy = height / 2, r = std::max(2, height * 10 / 64);
     for (int y = 0; y < height; ++y) {
         uint8_t* row = d.image.row(y);
         for (int x = 0; x < width; ++x) {
             const bool disc = (x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r;
-            const int g = 40 + 150 * y / std::max(1, height - 1); // sky to ground
-            row[3 * x + 0] = static_cast<uint8_t>(disc ? 240 : 30);
-            row[3 * x + 1] = static_cast<uint8_t>(disc ? 210 : g);
-            row[3 * x + 2] = static_cast<uint8_t>(disc ? 20 : 200 - g / 2);
+            row[3 * x + 0] = static_cast<uint8_t>(disc ? 240 : 24);
+            row[3 * x + 1] = static_cast<uint8_t>(disc ? 215 : 28);
+            row[3 * x + 2] = static_cast<uint8_t>(disc ? 40 : 44);
         }
     }
     return d;

@@ -47,8 +47,8 @@ struct QualityCase {
 const std::vector<QualityCase>& all_quality_cases();
 Result<std::vector<QualityCase>> select_quality_cases(const std::string& names);
 
-// The fl2va case's first keyframe, width x height: a vertical gradient with a yellow disc left of centre
-// (deterministic, integer arithmetic).
+// The fl2va case's first keyframe, width x height: the demo model's yellow ball, centred on its dark
+// background (deterministic, integer arithmetic).
 io::DecodedImage quality_keyframe(int width, int height);
 
 } // namespace h3::cli
