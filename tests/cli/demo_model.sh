@@ -56,4 +56,19 @@ if abs(a["peak_hz"] - 330.0) > 15.0:
 print("\n".join(bad) if bad else "the clip follows its prompt")
 sys.exit(1 if bad else 0)
 PY
+# the quality harness on the demo model at a small size (6 grid points): the lossless rerun exact, a lossy cache
+# finite and below it, on fewer block evaluations
+expect_rc 0 "$H3" bench quality --model "$DEMO" --size 128x64 --steps 6 --cases ball --settings lossless,velocity \
+  --json --output "$WORK/q.json"
+"$PY" - "$WORK/q.json" <<'PY' || fail "bench quality on the demo model"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = {r["name"]: r for r in d["settings"]}
+L, V = rows["lossless"], rows["velocity"]
+assert L["status"] == "measured" and L["video"]["psnr_db"] == "inf" and L["video"]["ssim_mean"] == 1.0, L
+assert V["status"] == "measured" and isinstance(V["video"]["psnr_db"], float) and V["video"]["psnr_db"] > 10.0, V
+assert V["work"]["blocks_executed"] < L["work"]["blocks_executed"], V
+print(f"bench quality on the demo model: velocity reuse PSNR {V['video']['psnr_db']:.2f} dB on "
+      f"{V['work']['blocks_executed']} of {L['work']['blocks_executed']} blocks")
+PY
 echo "cli demo_model: ok"
