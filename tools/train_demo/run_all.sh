@@ -3,7 +3,7 @@
 #   video VAE -> audio VAE -> conditioning (the engine's encode) -> latents -> DiT -> export -> verify
 #
 #   tools/train_demo/run_all.sh --smoke [--work DIR]                      # a few steps each, CPU, minutes
-#   tools/train_demo/run_all.sh --device cuda [--work DIR]                # full: <= 8 min of one H200
+#   tools/train_demo/run_all.sh --device cuda [--work DIR]                # full: one 10-minute H200 call
 #
 # Options: --work DIR (default build/train_demo or build/train_demo_smoke), --engine PATH (default
 # build/src/cli/h3-engine), --device cpu|cuda, --threads N (torch CPU threads), --seed N, --no-time-cap (full
