@@ -48,7 +48,10 @@ expect_rc 0 "${GEN[@]}" --video-shift 5 --save-latents "$WORK/p.st"
 expect_err "shifts 5/3"
 expect_rc 2 "${GEN[@]}" --preset turbo-1step --save-latents "$WORK/p.st"
 expect_err "turbo-1step"
-"$H3" generate --help | grep -q "turbo-4step-768p" || fail "--help does not list the presets"
+# the help into a file first: `| grep -q` stops reading at its match, and with pipefail the writer's SIGPIPE
+# fails the pipeline whenever the match comes before the help's last write
+"$H3" generate --help > "$WORK/help.txt" || fail "generate --help failed"
+grep -q "turbo-4step-768p" "$WORK/help.txt" || fail "--help does not list the presets"
 
 # ---- bad --lora: named, before any weight loads
 expect_rc 3 "${GEN[@]}" --lora "$WORK/missing.safetensors" --save-latents "$WORK/x.st"
