@@ -15,7 +15,7 @@ H3="$BUILD_DIR/src/cli/h3-engine"
 OUT_FILE="${H3_OUTPUT:-demo_out.mp4}"
 "$H3" generate --prompt "a blue square bounces to the right on a light background" --seed 1 --steps 30 \
   --device cpu --output "$OUT_FILE"
-echo "setup: wrote $OUT_FILE: a blue square moving right and bouncing off the walls, a 330 Hz tone at each bounce"
+echo "setup: wrote $OUT_FILE: a blue square moving right and bouncing off the walls, with the square's bounce tone (about 330 Hz)"
 echo "setup: (the tiny demo model, not MiniMax-H3: run the real checkpoint with generate --model DIR)"
 # The random tiny checkpoint that the README's other examples and the tests use (--model tiny).
 "$H3" make-tiny "${H3_TINY_DIR:-tiny}" --seed 0
