@@ -26,8 +26,9 @@ Command make_make_tiny_command() {
     auto o = std::make_shared<Options>();
     Command c;
     c.setup = [o](CLI::App& app) {
-        o->sub = app.add_subcommand("make-tiny", "Write a tiny random H3 checkpoint in the official layout "
-                                                 "(the embedded default model)");
+        o->sub = app.add_subcommand("make-tiny",
+                                    "Write a tiny random H3 checkpoint in the official layout "
+                                    "(the tests' model; generate's default is the trained demo model)");
         o->sub->add_option("dir", o->dir, "output directory")->required();
         o->sub->add_option("--seed", o->seed, "random seed (same seed, same model in both layouts)")
             ->capture_default_str();

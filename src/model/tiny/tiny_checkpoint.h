@@ -1,5 +1,5 @@
-// `make-tiny`: a small random H3 checkpoint in the official layout, deterministic from a seed. It is the
-// project's embedded default model (tests, the README's first command, CI).
+// `make-tiny`: a small random H3 checkpoint in the official layout, deterministic from a seed: the tests' and
+// CI's model (the embedded default of `generate` is the trained demo model, models/h3-demo).
 #pragma once
 
 #include "core/status.h"
