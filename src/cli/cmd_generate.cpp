@@ -199,8 +199,8 @@ Command make_generate_command() {
             if (auto k = pipeline::checked_output_kind(o->output); !k.ok())
                 return report(Status(k.status().code(), "--" + k.status().message()));
         bool native_frames = false; // the demo model's own frame count (no --frames / --seconds given)
-        if (o->model
-                .empty()) { // the embedded demo model, at its native geometry unless the flags say otherwise
+        // no --model: the embedded demo model, at its native geometry unless the flags say otherwise
+        if (o->model.empty()) {
             auto demo = embedded_demo_model();
             if (!demo.ok()) return report(demo.status());
             o->model = demo->dir;

@@ -1,5 +1,6 @@
 #include "cli/demo_model.h"
 
+#include "core/strict_int.h"
 #include "io/json_file.h"
 
 #include <filesystem>
@@ -21,16 +22,6 @@ std::string flag_value(const nlohmann::json& flags, const std::string& name) {
     return {};
 }
 
-int int_value(const std::string& s) {
-    try {
-        size_t used = 0;
-        const int v = std::stoi(s, &used);
-        return used == s.size() && v > 0 ? v : 0;
-    } catch (...) {
-        return 0;
-    }
-}
-
 } // namespace
 
 Result<DemoModel> embedded_demo_model() {
@@ -42,12 +33,21 @@ Result<DemoModel> embedded_demo_model() {
         return not_found("no --model given, and the embedded demo model is not at " + m.dir +
                          " (this binary was built from a source tree that held it): pass --model DIR");
     H3_ASSIGN_OR_RETURN(auto j, io::read_json_file(info));
-    m.size = flag_value(j.value("generate_flags", nlohmann::json()), "--size");
-    m.frames = int_value(flag_value(j.value("generate_flags", nlohmann::json()), "--frames"));
-    m.reference_image_edge =
-        int_value(flag_value(j.value("ref2va_flags", nlohmann::json()), "--reference-image-edge"));
-    if (m.size.empty() || m.frames == 0)
+    const nlohmann::json none;
+    const nlohmann::json& gen = j.contains("generate_flags") ? j["generate_flags"] : none;
+    m.size = flag_value(gen, "--size");
+    const std::string frames = flag_value(gen, "--frames");
+    if (m.size.empty() || frames.empty())
         return bad_input(info + ": generate_flags must name the demo's --size WxH and --frames N");
+    H3_ASSIGN_OR_RETURN(const int64_t f, parse_int64(frames, info + ": generate_flags --frames", 1, 1 << 20));
+    m.frames = static_cast<int>(f);
+    const std::string edge =
+        flag_value(j.contains("ref2va_flags") ? j["ref2va_flags"] : none, "--reference-image-edge");
+    if (!edge.empty()) {
+        H3_ASSIGN_OR_RETURN(const int64_t e,
+                            parse_int64(edge, info + ": ref2va_flags --reference-image-edge", 1, 1 << 16));
+        m.reference_image_edge = static_cast<int>(e);
+    }
     return m;
 }
 
