@@ -8,6 +8,7 @@
 // attention accumulate K (or Sk) fp32 products, so their f32 tolerance grows with the reduction length.
 #include "core/cuda_api.h"
 #include "core/dtype.h"
+#include "core/staging.h"
 #include "core/storage.h"
 #include "core/tensor.h"
 #include "op_harness.h"
@@ -831,6 +832,28 @@ TEST(Ops, UploadIsCompleteBeforeTheNextKernel) {
     }
 }
 
+// download_chunked: a device tensor several chunks long (the last one partial) comes back byte for byte,
+// after a kernel that wrote it on the stream; one-chunk and host tensors too.
+TEST(Ops, DownloadChunked) {
+    SKIP_IF_NO_BACKEND();
+    for (const int64_t n : {int64_t{1}, int64_t{1000}, int64_t{333333}}) {
+        SCOPED_TRACE("elements " + std::to_string(n));
+        Tensor x = rnd({n}, DType::kF32, static_cast<uint32_t>(n));
+        Tensor y0 = Tensor::host({n}, DType::kF32);
+        Guarded y(y0);
+        ASSERT_OK(scale(ctx(), 2.0f, dev(x), y.t)); // written by a kernel on the context's stream
+        auto got = download_chunked(y.t, on_cuda() ? ctx().stream() : nullptr, /*chunk_bytes=*/40000);
+        ASSERT_TRUE(got.ok()) << got.status().to_string();
+        ASSERT_TRUE(got->device().is_cpu());
+        ASSERT_EQ(got->numel(), n);
+        const float* px = x.data_as<const float>();
+        const float* pg = got->data_as<const float>();
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; ++i) bad += pg[i] != 2.0f * px[i];
+        EXPECT_EQ(bad, 0);
+    }
+}
+
 // ---- attention -------------------------------------------------------------------------------------------
 struct AttnCase {
     int64_t sq, sk, h, d;
@@ -915,6 +938,67 @@ TEST(Ops, Attention) {
                     check_output(o, want, kAttnTol.of(out));
                 }
             }
+}
+
+// Batched attention (the video VAE decoder's tiles in one call): each item equals a single-sequence call on
+// its rows — bit for bit on the CPU (the same code per item); on CUDA (cuDNN's batched plan for f16/bf16 with
+// head dim 64 or 128, else the items one by one) against the CPU reference within the attention tolerance.
+// Sq != Sk, a causal case and an lse case run too (those take the per-item path on CUDA).
+TEST(Ops, AttentionBatch) {
+    SKIP_IF_NO_BACKEND();
+    struct Case {
+        int64_t batch, sq, sk, h, d;
+        bool causal, lse;
+    };
+    const Case cases[] = {{3, 37, 37, 4, 64, false, false},
+                          {2, 20, 33, 2, 128, false, false},
+                          {4, 129, 129, 2, 64, false, false},
+                          {2, 17, 17, 2, 64, true, false},
+                          {3, 9, 14, 2, 64, false, true}};
+    uint32_t seed = 1900;
+    for (const Case& c : cases)
+        for (DType dt : kFloats) {
+            SCOPED_TRACE("attention batch=" + std::to_string(c.batch) + " sq=" + std::to_string(c.sq) +
+                         " sk=" + std::to_string(c.sk) + " h=" + std::to_string(c.h) +
+                         " d=" + std::to_string(c.d) + (c.causal ? " causal" : "") + (c.lse ? " lse " : " ") +
+                         name(dt));
+            Tensor q = rnd({c.batch * c.sq, c.h, c.d}, dt, seed++, -1.0f, 1.0f);
+            Tensor k = rnd({c.batch * c.sk, c.h, c.d}, dt, seed++, -1.0f, 1.0f);
+            Tensor v = rnd({c.batch * c.sk, c.h, c.d}, dt, seed++);
+            // The reference: one CPU call per item, written into one output.
+            Tensor want_o = Tensor::host({c.batch * c.sq, c.h, c.d}, dt);
+            Tensor want_lse = Tensor::host({c.batch * c.sq, c.h}, DType::kF32);
+            for (int64_t b = 0; b < c.batch; ++b) {
+                Tensor ob = want_o.slice(0, b * c.sq, (b + 1) * c.sq);
+                Tensor lb = want_lse.slice(0, b * c.sq, (b + 1) * c.sq);
+                AttentionParams one{.causal = c.causal, .lse = c.lse ? &lb : nullptr};
+                ASSERT_OK(attention(Context::cpu(), one, q.slice(0, b * c.sq, (b + 1) * c.sq),
+                                    k.slice(0, b * c.sk, (b + 1) * c.sk),
+                                    v.slice(0, b * c.sk, (b + 1) * c.sk), ob));
+            }
+            // The outputs start as NaN: every element must be written.
+            const auto nan_filled = [](const Shape& sh, DType t) {
+                return host_tensor_from(std::vector<float>(static_cast<size_t>(sh.numel()), std::nanf("")),
+                                        sh, t);
+            };
+            Guarded o(nan_filled(want_o.shape(), dt));
+            Guarded lse(nan_filled(want_lse.shape(), DType::kF32));
+            AttentionParams p{.causal = c.causal, .lse = c.lse ? &lse.t : nullptr, .batch = c.batch};
+            ASSERT_OK(attention(ctx(), p, dev(q), dev(k), dev(v), o.t));
+            if (on_cuda()) {
+                check_output(o, values(want_o), kAttnTol.of(dt));
+                if (c.lse) check_output(lse, values(want_lse), {1e-4, 1e-5});
+            } else {
+                check_output(o, values(want_o), {0.0, 0.0});
+                if (c.lse) check_output(lse, values(want_lse), {0.0, 0.0});
+            }
+        }
+    // batch must divide both row counts
+    Tensor q = rnd({10, 2, 64}, DType::kF32, 1), k = rnd({9, 2, 64}, DType::kF32, 2);
+    Tensor o = Tensor::host({10, 2, 64}, DType::kF32);
+    const Status st = attention(Context::cpu(), {.batch = 2}, q, k, k, o);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("batch = 2"), std::string::npos) << st.to_string();
 }
 
 // ---- errors: bad shapes, dtypes and indices come back as Status, never a crash ---------------------------

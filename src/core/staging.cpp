@@ -1,6 +1,9 @@
 #include "core/staging.h"
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 namespace h3 {
 
@@ -74,6 +77,84 @@ Result<Tensor> StagingBuffer::download(const Tensor& src, void* stream) {
     H3_TRY(cuda::stream_synchronize(stream));
     Tensor out = Tensor::host(src.shape(), src.dtype());
     std::memcpy(out.data(), pinned_->data(), bytes);
+    return out;
+}
+
+namespace {
+
+// memcpy split over a few threads (first-touch page faults of a fresh destination dominate a single-thread
+// copy of tens of MB).
+void parallel_memcpy(void* dst, const void* src, size_t bytes) {
+    constexpr size_t kMinPerThread = size_t{8} << 20;
+    const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+    const size_t n = std::min<size_t>({4, hw, std::max<size_t>(1, bytes / kMinPerThread)});
+    if (n <= 1) {
+        std::memcpy(dst, src, bytes);
+        return;
+    }
+    const size_t part = (bytes + n - 1) / n;
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < n; ++i) {
+        const size_t off = i * part;
+        if (off >= bytes) break;
+        threads.emplace_back([=] {
+            std::memcpy(static_cast<char*>(dst) + off, static_cast<const char*>(src) + off,
+                        std::min(part, bytes - off));
+        });
+    }
+    std::memcpy(dst, src, std::min(part, bytes));
+    for (auto& t : threads) t.join();
+}
+
+} // namespace
+
+Result<Tensor> download_chunked(const Tensor& src, void* stream, size_t chunk_bytes) {
+    if (src.device().is_cpu()) return src.to(Device::cpu());
+    if (!src.is_contiguous()) return invalid_argument("download_chunked: " + src.describe() + " is strided");
+    const size_t bytes = src.nbytes();
+    chunk_bytes = std::max<size_t>(chunk_bytes, 1);
+    if (bytes <= chunk_bytes) { // one chunk: the staging buffer's path
+        StagingBuffer one;
+        return one.download(src, stream);
+    }
+    struct Slot {
+        std::shared_ptr<Storage> pinned;
+        CudaEvent done;
+        size_t offset = 0, size = 0;
+    };
+    Slot slots[2];
+    for (Slot& s : slots) {
+        auto p = allocate_pinned(chunk_bytes);
+        if (!p.ok()) return src.to(Device::cpu(), stream); // no page-locked memory: the plain download
+        s.pinned = std::move(p).value();
+        H3_ASSIGN_OR_RETURN(s.done, CudaEvent::create());
+    }
+    Tensor out = Tensor::host(src.shape(), src.dtype());
+    const char* from = static_cast<const char*>(src.data());
+    char* to = static_cast<char*>(out.data());
+    auto queue = [&](Slot& s, size_t offset) -> Status {
+        s.offset = offset;
+        s.size = std::min(chunk_bytes, bytes - offset);
+        H3_TRY(cuda::memcpy(s.pinned->data(), from + offset, s.size, cuda::CopyKind::kDeviceToHost, stream));
+        return s.done.record(stream);
+    };
+    size_t next = 0;
+    for (Slot& s : slots)
+        if (next < bytes) {
+            H3_TRY(queue(s, next));
+            next += s.size;
+        }
+    for (size_t i = 0;; i ^= 1) {
+        Slot& s = slots[i];
+        if (s.size == 0) break;
+        H3_TRY(s.done.synchronize());
+        parallel_memcpy(to + s.offset, s.pinned->data(), s.size);
+        s.size = 0;
+        if (next < bytes) { // refill this slot while the host copies the other one out
+            H3_TRY(queue(s, next));
+            next += s.size;
+        }
+    }
     return out;
 }
 

@@ -32,6 +32,9 @@ Status validate(const Context& ctx, const AttentionParams& p, const Tensor& q, c
     if (k.dim(2) != q.dim(2) || k.dim(1) == 0 || q.dim(1) % k.dim(1) != 0)
         return invalid_argument("attention: k is " + desc(k) + " but q is " + desc(q) +
                                 "; head dims must match and q's heads must be a multiple of k's heads");
+    if (p.batch < 1 || q.dim(0) % p.batch != 0 || k.dim(0) % p.batch != 0)
+        return invalid_argument("attention: batch = " + std::to_string(p.batch) + " must be >= 1 and divide " +
+                                "the rows of q (" + desc(q) + ") and of k (" + desc(k) + ")");
     if (p.causal && k.dim(0) != q.dim(0))
         return invalid_argument("attention: causal attention needs as many keys as queries; q is " + desc(q) +
                                 ", k is " + desc(k));
@@ -60,19 +63,55 @@ Status validate(const Context& ctx, const AttentionParams& p, const Tensor& q, c
     return ok_status();
 }
 
+// A batched call's items one after another, each through the single-sequence implementations.
+Status attention_per_item(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
+                          const Tensor& v, Tensor& o) {
+    const int64_t sq = q.dim(0) / p.batch, sk = k.dim(0) / p.batch;
+    AttentionParams one = p;
+    one.batch = 1;
+    for (int64_t b = 0; b < p.batch; ++b) {
+        Tensor lse_b;
+        if (p.lse) {
+            lse_b = p.lse->slice(0, b * sq, (b + 1) * sq);
+            one.lse = &lse_b;
+        }
+        const Tensor qb = q.slice(0, b * sq, (b + 1) * sq), kb = k.slice(0, b * sk, (b + 1) * sk),
+                     vb = v.slice(0, b * sk, (b + 1) * sk);
+        Tensor ob = o.slice(0, b * sq, (b + 1) * sq);
+        if (ctx.is_cuda()) {
+#ifdef H3_WITH_CUDA
+            H3_TRY(cuda_impl::attention(ctx, one, qb, kb, vb, ob));
+#endif
+        } else {
+            H3_TRY(cpu_impl::attention(ctx, one, qb, kb, vb, ob));
+        }
+    }
+    return ok_status();
+}
+
 } // namespace
 
 Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                  const Tensor& v, Tensor& o) {
     AttentionParams resolved;
     H3_TRY(validate(ctx, p, q, k, v, o, resolved));
+    if (resolved.batch > 1) {
+#ifdef H3_WITH_CUDA
+        if (ctx.is_cuda()) {
+            bool ran = false; // cuDNN's batched plan, where it covers the call
+            H3_TRY(cuda_impl::attention_batched(ctx, resolved, q, k, v, o, ran));
+            if (ran) return ok_status();
+        }
+#endif
+        return attention_per_item(ctx, resolved, q, k, v, o);
+    }
     H3_OPS_DISPATCH(attention, ctx, resolved, q, k, v, o);
 }
 
 std::vector<std::string> attention_candidates(const Context& ctx, const AttentionParams& p, const Tensor& q,
                                               const Tensor& k, const Tensor& v, const Tensor& o) {
     AttentionParams resolved;
-    if (!validate(ctx, p, q, k, v, o, resolved).ok()) return {};
+    if (!validate(ctx, p, q, k, v, o, resolved).ok() || resolved.batch != 1) return {};
     if (!ctx.is_cuda()) return {"cpu"};
 #ifdef H3_WITH_CUDA
     return cuda_impl::attention_candidates(ctx, resolved, q, k, v, o);
@@ -85,6 +124,9 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
                            const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) {
     AttentionParams resolved;
     H3_TRY(validate(ctx, p, q, k, v, o, resolved));
+    if (resolved.batch != 1)
+        return unimplemented("attention_candidate: one sequence per call (batch 1), not batch " +
+                             std::to_string(resolved.batch));
     if (!ctx.is_cuda()) {
         if (name != "cpu")
             return invalid_argument("attention_candidate: the CPU has only 'cpu', not '" + name + "'");

@@ -31,12 +31,18 @@ enum class AttentionImpl { kAuto, kHopper, kCudnn, kFallback };
 // head ln Σ_j exp(scale·q·k_j) over the keys the row sees (natural log, of the scaled scores), so two
 // results over disjoint key sets merge exactly. Not with fp8 (kUnimplemented). On CUDA only the fallback
 // kernel returns it: kAuto runs the fallback when lse is asked, kHopper and kCudnn return kUnimplemented.
+//
+// batch (> 1: independent sequences of equal length in one call, e.g. the video VAE decoder's tiles): q and o
+// are [batch·Sq, H, D], k/v [batch·Sk, Hkv, D] (lse [batch·Sq, H]); rows [b·Sq, (b+1)·Sq) of q attend to
+// rows [b·Sk, (b+1)·Sk) of k/v only. On CUDA cuDNN runs the batch as one fused call (its batch dimension);
+// every other implementation, and the CPU, runs the items one after another — the same result either way.
 struct AttentionParams {
     float scale = 0.0f; // 0 => 1/sqrt(D)
     bool causal = false;
     bool fp8 = false;
     AttentionImpl impl = AttentionImpl::kAuto;
     Tensor* lse = nullptr;
+    int64_t batch = 1;
 };
 Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                  const Tensor& v, Tensor& o);

@@ -165,8 +165,9 @@ bool cudnn_fits(const AttentionParams& p, const Tensor& q, const Tensor& k, cons
            aligned;
 }
 
-AttentionKey cudnn_key(const Tensor& q, const Tensor& k) {
-    return AttentionKey{q.dim(0), k.dim(0), q.dim(1), q.dim(2), static_cast<int>(q.dtype())};
+AttentionKey cudnn_key(const Tensor& q, const Tensor& k, int64_t batch = 1) {
+    return AttentionKey{q.dim(0) / batch, k.dim(0) / batch, q.dim(1), q.dim(2), static_cast<int>(q.dtype()),
+                        batch};
 }
 
 } // namespace
@@ -219,6 +220,29 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
                         "); using the slow fallback kernel");
     }
     return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
+}
+
+Status attention_batched(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
+                         const Tensor& v, Tensor& o, bool& ran) {
+    ran = false;
+    const bool wants = p.impl == AttentionImpl::kAuto || p.impl == AttentionImpl::kCudnn;
+    if (!wants || p.fp8 || p.lse || q.numel() == 0 || k.dim(0) == 0) return ok_status();
+    if (!cudnn_fits(p, q, k, v, o)) {
+        if (p.impl == AttentionImpl::kCudnn)
+            return unimplemented("attention: cuDNN's graph does not cover this call (" + desc(q) + ")");
+        return ok_status();
+    }
+    std::string why;
+    auto plan = cudnn_attention_plan(ctx, cudnn_key(q, k, p.batch), why);
+    if (!plan) {
+        if (p.impl == AttentionImpl::kCudnn)
+            return unimplemented("attention: cuDNN offers no batched fused attention plan: " + why);
+        return ok_status();
+    }
+    const float scale = p.scale > 0.0f ? p.scale : 1.0f / sqrtf(static_cast<float>(q.dim(2)));
+    H3_TRY(cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale));
+    ran = true;
+    return ok_status();
 }
 
 std::vector<std::string> attention_candidates(const Context& ctx, const AttentionParams& p, const Tensor& q,

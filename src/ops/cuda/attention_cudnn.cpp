@@ -3,8 +3,9 @@
 //  1. one CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR node (cuDNN >= 9.13): Q, K, V, O and a by-value scale;
 //  2. the composite graph older runtimes fuse into the same flash kernel: S = Q·Kᵀ, S·scale, softmax as
 //     max / sub / exp / sum / div, O = P·V (all intermediates virtual fp32).
-// Q/K/V/O are [Sq or Sk, H, D] row-major; the descriptors give them as [1, H, S, D] with BSHD strides
-// (h: D, s: H·D), so nothing is transposed. Plans are cached per shape and dtype in the CudaContext.
+// Q/K/V/O are [B·Sq or B·Sk, H, D] row-major (B sequences one after another, B = 1 but for batched calls);
+// the descriptors give them as [B, H, S, D] with BSHD strides (b: S·H·D, h: D, s: H·D), so nothing is
+// transposed. Plans are cached per shape and dtype in the CudaContext.
 #include "ops/cuda/cuda_common.h"
 
 #include <array>
@@ -125,17 +126,17 @@ const char* graph_name(Graph g) {
 }
 
 Status build_ops(Builder& b, Graph g, const AttentionKey& key, std::vector<cudnnBackendDescriptor_t>& ops) {
-    const int64_t h = key.heads, sq = key.sq, sk = key.sk, d = key.dim;
+    const int64_t h = key.heads, sq = key.sq, sk = key.sk, d = key.dim, nb = key.batch;
     const cudnnDataType_t io =
         key.dtype == static_cast<int>(DType::kBF16) ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
     cudnnBackendDescriptor_t q, v, o, scale;
-    H3_TRY(b.tensor(kUidQ, io, {1, h, sq, d}, {sq * h * d, d, h * d, 1}, false, false, q));
-    H3_TRY(b.tensor(kUidV, io, {1, h, sk, d}, {sk * h * d, d, h * d, 1}, false, false, v));
-    H3_TRY(b.tensor(kUidO, io, {1, h, sq, d}, {sq * h * d, d, h * d, 1}, false, false, o));
+    H3_TRY(b.tensor(kUidQ, io, {nb, h, sq, d}, {sq * h * d, d, h * d, 1}, false, false, q));
+    H3_TRY(b.tensor(kUidV, io, {nb, h, sk, d}, {sk * h * d, d, h * d, 1}, false, false, v));
+    H3_TRY(b.tensor(kUidO, io, {nb, h, sq, d}, {sq * h * d, d, h * d, 1}, false, false, o));
     H3_TRY(b.tensor(kUidScale, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true, scale));
     if (g == Graph::kUnified) {
         cudnnBackendDescriptor_t k, op;
-        H3_TRY(b.tensor(kUidK, io, {1, h, sk, d}, {sk * h * d, d, h * d, 1}, false, false, k));
+        H3_TRY(b.tensor(kUidK, io, {nb, h, sk, d}, {sk * h * d, d, h * d, 1}, false, false, k));
 #if CUDNN_VERSION >= 91300
         H3_TRY(b.create(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, op));
         H3_TRY(Builder::set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, q, "sdpa q"));
@@ -152,12 +153,13 @@ Status build_ops(Builder& b, Graph g, const AttentionKey& key, std::vector<cudnn
     }
     // Kᵀ as a [1, H, D, Sk] view of row-major K.
     cudnnBackendDescriptor_t kt;
-    H3_TRY(b.tensor(kUidK, io, {1, h, d, sk}, {sk * h * d, d, 1, h * d}, false, false, kt));
+    H3_TRY(b.tensor(kUidK, io, {nb, h, d, sk}, {sk * h * d, d, 1, h * d}, false, false, kt));
     auto full = [&](int64_t uid, cudnnBackendDescriptor_t& t) {
-        return b.tensor(uid, CUDNN_DATA_FLOAT, {1, h, sq, sk}, {h * sq * sk, sq * sk, sk, 1}, true, false, t);
+        return b.tensor(uid, CUDNN_DATA_FLOAT, {nb, h, sq, sk}, {h * sq * sk, sq * sk, sk, 1}, true, false,
+                        t);
     };
     auto row = [&](int64_t uid, cudnnBackendDescriptor_t& t) {
-        return b.tensor(uid, CUDNN_DATA_FLOAT, {1, h, sq, 1}, {h * sq, sq, 1, 1}, true, false, t);
+        return b.tensor(uid, CUDNN_DATA_FLOAT, {nb, h, sq, 1}, {h * sq, sq, 1, 1}, true, false, t);
     };
     cudnnBackendDescriptor_t s, s2, mx, sub, ex, sum, p;
     H3_TRY(full(100, s));
@@ -167,7 +169,7 @@ Status build_ops(Builder& b, Graph g, const AttentionKey& key, std::vector<cudnn
     H3_TRY(full(104, ex));
     H3_TRY(row(105, sum));
     if (g == Graph::kCompositeIoP)
-        H3_TRY(b.tensor(106, io, {1, h, sq, sk}, {h * sq * sk, sq * sk, sk, 1}, true, false, p));
+        H3_TRY(b.tensor(106, io, {nb, h, sq, sk}, {h * sq * sk, sq * sk, sk, 1}, true, false, p));
     else
         H3_TRY(full(106, p));
     cudnnBackendDescriptor_t bmm1, mul, rmax, psub, pexp, rsum, pdiv, bmm2;
@@ -346,7 +348,8 @@ std::shared_ptr<AttentionPlan> cudnn_attention_plan(const Context& ctx, const At
     std::shared_ptr<AttentionPlan> result = all.empty() ? nullptr : all.front();
     if (result)
         log_info("attention: cuDNN " + std::to_string(cudnnGetVersion()) +
-                 " fused attention plan for Sq=" + std::to_string(key.sq) + " Sk=" + std::to_string(key.sk) +
+                 " fused attention plan for B=" + std::to_string(key.batch) +
+                 " Sq=" + std::to_string(key.sq) + " Sk=" + std::to_string(key.sk) +
                  " H=" + std::to_string(key.heads) + " D=" + std::to_string(key.dim) + ": " + result->info +
                  " (" + std::to_string(all.size()) + " candidates)");
     cache.plans[key] = result;

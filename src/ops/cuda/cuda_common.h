@@ -120,9 +120,10 @@ struct AttentionPlan {
 };
 
 struct AttentionKey {
-    int64_t sq, sk, heads, dim;
+    int64_t sq, sk, heads, dim; // per sequence
     int dtype;
-    auto tie() const { return std::tie(sq, sk, heads, dim, dtype); }
+    int64_t batch = 1; // sequences in one call (cuDNN's batch dimension)
+    auto tie() const { return std::tie(sq, sk, heads, dim, dtype, batch); }
     bool operator<(const AttentionKey& o) const { return tie() < o.tie(); }
 };
 

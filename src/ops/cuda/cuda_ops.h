@@ -71,6 +71,10 @@ Status head_norm_rope(const Context& ctx, const RmsNormParams& np, const RopePar
 
 Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                  const Tensor& v, Tensor& o);
+// A batched call (p.batch > 1) as one cuDNN call when cuDNN's graph covers it (kAuto / kCudnn); `ran` false
+// otherwise (the dispatcher then runs the items one by one); kCudnn that cannot run is an error.
+Status attention_batched(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
+                         const Tensor& v, Tensor& o, bool& ran);
 std::vector<std::string> attention_candidates(const Context& ctx, const AttentionParams& p, const Tensor& q,
                                               const Tensor& k, const Tensor& v, const Tensor& o);
 Status attention_candidate(const Context& ctx, const std::string& name, const AttentionParams& p,
