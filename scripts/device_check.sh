@@ -13,7 +13,11 @@ set -u
 STAGE=${H3_STAGE:-all}
 # final: the tests stage, then short versions of the benches a session reports (see the end of this file);
 # reports: those benches alone (builds only h3-engine)
-in_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ] || { [ "$STAGE" = final ] && [ "$1" = tests ]; }; }
+# speed (issue #19): the new kernels' op tests and the VAE decode / reference encode benches first, then the
+# tests stage, then the DiT / attention / fp8 benches (ordered by what the issue needs most, so a call that runs
+# out of time loses the tail)
+in_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ] ||
+  { { [ "$STAGE" = final ] || [ "$STAGE" = speed ]; } && [ "$1" = tests ]; }; }
 OUT=${OUT:-/tmp/h3-device-out}
 mkdir -p "$OUT"
 # Everything this script prints also goes to $OUT/00_summary.txt as it runs: when a call runs out of time
@@ -88,6 +92,39 @@ echo "== build ok"
 grep -E "FFmpeg|HTTP server|image codecs" "$OUT/cmake.log"
 T=./build-gpu/tests
 H3=./build-gpu/src/cli/h3-engine
+if [ "$STAGE" = speed ]; then
+  nvidia-smi dmon -s pc -d 2 > "$OUT/dmon.txt" 2>&1 &
+  DMON_PID=$!
+  echo "== speed: the new kernels against the CPU reference"
+  timeout 120 $T/test_ops --backend cuda --gtest_filter='Ops.Attention*:Ops.DownloadChunked' > "$OUT/speed_ops.log" 2>&1
+  echo "test_ops attention/download rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_ops.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]' "$OUT/speed_ops.log" | head
+  timeout 200 $T/test_ops_conv --backend cuda > "$OUT/speed_conv.log" 2>&1
+  echo "test_ops_conv rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_conv.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]|conv3d case' "$OUT/speed_conv.log" | head -40
+  echo "== speed: bench vae (5 s 1344x768 decode), plain and with H3_VAE_PROFILE=1"
+  timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae.json" 2> "$OUT/speed_vae.err"
+  echo "bench vae rc=$?"
+  python3 -c "import json; j=json.load(open('$OUT/speed_vae.json')); print({k: v for k, v in j.items() if not isinstance(v, (list, dict))})"
+  H3_VAE_PROFILE=1 timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_prof.json" 2> "$OUT/speed_vae_prof.err"
+  echo "bench vae (profiled) rc=$?"; grep "vae profile" "$OUT/speed_vae_prof.err"
+  grep -h "fused attention plan" "$OUT/speed_vae.err" | head -3
+  echo "== speed: bench vae --reference, 124-frame 1344x768 clip (the default conv3d path)"
+  timeout 150 $H3 bench vae --reference --random-weights --json > "$OUT/speed_ref.json" 2> "$OUT/speed_ref.err"
+  echo "bench vae --reference rc=$?"; tail -3 "$OUT/speed_ref.err"
+  python3 -c "import json; j=json.load(open('$OUT/speed_ref.json')); print({k: v for k, v in j.items() if not isinstance(v, (list, dict))})"
+  echo "== speed: bench vae --reference on a 22-frame clip (2 clips) per conv3d path"
+  for impl in "" tf32 cudnn; do
+    H3_CONV3D=$impl timeout 100 $H3 bench vae --reference --random-weights --frames 22 --json \
+      > "$OUT/speed_ref22_$impl.json" 2> "$OUT/speed_ref22_$impl.err"
+    echo "H3_CONV3D=$impl rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_ref22_$impl.json')); print(j['conv3d'], round(j['clip_encode_seconds'], 3), 's, peak', round(j['clip_peak_gib'], 2), 'GiB')" 2>&1 | tail -1)"
+  done
+  timeout 100 $H3 bench vae --reference --random-weights --frames 22 --exact-fp32 --json \
+    > "$OUT/speed_ref22_exact.json" 2> "$OUT/speed_ref22_exact.err"
+  echo "exact fp32 rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_ref22_exact.json')); print(j['conv3d'], round(j['clip_encode_seconds'], 3), 's')" 2>&1 | tail -1)"
+  timeout 60 $H3 bench vae --encode --random-weights --json > "$OUT/speed_encode.json" 2> "$OUT/speed_encode.err"
+  echo "bench vae --encode (one 1344x768 keyframe) rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_encode.json')); print({k: v for k, v in j.items() if not isinstance(v, (list, dict))})" 2>&1 | tail -1)"
+fi
 run_test() {  # name, log, args...
   local name=$1 log=$2; shift 2
   timeout 240 "$@" > "$OUT/$log" 2>&1; local rc=$?
@@ -429,6 +466,24 @@ timeout 200 $H3 bench vae --random-weights --json > "$OUT/bench_vae.json" 2> "$O
 echo "bench vae rc=$?"; cat "$OUT/bench_vae.json"
 timeout 200 $H3 bench vae --reference --random-weights --json > "$OUT/bench_vae_ref.json" 2> "$OUT/bench_vae_ref.err"
 echo "bench vae --reference rc=$?"; cat "$OUT/bench_vae_ref.json"
+fi
+if [ "$STAGE" = speed ]; then
+  echo "== speed: bench attention at 38,247 and 104,503 rows (every bf16 candidate and the fp8 kernel)"
+  timeout 200 $H3 bench attention --seq 38247 104503 --fp8 > "$OUT/speed_attn.txt" 2>&1
+  echo "bench attention rc=$?"; tail -32 "$OUT/speed_attn.txt"
+  echo "== speed: bench dit (2 blocks timed, x50) at 1344x768x124 and 14.4 s, bf16 and fp8"
+  for fr in 124 345; do
+    for pr in bf16 fp8; do
+      timeout 150 $H3 bench dit --random-weights --blocks 2 --iters 1 --frames $fr --precision $pr --json \
+        > "$OUT/speed_dit_${fr}_$pr.json" 2> "$OUT/speed_dit_${fr}_$pr.err"
+      echo "bench dit frames $fr $pr rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_dit_${fr}_$pr.json')); print({k: j.get(k) for k in ['rows','precision','seconds_per_block','seconds_per_forward_50_blocks','useful_tflops','attention_tflops','gemm_tflops','peak_device_gib']})" 2>&1 | tail -1)"
+    done
+  done
+  echo "== speed: bench fp8 (one 50-block full-width forward, fp8 vs bf16 velocity)"
+  timeout 200 $H3 bench fp8 --random-weights --json > "$OUT/speed_fp8.json" 2> "$OUT/speed_fp8.err"
+  echo "bench fp8 rc=$?"; head -40 "$OUT/speed_fp8.json"
+  kill "$DMON_PID" 2>/dev/null
+  echo "clocks/power (dmon, first and last samples):"; head -4 "$OUT/dmon.txt"; tail -3 "$OUT/dmon.txt"
 fi
 if [ "$STAGE" = final ] || [ "$STAGE" = reports ]; then
 echo "== final: bench text layerwise under 24GiB"

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -391,6 +392,16 @@ std::vector<double> naive_conv3d(const Conv3dCase& c, const Shape& ys, const std
 
 constexpr Tol kConv3dTol{5e-5, 1e-5};
 
+// ‖got − want‖₂ / ‖want‖₂
+double rel_rms_error(const std::vector<double>& got, const std::vector<double>& want) {
+    double se = 0, sw = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        se += (got[i] - want[i]) * (got[i] - want[i]);
+        sw += want[i] * want[i];
+    }
+    return std::sqrt(se / std::max(sw, 1e-30));
+}
+
 TEST(OpsConv, Conv3d) {
     SKIP_IF_NO_BACKEND();
     const PadMode R = PadMode::kReflect, Z = PadMode::kZeros, P = PadMode::kReplicate;
@@ -502,42 +513,143 @@ TEST(OpsConv, Conv3d) {
             on_cuda(),
             [&](const Context& cx, Tensor& out) { return conv3d(cx, c.p, clone(x), clone(w), bias, out); },
             ys, naive_conv3d(c, ys, values(x), values(w), c.bias ? values(bias) : std::vector<double>{}));
-        // On CUDA both paths: the built-in implicit GEMM kernels (the default) and cuDNN's convolution.
+        // On CUDA every path: the default (fp16 tensor cores under allow_tf32 where Cin % 8 == 0, else the
+        // built-in kernels), the built-in NCDHW kernels alone and cuDNN's convolution.
 #ifdef H3_WITH_CUDA
-        const bool initial = on_cuda() && backend().holder->conv3d_cudnn();
+        const Conv3dImpl initial = on_cuda() ? backend().holder->conv3d_impl() : Conv3dImpl::kAuto;
+        const Conv3dImpl impls[] = {Conv3dImpl::kAuto, Conv3dImpl::kTf32, Conv3dImpl::kCudnn};
 #endif
-        for (const bool cudnn : on_cuda() ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-            SCOPED_TRACE(on_cuda() ? (cudnn ? "cuDNN" : "implicit GEMM") : "cpu");
+        for (int pass = 0; pass < (on_cuda() ? 3 : 1); ++pass) {
+            std::string label = "cpu";
 #ifdef H3_WITH_CUDA
-            if (on_cuda()) backend().holder->set_conv3d_cudnn(cudnn);
+            if (on_cuda()) {
+                backend().holder->set_conv3d_impl(impls[pass]);
+                label = conv3d_impl_name(impls[pass]);
+            }
 #endif
+            SCOPED_TRACE(label);
             Guarded y(Tensor::host(ys, DType::kF32));
             ASSERT_OK(conv3d(ctx(), c.p, dev(x), dev(w), dev(bias), y.t));
             check_output(y, want, kConv3dTol);
             if (!on_cuda()) continue;
-            // TF32 tensor cores (ctx.allow_tf32): both operands rounded to 10-bit mantissas (≤ 2^-11 relative
-            // each), fp32 sums of ≤ 432 products with |x·w| ≤ 1: ≲ 432 · 2^-10 ≈ 0.42 worst case, ~0.02
-            // typical; the bound below is the worst case, the RMS check the typical one.
+            // TF32 tensor cores or fp16 operands (ctx.allow_tf32): both operands rounded to 10-bit mantissas
+            // (≤ 2^-11 relative each), fp32 sums of ≤ 432 products with |x·w| ≤ 1: ≲ 432 · 2^-10 ≈ 0.42 worst
+            // case, ~0.02 typical; the bound below is the worst case, the RMS check the typical one.
             Context tf = ctx();
             tf.allow_tf32 = true;
             Guarded yt(Tensor::host(ys, DType::kF32));
             ASSERT_OK(conv3d(tf, c.p, dev(x), dev(w), dev(bias), yt.t));
             check_output(yt, want, Tol{0.45, 0.0});
-            const auto got = values(yt.host());
-            double se = 0, sw = 0;
-            for (size_t i = 0; i < got.size(); ++i) {
-                se += (got[i] - want[i]) * (got[i] - want[i]);
-                sw += want[i] * want[i];
-            }
-            const double rel_rms = std::sqrt(se / std::max(sw, 1e-30));
-            std::printf("[tf32 %s] conv3d case %d rel_rms %.3e\n", cudnn ? "cudnn" : "igemm", index - 1,
-                        rel_rms);
+            const double rel_rms = rel_rms_error(values(yt.host()), want);
+            std::printf("[tf32 %s] conv3d case %d rel_rms %.3e\n", label.c_str(), index - 1, rel_rms);
             EXPECT_LT(rel_rms, 3e-3);
         }
 #ifdef H3_WITH_CUDA
-        if (on_cuda()) backend().holder->set_conv3d_cudnn(initial);
+        if (on_cuda()) backend().holder->set_conv3d_impl(initial);
 #endif
     }
+}
+
+// ---- conv3d on fp16 tensor cores (the CUDA default under allow_tf32 for Cin % 8 == 0) -------------------
+// Shapes that exercise the fp16 implicit GEMM's edges: Cin 8 / 16 / 64 / 128 (one partial or several
+// 32-channel K steps per tap), Cout 8 / 48 / 128 / 200 (partial 128-row tiles), 13×11 = 143 voxels per frame
+// (a partial 128-voxel tile, odd count: scalar stores), strides (1,2,2) and (2,2,2) with the downsampler's
+// one-sided right/bottom pads, causal pad 2 with T = 1 and T = 5 (the tap skip; pad 4 with a 3-tap kernel
+// leaves the first output frames with no tap at all: bias only), every padding mode, bias and none, B = 2.
+// CPU mode: the CPU reference against the naive loop, as TEST(OpsConv, Conv3d). CUDA mode: against the CPU
+// reference (fp32), output poisoned with NaN first (every element must be written). Error model: each operand
+// rounded to fp16 (≤ 2^-11 relative; |x| ≤ 2 and |w| ≤ 0.5 stay in fp16's normal range), products exact and
+// summed in fp32. Per product the error is ~2^-11·|x·w| with random sign, rms |x·w| ≈ 1.15 · 0.29 ≈ 0.33, so
+// over K = Cin·taps products the output error has σ ≈ 1e-4·√K (measured on the H200: max abs 2.2e-2 at K =
+// 3456, rel-RMS 2.6e-4). Bounds: rel-RMS ≤ 2e-3 and max abs ≤ 8e-4·√K (≈ 8σ; 0.047 at K = 3456), far below
+// what any indexing error (a wrong tap, channel or voxel: O(1)) produces.
+struct Conv3dF16Case {
+    Conv3dCase c;
+    const char* what;
+};
+
+TEST(OpsConv, Conv3dF16) {
+    SKIP_IF_NO_BACKEND();
+    const PadMode R = PadMode::kReflect, Z = PadMode::kZeros, P = PadMode::kReplicate;
+    const Conv3dParams same_r{
+        .pad_front = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1, .spatial_mode = R};
+    Conv3dParams same_z = same_r, same_p = same_r;
+    same_z.spatial_mode = Z;
+    same_p.spatial_mode = P;
+    const Conv3dParams down_hw{
+        .stride_h = 2, .stride_w = 2, .pad_front = 2, .pad_bottom = 1, .pad_right = 1, .spatial_mode = R};
+    const Conv3dParams down_thw{.stride_t = 2,
+                                .stride_h = 2,
+                                .stride_w = 2,
+                                .pad_front = 2,
+                                .pad_bottom = 1,
+                                .pad_right = 1,
+                                .spatial_mode = Z};
+    const Conv3dF16Case cases[] = {
+        {{1, 8, 8, 1, 13, 11, 3, 3, 3, same_r, true}, "Cin 8, one frame (two taps skipped)"},
+        {{2, 16, 48, 5, 13, 11, 3, 3, 3, same_z, false}, "B 2, Cin 16, Cout 48, zeros"},
+        {{1, 64, 200, 5, 13, 11, 3, 3, 3, same_p, true}, "Cout 200 (two M tiles), replicate"},
+        {{1, 128, 128, 5, 13, 11, 3, 3, 3, same_r, true}, "128 → 128, four K steps per tap"},
+        {{1, 128, 8, 2, 16, 24, 3, 3, 3, same_r, false}, "384 voxels (three full N tiles), Cout 8"},
+        {{2, 16, 48, 5, 13, 11, 3, 3, 3, down_hw, true}, "stride (1,2,2), right/bottom pad"},
+        {{1, 64, 128, 9, 13, 11, 3, 3, 3, down_thw, true}, "stride (2,2,2), zeros"},
+        {{1, 16, 8, 1, 13, 11, 3, 3, 3, down_thw, false}, "stride (2,2,2), one frame"},
+        {{1, 8, 16, 3, 7, 5, 3, 3, 3, {.pad_front = 4, .pad_top = 1, .pad_left = 2, .spatial_mode = P}, true},
+         "front pad 4: output frames with no tap (bias only), one-sided pads"},
+        {{1, 48, 40, 3, 5, 6, 1, 1, 1, {}, true}, "1×1×1, Cin 48 (a half 32-channel step)"},
+        {{1,
+          16,
+          24,
+          4,
+          6,
+          5,
+          2,
+          3,
+          1,
+          {.stride_w = 2, .pad_front = 1, .pad_top = 1, .pad_bottom = 3, .pad_left = 1, .spatial_mode = R},
+          false},
+         "2×3×1 kernel, asymmetric pads"},
+    };
+#ifdef H3_WITH_CUDA
+    const Conv3dImpl initial = on_cuda() ? backend().holder->conv3d_impl() : Conv3dImpl::kAuto;
+    if (on_cuda()) backend().holder->set_conv3d_impl(Conv3dImpl::kAuto);
+#endif
+    uint32_t seed = 900;
+    for (const auto& fc : cases) {
+        const Conv3dCase& c = fc.c;
+        SCOPED_TRACE(fc.what);
+        Tensor x = rnd(Shape{c.b, c.cin, c.t, c.h, c.w}, DType::kF32, seed++);
+        Tensor w = rnd(Shape{c.cout, c.cin, c.kt, c.kh, c.kw}, DType::kF32, seed++, -0.5f, 0.5f);
+        Tensor bias = c.bias ? rnd(Shape{c.cout}, DType::kF32, seed++) : Tensor();
+        const Shape ys = conv3d_out_shape(x.shape(), w.shape(), c.p);
+        ASSERT_EQ(ys.rank(), 5);
+        if (!on_cuda()) {
+            Guarded y(Tensor::host(ys, DType::kF32));
+            ASSERT_OK(conv3d(ctx(), c.p, x, w, bias, y.t));
+            check_output(
+                y, naive_conv3d(c, ys, values(x), values(w), c.bias ? values(bias) : std::vector<double>{}),
+                kConv3dTol);
+            continue;
+        }
+        Tensor ref = Tensor::host(ys, DType::kF32);
+        ASSERT_OK(conv3d(Context::cpu(), c.p, clone(x), clone(w), bias, ref));
+        const std::vector<double> want = values(ref);
+        Tensor poison = Tensor::host(ys, DType::kF32);
+        std::fill(poison.data_as<float>(), poison.data_as<float>() + poison.numel(),
+                  std::numeric_limits<float>::quiet_NaN());
+        Context tf = ctx();
+        tf.allow_tf32 = true;
+        Guarded y(poison);
+        ASSERT_OK(conv3d(tf, c.p, dev(x), dev(w), dev(bias), y.t));
+        const double k = static_cast<double>(c.cin * c.kt * c.kh * c.kw);
+        check_output(y, want, Tol{8e-4 * std::sqrt(k), 0.0}); // also: no NaN left, guards intact
+        const double rel_rms = rel_rms_error(values(y.host()), want);
+        std::printf("[igemm16] %s: rel_rms %.3e\n", fc.what, rel_rms);
+        EXPECT_LE(rel_rms, 2e-3);
+    }
+#ifdef H3_WITH_CUDA
+    if (on_cuda()) backend().holder->set_conv3d_impl(initial);
+#endif
 }
 
 // ---- the tiled VAE's assembly: blend_tile and crossfade_frames

@@ -96,9 +96,11 @@ Result<double> h2d_seconds(const ops::Context& ctx, size_t bytes, bool pinned) {
 bool gemm_autotune(const ops::Context& ctx) {
     return ctx.is_cuda() && ctx.cuda && ctx.cuda->gemm_autotune();
 }
+// The conv3d choice (H3_CONV3D): igemm16 | tf32 | cudnn. Under --exact-fp32 (tf32 false in the report) all
+// but cudnn run the fp32 FMA kernel; igemm16 below sm_80 runs the built-in kernels.
 std::string conv3d_backend(const ops::Context& ctx) {
     if (!ctx.is_cuda() || !ctx.cuda) return "cpu";
-    return ctx.cuda->conv3d_cudnn() ? "cudnn" : "igemm";
+    return ops::conv3d_impl_name(ctx.cuda->conv3d_impl());
 }
 
 // Block GEMM parameters (q, k, v, out, fc1, fc2) — 385.35 M at the official width.

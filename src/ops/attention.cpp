@@ -33,8 +33,9 @@ Status validate(const Context& ctx, const AttentionParams& p, const Tensor& q, c
         return invalid_argument("attention: k is " + desc(k) + " but q is " + desc(q) +
                                 "; head dims must match and q's heads must be a multiple of k's heads");
     if (p.batch < 1 || q.dim(0) % p.batch != 0 || k.dim(0) % p.batch != 0)
-        return invalid_argument("attention: batch = " + std::to_string(p.batch) + " must be >= 1 and divide " +
-                                "the rows of q (" + desc(q) + ") and of k (" + desc(k) + ")");
+        return invalid_argument("attention: batch = " + std::to_string(p.batch) +
+                                " must be >= 1 and divide " + "the rows of q (" + desc(q) + ") and of k (" +
+                                desc(k) + ")");
     if (p.causal && k.dim(0) != q.dim(0))
         return invalid_argument("attention: causal attention needs as many keys as queries; q is " + desc(q) +
                                 ", k is " + desc(k));

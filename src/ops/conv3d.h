@@ -24,9 +24,11 @@ struct Conv3dParams {
 // x [B, Cin, T, H, W], w [Cout, Cin, KT, KH, KW], bias [Cout] or undefined, y [B, Cout, To, Ho, Wo] with
 // To = (T + pad_front − KT)/stride_t + 1, Ho = (H + pad_top + pad_bottom − KH)/stride_h + 1, likewise Wo.
 // f32 only (the encoder runs in fp32, as the reference does); fp32 accumulation. On CUDA with
-// ctx.allow_tf32 the products use TF32 tensor cores (inputs rounded to 10-bit mantissas, as PyTorch's cuDNN
-// convolutions do by default); the CPU is always fp32. Kernel taps that fall on
-// the zero frames in front contribute nothing and are skipped (a single frame through a 3×3×3 causal
+// ctx.allow_tf32 the products use tensor cores with operands rounded to 10-bit mantissas, as PyTorch's cuDNN
+// convolutions do by default: on sm_80+ for Cin % 8 == 0 fp16 operands over a channels-last copy (fp16's
+// range: |values| beyond 65504 become inf, below 6.1e-5 lose relative precision), else TF32; H3_CONV3D picks
+// another path (cuda/cuda_context.h). Without allow_tf32, and on the CPU, always fp32. Kernel taps that fall
+// on the zero frames in front contribute nothing and are skipped (a single frame through a 3×3×3 causal
 // convolution costs one 3×3 tap set, not three).
 Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
               Tensor& y);

@@ -166,8 +166,8 @@ bool cudnn_fits(const AttentionParams& p, const Tensor& q, const Tensor& k, cons
 }
 
 AttentionKey cudnn_key(const Tensor& q, const Tensor& k, int64_t batch = 1) {
-    return AttentionKey{q.dim(0) / batch, k.dim(0) / batch, q.dim(1), q.dim(2), static_cast<int>(q.dtype()),
-                        batch};
+    return AttentionKey{
+        q.dim(0) / batch, k.dim(0) / batch, q.dim(1), q.dim(2), static_cast<int>(q.dtype()), batch};
 }
 
 } // namespace

@@ -1,9 +1,18 @@
-// CUDA conv3d: an implicit GEMM (below), fp32 FMA or — with ctx.allow_tf32, the video encoder's default as
-// PyTorch's — TF32 tensor cores; or, opt-in (CudaContext::set_conv3d_cudnn, H3_CONV3D=cudnn), cuDNN's
-// convolution in channels-last layout over inputs padded and transposed here (conv3d_cudnn.cpp; shapes it
-// refuses fall back to the kernels below). On the H200 the TF32 kernels below ran a 5-frame 1344×768 clip in
-// 6.1 s, fp32 FMA in 8.8 s, cuDNN on NCDHW tensors 9.6 s (TF32) / 8.4 s (FMA).
-// The implicit GEMM: the weights are first transposed into Wt [taps·Cin, Cout] (k = tap·Cin
+// CUDA conv3d, three implementations (CudaContext::conv3d_impl, H3_CONV3D; see cuda_context.h):
+//  - igemm16 (the default under ctx.allow_tf32 on sm_80+, Cin % 8 == 0): fp16 operands, fp32 accumulation
+//    on tensor cores (mma.sync m16n8k16) over a channels-last, explicitly padded fp16 copy of the input and
+//    fp16 weights, 16-byte cp.async loads through a 4-stage ring (conv3d_f16.cu). fp16 has TF32's 10-bit
+//    mantissa, so this is the rounding class allow_tf32 promises; its narrower exponent is discussed there.
+//    On the H200 ~270 TFLOP/s on the encoder's 128-channel 3×3×3 convolutions at 256×256, against ~40 for
+//    the kernels below, which were gather-bound (scalar NCDHW loads, 8-deep K steps).
+//  - tf32 (and every case igemm16 does not take: allow_tf32 off, Cin % 8 != 0 — conv_in's Cin = 3 —, cc < 8):
+//    the implicit GEMM below over the NCDHW tensors, fp32 FMA or, with ctx.allow_tf32 on sm_80+, TF32 tensor
+//    cores. With allow_tf32 off it is the only path: exact fp32.
+//  - cudnn (opt-in): cuDNN's convolution in channels-last layout over inputs padded and transposed here
+//    (conv3d_cudnn.cpp); shapes it refuses take the default's choice.
+// On the H200 the tf32 kernels ran a 5-frame 1344×768 clip in 6.1 s, fp32 FMA in 8.8 s, cuDNN on NCDHW
+// tensors 9.6 s (TF32) / 8.4 s (FMA).
+// The tf32 implicit GEMM: the weights are first transposed into Wt [taps·Cin, Cout] (k = tap·Cin
 // + ci, tap = (kt·KH + kh)·KW + kw) in the context's scratch buffer; then every block computes a 128
 // (Cout) × 128 (output pixels of one output frame) tile over the K range of the temporal taps that land on
 // real frames for that output frame (the causal zero frames are skipped, block-uniformly). The input tile
@@ -12,6 +21,7 @@
 // (mma.sync m16n8k8, 8 warps of 64×32, fp32 accumulation; shared rows padded by 8 floats so the fragment
 // loads are conflict-free).
 #include "ops/cuda/conv3d_cudnn.h"
+#include "ops/cuda/conv3d_f16.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
@@ -291,6 +301,32 @@ int mode_code(PadMode m) {
     return m == PadMode::kReflect ? 1 : (m == PadMode::kReplicate ? 2 : 0);
 }
 
+// The fp16 tensor-core path (conv3d_f16.cu) when it takes the shape: `ran` false otherwise.
+Status conv3d_f16(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w,
+                  const Tensor& bias, Tensor& y, bool& ran) {
+    ran = false;
+    constexpr int64_t kIntMax = 2147483647;
+    if (x.numel() > kIntMax || w.numel() > kIntMax || y.numel() > kIntMax) return ok_status();
+    auto i32 = [](int64_t v) { return static_cast<int>(v); };
+    const Conv3dF16Problem q{i32(x.dim(0)), i32(x.dim(1)), i32(x.dim(2)),
+                             i32(x.dim(3)), i32(x.dim(4)), i32(w.dim(0)),
+                             i32(w.dim(2)), i32(w.dim(3)), i32(w.dim(4)),
+                             i32(y.dim(2)), i32(y.dim(3)), i32(y.dim(4)),
+                             p.stride_t,    p.stride_h,    p.stride_w,
+                             p.pad_front,   p.pad_top,     p.pad_bottom,
+                             p.pad_left,    p.pad_right,   mode_code(p.spatial_mode)};
+    if (!conv3d_f16_eligible(q)) return ok_status();
+    // Scratch is fetched here and used only by the kernels enqueued below (a later call may regrow it).
+    H3_ASSIGN_OR_RETURN(void* scratch, ctx.cuda->scratch(conv3d_f16_scratch_bytes(q)));
+    const char* failed = "conv3d fp16";
+    const cudaError_t e = conv3d_f16_launch(q, x.data_as<const float>(), w.data_as<const float>(),
+                                            bias.defined() ? bias.data_as<const float>() : nullptr,
+                                            y.data_as<float>(), scratch, stream_of(ctx), &failed);
+    H3_TRY(cuda_status(e, failed));
+    ran = true;
+    return ok_status();
+}
+
 } // namespace
 
 } // namespace h3::ops::cuda_impl
@@ -323,9 +359,16 @@ namespace h3::ops::cuda_impl {
 Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
               Tensor& y) {
     if (y.numel() == 0) return ok_status();
-    if (ctx.cuda->conv3d_cudnn()) {
+    const Conv3dImpl impl = ctx.cuda->conv3d_impl();
+    if (impl == Conv3dImpl::kCudnn) {
         bool ran = false;
         H3_TRY(cudnn_conv3d(ctx, p, x, w, bias, y, ran));
+        if (ran) return ok_status();
+    }
+    // fp16 tensor cores: the TF32 rounding class, so only under allow_tf32; cp.async / mma.sync need sm_80.
+    if (impl != Conv3dImpl::kTf32 && ctx.allow_tf32 && ctx.cuda->cc_major() >= 8) {
+        bool ran = false;
+        H3_TRY(conv3d_f16(ctx, p, x, w, bias, y, ran));
         if (ran) return ok_status();
     }
     const int64_t cout = w.dim(0), cin = w.dim(1), taps = w.dim(2) * w.dim(3) * w.dim(4);

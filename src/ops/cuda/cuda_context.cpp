@@ -14,7 +14,28 @@ using cuda_detail::cudnn_status;
 namespace {
 // cuBLASLt's larger Hopper kernels (stream-K, split-K) want tens of MiB of workspace to reach peak.
 constexpr size_t kGemmWorkspaceBytes = size_t{64} << 20;
+
+// H3_CONV3D's value; an unknown one keeps the default (with a warning, so a typo does not go unnoticed).
+Conv3dImpl parse_conv3d_impl(const std::string& v) {
+    if (v == "igemm16" || v.empty()) return Conv3dImpl::kAuto;
+    if (v == "tf32" || v == "igemm") return Conv3dImpl::kTf32;
+    if (v == "cudnn") return Conv3dImpl::kCudnn;
+    cuda_detail::log_warning("H3_CONV3D=" + v + " is not one of igemm16, tf32, cudnn: using igemm16");
+    return Conv3dImpl::kAuto;
+}
 } // namespace
+
+const char* conv3d_impl_name(Conv3dImpl impl) {
+    switch (impl) {
+    case Conv3dImpl::kAuto:
+        return "igemm16";
+    case Conv3dImpl::kTf32:
+        return "tf32";
+    case Conv3dImpl::kCudnn:
+        return "cudnn";
+    }
+    return "?";
+}
 
 Result<std::unique_ptr<CudaContext>> CudaContext::create(int device) {
     int count = 0;
@@ -30,7 +51,7 @@ Result<std::unique_ptr<CudaContext>> CudaContext::create(int device) {
     c->attention_cache_ = std::make_unique<cuda_detail::AttentionCache>();
     c->conv3d_cache_ = std::make_unique<cuda_detail::Conv3dCache>();
     if (const char* e = std::getenv("H3_GEMM_AUTOTUNE")) c->gemm_autotune_ = std::string(e) != "0";
-    if (const char* e = std::getenv("H3_CONV3D")) c->conv3d_cudnn_ = std::string(e) == "cudnn";
+    if (const char* e = std::getenv("H3_CONV3D")) c->conv3d_impl_ = parse_conv3d_impl(e);
 
     cudaDeviceProp prop{};
     H3_TRY(cuda_status(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"));

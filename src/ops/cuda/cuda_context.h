@@ -17,6 +17,18 @@ struct AttentionCache; // cuda/cuda_common.h
 struct Conv3dCache;    // cuda/cuda_common.h
 } // namespace cuda_detail
 
+// Which CUDA conv3d implementation runs (H3_CONV3D; set before the call, read per call).
+//   kAuto  (default; unset or "igemm16"): with ctx.allow_tf32 on cc >= 8 the fp16 tensor-core implicit GEMM
+//          over a channels-last copy (conv3d_f16.cu) for Cin % 8 == 0; otherwise the built-in kernels below.
+//   kTf32  ("tf32", or "igemm" as before): the built-in NCDHW implicit GEMM only — TF32 tensor cores with
+//          allow_tf32 on cc >= 8, fp32 FMA otherwise (the former default).
+//   kCudnn ("cudnn"): cuDNN's convolution in channels-last layout (conv3d_cudnn.cpp); shapes it refuses run
+//          as kAuto.
+// Without allow_tf32 every choice but kCudnn is the exact fp32 FMA kernel.
+enum class Conv3dImpl { kAuto, kTf32, kCudnn };
+// "igemm16" / "tf32" / "cudnn" (the H3_CONV3D spelling).
+const char* conv3d_impl_name(Conv3dImpl impl);
+
 class CudaContext {
 public:
     // Creates the stream, handles and workspace on `device`. Errors (no device, no driver, cuDNN
@@ -48,10 +60,9 @@ public:
     // first GEMM of a shape (choices are cached).
     bool gemm_autotune() const { return gemm_autotune_; }
     void set_gemm_autotune(bool on) { gemm_autotune_ = on; }
-    // conv3d through cuDNN in channels-last layout (opt-in: H3_CONV3D=cudnn); default the built-in implicit
-    // GEMM kernels, which measured faster than cuDNN on NCDHW tensors (conv3d_cudnn.cpp).
-    bool conv3d_cudnn() const { return conv3d_cudnn_; }
-    void set_conv3d_cudnn(bool on) { conv3d_cudnn_ = on; }
+    // The conv3d implementation (Conv3dImpl above; H3_CONV3D at creation).
+    Conv3dImpl conv3d_impl() const { return conv3d_impl_; }
+    void set_conv3d_impl(Conv3dImpl impl) { conv3d_impl_ = impl; }
 
 private:
     CudaContext() = default;
@@ -68,7 +79,7 @@ private:
     int sm_count_ = 0;
     int cc_major_ = 0;
     bool gemm_autotune_ = true;
-    bool conv3d_cudnn_ = false;
+    Conv3dImpl conv3d_impl_ = Conv3dImpl::kAuto;
     std::unique_ptr<cuda_detail::GemmCache> gemm_cache_;
     std::unique_ptr<cuda_detail::AttentionCache> attention_cache_;
     std::unique_ptr<cuda_detail::Conv3dCache> conv3d_cache_;

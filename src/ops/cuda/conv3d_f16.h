@@ -1,0 +1,36 @@
+// conv3d on fp16 tensor cores (conv3d_f16.cu, private to ops/cuda): the problem description and the raw
+// launches conv3d.cu wraps. Plain C++ over the CUDA runtime only (no Tensor, no Status), so the kernels can
+// also be driven by a standalone harness.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace h3::ops::cuda_detail {
+
+// One conv3d call as conv3d_f16 sees it (extents as in ops/conv3d.h; mode: 0 zeros, 1 reflect, 2 replicate).
+struct Conv3dF16Problem {
+    int b, cin, t, h, w;  // x [B, Cin, T, H, W]
+    int cout, kt, kh, kw; // w [Cout, Cin, KT, KH, KW]
+    int to, ho, wo;       // y [B, Cout, To, Ho, Wo]
+    int st, sh, sw;       // strides
+    int pad_front;        // causal zero frames (never materialized: their taps are skipped)
+    int pad_top, pad_bottom, pad_left, pad_right, mode;
+};
+
+// Whether the kernels take this problem: Cin % 8 == 0 (16-byte channel chunks), every index of the padded
+// copy and of y within int32 per frame and the grid within CUDA's limits. The caller also needs cc >= 8.
+bool conv3d_f16_eligible(const Conv3dF16Problem& p);
+
+// Scratch the launch carves: the fp16 channels-last padded input, then the fp16 weights (256-byte aligned).
+size_t conv3d_f16_scratch_bytes(const Conv3dF16Problem& p);
+
+// Enqueues pad/convert, weight convert and the implicit GEMM on `stream`: y = conv3d(x, w) + bias (bias may
+// be null). `scratch` holds conv3d_f16_scratch_bytes(p). Returns the first launch error and names the
+// kernel in *failed (cudaSuccess: all three launched).
+cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const float* x, const float* w, const float* bias,
+                              float* y, void* scratch, cudaStream_t stream, const char** failed);
+
+} // namespace h3::ops::cuda_detail
