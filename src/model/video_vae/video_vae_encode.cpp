@@ -1,6 +1,7 @@
 // The video VAE encoder (spec §9.1): weights, the CNN forward (ops only), clip/tile assembly and the
 // keyframe recipe (spec §3 step 4).
 #include "core/cuda_api.h"
+#include "core/staging.h"
 #include "core/torch_generator.h"
 #include "io/checkpoint.h"
 #include "model/video_vae/video_vae_encoder.h"
@@ -246,8 +247,13 @@ Tensor normalize_rgb8(const Tensor& frames) {
     return out;
 }
 
-Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& input,
-                              const std::atomic<bool>* cancel) {
+namespace {
+
+// The encoder forward; the moments stay on ctx's device (in a tensor of their own, not a pool buffer). A host
+// input is uploaded through `staging` when given (page-locked, asynchronous), else by a plain copy.
+Result<Tensor> encode_moments_on_device(const ops::Context& ctx, const VideoVaeEncoder& enc,
+                                        const Tensor& input, const std::atomic<bool>* cancel,
+                                        StagingBuffer* staging) {
     // one encoder call over a whole clip or tile batch can take many seconds on the CPU: the flag is read
     // between its blocks (a host load, no device sync)
     const auto cancelled_now = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
@@ -265,7 +271,11 @@ Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& en
     if (x.device() != ctx.device) {
         H3_ASSIGN_OR_RETURN(Tensor xc, input.contiguous());
         H3_ASSIGN_OR_RETURN(x, pool.take(input.shape(), DType::kF32));
-        H3_TRY(x.copy_from(xc, ctx.stream()));
+        if (staging && xc.device().is_cpu() && xc.dtype() == DType::kF32) {
+            H3_TRY(staging->upload(xc, x, ctx.stream()));
+        } else {
+            H3_TRY(x.copy_from(xc, ctx.stream()));
+        }
     }
     const ops::PadMode mode = pad_mode(c);
     H3_ASSIGN_OR_RETURN(Tensor h, run_conv(ctx, pool, w.conv_in, causal3(mode), x));
@@ -294,7 +304,18 @@ Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& en
     h = Tensor();
     H3_ASSIGN_OR_RETURN(Tensor o, run_conv(ctx, pool, w.conv_out, causal3(mode), t));
     t = Tensor();
-    H3_ASSIGN_OR_RETURN(Tensor m, run_conv(ctx, pool, w.quant_conv, {}, o));
+    const Shape ms = ops::conv3d_out_shape(o.shape(), w.quant_conv.w.shape(), {});
+    if (ms.rank() != 5) return invalid_argument("video VAE encoder: quant_conv does not fit " + o.describe());
+    H3_ASSIGN_OR_RETURN(Tensor m, Tensor::empty(ms, DType::kF32, ctx.device));
+    H3_TRY(ops::conv3d(ctx, {}, o, w.quant_conv.w, w.quant_conv.b, m));
+    return m;
+}
+
+} // namespace
+
+Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& input,
+                              const std::atomic<bool>* cancel) {
+    H3_ASSIGN_OR_RETURN(Tensor m, encode_moments_on_device(ctx, enc, input, cancel, nullptr));
     return to_host(ctx, m);
 }
 
@@ -328,6 +349,9 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
         int64_t y0, x0, th, tw;
     };
     std::vector<Pending> batch;
+    // On CUDA the tiles' moments stay on the device and are stitched there: no stream synchronize per tile,
+    // so the host cuts and uploads (page-locked) the next tile while the GPU encodes this one.
+    StagingBuffer staging;
     auto flush = [&]() -> Status {
         if (batch.empty()) return ok_status();
         if (opt.cancel && opt.cancel->load()) return cancelled("video encode cancelled");
@@ -341,7 +365,7 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
                                     (cf * height + batch[static_cast<size_t>(b)].y0 + r) * width +
                                     batch[static_cast<size_t>(b)].x0,
                                 static_cast<size_t>(tw) * sizeof(float));
-        H3_ASSIGN_OR_RETURN(Tensor m, encode_moments(ctx, enc, in, opt.cancel));
+        H3_ASSIGN_OR_RETURN(Tensor m, encode_moments_on_device(ctx, enc, in, opt.cancel, &staging));
         for (int64_t b = 0; b < nb; ++b) {
             const Pending& pd = batch[static_cast<size_t>(b)];
             tiles[pd.i][pd.j] = m.slice(0, b, b + 1).view({m.dim(1), m.dim(2), m.dim(3), m.dim(4)});
@@ -364,7 +388,9 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
     std::vector<int> oy(ty.overlaps), ox(tx.overlaps);
     for (int& o : oy) o /= ratio;
     for (int& o : ox) o /= ratio;
-    return stitch_tiles(tiles, oy, ox);
+    H3_ASSIGN_OR_RETURN(Tensor stitched, stitch_tiles(ctx, tiles, oy, ox));
+    H3_TRY(staging.wait()); // the last upload out of the page-locked buffer has landed
+    return to_host(ctx, stitched);
 }
 
 VideoPosterior posterior_from_moments(const Tensor& m) {
