@@ -513,8 +513,8 @@ TEST(OpsConv, Conv3d) {
             on_cuda(),
             [&](const Context& cx, Tensor& out) { return conv3d(cx, c.p, clone(x), clone(w), bias, out); },
             ys, naive_conv3d(c, ys, values(x), values(w), c.bias ? values(bias) : std::vector<double>{}));
-        // On CUDA every path: the default (fp16 tensor cores under allow_tf32 where Cin % 8 == 0, else the
-        // built-in kernels), the built-in NCDHW kernels alone and cuDNN's convolution.
+        // On CUDA every path: the default (fp16 tensor cores under allow_tf32, else the built-in kernels),
+        // the built-in NCDHW kernels alone and cuDNN's convolution.
 #ifdef H3_WITH_CUDA
         const Conv3dImpl initial = on_cuda() ? backend().holder->conv3d_impl() : Conv3dImpl::kAuto;
         const Conv3dImpl impls[] = {Conv3dImpl::kAuto, Conv3dImpl::kTf32, Conv3dImpl::kCudnn};
@@ -550,19 +550,20 @@ TEST(OpsConv, Conv3d) {
     }
 }
 
-// ---- conv3d on fp16 tensor cores (the CUDA default under allow_tf32 for Cin % 8 == 0) -------------------
+// ---- conv3d on fp16 tensor cores (the CUDA default under allow_tf32) -------------------------------------
 // Shapes that exercise the fp16 implicit GEMM's edges: Cin 8 / 16 / 64 / 128 (one partial or several
-// 32-channel K steps per tap), Cout 8 / 48 / 128 / 200 (partial 128-row tiles), 13×11 = 143 voxels per frame
-// (a partial 128-voxel tile, odd count: scalar stores), strides (1,2,2) and (2,2,2) with the downsampler's
-// one-sided right/bottom pads, causal pad 2 with T = 1 and T = 5 (the tap skip; pad 4 with a 3-tap kernel
-// leaves the first output frames with no tap at all: bias only), every padding mode, bias and none, B = 2.
-// CPU mode: the CPU reference against the naive loop, as TEST(OpsConv, Conv3d). CUDA mode: against the CPU
-// reference (fp32), output poisoned with NaN first (every element must be written). Error model: each operand
-// rounded to fp16 (≤ 2^-11 relative; |x| ≤ 2 and |w| ≤ 0.5 stay in fp16's normal range), products exact and
-// summed in fp32. Per product the error is ~2^-11·|x·w| with random sign, rms |x·w| ≈ 1.15 · 0.29 ≈ 0.33, so
-// over K = Cin·taps products the output error has σ ≈ 1e-4·√K (measured on the H200: max abs 2.2e-2 at K =
-// 3456, rel-RMS 2.6e-4). Bounds: rel-RMS ≤ 2e-3 and max abs ≤ 8e-4·√K (≈ 8σ; 0.047 at K = 3456), far below
-// what any indexing error (a wrong tap, channel or voxel: O(1)) produces.
+// 32-channel K steps per tap), Cin 3 / 5 / 12 (not multiples of 8: the fp16 copies carry zero channels up to
+// 8 / 8 / 16; conv_in's 3 → C at a 19×21 frame, odd voxel count), Cout 8 / 48 / 128 / 200 (partial 128-row
+// tiles), 13×11 = 143 voxels per frame (a partial 128-voxel tile, odd count: scalar stores), strides (1,2,2)
+// and (2,2,2) with the downsampler's one-sided right/bottom pads, causal pad 2 with T = 1 and T = 5 (the tap
+// skip; pad 4 with a 3-tap kernel leaves the first output frames with no tap at all: bias only), every
+// padding mode, bias and none, B = 2. CPU mode: the CPU reference against the naive loop, as TEST(OpsConv,
+// Conv3d). CUDA mode: against the CPU reference (fp32), output poisoned with NaN first (every element must be
+// written). Error model: each operand rounded to fp16 (≤ 2^-11 relative; |x| ≤ 2 and |w| ≤ 0.5 stay in fp16's
+// normal range), products exact and summed in fp32. Per product the error is ~2^-11·|x·w| with random sign,
+// rms |x·w| ≈ 1.15 · 0.29 ≈ 0.33, so over K = Cin·taps products the output error has σ ≈ 1e-4·√K (measured on
+// the H200: max abs 2.2e-2 at K = 3456, rel-RMS 2.6e-4). Bounds: rel-RMS ≤ 2e-3 and max abs ≤ 8e-4·√K (≈ 8σ;
+// 0.047 at K = 3456), far below what any indexing error (a wrong tap, channel or voxel: O(1)) produces.
 struct Conv3dF16Case {
     Conv3dCase c;
     const char* what;
@@ -609,6 +610,12 @@ TEST(OpsConv, Conv3dF16) {
           {.stride_w = 2, .pad_front = 1, .pad_top = 1, .pad_bottom = 3, .pad_left = 1, .spatial_mode = R},
           false},
          "2×3×1 kernel, asymmetric pads"},
+        {{1, 3, 16, 5, 19, 21, 3, 3, 3, same_r, true}, "conv_in: Cin 3 (padded to 8), 3 → 16, reflect"},
+        {{2, 3, 128, 5, 19, 21, 3, 3, 3, same_r, false}, "conv_in: B 2, Cin 3 → 128, no bias"},
+        {{1, 5, 24, 5, 13, 11, 3, 3, 3, same_z, false}, "Cin 5 (padded to 8), zeros, no bias"},
+        {{2, 5, 40, 5, 13, 11, 3, 3, 3, down_hw, true}, "Cin 5, stride (1,2,2), right/bottom pad"},
+        {{1, 12, 130, 4, 13, 11, 3, 3, 3, same_p, true}, "Cin 12 (padded to 16), Cout 130, replicate"},
+        {{1, 12, 8, 1, 9, 7, 3, 3, 3, same_r, false}, "Cin 12, one frame (two taps skipped), no bias"},
     };
 #ifdef H3_WITH_CUDA
     const Conv3dImpl initial = on_cuda() ? backend().holder->conv3d_impl() : Conv3dImpl::kAuto;

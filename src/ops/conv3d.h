@@ -25,7 +25,7 @@ struct Conv3dParams {
 // To = (T + pad_front − KT)/stride_t + 1, Ho = (H + pad_top + pad_bottom − KH)/stride_h + 1, likewise Wo.
 // f32 only (the encoder runs in fp32, as the reference does); fp32 accumulation. On CUDA with
 // ctx.allow_tf32 the products use tensor cores with operands rounded to 10-bit mantissas, as PyTorch's cuDNN
-// convolutions do by default: on sm_80+ for Cin % 8 == 0 fp16 operands over a channels-last copy (fp16's
+// convolutions do by default: on sm_80+ fp16 operands over a channels-last copy (fp16's
 // range: |values| beyond 65504 become inf, below 6.1e-5 lose relative precision), else TF32; H3_CONV3D picks
 // another path (cuda/cuda_context.h). Without allow_tf32, and on the CPU, always fp32. Kernel taps that fall
 // on the zero frames in front contribute nothing and are skipped (a single frame through a 3×3×3 causal

@@ -1,11 +1,12 @@
 // CUDA conv3d, three implementations (CudaContext::conv3d_impl, H3_CONV3D; see cuda_context.h):
-//  - igemm16 (the default under ctx.allow_tf32 on sm_80+, Cin % 8 == 0): fp16 operands, fp32 accumulation
-//    on tensor cores (mma.sync m16n8k16) over a channels-last, explicitly padded fp16 copy of the input and
-//    fp16 weights, 16-byte cp.async loads through a 4-stage ring (conv3d_f16.cu). fp16 has TF32's 10-bit
+//  - igemm16 (the default under ctx.allow_tf32 on sm_80+, any Cin): fp16 operands, fp32 accumulation on
+//    tensor cores (mma.sync m16n8k16) over a channels-last, explicitly padded fp16 copy of the input and
+//    fp16 weights, both with Cin rounded up to a multiple of 8 by zero channels (conv_in's Cin = 3 runs as
+//    8), 16-byte cp.async loads through a 4-stage ring (conv3d_f16.cu). fp16 has TF32's 10-bit
 //    mantissa, so this is the rounding class allow_tf32 promises; its narrower exponent is discussed there.
 //    On the H200 ~270 TFLOP/s on the encoder's 128-channel 3×3×3 convolutions at 256×256, against ~40 for
 //    the kernels below, which were gather-bound (scalar NCDHW loads, 8-deep K steps).
-//  - tf32 (and every case igemm16 does not take: allow_tf32 off, Cin % 8 != 0 — conv_in's Cin = 3 —, cc < 8):
+//  - tf32 (and every case igemm16 does not take: allow_tf32 off, cc < 8, int32 / grid limits):
 //    the implicit GEMM below over the NCDHW tensors, fp32 FMA or, with ctx.allow_tf32 on sm_80+, TF32 tensor
 //    cores. With allow_tf32 off it is the only path: exact fp32.
 //  - cudnn (opt-in): cuDNN's convolution in channels-last layout over inputs padded and transposed here

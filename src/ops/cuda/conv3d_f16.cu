@@ -1,16 +1,18 @@
 // conv3d on fp16 tensor cores (the default CUDA path under ctx.allow_tf32 on sm_80+, see conv3d.cu).
 //
+// Any Cin: both fp16 copies carry Cp = Cin rounded up to a multiple of 8 channels, the extra ones zero
+// (conv_in's Cin = 3 runs as Cp = 8), so every channel run is whole 16-byte chunks and the GEMM sees only Cp.
 // Three kernels per call, all on the context's stream:
-//  1. pad_convert: x fp32 [B, Cin, T, H, W] → xp fp16 [B, T, Hp, Wp, Cin], channels last, the spatial border
-//     resolved in its mode. The causal front frames are not materialized: their taps are skipped instead.
-//     A 64-channel × 32-column tile goes through shared memory so that the reads (along W) and the writes
-//     (along C) are both coalesced.
-//  2. weight_convert: w fp32 [Cout, Cin, KT, KH, KW] → w16 fp16 [Cout, taps·Cin], k = tap·Cin + ci with
-//     tap = (kt·KH + kh)·KW + kw.
+//  1. pad_convert: x fp32 [B, Cin, T, H, W] → xp fp16 [B, T, Hp, Wp, Cp], channels last, the spatial border
+//     resolved in its mode, channels Cin .. Cp zero. The causal front frames are not materialized: their taps
+//     are skipped instead. A 64-channel × 32-column tile goes through shared memory so that the reads (along
+//     W) and the writes (along C) are both coalesced.
+//  2. weight_convert: w fp32 [Cout, Cin, KT, KH, KW] → w16 fp16 [Cout, taps·Cp], k = tap·Cp + ci with
+//     tap = (kt·KH + kh)·KW + kw, zero for ci >= Cin.
 //  3. The implicit GEMM: M = Cout, N = the Ho·Wo voxels of one output frame (grid.z = B·To, so the causal
-//     tap skip is block-uniform), K = (taps on real frames)·Cin. Each K step covers kBK = 32 channels of one
+//     tap skip is block-uniform), K = (taps on real frames)·Cp. Each K step covers kBK = 32 channels of one
 //     tap: the B rows of that step are xp[b, to·st − front + kt, oy·sh + kh, ox·sw + kw, ci0 .. ci0 + 32),
-//     contiguous, so every operand moves as 16-byte cp.async chunks (Cin % 8 == 0; chunks past Cin, Cout or
+//     contiguous, so every operand moves as 16-byte cp.async chunks (Cp % 8 == 0; chunks past Cp, Cout or
 //     the last voxel are zero-filled with src-size 0). A block of 4 warps computes 128 (Cout) × 128 (voxels)
 //     through a 4-stage cp.async ring (16 KiB a stage, 64 KiB of dynamic shared memory: two blocks per SM);
 //     each warp owns 64 × 64 and issues mma.sync m16n8k16 (fp16 in, fp32 accumulators) on fragments read by
@@ -118,11 +120,11 @@ __device__ __forceinline__ int pad_index(int i, int n, int mode) {
 struct PadArgs {
     const float* x;
     __half* xp;
-    int cin, t, h, w, hp, wp, top, left, mode, xtiles;
+    int cin, cp, t, h, w, hp, wp, top, left, mode, xtiles; // cp: xp's channel count (Cin rounded up to 8)
 };
 
 // Block (column tile, padded row (b, t, yy)) × channel tile: x[b, c0 .. c0 + 64, t, sy, sx(xx)] into shared
-// memory along xx, then out along c as 4-half (8-byte) stores.
+// memory along xx (zero for channels >= Cin), then out along c (channels < Cp) as 4-half (8-byte) stores.
 __global__ void __launch_bounds__(kPadThreads) pad_convert_kernel(const PadArgs a) {
     __shared__ float tile[kPadC][kPadX + 1];
     const int xt = static_cast<int>(blockIdx.x % a.xtiles);
@@ -146,42 +148,44 @@ __global__ void __launch_bounds__(kPadThreads) pad_convert_kernel(const PadArgs 
         tile[c][tx] = v;
     }
     __syncthreads();
-    __half* dst_row = a.xp + static_cast<int64_t>(row) * a.wp * a.cin;
+    __half* dst_row = a.xp + static_cast<int64_t>(row) * a.wp * a.cp;
 #pragma unroll
     for (int j = 0; j < (kPadX * kPadC / 4) / kPadThreads; ++j) {
         const int u = tid + kPadThreads * j;
         const int xl = u / (kPadC / 4), c = (u % (kPadC / 4)) * 4;
         const int x_out = xx0 + xl;
-        if (x_out >= a.wp || c0 + c >= a.cin) continue; // Cin % 8 == 0: four channels are all in or all out
+        if (x_out >= a.wp || c0 + c >= a.cp) continue; // Cp % 8 == 0: four channels are all in or all out
         const __half2 lo = __floats2half2_rn(tile[c][xl], tile[c + 1][xl]);
         const __half2 hi = __floats2half2_rn(tile[c + 2][xl], tile[c + 3][xl]);
         uint2 v;
         v.x = *reinterpret_cast<const uint32_t*>(&lo);
         v.y = *reinterpret_cast<const uint32_t*>(&hi);
-        *reinterpret_cast<uint2*>(dst_row + static_cast<int64_t>(x_out) * a.cin + c0 + c) = v;
+        *reinterpret_cast<uint2*>(dst_row + static_cast<int64_t>(x_out) * a.cp + c0 + c) = v;
     }
 }
 
 // ---- 2. weight convert -----------------------------------------------------------------------------------
-// w16[co, tap·Cin + ci] = w[co, ci, tap]; consecutive threads write consecutive halves.
+// w16[co, tap·Cp + ci] = w[co, ci, tap] for ci < Cin, 0 for Cin <= ci < Cp; consecutive threads write
+// consecutive halves.
 __global__ void weight_convert_kernel(const float* __restrict__ w, __half* __restrict__ w16, int64_t cout,
-                                      int64_t cin, int64_t taps) {
-    const int64_t n = cout * cin * taps, k = cin * taps;
+                                      int64_t cin, int64_t cp, int64_t taps) {
+    const int64_t n = cout * cp * taps, k = cp * taps;
     for (int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; o < n;
          o += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-        const int64_t co = o / k, r = o - co * k, tap = r / cin, ci = r - tap * cin;
-        w16[o] = __float2half_rn(__ldg(w + (co * cin + ci) * taps + tap));
+        const int64_t co = o / k, r = o - co * k, tap = r / cp, ci = r - tap * cp;
+        w16[o] = ci < cin ? __float2half_rn(__ldg(w + (co * cin + ci) * taps + tap)) : __float2half_rn(0.0f);
     }
 }
 
 // ---- 3. implicit GEMM ------------------------------------------------------------------------------------
 struct GemmArgs {
-    const __half* xp;  // [B, T, Hp, Wp, Cin]
-    const __half* w16; // [Cout, taps·Cin]
+    const __half* xp;  // [B, T, Hp, Wp, Cp]
+    const __half* w16; // [Cout, taps·Cp]
     const float* bias; // [Cout] or null
     float* y;          // [B, Cout, To, Ho, Wo]
-    int cin, t, hp, wp, cout, kt, kh, kw, to, ho, wo, st, sh, sw, pad_front;
-    int k_pitch;  // taps·Cin: w16's row pitch
+    int cin;           // Cp: the padded channel count of xp and w16 (a multiple of 8), the only one seen here
+    int t, hp, wp, cout, kt, kh, kw, to, ho, wo, st, sh, sw, pad_front;
+    int k_pitch;  // taps·Cp: w16's row pitch
     bool y_pairs; // Ho·Wo even and y 8-byte aligned: float2 stores
 };
 
@@ -326,33 +330,38 @@ int64_t padded_w(const Conv3dF16Problem& p) {
 size_t round_up(size_t v) {
     return (v + 255) / 256 * 256;
 }
+// Cin rounded up to a multiple of 8: the channel count of both fp16 copies.
+int64_t padded_c(const Conv3dF16Problem& p) {
+    return (int64_t{p.cin} + 7) / 8 * 8;
+}
 size_t xp_bytes(const Conv3dF16Problem& p) {
-    return round_up(static_cast<size_t>(int64_t{p.b} * p.t * padded_h(p) * padded_w(p) * p.cin) * 2);
+    return round_up(static_cast<size_t>(int64_t{p.b} * p.t * padded_h(p) * padded_w(p) * padded_c(p)) * 2);
 }
 
 } // namespace
 
 bool conv3d_f16_eligible(const Conv3dF16Problem& p) {
-    if (p.cin % 8 != 0 || p.cin <= 0 || p.cout <= 0) return false;
-    const int64_t hp = padded_h(p), wp = padded_w(p), np = int64_t{p.ho} * p.wo;
+    if (p.cin <= 0 || p.cout <= 0) return false;
+    const int64_t hp = padded_h(p), wp = padded_w(p), np = int64_t{p.ho} * p.wo, cp = padded_c(p);
     const int64_t taps = int64_t{p.kt} * p.kh * p.kw;
-    if (hp * wp * p.cin > kInt32Max) return false;                // in-frame offsets of xp (int)
-    if (int64_t{p.cout} * taps * p.cin > kInt32Max) return false; // w16 offsets (int)
-    if (np > int64_t{65535} * kBN) return false;                  // grid.y
-    if (int64_t{p.b} * p.to > 65535) return false;                // grid.z
+    if (hp * wp * cp > kInt32Max) return false;                // in-frame offsets of xp (int)
+    if (int64_t{p.cout} * taps * cp > kInt32Max) return false; // w16 offsets (int)
+    if (np > int64_t{65535} * kBN) return false;               // grid.y
+    if (int64_t{p.b} * p.to > 65535) return false;             // grid.z
     const int64_t pad_blocks = int64_t{p.b} * p.t * hp * ((wp + kPadX - 1) / kPadX);
-    return pad_blocks <= kInt32Max && (p.cin + kPadC - 1) / kPadC <= 65535;
+    return pad_blocks <= kInt32Max && (cp + kPadC - 1) / kPadC <= 65535;
 }
 
 size_t conv3d_f16_scratch_bytes(const Conv3dF16Problem& p) {
     const int64_t taps = int64_t{p.kt} * p.kh * p.kw;
-    return xp_bytes(p) + round_up(static_cast<size_t>(int64_t{p.cout} * taps * p.cin) * 2);
+    return xp_bytes(p) + round_up(static_cast<size_t>(int64_t{p.cout} * taps * padded_c(p)) * 2);
 }
 
 cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const float* x, const float* w, const float* bias,
                               float* y, void* scratch, cudaStream_t stream, const char** failed) {
     const int hp = static_cast<int>(padded_h(p)), wp = static_cast<int>(padded_w(p));
     const int64_t taps = int64_t{p.kt} * p.kh * p.kw;
+    const int cp = static_cast<int>(padded_c(p)); // eligible: hp·wp·cp fits int
     auto* xp = static_cast<__half*>(scratch);
     auto* w16 = reinterpret_cast<__half*>(static_cast<char*>(scratch) + xp_bytes(p));
     auto fail = [&](const char* what, cudaError_t e) {
@@ -360,15 +369,16 @@ cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const float* x, const f
         return e;
     };
 
-    PadArgs pa{x, xp, p.cin, p.t, p.h, p.w, hp, wp, p.pad_top, p.pad_left, p.mode, (wp + kPadX - 1) / kPadX};
+    PadArgs pa{
+        x, xp, p.cin, cp, p.t, p.h, p.w, hp, wp, p.pad_top, p.pad_left, p.mode, (wp + kPadX - 1) / kPadX};
     const dim3 pad_grid(static_cast<unsigned>(int64_t{p.b} * p.t * hp * pa.xtiles),
-                        static_cast<unsigned>((p.cin + kPadC - 1) / kPadC));
+                        static_cast<unsigned>((cp + kPadC - 1) / kPadC));
     pad_convert_kernel<<<pad_grid, kPadThreads, 0, stream>>>(pa);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return fail("conv3d fp16 input pad/convert", e);
 
-    const int64_t w_elems = int64_t{p.cout} * p.cin * taps;
+    const int64_t w_elems = int64_t{p.cout} * cp * taps;
     const unsigned w_blocks = static_cast<unsigned>(std::min<int64_t>((w_elems + 255) / 256, 65535LL * 16));
-    weight_convert_kernel<<<w_blocks, 256, 0, stream>>>(w, w16, p.cout, p.cin, taps);
+    weight_convert_kernel<<<w_blocks, 256, 0, stream>>>(w, w16, p.cout, p.cin, cp, taps);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return fail("conv3d fp16 weight convert", e);
 
     GemmArgs ga{};
@@ -376,7 +386,7 @@ cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const float* x, const f
     ga.w16 = w16;
     ga.bias = bias;
     ga.y = y;
-    ga.cin = p.cin;
+    ga.cin = cp;
     ga.t = p.t;
     ga.hp = hp;
     ga.wp = wp;
@@ -391,7 +401,7 @@ cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const float* x, const f
     ga.sh = p.sh;
     ga.sw = p.sw;
     ga.pad_front = p.pad_front;
-    ga.k_pitch = static_cast<int>(taps * p.cin);
+    ga.k_pitch = static_cast<int>(taps * cp);
     const int64_t np = int64_t{p.ho} * p.wo;
     ga.y_pairs = np % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 8 == 0;
     if (cudaError_t e =

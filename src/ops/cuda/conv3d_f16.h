@@ -20,11 +20,13 @@ struct Conv3dF16Problem {
     int pad_top, pad_bottom, pad_left, pad_right, mode;
 };
 
-// Whether the kernels take this problem: Cin % 8 == 0 (16-byte channel chunks), every index of the padded
-// copy and of y within int32 per frame and the grid within CUDA's limits. The caller also needs cc >= 8.
+// Whether the kernels take this problem: any Cin (the fp16 copies pad it to a multiple of 8 with zero
+// channels, so the loads stay 16-byte chunks), every index of the padded copy and of y within int32 per frame
+// and the grid within CUDA's limits. The caller also needs cc >= 8.
 bool conv3d_f16_eligible(const Conv3dF16Problem& p);
 
-// Scratch the launch carves: the fp16 channels-last padded input, then the fp16 weights (256-byte aligned).
+// Scratch the launch carves: the fp16 channels-last padded input, then the fp16 weights (256-byte aligned),
+// both with Cin rounded up to a multiple of 8.
 size_t conv3d_f16_scratch_bytes(const Conv3dF16Problem& p);
 
 // Enqueues pad/convert, weight convert and the implicit GEMM on `stream`: y = conv3d(x, w) + bias (bias may

@@ -19,7 +19,8 @@ struct Conv3dCache;    // cuda/cuda_common.h
 
 // Which CUDA conv3d implementation runs (H3_CONV3D; set before the call, read per call).
 //   kAuto  (default; unset or "igemm16"): with ctx.allow_tf32 on cc >= 8 the fp16 tensor-core implicit GEMM
-//          over a channels-last copy (conv3d_f16.cu) for Cin % 8 == 0; otherwise the built-in kernels below.
+//          over a channels-last copy (conv3d_f16.cu; Cin padded to a multiple of 8); otherwise the built-in
+//          kernels below.
 //   kTf32  ("tf32", or "igemm" as before): the built-in NCDHW implicit GEMM only — TF32 tensor cores with
 //          allow_tf32 on cc >= 8, fp32 FMA otherwise (the former default).
 //   kCudnn ("cudnn"): cuDNN's convolution in channels-last layout (conv3d_cudnn.cpp); shapes it refuses run
