@@ -12,6 +12,7 @@
 #include "core/storage.h"
 #include "core/tensor.h"
 #include "op_harness.h"
+#include "ops/graph.h"
 #include "ops/ops.h"
 #ifdef H3_WITH_CUDA
 #include "ops/cuda/cuda_context.h"
@@ -999,6 +1000,87 @@ TEST(Ops, AttentionBatch) {
     const Status st = attention(Context::cpu(), {.batch = 2}, q, k, k, o);
     EXPECT_FALSE(st.ok());
     EXPECT_NE(st.message().find("batch = 2"), std::string::npos) << st.to_string();
+}
+
+// ---- recorded work (ops/graph.h)
+// ---------------------------------------------------------------------------- CUDA: a recording runs nothing
+// until launched, each launch replays it on the recorded buffers, a call that cannot be recorded (a
+// synchronization, an allocation, a nested recording) fails the recording cleanly and the stream works
+// normally afterwards; the scratch's replacement moves the epoch. CPU: refused by name.
+TEST(Ops, StreamGraphRecordsAndReplays) {
+    SKIP_IF_NO_BACKEND();
+    StreamGraph none;
+    EXPECT_FALSE(none.defined());
+    EXPECT_FALSE(none.launch(ctx()).ok());
+    if (!on_cuda()) {
+        EXPECT_FALSE(graphs_available(ctx()));
+        EXPECT_FALSE(stream_recording(ctx()));
+        auto r = StreamGraph::record(ctx(), [] { return ok_status(); });
+        ASSERT_FALSE(r.ok());
+        EXPECT_NE(r.status().message().find("CUDA context"), std::string::npos) << r.status().to_string();
+        return;
+    }
+    Tensor xh = rnd({37, 65}, DType::kF32, 4100);
+    Tensor zeros = Tensor::host({37, 65}, DType::kF32);
+    std::memset(zeros.data(), 0, zeros.nbytes());
+    Tensor x = dev(xh), y = dev(zeros);
+    bool inside = false;
+    auto rec = StreamGraph::record(ctx(), [&]() -> Status {
+        inside = stream_recording(ctx());
+        H3_TRY(axpby(ctx(), 2.0f, x, 1.0f, y, y)); // y += 2x
+        return cast(ctx(), y, y);                  // a second kernel (f32 → f32 copy in place)
+    });
+    ASSERT_TRUE(rec.ok()) << rec.status().to_string();
+    EXPECT_TRUE(inside);
+    EXPECT_FALSE(stream_recording(ctx()));
+    EXPECT_GE(rec->nodes(), 2u);
+    ASSERT_OK(synchronize(ctx()));
+    EXPECT_EQ(values(y), values(zeros)) << "recording ran the work";
+    ASSERT_OK(rec->launch(ctx()));
+    ASSERT_OK(rec->launch(ctx()));
+    ASSERT_OK(synchronize(ctx()));
+    std::vector<double> want = values(xh);
+    for (double& v : want) v *= 4.0; // two launches of y += 2x, exact in f32
+    EXPECT_EQ(values(y), want);
+    // Moved recordings keep working; the moved-from one is empty.
+    StreamGraph moved = std::move(*rec);
+    EXPECT_FALSE(rec->defined());
+    ASSERT_OK(moved.launch(ctx()));
+    ASSERT_OK(synchronize(ctx()));
+    // 4x + 2x: 6x needs one bit more than f32 holds; the kernel rounds the exact sum once, as the cast does
+    for (double& v : want) v = static_cast<float>(v * 1.5);
+    EXPECT_EQ(values(y), want);
+
+    auto fails = [&](const std::function<Status()>& work, const char* what) {
+        SCOPED_TRACE(what);
+        auto r = StreamGraph::record(ctx(), work);
+        EXPECT_FALSE(r.ok());
+        EXPECT_FALSE(stream_recording(ctx()));
+        // The stream runs unrecorded work again, with no error left behind.
+        Tensor t = dev(zeros);
+        EXPECT_TRUE(axpby(ctx(), 1.0f, x, 0.0f, t, t).ok());
+        EXPECT_TRUE(synchronize(ctx()).ok());
+        EXPECT_EQ(values(t), values(xh));
+    };
+    fails([&] { return synchronize(ctx()); }, "a synchronization");
+    fails([&]() -> Status { return Tensor::empty({1 << 20}, DType::kF32, ctx().device).status(); },
+          "an allocation");
+    fails(
+        [&]() -> Status {
+            auto inner = StreamGraph::record(ctx(), [] { return ok_status(); });
+            return inner.status();
+        },
+        "a nested recording");
+    fails([] { return invalid_argument("the work's own error"); }, "the work's error");
+#ifdef H3_WITH_CUDA
+    const uint64_t e0 = graph_epoch(ctx());
+    // Earlier tests may have grown the scratch already: ask for more than it holds now.
+    ASSERT_TRUE(backend().holder->scratch(backend().holder->scratch_capacity() + 4096).ok());
+    EXPECT_GT(graph_epoch(ctx()), e0) << "replacing the scratch must move the epoch";
+    const uint64_t e1 = graph_epoch(ctx());
+    ASSERT_TRUE(backend().holder->scratch(64).ok());
+    EXPECT_EQ(graph_epoch(ctx()), e1) << "a request the scratch already holds must not replace it";
+#endif
 }
 
 // ---- errors: bad shapes, dtypes and indices come back as Status, never a crash ---------------------------

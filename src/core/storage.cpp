@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 namespace h3 {
 
@@ -91,7 +92,22 @@ Result<std::shared_ptr<Storage>> allocate_pinned(size_t bytes) {
     return std::shared_ptr<Storage>(std::make_shared<PinnedStorage>(p, bytes));
 }
 
+namespace {
+thread_local std::string t_allocation_fence; // non-empty: why device allocations are refused on this thread
+} // namespace
+
+DeviceAllocationFence::DeviceAllocationFence(std::string why) : previous_(std::move(t_allocation_fence)) {
+    t_allocation_fence = why.empty() ? std::string("refused") : std::move(why);
+}
+
+DeviceAllocationFence::~DeviceAllocationFence() {
+    t_allocation_fence = std::move(previous_);
+}
+
 Result<std::shared_ptr<Storage>> allocate_device(size_t bytes, Device device) {
+    if (!t_allocation_fence.empty())
+        return invalid_argument("device allocation of " + std::to_string(bytes) + " bytes on " +
+                                device.to_string() + " refused: " + t_allocation_fence);
     H3_ASSIGN_OR_RETURN(void* p, cuda::malloc_device(bytes, device.index));
     g_device_allocations.fetch_add(1);
     return std::shared_ptr<Storage>(std::make_shared<DeviceStorage>(p, bytes, device));

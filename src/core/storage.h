@@ -37,6 +37,18 @@ Result<std::shared_ptr<Storage>> allocate_host(size_t bytes);
 Result<std::shared_ptr<Storage>> allocate_pinned(size_t bytes);
 // Device memory on cuda:N (CUDA builds only). Not initialised.
 Result<std::shared_ptr<Storage>> allocate_device(size_t bytes, Device device);
+// While one is alive on a thread, allocate_device on that thread fails (ops/graph.h: recorded work must not
+// own device buffers, which would be freed while the recording still points at them). Nests.
+class DeviceAllocationFence {
+public:
+    explicit DeviceAllocationFence(std::string why);
+    ~DeviceAllocationFence();
+    DeviceAllocationFence(const DeviceAllocationFence&) = delete;
+    DeviceAllocationFence& operator=(const DeviceAllocationFence&) = delete;
+
+private:
+    std::string previous_;
+};
 Result<std::shared_ptr<Storage>> allocate(size_t bytes, Device device);
 
 // A read-only memory-mapped file. Views into it keep it alive.

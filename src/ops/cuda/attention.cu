@@ -215,6 +215,7 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
         std::string why;
         auto plan = cudnn_attention_plan(ctx, cudnn_key(q, k), why);
         if (plan) return cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale);
+        if (stream_recording(ctx)) return invalid_argument("attention: " + why); // not the fallback, recorded
         if (!g_warned.exchange(true))
             log_warning("attention: cuDNN fused attention unavailable (" + why +
                         "); using the slow fallback kernel");
@@ -235,7 +236,7 @@ Status attention_batched(const Context& ctx, const AttentionParams& p, const Ten
     std::string why;
     auto plan = cudnn_attention_plan(ctx, cudnn_key(q, k, p.batch), why);
     if (!plan) {
-        if (p.impl == AttentionImpl::kCudnn)
+        if (p.impl == AttentionImpl::kCudnn || stream_recording(ctx))
             return unimplemented("attention: cuDNN offers no batched fused attention plan: " + why);
         return ok_status();
     }

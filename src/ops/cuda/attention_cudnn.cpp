@@ -7,6 +7,7 @@
 // the descriptors give them as [B, H, S, D] with BSHD strides (b: S·H·D, h: D, s: H·D), so nothing is
 // transposed. Plans are cached per shape and dtype in the CudaContext.
 #include "ops/cuda/cuda_common.h"
+#include "ops/cuda/cuda_ops.h"
 
 #include <array>
 
@@ -308,6 +309,12 @@ const std::vector<std::shared_ptr<AttentionPlan>>&
 candidates_locked(const Context& ctx, AttentionCache& cache, const AttentionKey& key, std::string& why) {
     auto it = cache.candidates.find(key);
     if (it != cache.candidates.end()) return it->second;
+    static const std::vector<std::shared_ptr<AttentionPlan>> kNone;
+    if (cuda_impl::stream_recording(ctx)) { // plans are built unrecorded first (ops/graph.h); none cached now
+        why =
+            "the attention shape was first seen while recording a CUDA graph (run it once unrecorded first)";
+        return kNone;
+    }
     std::vector<std::shared_ptr<AttentionPlan>> all;
     std::string errors;
     for (Graph g : {Graph::kUnified, Graph::kComposite, Graph::kCompositeIoP}) {
@@ -344,6 +351,11 @@ std::shared_ptr<AttentionPlan> cudnn_attention_plan(const Context& ctx, const At
     std::lock_guard<std::mutex> lock(cache.mutex);
     auto it = cache.plans.find(key);
     if (it != cache.plans.end()) return it->second;
+    if (cuda_impl::stream_recording(ctx)) {
+        why =
+            "the attention shape was first seen while recording a CUDA graph (run it once unrecorded first)";
+        return nullptr;
+    }
     const auto& all = candidates_locked(ctx, cache, key, why);
     std::shared_ptr<AttentionPlan> result = all.empty() ? nullptr : all.front();
     if (result)

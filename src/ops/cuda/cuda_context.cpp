@@ -109,7 +109,18 @@ Result<void*> CudaContext::scratch(size_t bytes) {
     H3_TRY(cuda_status(cudaMalloc(&p, want), "cudaMalloc(scratch)"));
     scratch_ = p;
     scratch_bytes_ = want;
+    ++scratch_generation_;
     return p;
+}
+
+size_t CudaContext::scratch_capacity() const {
+    std::lock_guard<std::mutex> lock(scratch_mutex_);
+    return scratch_bytes_;
+}
+
+uint64_t CudaContext::scratch_generation() const {
+    std::lock_guard<std::mutex> lock(scratch_mutex_);
+    return scratch_generation_;
 }
 
 } // namespace h3::ops

@@ -51,6 +51,10 @@ public:
     // A device buffer of at least `bytes`, valid until the next call (ops on this context's stream only:
     // growing it synchronizes the stream first, so work already queued keeps its old buffer alive).
     Result<void*> scratch(size_t bytes);
+    // Counts the scratch buffer's replacements: recorded work (ops/graph.h) that used an older one must be
+    // recorded again.
+    uint64_t scratch_generation() const;
+    size_t scratch_capacity() const; // the bytes the scratch holds now (0 before its first use)
 
     cuda_detail::GemmCache& gemm_cache() { return *gemm_cache_; }
     cuda_detail::AttentionCache& attention_cache() { return *attention_cache_; }
@@ -76,7 +80,8 @@ private:
     size_t gemm_workspace_bytes_ = 0;
     void* scratch_ = nullptr;
     size_t scratch_bytes_ = 0;
-    std::mutex scratch_mutex_;
+    uint64_t scratch_generation_ = 0;
+    mutable std::mutex scratch_mutex_;
     int sm_count_ = 0;
     int cc_major_ = 0;
     bool gemm_autotune_ = true;

@@ -37,6 +37,8 @@
 #include "ops/ops.h"
 #include "ops/random.h"
 
+#include <functional>
+
 namespace h3::ops::cuda_impl {
 
 Status gemm(const Context& ctx, const GemmParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
@@ -136,5 +138,12 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
 Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor& v_pooled, Tensor& oc);
 Status vsa_gate_add(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,
                     const Tensor& gate, Tensor& o);
+
+// Recorded work (ops/graph.h): `exec` receives the cudaGraphExec_t, `nodes` its node count.
+Status graph_record(const Context& ctx, const std::function<Status()>& work, void*& exec, size_t& nodes);
+Status graph_launch(const Context& ctx, void* exec);
+void graph_destroy(void* exec);
+uint64_t graph_epoch(const Context& ctx);
+bool stream_recording(const Context& ctx);
 
 } // namespace h3::ops::cuda_impl

@@ -185,6 +185,14 @@ Status find_algo(const Context& ctx, const LtProblem& pr, const GemmKey& key, Lt
             return ok_status();
         }
     }
+    // A new problem is timed (events, a host wait): impossible while the stream records a CUDA graph. The
+    // recorder runs the work once eagerly first (ops/graph.h), so this only stops a recording that would
+    // otherwise cache an untimed choice.
+    if (cuda_impl::stream_recording(ctx))
+        return invalid_argument(
+            "gemm: the problem " + std::to_string(pr.m) + "x" + std::to_string(pr.n) + "x" +
+            std::to_string(pr.k) +
+            " was first seen while recording a CUDA graph (run it once unrecorded first)");
     H3_TRY(cublas_status(cublasLtMatmulPreferenceCreate(&d.pref), "PreferenceCreate"));
     uint64_t ws = ctx.cuda->gemm_workspace_bytes();
     H3_TRY(cublas_status(cublasLtMatmulPreferenceSetAttribute(
