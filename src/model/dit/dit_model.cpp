@@ -325,6 +325,7 @@ Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_b
     ws.h = ws.adaln_row = ws.final_row = ws.video_in = ws.audio_in = ws.video_out = ws.audio_out = ws.spare =
         ws.h_full = ws.h_gather = ws.y_full = Tensor();
     ws.scratch = DitScratch{};
+    ws.graphs = DitBlockGraphs{}; // recorded over the buffers just released
     ws.rows = S, ws.video_rows = Nv, ws.audio_rows = Na, ws.ffn_chunk_bytes = ffn_chunk_bytes;
     ws.lora_rank = lora_rank;
     ws.seq = seq, ws.tp = tp, ws.ring = ring, ws.sharded = sharded;
@@ -689,6 +690,7 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
                                         .parallel = group ? o.parallel : nullptr,
                                         .valid_rows = group ? shard.valid : -1};
         if (o.timer) H3_TRY(o.timer->start());
+        const bool recorded = block_graphs_apply(o, o.reuse_workspace && ws == state->workspace, group);
         for (int b = 0; b < c.num_layers; ++b) {
             if (o.schedule) {
                 H3_ASSIGN_OR_RETURN(int next, o.schedule->at_block(sctx, b, h));
@@ -698,7 +700,9 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
                 b = next;
             }
             if (is_cancelled(o)) return cancelled("DiT forward cancelled before block " + std::to_string(b));
-            H3_TRY(run_block(b, h, tables_in->blocks[static_cast<size_t>(b)], rows, o, scratch));
+            const Tensor& table = tables_in->blocks[static_cast<size_t>(b)];
+            H3_TRY(recorded ? run_block_recorded(b, h, table, rows, o, *ws)
+                            : run_block(b, h, table, rows, o, scratch));
             if (check) H3_TRY(check_finite(h, flags, b));
             if (o.schedule && b + 1 == c.num_layers) {
                 H3_ASSIGN_OR_RETURN(int end, o.schedule->at_block(sctx, c.num_layers, h));

@@ -9,6 +9,7 @@
 #include "core/tensor.h"
 #include "model/dit/dit_attention.h"
 #include "model/dit/dit_config.h"
+#include "model/dit/dit_graphs.h"
 #include "model/dit/dit_inputs.h"
 #include "model/dit/dit_parallel.h"
 #include "model/dit/dit_weights.h"
@@ -61,6 +62,9 @@ struct DitForwardOptions {
     // false: a workspace for this forward only (what every forward paid before; benches compare the two).
     bool reuse_workspace = true;
     PhaseTimer* timer = nullptr; // per-op device time of the blocks (bench dit --breakdown); null: none
+    // CUDA: replay each block's recorded ops with one launch from the workspace's second forward on
+    // (model/dit/dit_graphs.h says when a forward cannot); false: every op is launched from the host.
+    bool block_graphs = true;
 
     const LoraSet* lora = nullptr; // run-time adapters of this request (null: none); see model/lora/
     // This rank's place in a device group (model/dit/dit_parallel.h); null or inactive: one rank. The request
@@ -124,6 +128,7 @@ struct DitWorkspace {
     bool sharded = false;          // the sequence-parallel path (DitParallel::seq set)
     StagingBuffer rows_up, video_up, audio_up, video_down, audio_down;
     std::vector<int32_t> row_values; // host staging of the two row tables [2·S]
+    DitBlockGraphs graphs;           // the blocks' recordings (CUDA; model/dit/dit_graphs.h)
 };
 
 // What stays fixed for a whole request and is computed once (spec §13: lossless hoisting): the refined
@@ -253,6 +258,11 @@ private:
     Status linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8, Tensor& y) const;
     Status run_block_with(const DitBlockWeights& w, int index, Tensor& h, const Tensor& block_table,
                           const RowTables& rows, const DitForwardOptions& options, DitScratch& scratch) const;
+    // Whether this forward's blocks may run as recordings (dit_graphs.h lists what rules them out).
+    bool block_graphs_apply(const DitForwardOptions& options, bool own_workspace, bool group) const;
+    // run_block through the workspace's recording of block `index` (recorded on its second run).
+    Status run_block_recorded(int index, Tensor& h, const Tensor& block_table, const RowTables& rows,
+                              const DitForwardOptions& options, DitWorkspace& ws) const;
     Result<Tensor> upload(const Tensor& host) const;
     Result<Tensor> alloc(const Shape& shape, DType dtype) const;
     // fp16: flags[slot] = 1 when `x` holds an inf/NaN (read once at the end of a forward).

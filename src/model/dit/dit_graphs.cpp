@@ -1,0 +1,74 @@
+// The DiT's recorded blocks (dit_graphs.h): when a forward may use them, and one block's run through its
+// recording.
+#include "core/log.h"
+#include "model/dit/dit_model.h"
+
+#include <atomic>
+
+namespace h3::model {
+
+namespace {
+const void* ptr(const Tensor& t) {
+    return t.defined() ? t.data() : nullptr;
+}
+} // namespace
+
+bool DitModel::block_graphs_apply(const DitForwardOptions& o, bool own_workspace, bool group) const {
+    return o.block_graphs && ops::graphs_available(ctx_) && own_workspace && !group && !blocks_ && !o.timer &&
+           !o.hook.wants && !o.attention.is_vsa();
+}
+
+Status DitModel::run_block_recorded(int index, Tensor& h, const Tensor& table, const RowTables& rows,
+                                    const DitForwardOptions& o, DitWorkspace& ws) const {
+    DitBlockGraphs& g = ws.graphs;
+    if (g.blocks.size() != weights_.blocks.size()) g.blocks.resize(weights_.blocks.size());
+    DitBlockGraphs::Slot& slot = g.blocks[static_cast<size_t>(index)];
+    const DitBlockGraphKey key{.table = ptr(table),
+                               .lora = o.lora,
+                               .h = ptr(h),
+                               .cos = ptr(rows.cos),
+                               .adaln_row = ptr(rows.adaln_row),
+                               .rows = h.dim(0),
+                               .epoch = ops::graph_epoch(ctx_)};
+    if (!(slot.key == key)) {
+        slot = DitBlockGraphs::Slot{};
+        slot.key = key;
+    }
+    auto run = [&] { return run_block(index, h, table, rows, o, ws.scratch); };
+    if (slot.graph.defined()) {
+        H3_TRY(slot.graph.launch(ctx_));
+        ++g.launched;
+        return ok_status();
+    }
+    // The first run under a key is unrecorded: it times new GEMM shapes, builds attention plans and grows the
+    // scratch, none of which a recording may do.
+    if (slot.failed || slot.unrecorded_runs == 0) {
+        ++slot.unrecorded_runs;
+        return run();
+    }
+    auto rec = ops::StreamGraph::record(ctx_, run);
+    if (!rec.ok()) { // this block runs unrecorded under this key from now on; the forward goes on
+        slot.failed = true;
+        ++g.failed;
+        g.last_error = rec.status().message();
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            H3_LOG_WARN("DiT block {}: its ops could not be recorded as a CUDA graph ({}); it runs unrecorded",
+                        index, g.last_error);
+        return run();
+    }
+    if (ops::graph_epoch(ctx_) != key.epoch) { // the recording saw the scratch replaced: record again later
+        slot = DitBlockGraphs::Slot{};
+        slot.key = key;
+        slot.unrecorded_runs = 1;
+        return run();
+    }
+    slot.graph = std::move(*rec);
+    ++g.recorded;
+    g.nodes += slot.graph.nodes();
+    H3_TRY(slot.graph.launch(ctx_));
+    ++g.launched;
+    return ok_status();
+}
+
+} // namespace h3::model
