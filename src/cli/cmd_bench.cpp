@@ -1,5 +1,6 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
 //                     [--blocks N] [--device cuda] [--dtype bf16|fp32|fp16] [--precision fp8] [--iters K]
+//                     [--block-graphs]
 //                     [--json]
 //                     [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
 //                     [--host-pinning on|off] [--gpu-memory-budget SIZE]
@@ -52,6 +53,7 @@ struct BenchOptions {
     std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16", precision;
     int frames = 124, text = 537, blocks = 4, iters = 2;
     bool random_weights = false, json = false;
+    bool block_graphs = false;      // also time the forward with recorded blocks (CUDA graphs)
     int64_t lora_rank = 0;          // > 0: also time random rank-R adapters on q/k/v/out/FFN of every block
     std::string lora_mode = "both"; // runtime | merged | both
     std::string attention = "dense";
@@ -256,15 +258,33 @@ int run_bench(const BenchOptions& o) {
     // The whole (truncated) forward over a request state: embeddings, the blocks, final norm and heads. The
     // workspace reused (no device allocation per forward) against a fresh one per forward (what every
     // forward paid before), device-resident outputs against host copies.
+    // --block-graphs: the device-output forward with every op launched from the host against the same forward
+    // replaying each block's recording (model/dit/dit_graphs.h), both the mean of --iters forwards.
     struct ForwardRun {
         std::string name;
-        bool reuse, on_device;
+        bool reuse = false, on_device = false;
+        bool recorded = false; // block recordings (the others launch every op from the host)
+        int timed = 1;         // forwards timed (the mean is reported)
         double seconds = 0;
         uint64_t allocations = 0;
+        uint64_t recordings = 0, launches = 0, failures = 0;
+        size_t nodes = 0;
+        std::string record_error;
     };
-    std::vector<ForwardRun> forwards = {{"fresh_workspace_host_outputs", false, false},
-                                        {"workspace_host_outputs", true, false},
-                                        {"workspace_device_outputs", true, true}};
+    auto forward_run = [](const char* name, bool reuse, bool on_device) {
+        ForwardRun r;
+        r.name = name, r.reuse = reuse, r.on_device = on_device;
+        return r;
+    };
+    std::vector<ForwardRun> forwards = {forward_run("fresh_workspace_host_outputs", false, false),
+                                        forward_run("workspace_host_outputs", true, false),
+                                        forward_run("workspace_device_outputs", true, true)};
+    if (o.block_graphs) {
+        forwards.back().timed = o.iters;
+        forwards.push_back(forward_run("workspace_device_outputs_recorded", true, true));
+        forwards.back().recorded = true;
+        forwards.back().timed = o.iters;
+    }
     {
         model::DitForwardOptions gfo = fo;
         gfo.parallel = group_dit; // --sp 1: the group's code path on one rank
@@ -274,16 +294,27 @@ int run_bench(const BenchOptions& o) {
             model::DitForwardOptions ffo = gfo;
             ffo.reuse_workspace = fr.reuse;
             ffo.outputs_on_device = fr.on_device;
-            auto warm = dit.forward(packed, &*tables, ffo, &*state); // sizes the workspace, tunes, plans
-            if (!warm.ok()) return report(warm.status());
-            if (auto s2 = (*session)->synchronize(); !s2.ok()) return report(s2);
+            ffo.block_graphs = fr.recorded;
+            // Warm-up: sizes the workspace, tunes, plans; recorded blocks are recorded at their second run.
+            for (int w = 0; w < (fr.recorded ? 2 : 1); ++w) {
+                auto warm = dit.forward(packed, &*tables, ffo, &*state);
+                if (!warm.ok()) return report(warm.status());
+                if (auto s2 = (*session)->synchronize(); !s2.ok()) return report(s2);
+            }
             const uint64_t a0 = device_memory_stats().allocations;
             const auto tf = Clock::now();
-            auto out = dit.forward(packed, &*tables, ffo, &*state);
-            if (!out.ok()) return report(out.status());
+            for (int i = 0; i < fr.timed; ++i) {
+                auto out = dit.forward(packed, &*tables, ffo, &*state);
+                if (!out.ok()) return report(out.status());
+            }
             if (auto s2 = (*session)->synchronize(); !s2.ok()) return report(s2);
-            fr.seconds = std::chrono::duration<double>(Clock::now() - tf).count();
-            fr.allocations = device_memory_stats().allocations - a0;
+            fr.seconds = std::chrono::duration<double>(Clock::now() - tf).count() / fr.timed;
+            fr.allocations = (device_memory_stats().allocations - a0) / static_cast<uint64_t>(fr.timed);
+            if (fr.recorded && state->workspace) {
+                const model::DitBlockGraphs& g = state->workspace->graphs;
+                fr.recordings = g.recorded, fr.launches = g.launched, fr.failures = g.failed;
+                fr.nodes = g.nodes, fr.record_error = g.last_error;
+            }
         }
     }
     // Attention alone on the same shape.
@@ -382,8 +413,15 @@ int run_bench(const BenchOptions& o) {
     j["gemm_seconds_per_block"] = gemm_s;
     j["gemm_tflops"] = gemm_s > 0 ? gemm_flops / gemm_s / 1e12 : 0.0;
     nlohmann::json fj = nlohmann::json::object();
-    for (const ForwardRun& fr : forwards)
-        fj[fr.name] = {{"seconds", fr.seconds}, {"device_allocations", fr.allocations}};
+    for (const ForwardRun& fr : forwards) {
+        fj[fr.name] = {{"seconds", fr.seconds}, {"device_allocations", fr.allocations}, {"timed", fr.timed}};
+        if (fr.recorded)
+            fj[fr.name].update({{"block_recordings", fr.recordings},
+                                {"recording_launches", fr.launches},
+                                {"recording_failures", fr.failures},
+                                {"recorded_nodes", fr.nodes},
+                                {"recording_error", fr.record_error}});
+    }
     j["forward_blocks"] = blocks;
     j["forward"] = fj;
     // Which code path the forwards took: "plain", or the one-rank group's ("ulysses", "ring",
@@ -442,10 +480,17 @@ int run_bench(const BenchOptions& o) {
             dit.block_source() ? timed_stats.summary().c_str() : "resident");
         for (const auto& [name, secs] : phases)
             std::printf("  %-16s %.5f s/block\n", name.c_str(), secs / blocks);
-        for (const ForwardRun& fr : forwards)
-            std::printf("  forward (%d blocks, %s path) %-30s %.4f s, %llu device allocations\n", blocks,
-                        j["forward_path"].get<std::string>().c_str(), fr.name.c_str(), fr.seconds,
-                        static_cast<unsigned long long>(fr.allocations));
+        for (const ForwardRun& fr : forwards) {
+            std::printf("  forward (%d blocks, %s path) %-34s %.5f s (mean of %d), %llu device allocations",
+                        blocks, j["forward_path"].get<std::string>().c_str(), fr.name.c_str(), fr.seconds,
+                        fr.timed, static_cast<unsigned long long>(fr.allocations));
+            if (fr.recorded)
+                std::printf("; %llu blocks recorded (%zu operations), %llu recording failures%s%s",
+                            static_cast<unsigned long long>(fr.recordings), fr.nodes,
+                            static_cast<unsigned long long>(fr.failures), fr.record_error.empty() ? "" : ": ",
+                            fr.record_error.c_str());
+            std::printf("\n");
+        }
         if (j.contains("lora")) std::printf("LoRA: %s\n", j["lora"].dump().c_str());
         if (vsa_tiles) {
             std::printf("attention %s: %lld tiles (%lld prefix, %lld video); dense attention %.4f s\n",
@@ -739,6 +784,10 @@ Command make_bench_command() {
         dit->add_option("--text", o->text, "conditioner rows")->capture_default_str();
         dit->add_option("--blocks", o->blocks, "blocks to instantiate and time")->capture_default_str();
         dit->add_option("--iters", o->iters, "timed passes over the blocks")->capture_default_str();
+        dit->add_flag(
+            "--block-graphs", o->block_graphs,
+            "also time --iters forwards replaying each block's CUDA graph against --iters with every "
+            "op launched from the host");
         dit->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
         dit->add_option("--dtype", o->dtype, "bf16 | fp32 | fp16")
             ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))
