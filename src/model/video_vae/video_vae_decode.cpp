@@ -3,11 +3,11 @@
 #include "core/cuda_api.h"
 #include "core/staging.h"
 #include "core/storage.h"
+#include "model/video_vae/vae_profile.h"
 #include "model/video_vae/video_vae.h"
 #include "ops/ops.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -63,36 +63,8 @@ void rope_tables(const VideoVaeConfig& c, int64_t t, int64_t h, int64_t w, int64
     }
 }
 
-// H3_VAE_PROFILE=1: wall time per phase (each mark synchronizes the stream, so the phases add up exactly
-// but the decode runs a little slower), printed to stderr at the end of decode_video_sample.
-struct Profile {
-    bool on = std::getenv("H3_VAE_PROFILE") != nullptr;
-    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
-    std::map<std::string, double> seconds;
-};
-
-Profile& profile() {
-    static Profile p;
-    return p;
-}
-
 void mark(const ops::Context& ctx, const char* phase) {
-    Profile& p = profile();
-    if (!p.on) return;
-    if (!ctx.device.is_cpu()) (void)cuda::stream_synchronize(ctx.stream());
-    const auto now = std::chrono::steady_clock::now();
-    if (phase) p.seconds[phase] += std::chrono::duration<double>(now - p.last).count();
-    p.last = now;
-}
-
-void print_profile() {
-    Profile& p = profile();
-    if (!p.on) return;
-    double total = 0.0;
-    for (const auto& [k, v] : p.seconds) total += v;
-    for (const auto& [k, v] : p.seconds) std::fprintf(stderr, "vae profile %-16s %8.3f s\n", k.c_str(), v);
-    std::fprintf(stderr, "vae profile %-16s %8.3f s\n", "(sum)", total);
-    p.seconds.clear();
+    vae_profile::mark(ctx, phase);
 }
 
 } // namespace
@@ -582,7 +554,7 @@ Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae,
         H3_ASSIGN_OR_RETURN(host, download_chunked(out, ctx.stream()));
     }
     mark(ctx, "download");
-    print_profile();
+    vae_profile::print("decode");
     return host;
 }
 

@@ -4,6 +4,7 @@
 #include "core/staging.h"
 #include "core/torch_generator.h"
 #include "io/checkpoint.h"
+#include "model/video_vae/vae_profile.h"
 #include "model/video_vae/video_vae_encoder.h"
 #include "ops/ops.h"
 
@@ -83,7 +84,13 @@ Result<Tensor> run_conv(const ops::Context& ctx, BufferPool& pool, const VaeConv
         return invalid_argument("video VAE encoder: input " + x.describe() +
                                 " is too small for the convolution " + conv.w.describe());
     H3_ASSIGN_OR_RETURN(Tensor y, pool.take(out, DType::kF32));
+    if (vae_profile::on()) vae_profile::mark(ctx, "enc other");
     H3_TRY(ops::conv3d(ctx, p, x, conv.w, conv.b, y));
+    if (vae_profile::on()) // by shape: kernel taps, channels in → out, the output's frames × H × W
+        vae_profile::mark(ctx, "enc conv k" + std::to_string(conv.w.dim(2)) + std::to_string(conv.w.dim(3)) +
+                                   " " + std::to_string(conv.w.dim(1)) + ">" + std::to_string(conv.w.dim(0)) +
+                                   (p.stride_h > 1 ? " s2 " : " ") + std::to_string(out[2]) + "x" +
+                                   std::to_string(out[3]) + "x" + std::to_string(out[4]));
     return y;
 }
 
@@ -96,9 +103,11 @@ ops::Conv3dParams causal3(ops::PadMode mode) {
 Result<Tensor> norm_silu(const ops::Context& ctx, BufferPool& pool, const VideoVaeConfig& c,
                          const VaeGroupNormWeights& n, const Tensor& x) {
     H3_ASSIGN_OR_RETURN(Tensor y, pool.take(x.shape(), DType::kF32));
+    vae_profile::mark(ctx, "enc other");
     H3_TRY(ops::group_norm(
         ctx, {.groups = c.norm_num_groups, .eps = static_cast<float>(c.encoder_norm_eps), .silu = true}, x,
         n.w, n.b, y));
+    vae_profile::mark(ctx, "enc group_norm+silu");
     return y;
 }
 
@@ -110,9 +119,11 @@ Result<Tensor> resnet(const ops::Context& ctx, BufferPool& pool, const VideoVaeC
         H3_ASSIGN_OR_RETURN(Tensor t, norm_silu(ctx, pool, c, r.norm1, x));
         H3_ASSIGN_OR_RETURN(h, run_conv(ctx, pool, r.conv1, causal3(mode), t));
     }
+    vae_profile::mark(ctx, "enc other");
     H3_TRY(ops::group_norm(
         ctx, {.groups = c.norm_num_groups, .eps = static_cast<float>(c.encoder_norm_eps), .silu = true}, h,
         r.norm2.w, r.norm2.b, h));
+    vae_profile::mark(ctx, "enc group_norm+silu");
     H3_ASSIGN_OR_RETURN(Tensor out, run_conv(ctx, pool, r.conv2, causal3(mode), h));
     h = Tensor();
     if (r.shortcut.w.defined()) {
@@ -121,6 +132,7 @@ Result<Tensor> resnet(const ops::Context& ctx, BufferPool& pool, const VideoVaeC
     } else {
         H3_TRY(ops::add(ctx, x, out, out));
     }
+    vae_profile::mark(ctx, "enc residual add");
     return out;
 }
 
@@ -327,6 +339,7 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
     if (x.rank() != 4 || x.dim(0) != c.in_channels || x.dtype() != DType::kF32 || !x.device().is_cpu())
         return invalid_argument("encode_clip_moments: x must be host f32 [" + std::to_string(c.in_channels) +
                                 ", T, H, W], got " + x.describe());
+    vae_profile::mark(ctx, nullptr);
     H3_ASSIGN_OR_RETURN(Tensor xc, x.contiguous());
     const int64_t ch = xc.dim(0), t = xc.dim(1), height = xc.dim(2), width = xc.dim(3);
     if (opt.cancel && opt.cancel->load()) return cancelled("video encode cancelled");
@@ -365,7 +378,9 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
                                     (cf * height + batch[static_cast<size_t>(b)].y0 + r) * width +
                                     batch[static_cast<size_t>(b)].x0,
                                 static_cast<size_t>(tw) * sizeof(float));
+        vae_profile::mark(ctx, "enc host tile cut");
         H3_ASSIGN_OR_RETURN(Tensor m, encode_moments_on_device(ctx, enc, in, opt.cancel, &staging));
+        vae_profile::mark(ctx, "enc other");
         for (int64_t b = 0; b < nb; ++b) {
             const Pending& pd = batch[static_cast<size_t>(b)];
             tiles[pd.i][pd.j] = m.slice(0, b, b + 1).view({m.dim(1), m.dim(2), m.dim(3), m.dim(4)});
@@ -390,7 +405,10 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
     for (int& o : ox) o /= ratio;
     H3_ASSIGN_OR_RETURN(Tensor stitched, stitch_tiles(ctx, tiles, oy, ox));
     H3_TRY(staging.wait()); // the last upload out of the page-locked buffer has landed
-    return to_host(ctx, stitched);
+    vae_profile::mark(ctx, "enc stitch");
+    auto host = to_host(ctx, stitched);
+    vae_profile::mark(ctx, "enc download");
+    return host;
 }
 
 VideoPosterior posterior_from_moments(const Tensor& m) {
@@ -443,6 +461,7 @@ Result<VideoPosterior> encode_video(const ops::Context& ctx, const VideoVaeEncod
         total += m.dim(1);
         parts.push_back(std::move(m));
     }
+    vae_profile::print("encode"); // the clips' phases summed
     const int64_t keep = total - c.token_drop;
     if (keep < 1)
         return invalid_argument("encode_video: " + std::to_string(f) +
