@@ -13,9 +13,10 @@ set -u
 STAGE=${H3_STAGE:-all}
 # final: the tests stage, then short versions of the benches a session reports (see the end of this file);
 # reports: those benches alone (builds only h3-engine)
-# speed (issue #19): the new kernels' op tests and the VAE decode / reference encode benches first, then the
-# tests stage, then the DiT / attention / fp8 benches (ordered by what the issue needs most, so a call that runs
-# out of time loses the tail)
+# speed (issue #19): the new kernels' op tests, the recorded-block benches and the VAE decode / reference
+# encode benches first, then the tests stage, then the DiT / attention / fp8 benches (ordered by what the issue
+# needs most, so a call that runs out of time loses the tail); speed_dit: that tail alone (builds h3-engine),
+# first the 50-grid-point t2va request (up to H3_SPEED_REQUEST_LIMIT=420 s into the call), then that tail
 in_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ] ||
   { { [ "$STAGE" = final ] || [ "$STAGE" = speed ]; } && [ "$1" = tests ]; }; }
 OUT=${OUT:-/tmp/h3-device-out}
@@ -86,22 +87,35 @@ for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner
 [ "$STAGE" = focus ] && TARGETS="h3-engine test_ops"
 [ "$STAGE" = budget ] && TARGETS="h3-engine"
 [ "$STAGE" = reports ] && TARGETS="h3-engine"
+[ "$STAGE" = speed_dit ] && TARGETS="h3-engine test_ops"
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"
 grep -E "FFmpeg|HTTP server|image codecs" "$OUT/cmake.log"
 T=./build-gpu/tests
 H3=./build-gpu/src/cli/h3-engine
-if [ "$STAGE" = speed ]; then
+if [ "$STAGE" = speed ] || [ "$STAGE" = speed_dit ]; then
   nvidia-smi dmon -s pc -d 2 > "$OUT/dmon.txt" 2>&1 &
   DMON_PID=$!
+fi
+if [ "$STAGE" = speed ]; then
   echo "== speed: the new kernels against the CPU reference"
-  timeout 120 $T/test_ops --backend cuda --gtest_filter='Ops.Attention*:Ops.DownloadChunked' > "$OUT/speed_ops.log" 2>&1
+  timeout 120 $T/test_ops --backend cuda --gtest_filter='Ops.Attention*:Ops.DownloadChunked:Ops.StreamGraph*' > "$OUT/speed_ops.log" 2>&1
   echo "test_ops attention/download rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_ops.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \]' "$OUT/speed_ops.log" | head
   timeout 200 $T/test_ops_conv --backend cuda > "$OUT/speed_conv.log" 2>&1
   echo "test_ops_conv rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_conv.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \]|conv3d case' "$OUT/speed_conv.log" | head -40
+  echo "== speed: recorded DiT blocks (CUDA graphs) against every op from the host, small shapes"
+  timeout 150 $T/test_dit --gtest_filter='DitCuda.RecordedBlocks*' > "$OUT/speed_graphs_test.log" 2>&1
+  echo "test_dit RecordedBlocks rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/speed_graphs_test.log" | tr '\n' ' ')"
+  for shape in "demo:--config models/h3-demo/transformer/config.json --size 128x64 --frames 107 --text 64 --blocks 4 --iters 50" \
+               "full_256:--size 256x256 --frames 22 --text 128 --blocks 8 --iters 10" \
+               "full_512:--size 512x512 --frames 22 --text 256 --blocks 8 --iters 5"; do
+    tag=${shape%%:*}
+    timeout 120 $H3 bench dit --random-weights ${shape#*:} --block-graphs > "$OUT/speed_graphs_$tag.txt" 2>&1
+    echo "bench dit --block-graphs $tag rc=$?"; grep -E "DiT bench|forward \(" "$OUT/speed_graphs_$tag.txt" | tail -5
+  done
   echo "== speed: bench vae (5 s 1344x768 decode), plain and with H3_VAE_PROFILE=1"
   timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae.json" 2> "$OUT/speed_vae.err"
   echo "bench vae rc=$?"
@@ -119,6 +133,10 @@ if [ "$STAGE" = speed ]; then
       > "$OUT/speed_ref22_$impl.json" 2> "$OUT/speed_ref22_$impl.err"
     echo "H3_CONV3D=$impl rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_ref22_$impl.json')); print(j['conv3d'], round(j['clip_encode_seconds'], 3), 's, peak', round(j['clip_peak_gib'], 2), 'GiB')" 2>&1 | tail -1)"
   done
+  echo "== speed: the reference encoder's phases (H3_VAE_PROFILE=1, 22-frame clip, default path)"
+  H3_VAE_PROFILE=1 timeout 100 $H3 bench vae --reference --random-weights --frames 22 --json \
+    > "$OUT/speed_ref22_prof.json" 2> "$OUT/speed_ref22_prof.err"
+  echo "rc=$?"; grep "vae profile encode" "$OUT/speed_ref22_prof.err" | head -60
   timeout 60 $H3 bench vae --encode --random-weights --json > "$OUT/speed_encode.json" 2> "$OUT/speed_encode.err"
   echo "bench vae --encode (one 1344x768 keyframe) rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_encode.json')); print({k: v for k, v in j.items() if not isinstance(v, (list, dict))})" 2>&1 | tail -1)"
 fi
@@ -466,7 +484,18 @@ echo "bench vae --reference rc=$?"; cat "$OUT/bench_vae_ref.json"
 fi
 if [ "$STAGE" = speed ] && [ "$SECONDS" -gt "${H3_SPEED_TAIL_AFTER:-470}" ]; then
   echo "== speed: DiT / attention / fp8 benches skipped (${SECONDS} s used; the call's limit is near)"
-elif [ "$STAGE" = speed ]; then
+elif [ "$STAGE" = speed ] || [ "$STAGE" = speed_dit ]; then
+  if [ "$STAGE" = speed_dit ]; then # first: the one measure no other stage of this call gives
+    timeout 60 $T/test_ops --backend cuda --gtest_filter='Ops.StreamGraph*' > "$OUT/speed_graph_op.log" 2>&1
+    echo "test_ops StreamGraph rc=$?"; grep -E -B3 -A3 'Failure|FAILED|PASSED' "$OUT/speed_graph_op.log" | head -40
+    echo "== speed: a 50-grid-point t2va at 1344x768x124 through the Generator (random full-width weights)"
+    H3_REQUEST_STEPS="50" H3_REQUEST_TIMEOUT=$((${H3_SPEED_REQUEST_LIMIT:-420} - SECONDS)) H3=$H3 \
+      bash scripts/device_bench_request.sh
+  fi
+  if [ "$STAGE" = speed_dit ] && [ "$SECONDS" -gt "${H3_SPEED_TAIL_AFTER:-380}" ]; then
+    echo "== speed: DiT / attention / fp8 benches skipped (${SECONDS} s used)"; H3_SKIP_TAIL=1
+  fi
+  if [ -z "${H3_SKIP_TAIL:-}" ]; then
   echo "== speed: bench attention at 38,247 and 104,503 rows (every bf16 candidate and the fp8 kernel)"
   timeout 200 $H3 bench attention --seq 38247 104503 --fp8 > "$OUT/speed_attn.txt" 2>&1
   echo "bench attention rc=$?"; tail -32 "$OUT/speed_attn.txt"
@@ -481,6 +510,7 @@ elif [ "$STAGE" = speed ]; then
   echo "== speed: bench fp8 (one 50-block full-width forward, fp8 vs bf16 velocity)"
   timeout 200 $H3 bench fp8 --random-weights --json > "$OUT/speed_fp8.json" 2> "$OUT/speed_fp8.err"
   echo "bench fp8 rc=$?"; head -40 "$OUT/speed_fp8.json"
+  fi
   kill "$DMON_PID" 2>/dev/null
   echo "clocks/power (dmon, first and last samples):"; head -4 "$OUT/dmon.txt"; tail -3 "$OUT/dmon.txt"
 fi
