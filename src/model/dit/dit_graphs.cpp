@@ -53,8 +53,9 @@ Status DitModel::run_block_recorded(int index, Tensor& h, const Tensor& table, c
         g.last_error = rec.status().message();
         static std::atomic<bool> warned{false};
         if (!warned.exchange(true))
-            H3_LOG_WARN("DiT block {}: its ops could not be recorded as a CUDA graph ({}); it runs unrecorded",
-                        index, g.last_error);
+            H3_LOG_WARN(
+                "DiT block {}: its ops could not be recorded as a CUDA graph ({}); it runs unrecorded", index,
+                g.last_error);
         return run();
     }
     if (ops::graph_epoch(ctx_) != key.epoch) { // the recording saw the scratch replaced: record again later

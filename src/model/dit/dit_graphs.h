@@ -18,10 +18,10 @@ namespace h3::model {
 
 // What a block's recording was made over: any change means it must be recorded again.
 struct DitBlockGraphKey {
-    const void* table = nullptr;  // the block's AdaLN table rows
-    const void* lora = nullptr;   // the run-time adapters (LoraSet)
-    const void* h = nullptr;      // the residual stream
-    const void* cos = nullptr;    // RoPE tables
+    const void* table = nullptr; // the block's AdaLN table rows
+    const void* lora = nullptr;  // the run-time adapters (LoraSet)
+    const void* h = nullptr;     // the residual stream
+    const void* cos = nullptr;   // RoPE tables
     const void* adaln_row = nullptr;
     int64_t rows = 0;
     uint64_t epoch = 0; // ops::graph_epoch

@@ -51,7 +51,8 @@ void print(const char* label) {
     std::lock_guard<std::mutex> lock(s.mutex);
     double total = 0.0;
     for (const auto& [k, v] : s.seconds) total += v;
-    for (const auto& [k, v] : s.seconds) std::fprintf(stderr, "vae profile %s %-28s %8.3f s\n", label, k.c_str(), v);
+    for (const auto& [k, v] : s.seconds)
+        std::fprintf(stderr, "vae profile %s %-28s %8.3f s\n", label, k.c_str(), v);
     std::fprintf(stderr, "vae profile %s %-28s %8.3f s\n", label, "(sum)", total);
     s.seconds.clear();
 }

@@ -24,9 +24,11 @@ uint64_t graph_epoch(const Context& ctx) {
 Status graph_record(const Context& ctx, const std::function<Status()>& work, void*& exec, size_t& nodes) {
     cudaStream_t s = stream_of(ctx);
     if (stream_recording(ctx))
-        return invalid_argument("StreamGraph::record: the stream is already recording (recordings do not nest)");
+        return invalid_argument(
+            "StreamGraph::record: the stream is already recording (recordings do not nest)");
     H3_TRY(cuda_status(cudaSetDevice(ctx.cuda->device()), "cudaSetDevice"));
-    H3_TRY(cuda_status(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"));
+    H3_TRY(
+        cuda_status(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"));
     Status worked;
     {
         const DeviceAllocationFence fence("the thread is recording a CUDA graph (recorded work must not own "
@@ -56,7 +58,8 @@ Status graph_record(const Context& ctx, const std::function<Status()>& work, voi
 }
 
 Status graph_launch(const Context& ctx, void* exec) {
-    return cuda_status(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), stream_of(ctx)), "cudaGraphLaunch");
+    return cuda_status(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), stream_of(ctx)),
+                       "cudaGraphLaunch");
 }
 
 void graph_destroy(void* exec) {
