@@ -304,15 +304,18 @@ Status build_plans(const Context& ctx, Graph g, cudnnBackendHeurMode_t mode, con
     return out.empty() ? last : ok_status();
 }
 
+// Plans are built unrecorded first (ops/graph.h): a shape seen first under a recording gets none.
+constexpr const char* kFirstSeenRecording =
+    "the attention shape was first seen while recording a CUDA graph (run it once unrecorded first)";
+
 // All distinct plans for `key` (graphs in order, heuristics A then B then fallback), cached.
 const std::vector<std::shared_ptr<AttentionPlan>>&
 candidates_locked(const Context& ctx, AttentionCache& cache, const AttentionKey& key, std::string& why) {
     auto it = cache.candidates.find(key);
     if (it != cache.candidates.end()) return it->second;
     static const std::vector<std::shared_ptr<AttentionPlan>> kNone;
-    if (cuda_impl::stream_recording(ctx)) { // plans are built unrecorded first (ops/graph.h); none cached now
-        why =
-            "the attention shape was first seen while recording a CUDA graph (run it once unrecorded first)";
+    if (cuda_impl::stream_recording(ctx)) {
+        why = kFirstSeenRecording;
         return kNone;
     }
     std::vector<std::shared_ptr<AttentionPlan>> all;
@@ -352,8 +355,7 @@ std::shared_ptr<AttentionPlan> cudnn_attention_plan(const Context& ctx, const At
     auto it = cache.plans.find(key);
     if (it != cache.plans.end()) return it->second;
     if (cuda_impl::stream_recording(ctx)) {
-        why =
-            "the attention shape was first seen while recording a CUDA graph (run it once unrecorded first)";
+        why = kFirstSeenRecording;
         return nullptr;
     }
     const auto& all = candidates_locked(ctx, cache, key, why);

@@ -185,9 +185,9 @@ Status find_algo(const Context& ctx, const LtProblem& pr, const GemmKey& key, Lt
             return ok_status();
         }
     }
-    // A new problem is timed (events, a host wait): impossible while the stream records a CUDA graph. The
-    // recorder runs the work once eagerly first (ops/graph.h), so this only stops a recording that would
-    // otherwise cache an untimed choice.
+    // A new problem is timed (events, a host wait): impossible while the stream records a CUDA graph. Work
+    // that records runs once unrecorded first (the DiT: dit_graphs.cpp), so this only stops a recording
+    // that would otherwise cache an untimed choice.
     if (cuda_impl::stream_recording(ctx))
         return invalid_argument(
             "gemm: the problem " + std::to_string(pr.m) + "x" + std::to_string(pr.n) + "x" +
