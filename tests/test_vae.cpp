@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -210,6 +211,46 @@ TEST(VideoVae, Rgb8RoundsHalfToEvenAsNumpy) {
                 << "channel " << ch << " half " << want[ch][i];
 }
 
+// decode_video_frames (what a request runs: the frames made where the sample was assembled, then one u8
+// download) equals sample_to_rgb8(decode_video_sample) byte for byte: tiled and chunked with 2 × 2 tiles
+// per clip, untiled, with host assembly, and on the golden tiny decoder. The CUDA pair is
+// VaeCuda.FramesEqualSampleToRgb8.
+TEST(VideoVae, DecodeVideoFramesEqualsSampleToRgb8) {
+    const VideoVaeConfig config = tiny_video_vae_config({});
+    auto vae = random_video_vae(ops::Context::cpu(), config, DType::kF32, 23);
+    ASSERT_TRUE(vae.ok()) << vae.status().to_string();
+    Tensor lat = Tensor::host(Shape{1, config.latent_channels, 12, 3, 5}, DType::kF32);
+    ASSERT_TRUE(ops::fill_uniform(ops::Context::cpu(), {.seed = 41, .bound = 2.0f}, lat).ok());
+    auto expect_same = [&](const VideoVae& v, const Tensor& latents, const VideoDecodeOptions& o,
+                           const std::string& what) {
+        auto sample = decode_video_sample(ops::Context::cpu(), v, latents, o);
+        ASSERT_TRUE(sample.ok()) << what << ": " << sample.status().to_string();
+        auto frames = decode_video_frames(ops::Context::cpu(), v, latents, o);
+        ASSERT_TRUE(frames.ok()) << what << ": " << frames.status().to_string();
+        const Tensor want = sample_to_rgb8(*sample);
+        ASSERT_EQ(frames->shape(), want.shape()) << what;
+        EXPECT_EQ(frames->dtype(), DType::kU8) << what;
+        EXPECT_TRUE(frames->device().is_cpu()) << what;
+        EXPECT_EQ(std::memcmp(frames->data(), want.data(), want.nbytes()), 0) << what;
+        // a clamp was reached: the comparison covers more than mid-range values (tests/test_ops_frames.cpp
+        // covers both clamps, ties and special values value by value)
+        const uint8_t* d = frames->data_as<const uint8_t>();
+        const int64_t n = frames->numel();
+        EXPECT_TRUE(std::find(d, d + n, uint8_t{0}) != d + n || std::find(d, d + n, uint8_t{255}) != d + n)
+            << what;
+    };
+    expect_same(*vae, lat, {.tile = 32, .min_overlap = 16}, "tiled, chunked");
+    expect_same(*vae, lat, {.tiling = false}, "untiled");
+    expect_same(*vae, lat, {.tile = 32, .min_overlap = 16, .assemble_on_host = true},
+                "assembled on the host");
+    auto golden_vae = load_video_vae(data("video"), Device::cpu());
+    ASSERT_TRUE(golden_vae.ok()) << golden_vae.status().to_string();
+    expect_same(*golden_vae, golden("video_io.safetensors", "latents"), {.tile = 16, .min_overlap = 4},
+                "golden tiny decoder");
+    Tensor few = Tensor::host(Shape{1, 24, 2, 2, 2}, DType::kF32);
+    EXPECT_FALSE(decode_video_frames(ops::Context::cpu(), *golden_vae, few).ok()) << "2 latent frames";
+}
+
 TEST(VideoVae, RejectsBadCheckpointsAndInputs) {
     const fs::path tmp = fs::path(H3_BINARY_DIR) / "test_vae_bad";
     fs::remove_all(tmp);
@@ -353,6 +394,32 @@ TEST(VaeCuda, DecodersMatchGoldens) {
                                       {.tile = 16, .min_overlap = 4});
     ASSERT_TRUE(sample.ok()) << sample.status().to_string();
     expect_close(*sample, golden("video_io.safetensors", "sample"), 2e-3, 0.0, "CUDA tiled sample");
+}
+
+// On the device: decode_video_frames (frames made by the CUDA sample_to_rgb8, u8 download) equals the CPU
+// conversion of the downloaded sample byte for byte; with host assembly too. A first decode warms the GEMM
+// autotuner so both decodes run the same kernels.
+TEST(VaeCuda, FramesEqualSampleToRgb8) {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    auto session = cli::DeviceSession::open("cuda");
+    ASSERT_TRUE(session.ok()) << session.status().to_string();
+    const ops::Context& ctx = (*session)->context();
+    auto vvae = load_video_vae(data("video"), ctx.device);
+    ASSERT_TRUE(vvae.ok()) << vvae.status().to_string();
+    const Tensor lat = golden("video_io.safetensors", "latents");
+    for (bool on_host : {false, true}) {
+        SCOPED_TRACE(on_host ? "assembled on the host" : "assembled on the device");
+        const VideoDecodeOptions o{.tile = 16, .min_overlap = 4, .assemble_on_host = on_host};
+        ASSERT_TRUE(decode_video_sample(ctx, *vvae, lat, o).ok()); // warm-up
+        auto sample = decode_video_sample(ctx, *vvae, lat, o);
+        ASSERT_TRUE(sample.ok()) << sample.status().to_string();
+        auto frames = decode_video_frames(ctx, *vvae, lat, o);
+        ASSERT_TRUE(frames.ok()) << frames.status().to_string();
+        ASSERT_TRUE(frames->device().is_cpu());
+        const Tensor want = sample_to_rgb8(*sample);
+        ASSERT_EQ(frames->shape(), want.shape());
+        EXPECT_EQ(std::memcmp(frames->data(), want.data(), want.nbytes()), 0);
+    }
 }
 
 // H3_VAE_BENCH=1: official-size decoders with random weights on the device, timed (not a golden check).

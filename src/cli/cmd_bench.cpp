@@ -98,8 +98,8 @@ Result<double> h2d_seconds(const ops::Context& ctx, size_t bytes, bool pinned) {
 bool gemm_autotune(const ops::Context& ctx) {
     return ctx.is_cuda() && ctx.cuda && ctx.cuda->gemm_autotune();
 }
-// The conv3d choice (H3_CONV3D): igemm16 | tf32 | cudnn. Under --exact-fp32 (tf32 false in the report) all
-// but cudnn run the fp32 FMA kernel; igemm16 below sm_80 runs the built-in kernels.
+// The conv3d choice (H3_CONV3D): auto | igemm16 | wgmma | tf32 | cudnn. Under --exact-fp32 (tf32 false in the
+// report) all but cudnn run the fp32 FMA kernel; igemm16 below sm_80 runs the built-in kernels.
 std::string conv3d_backend(const ops::Context& ctx) {
     if (!ctx.is_cuda() || !ctx.cuda) return "cpu";
     return ops::conv3d_impl_name(ctx.cuda->conv3d_impl());
@@ -517,6 +517,7 @@ struct VaeBenchOptions {
     int frames = 124, tiles = 0, tile_batch = 0;
     bool random_weights = false, json = false, encode = false, reference = false, exact_fp32 = false;
     bool assemble_on_host = false;
+    bool sample = false; // time the fp32 sample's decode and download instead of the request's RGB8 frames
     CLI::App* sub = nullptr;
 };
 
@@ -701,9 +702,11 @@ int run_bench_vae(const VaeBenchOptions& o) {
     } else {
         Tensor lat = Tensor::host(Shape{1, vc.latent_channels, T, lh, lw}, DType::kF32);
         if (auto st = ops::fill_uniform(ops::Context::cpu(), {.seed = 3}, lat); !st.ok()) return report(st);
+        // what a request runs (latents -> u8 frames on the host), or with --sample the fp32 sample's path
         const auto t0 = Clock::now();
-        auto sample = model::decode_video_sample(ctx, *vae, lat, vopt);
-        if (!sample.ok()) return report(sample.status());
+        auto decoded = o.sample ? model::decode_video_sample(ctx, *vae, lat, vopt)
+                                : model::decode_video_frames(ctx, *vae, lat, vopt);
+        if (!decoded.ok()) return report(decoded.status());
         video_s = std::chrono::duration<double>(Clock::now() - t0).count();
     }
     const double video_peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
@@ -722,6 +725,9 @@ int run_bench_vae(const VaeBenchOptions& o) {
     if (!wave.ok()) return report(wave.status());
     const double audio_s = std::chrono::duration<double>(Clock::now() - t1).count();
     const double peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
+    // the decode's product: RGB8 frames on the host (a request's) or the fp32 sample (--sample); --tiles
+    // times decoder calls only
+    const char* video_output = o.sample ? "sample" : "rgb8";
     nlohmann::json j = {{"bench", "vae"},
                         {"device", ctx.device.to_string()},
                         {"dtype", o.dtype},
@@ -733,6 +739,7 @@ int run_bench_vae(const VaeBenchOptions& o) {
                         {"tile_batch", batch},
                         {"extrapolated", timed_tiles != total_tiles},
                         {"assemble_on_host", o.assemble_on_host},
+                        {"video_output", video_output},
                         {"gemm_autotune", gemm_autotune(ctx)},
                         {"video_decode_seconds", video_s},
                         {"seconds_per_tile_clip", video_s / total_tiles},
@@ -744,11 +751,12 @@ int run_bench_vae(const VaeBenchOptions& o) {
     if (o.json) {
         std::printf("%s\n", j.dump(2).c_str());
     } else {
-        std::printf("VAE bench on %s, %s, %s x %d frames: video %.2f s (%d tile-clips%s, %.4f s each), audio "
-                    "%.3f s (%lld latents), peak %.1f GiB\n",
-                    ctx.device.to_string().c_str(), o.dtype.c_str(), o.size.c_str(), o.frames, video_s,
-                    total_tiles, timed_tiles != total_tiles ? ", extrapolated" : "", video_s / total_tiles,
-                    audio_s, static_cast<long long>(A), peak);
+        std::printf("VAE bench on %s, %s, %s x %d frames: video to %s %.2f s (%d tile-clips%s, %.4f s each), "
+                    "audio %.3f s (%lld latents), peak %.1f GiB\n",
+                    ctx.device.to_string().c_str(), o.dtype.c_str(), o.size.c_str(), o.frames,
+                    o.sample ? "fp32 sample" : "RGB8 frames", video_s, total_tiles,
+                    timed_tiles != total_tiles ? ", extrapolated" : "", video_s / total_tiles, audio_s,
+                    static_cast<long long>(A), peak);
     }
     return kExitOk;
 }
@@ -850,6 +858,9 @@ Command make_bench_command() {
         vae->add_flag(
             "--assemble-on-host", vo->assemble_on_host,
             "stitch and cross-fade the decoded tiles on the host (the former path, for comparison)");
+        vae->add_flag("--sample", vo->sample,
+                      "time the decode to the fp32 sample on the host (the former product, 4x the bytes "
+                      "downloaded) instead of a request's RGB8 frames");
         vae->add_flag("--json", vo->json, "JSON output");
         vo->sub = vae;
     };

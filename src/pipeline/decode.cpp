@@ -57,13 +57,6 @@ MediaTargets media_targets_for(const std::string& output) {
     return t;
 }
 
-Result<Tensor> decode_video_frames(const ops::Context& ctx, const model::VideoVae& vae, const Tensor& latents,
-                                   const model::VideoDecodeOptions& options) {
-    H3_ASSIGN_OR_RETURN(Tensor sample, model::decode_video_sample(ctx, vae, latents, options));
-    if (!sample.defined()) return Tensor(); // a device group's rank > 0: rank 0 holds the frames
-    return model::sample_to_rgb8(sample);
-}
-
 Result<Tensor> decode_audio_wave(const ops::Context& ctx, const model::AudioVae& vae, const Tensor& latents,
                                  const model::AudioVaeRunOptions& options) {
     return model::decode_audio(ctx, vae, latents, options);

@@ -56,9 +56,10 @@ struct DecodeReport {
 };
 
 // latents (normalized, host or device) → RGB8 frames [F, H, W, 3] on the host (options.group: on its rank 0;
-// the other ranks get an undefined tensor).
-Result<Tensor> decode_video_frames(const ops::Context& ctx, const model::VideoVae& vae, const Tensor& latents,
-                                   const model::VideoDecodeOptions& options = {});
+// the other ranks get an undefined tensor): the model's entry itself — frames made on the decoder's device,
+// downloaded as u8. A using-declaration, not a wrapper: a second function of the same signature would make
+// every unqualified call with a model::VideoVae ambiguous (argument-dependent lookup finds both).
+using model::decode_video_frames;
 // latents [2, C_a, A] → waveform [2, A·hop] f32 on the host, in [−1, 1].
 Result<Tensor> decode_audio_wave(const ops::Context& ctx, const model::AudioVae& vae, const Tensor& latents,
                                  const model::AudioVaeRunOptions& options = {});

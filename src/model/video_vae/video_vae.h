@@ -3,7 +3,8 @@
 // 3-axis RoPE on the first 0.75·head_dim channels, layer-scale residuals, SwiGLU), LayerNorm + `proj_out`,
 // unpatchify; temporal clips and spatial tiles stitched. Model code only calls ops: the tile/clip glue
 // (unpatchify gather, ops::blend_tile, ops::crossfade_frames) runs where the decoder runs, so on CUDA the
-// pixels stay on the device until the finished sample is downloaded once.
+// pixels stay on the device until the finished sample, or the RGB24 frames made from it there, is
+// downloaded once.
 #pragma once
 
 #include "core/tensor.h"
@@ -117,10 +118,10 @@ struct VideoDecodeOptions {
     // Checked before every decoder call (each batch of tiles of each clip): once set, the decode stops with
     // kCancelled.
     const std::atomic<bool>* cancel = nullptr;
-    // A device group splitting the decode (issue #17): every rank of `group` calls decode_video_sample with
-    // the same latents; each decodes its contiguous share of every clip's tiles, the shares are gathered
-    // (one all_gather per clip) and rank 0 blends them — the single-rank result bit for bit — while the
-    // other ranks return an undefined tensor. Null: this rank decodes everything.
+    // A device group splitting the decode (issue #17): every rank of `group` calls decode_video_sample (or
+    // decode_video_frames) with the same latents; each decodes its contiguous share of every clip's tiles,
+    // the shares are gathered (one all_gather per clip) and rank 0 blends them — the single-rank result bit
+    // for bit — while the other ranks return an undefined tensor. Null: this rank decodes everything.
     ops::Communicator* group = nullptr;
 };
 
@@ -136,13 +137,21 @@ Result<std::vector<Tensor>> decode_tile_clips(const ops::Context& ctx, const Vid
                                               const std::vector<Tensor>& zs);
 
 // latents [1, C, T, h, w] (normalized, host or device) -> decoder sample [3, F, H, W] (host f32, ImageNet
-// space, before de-normalization and clamping).
+// space, before de-normalization and clamping). On CUDA the sample is assembled on the device and
+// downloaded once (~1.5 GB at 1344×768×124).
 Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
                                    const VideoDecodeOptions& options = {});
 
-// sample [3, F, H, W] -> RGB24 frames [F, H, W, 3] u8 as diffusers' H3 output path makes them: x·std + mean
-// (ImageNet, fp32), clamp [0, 1], then VaeImageProcessor.numpy_to_pil's (x · 255).round() in fp32 — numpy
-// rounds half to even.
+// latents -> RGB24 frames [F, H, W, 3] (host u8): sample_to_rgb8(decode_video_sample(...)) byte for byte,
+// but the frames are made where the sample was assembled (ops::sample_to_rgb8; on CUDA the device, unless
+// `assemble_on_host`) and only they are downloaded (a quarter of the sample's bytes). A device group's
+// ranks > 0 get an undefined tensor, as from decode_video_sample. What a request's decode runs.
+Result<Tensor> decode_video_frames(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
+                                   const VideoDecodeOptions& options = {});
+
+// sample [3, F, H, W] (host f32, contiguous) -> RGB24 frames [F, H, W, 3] u8 as diffusers' H3 output path
+// makes them: x·std + mean (ImageNet, fp32), clamp [0, 1], then VaeImageProcessor.numpy_to_pil's
+// (x · 255).round() in fp32 — numpy rounds half to even. ops::sample_to_rgb8 on the CPU.
 Tensor sample_to_rgb8(const Tensor& sample);
 
 } // namespace h3::model

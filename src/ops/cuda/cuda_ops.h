@@ -120,6 +120,10 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
               Tensor& y);
 Status group_norm(const Context& ctx, const GroupNormParams& p, const Tensor& x, const Tensor& weight,
                   const Tensor& bias, Tensor& y);
+Status group_norm_stats(const Context& ctx, const GroupNormParams& p, const Tensor& x, const Tensor& weight,
+                        const Tensor& bias, Tensor& scale, Tensor& shift);
+Status group_norm_apply(const Context& ctx, const GroupNormApplyParams& p, const Tensor& x,
+                        const Tensor& scale, const Tensor& shift, Tensor& y);
 
 // The sampling loop's Euler step and the tiled VAE's assembly (ops/sampling.h, ops/tiles.h): f32 only.
 Status euler_update(const Context& ctx, const EulerParams& p, Tensor& x, const Tensor& v);
@@ -127,6 +131,7 @@ Status blend_tile(const Context& ctx, const BlendTileParams& p, const Tensor& cu
                   const Tensor& left, Tensor& out);
 Status crossfade_frames(const Context& ctx, const CrossfadeParams& p, const Tensor& src, const Tensor& prev,
                         Tensor& out);
+Status crop_tile(const Context& ctx, const CropTileParams& p, const Tensor& src, Tensor& out);
 // Video sparse attention (ops/vsa.h).
 Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tensor& out);
 Status vsa_tile_scores(const Context& ctx, const Tensor& q_pooled, const Tensor& k_pooled, Tensor& scores);
@@ -138,6 +143,8 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
 Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor& v_pooled, Tensor& oc);
 Status vsa_gate_add(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,
                     const Tensor& gate, Tensor& o);
+// The video decoder's sample to RGB24 frames (ops/frames.h).
+Status sample_to_rgb8(const Context& ctx, const SampleToRgb8Params& p, const Tensor& sample, Tensor& frames);
 
 // Recorded work (ops/graph.h): `exec` receives the cudaGraphExec_t, `nodes` its node count.
 Status graph_record(const Context& ctx, const std::function<Status()>& work, void*& exec, size_t& nodes);
