@@ -16,6 +16,7 @@
 #include "ops/ops.h"
 #ifdef H3_WITH_CUDA
 #include "ops/cuda/cuda_context.h"
+#include "ops/cuda/tensor_map.h"
 #endif
 
 #include <gtest/gtest.h>
@@ -863,9 +864,11 @@ struct AttnCase {
     bool causal = false;
 };
 // Then grouped-query and/or causal (the text encoder's attention); causal needs sq == sk, and 70 rows
-// cross the CUDA fallback's 32-key tiles and 4-query blocks unevenly. The last six have head dim 128 and
+// cross the CUDA fallback's 32-key tiles and 4-query blocks unevenly. The next six have head dim 128 and
 // sizes that are not multiples of the sm_90a kernel's 128-row tiles (partial query and key tiles, rows
-// past Sq in the last tile, one query row, causal GQA / MQA over several tiles, non-causal GQA).
+// past Sq in the last tile, one query row, causal GQA / MQA over several tiles, non-causal GQA). The last
+// six are head dim 64 (the video VAE decoder's; the sm_90a kernel's one-half tiles): one row, 77 rows (one
+// partial tile), partial tiles on both sides with Sq != Sk, one query over 200 keys, GQA and MQA.
 const AttnCase kAttnCases[] = {{1, 1, 1, 1, 0.0f},
                                {5, 7, 2, 16, 0.0f},
                                {33, 17, 3, 64, 0.3f},
@@ -880,7 +883,28 @@ const AttnCase kAttnCases[] = {{1, 1, 1, 1, 0.0f},
                                {1, 200, 2, 128, 0.0f},
                                {257, 257, 4, 128, 0.0f, 2, true},
                                {200, 200, 8, 128, 0.0f, 1, true},
-                               {150, 190, 4, 128, 0.0f, 2}};
+                               {150, 190, 4, 128, 0.0f, 2},
+                               {1, 1, 2, 64, 0.0f},
+                               {77, 77, 4, 64, 0.0f},
+                               {300, 333, 3, 64, 0.0f},
+                               {1, 200, 2, 64, 0.25f},
+                               {200, 200, 4, 64, 0.0f, 2},
+                               {129, 257, 2, 64, 0.0f, 1}};
+
+// True where the sm_90a attention kernel must take bf16 calls it covers (an sm_90a build on an H100/H200):
+// there kHopper may not answer kUnimplemented for them.
+bool hopper_expected() {
+#ifdef H3_WITH_CUDA
+    return on_cuda() && cuda_detail::hopper_kernels_usable(ctx());
+#else
+    return false;
+#endif
+}
+
+// An output tensor of NaN: every element the op leaves unwritten fails the check.
+Tensor nan_filled(const Shape& sh, DType t) {
+    return host_tensor_from(std::vector<float>(static_cast<size_t>(sh.numel()), std::nanf("")), sh, t);
+}
 
 TEST(Ops, Attention) {
     SKIP_IF_NO_BACKEND();
@@ -896,7 +920,7 @@ TEST(Ops, Attention) {
                 Tensor q = rnd({c.sq, c.h, c.d}, dt, seed++, -1.0f, 1.0f);
                 Tensor k = rnd({c.sk, hkv, c.d}, dt, seed++, -1.0f, 1.0f);
                 Tensor v = rnd({c.sk, hkv, c.d}, dt, seed++);
-                Tensor o0 = Tensor::host({c.sq, c.h, c.d}, out);
+                Tensor o0 = nan_filled(Shape{c.sq, c.h, c.d}, out);
                 AttentionParams p{.scale = c.scale, .causal = c.causal};
                 std::vector<double> want;
                 if (on_cuda()) {
@@ -934,7 +958,11 @@ TEST(Ops, Attention) {
                     Guarded o(o0);
                     p.impl = impl;
                     Status st = attention(ctx(), p, dev(q), dev(k), dev(v), o.t);
-                    if (impl != AttentionImpl::kAuto && st.code() == ErrorCode::kUnimplemented) continue;
+                    // Head dim 64 non-causal bf16 -> bf16 is the sm_90a kernel's on an H100/H200.
+                    const bool must_run = impl == AttentionImpl::kHopper && hopper_expected() &&
+                                          dt == DType::kBF16 && out == DType::kBF16 && c.d == 64 && !c.causal;
+                    if (!must_run && impl != AttentionImpl::kAuto && st.code() == ErrorCode::kUnimplemented)
+                        continue;
                     ASSERT_OK(st);
                     check_output(o, want, kAttnTol.of(out));
                 }
@@ -942,23 +970,29 @@ TEST(Ops, Attention) {
 }
 
 // Batched attention (the video VAE decoder's tiles in one call): each item equals a single-sequence call on
-// its rows — bit for bit on the CPU (the same code per item); on CUDA (cuDNN's batched plan for f16/bf16 with
-// head dim 64 or 128, else the items one by one) against the CPU reference within the attention tolerance.
-// Sq != Sk, a causal case and an lse case run too (those take the per-item path on CUDA).
+// its rows — bit for bit on the CPU (the same code per item); on CUDA (the sm_90a kernel for bf16 with head
+// dim 64 or 128 in one launch, cuDNN's batched plan for f16/bf16 with head dim 64 or 128, else the items one
+// by one), every implementation forced in turn, against the CPU reference within the attention tolerance.
+// Sq != Sk, a causal case and an lse case run too (those take the per-item path on CUDA). The head dim 64
+// cases have odd sizes (1, 77, 200, 333 rows: partial 128-row tiles in every item, items that start inside a
+// tile of the flat rows) and one the decoder's tile length (1797, bf16 only: the CPU reference's cost).
 TEST(Ops, AttentionBatch) {
     SKIP_IF_NO_BACKEND();
     struct Case {
         int64_t batch, sq, sk, h, d;
         bool causal, lse;
+        bool bf16_only = false;
     };
-    const Case cases[] = {{3, 37, 37, 4, 64, false, false},
-                          {2, 20, 33, 2, 128, false, false},
-                          {4, 129, 129, 2, 64, false, false},
-                          {2, 17, 17, 2, 64, true, false},
-                          {3, 9, 14, 2, 64, false, true}};
+    const Case cases[] = {{3, 37, 37, 4, 64, false, false},    {2, 20, 33, 2, 128, false, false},
+                          {4, 129, 129, 2, 64, false, false},  {2, 17, 17, 2, 64, true, false},
+                          {3, 9, 14, 2, 64, false, true},      {3, 1, 1, 2, 64, false, false},
+                          {1, 77, 77, 4, 64, false, false},    {3, 77, 200, 2, 64, false, false},
+                          {3, 333, 333, 2, 64, false, false},  {1, 200, 333, 2, 64, false, false},
+                          {3, 200, 200, 2, 128, false, false}, {2, 1797, 1797, 1, 64, false, false, true}};
     uint32_t seed = 1900;
     for (const Case& c : cases)
         for (DType dt : kFloats) {
+            if (c.bf16_only && dt != DType::kBF16) continue;
             SCOPED_TRACE("attention batch=" + std::to_string(c.batch) + " sq=" + std::to_string(c.sq) +
                          " sk=" + std::to_string(c.sk) + " h=" + std::to_string(c.h) +
                          " d=" + std::to_string(c.d) + (c.causal ? " causal" : "") + (c.lse ? " lse " : " ") +
@@ -977,21 +1011,32 @@ TEST(Ops, AttentionBatch) {
                                     k.slice(0, b * c.sk, (b + 1) * c.sk),
                                     v.slice(0, b * c.sk, (b + 1) * c.sk), ob));
             }
-            // The outputs start as NaN: every element must be written.
-            const auto nan_filled = [](const Shape& sh, DType t) {
-                return host_tensor_from(std::vector<float>(static_cast<size_t>(sh.numel()), std::nanf("")),
-                                        sh, t);
-            };
-            Guarded o(nan_filled(want_o.shape(), dt));
-            Guarded lse(nan_filled(want_lse.shape(), DType::kF32));
-            AttentionParams p{.causal = c.causal, .lse = c.lse ? &lse.t : nullptr, .batch = c.batch};
-            ASSERT_OK(attention(ctx(), p, dev(q), dev(k), dev(v), o.t));
-            if (on_cuda()) {
-                check_output(o, values(want_o), kAttnTol.of(dt));
-                if (c.lse) check_output(lse, values(want_lse), {1e-4, 1e-5});
-            } else {
-                check_output(o, values(want_o), {0.0, 0.0});
-                if (c.lse) check_output(lse, values(want_lse), {0.0, 0.0});
+            // The outputs start as NaN: every element must be written. Every CUDA implementation that takes
+            // the call (kAuto's choice first); the CPU has one.
+            const std::vector<double> want = values(want_o);
+            const Tensor dq = dev(q), dk = dev(k), dv = dev(v);
+            for (AttentionImpl impl : {AttentionImpl::kAuto, AttentionImpl::kHopper, AttentionImpl::kCudnn,
+                                       AttentionImpl::kFallback}) {
+                if (!on_cuda() && impl != AttentionImpl::kAuto) break;
+                SCOPED_TRACE("impl " + std::to_string(static_cast<int>(impl)));
+                Guarded o(nan_filled(want_o.shape(), dt));
+                Guarded lse(nan_filled(want_lse.shape(), DType::kF32));
+                AttentionParams p{
+                    .causal = c.causal, .impl = impl, .lse = c.lse ? &lse.t : nullptr, .batch = c.batch};
+                const Status st = attention(ctx(), p, dq, dk, dv, o.t);
+                // The sm_90a kernel must run bf16 head dim 64 (and non-causal 128) batches on an H100/H200.
+                const bool must_run = impl == AttentionImpl::kHopper && hopper_expected() &&
+                                      dt == DType::kBF16 && !c.causal && !c.lse;
+                if (!must_run && impl != AttentionImpl::kAuto && st.code() == ErrorCode::kUnimplemented)
+                    continue;
+                ASSERT_OK(st);
+                if (on_cuda()) {
+                    check_output(o, want, kAttnTol.of(dt));
+                    if (c.lse) check_output(lse, values(want_lse), {1e-4, 1e-5});
+                } else {
+                    check_output(o, want, {0.0, 0.0});
+                    if (c.lse) check_output(lse, values(want_lse), {0.0, 0.0});
+                }
             }
         }
     // batch must divide both row counts
@@ -1000,6 +1045,43 @@ TEST(Ops, AttentionBatch) {
     const Status st = attention(Context::cpu(), {.batch = 2}, q, k, k, o);
     EXPECT_FALSE(st.ok());
     EXPECT_NE(st.message().find("batch = 2"), std::string::npos) << st.to_string();
+}
+
+// Structured inputs for the sm_90a kernel at head dim 64 with a batch (its failures name the element, which
+// points at the stage): q = 0 makes P uniform over the item's keys, so o = the item's mean of v checks P·V,
+// the normalization and the item boundaries alone; v = identity (key j of each item carries 1 in channel
+// j mod 64) makes o a sum of P columns, which checks the score GEMM and the softmax. 200 rows per item:
+// partial query and key tiles in both items.
+TEST(Ops, AttentionHead64Stages) {
+    SKIP_IF_NO_BACKEND();
+    if (!hopper_expected()) GTEST_SKIP() << "needs the sm_90a kernel (an sm_90a build on an H100/H200)";
+    const int64_t s = 200, nb = 2, d = 64;
+    Tensor qr = rnd({nb * s, 2, d}, DType::kBF16, 41, -1.7f, 1.7f),
+           kr = rnd({nb * s, 2, d}, DType::kBF16, 42, -1.7f, 1.7f);
+    Tensor vr = rnd({nb * s, 2, d}, DType::kBF16, 43);
+    Tensor zero = Tensor::host({nb * s, 2, d}, DType::kBF16),
+           eye = Tensor::host({nb * s, 2, d}, DType::kBF16);
+    for (int64_t i = 0; i < nb * s * 2 * d; ++i) {
+        const int64_t key = (i / (2 * d)) % s, ch = i % d;
+        zero.data_as<uint16_t>()[i] = 0;
+        eye.data_as<uint16_t>()[i] = f32_to_bf16(key % d == ch ? 1.0f : 0.0f);
+    }
+    struct Case {
+        const char* what;
+        Tensor q, k, v;
+    } cases[] = {{"q = 0 (P uniform: P·V, normalization, item boundaries)", zero, kr, vr},
+                 {"v = identity (o = sums of P: scores and softmax)", qr, kr, eye}};
+    for (const Case& c : cases)
+        for (int64_t batch : {int64_t{1}, nb}) { // batch 1: one sequence of 400 rows
+            SCOPED_TRACE(std::string(c.what) + ", batch " + std::to_string(batch) +
+                         " (element = (row·2 + head)·64 + channel)");
+            AttentionParams p{.impl = AttentionImpl::kHopper, .batch = batch};
+            Tensor ref = nan_filled(Shape{nb * s, 2, d}, DType::kBF16);
+            ASSERT_OK(attention(Context::cpu(), p, c.q, c.k, c.v, ref));
+            Guarded o(nan_filled(Shape{nb * s, 2, d}, DType::kBF16));
+            ASSERT_OK(attention(ctx(), p, dev(c.q), dev(c.k), dev(c.v), o.t));
+            check_output(o, values(ref), {1e-2, 8e-3});
+        }
 }
 
 // ---- recorded work (ops/graph.h)

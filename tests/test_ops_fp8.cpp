@@ -238,17 +238,30 @@ TEST(Ops, AttentionFp8) {
     }
 }
 
-// Every candidate the CUDA backend offers for two DiT-like shapes against the CPU reference.
+// Every candidate the CUDA backend offers for two DiT-like shapes and for the video VAE decoder's (head dim
+// 64, one sequence and a batch; sq, sk are per item) against the CPU reference, outputs NaN-poisoned. The
+// head dim 64 kernel variants must be among them where the sm_90a kernel can run.
 TEST(Ops, AttentionCandidates) {
     SKIP_IF_NO_BACKEND();
     if (!on_cuda()) GTEST_SKIP() << "CUDA only (the CPU has one implementation)";
+    struct Shape64 {
+        AttnShape s;
+        int64_t d, batch;
+    };
     uint32_t seed = 950;
-    for (const AttnShape& c : {AttnShape{300, 333, 4, 4, false}, AttnShape{257, 257, 4, 2, true}}) {
-        Tensor q = rnd({c.sq, c.h, 128}, DType::kBF16, seed++, -1.7f, 1.7f);
-        Tensor k = rnd({c.sk, c.hkv, 128}, DType::kBF16, seed++, -1.7f, 1.7f);
-        Tensor v = rnd({c.sk, c.hkv, 128}, DType::kBF16, seed++);
-        Tensor o0 = Tensor::host({c.sq, c.h, 128}, DType::kBF16);
-        const AttentionParams p{.causal = c.causal};
+    for (const Shape64& c6 :
+         {Shape64{{300, 333, 4, 4, false}, 128, 1}, Shape64{{257, 257, 4, 2, true}, 128, 1},
+          Shape64{{200, 333, 2, 2, false}, 64, 1}, Shape64{{77, 77, 4, 4, false}, 64, 3},
+          Shape64{{129, 200, 2, 1, false}, 64, 2}, Shape64{{150, 150, 2, 2, false}, 128, 3}}) {
+        const AttnShape& c = c6.s;
+        const int64_t d = c6.d, nb = c6.batch;
+        Tensor q = rnd({nb * c.sq, c.h, d}, DType::kBF16, seed++, -1.7f, 1.7f);
+        Tensor k = rnd({nb * c.sk, c.hkv, d}, DType::kBF16, seed++, -1.7f, 1.7f);
+        Tensor v = rnd({nb * c.sk, c.hkv, d}, DType::kBF16, seed++);
+        const Shape oshape{nb * c.sq, c.h, d};
+        Tensor o0 = host_tensor_from(std::vector<float>(static_cast<size_t>(oshape.numel()), std::nanf("")),
+                                     oshape, DType::kBF16);
+        const AttentionParams p{.causal = c.causal, .batch = nb};
         Tensor ref = clone(o0);
         ASSERT_OK(attention(Context::cpu(), p, q, k, v, ref));
         const std::vector<double> want = values(ref);
@@ -256,11 +269,24 @@ TEST(Ops, AttentionCandidates) {
         Guarded probe(o0);
         const auto names = attention_candidates(ctx(), p, dq, dk, dv, probe.t);
         EXPECT_FALSE(names.empty());
+        int hopper = 0;
         for (const std::string& name : names) {
-            SCOPED_TRACE("candidate '" + name + "' sq=" + std::to_string(c.sq) + (c.causal ? " causal" : ""));
+            SCOPED_TRACE("candidate '" + name + "' sq=" + std::to_string(c.sq) +
+                         " sk=" + std::to_string(c.sk) + " d=" + std::to_string(d) +
+                         " batch=" + std::to_string(nb) + (c.causal ? " causal" : ""));
+            hopper += name.rfind("hopper", 0) == 0;
             Guarded o(o0);
             ASSERT_OK(attention_candidate(ctx(), name, p, dq, dk, dv, o.t));
             check_output(o, want, {1e-2, 8e-3});
+        }
+        // A CUDA device that runs the sm_90a kernel offers its variants (3 at head dim 64, 1 for a batch at
+        // 128).
+        if (!names.empty() && names.front().rfind("hopper", 0) == 0) {
+            if (d == 64) {
+                EXPECT_EQ(hopper, 3);
+            } else if (nb > 1) {
+                EXPECT_EQ(hopper, 1);
+            }
         }
     }
 }

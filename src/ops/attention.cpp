@@ -99,7 +99,7 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
     if (resolved.batch > 1) {
 #ifdef H3_WITH_CUDA
         if (ctx.is_cuda()) {
-            bool ran = false; // cuDNN's batched plan, where it covers the call
+            bool ran = false; // the sm_90a kernel or cuDNN's batched plan, where one covers the call
             H3_TRY(cuda_impl::attention_batched(ctx, resolved, q, k, v, o, ran));
             if (ran) return ok_status();
         }
@@ -112,7 +112,7 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
 std::vector<std::string> attention_candidates(const Context& ctx, const AttentionParams& p, const Tensor& q,
                                               const Tensor& k, const Tensor& v, const Tensor& o) {
     AttentionParams resolved;
-    if (!validate(ctx, p, q, k, v, o, resolved).ok() || resolved.batch != 1) return {};
+    if (!validate(ctx, p, q, k, v, o, resolved).ok()) return {};
     if (!ctx.is_cuda()) return {"cpu"};
 #ifdef H3_WITH_CUDA
     return cuda_impl::attention_candidates(ctx, resolved, q, k, v, o);
@@ -125,15 +125,17 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
                            const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) {
     AttentionParams resolved;
     H3_TRY(validate(ctx, p, q, k, v, o, resolved));
-    if (resolved.batch != 1)
-        return unimplemented("attention_candidate: one sequence per call (batch 1), not batch " +
-                             std::to_string(resolved.batch));
     if (!ctx.is_cuda()) {
         if (name != "cpu")
             return invalid_argument("attention_candidate: the CPU has only 'cpu', not '" + name + "'");
-        return cpu_impl::attention(ctx, resolved, q, k, v, o);
+        return resolved.batch > 1 ? attention_per_item(ctx, resolved, q, k, v, o)
+                                  : cpu_impl::attention(ctx, resolved, q, k, v, o);
     }
 #ifdef H3_WITH_CUDA
+    if (resolved.batch > 1 && name == "fallback") { // the simple kernel runs the items one by one
+        resolved.impl = AttentionImpl::kFallback;
+        return attention_per_item(ctx, resolved, q, k, v, o);
+    }
     return cuda_impl::attention_candidate(ctx, name, resolved, q, k, v, o);
 #else
     return detail::cuda_not_built("attention_candidate");

@@ -15,8 +15,9 @@ namespace h3::ops {
 // sees keys 0..i only. The DiT uses the default: full, non-causal, Hkv == H.
 //
 // Implementations on CUDA (the CPU always runs its reference): kAuto picks the fastest that can run the call
-// (the sm_90a kernel on H100/H200 for bf16 with D = 128, else cuDNN's fused attention for full MHA, else a
-// simple kernel); the others force one and return kUnimplemented where it cannot run (tests and benches).
+// (the sm_90a kernel on H100/H200 for bf16 with D = 128, or D = 64 non-causal, else cuDNN's fused attention
+// for full MHA, else a simple kernel); the others force one and return kUnimplemented where it cannot run
+// (tests and benches).
 enum class AttentionImpl { kAuto, kHopper, kCudnn, kFallback };
 //
 // fp8 (opt-in, lossy; bf16 q/k/v and o, head dim 128 on CUDA, sm_90a): q and k are rounded to e4m3 per
@@ -34,8 +35,9 @@ enum class AttentionImpl { kAuto, kHopper, kCudnn, kFallback };
 //
 // batch (> 1: independent sequences of equal length in one call, e.g. the video VAE decoder's tiles): q and o
 // are [batch·Sq, H, D], k/v [batch·Sk, Hkv, D] (lse [batch·Sq, H]); rows [b·Sq, (b+1)·Sq) of q attend to
-// rows [b·Sk, (b+1)·Sk) of k/v only. On CUDA cuDNN runs the batch as one fused call (its batch dimension);
-// every other implementation, and the CPU, runs the items one after another — the same result either way.
+// rows [b·Sk, (b+1)·Sk) of k/v only. On CUDA the sm_90a kernel (where it takes the call: bf16, D = 64 or
+// 128, non-causal) runs the batch as one launch, else cuDNN as one fused call (its batch dimension); every
+// other implementation, and the CPU, runs the items one after another — the same result either way.
 struct AttentionParams {
     float scale = 0.0f; // 0 => 1/sqrt(D)
     bool causal = false;
@@ -49,7 +51,8 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
 
 // For benches: every implementation and configuration that can run this call on `ctx` ("hopper bn128
 // pingpong", "cudnn sdpa_fwd engine 8, knobs ...", "fallback", ...), the default first; and one run of a
-// named candidate (p.impl is ignored). CPU: just "cpu".
+// named candidate (p.impl is ignored). CPU: just "cpu". With p.batch > 1 the hopper and cudnn candidates run
+// the batch in one call, "fallback" (and the CPU) item by item.
 std::vector<std::string> attention_candidates(const Context& ctx, const AttentionParams& p, const Tensor& q,
                                               const Tensor& k, const Tensor& v, const Tensor& o);
 Status attention_candidate(const Context& ctx, const std::string& name, const AttentionParams& p,

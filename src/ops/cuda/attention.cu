@@ -1,6 +1,7 @@
 // attention: o = softmax(q·kᵀ·scale)·v. On H100/H200 (sm_90a builds) bf16 with D = 128 — the DiT's full
-// attention and the text encoder's causal grouped-query attention — runs the warp-specialized wgmma kernel
-// (attention_hopper.cu); elsewhere full, non-causal bf16/f16 with D in {64, 128} and as many kv heads as
+// attention and the text encoder's causal grouped-query attention — and non-causal bf16 with D = 64 — the
+// video VAE decoder's batched tiles — run the warp-specialized wgmma kernel (attention_hopper.cu, batched
+// calls in one launch); elsewhere full, non-causal bf16/f16 with D in {64, 128} and as many kv heads as
 // query heads runs cuDNN's fused flash attention (attention_cudnn.cpp); everything else (other dtypes and
 // shapes, anything cuDNN refuses) runs the simple kernel below: online softmax (running max and sum), fp32
 // accumulation, one rounding at the store; it alone returns the log-sum-exp (AttentionParams::lse), so a call
@@ -135,8 +136,9 @@ std::atomic<bool> g_warned{false};
 // it at S = 38 k and 104 k; the variants differ by less than run-to-run drift).
 constexpr HopperAttentionConfig kHopperDefault{.block_n = 128, .pingpong = true};
 
+// `batch`: the items of a batched call (q/o rows batch·Sq, k/v rows batch·Sk).
 HopperAttentionArgs hopper_args(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o, float scale,
-                                bool causal) {
+                                bool causal, int64_t batch = 1) {
     return {.q = q.data(),
             .k = k.data(),
             .v = v.data(),
@@ -146,12 +148,20 @@ HopperAttentionArgs hopper_args(const Tensor& q, const Tensor& k, const Tensor& 
             .heads = q.dim(1),
             .kv_heads = k.dim(1),
             .scale = scale,
-            .causal = causal};
+            .causal = causal,
+            .dim = q.dim(2),
+            .batch = batch};
 }
 
+// The bf16 kernel: head dim 64 (non-causal) or 128, bf16 in and out (hopper_attention_shape_ok has the rest).
 bool hopper_fits(const Context& ctx, const Tensor& q, const Tensor& o, const HopperAttentionArgs& a) {
     return hopper_kernels_usable(ctx) && q.dtype() == DType::kBF16 && o.dtype() == DType::kBF16 &&
-           q.dim(2) == 128 && hopper_attention_shape_ok(a);
+           hopper_attention_shape_ok(a);
+}
+
+// The fp8 kernel: head dim 128, one sequence per call.
+bool hopper_fp8_fits(const Context& ctx, const Tensor& q, const Tensor& o, const HopperAttentionArgs& a) {
+    return hopper_fits(ctx, q, o, a) && a.dim == 128 && a.batch == 1;
 }
 
 // cuDNN's graph covers full MHA with bf16/f16 in and the same dtype out, D in {64, 128}, aligned pointers.
@@ -223,11 +233,24 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
     return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
 }
 
+// The batch in one call: the sm_90a kernel (grid.z = item) where it takes the call, else cuDNN's batched
+// plan; `ran` false leaves the call to the caller's item-by-item loop (fp8, lse, causal, other dtypes, and a
+// forced implementation that has no batched form).
 Status attention_batched(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                          const Tensor& v, Tensor& o, bool& ran) {
     ran = false;
+    if (p.fp8 || p.lse || q.numel() == 0 || k.dim(0) == 0) return ok_status();
+    const float scale = p.scale > 0.0f ? p.scale : 1.0f / sqrtf(static_cast<float>(q.dim(2)));
+    if (p.impl == AttentionImpl::kAuto || p.impl == AttentionImpl::kHopper) {
+        const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal, p.batch);
+        if (hopper_fits(ctx, q, o, ha)) {
+            H3_TRY(hopper_attention_bf16(ctx, ha, kHopperDefault));
+            ran = true;
+            return ok_status();
+        }
+    }
     const bool wants = p.impl == AttentionImpl::kAuto || p.impl == AttentionImpl::kCudnn;
-    if (!wants || p.fp8 || p.lse || q.numel() == 0 || k.dim(0) == 0) return ok_status();
+    if (!wants) return ok_status();
     if (!cudnn_fits(p, q, k, v, o)) {
         if (p.impl == AttentionImpl::kCudnn)
             return unimplemented("attention: cuDNN's graph does not cover this call (" + desc(q) + ")");
@@ -240,7 +263,6 @@ Status attention_batched(const Context& ctx, const AttentionParams& p, const Ten
             return unimplemented("attention: cuDNN offers no batched fused attention plan: " + why);
         return ok_status();
     }
-    const float scale = p.scale > 0.0f ? p.scale : 1.0f / sqrtf(static_cast<float>(q.dim(2)));
     H3_TRY(cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale));
     ran = true;
     return ok_status();
@@ -252,9 +274,9 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
     if (p.lse) return {"fallback"}; // the one kernel that returns the log-sum-exp
     const float scale = p.scale > 0.0f ? p.scale : 1.0f;
     Tensor out = o;
-    const HopperAttentionArgs ha = hopper_args(q, k, v, out, scale, p.causal);
+    const HopperAttentionArgs ha = hopper_args(q, k, v, out, scale, p.causal, p.batch);
     if (p.fp8) {
-        if (hopper_fits(ctx, q, o, ha)) {
+        if (hopper_fp8_fits(ctx, q, o, ha)) {
             names.push_back("hopper fp8 lazy"); // the default
             if (!p.causal) names.push_back("hopper fp8");
         }
@@ -263,6 +285,11 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
     if (hopper_fits(ctx, q, o, ha)) {
         if (p.causal) {
             names.push_back("hopper bn128 pingpong lazy");
+        } else if (ha.dim == 64) { // the head dim 64 instantiations (batched or not)
+            for (const char* n : {"bn128 pingpong", "bn176 pingpong", "bn128 overlap"})
+                names.push_back(std::string("hopper ") + n);
+        } else if (p.batch > 1) { // head dim 128 runs its default for a batch
+            names.push_back("hopper bn128 pingpong");
         } else {
             for (const char* n : {"bn128 pingpong", "bn128 pingpong lazy", "bn128 pingpong s3",
                                   "bn176 pingpong", "bn128 overlap"})
@@ -271,32 +298,52 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
     }
     if (cudnn_fits(p, q, k, v, o)) {
         std::string why;
-        for (const auto& plan : cudnn_attention_candidates(ctx, cudnn_key(q, k), why))
+        for (const auto& plan : cudnn_attention_candidates(ctx, cudnn_key(q, k, p.batch), why))
             names.push_back("cudnn " + plan->config);
     }
     names.push_back("fallback");
     return names;
 }
 
+// p.batch > 1: the hopper and cudnn candidates run the batch in one call; ops::attention_candidate runs the
+// fallback item by item.
 Status attention_candidate(const Context& ctx, const std::string& name, const AttentionParams& p,
                            const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) {
     const float scale = p.scale > 0.0f ? p.scale : 1.0f / sqrtf(static_cast<float>(q.dim(2)));
-    const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal);
-    if (name == "fallback") return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
+    const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal, p.batch);
+    if (name == "fallback") {
+        if (p.batch != 1)
+            return invalid_argument("attention_candidate: the fallback kernel takes one sequence per call, "
+                                    "not batch " +
+                                    std::to_string(p.batch));
+        return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
+    }
     if (p.lse) return unimplemented("attention_candidate: only 'fallback' returns lse, not '" + name + "'");
-    if (name == "hopper fp8" || name == "hopper fp8 lazy")
+    if (name == "hopper fp8" || name == "hopper fp8 lazy") {
+        if (ha.dim != 128 || ha.batch != 1)
+            return unimplemented("attention_candidate: '" + name +
+                                 "' takes head dim 128 and one sequence per call; q is " + desc(q) +
+                                 ", batch " + std::to_string(p.batch));
         return hopper_attention_fp8(ctx, ha, name != "hopper fp8");
+    }
     if (name.rfind("hopper bn", 0) == 0) {
         HopperAttentionConfig cfg;
         cfg.block_n = std::atoi(name.c_str() + 9);
         cfg.pingpong = name.find("pingpong") != std::string::npos;
         cfg.stages = name.find(" s3") != std::string::npos ? 3 : 2;
         cfg.lazy_rescale = name.find("lazy") != std::string::npos;
+        // The instantiations attention_candidates offers beyond head dim 128's single sequence.
+        const bool d64_variant = cfg.stages == 2 && !cfg.lazy_rescale &&
+                                 (cfg.block_n == 128 || (cfg.block_n == 176 && cfg.pingpong));
+        const bool default_cfg = cfg.block_n == 128 && cfg.pingpong && cfg.stages == 2 && !cfg.lazy_rescale;
+        if ((ha.dim == 64 && !d64_variant) || (ha.dim == 128 && ha.batch > 1 && !default_cfg))
+            return unimplemented("attention_candidate: no '" + name + "' instantiation for head dim " +
+                                 std::to_string(ha.dim) + ", batch " + std::to_string(ha.batch));
         return hopper_attention_bf16(ctx, ha, cfg);
     }
     if (name.rfind("cudnn ", 0) == 0) {
         std::string why;
-        for (const auto& plan : cudnn_attention_candidates(ctx, cudnn_key(q, k), why))
+        for (const auto& plan : cudnn_attention_candidates(ctx, cudnn_key(q, k, p.batch), why))
             if ("cudnn " + plan->config == name)
                 return cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale);
     }

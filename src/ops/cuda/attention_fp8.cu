@@ -401,6 +401,9 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, bo
     if (!hopper_kernels_usable(ctx))
         return unimplemented("fp8 attention: needs an sm_90a build on an H100/H200");
     if (!hopper_attention_shape_ok(a)) return unimplemented("fp8 attention: unsupported shape or alignment");
+    if (a.dim != kHeadDim || a.batch != 1)
+        return unimplemented("fp8 attention: head dim 128 and one sequence only (got head dim " +
+                             std::to_string(a.dim) + ", batch " + std::to_string(a.batch) + ")");
     const int64_t nqb = (a.sq + kBM - 1) / kBM, nkb = (a.sk + kBN - 1) / kBN, sk_pad = nkb * kBN;
     // scratch: q8 | k8 | vt | q scales | k scales | v scales | vmax bits (each 256-byte aligned)
     const int64_t q8_bytes = round_up(a.sq * a.heads * kHeadDim, 256);

@@ -1,7 +1,7 @@
-// bf16 flash attention for Hopper (sm_90a), head dim 128, in the FlashAttention-3 manner:
-//  - one CTA per (128-query tile, head): 3 warpgroups. Warpgroup 0 is the producer (one thread issues the
-//    TMA loads; the warpgroup gives its registers away with setmaxnreg); warpgroups 1 and 2 are consumers,
-//    64 query rows each, sharing every K/V tile.
+// bf16 flash attention for Hopper (sm_90a), head dim 64 or 128, in the FlashAttention-3 manner:
+//  - one CTA per (128-query tile, head, batch item): 3 warpgroups. Warpgroup 0 is the producer (one
+//    thread issues the TMA loads; the warpgroup gives its registers away with setmaxnreg); warpgroups 1 and
+//    2 are consumers, 64 query rows each, sharing every K/V tile.
 //  - Q is loaded once; K and V tiles go through a 2-stage ring, each stage with a "full" mbarrier (TMA bytes
 //    landed) and an "empty" one (both consumers' warps done reading).
 //  - S = Q·Kᵀ and O += P·V run on wgmma: Q, K from shared memory (K-major), P from registers, V from shared
@@ -13,33 +13,49 @@
 //    reduced across the quad only at the end; O rescaled after each P·V.
 // Tiles past Sq / Sk read zeros (TMA bounds); keys past Sk and, when causal, keys after the query are
 // masked to -inf; rows past Sq are not stored. Grouped-query attention maps head h to kv head h / (H/Hkv).
+// Head dim 64: Q and each K/V stage are one 128-byte-swizzled 64-column half (128 B per row), S = Q·Kᵀ is
+// 4 k16 steps, O += P·V an n = 64 wgmma, O 32 fp32 registers per thread.
+// Batched (kBatched): the tensor maps are rank 4 {D, H, S, B}, so TMA reads zeros past each item's end;
+// grid.z is the item, and item b's query rows are stored at rows b·Sq + row of o. The unbatched
+// instantiations (the DiT's head dim 128) keep rank-3 maps and unbatched addressing.
 #include "ops/cuda/attention_hopper.h"
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/hopper_common.cuh"
 #include "ops/cuda/wgmma_ops.cuh"
 
+#include <string>
 #include <type_traits>
 
 namespace h3::ops::cuda_detail {
 
 namespace {
 
-constexpr int kHeadDim = 128;
 constexpr int kBlockM = 128; // query rows per CTA (2 consumer warpgroups x 64)
 constexpr int kThreads = 384;
 constexpr int kHalfBytes = 128 * 128; // one 64-column half of a 128-row bf16 tile (128 B per row)
 
-template <int BN, int kStages> struct SmemBf16 {
-    uint8_t q[2][kHalfBytes];        // [column half][row][128 B], 128-byte swizzled
-    uint8_t k[kStages][2][BN * 128]; // [stage][column half][key row][128 B]
-    uint8_t v[kStages][2][BN * 128];
+template <int kD, int BN, int kStages> struct SmemBf16 {
+    static constexpr int kHalves = kD / 64;
+    uint8_t q[kHalves][kHalfBytes];        // [column half][row][128 B], 128-byte swizzled
+    uint8_t k[kStages][kHalves][BN * 128]; // [stage][column half][key row][128 B]
+    uint8_t v[kStages][kHalves][BN * 128];
     uint64_t q_full, k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages];
 };
 
 #ifdef H3_SM90A
 using namespace sm90;
 
-template <int BN> struct Consumer {
+// One box of a rank-4 tensor map (the batched kernels' {D, H, S, B}) into shared memory.
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0,
+                                            int c1, int c2, int c3) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, "
+        "%4, %5, %6}], [%2];" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+        : "memory");
+}
+
+template <int kD, int BN> struct Consumer {
     static constexpr int kAcc = BN / 2;  // S registers per thread
     static constexpr int kK16 = BN / 16; // k16 steps of P·V
 
@@ -52,7 +68,7 @@ template <int BN> struct Consumer {
         const uint64_t da0 = smem_desc(qa, 16, 1024), db0 = smem_desc(kb, 16, 1024);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+        for (int kk = 0; kk < kD / 16; ++kk) {
             const uint32_t half = kk / 4, off = (kk % 4) * 32;
             const uint64_t da = desc_add(da0, half * kHalfBytes + off);
             const uint64_t db = desc_add(db0, half * (BN * 128) + off);
@@ -64,14 +80,18 @@ template <int BN> struct Consumer {
         wgmma_commit();
     }
 
-    __device__ static void issue_pv(float (&o)[64], const uint32_t (&p)[kK16][4], uint32_t vb) {
-        // B = V[16 keys][128 d], MN-major: 64-column halves BN·128 B apart, 8-key groups 1024 B apart.
+    __device__ static void issue_pv(float (&o)[kD / 2], const uint32_t (&p)[kK16][4], uint32_t vb) {
+        // B = V[16 keys][kD], MN-major: 64-column halves BN·128 B apart (head dim 128; at 64 there is one),
+        // 8-key groups 1024 B apart.
         const uint64_t db0 = smem_desc(vb, BN * 128, 1024);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kK16; ++kk) {
             const uint64_t db = desc_add(db0, kk * 2048);
-            wgmma::rs_bf16_n128_tb(o, p[kk][0], p[kk][1], p[kk][2], p[kk][3], db, 1u);
+            if constexpr (kD == 128)
+                wgmma::rs_bf16_n128_tb(o, p[kk][0], p[kk][1], p[kk][2], p[kk][3], db, 1u);
+            else
+                wgmma::rs_bf16_n64_tb(o, p[kk][0], p[kk][1], p[kk][2], p[kk][3], db, 1u);
         }
         wgmma_commit();
     }
@@ -130,21 +150,31 @@ template <int BN> struct Consumer {
 };
 #endif // H3_SM90A
 
-// kStages: K/V ring depth (2 or 3); kLazy: skip the O rescale in a warp when no row's max moved.
-template <int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy>
+// kD: head dim (64 or 128); kStages: K/V ring depth (2 or 3); kLazy: skip the O rescale in a warp when no
+// row's max moved; kBatched: rank-4 maps and grid.z = batch item (sq, sk are per item).
+template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy, bool kBatched>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_bf16_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                         const __grid_constant__ CUtensorMap tv, bf16* __restrict__ out, int sq, int sk,
                         int heads, int group, float sl2) {
 #ifdef H3_SM90A
-    using Smem = SmemBf16<BN, kStages>;
-    using C = Consumer<BN>;
+    using Smem = SmemBf16<kD, BN, kStages>;
+    using C = Consumer<kD, BN>;
+    constexpr int kHalves = Smem::kHalves;
     extern __shared__ uint8_t smem_raw[];
     Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     const int wg = threadIdx.x / 128;
     const int m_block = kCausal ? static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)
                                 : static_cast<int>(blockIdx.x);
     const int h = blockIdx.y, hk = h / group, m0 = m_block * kBlockM;
+    const int b = kBatched ? static_cast<int>(blockIdx.z) : 0; // batch item
+    // A box at (column c, head hh, row r) of this CTA's item.
+    auto load = [&](uint32_t dst, const CUtensorMap* map, uint32_t bar, int c, int hh, int r) {
+        if constexpr (kBatched)
+            tma_load_4d(dst, map, bar, c, hh, r, b);
+        else
+            tma_load_3d(dst, map, bar, c, hh, r);
+    };
     int n_blocks = (sk + BN - 1) / BN;
     if constexpr (kCausal) n_blocks = min(n_blocks, (m0 + kBlockM + BN - 1) / BN);
 
@@ -167,21 +197,22 @@ __global__ void __launch_bounds__(kThreads, 1)
             tma_prefetch_map(&tk);
             tma_prefetch_map(&tv);
             const uint32_t qf = smem_u32(&sm.q_full);
-            mbar_expect_tx(qf, 2 * kHalfBytes);
-            tma_load_3d(smem_u32(sm.q[0]), &tq, qf, 0, h, m0);
-            tma_load_3d(smem_u32(sm.q[1]), &tq, qf, 64, h, m0);
+            mbar_expect_tx(qf, kHalves * kHalfBytes);
+            // The halves written out: a loop renumbered head dim 128's PTX, and ptxas's allocation with it.
+            load(smem_u32(sm.q[0]), &tq, qf, 0, h, m0);
+            if constexpr (kHalves == 2) load(smem_u32(sm.q[1]), &tq, qf, 64, h, m0);
             for (int j = 0; j < n_blocks; ++j) {
                 const int st = j % kStages;
                 const uint32_t ph = (j / kStages) & 1;
                 const uint32_t kf = smem_u32(&sm.k_full[st]), vf = smem_u32(&sm.v_full[st]);
                 if (j >= kStages) mbar_wait(smem_u32(&sm.k_empty[st]), ph ^ 1);
-                mbar_expect_tx(kf, 2 * BN * 128);
-                tma_load_3d(smem_u32(sm.k[st][0]), &tk, kf, 0, hk, j * BN);
-                tma_load_3d(smem_u32(sm.k[st][1]), &tk, kf, 64, hk, j * BN);
+                mbar_expect_tx(kf, kHalves * BN * 128);
+                load(smem_u32(sm.k[st][0]), &tk, kf, 0, hk, j * BN);
+                if constexpr (kHalves == 2) load(smem_u32(sm.k[st][1]), &tk, kf, 64, hk, j * BN);
                 if (j >= kStages) mbar_wait(smem_u32(&sm.v_empty[st]), ph ^ 1);
-                mbar_expect_tx(vf, 2 * BN * 128);
-                tma_load_3d(smem_u32(sm.v[st][0]), &tv, vf, 0, hk, j * BN);
-                tma_load_3d(smem_u32(sm.v[st][1]), &tv, vf, 64, hk, j * BN);
+                mbar_expect_tx(vf, kHalves * BN * 128);
+                load(smem_u32(sm.v[st][0]), &tv, vf, 0, hk, j * BN);
+                if constexpr (kHalves == 2) load(smem_u32(sm.v[st][1]), &tv, vf, 64, hk, j * BN);
             }
         }
         return;
@@ -197,9 +228,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t qa = smem_u32(sm.q[0]) + cw * (64 * 128);
     const int my_bar = 1 + cw, other_bar = 2 - cw;
 
-    float o[64];
+    float o[kD / 2];
 #pragma unroll
-    for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+    for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
     float s[C::kAcc];
     uint32_t p[C::kK16][4], p2[C::kK16][4];
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, corr[2];
@@ -246,7 +277,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // corr is exactly 1 for a row whose max did not move (most rows once the first blocks are seen).
         if (!kLazy || __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
 #pragma unroll
-            for (int jj = 0; jj < 16; ++jj)
+            for (int jj = 0; jj < kD / 8; ++jj)
 #pragma unroll
                 for (int i = 0; i < 2; ++i) {
                     o[4 * jj + 2 * i] *= corr[i];
@@ -295,9 +326,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
         const int row = row0 + 8 * i;
         if (row >= sq) continue;
-        bf16* dst = out + (static_cast<int64_t>(row) * heads + h) * kHeadDim + 2 * t;
+        const int64_t orow = kBatched ? static_cast<int64_t>(b) * sq + row : static_cast<int64_t>(row);
+        bf16* dst = out + (orow * heads + h) * kD + 2 * t;
 #pragma unroll
-        for (int jj = 0; jj < 16; ++jj) {
+        for (int jj = 0; jj < kD / 8; ++jj) {
             const uint32_t v = pack_bf16(o[4 * jj + 2 * i] * inv, o[4 * jj + 2 * i + 1] * inv);
             *reinterpret_cast<uint32_t*>(dst + 8 * jj) = v;
         }
@@ -305,29 +337,36 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif // H3_SM90A
 }
 
-template <int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy>
+// Rows per batch item: a.sq / a.batch queries, a.sk / a.batch keys.
+template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy, bool kBatched>
 Status launch(const Context& ctx, const HopperAttentionArgs& a) {
+    const int64_t sq = a.sq / a.batch, sk = a.sk / a.batch;
     CUtensorMap tq, tk, tv;
-    TmaDims dq{.rank = 3,
-               .dims = {kHeadDim, static_cast<uint64_t>(a.heads), static_cast<uint64_t>(a.sq)},
-               .strides = {kHeadDim * 2, static_cast<uint64_t>(a.heads) * kHeadDim * 2},
-               .box = {64, 1, kBlockM}};
-    TmaDims dkv{.rank = 3,
-                .dims = {kHeadDim, static_cast<uint64_t>(a.kv_heads), static_cast<uint64_t>(a.sk)},
-                .strides = {kHeadDim * 2, static_cast<uint64_t>(a.kv_heads) * kHeadDim * 2},
-                .box = {64, 1, BN}};
+    // {D, H, S} or, batched, {D, H, S, B}: element strides in bytes for dims 1.., one box = 64 columns of
+    // one head over kBlockM query rows / BN key rows.
+    const auto dims = [&](int64_t heads, int64_t rows, uint32_t box_rows) {
+        TmaDims d{.rank = kBatched ? 4 : 3,
+                  .dims = {kD, static_cast<uint64_t>(heads), static_cast<uint64_t>(rows),
+                           static_cast<uint64_t>(a.batch)},
+                  .strides = {kD * 2, static_cast<uint64_t>(heads) * kD * 2,
+                              static_cast<uint64_t>(rows * heads) * kD * 2},
+                  .box = {64, 1, box_rows, 1}};
+        return d;
+    };
+    const TmaDims dq = dims(a.heads, sq, kBlockM), dkv = dims(a.kv_heads, sk, BN);
     H3_TRY(make_tensor_map(tq, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.q, dq));
     H3_TRY(make_tensor_map(tk, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.k, dkv));
     H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.v, dkv));
-    const size_t smem = sizeof(SmemBf16<BN, kStages>) + 1024;
-    auto kernel = attention_bf16_sm90<BN, kStages, kCausal, kPingpong, kLazy>;
+    const size_t smem = sizeof(SmemBf16<kD, BN, kStages>) + 1024;
+    auto kernel = attention_bf16_sm90<kD, BN, kStages, kCausal, kPingpong, kLazy, kBatched>;
     H3_CUDA_TRY(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute(attention_bf16_sm90)");
-    const dim3 grid(static_cast<unsigned>((a.sq + kBlockM - 1) / kBlockM), static_cast<unsigned>(a.heads));
+    const dim3 grid(static_cast<unsigned>((sq + kBlockM - 1) / kBlockM), static_cast<unsigned>(a.heads),
+                    static_cast<unsigned>(kBatched ? a.batch : 1));
     const float sl2 = a.scale * 1.4426950408889634f;
     kernel<<<grid, kThreads, smem, stream_of(ctx)>>>(
-        tq, tk, tv, static_cast<bf16*>(a.o), static_cast<int>(a.sq), static_cast<int>(a.sk),
+        tq, tk, tv, static_cast<bf16*>(a.o), static_cast<int>(sq), static_cast<int>(sk),
         static_cast<int>(a.heads), static_cast<int>(a.heads / a.kv_heads), sl2);
     return check_launch("attention_bf16_sm90");
 }
@@ -339,18 +378,30 @@ Status hopper_attention_bf16(const Context& ctx, const HopperAttentionArgs& a,
     if (!hopper_kernels_usable(ctx))
         return unimplemented("Hopper attention: needs an sm_90a build on an H100/H200");
     if (!hopper_attention_shape_ok(a))
-        return unimplemented("Hopper attention: unsupported shape or alignment");
+        return unimplemented("Hopper attention: unsupported shape or alignment (head dim " +
+                             std::to_string(a.dim) + ", batch " + std::to_string(a.batch) + ")");
 #ifdef H3_DEV_ONE_VARIANT // faster local compiles while working on the kernel
-    return launch<128, 2, false, true, false>(ctx, a);
+    if (a.dim == 64) return launch<64, 128, 2, false, true, false, true>(ctx, a);
+    return launch<128, 128, 2, false, true, false, false>(ctx, a);
 #else
-    if (a.causal) return launch<128, 2, true, true, true>(ctx, a); // the text encoder's causal GQA
+    if (a.dim == 64) {
+        // The video VAE decoder's attention (batched tiles, 32 heads): non-causal only, always through the
+        // rank-4 maps (batch 1 is one item). The variants the bench compares; anything else runs the default.
+        if (cfg.block_n == 176) return launch<64, 176, 2, false, true, false, true>(ctx, a);
+        if (!cfg.pingpong) return launch<64, 128, 2, false, false, false, true>(ctx, a);
+        return launch<64, 128, 2, false, true, false, true>(ctx, a);
+    }
+    // Head dim 128, several items: the default configuration (the only one offered for a batch).
+    if (a.batch > 1) return launch<128, 128, 2, false, true, false, true>(ctx, a);
+    if (a.causal)
+        return launch<128, 128, 2, true, true, true, false>(ctx, a); // the text encoder's causal GQA
     // The variants the bench compares (docs/kernels/attention_notes.md); anything else runs the default.
     // (Lazy rescaling with BN = 176 or 3 stages runs out of registers: ptxas serializes its wgmmas.)
-    if (cfg.block_n == 176) return launch<176, 2, false, true, false>(ctx, a);
-    if (!cfg.pingpong) return launch<128, 2, false, false, false>(ctx, a);
-    if (cfg.stages == 3) return launch<128, 3, false, true, false>(ctx, a);
-    return cfg.lazy_rescale ? launch<128, 2, false, true, true>(ctx, a)
-                            : launch<128, 2, false, true, false>(ctx, a);
+    if (cfg.block_n == 176) return launch<128, 176, 2, false, true, false, false>(ctx, a);
+    if (!cfg.pingpong) return launch<128, 128, 2, false, false, false, false>(ctx, a);
+    if (cfg.stages == 3) return launch<128, 128, 3, false, true, false, false>(ctx, a);
+    return cfg.lazy_rescale ? launch<128, 128, 2, false, true, true, false>(ctx, a)
+                            : launch<128, 128, 2, false, true, false, false>(ctx, a);
 #endif
 }
 

@@ -1,6 +1,7 @@
-// The sm_90a attention kernels (attention_hopper.cu: bf16; attention_fp8.cu: e4m3), for head dim 128,
-// q [Sq, H, 128], k/v [Sk, Hkv, 128], o [Sq, H, 128], all row-major and 16-byte aligned. Plain C++ so the
-// dispatcher and the benches can call them; usable only where hopper_kernels_usable(ctx) is true.
+// The sm_90a attention kernels (attention_hopper.cu: bf16, head dim 64 or 128; attention_fp8.cu: e4m3, head
+// dim 128, one sequence), q [Sq, H, D], k/v [Sk, Hkv, D], o [Sq, H, D], all row-major and 16-byte aligned.
+// Plain C++ so the dispatcher and the benches can call them; usable only where hopper_kernels_usable(ctx) is
+// true.
 #pragma once
 
 #include "core/status.h"
@@ -15,14 +16,19 @@ struct HopperAttentionArgs {
     const void* k = nullptr;
     const void* v = nullptr;
     void* o = nullptr;
-    int64_t sq = 0, sk = 0, heads = 0, kv_heads = 0;
-    float scale = 0.0f;  // > 0
-    bool causal = false; // needs sq == sk
+    int64_t sq = 0, sk = 0, heads = 0, kv_heads = 0; // sq, sk: rows of q and k/v (all items together)
+    float scale = 0.0f;                              // > 0
+    bool causal = false;                             // needs sq == sk
+    int64_t dim = 128;                               // head dim: 64 or 128 (bf16), 128 (fp8)
+    // Independent sequences of equal length (ops::AttentionParams::batch): rows [b·sq/batch, (b+1)·sq/batch)
+    // of q attend to rows [b·sk/batch, (b+1)·sk/batch) of k/v. bf16 only; not with causal.
+    int64_t batch = 1;
 };
 
 // Variants the bench compares. block_n: keys per K/V tile (128 or 176); pingpong: the two consumer
 // warpgroups take turns issuing their GEMMs (one runs softmax while the other multiplies); stages: depth of
 // the K/V ring (2, or 3 with block_n 128); lazy_rescale: skip a warp's O rescale when no row max moved.
+// Head dim 64 has bn128 / bn176 pingpong and bn128 overlap; head dim 128 with a batch runs the default.
 struct HopperAttentionConfig {
     int block_n = 128;
     bool pingpong = true;
@@ -30,8 +36,9 @@ struct HopperAttentionConfig {
     bool lazy_rescale = false;
 };
 
-// Which shapes the kernels take (head dim 128, H divisible by Hkv, causal only with Sq == Sk, sizes that
-// fit the tensor maps' 32-bit coordinates).
+// Which shapes the bf16 kernel takes: head dim 64 or 128, H divisible by Hkv, a batch >= 1 that divides
+// both row counts, causal only with head dim 128, one sequence and Sq == Sk, sizes that fit the tensor maps'
+// 32-bit coordinates. The fp8 kernel further needs head dim 128 and batch 1 (its caller checks).
 bool hopper_attention_shape_ok(const HopperAttentionArgs& a);
 
 // bf16 in, bf16 out, fp32 softmax and accumulation.

@@ -65,9 +65,11 @@ bool hopper_kernels_usable(const Context& ctx) {
 
 bool hopper_attention_shape_ok(const HopperAttentionArgs& a) {
     constexpr int64_t kMax = int64_t(1) << 30;
+    if (a.dim != 64 && a.dim != 128) return false;
     if (a.heads <= 0 || a.kv_heads <= 0 || a.heads % a.kv_heads) return false;
     if (a.sq <= 0 || a.sk <= 0 || a.sq > kMax || a.sk > kMax || a.heads > 65535) return false;
-    if (a.causal && a.sq != a.sk) return false;
+    if (a.batch < 1 || a.batch > 65535 || a.sq % a.batch || a.sk % a.batch) return false;
+    if (a.causal && (a.sq != a.sk || a.batch != 1 || a.dim != 128)) return false;
     for (const void* p : {a.q, a.k, a.v, static_cast<const void*>(a.o)})
         if (pointer_alignment(p) < 16) return false;
     return a.scale > 0.0f;
