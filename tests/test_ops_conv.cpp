@@ -616,10 +616,18 @@ TEST(OpsConv, Conv3dF16) {
         {{2, 5, 40, 5, 13, 11, 3, 3, 3, down_hw, true}, "Cin 5, stride (1,2,2), right/bottom pad"},
         {{1, 12, 130, 4, 13, 11, 3, 3, 3, same_p, true}, "Cin 12 (padded to 16), Cout 130, replicate"},
         {{1, 12, 8, 1, 9, 7, 3, 3, 3, same_r, false}, "Cin 12, one frame (two taps skipped), no bias"},
+        // the wgmma GEMM (Cin a multiple of 64: 64-channel K runs; 128 × 256 tiles)
+        {{1, 128, 64, 3, 24, 20, 3, 3, 3, same_r, true},
+         "Cin 128, Cout 64 (partial M), 480 voxels (2 N tiles)"},
+        {{2, 192, 128, 1, 17, 19, 3, 3, 3, same_z, false},
+         "Cin 192 (three K runs), one frame, B 2, odd voxels"},
+        {{1, 64, 136, 6, 16, 32, 3, 3, 3, down_thw, true}, "Cin 64, Cout 136 (two M tiles), stride (2,2,2)"},
     };
 #ifdef H3_WITH_CUDA
     const Conv3dImpl initial = on_cuda() ? backend().holder->conv3d_impl() : Conv3dImpl::kAuto;
-    if (on_cuda()) backend().holder->set_conv3d_impl(Conv3dImpl::kAuto);
+    // Each case through both GEMMs of the fp16 path: mma.sync, and the Hopper wgmma one (where the build and
+    // the device have sm_90a and Cin is a multiple of 64; other cases run mma.sync again).
+    const Conv3dImpl gemms[] = {Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma};
 #endif
     uint32_t seed = 900;
     for (const auto& fc : cases) {
@@ -646,13 +654,19 @@ TEST(OpsConv, Conv3dF16) {
                   std::numeric_limits<float>::quiet_NaN());
         Context tf = ctx();
         tf.allow_tf32 = true;
-        Guarded y(poison);
-        ASSERT_OK(conv3d(tf, c.p, dev(x), dev(w), dev(bias), y.t));
-        const double k = static_cast<double>(c.cin * c.kt * c.kh * c.kw);
-        check_output(y, want, Tol{8e-4 * std::sqrt(k), 0.0}); // also: no NaN left, guards intact
-        const double rel_rms = rel_rms_error(values(y.host()), want);
-        std::printf("[igemm16] %s: rel_rms %.3e\n", fc.what, rel_rms);
-        EXPECT_LE(rel_rms, 2e-3);
+#ifdef H3_WITH_CUDA
+        for (const Conv3dImpl gemm : gemms) {
+            backend().holder->set_conv3d_impl(gemm);
+            SCOPED_TRACE(conv3d_impl_name(gemm));
+            Guarded y(poison);
+            ASSERT_OK(conv3d(tf, c.p, dev(x), dev(w), dev(bias), y.t));
+            const double k = static_cast<double>(c.cin * c.kt * c.kh * c.kw);
+            check_output(y, want, Tol{8e-4 * std::sqrt(k), 0.0}); // also: no NaN left, guards intact
+            const double rel_rms = rel_rms_error(values(y.host()), want);
+            std::printf("[%s] %s: rel_rms %.3e\n", conv3d_impl_name(gemm), fc.what, rel_rms);
+            EXPECT_LE(rel_rms, 2e-3);
+        }
+#endif
     }
 #ifdef H3_WITH_CUDA
     if (on_cuda()) backend().holder->set_conv3d_impl(initial);
@@ -839,6 +853,265 @@ TEST(OpsConv, GroupNorm) {
     }
 }
 
+// ---- group_norm split in two: group_norm_stats + group_norm_apply -----------------------------------------
+// CPU mode: the statistics against a naive double loop (scale = rstd·weight, shift = bias − mean·scale), and
+// the composition against group_norm bit for bit (the encoder's CPU output must not change). CUDA mode: scale
+// and shift against the CPU's (the one-pass CUDA statistics differ in rounding only: rtol 1e-5), and
+// group_norm_apply over the CPU's scale / shift against the CPU's apply (one fp32 multiply-add each; SiLU's
+// expf vs std::exp: ~1e-7 relative). A case with a large common offset (values ≈ 1000 ± 1) checks that the
+// one-pass variance does not cancel. Outputs NaN-poisoned first.
+TEST(OpsConv, GroupNormStatsApply) {
+    SKIP_IF_NO_BACKEND();
+    struct Case {
+        int64_t b, c, t, h, w;
+        int groups;
+        bool affine, silu;
+        float lo, hi;
+    };
+    const Case cases[] = {{2, 8, 3, 4, 5, 4, true, true, -1.0f, 3.0f},
+                          {1, 6, 1, 7, 3, 3, false, false, -1.0f, 3.0f},
+                          {1, 64, 2, 16, 16, 32, true, true, -1.0f, 3.0f},
+                          {2, 12, 5, 6, 6, 4, true, true, 999.0f, 1001.0f},
+                          {1, 4, 2, 1, 1, 2, true, false, -1.0f, 3.0f}};
+    uint32_t seed = 1200;
+    for (const auto& c : cases) {
+        SCOPED_TRACE("group_norm_stats C" + std::to_string(c.c) + " G" + std::to_string(c.groups) + " T" +
+                     std::to_string(c.t) + (c.silu ? " silu" : "") + " offset " + std::to_string(c.lo));
+        Tensor x = rnd(Shape{c.b, c.c, c.t, c.h, c.w}, DType::kF32, seed++, c.lo, c.hi);
+        Tensor w = c.affine ? rnd(Shape{c.c}, DType::kF32, seed++, 0.5f, 1.5f) : Tensor();
+        Tensor bias = c.affine ? rnd(Shape{c.c}, DType::kF32, seed++, -0.5f, 0.5f) : Tensor();
+        const GroupNormParams p{.groups = c.groups, .eps = 1e-6f, .silu = c.silu};
+        const Shape as{c.b, c.t, c.c};
+        auto nan_host = [](const Shape& s) {
+            Tensor t = Tensor::host(s, DType::kF32);
+            std::fill(t.data_as<float>(), t.data_as<float>() + t.numel(),
+                      std::numeric_limits<float>::quiet_NaN());
+            return t;
+        };
+        // the CPU reference's statistics and composition
+        Tensor cs = Tensor::host(as, DType::kF32), ch = Tensor::host(as, DType::kF32);
+        ASSERT_OK(group_norm_stats(Context::cpu(), p, clone(x), w, bias, cs, ch));
+        Tensor composed = Tensor::host(x.shape(), DType::kF32), fused = Tensor::host(x.shape(), DType::kF32);
+        ASSERT_OK(group_norm_apply(Context::cpu(), {.silu = c.silu}, clone(x), cs, ch, composed));
+        ASSERT_OK(group_norm(Context::cpu(), p, clone(x), w, bias, fused));
+        EXPECT_EQ(std::memcmp(composed.data(), fused.data(), composed.nbytes()), 0)
+            << "CPU group_norm_stats + group_norm_apply must equal group_norm bit for bit";
+        std::vector<double> want_scale, want_shift;
+        if (on_cuda()) {
+            want_scale = values(cs);
+            want_shift = values(ch);
+        } else {
+            const auto xv = values(x);
+            const int64_t hw = c.h * c.w, cpg = c.c / c.groups;
+            want_scale.assign(static_cast<size_t>(as.numel()), 0.0);
+            want_shift.assign(static_cast<size_t>(as.numel()), 0.0);
+            for (int64_t b = 0; b < c.b; ++b)
+                for (int64_t f = 0; f < c.t; ++f)
+                    for (int64_t g = 0; g < c.groups; ++g) {
+                        auto at = [&](int64_t k, int64_t i) {
+                            return static_cast<size_t>(((b * c.c + k) * c.t + f) * hw + i);
+                        };
+                        double m = 0, v = 0;
+                        for (int64_t k = g * cpg; k < (g + 1) * cpg; ++k)
+                            for (int64_t i = 0; i < hw; ++i) m += xv[at(k, i)];
+                        m /= static_cast<double>(cpg * hw);
+                        for (int64_t k = g * cpg; k < (g + 1) * cpg; ++k)
+                            for (int64_t i = 0; i < hw; ++i) v += std::pow(xv[at(k, i)] - m, 2);
+                        const double rstd = 1.0 / std::sqrt(v / static_cast<double>(cpg * hw) + 1e-6);
+                        for (int64_t k = g * cpg; k < (g + 1) * cpg; ++k) {
+                            const double a = rstd * (c.affine ? w.get({k}) : 1.0);
+                            const size_t o = static_cast<size_t>((b * c.t + f) * c.c + k);
+                            want_scale[o] = a;
+                            want_shift[o] = (c.affine ? bias.get({k}) : 0.0) - m * a;
+                        }
+                    }
+        }
+        Guarded gs(nan_host(as)), gh(nan_host(as));
+        ASSERT_OK(group_norm_stats(ctx(), p, dev(x), dev(w), dev(bias), gs.t, gh.t));
+        check_output(gs, want_scale, Tol{1e-5, 1e-5});
+        // shift = bias − mean·scale: at the 1000 offset it carries mean·scale's rounding (~1e3 · 1e-7)
+        check_output(gh, want_shift, Tol{c.lo > 100.0f ? 5e-4 : 1e-5, 1e-5});
+        // apply over the CPU's scale / shift (the same inputs on both sides)
+        Guarded y(nan_host(x.shape()));
+        ASSERT_OK(group_norm_apply(ctx(), {.silu = c.silu}, dev(x), dev(cs), dev(ch), y.t));
+        check_output(y, values(composed), Tol{1e-6, 1e-6});
+        // in place gives the same
+        Guarded z(x);
+        ASSERT_OK(group_norm_apply(ctx(), {.silu = c.silu}, z.t, dev(cs), dev(ch), z.t));
+        check_output(z, values(composed), Tol{1e-6, 1e-6});
+    }
+}
+
+// ---- conv3d with an input transform (GroupNorm + SiLU folded into the convolution's input) ---------------
+// y = conv3d(silu?(x·scale[b, t, ci] + shift[b, t, ci])) with the padding applied after the transform. CPU
+// mode: against the naive convolution of u computed in double (padding zeros of u, mirrored voxels of x
+// transformed), and bit for bit against the unfused CPU composition group_norm_apply → conv3d. CUDA mode:
+// every conv3d path (the default — fp16 tensor cores under allow_tf32, which fuse the transform into their
+// conversion pass —, the built-in NCDHW kernels, cuDNN), with and without allow_tf32, against the unfused CPU
+// composition; outputs NaN-poisoned first. |u| ≤ 2·1.5 + 0.5 = 3.5 (vs |x| ≤ 2 in Conv3d): the tolerances
+// of Conv3d / Conv3dF16 scaled by ~2: exact fp32 paths 1e-4 absolute; 10-bit-mantissa paths max abs
+// ≤ 1.6e-3·√K and rel-RMS ≤ 3e-3.
+TEST(OpsConv, Conv3dInputTransform) {
+    SKIP_IF_NO_BACKEND();
+    const PadMode R = PadMode::kReflect, Z = PadMode::kZeros, P = PadMode::kReplicate;
+    const Conv3dParams same_r{
+        .pad_front = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1, .spatial_mode = R};
+    Conv3dParams same_z = same_r, same_p = same_r;
+    same_z.spatial_mode = Z;
+    same_p.spatial_mode = P;
+    const Conv3dParams down{.stride_t = 2,
+                            .stride_h = 2,
+                            .stride_w = 2,
+                            .pad_front = 2,
+                            .pad_bottom = 1,
+                            .pad_right = 1,
+                            .spatial_mode = R};
+    struct Case {
+        Conv3dCase c;
+        bool silu;
+        const char* what;
+    };
+    const Case cases[] = {
+        {{1, 8, 16, 5, 7, 6, 3, 3, 3, same_r, true}, true, "reflect, causal pad 2, T 5"},
+        {{2, 16, 24, 3, 6, 7, 3, 3, 3, same_z, false}, true, "zeros (padding = zeros of u), B 2"},
+        {{1, 8, 8, 4, 5, 6, 3, 3, 3, same_p, true}, true, "replicate"},
+        {{1, 5, 12, 1, 6, 5, 3, 3, 3, same_r, true}, true, "Cin 5, one frame (two taps skipped)"},
+        {{2, 12, 20, 5, 9, 8, 3, 3, 3, down, true}, true, "Cin 12, B 2, stride (2,2,2), one-sided pads"},
+        {{1, 16, 8, 3, 5, 5, 3, 3, 3, same_z, true}, false, "no SiLU (affine only)"},
+        {{2, 8, 16, 2, 4, 4, 1, 1, 1, {}, true}, true, "1×1×1, no padding"},
+        {{1, 64, 72, 3, 9, 11, 3, 3, 3, same_r, true}, true, "Cin 64 (the wgmma GEMM's K runs), reflect"},
+        {{2, 128, 64, 2, 7, 6, 3, 3, 3, down, false}, true, "Cin 128, B 2, stride (2,2,2) (wgmma GEMM)"},
+        {{1,
+          6,
+          10,
+          4,
+          5,
+          7,
+          2,
+          3,
+          3,
+          {.pad_front = 3, .pad_top = 2, .pad_left = 1, .pad_right = 2, .spatial_mode = P},
+          false},
+         true,
+         "front pad 3 with a 2-tap kernel (bias-free zero frames), asymmetric replicate"},
+    };
+    auto nan_host = [](const Shape& s) {
+        Tensor t = Tensor::host(s, DType::kF32);
+        std::fill(t.data_as<float>(), t.data_as<float>() + t.numel(),
+                  std::numeric_limits<float>::quiet_NaN());
+        return t;
+    };
+    uint32_t seed = 1300;
+    for (const auto& tc : cases) {
+        const Conv3dCase& c = tc.c;
+        SCOPED_TRACE(tc.what);
+        Tensor x = rnd(Shape{c.b, c.cin, c.t, c.h, c.w}, DType::kF32, seed++);
+        Tensor w = rnd(Shape{c.cout, c.cin, c.kt, c.kh, c.kw}, DType::kF32, seed++, -0.5f, 0.5f);
+        Tensor bias = c.bias ? rnd(Shape{c.cout}, DType::kF32, seed++) : Tensor();
+        Tensor scale = rnd(Shape{c.b, c.t, c.cin}, DType::kF32, seed++, 0.5f, 1.5f);
+        Tensor shift = rnd(Shape{c.b, c.t, c.cin}, DType::kF32, seed++, -0.5f, 0.5f);
+        const Shape ys = conv3d_out_shape(x.shape(), w.shape(), c.p);
+        ASSERT_EQ(ys.rank(), 5);
+        // The unfused CPU composition.
+        Tensor u = Tensor::host(x.shape(), DType::kF32), ref = Tensor::host(ys, DType::kF32);
+        ASSERT_OK(group_norm_apply(Context::cpu(), {.silu = tc.silu}, clone(x), scale, shift, u));
+        ASSERT_OK(conv3d(Context::cpu(), c.p, u, clone(w), bias, ref));
+        Conv3dParams pt = c.p;
+        if (!on_cuda()) {
+            const Conv3dInputTransform in{.scale = scale, .shift = shift, .silu = tc.silu};
+            pt.input = &in;
+            Guarded y(nan_host(ys));
+            ASSERT_OK(conv3d(ctx(), pt, x, w, bias, y.t));
+            // the naive convolution of u in double
+            const auto xv = values(x), sv = values(scale), hv = values(shift);
+            std::vector<double> ud(xv.size());
+            const int64_t hw = c.h * c.w;
+            for (size_t i = 0; i < xv.size(); ++i) {
+                const int64_t pl = static_cast<int64_t>(i) / hw, f = pl % c.t, ci = (pl / c.t) % c.cin,
+                              b = pl / (c.t * c.cin);
+                const size_t k = static_cast<size_t>((b * c.t + f) * c.cin + ci);
+                const double v = xv[i] * sv[k] + hv[k];
+                ud[i] = tc.silu ? v / (1.0 + std::exp(-v)) : v;
+            }
+            check_output(y, naive_conv3d(c, ys, ud, values(w), c.bias ? values(bias) : std::vector<double>{}),
+                         Tol{1e-4, 1e-5});
+            EXPECT_EQ(std::memcmp(y.host().data(), ref.data(), ref.nbytes()), 0)
+                << "the CPU reference of the fused op must be the unfused composition, bit for bit";
+            continue;
+        }
+        const std::vector<double> want = values(ref);
+        const Conv3dInputTransform in{.scale = dev(scale), .shift = dev(shift), .silu = tc.silu};
+        pt.input = &in;
+        const double k = static_cast<double>(c.cin * c.kt * c.kh * c.kw);
+#ifdef H3_WITH_CUDA
+        const Conv3dImpl initial = backend().holder->conv3d_impl();
+        const Conv3dImpl impls[] = {Conv3dImpl::kAuto, Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma,
+                                    Conv3dImpl::kTf32, Conv3dImpl::kCudnn};
+        for (const Conv3dImpl impl : impls) {
+            backend().holder->set_conv3d_impl(impl);
+            for (const bool tf32 : {false, true}) {
+                SCOPED_TRACE(std::string(conv3d_impl_name(impl)) + (tf32 ? " allow_tf32" : " fp32"));
+                Context cx = ctx();
+                cx.allow_tf32 = tf32;
+                Guarded y(nan_host(ys));
+                ASSERT_OK(conv3d(cx, pt, dev(x), dev(w), dev(bias), y.t));
+                if (!tf32) {
+                    check_output(y, want, Tol{1e-4, 1e-5});
+                    continue;
+                }
+                check_output(y, want, Tol{1.6e-3 * std::sqrt(k), 0.0});
+                const double rel_rms = rel_rms_error(values(y.host()), want);
+                std::printf("[%s tf32] %s: rel_rms %.3e\n", conv3d_impl_name(impl), tc.what, rel_rms);
+                EXPECT_LE(rel_rms, 3e-3);
+            }
+        }
+        backend().holder->set_conv3d_impl(initial);
+#endif
+    }
+}
+
+// ---- crop_tile: the tiled encoder's input tiles cut on the device -----------------------------------------
+// A copy: against a naive loop exactly (CPU), against the CPU bit for bit (CUDA); widths and corners on and
+// off the 16-byte grid (the CUDA float4 path and the scalar one). Output NaN-poisoned first.
+TEST(OpsConv, CropTile) {
+    SKIP_IF_NO_BACKEND();
+    struct Case {
+        int64_t c, f, h, w, y0, x0, th, tw;
+    };
+    const Case cases[] = {{3, 2, 10, 16, 2, 4, 5, 8},  // aligned: float4 copies
+                          {3, 3, 9, 13, 1, 3, 7, 9},   // odd width and corner: scalar copies
+                          {2, 1, 8, 12, 0, 0, 8, 12},  // the whole frame
+                          {1, 4, 6, 20, 5, 16, 1, 4}}; // one row at the right edge
+    uint32_t seed = 1400;
+    for (const auto& c : cases) {
+        SCOPED_TRACE("crop " + std::to_string(c.th) + "x" + std::to_string(c.tw) + " at (" +
+                     std::to_string(c.y0) + ", " + std::to_string(c.x0) + ") of " + std::to_string(c.h) +
+                     "x" + std::to_string(c.w));
+        Tensor src = rnd(Shape{c.c, c.f, c.h, c.w}, DType::kF32, seed++);
+        const auto sv = values(src);
+        std::vector<double> want(static_cast<size_t>(c.c * c.f * c.th * c.tw));
+        for (int64_t p = 0; p < c.c * c.f; ++p)
+            for (int64_t r = 0; r < c.th; ++r)
+                for (int64_t q = 0; q < c.tw; ++q)
+                    want[static_cast<size_t>((p * c.th + r) * c.tw + q)] =
+                        sv[static_cast<size_t>((p * c.h + c.y0 + r) * c.w + c.x0 + q)];
+        Tensor init = Tensor::host(Shape{c.c, c.f, c.th, c.tw}, DType::kF32);
+        std::fill(init.data_as<float>(), init.data_as<float>() + init.numel(),
+                  std::numeric_limits<float>::quiet_NaN());
+        Guarded y(init);
+        ASSERT_OK(crop_tile(ctx(), {.y0 = c.y0, .x0 = c.x0}, dev(src), y.t));
+        check_output(y, want, Tol{0.0, 0.0});
+    }
+    Tensor src = Tensor::host(Shape{1, 1, 4, 4}, DType::kF32),
+           out = Tensor::host(Shape{1, 1, 2, 3}, DType::kF32);
+    EXPECT_TRUE(crop_tile(Context::cpu(), {.y0 = 2, .x0 = 1}, src, out).ok());
+    EXPECT_FALSE(crop_tile(Context::cpu(), {.y0 = 3, .x0 = 1}, src, out).ok()) << "the tile leaves src";
+    EXPECT_FALSE(crop_tile(Context::cpu(), {.y0 = 0, .x0 = 2}, src, out).ok()) << "the tile leaves src";
+    EXPECT_FALSE(crop_tile(Context::cpu(), {.y0 = -1, .x0 = 0}, src, out).ok());
+    Tensor out_c = Tensor::host(Shape{2, 1, 2, 3}, DType::kF32);
+    EXPECT_FALSE(crop_tile(Context::cpu(), {}, src, out_c).ok()) << "channel counts differ";
+}
+
 // ---- argument errors -------------------------------------------------------------------------------------
 TEST(OpsConvErrors, ShapesAndDtypes) {
     Context cpu = Context::cpu();
@@ -892,6 +1165,24 @@ TEST(OpsConvErrors, ShapesAndDtypes) {
     EXPECT_TRUE(group_norm(cpu, {.groups = 2}, v, Tensor(), Tensor(), gy).ok());
     EXPECT_FALSE(group_norm(cpu, {.groups = 3}, v, Tensor(), Tensor(), gy).ok());
     EXPECT_FALSE(group_norm(cpu, {.groups = 2}, v, Tensor::host(Shape{3}, DType::kF32), Tensor(), gy).ok());
+    // group_norm_stats / group_norm_apply: scale and shift are [B, T, C]
+    Tensor sc = Tensor::host(Shape{1, 1, 4}, DType::kF32), sh = Tensor::host(Shape{1, 1, 4}, DType::kF32);
+    Tensor sc_bad = Tensor::host(Shape{1, 4, 1}, DType::kF32);
+    EXPECT_TRUE(group_norm_stats(cpu, {.groups = 2}, v, Tensor(), Tensor(), sc, sh).ok());
+    EXPECT_FALSE(group_norm_stats(cpu, {.groups = 3}, v, Tensor(), Tensor(), sc, sh).ok());
+    EXPECT_FALSE(group_norm_stats(cpu, {.groups = 2}, v, Tensor(), Tensor(), sc_bad, sh).ok());
+    EXPECT_FALSE(group_norm_stats(cpu, {.groups = 2}, v, Tensor(), Tensor(), sc, sc).ok()) << "scale = shift";
+    EXPECT_TRUE(group_norm_apply(cpu, {.silu = true}, v, sc, sh, gy).ok());
+    EXPECT_FALSE(group_norm_apply(cpu, {}, v, sc_bad, sh, gy).ok());
+    // conv3d's input transform: both of scale and shift, [B, T, Cin]
+    Conv3dInputTransform in{.scale = sc, .shift = sh, .silu = true};
+    Conv3dParams with_input = causal;
+    with_input.input = &in;
+    EXPECT_TRUE(conv3d(cpu, with_input, v, k3, Tensor(), vy).ok());
+    in.shift = Tensor();
+    EXPECT_FALSE(conv3d(cpu, with_input, v, k3, Tensor(), vy).ok()) << "scale without shift";
+    in = {.scale = sc_bad, .shift = sh, .silu = false};
+    EXPECT_FALSE(conv3d(cpu, with_input, v, k3, Tensor(), vy).ok()) << "scale of the wrong shape";
 }
 
 } // namespace

@@ -74,6 +74,21 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
         H3_TRY(check_shape(op, "bias", bias, Shape{w.dim(0)}, "w's Cout"));
     }
     if (x.data() == y.data()) return invalid_argument("conv3d: x and y must not alias");
+    if (p.input) {
+        if (!p.input->scale.defined() || !p.input->shift.defined())
+            return invalid_argument("conv3d: the input transform needs both scale and shift");
+        const Shape bt{x.dim(0), x.dim(2), x.dim(1)};
+        for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"input scale", &p.input->scale},
+                                      {"input shift", &p.input->shift}}) {
+            H3_TRY(check_float_contig(op, name, ctx, *t));
+            if (t->dtype() != DType::kF32)
+                return invalid_argument(std::string("conv3d: ") + name + " is " + desc(*t) +
+                                        ", expected f32");
+            H3_TRY(check_shape(op, name, *t, bt, "[B, T, Cin] of x"));
+            if (t->data() == y.data())
+                return invalid_argument(std::string("conv3d: ") + name + " and y alias");
+        }
+    }
     H3_OPS_DISPATCH(conv3d, ctx, p, x, w, bias, y);
 }
 

@@ -1,4 +1,5 @@
-// blend_tile / crossfade_frames dispatchers: validation, then the CPU reference or the CUDA implementation.
+// blend_tile / crossfade_frames / crop_tile dispatchers: validation, then the CPU reference or the CUDA
+// implementation.
 #include "ops/tiles.h"
 
 #include "ops/cpu/cpu_ops.h"
@@ -98,6 +99,21 @@ Status crossfade_frames(const Context& ctx, const CrossfadeParams& p, const Tens
     }
     if (src.data() == out.data()) return invalid_argument("crossfade_frames: src and out must not alias");
     H3_OPS_DISPATCH(crossfade_frames, ctx, p, src, prev, out);
+}
+
+Status crop_tile(const Context& ctx, const CropTileParams& p, const Tensor& src, Tensor& out) {
+    const char* op = "crop_tile";
+    H3_TRY(check_context(op, ctx));
+    H3_TRY(check_video(op, "src", ctx, src));
+    H3_TRY(check_video(op, "out", ctx, out));
+    H3_TRY(check_writable(op, "out", out));
+    H3_TRY(same_planes(op, "src", src, out));
+    if (p.y0 < 0 || p.x0 < 0) return invalid_argument("crop_tile: the corner must be >= 0");
+    if (p.y0 + out.dim(2) > src.dim(2) || p.x0 + out.dim(3) > src.dim(3))
+        return invalid_argument("crop_tile: a " + num(out.dim(2)) + "×" + num(out.dim(3)) + " tile at (" +
+                                num(p.y0) + ", " + num(p.x0) + ") leaves src " + desc(src));
+    if (src.data() == out.data()) return invalid_argument("crop_tile: src and out must not alias");
+    H3_OPS_DISPATCH(crop_tile, ctx, p, src, out);
 }
 
 } // namespace h3::ops

@@ -1,5 +1,6 @@
 // Tile and clip assembly of the tiled video VAE (spec §9.3) on tensors, so decoded tiles can be stitched
-// where they were decoded. See ops.h for the shared conventions. All f32, [C, F, H, W] contiguous.
+// where they were decoded, and encoder input tiles cut where the clip was uploaded. See ops.h for the shared
+// conventions. All f32, [C, F, H, W] contiguous.
 #pragma once
 
 #include "core/tensor.h"
@@ -37,5 +38,14 @@ struct CrossfadeParams {
 };
 Status crossfade_frames(const Context& ctx, const CrossfadeParams& p, const Tensor& src, const Tensor& prev,
                         Tensor& out);
+
+// One tile cut out of a frame stack (the tiled encoder's input tiles):
+//   out[c, f, r, col] = src[c, f, y0 + r, x0 + col]
+// src [C, F, H, W], out [C, F, h, w] with y0 + h <= H and x0 + w <= W. A plain copy: CPU and CUDA agree bit
+// for bit.
+struct CropTileParams {
+    int64_t y0 = 0, x0 = 0; // the tile's top-left corner in src
+};
+Status crop_tile(const Context& ctx, const CropTileParams& p, const Tensor& src, Tensor& out);
 
 } // namespace h3::ops

@@ -100,15 +100,30 @@ ops::Conv3dParams causal3(ops::PadMode mode) {
         .pad_front = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1, .spatial_mode = mode};
 }
 
-Result<Tensor> norm_silu(const ops::Context& ctx, BufferPool& pool, const VideoVaeConfig& c,
-                         const VaeGroupNormWeights& n, const Tensor& x) {
-    H3_ASSIGN_OR_RETURN(Tensor y, pool.take(x.shape(), DType::kF32));
+// silu(group_norm(x)) for an activation x [B, C, T, H, W] as the input transform of the convolution that
+// consumes it (Conv3dParams::input): GroupNorm's per-(b, t, channel) scale and shift [B, T, C], applied as
+// the convolution reads x, so the normalized activation is never materialized on the fp16 CUDA path; the CPU
+// materializes it with group_norm's own expression (bit for bit).
+Result<ops::Conv3dInputTransform> norm_silu(const ops::Context& ctx, BufferPool& pool,
+                                            const VideoVaeConfig& c, const VaeGroupNormWeights& n,
+                                            const Tensor& x) {
+    const Shape s{x.dim(0), x.dim(2), x.dim(1)};
+    ops::Conv3dInputTransform a;
+    a.silu = true;
+    H3_ASSIGN_OR_RETURN(a.scale, pool.take(s, DType::kF32));
+    H3_ASSIGN_OR_RETURN(a.shift, pool.take(s, DType::kF32));
     vae_profile::mark(ctx, "enc other");
-    H3_TRY(ops::group_norm(
-        ctx, {.groups = c.norm_num_groups, .eps = static_cast<float>(c.encoder_norm_eps), .silu = true}, x,
-        n.w, n.b, y));
-    vae_profile::mark(ctx, "enc group_norm+silu");
-    return y;
+    H3_TRY(ops::group_norm_stats(ctx,
+                                 {.groups = c.norm_num_groups, .eps = static_cast<float>(c.encoder_norm_eps)},
+                                 x, n.w, n.b, a.scale, a.shift));
+    vae_profile::mark(ctx, "enc group_norm stats");
+    return a;
+}
+
+// `p` reading its input through `in` (which must outlive the convolution call).
+ops::Conv3dParams reading(ops::Conv3dParams p, const ops::Conv3dInputTransform& in) {
+    p.input = &in;
+    return p;
 }
 
 Result<Tensor> resnet(const ops::Context& ctx, BufferPool& pool, const VideoVaeConfig& c,
@@ -116,15 +131,11 @@ Result<Tensor> resnet(const ops::Context& ctx, BufferPool& pool, const VideoVaeC
     const ops::PadMode mode = pad_mode(c);
     Tensor h;
     {
-        H3_ASSIGN_OR_RETURN(Tensor t, norm_silu(ctx, pool, c, r.norm1, x));
-        H3_ASSIGN_OR_RETURN(h, run_conv(ctx, pool, r.conv1, causal3(mode), t));
+        H3_ASSIGN_OR_RETURN(ops::Conv3dInputTransform n1, norm_silu(ctx, pool, c, r.norm1, x));
+        H3_ASSIGN_OR_RETURN(h, run_conv(ctx, pool, r.conv1, reading(causal3(mode), n1), x));
     }
-    vae_profile::mark(ctx, "enc other");
-    H3_TRY(ops::group_norm(
-        ctx, {.groups = c.norm_num_groups, .eps = static_cast<float>(c.encoder_norm_eps), .silu = true}, h,
-        r.norm2.w, r.norm2.b, h));
-    vae_profile::mark(ctx, "enc group_norm+silu");
-    H3_ASSIGN_OR_RETURN(Tensor out, run_conv(ctx, pool, r.conv2, causal3(mode), h));
+    H3_ASSIGN_OR_RETURN(ops::Conv3dInputTransform n2, norm_silu(ctx, pool, c, r.norm2, h));
+    H3_ASSIGN_OR_RETURN(Tensor out, run_conv(ctx, pool, r.conv2, reading(causal3(mode), n2), h));
     h = Tensor();
     if (r.shortcut.w.defined()) {
         H3_ASSIGN_OR_RETURN(Tensor s, run_conv(ctx, pool, r.shortcut, {}, x));
@@ -153,16 +164,31 @@ int encode_tile_batch(const VideoEncodeOptions& o, const VideoVaeConfig& c, Devi
     return static_cast<int>(std::clamp<int64_t>(kBudget / std::max<int64_t>(widest * 4, 1), 1, 64));
 }
 
-// frames [a0, a1) of x [C, F, H, W] (host), the indices past the end clamped to the last frame.
-Tensor frames_clamped(const Tensor& x, int64_t a0, int64_t a1) {
+// frames [a0, a1) of x [C, F, H, W] (host), the indices past the end clamped to the last frame, into `out`
+// [C, a1 − a0, H, W] (contiguous host memory, pageable or page-locked).
+void frames_clamped_into(const Tensor& x, int64_t a0, int64_t a1, Tensor& out) {
     const int64_t ch = x.dim(0), f = x.dim(1), hw = x.dim(2) * x.dim(3), n = a1 - a0;
-    Tensor out = Tensor::host(Shape{ch, n, x.dim(2), x.dim(3)}, DType::kF32);
     for (int64_t c = 0; c < ch; ++c)
         for (int64_t k = 0; k < n; ++k)
             std::memcpy(out.data_as<float>() + (c * n + k) * hw,
                         x.data_as<const float>() + (c * f + std::min(a0 + k, f - 1)) * hw,
                         static_cast<size_t>(hw) * sizeof(float));
-    return out;
+}
+
+// Host memory for one clip of `shape`: on the CPU a plain tensor; on CUDA a view of the encoder's page-locked
+// clip buffer (grown when too small) once the stream has finished with it (the previous clip's upload), or a
+// plain tensor when page-locked memory cannot be had.
+Result<Tensor> clip_buffer(const ops::Context& ctx, const VideoVaeEncoder& enc, const Shape& shape) {
+    if (ctx.device.is_cpu()) return Tensor::host(shape, DType::kF32);
+    const size_t bytes = static_cast<size_t>(shape.numel()) * sizeof(float);
+    H3_TRY(cuda::stream_synchronize(ctx.stream()));
+    if (!enc.clip_staging || enc.clip_staging->bytes() < bytes) {
+        enc.clip_staging.reset();
+        auto p = allocate_pinned(bytes);
+        if (!p.ok()) return Tensor::host(shape, DType::kF32);
+        enc.clip_staging = std::move(p).value();
+    }
+    return Tensor::from_storage(enc.clip_staging, 0, shape, DType::kF32);
 }
 
 } // namespace
@@ -261,11 +287,17 @@ Tensor normalize_rgb8(const Tensor& frames) {
 
 namespace {
 
-// The encoder forward; the moments stay on ctx's device (in a tensor of their own, not a pool buffer). A host
-// input is uploaded through `staging` when given (page-locked, asynchronous), else by a plain copy.
+// The encoder's buffer pool on ctx's device (made on first use, remade when the device changes).
+BufferPool& encoder_pool(const ops::Context& ctx, const VideoVaeEncoder& enc) {
+    if (!enc.buffers || enc.buffers->device() != ctx.device)
+        enc.buffers = std::make_shared<BufferPool>(ctx.device);
+    return *enc.buffers;
+}
+
+// The encoder forward; the moments stay on ctx's device (in a tensor of their own, not a pool buffer). An
+// input on another device is copied over first.
 Result<Tensor> encode_moments_on_device(const ops::Context& ctx, const VideoVaeEncoder& enc,
-                                        const Tensor& input, const std::atomic<bool>* cancel,
-                                        StagingBuffer* staging) {
+                                        const Tensor& input, const std::atomic<bool>* cancel) {
     // one encoder call over a whole clip or tile batch can take many seconds on the CPU: the flag is read
     // between its blocks (a host load, no device sync)
     const auto cancelled_now = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
@@ -276,18 +308,12 @@ Result<Tensor> encode_moments_on_device(const ops::Context& ctx, const VideoVaeE
     if (input.rank() != 5 || input.dim(1) != c.in_channels || input.dtype() != DType::kF32)
         return invalid_argument("encode_video: pixels must be f32 [B, " + std::to_string(c.in_channels) +
                                 ", T, H, W], got " + input.describe());
-    if (!enc.buffers || enc.buffers->device() != ctx.device)
-        enc.buffers = std::make_shared<BufferPool>(ctx.device);
-    BufferPool& pool = *enc.buffers;
+    BufferPool& pool = encoder_pool(ctx, enc);
     Tensor x = input;
     if (x.device() != ctx.device) {
         H3_ASSIGN_OR_RETURN(Tensor xc, input.contiguous());
         H3_ASSIGN_OR_RETURN(x, pool.take(input.shape(), DType::kF32));
-        if (staging && xc.device().is_cpu() && xc.dtype() == DType::kF32) {
-            H3_TRY(staging->upload(xc, x, ctx.stream()));
-        } else {
-            H3_TRY(x.copy_from(xc, ctx.stream()));
-        }
+        H3_TRY(x.copy_from(xc, ctx.stream()));
     }
     const ops::PadMode mode = pad_mode(c);
     H3_ASSIGN_OR_RETURN(Tensor h, run_conv(ctx, pool, w.conv_in, causal3(mode), x));
@@ -312,10 +338,9 @@ Result<Tensor> encode_moments_on_device(const ops::Context& ctx, const VideoVaeE
         }
     }
     if (cancelled_now()) return cancelled("video encode cancelled");
-    H3_ASSIGN_OR_RETURN(Tensor t, norm_silu(ctx, pool, c, w.norm_out, h));
+    H3_ASSIGN_OR_RETURN(ops::Conv3dInputTransform no, norm_silu(ctx, pool, c, w.norm_out, h));
+    H3_ASSIGN_OR_RETURN(Tensor o, run_conv(ctx, pool, w.conv_out, reading(causal3(mode), no), h));
     h = Tensor();
-    H3_ASSIGN_OR_RETURN(Tensor o, run_conv(ctx, pool, w.conv_out, causal3(mode), t));
-    t = Tensor();
     const Shape ms = ops::conv3d_out_shape(o.shape(), w.quant_conv.w.shape(), {});
     if (ms.rank() != 5) return invalid_argument("video VAE encoder: quant_conv does not fit " + o.describe());
     H3_ASSIGN_OR_RETURN(Tensor m, Tensor::empty(ms, DType::kF32, ctx.device));
@@ -327,7 +352,7 @@ Result<Tensor> encode_moments_on_device(const ops::Context& ctx, const VideoVaeE
 
 Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& input,
                               const std::atomic<bool>* cancel) {
-    H3_ASSIGN_OR_RETURN(Tensor m, encode_moments_on_device(ctx, enc, input, cancel, nullptr));
+    H3_ASSIGN_OR_RETURN(Tensor m, encode_moments_on_device(ctx, enc, input, cancel));
     return to_host(ctx, m);
 }
 
@@ -362,24 +387,32 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
         int64_t y0, x0, th, tw;
     };
     std::vector<Pending> batch;
-    // On CUDA the tiles' moments stay on the device and are stitched there: no stream synchronize per tile,
-    // so the host cuts and uploads (page-locked) the next tile while the GPU encodes this one.
+    // The clip goes to ctx's device once (page-locked, asynchronous) and the tiles are cut from it there; on
+    // CUDA the tiles' moments stay on the device and are stitched there: no stream synchronize per tile.
+    BufferPool& pool = encoder_pool(ctx, enc);
     StagingBuffer staging;
+    Tensor clip = xc;
+    if (!ctx.device.is_cpu()) {
+        H3_ASSIGN_OR_RETURN(clip, pool.take(xc.shape(), DType::kF32));
+        if (xc.storage()->pinned()) { // encode_video's clip buffer: one DMA, no staging copy
+            H3_TRY(clip.copy_from(xc, ctx.stream()));
+        } else {
+            H3_TRY(staging.upload(xc, clip, ctx.stream()));
+        }
+        vae_profile::mark(ctx, "enc clip upload");
+    }
     auto flush = [&]() -> Status {
         if (batch.empty()) return ok_status();
         if (opt.cancel && opt.cancel->load()) return cancelled("video encode cancelled");
         const int64_t nb = static_cast<int64_t>(batch.size()), th = batch[0].th, tw = batch[0].tw;
-        Tensor in = Tensor::host(Shape{nb, ch, t, th, tw}, DType::kF32);
-        for (int64_t b = 0; b < nb; ++b)
-            for (int64_t cf = 0; cf < ch * t; ++cf)
-                for (int64_t r = 0; r < th; ++r)
-                    std::memcpy(in.data_as<float>() + ((b * ch * t + cf) * th + r) * tw,
-                                xc.data_as<const float>() +
-                                    (cf * height + batch[static_cast<size_t>(b)].y0 + r) * width +
-                                    batch[static_cast<size_t>(b)].x0,
-                                static_cast<size_t>(tw) * sizeof(float));
-        vae_profile::mark(ctx, "enc host tile cut");
-        H3_ASSIGN_OR_RETURN(Tensor m, encode_moments_on_device(ctx, enc, in, opt.cancel, &staging));
+        H3_ASSIGN_OR_RETURN(Tensor in, pool.take(Shape{nb, ch, t, th, tw}, DType::kF32));
+        for (int64_t b = 0; b < nb; ++b) {
+            Tensor dst = in.slice(0, b, b + 1).view({ch, t, th, tw});
+            const Pending& pd = batch[static_cast<size_t>(b)];
+            H3_TRY(ops::crop_tile(ctx, {.y0 = pd.y0, .x0 = pd.x0}, clip, dst));
+        }
+        vae_profile::mark(ctx, "enc tile cut");
+        H3_ASSIGN_OR_RETURN(Tensor m, encode_moments_on_device(ctx, enc, in, opt.cancel));
         vae_profile::mark(ctx, "enc other");
         for (int64_t b = 0; b < nb; ++b) {
             const Pending& pd = batch[static_cast<size_t>(b)];
@@ -404,7 +437,7 @@ Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVa
     for (int& o : oy) o /= ratio;
     for (int& o : ox) o /= ratio;
     H3_ASSIGN_OR_RETURN(Tensor stitched, stitch_tiles(ctx, tiles, oy, ox));
-    H3_TRY(staging.wait()); // the last upload out of the page-locked buffer has landed
+    H3_TRY(staging.wait()); // the clip's upload out of the page-locked buffer has landed
     vae_profile::mark(ctx, "enc stitch");
     auto host = to_host(ctx, stitched);
     vae_profile::mark(ctx, "enc download");
@@ -449,15 +482,24 @@ Result<VideoPosterior> encode_video(const ops::Context& ctx, const VideoVaeEncod
     if (px.dim(1) < 1 || px.dim(2) < 1 || px.dim(3) < 1)
         return invalid_argument("encode_video: no pixels in " + frames.describe());
     const int64_t f = px.dim(1), clip = c.clip_length;
+    // frames [a0, a1) of px (clamped at the end) in host memory the clip's upload reads directly
+    const auto clip_input = [&](int64_t a0, int64_t a1) -> Result<Tensor> {
+        H3_ASSIGN_OR_RETURN(Tensor buf,
+                            clip_buffer(ctx, enc, Shape{px.dim(0), a1 - a0, px.dim(2), px.dim(3)}));
+        frames_clamped_into(px, a0, a1, buf);
+        return buf;
+    };
     if (f == 1) {
-        H3_ASSIGN_OR_RETURN(Tensor m, encode_clip_moments(ctx, enc, px, opt));
+        H3_ASSIGN_OR_RETURN(Tensor one, clip_input(0, 1));
+        H3_ASSIGN_OR_RETURN(Tensor m, encode_clip_moments(ctx, enc, one, opt));
         return posterior_from_moments(m);
     }
     const int64_t padded = (f + clip - 1) / clip * clip;
     std::vector<Tensor> parts;
     int64_t total = 0;
     for (int64_t a0 = 0; a0 < padded; a0 += clip) {
-        H3_ASSIGN_OR_RETURN(Tensor m, encode_clip_moments(ctx, enc, frames_clamped(px, a0, a0 + clip), opt));
+        H3_ASSIGN_OR_RETURN(Tensor part, clip_input(a0, a0 + clip));
+        H3_ASSIGN_OR_RETURN(Tensor m, encode_clip_moments(ctx, enc, part, opt));
         total += m.dim(1);
         parts.push_back(std::move(m));
     }

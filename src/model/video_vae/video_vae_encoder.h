@@ -44,6 +44,10 @@ struct VideoVaeEncoder {
     // The activations of encoder calls, reused while the encoder lives (every tile of a clip has the same
     // shapes: after the first one nothing is allocated or freed); made by the first call, shared by copies.
     mutable std::shared_ptr<BufferPool> buffers;
+    // On CUDA: the page-locked host buffer encode_video assembles each clip in, so that a clip reaches the
+    // device in one DMA with no staging copy (its tiles are then cut there); grown on demand, shared by
+    // copies (one encode_video at a time per encoder, as for `buffers`).
+    mutable std::shared_ptr<Storage> clip_staging;
 };
 
 // The diffusers names and shapes of every encoder tensor (encoder.*, quant_conv.*), from the config.

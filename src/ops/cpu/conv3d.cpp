@@ -1,5 +1,7 @@
 // CPU reference for conv3d: per output frame and valid temporal tap, a spatial im2col of the input frame
-// (padding resolved per index) and one OpenBLAS sgemm accumulating into the output frame, fp32.
+// (padding resolved per index) and one OpenBLAS sgemm accumulating into the output frame, fp32. An input
+// transform (Conv3dParams::input) is materialized first with group_norm_apply: the fused op's reference is
+// the unfused composition.
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 
@@ -28,8 +30,16 @@ inline int64_t pad_index(int64_t i, int64_t n, PadMode m) {
 
 } // namespace
 
-Status conv3d(const Context&, const Conv3dParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
+Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
               Tensor& y) {
+    if (p.input) {
+        Tensor u = Tensor::host(x.shape(), DType::kF32);
+        H3_TRY(
+            cpu_impl::group_norm_apply(ctx, {.silu = p.input->silu}, x, p.input->scale, p.input->shift, u));
+        Conv3dParams plain = p;
+        plain.input = nullptr;
+        return cpu_impl::conv3d(ctx, plain, u, w, bias, y);
+    }
     const int64_t nb = x.dim(0), cin = x.dim(1), t = x.dim(2), h = x.dim(3), wd = x.dim(4);
     const int64_t cout = w.dim(0), kt = w.dim(2), kh = w.dim(3), kw = w.dim(4);
     const int64_t to = y.dim(2), ho = y.dim(3), wo = y.dim(4), np = ho * wo, khw = kh * kw, kk = cin * khw;

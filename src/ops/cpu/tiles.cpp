@@ -1,5 +1,5 @@
-// CPU references of blend_tile and crossfade_frames: the per-element expressions of ops/tiles.h, rows in
-// parallel.
+// CPU references of blend_tile, crossfade_frames and crop_tile: the per-element expressions of ops/tiles.h,
+// rows in parallel.
 #include "ops/cpu/cpu_ops.h"
 
 #include <cstring>
@@ -57,6 +57,20 @@ Status crossfade_frames(const Context&, const CrossfadeParams& p, const Tensor& 
         const float wb = static_cast<float>(k) / static_cast<float>(e);
         const float* a = pp + (c * fp + p.prev_frame + k) * hw;
         for (int64_t i = 0; i < hw; ++i) o[i] = a[i] * (1.0f - wb) + s[i] * wb;
+    }
+    return ok_status();
+}
+
+Status crop_tile(const Context&, const CropTileParams& p, const Tensor& src, Tensor& out) {
+    const int64_t planes = out.dim(0) * out.dim(1), th = out.dim(2), tw = out.dim(3);
+    const int64_t height = src.dim(2), width = src.dim(3);
+    const float* sp = src.data_as<const float>();
+    float* dst = out.data_as<float>();
+#pragma omp parallel for schedule(static) if (planes * th * tw > (1 << 16))
+    for (int64_t pr = 0; pr < planes * th; ++pr) {
+        const int64_t plane = pr / th, r = pr % th;
+        std::memcpy(dst + pr * tw, sp + (plane * height + p.y0 + r) * width + p.x0,
+                    static_cast<size_t>(tw) * sizeof(float));
     }
     return ok_status();
 }

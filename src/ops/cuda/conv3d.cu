@@ -1,9 +1,11 @@
 // CUDA conv3d, three implementations (CudaContext::conv3d_impl, H3_CONV3D; see cuda_context.h):
-//  - igemm16 (the default under ctx.allow_tf32 on sm_80+, any Cin): fp16 operands, fp32 accumulation on
-//    tensor cores (mma.sync m16n8k16) over a channels-last, explicitly padded fp16 copy of the input and
-//    fp16 weights, both with Cin rounded up to a multiple of 8 by zero channels (conv_in's Cin = 3 runs as
-//    8), 16-byte cp.async loads through a 4-stage ring (conv3d_f16.cu). fp16 has TF32's 10-bit
-//    mantissa, so this is the rounding class allow_tf32 promises; its narrower exponent is discussed there.
+//  - fp16 (the default under ctx.allow_tf32 on sm_80+, any Cin): fp16 operands, fp32 accumulation on
+//    tensor cores over a channels-last, explicitly padded fp16 copy of the input and fp16 weights, both with
+//    Cin rounded up to a multiple of 8 by zero channels (conv_in's Cin = 3 runs as 8) (conv3d_f16.cu). The
+//    GEMM runs on Hopper warpgroup MMAs (conv3d_wgmma.cu: m64n256k16, 128 × 256 CTA tiles) on sm_90a where
+//    the padded Cin is a multiple of 64 and the grid fills the device, else on mma.sync m16n8k16 with
+//    16-byte cp.async loads through a 4-stage ring ("igemm16"). fp16 has TF32's 10-bit mantissa, so this is
+//    the rounding class allow_tf32 promises; its narrower exponent is discussed there.
 //    On the H200 ~270 TFLOP/s on the encoder's 128-channel 3×3×3 convolutions at 256×256, against ~40 for
 //    the kernels below, which were gather-bound (scalar NCDHW loads, 8-deep K steps).
 //  - tf32 (and every case igemm16 does not take: allow_tf32 off, cc < 8, int32 / grid limits):
@@ -26,6 +28,7 @@
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/tensor_map.h"
 
 namespace h3::ops::cuda_impl {
 
@@ -319,10 +322,22 @@ Status conv3d_f16(const Context& ctx, const Conv3dParams& p, const Tensor& x, co
     if (!conv3d_f16_eligible(q)) return ok_status();
     // Scratch is fetched here and used only by the kernels enqueued below (a later call may regrow it).
     H3_ASSIGN_OR_RETURN(void* scratch, ctx.cuda->scratch(conv3d_f16_scratch_bytes(q)));
+    Conv3dF16Transform in;
+    if (p.input) {
+        in.scale = p.input->scale.data_as<const float>();
+        in.shift = p.input->shift.data_as<const float>();
+        in.silu = p.input->silu;
+    }
+    // The GEMM: Hopper warpgroup MMAs where they can run and (kAuto) fill the device, else mma.sync.
+    const Conv3dImpl impl = ctx.cuda->conv3d_impl();
+    const bool wgmma = impl != Conv3dImpl::kIgemm16 && hopper_kernels_usable(ctx) &&
+                       conv3d_f16_wgmma_eligible(q) &&
+                       (impl == Conv3dImpl::kWgmma || conv3d_f16_wgmma_ctas(q) >= ctx.cuda->sm_count());
     const char* failed = "conv3d fp16";
-    const cudaError_t e = conv3d_f16_launch(q, x.data_as<const float>(), w.data_as<const float>(),
-                                            bias.defined() ? bias.data_as<const float>() : nullptr,
-                                            y.data_as<float>(), scratch, stream_of(ctx), &failed);
+    const cudaError_t e =
+        conv3d_f16_launch(q, in, x.data_as<const float>(), w.data_as<const float>(),
+                          bias.defined() ? bias.data_as<const float>() : nullptr, y.data_as<float>(), scratch,
+                          stream_of(ctx), &failed, wgmma ? Conv3dF16Gemm::kWgmma : Conv3dF16Gemm::kMma);
     H3_TRY(cuda_status(e, failed));
     ran = true;
     return ok_status();
@@ -361,13 +376,30 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
               Tensor& y) {
     if (y.numel() == 0) return ok_status();
     const Conv3dImpl impl = ctx.cuda->conv3d_impl();
+    // fp16 tensor cores: the TF32 rounding class, so only under allow_tf32; cp.async / mma.sync need sm_80.
+    const bool f16_ok = impl != Conv3dImpl::kTf32 && ctx.allow_tf32 && ctx.cuda->cc_major() >= 8;
+    if (p.input) {
+        // The fp16 path applies the input transform in its conversion pass; every other path convolves u
+        // materialized by group_norm_apply (a temporary: those paths are the opt-in and fallback ones).
+        if (f16_ok && impl != Conv3dImpl::kCudnn) {
+            bool ran = false;
+            H3_TRY(conv3d_f16(ctx, p, x, w, bias, y, ran));
+            if (ran) return ok_status();
+        }
+        H3_ASSIGN_OR_RETURN(Tensor u, Tensor::empty(x.shape(), DType::kF32, ctx.device));
+        H3_TRY(
+            cuda_impl::group_norm_apply(ctx, {.silu = p.input->silu}, x, p.input->scale, p.input->shift, u));
+        Conv3dParams plain = p;
+        plain.input = nullptr;
+        // u goes back through cudaFree, which waits for the device: the convolution has read it by then
+        return cuda_impl::conv3d(ctx, plain, u, w, bias, y);
+    }
     if (impl == Conv3dImpl::kCudnn) {
         bool ran = false;
         H3_TRY(cudnn_conv3d(ctx, p, x, w, bias, y, ran));
         if (ran) return ok_status();
     }
-    // fp16 tensor cores: the TF32 rounding class, so only under allow_tf32; cp.async / mma.sync need sm_80.
-    if (impl != Conv3dImpl::kTf32 && ctx.allow_tf32 && ctx.cuda->cc_major() >= 8) {
+    if (f16_ok) {
         bool ran = false;
         H3_TRY(conv3d_f16(ctx, p, x, w, bias, y, ran));
         if (ran) return ok_status();

@@ -4,8 +4,12 @@
 // (conv_in's Cin = 3 runs as Cp = 8), so every channel run is whole 16-byte chunks and the GEMM sees only Cp.
 // Three kernels per call, all on the context's stream:
 //  1. pad_convert: x fp32 [B, Cin, T, H, W] → xp fp16 [B, T, Hp, Wp, Cp], channels last, the spatial border
-//     resolved in its mode, channels Cin .. Cp zero. The causal front frames are not materialized: their taps
-//     are skipped instead. A 64-channel × 32-column tile goes through shared memory so that the reads (along
+//     resolved in its mode, channels Cin .. Cp zero. With an input transform (Conv3dF16Transform: the
+//     encoder's GroupNorm + SiLU) each real voxel is transformed in fp32 before the conversion —
+//     v = x·scale + shift, each step rounded (group_norm_apply's expression), then v/(1 + exp(−v)) — and the
+//     zero border stays zero (PyTorch pads the activation); reflect / replicate borders transform the
+//     mirrored voxel. The causal front frames are not materialized: their taps are skipped instead. A
+//     64-channel × 32-column tile goes through shared memory so that the reads (along
 //     W) and the writes (along C) are both coalesced.
 //  2. weight_convert: w fp32 [Cout, Cin, KT, KH, KW] → w16 fp16 [Cout, taps·Cp], k = tap·Cp + ci with
 //     tap = (kt·KH + kh)·KW + kw, zero for ci >= Cin.
@@ -29,6 +33,7 @@
 // exact check would cost a pass over x per call; the exact fp32 path (allow_tf32 off) and the TF32 kernel
 // (H3_CONV3D=tf32, 8-bit exponent) stay selectable for inputs that need the range.
 #include "ops/cuda/conv3d_f16.h"
+#include "ops/cuda/conv3d_wgmma.h"
 
 #include <cuda_fp16.h>
 
@@ -119,6 +124,9 @@ __device__ __forceinline__ int pad_index(int i, int n, int mode) {
 // ---- 1. pad + convert ------------------------------------------------------------------------------------
 struct PadArgs {
     const float* x;
+    const float* scale; // [B, T, Cin] or null: no transform
+    const float* shift; // [B, T, Cin]
+    bool silu;
     __half* xp;
     int cin, cp, t, h, w, hp, wp, top, left, mode, xtiles; // cp: xp's channel count (Cin rounded up to 8)
 };
@@ -142,9 +150,15 @@ __global__ void __launch_bounds__(kPadThreads) pad_convert_kernel(const PadArgs 
     for (int j = 0; j < kPadC / 8; ++j) {
         const int c = ty + 8 * j, ci = c0 + c;
         float v = 0.0f;
-        if (ci < a.cin && sy >= 0 && sx >= 0)
+        if (ci < a.cin && sy >= 0 && sx >= 0) {
             v = __ldg(a.x + (static_cast<int64_t>(b) * a.cin + ci) * a.t * plane + tt * plane +
                       static_cast<int64_t>(sy) * a.w + sx);
+            if (a.scale) {
+                const int64_t k = (static_cast<int64_t>(b) * a.t + tt) * a.cin + ci;
+                v = __fadd_rn(__fmul_rn(v, __ldg(a.scale + k)), __ldg(a.shift + k));
+                if (a.silu) v = v / (1.0f + expf(-v));
+            }
+        }
         tile[c][tx] = v;
     }
     __syncthreads();
@@ -357,8 +371,43 @@ size_t conv3d_f16_scratch_bytes(const Conv3dF16Problem& p) {
     return xp_bytes(p) + round_up(static_cast<size_t>(int64_t{p.cout} * taps * padded_c(p)) * 2);
 }
 
-cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const float* x, const float* w, const float* bias,
-                              float* y, void* scratch, cudaStream_t stream, const char** failed) {
+namespace {
+
+// The wgmma GEMM's view of a problem (operand pointers left to the caller).
+Conv3dGemmOperands wgmma_operands(const Conv3dF16Problem& p) {
+    Conv3dGemmOperands g;
+    g.b = p.b;
+    g.cp = static_cast<int>(padded_c(p));
+    g.t = p.t;
+    g.hp = static_cast<int>(padded_h(p));
+    g.wp = static_cast<int>(padded_w(p));
+    g.cout = p.cout;
+    g.kt = p.kt;
+    g.kh = p.kh;
+    g.kw = p.kw;
+    g.to = p.to;
+    g.ho = p.ho;
+    g.wo = p.wo;
+    g.st = p.st;
+    g.sh = p.sh;
+    g.sw = p.sw;
+    g.pad_front = p.pad_front;
+    return g;
+}
+
+} // namespace
+
+bool conv3d_f16_wgmma_eligible(const Conv3dF16Problem& p) {
+    return conv3d_f16_eligible(p) && conv3d_wgmma_eligible(wgmma_operands(p));
+}
+
+int64_t conv3d_f16_wgmma_ctas(const Conv3dF16Problem& p) {
+    return conv3d_wgmma_ctas(wgmma_operands(p));
+}
+
+cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const Conv3dF16Transform& in, const float* x,
+                              const float* w, const float* bias, float* y, void* scratch, cudaStream_t stream,
+                              const char** failed, Conv3dF16Gemm gemm) {
     const int hp = static_cast<int>(padded_h(p)), wp = static_cast<int>(padded_w(p));
     const int64_t taps = int64_t{p.kt} * p.kh * p.kw;
     const int cp = static_cast<int>(padded_c(p)); // eligible: hp·wp·cp fits int
@@ -369,8 +418,23 @@ cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const float* x, const f
         return e;
     };
 
-    PadArgs pa{
-        x, xp, p.cin, cp, p.t, p.h, p.w, hp, wp, p.pad_top, p.pad_left, p.mode, (wp + kPadX - 1) / kPadX};
+    PadArgs pa{};
+    pa.x = x;
+    pa.scale = in.scale;
+    pa.shift = in.shift;
+    pa.silu = in.silu;
+    pa.xp = xp;
+    pa.cin = p.cin;
+    pa.cp = cp;
+    pa.t = p.t;
+    pa.h = p.h;
+    pa.w = p.w;
+    pa.hp = hp;
+    pa.wp = wp;
+    pa.top = p.pad_top;
+    pa.left = p.pad_left;
+    pa.mode = p.mode;
+    pa.xtiles = (wp + kPadX - 1) / kPadX;
     const dim3 pad_grid(static_cast<unsigned>(int64_t{p.b} * p.t * hp * pa.xtiles),
                         static_cast<unsigned>((cp + kPadC - 1) / kPadC));
     pad_convert_kernel<<<pad_grid, kPadThreads, 0, stream>>>(pa);
@@ -381,6 +445,16 @@ cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const float* x, const f
     weight_convert_kernel<<<w_blocks, 256, 0, stream>>>(w, w16, p.cout, p.cin, cp, taps);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return fail("conv3d fp16 weight convert", e);
 
+    if (gemm == Conv3dF16Gemm::kWgmma) {
+        Conv3dGemmOperands g = wgmma_operands(p);
+        g.xp = xp;
+        g.w16 = w16;
+        g.bias = bias;
+        g.y = y;
+        if (cudaError_t e = conv3d_wgmma_launch(g, stream); e != cudaSuccess)
+            return fail("conv3d fp16 implicit GEMM (wgmma)", e);
+        return cudaSuccess;
+    }
     GemmArgs ga{};
     ga.xp = xp;
     ga.w16 = w16;

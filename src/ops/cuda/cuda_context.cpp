@@ -17,10 +17,13 @@ constexpr size_t kGemmWorkspaceBytes = size_t{64} << 20;
 
 // H3_CONV3D's value; an unknown one keeps the default (with a warning, so a typo does not go unnoticed).
 Conv3dImpl parse_conv3d_impl(const std::string& v) {
-    if (v == "igemm16" || v.empty()) return Conv3dImpl::kAuto;
+    if (v == "auto" || v.empty()) return Conv3dImpl::kAuto;
+    if (v == "igemm16") return Conv3dImpl::kIgemm16;
+    if (v == "wgmma") return Conv3dImpl::kWgmma;
     if (v == "tf32" || v == "igemm") return Conv3dImpl::kTf32;
     if (v == "cudnn") return Conv3dImpl::kCudnn;
-    cuda_detail::log_warning("H3_CONV3D=" + v + " is not one of igemm16, tf32, cudnn: using igemm16");
+    cuda_detail::log_warning("H3_CONV3D=" + v +
+                             " is not one of auto, igemm16, wgmma, tf32, cudnn: using auto");
     return Conv3dImpl::kAuto;
 }
 } // namespace
@@ -28,7 +31,11 @@ Conv3dImpl parse_conv3d_impl(const std::string& v) {
 const char* conv3d_impl_name(Conv3dImpl impl) {
     switch (impl) {
     case Conv3dImpl::kAuto:
+        return "auto";
+    case Conv3dImpl::kIgemm16:
         return "igemm16";
+    case Conv3dImpl::kWgmma:
+        return "wgmma";
     case Conv3dImpl::kTf32:
         return "tf32";
     case Conv3dImpl::kCudnn:

@@ -18,16 +18,20 @@ struct Conv3dCache;    // cuda/cuda_common.h
 } // namespace cuda_detail
 
 // Which CUDA conv3d implementation runs (H3_CONV3D; set before the call, read per call).
-//   kAuto  (default; unset or "igemm16"): with ctx.allow_tf32 on cc >= 8 the fp16 tensor-core implicit GEMM
-//          over a channels-last copy (conv3d_f16.cu; Cin padded to a multiple of 8); otherwise the built-in
-//          kernels below.
-//   kTf32  ("tf32", or "igemm" as before): the built-in NCDHW implicit GEMM only — TF32 tensor cores with
-//          allow_tf32 on cc >= 8, fp32 FMA otherwise (the former default).
-//   kCudnn ("cudnn"): cuDNN's convolution in channels-last layout (conv3d_cudnn.cpp); shapes it refuses run
-//          as kAuto.
+//   kAuto    (default; unset or "auto"): with ctx.allow_tf32 on cc >= 8 the fp16 tensor-core implicit GEMM
+//            over a channels-last copy (conv3d_f16.cu; Cin padded to a multiple of 8) — its GEMM on Hopper
+//            warpgroup MMAs (conv3d_wgmma.cu) where the build has sm_90a, the device is cc 9.0, the padded
+//            Cin is a multiple of 64 and the GEMM fills the device with CTAs, else on mma.sync; otherwise
+//            the built-in kernels below.
+//   kIgemm16 ("igemm16"): the fp16 path with the mma.sync GEMM only.
+//   kWgmma   ("wgmma"): the fp16 path with the wgmma GEMM wherever it can run (any CTA count; tests).
+//   kTf32    ("tf32", or "igemm" as before): the built-in NCDHW implicit GEMM only — TF32 tensor cores with
+//            allow_tf32 on cc >= 8, fp32 FMA otherwise (the former default).
+//   kCudnn   ("cudnn"): cuDNN's convolution in channels-last layout (conv3d_cudnn.cpp); shapes it refuses
+//            run as kAuto.
 // Without allow_tf32 every choice but kCudnn is the exact fp32 FMA kernel.
-enum class Conv3dImpl { kAuto, kTf32, kCudnn };
-// "igemm16" / "tf32" / "cudnn" (the H3_CONV3D spelling).
+enum class Conv3dImpl { kAuto, kIgemm16, kWgmma, kTf32, kCudnn };
+// "auto" / "igemm16" / "wgmma" / "tf32" / "cudnn" (the H3_CONV3D spelling).
 const char* conv3d_impl_name(Conv3dImpl impl);
 
 class CudaContext {

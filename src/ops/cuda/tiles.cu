@@ -1,6 +1,6 @@
-// CUDA blend_tile / crossfade_frames: one thread per output element (4 consecutive columns per thread when
-// every row is 16-byte aligned), the blend spelled with round-to-nearest intrinsics so the result is the CPU
-// reference's to the bit. Memory-bound copies with a linear ramp.
+// CUDA blend_tile / crossfade_frames / crop_tile: one thread per output element (4 consecutive columns per
+// thread when every row is 16-byte aligned), the blend spelled with round-to-nearest intrinsics so the result
+// is the CPU reference's to the bit. Memory-bound copies with a linear ramp.
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
 
@@ -55,6 +55,18 @@ __global__ void copy_rows_vec4_kernel(const float* __restrict__ src, int64_t src
         const int64_t c = i % cols4, pr = i / cols4, r = pr % rows, plane = pr / rows;
         const float4 v = reinterpret_cast<const float4*>(src + plane * src_plane + r * src_pitch)[c];
         reinterpret_cast<float4*>(dst + plane * dst_plane + r * dst_pitch)[c] = v;
+    }
+}
+
+// Plain copy of rows element by element (crop_tile when the rows are not 16-byte aligned).
+__global__ void copy_rows_kernel(const float* __restrict__ src, int64_t src_pitch, int64_t src_plane,
+                                 float* __restrict__ dst, int64_t dst_pitch, int64_t dst_plane,
+                                 int64_t planes, int64_t rows, int64_t cols) {
+    const int64_t total = planes * rows * cols;
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const int64_t c = i % cols, pr = i / cols, r = pr % rows, plane = pr / rows;
+        dst[plane * dst_plane + r * dst_pitch + c] = src[plane * src_plane + r * src_pitch + c];
     }
 }
 
@@ -154,6 +166,23 @@ Status crossfade_frames(const Context& ctx, const CrossfadeParams& p, const Tens
     else
         crossfade_kernel<1><<<grid_for(a.ch * a.frames * a.hw, kBlock), kBlock, 0, stream_of(ctx)>>>(a);
     return check_launch("crossfade_frames");
+}
+
+Status crop_tile(const Context& ctx, const CropTileParams& p, const Tensor& src, Tensor& out) {
+    const int64_t planes = out.dim(0) * out.dim(1), th = out.dim(2), tw = out.dim(3);
+    const int64_t height = src.dim(2), width = src.dim(3);
+    if (planes == 0 || th == 0 || tw == 0) return ok_status();
+    const float* src0 = src.data_as<const float>() + p.y0 * width + p.x0;
+    float* dst0 = out.data_as<float>();
+    const cudaStream_t s = stream_of(ctx);
+    if (tw % 4 == 0 && width % 4 == 0 && pointer_alignment(src0) >= 16 && pointer_alignment(dst0) >= 16) {
+        copy_rows_vec4_kernel<<<grid_for(planes * th * tw / 4, kBlock), kBlock, 0, s>>>(
+            src0, width, height * width, dst0, tw, th * tw, planes, th, tw / 4);
+    } else {
+        copy_rows_kernel<<<grid_for(planes * th * tw, kBlock), kBlock, 0, s>>>(
+            src0, width, height * width, dst0, tw, th * tw, planes, th, tw);
+    }
+    return check_launch("crop_tile");
 }
 
 } // namespace h3::ops::cuda_impl
