@@ -82,7 +82,7 @@ TARGETS="h3-engine test_ops test_ops_conv test_dit test_text_encoder test_vae te
 for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner test_audio_encoder \
          test_audio_resample test_references test_layout test_generator test_ops_fp8 test_dit_fp8 test_lora \
          test_lora_apply test_ops_vsa test_vsa test_residency test_memory_plan test_comm test_parallel \
-         test_ops_attention_merge; do
+         test_ops_attention_merge test_ops_frames; do
   [ -f tests/$t.cpp ] && TARGETS="$TARGETS $t"; done
 [ "$STAGE" = focus ] && TARGETS="h3-engine test_ops"
 [ "$STAGE" = budget ] && TARGETS="h3-engine"
@@ -99,36 +99,42 @@ if [ "$STAGE" = speed ] || [ "$STAGE" = speed_dit ]; then
   DMON_PID=$!
 fi
 if [ "$STAGE" = speed ]; then
-  echo "== speed: the new kernels against the CPU reference"
-  timeout 120 $T/test_ops --backend cuda --gtest_filter='Ops.Attention*:Ops.DownloadChunked:Ops.StreamGraph*' > "$OUT/speed_ops.log" 2>&1
-  echo "test_ops attention/download rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_ops.log" | tr '\n' ' ')"
+  echo "== speed: the new kernels against the CPU reference ($SECONDS s)"
+  timeout 150 $T/test_ops --backend cuda --gtest_filter='Ops.Attention*:Ops.DownloadChunked:Ops.StreamGraph*' > "$OUT/speed_ops.log" 2>&1
+  echo "test_ops attention/download/graph rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_ops.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \]' "$OUT/speed_ops.log" | head
+  timeout 120 $T/test_ops_fp8 --backend cuda --gtest_filter='Ops.Attention*' > "$OUT/speed_ops_fp8.log" 2>&1
+  echo "test_ops_fp8 attention rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_ops_fp8.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]' "$OUT/speed_ops_fp8.log" | head
+  timeout 60 $T/test_ops_frames --backend cuda > "$OUT/speed_frames.log" 2>&1
+  echo "test_ops_frames rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_frames.log" | tr '\n' ' ')"
   timeout 200 $T/test_ops_conv --backend cuda > "$OUT/speed_conv.log" 2>&1
   echo "test_ops_conv rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_conv.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED  \]|conv3d case' "$OUT/speed_conv.log" | head -40
-  echo "== speed: recorded DiT blocks (CUDA graphs) against every op from the host, small shapes"
-  timeout 150 $T/test_dit --gtest_filter='DitCuda.RecordedBlocks*' > "$OUT/speed_graphs_test.log" 2>&1
-  echo "test_dit RecordedBlocks rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/speed_graphs_test.log" | tr '\n' ' ')"
-  for shape in "demo:--config models/h3-demo/transformer/config.json --size 128x64 --frames 107 --text 64 --blocks 4 --iters 50" \
-               "full_256:--size 256x256 --frames 22 --text 128 --blocks 8 --iters 10" \
-               "full_512:--size 512x512 --frames 22 --text 256 --blocks 8 --iters 5"; do
-    tag=${shape%%:*}
-    timeout 120 $H3 bench dit --random-weights ${shape#*:} --block-graphs > "$OUT/speed_graphs_$tag.txt" 2>&1
-    echo "bench dit --block-graphs $tag rc=$?"; grep -E "DiT bench|forward \(" "$OUT/speed_graphs_$tag.txt" | tail -5
+  grep -E '^\[  FAILED  \]' "$OUT/speed_conv.log" | head -20
+  grep -E '^\[(wgmma|igemm16)\]' "$OUT/speed_conv.log" | sort | head -12
+  timeout 120 $T/test_vae --gtest_filter='VaeCuda.*:VideoVae.DecodeVideoFrames*' > "$OUT/speed_vae_test.log" 2>&1
+  echo "test_vae (cuda) rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/speed_vae_test.log" | tr '\n' ' ')"
+  timeout 150 $T/test_vae_encoder > "$OUT/speed_vae_encoder_test.log" 2>&1
+  echo "test_vae_encoder rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/speed_vae_encoder_test.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]' "$OUT/speed_vae_test.log" "$OUT/speed_vae_encoder_test.log" | head
+  echo "== speed: the video VAE decoder's attention (32 heads x 64, 1797 rows, 14 tiles a call): every candidate ($SECONDS s)"
+  timeout 120 $H3 bench attention --head-dim 64 --heads 32 --batch 14 --seq 1797 --iters 20 --rounds 3 > "$OUT/speed_attn_vae.txt" 2>&1
+  echo "bench attention (VAE shape) rc=$?"; tail -12 "$OUT/speed_attn_vae.txt"
+  echo "== speed: bench vae (5 s 1344x768 decode): to RGB8 frames (a request's path), to the fp32 sample, profiled ($SECONDS s)"
+  for mode in rgb8 sample; do
+    extra=""; [ $mode = sample ] && extra="--sample"
+    # shellcheck disable=SC2086
+    timeout 120 $H3 bench vae --random-weights --json $extra > "$OUT/speed_vae_$mode.json" 2> "$OUT/speed_vae_$mode.err"
+    echo "bench vae $mode rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_vae_$mode.json')); print({k: j.get(k) for k in ['video_output','video_decode_seconds','audio_decode_seconds','video_peak_gib','tile_batch']})" 2>&1 | tail -1)"
   done
-  echo "== speed: bench vae (5 s 1344x768 decode), plain and with H3_VAE_PROFILE=1"
-  timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae.json" 2> "$OUT/speed_vae.err"
-  echo "bench vae rc=$?"
-  python3 -c "import json; j=json.load(open('$OUT/speed_vae.json')); print({k: v for k, v in j.items() if not isinstance(v, (list, dict))})"
   H3_VAE_PROFILE=1 timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_prof.json" 2> "$OUT/speed_vae_prof.err"
   echo "bench vae (profiled) rc=$?"; grep "vae profile" "$OUT/speed_vae_prof.err"
-  grep -h "fused attention plan" "$OUT/speed_vae.err" | head -3
-  echo "== speed: bench vae --reference, 124-frame 1344x768 clip (the default conv3d path)"
+  echo "== speed: bench vae --reference, 124-frame 1344x768 clip (the default conv3d path) ($SECONDS s)"
   timeout 150 $H3 bench vae --reference --random-weights --json > "$OUT/speed_ref.json" 2> "$OUT/speed_ref.err"
   echo "bench vae --reference rc=$?"; tail -3 "$OUT/speed_ref.err"
   python3 -c "import json; j=json.load(open('$OUT/speed_ref.json')); print({k: v for k, v in j.items() if not isinstance(v, (list, dict))})"
-  echo "== speed: bench vae --reference on a 22-frame clip (2 clips) per conv3d path"
-  for impl in "" tf32 cudnn; do
+  echo "== speed: bench vae --reference on a 22-frame clip (2 clips) per conv3d path ($SECONDS s)"
+  for impl in auto igemm16 cudnn; do
     H3_CONV3D=$impl timeout 100 $H3 bench vae --reference --random-weights --frames 22 --json \
       > "$OUT/speed_ref22_$impl.json" 2> "$OUT/speed_ref22_$impl.err"
     echo "H3_CONV3D=$impl rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_ref22_$impl.json')); print(j['conv3d'], round(j['clip_encode_seconds'], 3), 's, peak', round(j['clip_peak_gib'], 2), 'GiB')" 2>&1 | tail -1)"
@@ -137,8 +143,7 @@ if [ "$STAGE" = speed ]; then
   H3_VAE_PROFILE=1 timeout 100 $H3 bench vae --reference --random-weights --frames 22 --json \
     > "$OUT/speed_ref22_prof.json" 2> "$OUT/speed_ref22_prof.err"
   echo "rc=$?"; grep "vae profile encode" "$OUT/speed_ref22_prof.err" | head -60
-  timeout 60 $H3 bench vae --encode --random-weights --json > "$OUT/speed_encode.json" 2> "$OUT/speed_encode.err"
-  echo "bench vae --encode (one 1344x768 keyframe) rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_encode.json')); print({k: v for k, v in j.items() if not isinstance(v, (list, dict))})" 2>&1 | tail -1)"
+  echo "== speed done ($SECONDS s)"
 fi
 run_test() {  # name, log, args...
   local name=$1 log=$2; shift 2
@@ -174,6 +179,7 @@ SUMS=()
             "test_ops_conv --backend cuda:ops_conv.log:test_ops_conv --backend cuda" \
             "test_ops_vsa --backend cuda:ops_vsa.log:test_ops_vsa --backend cuda" \
             "test_ops_attention_merge --backend cuda:ops_merge.log:test_ops_attention_merge --backend cuda" \
+            "test_ops_frames --backend cuda:ops_frames.log:test_ops_frames --backend cuda" \
             "test_dit (incl. DitCuda):dit.log:test_dit" "test_text_encoder:text.log:test_text_encoder" \
             "test_vae:vae.log:test_vae" "test_generate:generate.log:test_generate" \
             "test_vae_encoder:vae_encoder.log:test_vae_encoder" "test_vision:vision.log:test_vision" \
@@ -488,8 +494,8 @@ elif [ "$STAGE" = speed ] || [ "$STAGE" = speed_dit ]; then
   if [ "$STAGE" = speed_dit ]; then # first: the one measure no other stage of this call gives
     timeout 60 $T/test_ops --backend cuda --gtest_filter='Ops.StreamGraph*' > "$OUT/speed_graph_op.log" 2>&1
     echo "test_ops StreamGraph rc=$?"; grep -E -B3 -A3 'Failure|FAILED|PASSED' "$OUT/speed_graph_op.log" | head -40
-    echo "== speed: a 50-grid-point t2va at 1344x768x124 through the Generator (random full-width weights)"
-    H3_REQUEST_STEPS="50" H3_REQUEST_TIMEOUT=$((${H3_SPEED_REQUEST_LIMIT:-420} - SECONDS)) H3=$H3 \
+    echo "== speed: a t2va at 1344x768x124 through the Generator (random full-width weights), ${H3_SPEED_REQUEST_STEPS:-50} grid points"
+    H3_REQUEST_STEPS="${H3_SPEED_REQUEST_STEPS:-50}" H3_REQUEST_TIMEOUT=$((${H3_SPEED_REQUEST_LIMIT:-420} - SECONDS)) H3=$H3 \
       bash scripts/device_bench_request.sh
   fi
   if [ "$STAGE" = speed_dit ] && [ "$SECONDS" -gt "${H3_SPEED_TAIL_AFTER:-380}" ]; then
