@@ -15,10 +15,12 @@ STAGE=${H3_STAGE:-all}
 # reports: those benches alone (builds only h3-engine)
 # speed (issue #19): the new kernels' op tests, the recorded-block benches and the VAE decode / reference
 # encode benches first, then the tests stage, then the DiT / attention / fp8 benches (ordered by what the issue
-# needs most, so a call that runs out of time loses the tail); speed_dit: that tail alone (builds h3-engine),
+# needs most, so a call that runs out of time loses the tail); closing: the tests stage (with H3_SKIP_SUITE=1
+# after a speed call ran the suite), then the DiT attention / 2-block DiT benches and a 4-grid-point request;
+# speed_dit: that tail alone (builds h3-engine),
 # first the 50-grid-point t2va request (up to H3_SPEED_REQUEST_LIMIT=420 s into the call), then that tail
 in_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ] ||
-  { { [ "$STAGE" = final ] || [ "$STAGE" = speed ]; } && [ "$1" = tests ]; }; }
+  { { [ "$STAGE" = final ] || [ "$STAGE" = speed ] || [ "$STAGE" = closing ]; } && [ "$1" = tests ]; }; }
 OUT=${OUT:-/tmp/h3-device-out}
 mkdir -p "$OUT"
 # Everything this script prints also goes to $OUT/00_summary.txt as it runs: when a call runs out of time
@@ -163,7 +165,7 @@ if in_stage tests; then
 run_bg() { # name, log, args...
   local name=$1 log=$2; shift 2
   [ -x "$1" ] || { echo "$name: not built" > "$OUT/$log.sum"; return; }
-  while [ "$(jobs -rp | wc -l)" -ge 4 ]; do wait -n || true; done
+  while [ "$(running_tests)" -ge 4 ]; do wait -n || true; done
   # each summary is printed as its binary ends (a call that runs out of time still shows which ended, and a
   # binary past its timeout shows its last lines)
   ( local t0=$SECONDS
@@ -172,7 +174,12 @@ run_bg() { # name, log, args...
     grep -E '^\[  FAILED  \]' "$OUT/$log" | head -10 >> "$OUT/$log.sum"
     [ "$rc" = 124 ] && { echo "  timed out; last lines:"; tail -4 "$OUT/$log"; } >> "$OUT/$log.sum"
     echo "-- $(cat "$OUT/$log.sum")" ) &
+  TEST_PIDS+=($!)
 }
+# The test jobs alone (the speed stages also run `nvidia-smi dmon` in the background, which never ends: a
+# wait for every job hung the call there).
+TEST_PIDS=()
+running_tests() { local n=0 p; for p in "${TEST_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo $n; }
 SUMS=()
 [ "${H3_SKIP_SUITE:-0}" = 1 ] && echo "== test binaries skipped (H3_SKIP_SUITE=1)"
 [ "${H3_SKIP_SUITE:-0}" = 1 ] || for spec in "test_ops --backend cuda:ops.log:test_ops --backend cuda" \
@@ -199,9 +206,9 @@ SUMS=()
   run_bg "$name" "$log" "$T/$bin" "$@"
   SUMS+=("$OUT/$log.sum")
 done
-# the jobs by pid: a bare `wait` also waits for the `tee` process substitution above, which never ends (that
-# hung every call after the tee came in)
-for p in $(jobs -p); do wait "$p" || true; done
+# the test jobs by pid: a bare `wait` also waits for the `tee` process substitution above, and `jobs -p` lists
+# the speed stages' dmon; neither ever ends (each hung a call)
+for p in "${TEST_PIDS[@]}"; do wait "$p" || true; done
 for s in "${SUMS[@]}"; do cat "$s"; done
 grep -E "cuda (A|B) (bf16|fp32) (sample|audio_sample|blocks.2.out)" "$OUT/dit.log"
 grep -E "^(cuda|int8|fp16|text)" "$OUT/residency.log"
@@ -519,6 +526,20 @@ elif [ "$STAGE" = speed ] || [ "$STAGE" = speed_dit ]; then
   fi
   kill "$DMON_PID" 2>/dev/null
   echo "clocks/power (dmon, first and last samples):"; head -4 "$OUT/dmon.txt"; tail -3 "$OUT/dmon.txt"
+fi
+if [ "$STAGE" = closing ]; then
+# After a speed call whose suite ran (H3_SKIP_SUITE=1 here): the tests stage's tiny end-to-end checks above,
+# then the DiT attention against cuDNN at 38,247 rows, a 2-block DiT bench (x50) and a 4-grid-point request.
+echo "== closing: bench attention at 38,247 rows (DiT shape, every bf16 candidate) ($SECONDS s)"
+timeout 120 $H3 bench attention --seq 38247 > "$OUT/closing_attn.txt" 2>&1
+echo "bench attention rc=$?"; tail -10 "$OUT/closing_attn.txt"
+echo "== closing: bench dit (2 blocks timed, x50) at 1344x768x124 bf16 ($SECONDS s)"
+timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --frames 124 --json > "$OUT/closing_dit.json" \
+  2> "$OUT/closing_dit.err"
+echo "bench dit rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/closing_dit.json')); print({k: j.get(k) for k in ['rows','precision','seconds_per_block','seconds_per_forward_50_blocks','useful_tflops','attention_tflops','gemm_tflops','peak_device_gib']})" 2>&1 | tail -1)"
+echo "== closing: a 4-grid-point t2va at 1344x768x124 through the Generator ($SECONDS s)"
+H3_REQUEST_STEPS=4 H3_REQUEST_TIMEOUT=$((${H3_CLOSING_LIMIT:-560} - SECONDS)) H3=$H3 bash scripts/device_bench_request.sh
+echo "== closing done ($SECONDS s)"
 fi
 if [ "$STAGE" = final ] || [ "$STAGE" = reports ]; then
 echo "== final: bench text layerwise under 24GiB"
