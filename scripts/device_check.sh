@@ -537,8 +537,10 @@ echo "== closing: bench dit (2 blocks timed, x50) at 1344x768x124 bf16 ($SECONDS
 timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --frames 124 --json > "$OUT/closing_dit.json" \
   2> "$OUT/closing_dit.err"
 echo "bench dit rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/closing_dit.json')); print({k: j.get(k) for k in ['rows','precision','seconds_per_block','seconds_per_forward_50_blocks','useful_tflops','attention_tflops','gemm_tflops','peak_device_gib']})" 2>&1 | tail -1)"
-echo "== closing: a 4-grid-point t2va at 1344x768x124 through the Generator ($SECONDS s)"
-H3_REQUEST_STEPS=4 H3_REQUEST_TIMEOUT=$((${H3_CLOSING_LIMIT:-560} - SECONDS)) H3=$H3 bash scripts/device_bench_request.sh
+if [ "${H3_CLOSING_REQUEST:-1}" = 1 ]; then
+  echo "== closing: a 4-grid-point t2va at 1344x768x124 through the Generator ($SECONDS s)"
+  H3_REQUEST_STEPS=4 H3_REQUEST_TIMEOUT=$((${H3_CLOSING_LIMIT:-560} - SECONDS)) H3=$H3 bash scripts/device_bench_request.sh
+fi
 echo "== closing done ($SECONDS s)"
 fi
 if [ "$STAGE" = final ] || [ "$STAGE" = reports ]; then
