@@ -795,6 +795,30 @@ TEST(OpsConv, CrossfadeFrames) {
 }
 
 // ---- group_norm per frame (+ SiLU) ------------------------------------------------------------------------
+// The naive per-(batch, frame, group) moments of x [B, C, T, H, W] (values in NCDHW order), in double:
+// {mean, biased variance} at index (b·T + f)·G + g.
+std::vector<std::pair<double, double>> naive_group_moments(const std::vector<double>& xv, int64_t nb,
+                                                           int64_t nc, int64_t nt, int64_t hw,
+                                                           int64_t groups) {
+    const int64_t cpg = nc / groups;
+    std::vector<std::pair<double, double>> out(static_cast<size_t>(nb * nt * groups));
+    for (int64_t b = 0; b < nb; ++b)
+        for (int64_t f = 0; f < nt; ++f)
+            for (int64_t g = 0; g < groups; ++g) {
+                auto at = [&](int64_t ch, int64_t i) {
+                    return static_cast<size_t>(((b * nc + ch) * nt + f) * hw + i);
+                };
+                double m = 0, v = 0;
+                for (int64_t ch = g * cpg; ch < (g + 1) * cpg; ++ch)
+                    for (int64_t i = 0; i < hw; ++i) m += xv[at(ch, i)];
+                m /= static_cast<double>(cpg * hw);
+                for (int64_t ch = g * cpg; ch < (g + 1) * cpg; ++ch)
+                    for (int64_t i = 0; i < hw; ++i) v += std::pow(xv[at(ch, i)] - m, 2);
+                out[static_cast<size_t>((b * nt + f) * groups + g)] = {m, v / static_cast<double>(cpg * hw)};
+            }
+    return out;
+}
+
 TEST(OpsConv, GroupNorm) {
     SKIP_IF_NO_BACKEND();
     struct Case {
@@ -818,19 +842,14 @@ TEST(OpsConv, GroupNorm) {
         auto xv = values(x);
         const int64_t hw = c.h * c.w, cpg = c.c / c.groups;
         std::vector<double> naive(xv.size());
+        const auto moments = naive_group_moments(xv, c.b, c.c, c.t, hw, c.groups);
         for (int64_t b = 0; b < c.b; ++b)
             for (int64_t f = 0; f < c.t; ++f)
                 for (int64_t g = 0; g < c.groups; ++g) {
                     auto at = [&](int64_t ch, int64_t i) {
                         return static_cast<size_t>(((b * c.c + ch) * c.t + f) * hw + i);
                     };
-                    double m = 0, v = 0;
-                    for (int64_t ch = g * cpg; ch < (g + 1) * cpg; ++ch)
-                        for (int64_t i = 0; i < hw; ++i) m += xv[at(ch, i)];
-                    m /= static_cast<double>(cpg * hw);
-                    for (int64_t ch = g * cpg; ch < (g + 1) * cpg; ++ch)
-                        for (int64_t i = 0; i < hw; ++i) v += std::pow(xv[at(ch, i)] - m, 2);
-                    v /= static_cast<double>(cpg * hw);
+                    const auto [m, v] = moments[static_cast<size_t>((b * c.t + f) * c.groups + g)];
                     for (int64_t ch = g * cpg; ch < (g + 1) * cpg; ++ch)
                         for (int64_t i = 0; i < hw; ++i) {
                             double n = (xv[at(ch, i)] - m) / std::sqrt(v + 1e-6);
@@ -901,23 +920,15 @@ TEST(OpsConv, GroupNormStatsApply) {
             want_scale = values(cs);
             want_shift = values(ch);
         } else {
-            const auto xv = values(x);
-            const int64_t hw = c.h * c.w, cpg = c.c / c.groups;
+            const int64_t cpg = c.c / c.groups;
+            const auto moments = naive_group_moments(values(x), c.b, c.c, c.t, c.h * c.w, c.groups);
             want_scale.assign(static_cast<size_t>(as.numel()), 0.0);
             want_shift.assign(static_cast<size_t>(as.numel()), 0.0);
             for (int64_t b = 0; b < c.b; ++b)
                 for (int64_t f = 0; f < c.t; ++f)
                     for (int64_t g = 0; g < c.groups; ++g) {
-                        auto at = [&](int64_t k, int64_t i) {
-                            return static_cast<size_t>(((b * c.c + k) * c.t + f) * hw + i);
-                        };
-                        double m = 0, v = 0;
-                        for (int64_t k = g * cpg; k < (g + 1) * cpg; ++k)
-                            for (int64_t i = 0; i < hw; ++i) m += xv[at(k, i)];
-                        m /= static_cast<double>(cpg * hw);
-                        for (int64_t k = g * cpg; k < (g + 1) * cpg; ++k)
-                            for (int64_t i = 0; i < hw; ++i) v += std::pow(xv[at(k, i)] - m, 2);
-                        const double rstd = 1.0 / std::sqrt(v / static_cast<double>(cpg * hw) + 1e-6);
+                        const auto [m, v] = moments[static_cast<size_t>((b * c.t + f) * c.groups + g)];
+                        const double rstd = 1.0 / std::sqrt(v + 1e-6);
                         for (int64_t k = g * cpg; k < (g + 1) * cpg; ++k) {
                             const double a = rstd * (c.affine ? w.get({k}) : 1.0);
                             const size_t o = static_cast<size_t>((b * c.t + f) * c.c + k);

@@ -50,18 +50,25 @@ Status check_affine(const char* op, const char* name, const Context& ctx, const 
     return check_shape(op, name, t, Shape{x.dim(0), x.dim(2), x.dim(1)}, "[B, T, C] of x");
 }
 
+// x [B, C, T, H, W] and an f32 output y of x's shape, both dense on ctx's device, y writable.
+Status check_x_and_y(const char* op, const Context& ctx, const Tensor& x, const Tensor& y) {
+    H3_TRY(check_float_contig(op, "x", ctx, x));
+    H3_TRY(check_float_contig(op, "y", ctx, y));
+    H3_TRY(check_writable(op, "y", y));
+    H3_TRY(check_rank(op, "x", x, 5));
+    H3_TRY(check_shape(op, "y", y, x.shape(), "x's shape"));
+    if (y.dtype() != DType::kF32)
+        return invalid_argument(std::string(op) + ": y is " + desc(y) + ", expected f32");
+    return ok_status();
+}
+
 } // namespace
 
 Status group_norm(const Context& ctx, const GroupNormParams& p, const Tensor& x, const Tensor& weight,
                   const Tensor& bias, Tensor& y) {
     const char* op = "group_norm";
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_float_contig(op, "x", ctx, x));
-    H3_TRY(check_float_contig(op, "y", ctx, y));
-    H3_TRY(check_writable(op, "y", y));
-    H3_TRY(check_rank(op, "x", x, 5));
-    H3_TRY(check_shape(op, "y", y, x.shape(), "x's shape"));
-    if (y.dtype() != DType::kF32) return invalid_argument("group_norm: y is " + desc(y) + ", expected f32");
+    H3_TRY(check_x_and_y(op, ctx, x, y));
     H3_TRY(check_norm_inputs(op, ctx, p, x, weight, bias));
     H3_OPS_DISPATCH(group_norm, ctx, p, x, weight, bias, y);
 }
@@ -84,12 +91,8 @@ Status group_norm_apply(const Context& ctx, const GroupNormApplyParams& p, const
                         const Tensor& scale, const Tensor& shift, Tensor& y) {
     const char* op = "group_norm_apply";
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_float_contig(op, "x", ctx, x));
-    H3_TRY(check_float_contig(op, "y", ctx, y));
-    H3_TRY(check_writable(op, "y", y));
-    H3_TRY(check_rank(op, "x", x, 5));
-    H3_TRY(check_shape(op, "y", y, x.shape(), "x's shape"));
-    if (x.dtype() != DType::kF32 || y.dtype() != DType::kF32)
+    H3_TRY(check_x_and_y(op, ctx, x, y));
+    if (x.dtype() != DType::kF32)
         return invalid_argument("group_norm_apply: x and y must be f32, got " + desc(x) + " and " + desc(y));
     H3_TRY(check_affine(op, "scale", ctx, x, scale));
     H3_TRY(check_affine(op, "shift", ctx, x, shift));
