@@ -8,6 +8,7 @@
 // (CudaContext::gemm_autotune, H3_GEMM_AUTOTUNE=0: the heuristic's first, as before).
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/lt_autotune.h"
 
 #include <memory>
 #include <vector>
@@ -78,14 +79,6 @@ Status make_descs(const LtProblem& pr, LtDescs& d) {
     return ok_status();
 }
 
-constexpr int kMaxCandidates = 8; // heuristic results asked for and timed
-constexpr int kTimedRuns = 3;     // per candidate and round
-constexpr int kRounds = 2;        // the candidates are timed in two rounds (the second in reverse order)
-// A candidate replaces the heuristic's first only when it is this much faster: the first H200 run of this
-// tuner (one timing round, no margin) picked no faster kernel for the DiT's GEMMs, and a clock ramp or one
-// noisy timing must not swap a good choice for a worse one.
-constexpr float kMargin = 0.97f;
-
 // The operands of one call, for timing candidates on them.
 struct LtCall {
     float alpha = 1.0f;
@@ -96,81 +89,24 @@ struct LtCall {
     size_t y_bytes = 0;
 };
 
-// Times each candidate on the call's operands (after a warm-up, the best of two rounds) and returns the index
-// of the fastest, the heuristic's first unless another beats it by the margin (0 when timing is not possible:
-// a stream under graph capture, or no events). The trial runs write y itself when the call
-// overwrites it anyway (beta = 0); with accumulate they write a scratch copy and read y as C, so the real
-// call still sees the old y.
-Result<int> fastest_candidate(const Context& ctx, const LtDescs& d,
-                              const cublasLtMatmulHeuristicResult_t* res, int found, const LtCall& call,
-                              float& best_ms) {
-    best_ms = 0.0f;
-    const cudaStream_t stream = stream_of(ctx);
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
-        cudaGetLastError();
-        return 0;
-    }
+// The fastest of the heuristic's candidates on the call's operands (lt_autotune.h). The trial runs write y
+// itself when the call overwrites it anyway (beta = 0); with accumulate they write a scratch copy and read y
+// as C, so the real call still sees the old y.
+Result<LtChoice> fastest_candidate(const Context& ctx, const LtDescs& d,
+                                   const cublasLtMatmulHeuristicResult_t* res, int found,
+                                   const LtCall& call) {
     void* out = call.y;
     if (call.accumulate) {
         H3_ASSIGN_OR_RETURN(out, ctx.cuda->scratch(call.y_bytes));
     }
-    cudaEvent_t start = nullptr, stop = nullptr;
-    if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
-        cudaGetLastError();
-        if (start) cudaEventDestroy(start);
-        return 0;
-    }
     const float beta = call.accumulate ? 1.0f : 0.0f;
     const auto handle = static_cast<cublasLtHandle_t>(ctx.cuda->cublaslt());
-    auto run = [&](const cublasLtMatmulAlgo_t& algo) {
+    return fastest_lt_candidate(ctx, found, [&](int i) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS) return res[i].state;
         return cublasLtMatmul(handle, d.op, &call.alpha, call.w, d.a, call.x, d.b, &beta, call.y, d.c, out,
-                              d.c, &algo, ctx.cuda->gemm_workspace(), ctx.cuda->gemm_workspace_bytes(),
-                              stream);
-    };
-    std::vector<float> times(static_cast<size_t>(found), -1.0f); // best per-candidate time over the rounds
-    cudaError_t fault = cudaSuccess;
-    // Warm-up: the heuristic's first a few times, so the clocks are up before anything is timed.
-    for (int r = 0; r < kTimedRuns && res[0].state == CUBLAS_STATUS_SUCCESS; ++r) (void)run(res[0].algo);
-    for (int round = 0; round < kRounds && fault == cudaSuccess; ++round)
-        for (int n = 0; n < found && fault == cudaSuccess; ++n) {
-            const int i = round % 2 == 0 ? n : found - 1 - n;
-            if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
-            if (round == 0 && run(res[i].algo) != CUBLAS_STATUS_SUCCESS) {
-                times[static_cast<size_t>(i)] = -2.0f; // refuses these operands: never timed again
-                continue;
-            }
-            if (times[static_cast<size_t>(i)] == -2.0f) continue;
-            bool ok = cudaEventRecord(start, stream) == cudaSuccess;
-            for (int r = 0; r < kTimedRuns && ok; ++r) ok = run(res[i].algo) == CUBLAS_STATUS_SUCCESS;
-            ok = ok && cudaEventRecord(stop, stream) == cudaSuccess;
-            float ms = 0.0f;
-            if (ok) {
-                fault = cudaEventSynchronize(stop); // a fault in a trial run is a real error
-                if (fault != cudaSuccess) break;
-                ok = cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
-            }
-            if (!ok) {
-                cudaGetLastError();
-                continue;
-            }
-            float& t = times[static_cast<size_t>(i)];
-            if (t < 0.0f || ms < t) t = ms;
-        }
-    int best = 0;
-    float best_time = times[0] > 0.0f ? times[0] : -1.0f;
-    for (int i = 1; i < found; ++i) {
-        const float t = times[static_cast<size_t>(i)];
-        if (t <= 0.0f) continue;
-        if (best_time < 0.0f || (best == 0 ? t < kMargin * best_time : t < best_time))
-            best_time = t, best = i;
-    }
-    if (best != 0 && times[0] > 0.0f && !(best_time < kMargin * times[0])) best = 0, best_time = times[0];
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    if (fault != cudaSuccess) return cuda_status(fault, "cuBLASLt algorithm timing");
-    best_ms = best_time > 0.0f ? best_time / kTimedRuns : 0.0f;
-    return best;
+                              d.c, &res[i].algo, ctx.cuda->gemm_workspace(), ctx.cuda->gemm_workspace_bytes(),
+                              stream_of(ctx));
+    });
 }
 
 // The cached choice for this problem (supported == false when cuBLASLt offers none).
@@ -209,8 +145,8 @@ Status find_algo(const Context& ctx, const LtProblem& pr, const GemmKey& key, Lt
         H3_TRY(cublas_status(cublasLtMatmulPreferenceSetAttribute(d.pref, attr, &a, sizeof(a)),
                              "set ALIGNMENT"));
     }
-    cublasLtMatmulHeuristicResult_t results[kMaxCandidates] = {};
-    const int want = ctx.cuda->gemm_autotune() ? kMaxCandidates : 1;
+    cublasLtMatmulHeuristicResult_t results[kLtCandidates] = {};
+    const int want = ctx.cuda->gemm_autotune() ? kLtCandidates : 1;
     int found = 0;
     cublasStatus_t s =
         cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(ctx.cuda->cublaslt()), d.op, d.a, d.b,
@@ -219,9 +155,8 @@ Status find_algo(const Context& ctx, const LtProblem& pr, const GemmKey& key, Lt
     if (s == CUBLAS_STATUS_SUCCESS && found > 0) {
         algo.supported = true;
         algo.candidates = found;
-        if (found > 1) {
-            H3_ASSIGN_OR_RETURN(algo.chosen, fastest_candidate(ctx, d, results, found, call, algo.best_ms));
-        }
+        H3_ASSIGN_OR_RETURN(const LtChoice choice, fastest_candidate(ctx, d, results, found, call));
+        algo.chosen = choice.chosen, algo.best_ms = choice.best_ms;
         algo.algo = results[algo.chosen].algo;
     } else if (s == CUBLAS_STATUS_ALLOC_FAILED || s == CUBLAS_STATUS_NOT_INITIALIZED) {
         return cublas_status(s, "AlgoGetHeuristic");

@@ -1,0 +1,30 @@
+// cuBLASLt algorithm choice by measurement, shared by the bf16/fp32 GEMM (gemm.cu) and the e4m3 GEMM
+// (gemm_fp8.cu): the heuristic's first few candidates are timed on the call's own operands and the fastest
+// is kept, once per problem (the callers cache the choice). Private to ops/cuda.
+#pragma once
+
+#include "core/status.h"
+#include "ops/context.h"
+
+#include <cublasLt.h>
+
+#include <functional>
+
+namespace h3::ops::cuda_detail {
+
+constexpr int kLtCandidates = 8; // heuristic results asked for and timed
+
+struct LtChoice {
+    int chosen = 0;       // index among the candidates (0: the heuristic's first)
+    float best_ms = 0.0f; // its time per call; 0 when nothing was timed
+};
+
+// run(i) launches candidate i once on ctx's stream; a status other than success means the candidate refuses
+// these operands (it is skipped). After a warm-up of candidate 0, every candidate runs a few times in each of
+// two rounds (the second in reverse order) and keeps its best; candidate 0 is replaced only by one faster by
+// a margin. Nothing is timed (chosen 0) while the stream is capturing a CUDA graph or without events; a
+// fault in a trial run is returned as an error.
+Result<LtChoice> fastest_lt_candidate(const Context& ctx, int candidates,
+                                      const std::function<cublasStatus_t(int)>& run);
+
+} // namespace h3::ops::cuda_detail
