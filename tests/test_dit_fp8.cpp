@@ -61,8 +61,9 @@ struct BothRuns {
     DitOutputs bf16, fp8;
 };
 
-// One forward in bf16 and one in fp8 (default exceptions) on `ctx`, the same random weights and inputs.
-BothRuns run_both(const ops::Context& ctx) {
+// One forward in bf16 and one in fp8 (default exceptions; `fast_accum` for the e4m3 GEMMs) on `ctx`, the same
+// random weights and inputs.
+BothRuns run_both(const ops::Context& ctx, bool fast_accum = DitFp8Options{}.fast_accum) {
     const DitConfig c = small_config();
     auto w =
         random_dit_weights(c, ctx, DitPrecision::kBf16, {.blocks = c.num_layers, .adaln = false, .seed = 4});
@@ -78,8 +79,9 @@ BothRuns run_both(const ops::Context& ctx) {
         r.bf16 = *out;
     }
     DitWeights q = *w;
-    Status st = quantize_dit_fp8(ctx, c, {}, q);
+    Status st = quantize_dit_fp8(ctx, c, {.fast_accum = fast_accum}, q);
     EXPECT_TRUE(st.ok()) << st.to_string();
+    EXPECT_EQ(q.blocks[1].fp8.gemm.fast_accum, fast_accum);
     EXPECT_TRUE(q.blocks[0].fp8.attention && q.blocks[0].fp8.ff_in.defined());
     EXPECT_FALSE(q.blocks[2].fp8.ff_out.defined()); // the default exception: the last block's ff_out
     EXPECT_FALSE(q.blocks[0].to_q.defined());       // quantized weights drop their bf16 copy
@@ -103,20 +105,24 @@ TEST(DitFp8, VelocityWithinBoundOfBf16OnCpu) {
     EXPECT_LT(a.rel_rms, 0.02);
 }
 
-TEST(DitFp8, CudaMatchesTheCpuFp8Path) {
+// The CUDA fp8 forward (either GEMM accumulation: the CPU reference sums exactly) against the CPU fp8 one.
+class DitFp8Cuda : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DitFp8Cuda, MatchesTheCpuFp8Path) {
 #ifdef H3_WITH_CUDA
     if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
     auto cc = ops::CudaContext::create(0);
     ASSERT_TRUE(cc.ok()) << cc.status().to_string();
     if ((*cc)->cc_major() != 9) GTEST_SKIP() << "fp8 attention needs an H100/H200";
     ops::Context ctx{.device = Device::cuda(0), .cuda = cc->get()};
-    const BothRuns gpu = run_both(ctx), cpu = run_both(ops::Context::cpu());
+    const bool fast = GetParam();
+    const BothRuns gpu = run_both(ctx, fast), cpu = run_both(ops::Context::cpu(), fast);
     const Agreement v = agree(gpu.fp8.sample, cpu.fp8.sample), b = agree(gpu.bf16.sample, cpu.bf16.sample);
     const Agreement f = agree(gpu.fp8.sample, gpu.bf16.sample);
     std::printf(
-        "CUDA vs CPU: fp8 video cos %.6f rel-RMS %.4f; bf16 video cos %.6f rel-RMS %.4f; CUDA fp8 vs bf16 "
-        "cos %.6f rel-RMS %.4f\n",
-        v.cosine, v.rel_rms, b.cosine, b.rel_rms, f.cosine, f.rel_rms);
+        "CUDA vs CPU (%s accumulation): fp8 video cos %.6f rel-RMS %.4f; bf16 video cos %.6f rel-RMS %.4f; "
+        "CUDA fp8 vs bf16 cos %.6f rel-RMS %.4f\n",
+        fast ? "fast" : "exact", v.cosine, v.rel_rms, b.cosine, b.rel_rms, f.cosine, f.rel_rms);
     EXPECT_GT(v.cosine, 0.9995);
     EXPECT_LT(v.rel_rms, 0.02);
     EXPECT_GT(f.cosine, 0.9995);
@@ -125,6 +131,9 @@ TEST(DitFp8, CudaMatchesTheCpuFp8Path) {
     GTEST_SKIP() << "CPU-only build";
 #endif
 }
+
+INSTANTIATE_TEST_SUITE_P(Accumulation, DitFp8Cuda, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Fast" : "Exact"; });
 
 TEST(DitFp8, BadExceptionsAreReportedByName) {
     const DitConfig c = small_config();

@@ -57,6 +57,7 @@ struct BenchOptions {
     int64_t lora_rank = 0;          // > 0: also time random rank-R adapters on q/k/v/out/FFN of every block
     std::string lora_mode = "both"; // runtime | merged | both
     std::string attention = "dense";
+    std::string fp8_accum; // --precision fp8: "exact" | "fast" (empty: DitFp8Options' default)
     std::vector<double> vsa_scan = {0.1, 0.25, 0.5, 1.0}; // kept fractions timed with --attention vsa
     ResidencyFlags residency;
     int sp = 0, tp = 0, ring = 0; // 0: not given; 1: the group path at world size 1 (nothing else is allowed)
@@ -182,7 +183,9 @@ int run_bench(const BenchOptions& o) {
     model::DitConfig truncated = c;
     truncated.num_layers = blocks;
     if (fp8) { // every timed block in e4m3 (the default exceptions name the last of 50 blocks)
-        Status q = model::quantize_dit_fp8(ctx, truncated, {.bf16_layers = {}}, *weights);
+        model::DitFp8Options f8{.bf16_layers = {}};
+        if (!o.fp8_accum.empty()) f8.fast_accum = o.fp8_accum == "fast";
+        Status q = model::quantize_dit_fp8(ctx, truncated, f8, *weights);
         if (!q.ok()) return report(q);
     }
     model::DitModel dit(truncated, std::move(*weights), prec, ctx, std::move(source));
@@ -359,6 +362,8 @@ int run_bench(const BenchOptions& o) {
         {"device", ctx.device.to_string()},
         {"dtype", pname},
         {"precision", model::precision_name(prec)},
+        {"fp8_fast_accum",
+         fp8 && (o.fp8_accum.empty() ? model::DitFp8Options{}.fast_accum : o.fp8_accum == "fast")},
         {"size", o.size},
         {"frames", o.frames},
         {"rows", S},
@@ -804,6 +809,10 @@ Command make_bench_command() {
         dit->add_option("--precision", o->precision,
                         "fp8: the blocks' GEMMs and attention in e4m3 (Hopper), else --dtype decides")
             ->check(CLI::IsMember({"bf16", "fp8", "fp32"}));
+        dit->add_option("--fp8-accum", o->fp8_accum,
+                        "with --precision fp8: exact | fast (cuBLASLt's fast fp8 accumulation); default: the "
+                        "model's default (DitFp8Options::fast_accum)")
+            ->check(CLI::IsMember({"exact", "fast"}));
         dit->add_option("--attention", o->attention,
                         "dense | vsa[:sparsity=0.9,mode=exempt|compete,...] (VSA: FastH3 blocks with their "
                         "compression gates, plus the sparse attention alone at the --vsa-scan fractions)")

@@ -2,8 +2,9 @@
 //                     [--json]
 // The fp8 precision's accuracy at full width: one DiT forward (refiner, N blocks, heads; random full-width
 // weights and AdaLN tables made on the device, the synthetic t2va layout of --size/--frames) in bf16, then
-// the same weights in fp8 with the default bf16 exceptions and with none (every block GEMM and attention in
-// e4m3); the velocity (video `sample` and `audio_sample`) of each fp8 run against bf16 as cosine and relative
+// the same weights in fp8 with the default bf16 exceptions, with none (every block GEMM and attention in
+// e4m3), and with the default exceptions and the other GEMM accumulation (DitFp8Options::fast_accum); the
+// velocity (video `sample` and `audio_sample`) of each fp8 run against bf16 as cosine and relative
 // RMS, and each forward's wall time.
 #include "cli/app.h"
 #include "cli/commands.h"
@@ -118,13 +119,19 @@ Command bench_fp8_command() {
         struct Variant {
             const char* name;
             std::vector<std::string> bf16_layers;
+            bool fast_accum;
         };
-        const Variant variants[] = {{"fp8 (default bf16 exceptions)", model::DitFp8Options{}.bf16_layers},
-                                    {"fp8 (no exceptions)", {}}};
+        const model::DitFp8Options defaults;
+        const Variant variants[] = {
+            {"fp8 (default bf16 exceptions)", defaults.bf16_layers, defaults.fast_accum},
+            {"fp8 (no exceptions)", {}, defaults.fast_accum},
+            {defaults.fast_accum ? "fp8 (default exceptions, exact accumulation)"
+                                 : "fp8 (default exceptions, fast accumulation)",
+             defaults.bf16_layers, !defaults.fast_accum}};
         for (const Variant& v : variants) {
             model::DitWeights w = *weights; // shares the bf16 tensors
-            Status st =
-                model::quantize_dit_fp8(ctx, cfg, {.bf16_layers = v.bf16_layers, .keep_bf16 = true}, w);
+            Status st = model::quantize_dit_fp8(
+                ctx, cfg, {.bf16_layers = v.bf16_layers, .fast_accum = v.fast_accum, .keep_bf16 = true}, w);
             if (!st.ok()) return report(st);
             double secs = 0;
             auto got = run(w, model::DitPrecision::kFp8, secs);
@@ -135,6 +142,7 @@ Command bench_fp8_command() {
             for (const auto& l : v.bf16_layers) layers += (layers.empty() ? "" : ",") + l;
             j["variants"].push_back({{"name", v.name},
                                      {"bf16_layers", layers},
+                                     {"fast_accum", v.fast_accum},
                                      {"forward_seconds", secs},
                                      {"video_cosine", a.cosine},
                                      {"video_rel_rms", a.rel_rms},

@@ -61,6 +61,7 @@ Status quantize_dit_fp8(const ops::Context& ctx, const DitConfig& config, const 
             if (!options.keep_bf16) *it.bf16 = Tensor();
         }
         w.fp8.attention = config.attention_head_dim == 128 && !kept(b, "attention");
+        w.fp8.gemm = {.fast_accum = options.fast_accum};
     }
     return ok_status();
 }

@@ -363,9 +363,9 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
         return Tensor::from_storage(buf.storage(), buf.byte_offset(), Shape{S, H * hd}, buf.dtype());
     };
     Tensor q = rows_of(sc.q), k = rows_of(sc.k), v = rows_of(sc.v), o = rows_of(sc.o);
-    H3_TRY(linear(x, w.to_q, w.fp8.to_q, q));
-    H3_TRY(linear(x, w.to_k, w.fp8.to_k, k));
-    H3_TRY(linear(x, w.to_v, w.fp8.to_v, v));
+    H3_TRY(linear(x, w.to_q, w.fp8.to_q, w.fp8.gemm, q));
+    H3_TRY(linear(x, w.to_k, w.fp8.to_k, w.fp8.gemm, k));
+    H3_TRY(linear(x, w.to_v, w.fp8.to_v, w.fp8.gemm, v));
     H3_TRY(add_lora(ctx_, lora, LoraProjection::kToQ, x, q, sc));
     H3_TRY(add_lora(ctx_, lora, LoraProjection::kToK, x, k, sc));
     H3_TRY(add_lora(ctx_, lora, LoraProjection::kToV, x, v, sc));
@@ -392,14 +392,15 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
         if (timer) H3_TRY(timer->mark("gemm_out"));
         return ok_status();
     }
-    H3_TRY(linear(o, w.to_out, w.fp8.to_out, out));
+    H3_TRY(linear(o, w.to_out, w.fp8.to_out, w.fp8.gemm, out));
     H3_TRY(add_lora(ctx_, lora, LoraProjection::kToOut, o, out, sc));
     if (timer) H3_TRY(timer->mark("gemm_out"));
     return ok_status();
 }
 
-Status DitModel::linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8, Tensor& y) const {
-    if (precision_ == DitPrecision::kFp8 && w8.defined()) return ops::gemm_fp8(ctx_, {}, x, w8, Tensor(), y);
+Status DitModel::linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8,
+                        const ops::Fp8GemmParams& p8, Tensor& y) const {
+    if (precision_ == DitPrecision::kFp8 && w8.defined()) return ops::gemm_fp8(ctx_, p8, x, w8, Tensor(), y);
     return ops::gemm(ctx_, {}, x, w, Tensor(), y);
 }
 
@@ -418,12 +419,12 @@ Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& o
                                          sc.ffn_g.dtype());
         Tensor os = row_split ? sc.par.partial.slice(0, r0, r0 + n) : out.slice(0, r0, r0 + n);
         const Tensor xs = x.slice(0, r0, r0 + n);
-        H3_TRY(linear(xs, w.ff_in, w.fp8.ff_in, hs));
+        H3_TRY(linear(xs, w.ff_in, w.fp8.ff_in, w.fp8.gemm, hs));
         H3_TRY(add_lora(ctx_, lora, LoraProjection::kFfIn, xs, hs, sc));
         if (timer) H3_TRY(timer->mark("gemm_fc1"));
         H3_TRY(ops::swiglu(ctx_, hs, gs));
         if (timer) H3_TRY(timer->mark("swiglu"));
-        H3_TRY(linear(gs, w.ff_out, w.fp8.ff_out, os));
+        H3_TRY(linear(gs, w.ff_out, w.fp8.ff_out, w.fp8.gemm, os));
         H3_TRY(add_lora(ctx_, lora, LoraProjection::kFfOut, gs, os, sc));
         if (timer) H3_TRY(timer->mark("gemm_fc2"));
     }

@@ -255,7 +255,8 @@ private:
     // all-reduce, then one rounding.
     Status reduce_partial(Tensor& out, DitScratch& scratch) const;
     // y = x·wᵀ: the e4m3 GEMM under kFp8 when the layer has an fp8 copy, else the bf16/fp32 one.
-    Status linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8, Tensor& y) const;
+    Status linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8, const ops::Fp8GemmParams& p8,
+                  Tensor& y) const;
     Status run_block_with(const DitBlockWeights& w, int index, Tensor& h, const Tensor& block_table,
                           const RowTables& rows, const DitForwardOptions& options, DitScratch& scratch) const;
     // Whether this forward's blocks may run as recordings (dit_graphs.h lists what rules them out).

@@ -36,6 +36,7 @@ DType residual_dtype(DitPrecision p);
 struct DitFp8Block {
     ops::Fp8Weight to_q, to_k, to_v, to_out, ff_in, ff_out;
     bool attention = false;
+    ops::Fp8GemmParams gemm = {}; // how the e4m3 GEMMs accumulate (DitFp8Options::fast_accum)
 };
 
 struct DitBlockWeights {
@@ -64,6 +65,10 @@ struct DitWeights {
 // bf16, the layers nearest the output heads (see docs/kernels/attention_notes.md for what was measured).
 struct DitFp8Options {
     std::vector<std::string> bf16_layers = {"blocks.-1.to_out", "blocks.-1.ff_out"};
+    // cuBLASLt's fast fp8 accumulation for the block GEMMs (ops::Fp8GemmParams::fast_accum): no periodic
+    // promotion of the tensor cores' partial sums to fp32. See docs/kernels/attention_notes.md for its
+    // measured speed and velocity cost.
+    bool fast_accum = false;
     bool keep_bf16 = false; // keep the bf16 copies of quantized weights (benches comparing both precisions)
 };
 

@@ -82,9 +82,23 @@ struct GemmAlgo {
     float best_ms = 0.0f; // its time when the candidates were timed
 };
 
+// The e4m3 GEMM (gemm_fp8.cu): per problem, the algorithm and whether it takes outer-vector scales.
+struct Fp8GemmKey {
+    int64_t m, n, k;
+    int y_type, bias_type; // DType as int; bias_type -1 without bias
+    bool fast_accum;
+    auto tie() const { return std::tie(m, n, k, y_type, bias_type, fast_accum); }
+    bool operator<(const Fp8GemmKey& o) const { return tie() < o.tie(); }
+};
+struct Fp8GemmAlgo {
+    GemmAlgo lt;
+    bool outer_vec = false; // false: the unscaled product goes to fp32 scratch and one pass scales it
+};
+
 struct GemmCache {
     std::mutex mutex;
     std::map<GemmKey, GemmAlgo> algos;
+    std::map<Fp8GemmKey, Fp8GemmAlgo> fp8;
 };
 
 // conv3d through cuDNN's convolution (conv3d_cudnn.cpp): the algorithm chosen per problem.

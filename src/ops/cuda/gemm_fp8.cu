@@ -3,14 +3,16 @@
 // column-major problem D[N,M] = Wᵀ-op(A = W)·(B = x), both operands K-major ("TN", the layout cuBLASLt's fp8
 // kernels need). The scales go in as outer vectors (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F: A's per
 // output channel, B's per x row) where cuBLASLt offers a kernel for that; otherwise the unscaled product goes
-// to fp32 scratch and one pass applies x_scale·w_scale (+ bias) and rounds.
+// to fp32 scratch and one pass applies x_scale·w_scale (+ bias) and rounds. The algorithm is chosen once per
+// problem like the bf16 GEMM's (lt_autotune.h: the heuristic's candidates timed on the first call's operands;
+// H3_GEMM_AUTOTUNE=0: the heuristic's first) and cached in the context.
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/lt_autotune.h"
 #include "ops/fp8_scale.h"
 
-#include <map>
 #include <mutex>
-#include <tuple>
+#include <string>
 
 namespace h3::ops::cuda_impl {
 
@@ -97,21 +99,6 @@ __global__ void fp8_finish_kernel(const float* __restrict__ t, const float* __re
     }
 }
 
-struct Fp8Key {
-    int device;
-    int64_t m, n, k;
-    int y_type, bias_type;
-    bool outer_vec, fast;
-    auto tie() const { return std::tie(device, m, n, k, y_type, bias_type, outer_vec, fast); }
-    bool operator<(const Fp8Key& o) const { return tie() < o.tie(); }
-};
-struct Fp8Algo {
-    bool supported = false;
-    cublasLtMatmulAlgo_t algo{};
-};
-std::mutex g_fp8_mutex;
-std::map<Fp8Key, Fp8Algo> g_fp8_algos; // heuristic choices depend on the device and the problem only
-
 struct Lt {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
@@ -135,15 +122,16 @@ Status set_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const 
 }
 
 // The descriptors of one fp8 matmul; with outer_vec the A/B scale vectors, else unit scales and D in fp32.
-Status make_lt(const Fp8Key& key, const void* ws, const void* xs, const void* bias, DType bias_type, Lt& d) {
+Status make_lt(const Fp8GemmKey& key, bool outer_vec, const void* ws, const void* xs, const void* bias,
+               DType bias_type, Lt& d) {
     H3_TRY(
         cublas_status(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate"));
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     H3_TRY(set_attr(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta), "set TRANSA"));
     H3_TRY(set_attr(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb), "set TRANSB"));
-    const int8_t fast = key.fast ? 1 : 0;
+    const int8_t fast = key.fast_accum ? 1 : 0;
     H3_TRY(set_attr(d.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast), "set FAST_ACCUM"));
-    if (key.outer_vec) {
+    if (outer_vec) {
         const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
         H3_TRY(set_attr(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode), "set A_SCALE_MODE"));
         H3_TRY(set_attr(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode), "set B_SCALE_MODE"));
@@ -159,40 +147,46 @@ Status make_lt(const Fp8Key& key, const void* ws, const void* xs, const void* bi
                 set_attr(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt), "set BIAS_DATA_TYPE"));
         }
     }
-    const cudaDataType_t out = key.outer_vec ? lt_type(static_cast<DType>(key.y_type)) : CUDA_R_32F;
+    const cudaDataType_t out = outer_vec ? lt_type(static_cast<DType>(key.y_type)) : CUDA_R_32F;
     H3_TRY(cublas_status(cublasLtMatrixLayoutCreate(&d.a, CUDA_R_8F_E4M3, key.k, key.n, key.k), "layout A"));
     H3_TRY(cublas_status(cublasLtMatrixLayoutCreate(&d.b, CUDA_R_8F_E4M3, key.k, key.m, key.k), "layout B"));
     H3_TRY(cublas_status(cublasLtMatrixLayoutCreate(&d.c, out, key.n, key.m, key.n), "layout C"));
     return ok_status();
 }
 
-Status find_fp8_algo(const Context& ctx, const Fp8Key& key, Lt& d, Fp8Algo& out) {
-    {
-        std::lock_guard<std::mutex> lock(g_fp8_mutex);
-        auto it = g_fp8_algos.find(key);
-        if (it != g_fp8_algos.end()) {
-            out = it->second;
+// The heuristic's candidates for a problem not seen before: with outer-vector scales where cuBLASLt offers a
+// kernel for them (and the bias type), else for the fp32-scratch path; found = 0 when it offers neither.
+struct Fp8Candidates {
+    bool outer_vec = false;
+    int found = 0;
+    cublasLtMatmulHeuristicResult_t res[kLtCandidates] = {};
+};
+
+Status fp8_candidates(const Context& ctx, const Fp8GemmKey& key, bool bias_ok, const Tensor& w_scale,
+                      const Tensor& bias, Fp8Candidates& out) {
+    const int want = ctx.cuda->gemm_autotune() ? kLtCandidates : 1;
+    for (bool outer : {true, false}) {
+        if (outer && !bias_ok) continue;
+        Lt d; // the heuristic does not depend on the pointer values: the weight's scales stand in for x's
+        H3_TRY(make_lt(key, outer, w_scale.data(), w_scale.data(), bias.defined() ? bias.data() : nullptr,
+                       bias.dtype(), d));
+        H3_TRY(cublas_status(cublasLtMatmulPreferenceCreate(&d.pref), "PreferenceCreate"));
+        uint64_t wsb = ctx.cuda->gemm_workspace_bytes();
+        H3_TRY(cublas_status(cublasLtMatmulPreferenceSetAttribute(
+                                 d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb)),
+                             "set MAX_WORKSPACE"));
+        int found = 0;
+        const cublasStatus_t s =
+            cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(ctx.cuda->cublaslt()), d.op, d.a,
+                                           d.b, d.c, d.c, d.pref, want, out.res, &found);
+        if (s == CUBLAS_STATUS_ALLOC_FAILED || s == CUBLAS_STATUS_NOT_INITIALIZED)
+            return cublas_status(s, "AlgoGetHeuristic(fp8)");
+        if (s == CUBLAS_STATUS_SUCCESS && found > 0) {
+            out.outer_vec = outer, out.found = found;
             return ok_status();
         }
     }
-    H3_TRY(cublas_status(cublasLtMatmulPreferenceCreate(&d.pref), "PreferenceCreate"));
-    uint64_t wsb = ctx.cuda->gemm_workspace_bytes();
-    H3_TRY(cublas_status(cublasLtMatmulPreferenceSetAttribute(
-                             d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb)),
-                         "set MAX_WORKSPACE"));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const cublasStatus_t s =
-        cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(ctx.cuda->cublaslt()), d.op, d.a, d.b,
-                                       d.c, d.c, d.pref, 1, &result, &found);
-    if (s == CUBLAS_STATUS_ALLOC_FAILED || s == CUBLAS_STATUS_NOT_INITIALIZED)
-        return cublas_status(s, "AlgoGetHeuristic(fp8)");
-    Fp8Algo algo;
-    algo.supported = s == CUBLAS_STATUS_SUCCESS && found > 0;
-    if (algo.supported) algo.algo = result.algo;
-    std::lock_guard<std::mutex> lock(g_fp8_mutex);
-    g_fp8_algos[key] = algo;
-    out = algo;
+    out.found = 0;
     return ok_status();
 }
 
@@ -232,29 +226,38 @@ Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, con
     if (k % 16 != 0) return unimplemented("gemm_fp8: K = " + std::to_string(k) + " is not a multiple of 16");
     const int64_t x8_bytes = round256(m * k), xs_bytes = round256(m * 4);
     const bool bias_ok = !bias.defined() || bias.dtype() == DType::kF32 || bias.dtype() == DType::kBF16;
-    Fp8Key key{ctx.cuda->device(),
-               m,
-               n,
-               k,
-               static_cast<int>(y.dtype()),
-               bias.defined() ? static_cast<int>(bias.dtype()) : -1,
-               bias_ok,
-               p.fast_accum};
-    // Which path cuBLASLt offers (the heuristic does not depend on the pointer values).
-    Fp8Algo algo;
-    for (bool outer : {true, false}) {
-        if (outer && !bias_ok) continue;
-        key.outer_vec = outer;
-        Lt probe;
-        H3_TRY(make_lt(key, w.scale.data(), w.scale.data(), bias.defined() ? bias.data() : nullptr,
-                       bias.dtype(), probe));
-        H3_TRY(find_fp8_algo(ctx, key, probe, algo));
-        if (algo.supported) break;
+    const Fp8GemmKey key{
+        m,           n, k, static_cast<int>(y.dtype()), bias.defined() ? static_cast<int>(bias.dtype()) : -1,
+        p.fast_accum};
+    GemmCache& cache = ctx.cuda->gemm_cache();
+    Fp8GemmAlgo algo;
+    bool cached = false;
+    {
+        std::lock_guard<std::mutex> lock(cache.mutex);
+        auto it = cache.fp8.find(key);
+        if (it != cache.fp8.end()) algo = it->second, cached = true;
     }
-    if (!algo.supported)
+    Fp8Candidates cand;
+    if (!cached) {
+        // A new problem is timed (events, a host wait): impossible while the stream records a CUDA graph.
+        if (stream_recording(ctx))
+            return invalid_argument(
+                "gemm_fp8: the problem " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                std::to_string(k) +
+                " was first seen while recording a CUDA graph (run it once unrecorded first)");
+        H3_TRY(fp8_candidates(ctx, key, bias_ok, w.scale, bias, cand));
+        algo.outer_vec = cand.outer_vec;
+        algo.lt.supported = cand.found > 0;
+        algo.lt.candidates = cand.found;
+        if (!algo.lt.supported) {
+            std::lock_guard<std::mutex> lock(cache.mutex);
+            cache.fp8[key] = algo;
+        }
+    }
+    if (!algo.lt.supported)
         return unimplemented(
             "gemm_fp8: cuBLASLt offers no e4m3 kernel on this device (needs sm_89 or newer)");
-    const bool outer = key.outer_vec;
+    const bool outer = algo.outer_vec;
     static std::once_flag logged;
     std::call_once(logged, [&] {
         log_info(std::string("gemm_fp8: cuBLASLt e4m3 ") +
@@ -270,14 +273,25 @@ Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, con
     float* tmp = reinterpret_cast<float*>(x8p + x8_bytes + xs_bytes);
     H3_TRY(quantize_rows(ctx, x.data(), x.dtype(), m, k, x8p, xs));
     Lt d;
-    H3_TRY(make_lt(key, w.scale.data(), xs, bias.defined() ? bias.data() : nullptr, bias.dtype(), d));
+    H3_TRY(make_lt(key, outer, w.scale.data(), xs, bias.defined() ? bias.data() : nullptr, bias.dtype(), d));
     const float one = 1.0f, zero = 0.0f;
     void* dst = outer ? y.data() : static_cast<void*>(tmp);
-    H3_TRY(cublas_status(cublasLtMatmul(static_cast<cublasLtHandle_t>(ctx.cuda->cublaslt()), d.op, &one,
-                                        w.data.data(), d.a, x8p, d.b, &zero, dst, d.c, dst, d.c, &algo.algo,
-                                        ctx.cuda->gemm_workspace(), ctx.cuda->gemm_workspace_bytes(),
-                                        stream_of(ctx)),
-                         "cublasLtMatmul(fp8)"));
+    const auto handle = static_cast<cublasLtHandle_t>(ctx.cuda->cublaslt());
+    auto matmul = [&](const cublasLtMatmulAlgo_t& a) {
+        return cublasLtMatmul(handle, d.op, &one, w.data.data(), d.a, x8p, d.b, &zero, dst, d.c, dst, d.c, &a,
+                              ctx.cuda->gemm_workspace(), ctx.cuda->gemm_workspace_bytes(), stream_of(ctx));
+    };
+    if (!cached) { // time the candidates on these operands (the trial runs write dst, overwritten below)
+        H3_ASSIGN_OR_RETURN(const LtChoice choice, fastest_lt_candidate(ctx, cand.found, [&](int i) {
+                                if (cand.res[i].state != CUBLAS_STATUS_SUCCESS) return cand.res[i].state;
+                                return matmul(cand.res[i].algo);
+                            }));
+        algo.lt.chosen = choice.chosen, algo.lt.best_ms = choice.best_ms;
+        algo.lt.algo = cand.res[choice.chosen].algo;
+        std::lock_guard<std::mutex> lock(cache.mutex);
+        cache.fp8[key] = algo;
+    }
+    H3_TRY(cublas_status(matmul(algo.lt.algo), "cublasLtMatmul(fp8)"));
     if (outer) return ok_status();
     return dispatch_float(y.dtype(), [&](auto ty) {
         using TY = typename decltype(ty)::type;
