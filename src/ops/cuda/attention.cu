@@ -195,7 +195,7 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
     if (p.fp8) {
         if (d != 128)
             return unimplemented("attention: the CUDA fp8 mode needs head dim 128, q is " + desc(q));
-        return hopper_attention_fp8(ctx, ha, /*lazy_rescale=*/true); // +4 % over rescaling every block
+        return hopper_attention_fp8(ctx, ha); // lazy rescale: +4 % over rescaling every block
     }
     // Only the fallback kernel returns the log-sum-exp (ring attention's partials).
     const bool hopper = !p.lse && hopper_fits(ctx, q, o, ha);
@@ -278,7 +278,9 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
     if (p.fp8) {
         if (hopper_fp8_fits(ctx, q, o, ha)) {
             names.push_back("hopper fp8 lazy"); // the default
-            if (!p.causal) names.push_back("hopper fp8");
+            if (!p.causal)
+                for (const char* n : {"hopper fp8", "hopper fp8 lazy fma4", "hopper fp8 lazy fma2"})
+                    names.push_back(n);
         }
         return names;
     }
@@ -319,12 +321,19 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
         return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
     }
     if (p.lse) return unimplemented("attention_candidate: only 'fallback' returns lse, not '" + name + "'");
-    if (name == "hopper fp8" || name == "hopper fp8 lazy") {
+    if (name == "hopper fp8" || name.rfind("hopper fp8 lazy", 0) == 0) {
         if (ha.dim != 128 || ha.batch != 1)
             return unimplemented("attention_candidate: '" + name +
                                  "' takes head dim 128 and one sequence per call; q is " + desc(q) +
                                  ", batch " + std::to_string(p.batch));
-        return hopper_attention_fp8(ctx, ha, name != "hopper fp8");
+        HopperFp8Config cfg{.lazy_rescale = name != "hopper fp8"};
+        if (name == "hopper fp8 lazy fma4")
+            cfg.fma_exp2_every = 4;
+        else if (name == "hopper fp8 lazy fma2")
+            cfg.fma_exp2_every = 2;
+        else if (name != "hopper fp8" && name != "hopper fp8 lazy")
+            return invalid_argument("attention_candidate: unknown candidate '" + name + "'");
+        return hopper_attention_fp8(ctx, ha, cfg);
     }
     if (name.rfind("hopper bn", 0) == 0) {
         HopperAttentionConfig cfg;
