@@ -835,10 +835,11 @@ TEST(Ops, UploadIsCompleteBeforeTheNextKernel) {
 }
 
 // download_chunked: a device tensor several chunks long (the last one partial) comes back byte for byte,
-// after a kernel that wrote it on the stream; one-chunk and host tensors too.
+// after a kernel that wrote it on the stream; one-chunk and host tensors too. The second long one reuses the
+// page-locked chunks the first one kept.
 TEST(Ops, DownloadChunked) {
     SKIP_IF_NO_BACKEND();
-    for (const int64_t n : {int64_t{1}, int64_t{1000}, int64_t{333333}}) {
+    for (const int64_t n : {int64_t{1}, int64_t{1000}, int64_t{333333}, int64_t{250001}}) {
         SCOPED_TRACE("elements " + std::to_string(n));
         Tensor x = rnd({n}, DType::kF32, static_cast<uint32_t>(n));
         Tensor y0 = Tensor::host({n}, DType::kF32);
