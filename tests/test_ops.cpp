@@ -581,10 +581,15 @@ const RopeCase kRopeCases[] = {{1, 1, 2, 2, true, false, false},
                                {7, 2, 24, 16, true, true, false},
                                {9, 4, 128, 64, true, false, false},
                                // the DiT's head (128, rotary 96) and the video VAE's (64, rotary 48): the
-                               // register-only CUDA kernel; odd row counts leave a warp with one row
+                               // register-only CUDA kernel, 4 (head dim 128) or 8 (64) rows per warp; row
+                               // counts not a multiple of it leave the last warp partly empty, head counts
+                               // not a multiple of it put two positions' cos/sin in one warp
                                {11, 3, 128, 96, true, true, false},
                                {5, 7, 64, 48, true, true, false},
-                               {3, 5, 64, 64, true, false, true}};
+                               {3, 5, 64, 64, true, false, true},
+                               {41, 5, 64, 48, true, false, false},    // 205 rows (4 blocks): 5 in the last
+                               {13, 32, 64, 48, false, true, false},   // the video VAE's 32 heads
+                               {23, 7, 128, 96, false, false, false}}; // 161 rows: 1 in the last warp
 
 TEST(Ops, Rope) {
     SKIP_IF_NO_BACKEND();
@@ -805,6 +810,76 @@ TEST(Ops, HeadNormRope) {
                 Tol t = kPointTol.of(dt);
                 check_output(x, want, {2 * t.atol, 2 * t.rtol});
             }
+}
+
+// gated_residual_rms_norm: on the CPU the fused op (out aliasing y or not) equals gated_residual followed by
+// rms_norm bit for bit; the op on the backend is compared with the CPU's. The widths cover the CUDA kernel's
+// 1, 2 and 4 chunks per thread, vectorized (d % 8 == 0, aligned) and not, and rows too wide to keep in
+// registers (the two ops).
+struct GatedNormCase {
+    int64_t s, d, t, pitch; // rows, cols, gate table rows, table row pitch (>= d)
+    bool round, weight;     // round_intermediate and round_normed; a norm weight
+    DType idx;
+};
+const GatedNormCase kGatedNormCases[] = {{1, 1, 1, 1, false, true, DType::kI32},
+                                         {37, 200, 3, 208, false, true, DType::kI32},
+                                         {37, 2048, 1, 2048, false, true, DType::kI32}, // the video VAE's
+                                         {5, 333, 2, 340, true, false, DType::kI64},   // scalar, 2 per thread
+                                         {4, 1001, 3, 1001, true, true, DType::kI64},  // scalar, 4
+                                         {3, 4096, 2, 4104, false, true, DType::kI32}, // vectorized, 2
+                                         {2, 8000, 2, 8000, true, false, DType::kI64}, // vectorized, 4
+                                         {2, 1500, 1, 1500, false, true, DType::kI32}}; // scalar, too wide
+
+// The coarser of two float dtypes (the tolerance of a value rounded to both).
+DType coarser(DType a, DType b) {
+    if (a == DType::kBF16 || b == DType::kBF16) return DType::kBF16;
+    return a == DType::kF16 || b == DType::kF16 ? DType::kF16 : DType::kF32;
+}
+
+bool same_values(const Tensor& a, const Tensor& b) {
+    return values(a) == values(b);
+}
+
+TEST(Ops, GatedResidualRmsNorm) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 750;
+    for (const auto& c : kGatedNormCases)
+        for (DType hdt : {DType::kF32, DType::kBF16})
+            for (DType ydt : {DType::kBF16, DType::kF32})
+                for (bool alias : {true, false}) {
+                    const DType odt = alias ? ydt : DType::kF16;
+                    SCOPED_TRACE("gated_residual_rms_norm s=" + std::to_string(c.s) +
+                                 " d=" + std::to_string(c.d) + " t=" + std::to_string(c.t) +
+                                 " pitch=" + std::to_string(c.pitch) + " h " + name(hdt) + " y " + name(ydt) +
+                                 " out " + (alias ? "= y" : name(odt)) + (c.round ? " round" : ""));
+                    Tensor h0 = rnd({c.s, c.d}, hdt, seed++), yin = rnd({c.s, c.d}, ydt, seed++);
+                    Tensor gate = strided_table(c.t, c.d, c.pitch, ydt, seed++);
+                    Tensor w = c.weight ? rnd({c.d}, ydt, seed++) : Tensor();
+                    Tensor row = indices(random_rows(c.s, c.t, seed++), c.idx);
+                    Tensor out0 = alias ? yin : rnd({c.s, c.d}, odt, seed++);
+                    const GatedResidualParams gp{.round_intermediate = c.round};
+                    const RmsNormParams np{.eps = 1e-5f, .round_normed = c.round};
+                    // the two ops
+                    Tensor h_two = clone(h0), out_two = clone(out0);
+                    ASSERT_OK(gated_residual(Context::cpu(), gp, h_two, gate, yin, row));
+                    ASSERT_OK(rms_norm(Context::cpu(), np, h_two, w, out_two));
+                    // the fused op on the CPU
+                    Tensor h_cpu = clone(h0), y_cpu = clone(yin);
+                    Tensor out_cpu = alias ? y_cpu : clone(out0);
+                    ASSERT_OK(
+                        gated_residual_rms_norm(Context::cpu(), gp, np, h_cpu, gate, y_cpu, row, w, out_cpu));
+                    EXPECT_TRUE(same_values(h_cpu, h_two)) << "h differs from gated_residual's";
+                    EXPECT_TRUE(same_values(out_cpu, out_two)) << "out differs from rms_norm's";
+                    // the fused op on the backend (out aliasing y: y is the guarded output)
+                    Guarded h(h0), out(out0);
+                    const Tensor y = alias ? out.t : dev(yin);
+                    ASSERT_OK(gated_residual_rms_norm(ctx(), gp, np, h.t, dev_table(gate, c.pitch), y,
+                                                      dev(row), dev(w), out.t));
+                    check_output(h, values(h_cpu), kPointTol.of(hdt));
+                    // out is the norm of an h that may differ by its rounding: twice the coarser budget
+                    const Tol t = kPointTol.of(coarser(hdt, odt));
+                    check_output(out, values(out_cpu), {2 * t.atol, 2 * t.rtol});
+                }
 }
 
 // A synchronous upload is finished when it returns: the next kernel runs on a non-blocking stream, which
@@ -1220,6 +1295,21 @@ TEST(OpsErrors, ShapesDtypesIndices) {
     expect_error(attention(cpu, {}, q, rnd({5, 2, 8}, DType::kBF16, 15), rnd({5, 2, 8}, DType::kBF16, 16), o),
                  "share a dtype");
     expect_error(head_norm_rope(cpu, {}, {}, q, Tensor(), cs, Tensor()), "pass both");
+    // gated_residual_rms_norm: gated_residual's and rms_norm's checks under its own name, and out != h.
+    Tensor hf = rnd({4, 48}, DType::kF32, 19);
+    Tensor row0 = indices({0, 0, 0, 0}, DType::kI32);
+    expect_error(gated_residual_rms_norm(cpu, {}, {}, hf, table, x, row0, rnd({47}, DType::kF32, 20), out),
+                 "gated_residual_rms_norm: norm_weight is f32[47] but expected shape [48] (h's last dim)");
+    expect_error(gated_residual_rms_norm(cpu, {}, {}, hf, table, x, indices({0, -1, 0, 0}, DType::kI64),
+                                         Tensor(), out),
+                 "gated_residual_rms_norm: row[1] = -1");
+    expect_error(gated_residual_rms_norm(cpu, {}, {}, hf, table.slice(1, 0, 47), x, row0, Tensor(), out),
+                 "gated_residual_rms_norm: gate");
+    expect_error(gated_residual_rms_norm(cpu, {}, {}, hf, table, x, row0, Tensor(), y_bad),
+                 "gated_residual_rms_norm: out is f32[4, 63]");
+    expect_error(gated_residual_rms_norm(cpu, {}, {.eps = -1.0f}, hf, table, x, row0, Tensor(), out),
+                 "gated_residual_rms_norm: eps");
+    expect_error(gated_residual_rms_norm(cpu, {}, {}, hf, table, x, row0, Tensor(), hf), "must not alias h");
     expect_error(gemm(cpu, {}, Tensor(), w, Tensor(), y), "gemm: x is undefined");
 #ifndef H3_WITH_CUDA
     Context fake{.device = Device::cuda(0), .cuda = nullptr};

@@ -1,4 +1,5 @@
-// modulate / gated_residual dispatchers: validation, then the CPU reference or the CUDA implementation.
+// modulate / gated_residual dispatchers (and their argument checks, shared with the fused ops): validation,
+// then the CPU reference or the CUDA implementation.
 #include "ops/adaln.h"
 
 #include "ops/cpu/cpu_ops.h"
@@ -27,6 +28,18 @@ Status check_modulate_args(const char* op, const Context& ctx, const Tensor& x, 
     return check_index_values(op, "row", row, t, "table rows of shift/scale");
 }
 
+Status check_gated_residual_args(const char* op, const Context& ctx, const Tensor& h, const Tensor& gate,
+                                 const Tensor& y, const Tensor& row) {
+    H3_TRY(check_float_contig(op, "h", ctx, h));
+    H3_TRY(check_writable(op, "h", h));
+    H3_TRY(check_rank(op, "h", h, 2));
+    H3_TRY(check_float_contig(op, "y", ctx, y));
+    H3_TRY(check_shape(op, "y", y, h.shape(), "h's shape"));
+    H3_TRY(check_table(op, "gate", ctx, gate, h.dim(1), "h's last dim"));
+    H3_TRY(check_index(op, "row", ctx, row, h.dim(0), "one table row per h row"));
+    return check_index_values(op, "row", row, gate.dim(0), "table rows of gate");
+}
+
 } // namespace detail
 
 using namespace detail;
@@ -45,14 +58,7 @@ Status gated_residual(const Context& ctx, const GatedResidualParams& p, Tensor& 
                       const Tensor& y, const Tensor& row) {
     const char* op = "gated_residual";
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_float_contig(op, "h", ctx, h));
-    H3_TRY(check_writable(op, "h", h));
-    H3_TRY(check_rank(op, "h", h, 2));
-    H3_TRY(check_float_contig(op, "y", ctx, y));
-    H3_TRY(check_shape(op, "y", y, h.shape(), "h's shape"));
-    H3_TRY(check_table(op, "gate", ctx, gate, h.dim(1), "h's last dim"));
-    H3_TRY(check_index(op, "row", ctx, row, h.dim(0), "one table row per h row"));
-    H3_TRY(check_index_values(op, "row", row, gate.dim(0), "table rows of gate"));
+    H3_TRY(check_gated_residual_args(op, ctx, h, gate, y, row));
     H3_OPS_DISPATCH(gated_residual, ctx, p, h, gate, y, row);
 }
 

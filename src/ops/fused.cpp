@@ -1,5 +1,5 @@
-// rms_norm_modulate / head_norm_rope dispatchers: validation, then the CPU reference or the CUDA
-// implementation.
+// rms_norm_modulate / head_norm_rope / gated_residual_rms_norm dispatchers: validation, then the CPU
+// reference or the CUDA implementation.
 #include "ops/fused.h"
 
 #include "ops/cpu/cpu_ops.h"
@@ -59,6 +59,18 @@ Status head_norm_rope(const Context& ctx, const RmsNormParams& np, const RopePar
         H3_TRY(check_rope_args(op, ctx, rp, x, cos, sin, resolved));
     }
     H3_OPS_DISPATCH(head_norm_rope, ctx, np, resolved, x, weight, cos, sin);
+}
+
+Status gated_residual_rms_norm(const Context& ctx, const GatedResidualParams& gp, const RmsNormParams& np,
+                               Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& row,
+                               const Tensor& norm_weight, Tensor& out) {
+    const char* op = "gated_residual_rms_norm";
+    H3_TRY(check_context(op, ctx));
+    H3_TRY(check_gated_residual_args(op, ctx, h, gate, y, row));
+    H3_TRY(check_rms_norm_args(op, ctx, np, h, norm_weight, out, "h", "norm_weight", "out"));
+    if (h.numel() > 0 && out.data() == h.data())
+        return invalid_argument("gated_residual_rms_norm: out must not alias h (it may alias y)");
+    H3_OPS_DISPATCH(gated_residual_rms_norm, ctx, gp, np, h, gate, y, row, norm_weight, out);
 }
 
 } // namespace h3::ops

@@ -9,8 +9,9 @@
 #include <string>
 
 namespace h3::ops {
+struct RmsNormParams;
 struct RopeParams;
-}
+} // namespace h3::ops
 
 namespace h3::ops::detail {
 
@@ -51,6 +52,15 @@ Status check_rope_args(const char* op, const Context& ctx, const RopeParams& p, 
 // (defined in adaln.cpp).
 Status check_modulate_args(const char* op, const Context& ctx, const Tensor& x, const Tensor& shift,
                            const Tensor& scale, const Tensor& row, const Tensor& y);
+// gated_residual's checks of h [S,D] (writable), gate, y and row; shared by gated_residual and
+// gated_residual_rms_norm (defined in adaln.cpp).
+Status check_gated_residual_args(const char* op, const Context& ctx, const Tensor& h, const Tensor& gate,
+                                 const Tensor& y, const Tensor& row);
+// rms_norm's checks of x [R,D], weight (may be undefined), y (writable) and eps; shared by rms_norm and
+// gated_residual_rms_norm, which name the arguments as they call them (defined in norm.cpp).
+Status check_rms_norm_args(const char* op, const Context& ctx, const RmsNormParams& p, const Tensor& x,
+                           const Tensor& weight, const Tensor& y, const char* x_name = "x",
+                           const char* weight_name = "weight", const char* y_name = "y");
 
 } // namespace h3::ops::detail
 

@@ -221,9 +221,12 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
     const ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
     const ops::RopeParams rp{.rotary_dim = c.rotary_dim()};
     const int64_t hh = c.num_heads, hd = c.head_dim;
-    for (const VideoVaeBlock& b : w.blocks) {
-        H3_TRY(ops::rms_norm(ctx, np, x, b.norm1, y));
-        mark(ctx, "norms_residual");
+    // Each residual add is fused with the norm that reads its result: block i's second one with block i+1's
+    // norm1 (the first block's norm1 stands alone, the last block's residual precedes norm_out).
+    if (!w.blocks.empty()) H3_TRY(ops::rms_norm(ctx, np, x, w.blocks.front().norm1, y));
+    mark(ctx, "norms_residual");
+    for (size_t bi = 0; bi < w.blocks.size(); ++bi) {
+        const VideoVaeBlock& b = w.blocks[bi];
         H3_TRY(ops::gemm(ctx, {}, y, b.q_w, b.q_b, q));
         H3_TRY(ops::gemm(ctx, {}, y, b.k_w, b.k_b, k));
         H3_TRY(ops::gemm(ctx, {}, y, b.v_w, b.v_b, v));
@@ -244,8 +247,7 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
         mark(ctx, "attention");
         H3_TRY(ops::gemm(ctx, {}, o, b.o_w, b.o_b, y));
         mark(ctx, "gemm_out");
-        H3_TRY(ops::gated_residual(ctx, {}, x, b.scale1, y, rows));
-        H3_TRY(ops::rms_norm(ctx, np, x, b.norm2, y));
+        H3_TRY(ops::gated_residual_rms_norm(ctx, {}, np, x, b.scale1, y, rows, b.norm2, y));
         mark(ctx, "norms_residual");
         H3_TRY(ops::gemm(ctx, {}, y, b.ff1_w, b.ff1_b, f1));
         mark(ctx, "gemm_ff1");
@@ -253,7 +255,12 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
         mark(ctx, "swiglu");
         H3_TRY(ops::gemm(ctx, {}, f2, b.ff2_w, b.ff2_b, y));
         mark(ctx, "gemm_ff2");
-        H3_TRY(ops::gated_residual(ctx, {}, x, b.scale2, y, rows));
+        if (bi + 1 < w.blocks.size()) {
+            const Tensor& next_norm1 = w.blocks[bi + 1].norm1;
+            H3_TRY(ops::gated_residual_rms_norm(ctx, {}, np, x, b.scale2, y, rows, next_norm1, y));
+        } else {
+            H3_TRY(ops::gated_residual(ctx, {}, x, b.scale2, y, rows));
+        }
         mark(ctx, "norms_residual");
     }
     // norm_out + proj_out in fp32

@@ -42,6 +42,9 @@ Status rms_norm_modulate(const Context& ctx, const RmsNormParams& np, const Modu
                          const Tensor& row, Tensor& y);
 Status head_norm_rope(const Context& ctx, const RmsNormParams& np, const RopeParams& rp, Tensor& x,
                       const Tensor& weight, const Tensor& cos, const Tensor& sin);
+Status gated_residual_rms_norm(const Context& ctx, const GatedResidualParams& gp, const RmsNormParams& np,
+                               Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& row,
+                               const Tensor& norm_weight, Tensor& out);
 
 Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                  const Tensor& v, Tensor& o);

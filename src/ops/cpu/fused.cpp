@@ -23,4 +23,12 @@ Status head_norm_rope(const Context& ctx, const RmsNormParams& np, const RopePar
     return cpu_impl::rope(ctx, rp, x, cos, sin);
 }
 
+Status gated_residual_rms_norm(const Context& ctx, const GatedResidualParams& gp, const RmsNormParams& np,
+                               Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& row,
+                               const Tensor& norm_weight, Tensor& out) {
+    // gated_residual has read all of y before rms_norm writes out, so out may alias y.
+    H3_TRY(cpu_impl::gated_residual(ctx, gp, h, gate, y, row));
+    return cpu_impl::rms_norm(ctx, np, h, norm_weight, out);
+}
+
 } // namespace h3::ops::cpu_impl

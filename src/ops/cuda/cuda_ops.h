@@ -31,6 +31,8 @@
 //    returns), then modulate into y.
 //  - head_norm_rope: == per-head rms_norm (rows of Dh, output in x's dtype, in place) then rope (if cos is
 //    defined).
+//  - gated_residual_rms_norm: == gated_residual, then rms_norm of the updated h (as stored in h's dtype)
+//    into out; the sum of squares may be taken in another order. out may alias y.
 //  - attention: softmax in fp32 with max subtraction; o rounded once to o's dtype.
 #pragma once
 
@@ -70,6 +72,9 @@ Status rms_norm_modulate(const Context& ctx, const RmsNormParams& np, const Modu
                          const Tensor& row, Tensor& y);
 Status head_norm_rope(const Context& ctx, const RmsNormParams& np, const RopeParams& rp, Tensor& x,
                       const Tensor& weight, const Tensor& cos, const Tensor& sin);
+Status gated_residual_rms_norm(const Context& ctx, const GatedResidualParams& gp, const RmsNormParams& np,
+                               Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& row,
+                               const Tensor& norm_weight, Tensor& out);
 
 Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                  const Tensor& v, Tensor& o);

@@ -1,5 +1,6 @@
-// RMSNorm and RoPE, plain and fused (rms_norm_modulate, head_norm_rope). fp32 math; intermediates are
-// rounded exactly where the unfused composition would store them (cuda_ops.h states the contract).
+// RMSNorm and RoPE, plain and fused (rms_norm_modulate, head_norm_rope, gated_residual_rms_norm). fp32 math;
+// intermediates are rounded exactly where the unfused composition would store them (cuda_ops.h states the
+// contract).
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
 
@@ -93,6 +94,82 @@ Status launch_row_norm(const Context& ctx, const Tensor& x, Tensor& y, const Row
     else
         row_norm_kernel<1, kModulate><<<grid, row_block(a.d), 0, stream_of(ctx)>>>(xp, yp, a);
     return check_launch(kModulate ? "rms_norm_modulate" : "rms_norm");
+}
+
+// ---- gated residual then RMSNorm: one block per row -------------------------------------------------------
+struct GatedNormArgs {
+    int64_t rows, d;
+    const void* gate;
+    int gate_type;
+    int64_t gate_pitch, table_rows;
+    const void* row;
+    bool row64, round_intermediate;
+    const void* y; // may alias out
+    int y_type;
+    float eps;
+    bool round_normed;
+    const void* weight; // nullptr: plain norm
+    int weight_type;
+};
+
+// h += gate[row]·y as gated_residual_kernel does it, the sum of squares of the stored h, then out = the norm
+// as row_norm_kernel computes it. Each thread keeps its kIters chunks of the updated row in registers between
+// the two halves, so h and y cross HBM once. y is read only before block_sum's barrier and out written only
+// after it, so out may alias y (no __restrict__ on either).
+template <int N, int kIters, typename TH, typename TO>
+__global__ void __launch_bounds__(256) gated_residual_norm_kernel(TH* h, TO* out, GatedNormArgs a) {
+    for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+        const int64_t t = load_index(a.row, a.row64, r);
+        if (t < 0 || t >= a.table_rows) continue; // uniform across the block: skip the row
+        TH* hr = h + r * a.d;
+        float hv[kIters][N];
+        float ss = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kIters; ++i) {
+            const int64_t c = (threadIdx.x + static_cast<int64_t>(i) * blockDim.x) * N;
+            if (c >= a.d) break;
+            float g[N], yv[N];
+            load_vec<N>(hr + c, hv[i]);
+            load_vec_any<N>(a.gate, a.gate_type, t * a.gate_pitch + c, g);
+            load_vec_any<N>(a.y, a.y_type, r * a.d + c, yv);
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                float m = g[j] * yv[j];
+                if (a.round_intermediate) m = round_to<TH>(m);
+                hv[i][j] = round_to<TH>(hv[i][j] + m); // the value the norm reads back from h
+                ss += hv[i][j] * hv[i][j];
+            }
+            store_vec<N>(hr + c, hv[i]);
+        }
+        ss = block_sum(ss);
+        const float inv = 1.0f / sqrtf(ss / static_cast<float>(a.d) + a.eps);
+#pragma unroll
+        for (int i = 0; i < kIters; ++i) {
+            const int64_t c = (threadIdx.x + static_cast<int64_t>(i) * blockDim.x) * N;
+            if (c >= a.d) break;
+            float w[N];
+            if (a.weight) load_vec_any<N>(a.weight, a.weight_type, c, w);
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                float n = hv[i][j] * inv;
+                if (a.round_normed) n = round_to<TO>(n);
+                if (a.weight) n *= w[j];
+                hv[i][j] = n;
+            }
+            store_vec<N>(out + r * a.d + c, hv[i]);
+        }
+    }
+}
+
+template <int N, typename TH, typename TO>
+void launch_gated_norm(const Context& ctx, int iters, int threads, TH* h, TO* out, const GatedNormArgs& a) {
+    const unsigned grid = static_cast<unsigned>(a.rows < (1LL << 30) ? a.rows : (1LL << 30));
+    if (iters == 1)
+        gated_residual_norm_kernel<N, 1><<<grid, threads, 0, stream_of(ctx)>>>(h, out, a);
+    else if (iters == 2)
+        gated_residual_norm_kernel<N, 2><<<grid, threads, 0, stream_of(ctx)>>>(h, out, a);
+    else
+        gated_residual_norm_kernel<N, 4><<<grid, threads, 0, stream_of(ctx)>>>(h, out, a);
 }
 
 // ---- per-head norm + RoPE: one warp per (position, head) row of dh channels
@@ -192,43 +269,85 @@ template <int N, typename T> __device__ __forceinline__ void store_lane(T* p, co
     }
 }
 
-// The same per-head norm + RoPE for head dims of 64 and 128 (the DiT's and the video VAE's), register-only:
-// lane l owns the kPer = dh/32 consecutive channels from l·kPer (one vector access), the RoPE partner
-// (c ± rot/2) comes from lane l ± rot/(2·kPer) by a shuffle, and every warp handles two rows with both loads
-// in flight before either is used. The generic kernel above ran at ~0.65 TB/s on the DiT's q/k (H200).
-// Needs rot/2 to be a multiple of kPer (so a lane's channels are all on one side of the rotation) and a
-// 16-byte aligned x.
+// The same per-head norm + RoPE for head dims of 64 and 128 (the video VAE's and the DiT's), register-only:
+// lane l owns the kPer = dh/32 consecutive channels from l·kPer (one vector access) and the RoPE partner
+// (c ± rot/2) comes from lane l ± rot/(2·kPer) by a shuffle. A lane moves only 4 or 8 bytes of a row, so
+// every warp handles kRows consecutive rows (8 for head dim 64, 4 for 128) with all of their loads in flight
+// before any is used; consecutive rows are heads of one position (pos = r / heads), so the lane's cos/sin
+// values are loaded once per position, and each row's 1/sqrt is computed on one lane (two rows per warp left
+// the video VAE's q/k ~3x below the memory bandwidth; the generic kernel above ran at ~0.65 TB/s on the
+// DiT's, H200). Needs rot/2 to be a multiple of kPer (so a lane's channels are all on one side of the
+// rotation) and a 16-byte aligned x.
+template <int kPer> constexpr int head_rows_per_warp() {
+    return kPer == 2 ? 8 : 4;
+}
+
 template <typename TX, int kPer, bool kRope>
 __global__ void __launch_bounds__(256) head_norm_rope_lanes_kernel(TX* __restrict__ x, HeadArgs a) {
-    constexpr int kRowsPerWarp = 2;
+    constexpr int kRows = head_rows_per_warp<kPer>(), kDh = 32 * kPer; // kDh == a.dh
     const int lane = threadIdx.x & 31;
     const int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-    const int64_t r0 = warp * kRowsPerWarp;
+    const int64_t r0 = warp * kRows;
     if (r0 >= a.rows) return; // warp-uniform
     const int c0 = lane * kPer;
-    float v[kRowsPerWarp][kPer];
+    // RoPE: the lane's side of the rotation, its partner lane, and its cos/sin at the first row's position
+    // (with round_tables rounded to x's dtype as they are loaded), in flight with the rows' loads below.
+    const int half = kRope ? a.rot / 2 : 0;
+    const bool lo = c0 < half, in_rot = kRope && c0 < a.rot;
+    const int src = lo ? lane + half / kPer : (in_rot ? lane - half / kPer : lane);
+    int64_t pos = 0, head = 0;
+    float cs[kPer], sn[kPer];
+    auto load_tables = [&] {
 #pragma unroll
-    for (int k = 0; k < kRowsPerWarp; ++k) {
+        for (int j = 0; j < kPer; ++j) {
+            cs[j] = load_any(a.cos, a.table_type, pos * a.rot + c0 + j);
+            sn[j] = load_any(a.sin, a.table_type, pos * a.rot + c0 + j);
+            if (a.round_tables) cs[j] = round_to<TX>(cs[j]), sn[j] = round_to<TX>(sn[j]);
+        }
+    };
+    if constexpr (kRope) {
+        // a 32-bit division where the rows allow it (a 64-bit one is a long subroutine)
+        pos = a.rows <= 0xffffffffLL ? static_cast<uint32_t>(r0) / static_cast<uint32_t>(a.heads)
+                                     : r0 / a.heads;
+        head = r0 - pos * a.heads;
+        if (in_rot) load_tables();
+    }
+    float v[kRows][kPer];
+#pragma unroll
+    for (int k = 0; k < kRows; ++k) {
         if (r0 + k < a.rows) {
-            load_lane<kPer>(x + (r0 + k) * a.dh + c0, v[k]);
+            load_lane<kPer>(x + (r0 + k) * kDh + c0, v[k]);
         } else {
 #pragma unroll
             for (int j = 0; j < kPer; ++j) v[k][j] = 0.0f;
         }
     }
-    float wv[kPer];
+    if (a.do_norm) {
+        float wv[kPer];
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) wv[j] = a.weight ? load_any(a.weight, a.weight_type, c0 + j) : 1.0f;
+        for (int j = 0; j < kPer; ++j) wv[j] = a.weight ? load_any(a.weight, a.weight_type, c0 + j) : 1.0f;
+        float ss[kRows];
 #pragma unroll
-    for (int k = 0; k < kRowsPerWarp; ++k) {
-        const int64_t r = r0 + k;
-        if (r >= a.rows) break; // warp-uniform
-        if (a.do_norm) {
-            float ss = 0.0f;
+        for (int k = 0; k < kRows; ++k) {
+            ss[k] = 0.0f;
 #pragma unroll
-            for (int j = 0; j < kPer; ++j) ss += v[k][j] * v[k][j];
-            ss = warp_sum(ss);
-            const float inv = 1.0f / sqrtf(ss / static_cast<float>(a.dh) + a.eps);
+            for (int j = 0; j < kPer; ++j) ss[k] += v[k][j] * v[k][j];
+        }
+        // warp_sum's butterfly for every row, the rows interleaved
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+            for (int k = 0; k < kRows; ++k) ss[k] += __shfl_xor_sync(0xffffffffu, ss[k], o);
+        // The scalar tail, 1/sqrt(mean + eps), is a few dozen instructions: lane k computes it for row k
+        // (the same operations, once per row rather than on every lane) and broadcasts it.
+        float ss_lane = ss[0];
+#pragma unroll
+        for (int k = 1; k < kRows; ++k)
+            if (lane == k) ss_lane = ss[k];
+        const float inv_lane = 1.0f / sqrtf(ss_lane / static_cast<float>(kDh) + a.eps);
+#pragma unroll
+        for (int k = 0; k < kRows; ++k) {
+            const float inv = __shfl_sync(0xffffffffu, inv_lane, k);
 #pragma unroll
             for (int j = 0; j < kPer; ++j) {
                 float n = v[k][j] * inv;
@@ -237,36 +356,41 @@ __global__ void __launch_bounds__(256) head_norm_rope_lanes_kernel(TX* __restric
                 v[k][j] = round_to<TX>(n); // the unfused norm stores x's dtype before RoPE reads it
             }
         }
+    }
+#pragma unroll
+    for (int k = 0; k < kRows; ++k) {
+        const int64_t r = r0 + k;
+        if (r >= a.rows) break; // warp-uniform
         if constexpr (kRope) {
-            const int half = a.rot / 2;
-            const bool lo = c0 < half, in_rot = c0 < a.rot;
-            const int src = lo ? lane + half / kPer : (in_rot ? lane - half / kPer : lane);
+            if (k > 0 && ++head == a.heads) { // the next position
+                head = 0, ++pos;
+                if (in_rot) load_tables();
+            }
             float pv[kPer];
 #pragma unroll
             for (int j = 0; j < kPer; ++j) pv[j] = __shfl_sync(0xffffffffu, v[k][j], src);
             if (in_rot) {
-                const int64_t pos = r / a.heads;
 #pragma unroll
                 for (int j = 0; j < kPer; ++j) {
-                    float cs = load_any(a.cos, a.table_type, pos * a.rot + c0 + j);
-                    float sn = load_any(a.sin, a.table_type, pos * a.rot + c0 + j);
-                    const float out = v[k][j];
-                    if (a.round_tables) {
-                        cs = round_to<TX>(cs), sn = round_to<TX>(sn);
-                        const float oc = round_to<TX>(out * cs);
-                        v[k][j] = lo ? oc - round_to<TX>(pv[j] * sn) : oc + round_to<TX>(pv[j] * sn);
-                    } else {
-                        v[k][j] = lo ? out * cs - pv[j] * sn : out * cs + pv[j] * sn;
-                    }
+                    // out·cs ∓ partner·sn. bf16 emulation (round_tables): each product rounded to x's dtype
+                    // before the sum, as eager PyTorch does. Otherwise, and in fp32 where that rounding is
+                    // none, one fma: the contraction the two-row kernel compiled to, written out so that the
+                    // results stay bit-identical.
+                    const float ps = a.round_tables ? round_to<TX>(pv[j] * sn[j]) : pv[j] * sn[j];
+                    if (a.round_tables && !std::is_same_v<TX, float>)
+                        v[k][j] = round_to<TX>(v[k][j] * cs[j]) + (lo ? -ps : ps);
+                    else
+                        v[k][j] = __fmaf_rn(v[k][j], cs[j], lo ? -ps : ps);
                 }
             }
         }
-        store_lane<kPer>(x + r * a.dh + c0, v[k]);
+        store_lane<kPer>(x + r * kDh + c0, v[k]);
     }
 }
 
 template <int kPer> Status launch_head_lanes(const Context& ctx, Tensor& x, const HeadArgs& a) {
-    const int64_t warps = (a.rows + 1) / 2;
+    constexpr int kRows = head_rows_per_warp<kPer>();
+    const int64_t warps = (a.rows + kRows - 1) / kRows;
     const int64_t blocks = (warps + 7) / 8;
     if (blocks > 2147483647LL) return unimplemented("CUDA head_norm_rope: too many rows");
     return dispatch_float(x.dtype(), [&](auto tx) {
@@ -373,6 +497,51 @@ Status head_norm_rope(const Context& ctx, const RmsNormParams& np, const RopePar
     a.round_normed = np.round_normed;
     if (weight.defined()) a.weight = weight.data(), a.weight_type = static_cast<int>(weight.dtype());
     return launch_head(ctx, x, a);
+}
+
+Status gated_residual_rms_norm(const Context& ctx, const GatedResidualParams& gp, const RmsNormParams& np,
+                               Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& row,
+                               const Tensor& norm_weight, Tensor& out) {
+    GatedNormArgs a{};
+    a.d = h.dim(-1);
+    a.rows = a.d == 0 ? 0 : h.numel() / a.d;
+    if (a.rows == 0 || a.d == 0) return ok_status();
+    a.gate = gate.data();
+    a.gate_type = static_cast<int>(gate.dtype());
+    a.gate_pitch = gate.stride(0);
+    a.table_rows = gate.dim(0);
+    a.row = row.data();
+    a.row64 = row.dtype() == DType::kI64;
+    a.round_intermediate = gp.round_intermediate;
+    a.y = y.data();
+    a.y_type = static_cast<int>(y.dtype());
+    a.eps = np.eps;
+    a.round_normed = np.round_normed;
+    if (norm_weight.defined())
+        a.weight = norm_weight.data(), a.weight_type = static_cast<int>(norm_weight.dtype());
+    const bool vec = a.d % 8 == 0 && pointer_alignment(h.data()) >= 16 && pointer_alignment(y.data()) >= 16 &&
+                     pointer_alignment(out.data()) >= 16 && table_vec8_ok(gate) &&
+                     (!norm_weight.defined() || pointer_alignment(norm_weight.data()) >= 16);
+    // Up to 4 chunks of a row per thread (256 threads) stay in registers: rows of up to 8192 (vectorized) or
+    // 1024 elements. Wider rows take the two ops.
+    const int64_t chunks = vec ? a.d / 8 : a.d;
+    const int iters = chunks <= 256 ? 1 : (chunks <= 512 ? 2 : (chunks <= 1024 ? 4 : 0));
+    if (iters == 0) {
+        H3_TRY(cuda_impl::gated_residual(ctx, gp, h, gate, y, row));
+        return cuda_impl::rms_norm(ctx, np, h, norm_weight, out);
+    }
+    const int threads = row_block((chunks + iters - 1) / iters);
+    return dispatch_float(h.dtype(), [&](auto th) {
+        return dispatch_float(out.dtype(), [&](auto to) {
+            using TH = typename decltype(th)::type;
+            using TO = typename decltype(to)::type;
+            if (vec)
+                launch_gated_norm<8>(ctx, iters, threads, h.data_as<TH>(), out.data_as<TO>(), a);
+            else
+                launch_gated_norm<1>(ctx, iters, threads, h.data_as<TH>(), out.data_as<TO>(), a);
+            return check_launch("gated_residual_rms_norm");
+        });
+    });
 }
 
 Status rope(const Context& ctx, const RopeParams& p, Tensor& x, const Tensor& cos, const Tensor& sin) {
