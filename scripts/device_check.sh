@@ -13,8 +13,8 @@ set -u
 STAGE=${H3_STAGE:-all}
 # final: the tests stage, then short versions of the benches a session reports (see the end of this file);
 # reports: those benches alone (builds only h3-engine)
-# speed (issue #19): the new kernels' op tests, the recorded-block benches and the VAE decode / reference
-# encode benches first, then the tests stage, then the DiT / attention / fp8 benches (ordered by what the issue
+# speed (issue #19): the new kernels' op tests and the benches of this session's items (fp8 GEMM and
+# attention variants, the video VAE decode) first, then the tests stage, then the DiT / attention / fp8 benches (ordered by what the issue
 # needs most, so a call that runs out of time loses the tail); closing: the tests stage (with H3_SKIP_SUITE=1
 # after a speed call ran the suite), then the DiT attention / 2-block DiT benches and a 4-grid-point request;
 # speed_dit: that tail alone (builds h3-engine),
@@ -90,6 +90,7 @@ for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner
 [ "$STAGE" = budget ] && TARGETS="h3-engine"
 [ "$STAGE" = reports ] && TARGETS="h3-engine"
 [ "$STAGE" = speed_dit ] && TARGETS="h3-engine test_ops"
+[ -n "${H3_TARGETS:-}" ] && TARGETS="$H3_TARGETS" # a short call: these targets only
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"
@@ -100,51 +101,44 @@ if [ "$STAGE" = speed ] || [ "$STAGE" = speed_dit ]; then
   nvidia-smi dmon -s pc -d 2 > "$OUT/dmon.txt" 2>&1 &
   DMON_PID=$!
 fi
+speed_bench_fp8() {
+  echo "== speed: bench fp8 (one 50-block full-width forward: fp8 variants vs bf16 velocity) ($SECONDS s)"
+  timeout 200 $H3 bench fp8 --random-weights > "$OUT/speed_fp8.txt" 2> "$OUT/speed_fp8.err"
+  echo "bench fp8 rc=$?"; cat "$OUT/speed_fp8.txt"
+}
 if [ "$STAGE" = speed ]; then
+  # this session's items: the e4m3 GEMM (autotuned, fast accumulation), the e4m3 attention's exponentials
+  # partly on the FMA pipe, the video VAE decoder's glue (head norm + RoPE, gated residual + RMSNorm)
   echo "== speed: the new kernels against the CPU reference ($SECONDS s)"
-  timeout 150 $T/test_ops --backend cuda --gtest_filter='Ops.Attention*:Ops.DownloadChunked:Ops.StreamGraph*' > "$OUT/speed_ops.log" 2>&1
-  echo "test_ops attention/download/graph rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_ops.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED  \]' "$OUT/speed_ops.log" | head
-  timeout 120 $T/test_ops_fp8 --backend cuda --gtest_filter='Ops.Attention*' > "$OUT/speed_ops_fp8.log" 2>&1
-  echo "test_ops_fp8 attention rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_ops_fp8.log" | tr '\n' ' ')"
+  timeout 150 $T/test_ops_fp8 --backend cuda > "$OUT/speed_ops_fp8.log" 2>&1
+  echo "test_ops_fp8 rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_ops_fp8.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \]' "$OUT/speed_ops_fp8.log" | head
-  timeout 60 $T/test_ops_frames --backend cuda > "$OUT/speed_frames.log" 2>&1
-  echo "test_ops_frames rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_frames.log" | tr '\n' ' ')"
-  timeout 200 $T/test_ops_conv --backend cuda > "$OUT/speed_conv.log" 2>&1
-  echo "test_ops_conv rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_conv.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED  \]' "$OUT/speed_conv.log" | head -20
-  grep -E '^\[(wgmma|igemm16)\]' "$OUT/speed_conv.log" | sort | head -12
-  timeout 120 $T/test_vae --gtest_filter='VaeCuda.*:VideoVae.DecodeVideoFrames*' > "$OUT/speed_vae_test.log" 2>&1
-  echo "test_vae (cuda) rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/speed_vae_test.log" | tr '\n' ' ')"
-  timeout 150 $T/test_vae_encoder > "$OUT/speed_vae_encoder_test.log" 2>&1
-  echo "test_vae_encoder rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/speed_vae_encoder_test.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED  \]' "$OUT/speed_vae_test.log" "$OUT/speed_vae_encoder_test.log" | head
-  echo "== speed: the video VAE decoder's attention (32 heads x 64, 1797 rows, 14 tiles a call): every candidate ($SECONDS s)"
-  timeout 120 $H3 bench attention --head-dim 64 --heads 32 --batch 14 --seq 1797 --iters 20 --rounds 3 > "$OUT/speed_attn_vae.txt" 2>&1
-  echo "bench attention (VAE shape) rc=$?"; tail -12 "$OUT/speed_attn_vae.txt"
-  echo "== speed: bench vae (5 s 1344x768 decode): to RGB8 frames (a request's path), to the fp32 sample, profiled ($SECONDS s)"
-  for mode in rgb8 sample; do
-    extra=""; [ $mode = sample ] && extra="--sample"
+  timeout 150 $T/test_dit_fp8 > "$OUT/speed_dit_fp8.log" 2>&1
+  echo "test_dit_fp8 rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/speed_dit_fp8.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]|^CUDA vs CPU' "$OUT/speed_dit_fp8.log" | head
+  timeout 150 $T/test_ops --backend cuda --gtest_filter='*Norm*:*Rope*:*Residual*:*Gemm*' > "$OUT/speed_ops.log" 2>&1
+  echo "test_ops norm/rope/residual/gemm rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_ops.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]' "$OUT/speed_ops.log" | head
+  echo "== speed: bench dit (2 blocks, x50) at 1344x768x124: fp8 exact / fast accumulation ($SECONDS s)"
+  for v in "fp8 exact" "fp8 fast"; do
+    read -r pr acc <<< "$v"
+    extra=""; [ "$acc" != - ] && extra="--fp8-accum $acc"
     # shellcheck disable=SC2086
-    timeout 120 $H3 bench vae --random-weights --json $extra > "$OUT/speed_vae_$mode.json" 2> "$OUT/speed_vae_$mode.err"
-    echo "bench vae $mode rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_vae_$mode.json')); print({k: j.get(k) for k in ['video_output','video_decode_seconds','audio_decode_seconds','video_peak_gib','tile_batch']})" 2>&1 | tail -1)"
+    timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --frames 124 --precision $pr $extra --json \
+      > "$OUT/speed_dit_${pr}_$acc.json" 2> "$OUT/speed_dit_${pr}_$acc.err"
+    echo "bench dit $pr $acc rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_dit_${pr}_$acc.json')); print({k: j.get(k) for k in ['rows','precision','fp8_fast_accum','seconds_per_block','seconds_per_forward_50_blocks','useful_tflops','attention_tflops','gemm_tflops','peak_device_gib']})" 2>&1 | tail -1)"
   done
-  H3_VAE_PROFILE=1 timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_prof.json" 2> "$OUT/speed_vae_prof.err"
-  echo "bench vae (profiled) rc=$?"; grep "vae profile" "$OUT/speed_vae_prof.err"
-  echo "== speed: bench vae --reference, 124-frame 1344x768 clip (the default conv3d path) ($SECONDS s)"
-  timeout 150 $H3 bench vae --reference --random-weights --json > "$OUT/speed_ref.json" 2> "$OUT/speed_ref.err"
-  echo "bench vae --reference rc=$?"; tail -3 "$OUT/speed_ref.err"
-  python3 -c "import json; j=json.load(open('$OUT/speed_ref.json')); print({k: v for k, v in j.items() if not isinstance(v, (list, dict))})"
-  echo "== speed: bench vae --reference on a 22-frame clip (2 clips) per conv3d path ($SECONDS s)"
-  for impl in auto igemm16 cudnn; do
-    H3_CONV3D=$impl timeout 100 $H3 bench vae --reference --random-weights --frames 22 --json \
-      > "$OUT/speed_ref22_$impl.json" 2> "$OUT/speed_ref22_$impl.err"
-    echo "H3_CONV3D=$impl rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_ref22_$impl.json')); print(j['conv3d'], round(j['clip_encode_seconds'], 3), 's, peak', round(j['clip_peak_gib'], 2), 'GiB')" 2>&1 | tail -1)"
-  done
-  echo "== speed: the reference encoder's phases (H3_VAE_PROFILE=1, 22-frame clip, default path)"
-  H3_VAE_PROFILE=1 timeout 100 $H3 bench vae --reference --random-weights --frames 22 --json \
-    > "$OUT/speed_ref22_prof.json" 2> "$OUT/speed_ref22_prof.err"
-  echo "rc=$?"; grep "vae profile encode" "$OUT/speed_ref22_prof.err" | head -60
+  echo "== speed: bench attention at 38,247 rows, bf16 and every e4m3 variant ($SECONDS s)"
+  timeout 150 $H3 bench attention --seq 38247 --fp8 > "$OUT/speed_attn38.txt" 2>&1
+  echo "bench attention rc=$?"; tail -12 "$OUT/speed_attn38.txt"
+  echo "== speed: bench vae (5 s 1344x768 decode to RGB8 frames) ($SECONDS s)"
+  timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_rgb8.json" 2> "$OUT/speed_vae_rgb8.err"
+  echo "bench vae rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_vae_rgb8.json')); print({k: j.get(k) for k in ['video_output','video_decode_seconds','audio_decode_seconds','video_peak_gib','tile_batch']})" 2>&1 | tail -1)"
+  if [ "${H3_SPEED_VAE_PROFILE:-0}" = 1 ]; then
+    H3_VAE_PROFILE=1 timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_prof.json" 2> "$OUT/speed_vae_prof.err"
+    echo "bench vae (profiled) rc=$?"; grep "vae profile" "$OUT/speed_vae_prof.err"
+  fi
+  [ "${H3_SPEED_FP8_LATE:-0}" = 1 ] || speed_bench_fp8
   echo "== speed done ($SECONDS s)"
 fi
 run_test() {  # name, log, args...
@@ -220,6 +214,7 @@ if [ "${H3_CHECK_SM75:-0}" = 1 ]; then
     ninja -C build-sm75 -j"$(nproc)" h3_ops > "$OUT/build_sm75.log" 2>&1 && echo "== sm_75 ops build ok" ||
     { echo "== sm_75 ops build FAILED"; grep -E "error" "$OUT/build_sm75.log" | head -20; }
 fi
+if [ "${H3_SKIP_E2E:-0}" != 1 ]; then # the tiny end-to-end checks (H3_SKIP_E2E=1: the suite alone)
 # tiny model: generate on CPU and on CUDA from the same seed, compare the final latents. The GEMM autotune
 # off: each process times cuBLASLt's candidates and may keep different ones, and the bf16 runs below are
 # compared byte for byte across processes (layerwise vs resident differed by rel-RMS 1e-3 with it on, and
@@ -331,8 +326,11 @@ if grep -qi "HTTP server ON" "$OUT/cmake.log"; then
 else
   echo "serve: not built on this machine (no HTTP library)"
 fi
+fi # H3_SKIP_E2E
 fi
 unset H3_GEMM_AUTOTUNE # the benches time the autotuned GEMMs
+# H3_SPEED_FP8_LATE=1: the speed stage's fp8 velocity bench after the suite (the last item of the call)
+[ "$STAGE" = speed ] && [ "${H3_SPEED_FP8_LATE:-0}" = 1 ] && speed_bench_fp8
 if [ "$STAGE" = budget ]; then
 # Issue #15's whole-request measures under a 24 GiB device budget (one call): a t2va request with 4 grid
 # points (conditioner, 3 forwards, video + audio decode, mux) placed by the planner, then the conditioner
