@@ -95,6 +95,7 @@ struct LtCall {
 Result<LtChoice> fastest_candidate(const Context& ctx, const LtDescs& d,
                                    const cublasLtMatmulHeuristicResult_t* res, int found,
                                    const LtCall& call) {
+    if (found <= 1 || !lt_timing_possible(ctx)) return LtChoice{}; // before any scratch is taken
     void* out = call.y;
     if (call.accumulate) {
         H3_ASSIGN_OR_RETURN(out, ctx.cuda->scratch(call.y_bytes));

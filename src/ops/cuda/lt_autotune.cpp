@@ -31,16 +31,20 @@ struct EventPair {
 
 } // namespace
 
+bool lt_timing_possible(const Context& ctx) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream_of(ctx), &capture) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return capture == cudaStreamCaptureStatusNone;
+}
+
 Result<LtChoice> fastest_lt_candidate(const Context& ctx, int candidates,
                                       const std::function<cublasStatus_t(int)>& run) {
     LtChoice choice;
-    if (candidates <= 1) return choice;
+    if (candidates <= 1 || !lt_timing_possible(ctx)) return choice;
     const cudaStream_t stream = stream_of(ctx);
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
-        cudaGetLastError();
-        return choice;
-    }
     EventPair ev;
     if (!ev.create()) return choice;
     constexpr float kRefused = -2.0f, kUntimed = -1.0f;

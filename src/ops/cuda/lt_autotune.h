@@ -27,4 +27,8 @@ struct LtChoice {
 Result<LtChoice> fastest_lt_candidate(const Context& ctx, int candidates,
                                       const std::function<cublasStatus_t(int)>& run);
 
+// Whether fastest_lt_candidate can time anything on ctx's stream (not while it captures a CUDA graph): a
+// caller that prepares for the trial runs (scratch for them) asks first.
+bool lt_timing_possible(const Context& ctx);
+
 } // namespace h3::ops::cuda_detail
