@@ -126,11 +126,20 @@ public:
         }
         return allocate_pinned(bytes);
     }
-    // Keeps `s` for the next call (no transfer may still write it), or frees it when kKept are kept.
+    // Keeps `s` for the next call (no transfer may still write it). With kKept kept, it replaces the
+    // smallest when larger (small chunks, e.g. a test's, must not hold the places of the default size), else
+    // it is freed.
     static void give_back(std::shared_ptr<Storage> s) {
         if (!s) return;
         std::lock_guard<std::mutex> lock(mutex());
-        if (chunks().size() < kKept) chunks().push_back(std::move(s));
+        auto& kept = chunks();
+        if (kept.size() < kKept) {
+            kept.push_back(std::move(s));
+            return;
+        }
+        auto smallest = std::min_element(
+            kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a->bytes() < b->bytes(); });
+        if ((*smallest)->bytes() < s->bytes()) *smallest = std::move(s);
     }
 
 private:
