@@ -130,7 +130,9 @@ if [ "$STAGE" = speed ]; then
   done
   echo "== speed: bench attention at 38,247 rows, bf16 and every e4m3 variant ($SECONDS s)"
   timeout 150 $H3 bench attention --seq 38247 --fp8 > "$OUT/speed_attn38.txt" 2>&1
-  echo "bench attention rc=$?"; tail -12 "$OUT/speed_attn38.txt"
+  echo "bench attention rc=$?"; tail -16 "$OUT/speed_attn38.txt"
+  # H3_SPEED_PROFILE=1: Nsight Compute on the attention kernels (scripts/device_profile_attention.sh)
+  [ "${H3_SPEED_PROFILE:-0}" = 1 ] && bash scripts/device_profile_attention.sh
   echo "== speed: bench vae (5 s 1344x768 decode to RGB8 frames) ($SECONDS s)"
   timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_rgb8.json" 2> "$OUT/speed_vae_rgb8.err"
   echo "bench vae rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_vae_rgb8.json')); print({k: j.get(k) for k in ['video_output','video_decode_seconds','audio_decode_seconds','video_peak_gib','tile_batch']})" 2>&1 | tail -1)"
