@@ -279,8 +279,7 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
         if (hopper_fp8_fits(ctx, q, o, ha)) {
             names.push_back("hopper fp8 lazy"); // the default
             if (!p.causal)
-                for (const char* n : {"hopper fp8", "hopper fp8 lazy fma4", "hopper fp8 lazy fma2",
-                                      "hopper fp8 lazy tree", "hopper fp8 lazy tree fma4"})
+                for (const char* n : {"hopper fp8", "hopper fp8 lazy fma4", "hopper fp8 lazy fma2"})
                     names.push_back(n);
         }
         return names;
@@ -294,9 +293,8 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
         } else if (p.batch > 1) { // head dim 128 runs its default for a batch
             names.push_back("hopper bn128 pingpong");
         } else {
-            for (const char* n :
-                 {"bn128 pingpong", "bn128 pingpong lazy", "bn128 pingpong tree", "bn128 pingpong lazy tree",
-                  "bn128 pingpong s3", "bn176 pingpong", "bn128 overlap"})
+            for (const char* n : {"bn128 pingpong", "bn128 pingpong lazy", "bn128 pingpong s3",
+                                  "bn176 pingpong", "bn128 overlap"})
                 names.push_back(std::string("hopper ") + n);
         }
     }
@@ -329,13 +327,11 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
                                  "' takes head dim 128 and one sequence per call; q is " + desc(q) +
                                  ", batch " + std::to_string(p.batch));
         HopperFp8Config cfg{.lazy_rescale = name != "hopper fp8"};
-        if (name == "hopper fp8 lazy fma4" || name == "hopper fp8 lazy tree fma4")
+        if (name == "hopper fp8 lazy fma4")
             cfg.fma_exp2_every = 4;
         else if (name == "hopper fp8 lazy fma2")
             cfg.fma_exp2_every = 2;
-        cfg.tree_reductions = name == "hopper fp8 lazy tree" || name == "hopper fp8 lazy tree fma4";
-        if (cfg.fma_exp2_every == 0 && !cfg.tree_reductions && name != "hopper fp8" &&
-            name != "hopper fp8 lazy")
+        else if (name != "hopper fp8" && name != "hopper fp8 lazy")
             return invalid_argument("attention_candidate: unknown candidate '" + name + "'");
         return hopper_attention_fp8(ctx, ha, cfg);
     }
@@ -345,12 +341,10 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
         cfg.pingpong = name.find("pingpong") != std::string::npos;
         cfg.stages = name.find(" s3") != std::string::npos ? 3 : 2;
         cfg.lazy_rescale = name.find("lazy") != std::string::npos;
-        cfg.tree_reductions = name.find(" tree") != std::string::npos;
         // The instantiations attention_candidates offers beyond head dim 128's single sequence.
-        const bool d64_variant = cfg.stages == 2 && !cfg.lazy_rescale && !cfg.tree_reductions &&
+        const bool d64_variant = cfg.stages == 2 && !cfg.lazy_rescale &&
                                  (cfg.block_n == 128 || (cfg.block_n == 176 && cfg.pingpong));
-        const bool default_cfg = cfg.block_n == 128 && cfg.pingpong && cfg.stages == 2 && !cfg.lazy_rescale &&
-                                 !cfg.tree_reductions;
+        const bool default_cfg = cfg.block_n == 128 && cfg.pingpong && cfg.stages == 2 && !cfg.lazy_rescale;
         if ((ha.dim == 64 && !d64_variant) || (ha.dim == 128 && ha.batch > 1 && !default_cfg))
             return unimplemented("attention_candidate: no '" + name + "' instantiation for head dim " +
                                  std::to_string(ha.dim) + ", batch " + std::to_string(ha.batch));

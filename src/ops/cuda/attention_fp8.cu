@@ -163,9 +163,8 @@ __device__ __forceinline__ float ex2_fma(float x) {
 }
 
 // kFmaEvery: 0 keeps every exponential of P on MUFU; N moves one in N of them (the columns jj % N == N − 1
-// of each thread's 16 column pairs) to ex2_fma. kTree: the row max as a tree and the row sum in four
-// partial sums (dependency chains of depth 5 and 8 instead of 16 and 32).
-template <int kFmaEvery, bool kTree> struct Fp8Consumer {
+// of each thread's 16 column pairs) to ex2_fma.
+template <int kFmaEvery> struct Fp8Consumer {
     __device__ static constexpr bool on_fma(int jj) {
         if constexpr (kFmaEvery > 0) return jj % kFmaEvery == kFmaEvery - 1;
         return false;
@@ -211,13 +210,8 @@ template <int kFmaEvery, bool kTree> struct Fp8Consumer {
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             float bm = -INFINITY;
-            if constexpr (kTree) {
-                bm = row_max_tree(s, i);
-            } else {
 #pragma unroll
-                for (int jj = 0; jj < 16; ++jj)
-                    bm = fmaxf(bm, fmaxf(s[4 * jj + 2 * i], s[4 * jj + 2 * i + 1]));
-            }
+            for (int jj = 0; jj < 16; ++jj) bm = fmaxf(bm, fmaxf(s[4 * jj + 2 * i], s[4 * jj + 2 * i + 1]));
             bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 1));
             bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 2));
             const float mx = fmaxf(m[i], bm == -INFINITY ? -INFINITY : bm * sl2);
@@ -225,7 +219,7 @@ template <int kFmaEvery, bool kTree> struct Fp8Consumer {
             corr[i] = kFirst ? 1.0f : ex2(m[i] - use);
             m[i] = mx;
             const float msl = use - ve;
-            float sum = 0.0f, part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            float sum = 0.0f;
 #pragma unroll
             for (int jj = 0; jj < 16; ++jj)
 #pragma unroll
@@ -233,12 +227,8 @@ template <int kFmaEvery, bool kTree> struct Fp8Consumer {
                     float& x = s[4 * jj + 2 * i + e];
                     const float arg = fmaf(x, sl2, -msl);
                     x = on_fma(jj) ? ex2_fma(arg) : ex2(arg);
-                    if constexpr (kTree)
-                        part[jj % 4] += x;
-                    else
-                        sum += x;
+                    sum += x;
                 }
-            if constexpr (kTree) sum = (part[0] + part[1]) + (part[2] + part[3]);
             l[i] = kFirst ? sum * unscale : l[i] * corr[i] + sum * unscale;
         }
         // e4m3 A fragments (k = 32 per step): positions 4t..4t+3 take keys 2t, 2t+1, 8+2t, 9+2t of the
@@ -255,13 +245,13 @@ template <int kFmaEvery, bool kTree> struct Fp8Consumer {
 };
 #endif // H3_SM90A
 
-template <bool kCausal, bool kLazy, int kFmaEvery, bool kTree>
+template <bool kCausal, bool kLazy, int kFmaEvery>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_fp8_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                        const __grid_constant__ CUtensorMap tv, const Fp8Scales sc, bf16* __restrict__ out,
                        int sq, int sk, int heads, int group, float scale_log2) {
 #ifdef H3_SM90A
-    using C = Fp8Consumer<kFmaEvery, kTree>;
+    using C = Fp8Consumer<kFmaEvery>;
     extern __shared__ uint8_t smem_raw[];
     SmemFp8& sm =
         *reinterpret_cast<SmemFp8*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -491,22 +481,15 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, co
     if (cfg.fma_exp2_every != 0 && cfg.fma_exp2_every != 2 && cfg.fma_exp2_every != 4)
         return invalid_argument("fp8 attention: fma_exp2_every must be 0, 2 or 4, not " +
                                 std::to_string(cfg.fma_exp2_every));
-    if (cfg.tree_reductions && (a.causal || !cfg.lazy_rescale || cfg.fma_exp2_every == 2))
-        return invalid_argument(
-            "fp8 attention: tree reductions are built for the non-causal lazy kernel with "
-            "fma_exp2_every 0 or 4 only");
-    auto kernel = attention_fp8_sm90<false, true, 0, false>;
+    auto kernel = attention_fp8_sm90<false, true, 0>;
     if (a.causal)
-        kernel = attention_fp8_sm90<true, true, 0, false>;
+        kernel = attention_fp8_sm90<true, true, 0>;
     else if (!cfg.lazy_rescale)
-        kernel = attention_fp8_sm90<false, false, 0, false>;
-    else if (cfg.tree_reductions)
-        kernel = cfg.fma_exp2_every == 4 ? attention_fp8_sm90<false, true, 4, true>
-                                         : attention_fp8_sm90<false, true, 0, true>;
+        kernel = attention_fp8_sm90<false, false, 0>;
     else if (cfg.fma_exp2_every == 4)
-        kernel = attention_fp8_sm90<false, true, 4, false>;
+        kernel = attention_fp8_sm90<false, true, 4>;
     else if (cfg.fma_exp2_every == 2)
-        kernel = attention_fp8_sm90<false, true, 2, false>;
+        kernel = attention_fp8_sm90<false, true, 2>;
     H3_CUDA_TRY(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute(attention_fp8_sm90)");

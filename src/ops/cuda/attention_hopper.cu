@@ -55,8 +55,7 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
         : "memory");
 }
 
-// kTree: the row max as a tree and the row sum in four partial sums (shorter dependency chains).
-template <int kD, int BN, bool kTree = false> struct Consumer {
+template <int kD, int BN> struct Consumer {
     static constexpr int kAcc = BN / 2;  // S registers per thread
     static constexpr int kK16 = BN / 16; // k16 steps of P·V
 
@@ -120,32 +119,24 @@ template <int kD, int BN, bool kTree = false> struct Consumer {
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             float mx = m[i];
-            if constexpr (kTree) {
-                mx = fmaxf(mx, row_max_tree(s, i));
-            } else {
 #pragma unroll
-                for (int jj = 0; jj < BN / 8; ++jj)
-                    mx = fmaxf(mx, fmaxf(s[4 * jj + 2 * i], s[4 * jj + 2 * i + 1]));
-            }
+            for (int jj = 0; jj < BN / 8; ++jj)
+                mx = fmaxf(mx, fmaxf(s[4 * jj + 2 * i], s[4 * jj + 2 * i + 1]));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             const float use = mx == -INFINITY ? 0.0f : mx;
             corr[i] = kFirst ? 1.0f : ex2((m[i] - use) * sl2);
             m[i] = mx;
             const float msl = use * sl2;
-            float sum = 0.0f, part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            float sum = 0.0f;
 #pragma unroll
             for (int jj = 0; jj < BN / 8; ++jj)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     float& x = s[4 * jj + 2 * i + e];
                     x = ex2(fmaf(x, sl2, -msl));
-                    if constexpr (kTree)
-                        part[jj % 4] += x;
-                    else
-                        sum += x;
+                    sum += x;
                 }
-            if constexpr (kTree) sum = (part[0] + part[1]) + (part[2] + part[3]);
             l[i] = kFirst ? sum : l[i] * corr[i] + sum;
         }
 #pragma unroll
@@ -160,16 +151,15 @@ template <int kD, int BN, bool kTree = false> struct Consumer {
 #endif // H3_SM90A
 
 // kD: head dim (64 or 128); kStages: K/V ring depth (2 or 3); kLazy: skip the O rescale in a warp when no
-// row's max moved; kBatched: rank-4 maps and grid.z = batch item (sq, sk are per item); kTree: see Consumer.
-template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy, bool kBatched,
-          bool kTree = false>
+// row's max moved; kBatched: rank-4 maps and grid.z = batch item (sq, sk are per item).
+template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy, bool kBatched>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_bf16_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                         const __grid_constant__ CUtensorMap tv, bf16* __restrict__ out, int sq, int sk,
                         int heads, int group, float sl2) {
 #ifdef H3_SM90A
     using Smem = SmemBf16<kD, BN, kStages>;
-    using C = Consumer<kD, BN, kTree>;
+    using C = Consumer<kD, BN>;
     constexpr int kHalves = Smem::kHalves;
     extern __shared__ uint8_t smem_raw[];
     Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -348,8 +338,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 // Rows per batch item: a.sq / a.batch queries, a.sk / a.batch keys.
-template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy, bool kBatched,
-          bool kTree = false>
+template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy, bool kBatched>
 Status launch(const Context& ctx, const HopperAttentionArgs& a) {
     const int64_t sq = a.sq / a.batch, sk = a.sk / a.batch;
     CUtensorMap tq, tk, tv;
@@ -369,7 +358,7 @@ Status launch(const Context& ctx, const HopperAttentionArgs& a) {
     H3_TRY(make_tensor_map(tk, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.k, dkv));
     H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.v, dkv));
     const size_t smem = sizeof(SmemBf16<kD, BN, kStages>) + 1024;
-    auto kernel = attention_bf16_sm90<kD, BN, kStages, kCausal, kPingpong, kLazy, kBatched, kTree>;
+    auto kernel = attention_bf16_sm90<kD, BN, kStages, kCausal, kPingpong, kLazy, kBatched>;
     H3_CUDA_TRY(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute(attention_bf16_sm90)");
@@ -391,11 +380,6 @@ Status hopper_attention_bf16(const Context& ctx, const HopperAttentionArgs& a,
     if (!hopper_attention_shape_ok(a))
         return unimplemented("Hopper attention: unsupported shape or alignment (head dim " +
                              std::to_string(a.dim) + ", batch " + std::to_string(a.batch) + ")");
-    if (cfg.tree_reductions &&
-        (a.dim != 128 || a.batch != 1 || a.causal || cfg.block_n != 128 || !cfg.pingpong || cfg.stages != 2))
-        return invalid_argument(
-            "Hopper attention: tree reductions are built for head dim 128, one non-causal "
-            "sequence, BN 128, pingpong, 2 stages only");
 #ifdef H3_DEV_ONE_VARIANT // faster local compiles while working on the kernel
     if (a.dim == 64) return launch<64, 128, 2, false, true, false, true>(ctx, a);
     return launch<128, 128, 2, false, true, false, false>(ctx, a);
@@ -416,9 +400,6 @@ Status hopper_attention_bf16(const Context& ctx, const HopperAttentionArgs& a,
     if (cfg.block_n == 176) return launch<128, 176, 2, false, true, false, false>(ctx, a);
     if (!cfg.pingpong) return launch<128, 128, 2, false, false, false, false>(ctx, a);
     if (cfg.stages == 3) return launch<128, 128, 3, false, true, false, false>(ctx, a);
-    if (cfg.tree_reductions)
-        return cfg.lazy_rescale ? launch<128, 128, 2, false, true, true, false, true>(ctx, a)
-                                : launch<128, 128, 2, false, true, false, false, true>(ctx, a);
     return cfg.lazy_rescale ? launch<128, 128, 2, false, true, true, false>(ctx, a)
                             : launch<128, 128, 2, false, true, false, false>(ctx, a);
 #endif

@@ -29,14 +29,11 @@ struct HopperAttentionArgs {
 // warpgroups take turns issuing their GEMMs (one runs softmax while the other multiplies); stages: depth of
 // the K/V ring (2, or 3 with block_n 128); lazy_rescale: skip a warp's O rescale when no row max moved.
 // Head dim 64 has bn128 / bn176 pingpong and bn128 overlap; head dim 128 with a batch runs the default.
-// tree_reductions: each row's max as a tree and its sum in four partial sums (shorter dependency chains in
-// the softmax; head dim 128, BN 128, pingpong, 2 stages only).
 struct HopperAttentionConfig {
     int block_n = 128;
     bool pingpong = true;
     int stages = 2;
     bool lazy_rescale = false;
-    bool tree_reductions = false;
 };
 
 // Which shapes the bf16 kernel takes: head dim 64 or 128, H divisible by Hkv, a batch >= 1 that divides
@@ -50,12 +47,10 @@ Status hopper_attention_bf16(const Context& ctx, const HopperAttentionArgs& a,
 
 // Variants of the e4m3 kernel the bench compares. lazy_rescale: as above (causal always rescales lazily);
 // fma_exp2_every: 0 computes every exponential of P on the MUFU unit, 2 or 4 moves one in 2 or 4 of them to
-// a polynomial on the FMA pipe (non-causal with lazy_rescale only; ignored otherwise); tree_reductions: as
-// above (non-causal with lazy_rescale, with fma_exp2_every 0 or 4).
+// a polynomial on the FMA pipe (non-causal with lazy_rescale only; ignored otherwise).
 struct HopperFp8Config {
     bool lazy_rescale = true;
     int fma_exp2_every = 0;
-    bool tree_reductions = false;
 };
 
 // e4m3 attention on bf16 inputs (the op's fp8 mode, see ops/attention.h): a quantization pass writes e4m3

@@ -129,20 +129,6 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
 }
-// The largest of row i's scores among a thread's accumulators s[4·g + 2·i + e] (g < N/4, e < 2): a tree of
-// depth log2(N/2) instead of a chain of N/2 dependent maxima (the tree variants of the attention kernels).
-template <int N> __device__ __forceinline__ float row_max_tree(const float (&s)[N], int i) {
-    constexpr int kGroups = N / 4;
-    float v[kGroups];
-#pragma unroll
-    for (int g = 0; g < kGroups; ++g) v[g] = fmaxf(s[4 * g + 2 * i], s[4 * g + 2 * i + 1]);
-#pragma unroll
-    for (int w = 1; w < kGroups; w *= 2)
-#pragma unroll
-        for (int g = 0; g + w < kGroups; g += 2 * w) v[g] = fmaxf(v[g], v[g + w]);
-    return v[0];
-}
-
 // Four floats to four e4m3 bytes (first in the low byte), round to nearest even, saturating to ±448.
 __device__ __forceinline__ uint32_t pack_e4m3(float a, float b, float c, float d) {
     uint16_t lo, hi;
