@@ -15,17 +15,17 @@ for f in attention_fp8 attention_hopper; do
   cuobjdump -sass "build-gpu/src/ops/CMakeFiles/h3_ops.dir/cuda/$f.cu.o" 2> /dev/null | xz -1 > "$OUT/sass_$f.xz"
 done
 if [ -z "$NCU" ]; then echo "profile: no ncu on this machine"; exit 0; fi
-# attention_fp8_sm90<causal, lazy, fma_every, tree>, attention_bf16_sm90<D, BN, stages, causal, pingpong, lazy,
-# batched, tree>
-KERNELS=${H3_PROFILE_KERNELS:-"attention_fp8_sm90ILb0ELb1ELi0ELb0E attention_fp8_sm90ILb0ELb1ELi0ELb1E attention_bf16_sm90ILi128ELi128ELi2ELb0ELb1ELb0ELb0ELb0E attention_bf16_sm90ILi128ELi128ELi2ELb0ELb1ELb0ELb0ELb1E"}
+# attention_fp8_sm90<causal, lazy>, attention_bf16_sm90<D, BN, stages, causal, pingpong, lazy, batched>: the
+# e4m3 default, the bf16 default, its lazy-rescale and BN 176 variants
+KERNELS=${H3_PROFILE_KERNELS:-"attention_fp8_sm90ILb0ELb1EE attention_bf16_sm90ILi128ELi128ELi2ELb0ELb1ELb0ELb0EE attention_bf16_sm90ILi128ELi128ELi2ELb0ELb1ELb1ELb0EE attention_bf16_sm90ILi128ELi176ELi2ELb0ELb1ELb0ELb0EE"}
 for k in $KERNELS; do
   echo "== ncu: $k"
   timeout 120 "$NCU" --kernel-name-base mangled --kernel-name "regex:$k" --launch-count 1 \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
     --section SchedulerStats --section InstructionStats \
-    --metrics sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.avg.per_second \
+    --metrics sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.avg.per_second,regex:smsp__average_warps_issue_stalled_.*_per_issue_active \
     "$H3" bench attention --seq 38247 --fp8 --iters 1 --rounds 1 --check-rows 1 > "$OUT/ncu_$k.txt" 2>&1
   echo "ncu rc=$?"
-  grep -E "ERR_|Duration|SM Frequency|Compute \(SM\) Throughput|Issue Slots Busy|Executed Ipc Active|xu|fma_cycles|alu_cycles|gmma|No Eligible|Stall|Warp Cycles Per Issued|One or More Eligible" \
-    "$OUT/ncu_$k.txt" | head -40
+  grep -E "ERR_|Duration|SM Frequency|Compute \(SM\) Throughput|Issue Slots Busy|Executed Ipc Active|xu|fma_cycles|alu_cycles|gmma|No Eligible|Stall|Warp Cycles Per Issued|One or More Eligible|issue_stalled" \
+    "$OUT/ncu_$k.txt" | grep -v " 0$" | head -60
 done

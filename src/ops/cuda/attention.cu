@@ -278,9 +278,7 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
     if (p.fp8) {
         if (hopper_fp8_fits(ctx, q, o, ha)) {
             names.push_back("hopper fp8 lazy"); // the default
-            if (!p.causal)
-                for (const char* n : {"hopper fp8", "hopper fp8 lazy fma4", "hopper fp8 lazy fma2"})
-                    names.push_back(n);
+            if (!p.causal) names.push_back("hopper fp8");
         }
         return names;
     }
@@ -321,19 +319,12 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
         return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
     }
     if (p.lse) return unimplemented("attention_candidate: only 'fallback' returns lse, not '" + name + "'");
-    if (name == "hopper fp8" || name.rfind("hopper fp8 lazy", 0) == 0) {
+    if (name == "hopper fp8" || name == "hopper fp8 lazy") {
         if (ha.dim != 128 || ha.batch != 1)
             return unimplemented("attention_candidate: '" + name +
                                  "' takes head dim 128 and one sequence per call; q is " + desc(q) +
                                  ", batch " + std::to_string(p.batch));
-        HopperFp8Config cfg{.lazy_rescale = name != "hopper fp8"};
-        if (name == "hopper fp8 lazy fma4")
-            cfg.fma_exp2_every = 4;
-        else if (name == "hopper fp8 lazy fma2")
-            cfg.fma_exp2_every = 2;
-        else if (name != "hopper fp8" && name != "hopper fp8 lazy")
-            return invalid_argument("attention_candidate: unknown candidate '" + name + "'");
-        return hopper_attention_fp8(ctx, ha, cfg);
+        return hopper_attention_fp8(ctx, ha, {.lazy_rescale = name != "hopper fp8"});
     }
     if (name.rfind("hopper bn", 0) == 0) {
         HopperAttentionConfig cfg;

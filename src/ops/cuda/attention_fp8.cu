@@ -146,29 +146,7 @@ struct Fp8Scales {
 #ifdef H3_SM90A
 using namespace sm90;
 
-// 2^x on the FMA pipe instead of the MUFU unit (which the fp8 kernel keeps as busy as its tensor cores): the
-// nearest integer j of x goes into the exponent bits, 2^(x − j) (x − j in [−0.5, 0.5]) comes from a degree-3
-// polynomial (relative error < 7.5e-5 against e4m3's 2^-4 rounding of P). x is clamped at −125 so 2^j stays
-// a normal number: below that the result is ~2^-125 where ex2.approx.ftz gives 0 (masked keys included;
-// both become e4m3 zeros, and the row sum moves by < 1e-37 per key).
-__device__ __forceinline__ float ex2_fma(float x) {
-    constexpr float kRound = 12582912.0f; // 1.5·2^23: adding it leaves round(x) in the low mantissa bits
-    x = fmaxf(x, -125.0f);
-    const float r = __fadd_rn(x, kRound);
-    const float f = __fsub_rn(x, __fsub_rn(r, kRound));
-    float p = fmaf(0.05517168f, f, 0.24261117f);
-    p = fmaf(p, f, 0.69326099f);
-    p = fmaf(p, f, 0.99992807f);
-    return __int_as_float(__float_as_int(p) + (__float_as_int(r) << 23)); // bits(r) << 23 == round(x) << 23
-}
-
-// kFmaEvery: 0 keeps every exponential of P on MUFU; N moves one in N of them (the columns jj % N == N − 1
-// of each thread's 16 column pairs) to ex2_fma.
-template <int kFmaEvery> struct Fp8Consumer {
-    __device__ static constexpr bool on_fma(int jj) {
-        if constexpr (kFmaEvery > 0) return jj % kFmaEvery == kFmaEvery - 1;
-        return false;
-    }
+struct Fp8Consumer {
     __device__ static void fence_p(uint32_t (&p)[4][4]) {
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) fence_regs(p[kk]);
@@ -225,8 +203,7 @@ template <int kFmaEvery> struct Fp8Consumer {
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     float& x = s[4 * jj + 2 * i + e];
-                    const float arg = fmaf(x, sl2, -msl);
-                    x = on_fma(jj) ? ex2_fma(arg) : ex2(arg);
+                    x = ex2(fmaf(x, sl2, -msl));
                     sum += x;
                 }
             l[i] = kFirst ? sum * unscale : l[i] * corr[i] + sum * unscale;
@@ -245,13 +222,13 @@ template <int kFmaEvery> struct Fp8Consumer {
 };
 #endif // H3_SM90A
 
-template <bool kCausal, bool kLazy, int kFmaEvery>
+template <bool kCausal, bool kLazy>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_fp8_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                        const __grid_constant__ CUtensorMap tv, const Fp8Scales sc, bf16* __restrict__ out,
                        int sq, int sk, int heads, int group, float scale_log2) {
 #ifdef H3_SM90A
-    using C = Fp8Consumer<kFmaEvery>;
+    using C = Fp8Consumer;
     extern __shared__ uint8_t smem_raw[];
     SmemFp8& sm =
         *reinterpret_cast<SmemFp8*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -333,9 +310,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         fence_regs(s);
         if (elect) mbar_arrive(smem_u32(&sm.k_empty[0]));
         if (first_masked == 0)
-            C::template softmax<true, true, kCausal>(s, 0, sk, row0, sl2, ve, m, l, corr, p);
+            C::softmax<true, true, kCausal>(s, 0, sk, row0, sl2, ve, m, l, corr, p);
         else
-            C::template softmax<true, false, kCausal>(s, 0, sk, row0, sl2, ve, m, l, corr, p);
+            C::softmax<true, false, kCausal>(s, 0, sk, row0, sl2, ve, m, l, corr, p);
     }
     auto step = [&](auto mask_tag, int j, auto& pin, auto& pout) {
         constexpr bool kMask = decltype(mask_tag)::value;
@@ -350,7 +327,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_wait<1>();
         fence_regs(s);
         if (elect) mbar_arrive(smem_u32(&sm.k_empty[st]));
-        C::template softmax<false, kMask, kCausal>(s, j * kBN, sk, row0, sl2, ve, m, l, corr, pout);
+        C::softmax<false, kMask, kCausal>(s, j * kBN, sk, row0, sl2, ve, m, l, corr, pout);
         wgmma_wait<0>();
         fence_regs(o);
         C::fence_p(pin);
@@ -478,18 +455,11 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, co
     H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_UINT8, vt, dv));
     const Fp8Scales sc{qs, ks, vs, vmax, static_cast<int>(nqb), static_cast<int>(nkb)};
     const size_t smem = sizeof(SmemFp8) + 1024;
-    if (cfg.fma_exp2_every != 0 && cfg.fma_exp2_every != 2 && cfg.fma_exp2_every != 4)
-        return invalid_argument("fp8 attention: fma_exp2_every must be 0, 2 or 4, not " +
-                                std::to_string(cfg.fma_exp2_every));
-    auto kernel = attention_fp8_sm90<false, true, 0>;
+    auto kernel = attention_fp8_sm90<false, true>;
     if (a.causal)
-        kernel = attention_fp8_sm90<true, true, 0>;
+        kernel = attention_fp8_sm90<true, true>;
     else if (!cfg.lazy_rescale)
-        kernel = attention_fp8_sm90<false, false, 0>;
-    else if (cfg.fma_exp2_every == 4)
-        kernel = attention_fp8_sm90<false, true, 4>;
-    else if (cfg.fma_exp2_every == 2)
-        kernel = attention_fp8_sm90<false, true, 2>;
+        kernel = attention_fp8_sm90<false, false>;
     H3_CUDA_TRY(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute(attention_fp8_sm90)");

@@ -45,12 +45,9 @@ bool hopper_attention_shape_ok(const HopperAttentionArgs& a);
 Status hopper_attention_bf16(const Context& ctx, const HopperAttentionArgs& a,
                              const HopperAttentionConfig& cfg = {});
 
-// Variants of the e4m3 kernel the bench compares. lazy_rescale: as above (causal always rescales lazily);
-// fma_exp2_every: 0 computes every exponential of P on the MUFU unit, 2 or 4 moves one in 2 or 4 of them to
-// a polynomial on the FMA pipe (non-causal with lazy_rescale only; ignored otherwise).
+// Variants of the e4m3 kernel the bench compares. lazy_rescale: as above (causal always rescales lazily).
 struct HopperFp8Config {
     bool lazy_rescale = true;
-    int fma_exp2_every = 0;
 };
 
 // e4m3 attention on bf16 inputs (the op's fp8 mode, see ops/attention.h): a quantization pass writes e4m3
