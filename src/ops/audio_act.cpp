@@ -13,22 +13,15 @@ using namespace detail;
 
 namespace {
 
-Status check_f32(const char* op, const char* name, const Context& ctx, const Tensor& t) {
-    H3_TRY(check_float_contig(op, name, ctx, t));
-    if (t.dtype() != DType::kF32)
-        return invalid_argument(std::string(op) + ": " + name + " is " + desc(t) + ", expected f32");
-    return ok_status();
-}
-
 Status check_snake_args(const char* op, const Context& ctx, const Tensor& x, const Tensor& alpha,
                         const Tensor& y) {
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_f32(op, "x", ctx, x));
+    H3_TRY(check_f32_contig(op, "x", ctx, x));
     H3_TRY(check_rank(op, "x", x, 3));
-    H3_TRY(check_f32(op, "y", ctx, y));
+    H3_TRY(check_f32_contig(op, "y", ctx, y));
     H3_TRY(check_writable(op, "y", y));
     H3_TRY(check_shape(op, "y", y, x.shape(), "x's shape"));
-    H3_TRY(check_f32(op, "alpha", ctx, alpha));
+    H3_TRY(check_f32_contig(op, "alpha", ctx, alpha));
     H3_TRY(check_shape(op, "alpha", alpha, Shape{x.dim(1)}, "x's channel count"));
     return ok_status();
 }
@@ -36,14 +29,14 @@ Status check_snake_args(const char* op, const Context& ctx, const Tensor& x, con
 Status check_signal_args(const char* op, const Context& ctx, const Tensor& x, const Tensor& alpha,
                          const Tensor& beta, const Tensor& y) {
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_f32(op, "x", ctx, x));
+    H3_TRY(check_f32_contig(op, "x", ctx, x));
     H3_TRY(check_rank(op, "x", x, 3));
-    H3_TRY(check_f32(op, "y", ctx, y));
+    H3_TRY(check_f32_contig(op, "y", ctx, y));
     H3_TRY(check_writable(op, "y", y));
     H3_TRY(check_shape(op, "y", y, x.shape(), "x's shape"));
-    H3_TRY(check_f32(op, "alpha", ctx, alpha));
+    H3_TRY(check_f32_contig(op, "alpha", ctx, alpha));
     H3_TRY(check_shape(op, "alpha", alpha, Shape{x.dim(1)}, "x's channel count"));
-    H3_TRY(check_f32(op, "beta", ctx, beta));
+    H3_TRY(check_f32_contig(op, "beta", ctx, beta));
     H3_TRY(check_shape(op, "beta", beta, Shape{x.dim(1)}, "x's channel count"));
     return ok_status();
 }
@@ -65,9 +58,9 @@ Status alias_free_snake_beta(const Context& ctx, const AliasFreeParams& p, const
                              const Tensor& down_filter, Tensor& y) {
     const char* op = "alias_free_snake_beta";
     H3_TRY(check_signal_args(op, ctx, x, alpha, beta, y));
-    H3_TRY(check_f32(op, "up_filter", ctx, up_filter));
+    H3_TRY(check_f32_contig(op, "up_filter", ctx, up_filter));
     H3_TRY(check_rank(op, "up_filter", up_filter, 1));
-    H3_TRY(check_f32(op, "down_filter", ctx, down_filter));
+    H3_TRY(check_f32_contig(op, "down_filter", ctx, down_filter));
     H3_TRY(check_shape(op, "down_filter", down_filter, up_filter.shape(), "up_filter's shape"));
     const int64_t k = up_filter.dim(0);
     if (p.ratio < 1 || k % 2 || k < p.ratio)
@@ -81,8 +74,8 @@ Status alias_free_snake_beta(const Context& ctx, const AliasFreeParams& p, const
 Status scale(const Context& ctx, float alpha, const Tensor& x, Tensor& y) {
     const char* op = "scale";
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_f32(op, "x", ctx, x));
-    H3_TRY(check_f32(op, "y", ctx, y));
+    H3_TRY(check_f32_contig(op, "x", ctx, x));
+    H3_TRY(check_f32_contig(op, "y", ctx, y));
     H3_TRY(check_writable(op, "y", y));
     H3_TRY(check_shape(op, "y", y, x.shape(), "x's shape"));
     H3_OPS_DISPATCH(scale, ctx, alpha, x, y);
@@ -91,8 +84,8 @@ Status scale(const Context& ctx, float alpha, const Tensor& x, Tensor& y) {
 Status clamp(const Context& ctx, float lo, float hi, const Tensor& x, Tensor& y) {
     const char* op = "clamp";
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_f32(op, "x", ctx, x));
-    H3_TRY(check_f32(op, "y", ctx, y));
+    H3_TRY(check_f32_contig(op, "x", ctx, x));
+    H3_TRY(check_f32_contig(op, "y", ctx, y));
     H3_TRY(check_writable(op, "y", y));
     H3_TRY(check_shape(op, "y", y, x.shape(), "x's shape"));
     if (!(lo <= hi)) return invalid_argument("clamp: lo must be <= hi");

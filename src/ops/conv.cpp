@@ -13,14 +13,6 @@ using namespace detail;
 
 namespace {
 
-Status check_f32(const char* op, const char* name, const Context& ctx, const Tensor& t, int rank) {
-    H3_TRY(check_float_contig(op, name, ctx, t));
-    H3_TRY(check_rank(op, name, t, rank));
-    if (t.dtype() != DType::kF32)
-        return invalid_argument(std::string(op) + ": " + name + " is " + desc(t) + ", expected f32");
-    return ok_status();
-}
-
 std::string num(int64_t v) {
     return std::to_string(v);
 }
@@ -42,9 +34,9 @@ Status conv1d(const Context& ctx, const Conv1dParams& p, const Tensor& x, const 
               Tensor& y) {
     const char* op = "conv1d";
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_f32(op, "x", ctx, x, 3));
-    H3_TRY(check_f32(op, "w", ctx, w, 3));
-    H3_TRY(check_f32(op, "y", ctx, y, 3));
+    H3_TRY(check_f32_contig(op, "x", ctx, x, 3));
+    H3_TRY(check_f32_contig(op, "w", ctx, w, 3));
+    H3_TRY(check_f32_contig(op, "y", ctx, y, 3));
     H3_TRY(check_writable(op, "y", y));
     if (p.stride < 1 || p.dilation < 1 || p.groups < 1 || p.padding < 0)
         return invalid_argument("conv1d: stride " + num(p.stride) + ", dilation " + num(p.dilation) +
@@ -62,7 +54,7 @@ Status conv1d(const Context& ctx, const Conv1dParams& p, const Tensor& x, const 
         return invalid_argument("conv1d: input length " + num(x.dim(2)) + " is shorter than the kernel span");
     H3_TRY(check_shape(op, "y", y, Shape{x.dim(0), cout, lout}, "[B, Cout, Lout]"));
     if (bias.defined()) {
-        H3_TRY(check_f32(op, "bias", ctx, bias, 1));
+        H3_TRY(check_f32_contig(op, "bias", ctx, bias, 1));
         H3_TRY(check_shape(op, "bias", bias, Shape{cout}, "w's Cout"));
     }
     H3_OPS_DISPATCH(conv1d, ctx, p, x, w, bias, y);
@@ -72,9 +64,9 @@ Status conv_transpose1d(const Context& ctx, const ConvTranspose1dParams& p, cons
                         const Tensor& bias, Tensor& y) {
     const char* op = "conv_transpose1d";
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_f32(op, "x", ctx, x, 3));
-    H3_TRY(check_f32(op, "w", ctx, w, 3));
-    H3_TRY(check_f32(op, "y", ctx, y, 3));
+    H3_TRY(check_f32_contig(op, "x", ctx, x, 3));
+    H3_TRY(check_f32_contig(op, "w", ctx, w, 3));
+    H3_TRY(check_f32_contig(op, "y", ctx, y, 3));
     H3_TRY(check_writable(op, "y", y));
     if (p.stride < 1 || p.groups < 1 || p.padding < 0)
         return invalid_argument("conv_transpose1d: stride " + num(p.stride) + ", groups " + num(p.groups) +
@@ -92,7 +84,7 @@ Status conv_transpose1d(const Context& ctx, const ConvTranspose1dParams& p, cons
                                 num(x.dim(2)) + " must be >= 1");
     H3_TRY(check_shape(op, "y", y, Shape{x.dim(0), cout, lout}, "[B, Cout, Lout]"));
     if (bias.defined()) {
-        H3_TRY(check_f32(op, "bias", ctx, bias, 1));
+        H3_TRY(check_f32_contig(op, "bias", ctx, bias, 1));
         H3_TRY(check_shape(op, "bias", bias, Shape{cout}, "Cout = w.dim(1)·groups"));
     }
     H3_OPS_DISPATCH(conv_transpose1d, ctx, p, x, w, bias, y);

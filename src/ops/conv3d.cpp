@@ -17,14 +17,6 @@ std::string num(int64_t v) {
     return std::to_string(v);
 }
 
-Status check_f32_5d(const char* op, const char* name, const Context& ctx, const Tensor& t) {
-    H3_TRY(check_float_contig(op, name, ctx, t));
-    H3_TRY(check_rank(op, name, t, 5));
-    if (t.dtype() != DType::kF32)
-        return invalid_argument(std::string(op) + ": " + name + " is " + desc(t) + ", expected f32");
-    return ok_status();
-}
-
 } // namespace
 
 Shape conv3d_out_shape(const Shape& x, const Shape& w, const Conv3dParams& p) {
@@ -40,9 +32,9 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
               Tensor& y) {
     const char* op = "conv3d";
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_f32_5d(op, "x", ctx, x));
-    H3_TRY(check_f32_5d(op, "w", ctx, w));
-    H3_TRY(check_f32_5d(op, "y", ctx, y));
+    H3_TRY(check_f32_contig(op, "x", ctx, x, 5));
+    H3_TRY(check_f32_contig(op, "w", ctx, w, 5));
+    H3_TRY(check_f32_contig(op, "y", ctx, y, 5));
     H3_TRY(check_writable(op, "y", y));
     if (p.stride_t < 1 || p.stride_h < 1 || p.stride_w < 1)
         return invalid_argument("conv3d: strides " + num(p.stride_t) + "×" + num(p.stride_h) + "×" +

@@ -20,14 +20,6 @@ std::string num(int64_t v) {
     return std::to_string(v);
 }
 
-Status check_video(const char* op, const char* name, const Context& ctx, const Tensor& t) {
-    H3_TRY(check_float_contig(op, name, ctx, t));
-    H3_TRY(check_rank(op, name, t, 4));
-    if (t.dtype() != DType::kF32)
-        return invalid_argument(std::string(op) + ": " + name + " is " + desc(t) + ", expected f32");
-    return ok_status();
-}
-
 Status same_planes(const char* op, const char* name, const Tensor& t, const Tensor& ref) {
     if (t.dim(0) != ref.dim(0) || t.dim(1) != ref.dim(1))
         return invalid_argument(std::string(op) + ": " + name + " is " + desc(t) + " but out is " +
@@ -41,8 +33,8 @@ Status blend_tile(const Context& ctx, const BlendTileParams& p, const Tensor& cu
                   const Tensor& left, Tensor& out) {
     const char* op = "blend_tile";
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_video(op, "cur", ctx, cur));
-    H3_TRY(check_video(op, "out", ctx, out));
+    H3_TRY(check_f32_contig(op, "cur", ctx, cur, 4));
+    H3_TRY(check_f32_contig(op, "out", ctx, out, 4));
     H3_TRY(check_writable(op, "out", out));
     H3_TRY(same_planes(op, "cur", cur, out));
     if (p.keep_h < 0 || p.keep_w < 0 || p.blend_y < 0 || p.blend_x < 0 || p.out_y < 0 || p.out_x < 0)
@@ -54,14 +46,14 @@ Status blend_tile(const Context& ctx, const BlendTileParams& p, const Tensor& cu
         return invalid_argument("blend_tile: the kept " + num(p.keep_h) + "×" + num(p.keep_w) + " at (" +
                                 num(p.out_y) + ", " + num(p.out_x) + ") leaves out " + desc(out));
     if (p.blend_y > 0) {
-        H3_TRY(check_video(op, "up", ctx, up));
+        H3_TRY(check_f32_contig(op, "up", ctx, up, 4));
         H3_TRY(same_planes(op, "up", up, out));
         if (up.dim(2) < p.blend_y || up.dim(3) < p.keep_w)
             return invalid_argument("blend_tile: up is " + desc(up) + ", it needs >= " + num(p.blend_y) +
                                     " rows and >= " + num(p.keep_w) + " columns");
     }
     if (p.blend_x > 0) {
-        H3_TRY(check_video(op, "left", ctx, left));
+        H3_TRY(check_f32_contig(op, "left", ctx, left, 4));
         H3_TRY(same_planes(op, "left", left, out));
         if (left.dim(2) < p.keep_h || left.dim(3) < p.blend_x)
             return invalid_argument("blend_tile: left is " + desc(left) + ", it needs >= " + num(p.keep_h) +
@@ -75,8 +67,8 @@ Status crossfade_frames(const Context& ctx, const CrossfadeParams& p, const Tens
                         Tensor& out) {
     const char* op = "crossfade_frames";
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_video(op, "src", ctx, src));
-    H3_TRY(check_video(op, "out", ctx, out));
+    H3_TRY(check_f32_contig(op, "src", ctx, src, 4));
+    H3_TRY(check_f32_contig(op, "out", ctx, out, 4));
     H3_TRY(check_writable(op, "out", out));
     if (src.dim(0) != out.dim(0) || src.dim(2) != out.dim(2) || src.dim(3) != out.dim(3))
         return invalid_argument("crossfade_frames: src is " + desc(src) + " but out is " + desc(out) +
@@ -88,7 +80,7 @@ Status crossfade_frames(const Context& ctx, const CrossfadeParams& p, const Tens
                                 " of " + desc(src) + " to " + num(p.out_frame) + " of " + desc(out) +
                                 " leave a tensor");
     if (p.fade > 0) {
-        H3_TRY(check_video(op, "prev", ctx, prev));
+        H3_TRY(check_f32_contig(op, "prev", ctx, prev, 4));
         if (prev.dim(0) != out.dim(0) || prev.dim(2) != out.dim(2) || prev.dim(3) != out.dim(3) ||
             p.prev_frame + std::min(p.fade, p.frames) > prev.dim(1))
             return invalid_argument(
@@ -104,8 +96,8 @@ Status crossfade_frames(const Context& ctx, const CrossfadeParams& p, const Tens
 Status crop_tile(const Context& ctx, const CropTileParams& p, const Tensor& src, Tensor& out) {
     const char* op = "crop_tile";
     H3_TRY(check_context(op, ctx));
-    H3_TRY(check_video(op, "src", ctx, src));
-    H3_TRY(check_video(op, "out", ctx, out));
+    H3_TRY(check_f32_contig(op, "src", ctx, src, 4));
+    H3_TRY(check_f32_contig(op, "out", ctx, out, 4));
     H3_TRY(check_writable(op, "out", out));
     H3_TRY(same_planes(op, "src", src, out));
     if (p.y0 < 0 || p.x0 < 0) return invalid_argument("crop_tile: the corner must be >= 0");

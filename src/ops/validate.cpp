@@ -46,6 +46,14 @@ Status check_float_contig(const char* op, const char* name, const Context& ctx, 
     return check_contiguous(op, name, t);
 }
 
+Status check_f32_contig(const char* op, const char* name, const Context& ctx, const Tensor& t, int rank) {
+    H3_TRY(check_float_contig(op, name, ctx, t));
+    if (rank >= 0) H3_TRY(check_rank(op, name, t, rank));
+    if (t.dtype() != DType::kF32)
+        return invalid_argument(std::string(op) + ": " + name + " is " + desc(t) + ", expected f32");
+    return ok_status();
+}
+
 Status check_rank(const char* op, const char* name, const Tensor& t, int rank) {
     if (t.rank() != rank)
         return invalid_argument(prefix(op, name) + "is " + desc(t) + " but must have rank " +

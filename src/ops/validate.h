@@ -27,6 +27,9 @@ Status check_float(const char* op, const char* name, const Context& ctx, const T
 // check_float + contiguous.
 Status check_float_contig(const char* op, const char* name, const Context& ctx, const Tensor& t);
 Status check_rank(const char* op, const char* name, const Tensor& t, int rank);
+// check_float_contig + f32 + (rank >= 0) rank `rank`: the fp32-only ops (convolutions, tiles, audio
+// activations).
+Status check_f32_contig(const char* op, const char* name, const Context& ctx, const Tensor& t, int rank = -1);
 Status check_writable(const char* op, const char* name, const Tensor& t);
 Status check_contiguous(const char* op, const char* name, const Tensor& t);
 // t.shape() == expected; `why` (may be empty) explains where the expectation comes from.
