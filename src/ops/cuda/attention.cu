@@ -278,7 +278,8 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
     if (p.fp8) {
         if (hopper_fp8_fits(ctx, q, o, ha)) {
             names.push_back("hopper fp8 lazy"); // the default
-            if (!p.causal) names.push_back("hopper fp8");
+            if (!p.causal)
+                for (const char* n : {"hopper fp8", "hopper fp8 lazy pinned"}) names.push_back(n);
         }
         return names;
     }
@@ -319,12 +320,13 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
         return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
     }
     if (p.lse) return unimplemented("attention_candidate: only 'fallback' returns lse, not '" + name + "'");
-    if (name == "hopper fp8" || name == "hopper fp8 lazy") {
+    if (name == "hopper fp8" || name == "hopper fp8 lazy" || name == "hopper fp8 lazy pinned") {
         if (ha.dim != 128 || ha.batch != 1)
             return unimplemented("attention_candidate: '" + name +
                                  "' takes head dim 128 and one sequence per call; q is " + desc(q) +
                                  ", batch " + std::to_string(p.batch));
-        return hopper_attention_fp8(ctx, ha, {.lazy_rescale = name != "hopper fp8"});
+        return hopper_attention_fp8(
+            ctx, ha, {.lazy_rescale = name != "hopper fp8", .pin_p = name == "hopper fp8 lazy pinned"});
     }
     if (name.rfind("hopper bn", 0) == 0) {
         HopperAttentionConfig cfg;
