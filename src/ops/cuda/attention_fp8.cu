@@ -420,6 +420,9 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, co
     if (a.dim != kHeadDim || a.batch != 1)
         return unimplemented("fp8 attention: head dim 128 and one sequence only (got head dim " +
                              std::to_string(a.dim) + ", batch " + std::to_string(a.batch) + ")");
+    if (cfg.pin_p && (a.causal || !cfg.lazy_rescale))
+        return invalid_argument(
+            "fp8 attention: the pinned-P kernel is built for the non-causal lazy variant only");
     const int64_t nqb = (a.sq + kBM - 1) / kBM, nkb = (a.sk + kBN - 1) / kBN, sk_pad = nkb * kBN;
     // scratch: q8 | k8 | vt | q scales | k scales | v scales | vmax bits (each 256-byte aligned)
     const int64_t q8_bytes = round_up(a.sq * a.heads * kHeadDim, 256);
@@ -471,9 +474,6 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, co
     H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_UINT8, vt, dv));
     const Fp8Scales sc{qs, ks, vs, vmax, static_cast<int>(nqb), static_cast<int>(nkb)};
     const size_t smem = sizeof(SmemFp8) + 1024;
-    if (cfg.pin_p && (a.causal || !cfg.lazy_rescale))
-        return invalid_argument(
-            "fp8 attention: the pinned-P kernel is built for the non-causal lazy variant only");
     auto kernel = attention_fp8_sm90<false, true>;
     if (a.causal)
         kernel = attention_fp8_sm90<true, true>;

@@ -141,12 +141,7 @@ Status cudnn_conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, 
                     {pad_h, pad_w, p.stride_t, p.stride_h, p.stride_w, ctx.allow_tf32 ? 1 : 0});
     Conv3dCache& cache = ctx.cuda->conv3d_cache();
     Conv3dAlgo algo;
-    bool cached = false;
-    {
-        std::lock_guard<std::mutex> lock(cache.mutex);
-        auto it = cache.algos.find(key);
-        if (it != cache.algos.end()) algo = it->second, cached = true;
-    }
+    const bool cached = find_cached(cache.mutex, cache.algos, key, algo);
     if (!cached) {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT] = {};
         int found = 0;
@@ -170,8 +165,7 @@ Status cudnn_conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, 
                      std::to_string(wp) + "], w [" + std::to_string(cout) + ", " + std::to_string(cin) +
                      ", " + std::to_string(ktu) + ", " + std::to_string(kh) + ", " + std::to_string(kw) +
                      "]: the built-in kernels run it");
-        std::lock_guard<std::mutex> lock(cache.mutex);
-        cache.algos[key] = algo;
+        store_cached(cache.mutex, cache.algos, key, algo);
     }
     if (!algo.supported) return ok_status();
     H3_TRY(cudnn_status(cudnnSetConvolutionMathType(d.conv, static_cast<cudnnMathType_t>(algo.math)),

@@ -95,6 +95,24 @@ struct Fp8GemmAlgo {
     bool outer_vec = false; // false: the unscaled product goes to fp32 scratch and one pass scales it
 };
 
+// A per-problem choice kept in a context cache (GEMM, e4m3 GEMM, cuDNN conv3d): read and written under the
+// cache's mutex. find_cached copies the entry into `out` and returns true when there is one.
+template <class Map>
+bool find_cached(std::mutex& mutex, const Map& map, const typename Map::key_type& key,
+                 typename Map::mapped_type& out) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = map.find(key);
+    if (it == map.end()) return false;
+    out = it->second;
+    return true;
+}
+template <class Map>
+void store_cached(std::mutex& mutex, Map& map, const typename Map::key_type& key,
+                  const typename Map::mapped_type& value) {
+    std::lock_guard<std::mutex> lock(mutex);
+    map[key] = value;
+}
+
 struct GemmCache {
     std::mutex mutex;
     std::map<GemmKey, GemmAlgo> algos;

@@ -114,14 +114,7 @@ Result<LtChoice> fastest_candidate(const Context& ctx, const LtDescs& d,
 Status find_algo(const Context& ctx, const LtProblem& pr, const GemmKey& key, LtDescs& d, const LtCall& call,
                  GemmAlgo& out) {
     GemmCache& cache = ctx.cuda->gemm_cache();
-    {
-        std::lock_guard<std::mutex> lock(cache.mutex);
-        auto it = cache.algos.find(key);
-        if (it != cache.algos.end()) {
-            out = it->second;
-            return ok_status();
-        }
-    }
+    if (find_cached(cache.mutex, cache.algos, key, out)) return ok_status();
     // A new problem is timed (events, a host wait): impossible while the stream records a CUDA graph. Work
     // that records runs once unrecorded first (the DiT: dit_graphs.cpp), so this only stops a recording
     // that would otherwise cache an untimed choice.
@@ -165,8 +158,7 @@ Status find_algo(const Context& ctx, const LtProblem& pr, const GemmKey& key, Lt
     // Anything else (NOT_SUPPORTED, or INVALID_VALUE, which cuBLASLt 13 returns for e.g. an f32 bias with a
     // bf16 output, seen on the H200) means "no kernel for this combination": cached, and the caller falls
     // back to the fp32-scratch path.
-    std::lock_guard<std::mutex> lock(ctx.cuda->gemm_cache().mutex);
-    ctx.cuda->gemm_cache().algos[key] = algo;
+    store_cached(cache.mutex, cache.algos, key, algo);
     out = algo;
     return ok_status();
 }

@@ -231,12 +231,7 @@ Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, con
         p.fast_accum};
     GemmCache& cache = ctx.cuda->gemm_cache();
     Fp8GemmAlgo algo;
-    bool cached = false;
-    {
-        std::lock_guard<std::mutex> lock(cache.mutex);
-        auto it = cache.fp8.find(key);
-        if (it != cache.fp8.end()) algo = it->second, cached = true;
-    }
+    const bool cached = find_cached(cache.mutex, cache.fp8, key, algo);
     Fp8Candidates cand;
     if (!cached) {
         // A new problem is timed (events, a host wait): impossible while the stream records a CUDA graph.
@@ -249,10 +244,7 @@ Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, con
         algo.outer_vec = cand.outer_vec;
         algo.lt.supported = cand.found > 0;
         algo.lt.candidates = cand.found;
-        if (!algo.lt.supported) {
-            std::lock_guard<std::mutex> lock(cache.mutex);
-            cache.fp8[key] = algo;
-        }
+        if (!algo.lt.supported) store_cached(cache.mutex, cache.fp8, key, algo);
     }
     if (!algo.lt.supported)
         return unimplemented(
@@ -288,8 +280,7 @@ Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, con
                             }));
         algo.lt.chosen = choice.chosen, algo.lt.best_ms = choice.best_ms;
         algo.lt.algo = cand.res[choice.chosen].algo;
-        std::lock_guard<std::mutex> lock(cache.mutex);
-        cache.fp8[key] = algo;
+        store_cached(cache.mutex, cache.fp8, key, algo);
     }
     H3_TRY(cublas_status(matmul(algo.lt.algo), "cublasLtMatmul(fp8)"));
     if (outer) return ok_status();
