@@ -132,9 +132,11 @@ Status run_fallback(const Context& ctx, const Tensor& q, const Tensor& k, const 
 
 std::atomic<bool> g_warned{false};
 
-// The Hopper kernel's default configuration (docs/kernels/attention_notes.md: the fastest or within 2 % of
-// it at S = 38 k and 104 k; the variants differ by less than run-to-run drift).
-constexpr HopperAttentionConfig kHopperDefault{.block_n = 128, .pingpong = true};
+// The Hopper kernel's default configuration (docs/kernels/attention_notes.md): BN 128, pingpong, lazy O
+// rescaling — +2.4 to +2.6 % over rescaling every block at S = 38 k in the last three multi-round benches on
+// H100s, +1.2 % at 104 k on an H200. Lazy rescaling only exists for head dim 128's single sequence (and
+// causal, which always rescales lazily); head dim 64 and batches ignore the flag.
+constexpr HopperAttentionConfig kHopperDefault{.block_n = 128, .pingpong = true, .lazy_rescale = true};
 
 // `batch`: the items of a batched call (q/o rows batch·Sq, k/v rows batch·Sk).
 HopperAttentionArgs hopper_args(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o, float scale,
@@ -279,7 +281,7 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
         if (hopper_fp8_fits(ctx, q, o, ha)) {
             names.push_back("hopper fp8 lazy"); // the default
             if (!p.causal)
-                for (const char* n : {"hopper fp8", "hopper fp8 lazy pinned"}) names.push_back(n);
+                names.push_back("hopper fp8");
         }
         return names;
     }
@@ -292,7 +294,7 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
         } else if (p.batch > 1) { // head dim 128 runs its default for a batch
             names.push_back("hopper bn128 pingpong");
         } else {
-            for (const char* n : {"bn128 pingpong", "bn128 pingpong lazy", "bn128 pingpong s3",
+            for (const char* n : {"bn128 pingpong lazy", "bn128 pingpong", "bn128 pingpong s3",
                                   "bn176 pingpong", "bn128 overlap"})
                 names.push_back(std::string("hopper ") + n);
         }
@@ -320,13 +322,12 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
         return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
     }
     if (p.lse) return unimplemented("attention_candidate: only 'fallback' returns lse, not '" + name + "'");
-    if (name == "hopper fp8" || name == "hopper fp8 lazy" || name == "hopper fp8 lazy pinned") {
+    if (name == "hopper fp8" || name == "hopper fp8 lazy") {
         if (ha.dim != 128 || ha.batch != 1)
             return unimplemented("attention_candidate: '" + name +
                                  "' takes head dim 128 and one sequence per call; q is " + desc(q) +
                                  ", batch " + std::to_string(p.batch));
-        return hopper_attention_fp8(
-            ctx, ha, {.lazy_rescale = name != "hopper fp8", .pin_p = name == "hopper fp8 lazy pinned"});
+        return hopper_attention_fp8(ctx, ha, {.lazy_rescale = name != "hopper fp8"});
     }
     if (name.rfind("hopper bn", 0) == 0) {
         HopperAttentionConfig cfg;

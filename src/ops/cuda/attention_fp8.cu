@@ -133,7 +133,6 @@ struct SmemFp8 {
     uint8_t k[kStages][kTileBytes]; // [key][128 B]
     uint8_t v[kStages][kTileBytes]; // Vᵀ: [d][128 keys]
     uint64_t q_full, k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages];
-    uint32_t p_sink[2]; // per consumer: the kPinP variant's ordering store (never read)
 };
 
 struct Fp8Scales {
@@ -151,15 +150,6 @@ struct Fp8Consumer {
     __device__ static void fence_p(uint32_t (&p)[4][4]) {
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) fence_regs(p[kk]);
-    }
-    // A shared-memory store of a value that depends on every register of P and on the row sums: ptxas keeps
-    // memory operations on their side of the next named barrier, so the whole softmax (exponentials, packs,
-    // the row-sum chain) is computed before it. (An empty asm fence orders nothing in ptxas's schedule.)
-    __device__ static void pin_p(const uint32_t (&p)[4][4], const float (&l)[2], uint32_t sink) {
-        uint32_t v = __float_as_uint(l[0]) | __float_as_uint(l[1]);
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) v |= p[kk][0] | p[kk][1] | p[kk][2] | p[kk][3];
-        asm volatile("st.shared.u32 [%0], %1;" ::"r"(sink), "r"(v) : "memory");
     }
     __device__ static void issue_s(float (&s)[64], uint32_t qa, uint32_t kb) {
         const uint64_t da0 = smem_desc(qa, 16, 1024), db0 = smem_desc(kb, 16, 1024);
@@ -232,11 +222,7 @@ struct Fp8Consumer {
 };
 #endif // H3_SM90A
 
-// kPinP: P is pinned right after each softmax (Fp8Consumer::pin_p), so ptxas cannot sink the softmax's tail
-// (its last exponentials and e4m3 packs) past the next named barrier into the GEMM-issue turn, where it
-// delays the other consumer's turn (the SASS of the unpinned kernel: every other block, 33 exponentials and
-// 16 packs of the previous softmax sit between the S wgmmas and the P·V wgmma of the next block).
-template <bool kCausal, bool kLazy, bool kPinP = false>
+template <bool kCausal, bool kLazy>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_fp8_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                        const __grid_constant__ CUtensorMap tv, const Fp8Scales sc, bf16* __restrict__ out,
@@ -327,7 +313,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             C::softmax<true, true, kCausal>(s, 0, sk, row0, sl2, ve, m, l, corr, p);
         else
             C::softmax<true, false, kCausal>(s, 0, sk, row0, sl2, ve, m, l, corr, p);
-        if constexpr (kPinP) C::pin_p(p, l, smem_u32(&sm.p_sink[cw]));
     }
     auto step = [&](auto mask_tag, int j, auto& pin, auto& pout) {
         constexpr bool kMask = decltype(mask_tag)::value;
@@ -343,7 +328,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         fence_regs(s);
         if (elect) mbar_arrive(smem_u32(&sm.k_empty[st]));
         C::softmax<false, kMask, kCausal>(s, j * kBN, sk, row0, sl2, ve, m, l, corr, pout);
-        if constexpr (kPinP) C::pin_p(pout, l, smem_u32(&sm.p_sink[cw]));
         wgmma_wait<0>();
         fence_regs(o);
         C::fence_p(pin);
@@ -420,9 +404,6 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, co
     if (a.dim != kHeadDim || a.batch != 1)
         return unimplemented("fp8 attention: head dim 128 and one sequence only (got head dim " +
                              std::to_string(a.dim) + ", batch " + std::to_string(a.batch) + ")");
-    if (cfg.pin_p && (a.causal || !cfg.lazy_rescale))
-        return invalid_argument(
-            "fp8 attention: the pinned-P kernel is built for the non-causal lazy variant only");
     const int64_t nqb = (a.sq + kBM - 1) / kBM, nkb = (a.sk + kBN - 1) / kBN, sk_pad = nkb * kBN;
     // scratch: q8 | k8 | vt | q scales | k scales | v scales | vmax bits (each 256-byte aligned)
     const int64_t q8_bytes = round_up(a.sq * a.heads * kHeadDim, 256);
@@ -479,8 +460,6 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, co
         kernel = attention_fp8_sm90<true, true>;
     else if (!cfg.lazy_rescale)
         kernel = attention_fp8_sm90<false, false>;
-    else if (cfg.pin_p)
-        kernel = attention_fp8_sm90<false, true, true>;
     H3_CUDA_TRY(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute(attention_fp8_sm90)");

@@ -45,13 +45,9 @@ bool hopper_attention_shape_ok(const HopperAttentionArgs& a);
 Status hopper_attention_bf16(const Context& ctx, const HopperAttentionArgs& a,
                              const HopperAttentionConfig& cfg = {});
 
-// Variants of the e4m3 kernel the bench compares. lazy_rescale: as above (causal always rescales lazily);
-// pin_p: the softmax's results (P, the row sums) pinned before the next named barrier by a dependent shared
-// store, which keeps ptxas from scheduling the softmax's tail into the next GEMM-issue turn (non-causal lazy
-// only; a bench candidate until measured).
+// Variants of the e4m3 kernel the bench compares. lazy_rescale: as above (causal always rescales lazily).
 struct HopperFp8Config {
     bool lazy_rescale = true;
-    bool pin_p = false;
 };
 
 // e4m3 attention on bf16 inputs (the op's fp8 mode, see ops/attention.h): a quantization pass writes e4m3
