@@ -280,8 +280,7 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
     if (p.fp8) {
         if (hopper_fp8_fits(ctx, q, o, ha)) {
             names.push_back("hopper fp8 lazy"); // the default
-            if (!p.causal)
-                names.push_back("hopper fp8");
+            if (!p.causal) names.push_back("hopper fp8");
         }
         return names;
     }
