@@ -1081,6 +1081,95 @@ TEST(OpsConv, Conv3dInputTransform) {
     }
 }
 
+// ---- conv3d's residual (Conv3dParams::residual: y = conv3d(x) + bias + residual) ---------------------------
+// The fused call against the same path's convolution followed by ops::add, bit for bit (the sums are the
+// same in the same order), on every CUDA path (the Hopper GEMM adds it in its epilogue, the others after),
+// with and without an input transform; plus the errors: a residual of the wrong shape, aliasing y.
+TEST(OpsConv, Conv3dResidual) {
+    SKIP_IF_NO_BACKEND();
+    const Conv3dParams same_r{.pad_front = 2,
+                              .pad_top = 1,
+                              .pad_bottom = 1,
+                              .pad_left = 1,
+                              .pad_right = 1,
+                              .spatial_mode = PadMode::kReflect};
+    Conv3dParams down = same_r;
+    down.stride_t = down.stride_h = down.stride_w = 2;
+    struct Case {
+        Conv3dCase c;
+        bool transform;
+        const char* what;
+    };
+    const Case cases[] = {
+        {{1, 8, 8, 3, 6, 7, 3, 3, 3, same_r, true}, false, "Cin 8 (mma.sync / TF32 paths)"},
+        {{1, 128, 128, 3, 16, 20, 3, 3, 3, same_r, true}, true, "Cin 128 (the wgmma GEMM), input transform"},
+        {{2, 64, 136, 2, 9, 11, 3, 3, 3, same_r, false}, false, "Cin 64, Cout 136 (two M tiles), B 2, no bias"},
+        {{1, 64, 64, 4, 8, 8, 3, 3, 3, down, true}, false, "stride (2,2,2)"},
+    };
+#ifdef H3_WITH_CUDA
+    std::vector<Conv3dImpl> impls = {Conv3dImpl::kAuto};
+    if (on_cuda())
+        impls = {Conv3dImpl::kAuto, Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma, Conv3dImpl::kTf32,
+                 Conv3dImpl::kCudnn};
+    const Conv3dImpl initial = on_cuda() ? backend().holder->conv3d_impl() : Conv3dImpl::kAuto;
+#else
+    const int impls[] = {0};
+#endif
+    uint32_t seed = 1700;
+    for (const auto& tc : cases) {
+        const Conv3dCase& c = tc.c;
+        SCOPED_TRACE(tc.what);
+        const Tensor x = dev(rnd(Shape{c.b, c.cin, c.t, c.h, c.w}, DType::kF32, seed++));
+        const Tensor w = dev(rnd(Shape{c.cout, c.cin, c.kt, c.kh, c.kw}, DType::kF32, seed++, -0.5f, 0.5f));
+        const Tensor bias = c.bias ? dev(rnd(Shape{c.cout}, DType::kF32, seed++)) : Tensor();
+        const Tensor scale = dev(rnd(Shape{c.b, c.t, c.cin}, DType::kF32, seed++, 0.5f, 1.5f));
+        const Tensor shift = dev(rnd(Shape{c.b, c.t, c.cin}, DType::kF32, seed++, -0.5f, 0.5f));
+        const Conv3dInputTransform in{.scale = scale, .shift = shift, .silu = true};
+        Conv3dParams p = c.p;
+        if (tc.transform) p.input = &in;
+        const Shape ys = conv3d_out_shape(x.shape(), w.shape(), p);
+        ASSERT_EQ(ys.rank(), 5);
+        const Tensor r = dev(rnd(ys, DType::kF32, seed++));
+        for (const auto impl : impls) {
+#ifdef H3_WITH_CUDA
+            if (on_cuda()) backend().holder->set_conv3d_impl(impl);
+            SCOPED_TRACE(conv3d_impl_name(impl));
+#else
+            (void)impl;
+#endif
+            for (const bool tf32 : {false, true}) {
+                SCOPED_TRACE(tf32 ? "allow_tf32" : "fp32");
+                Context cx = ctx();
+                cx.allow_tf32 = tf32;
+                Guarded unfused(Tensor::host(ys, DType::kF32));
+                ASSERT_OK(conv3d(cx, p, x, w, bias, unfused.t));
+                ASSERT_OK(add(cx, unfused.t, r, unfused.t));
+                Conv3dParams pr = p;
+                pr.residual = &r;
+                Guarded fused(Tensor::host(ys, DType::kF32));
+                ASSERT_OK(conv3d(cx, pr, x, w, bias, fused.t));
+                EXPECT_TRUE(fused.guards_intact());
+                const Tensor a = unfused.host(), b = fused.host();
+                EXPECT_EQ(std::memcmp(a.data(), b.data(), a.nbytes()), 0)
+                    << "conv3d with a residual must equal conv3d then add, bit for bit";
+            }
+        }
+        // Errors: the wrong shape, and y itself as the residual.
+        Conv3dParams bad = p;
+        const Tensor wrong = dev(rnd(Shape{c.b, c.cout, ys[2], ys[3], ys[4] + 1}, DType::kF32, seed++));
+        bad.residual = &wrong;
+        Guarded y(Tensor::host(ys, DType::kF32));
+        EXPECT_EQ(conv3d(ctx(), bad, x, w, bias, y.t).code(), ErrorCode::kInvalidArgument);
+        bad.residual = &y.t;
+        const Status alias = conv3d(ctx(), bad, x, w, bias, y.t);
+        EXPECT_EQ(alias.code(), ErrorCode::kInvalidArgument);
+        EXPECT_NE(alias.to_string().find("alias"), std::string::npos) << alias.to_string();
+    }
+#ifdef H3_WITH_CUDA
+    if (on_cuda()) backend().holder->set_conv3d_impl(initial);
+#endif
+}
+
 // ---- crop_tile: the tiled encoder's input tiles cut on the device -----------------------------------------
 // A copy: against a naive loop exactly (CPU), against the CPU bit for bit (CUDA); widths and corners on and
 // off the 16-byte grid (the CUDA float4 path and the scalar one). Output NaN-poisoned first.

@@ -81,7 +81,17 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
                 return invalid_argument(std::string("conv3d: ") + name + " and y alias");
         }
     }
-    H3_OPS_DISPATCH(conv3d, ctx, p, x, w, bias, y);
+    if (p.residual) {
+        H3_TRY(check_f32_contig(op, "residual", ctx, *p.residual, 5));
+        H3_TRY(check_shape(op, "residual", *p.residual, out, "y's shape"));
+        if (p.residual->data() == y.data()) return invalid_argument("conv3d: residual and y must not alias");
+    }
+    // CUDA adds the residual itself (in the GEMM's epilogue where its kernel can); the CPU adds it after.
+    if (!p.residual || ctx.is_cuda()) H3_OPS_DISPATCH(conv3d, ctx, p, x, w, bias, y);
+    Conv3dParams conv = p;
+    conv.residual = nullptr;
+    H3_TRY(cpu_impl::conv3d(ctx, conv, x, w, bias, y));
+    return cpu_impl::add(ctx, y, *p.residual, y);
 }
 
 } // namespace h3::ops

@@ -31,6 +31,10 @@ struct Conv3dParams {
     int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0; // spatial, in `spatial_mode`
     PadMode spatial_mode = PadMode::kZeros;
     const Conv3dInputTransform* input = nullptr; // applied to x before the padding (null: none)
+    // Added to the result: y = conv3d(x) + bias + residual, each sum rounded to fp32 in that order (the same
+    // bits as the convolution followed by ops::add). [B, Cout, To, Ho, Wo] f32 on ctx's device, not aliasing
+    // y; the Hopper GEMM adds it in its epilogue, every other path adds it after the convolution.
+    const Tensor* residual = nullptr;
 };
 
 // x [B, Cin, T, H, W], w [Cout, Cin, KT, KH, KW], bias [Cout] or undefined, y [B, Cout, To, Ho, Wo] with

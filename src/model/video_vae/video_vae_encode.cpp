@@ -135,14 +135,19 @@ Result<Tensor> resnet(const ops::Context& ctx, BufferPool& pool, const VideoVaeC
         H3_ASSIGN_OR_RETURN(h, run_conv(ctx, pool, r.conv1, reading(causal3(mode), n1), x));
     }
     H3_ASSIGN_OR_RETURN(ops::Conv3dInputTransform n2, norm_silu(ctx, pool, c, r.norm2, h));
-    H3_ASSIGN_OR_RETURN(Tensor out, run_conv(ctx, pool, r.conv2, reading(causal3(mode), n2), h));
-    h = Tensor();
-    if (r.shortcut.w.defined()) {
-        H3_ASSIGN_OR_RETURN(Tensor s, run_conv(ctx, pool, r.shortcut, {}, x));
-        H3_TRY(ops::add(ctx, s, out, out));
-    } else {
-        H3_TRY(ops::add(ctx, x, out, out));
+    ops::Conv3dParams p2 = reading(causal3(mode), n2);
+    if (!r.shortcut.w.defined()) {
+        // x is added by conv2 (Conv3dParams::residual: in the Hopper GEMM's epilogue), the same sums as
+        // conv2 followed by an add
+        p2.residual = &x;
+        return run_conv(ctx, pool, r.conv2, p2, h);
     }
+    // With a 1×1×1 shortcut, conv2's input is released before the shortcut's output is taken (one
+    // activation less at the peak than fusing its add).
+    H3_ASSIGN_OR_RETURN(Tensor out, run_conv(ctx, pool, r.conv2, p2, h));
+    h = Tensor();
+    H3_ASSIGN_OR_RETURN(Tensor s, run_conv(ctx, pool, r.shortcut, {}, x));
+    H3_TRY(ops::add(ctx, s, out, out));
     vae_profile::mark(ctx, "enc residual add");
     return out;
 }

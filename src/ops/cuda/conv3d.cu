@@ -307,8 +307,9 @@ int mode_code(PadMode m) {
 
 // The fp16 tensor-core path (conv3d_f16.cu) when it takes the shape: `ran` false otherwise.
 Status conv3d_f16(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w,
-                  const Tensor& bias, Tensor& y, bool& ran) {
+                  const Tensor& bias, Tensor& y, bool& ran, bool& fused) {
     ran = false;
+    fused = false;
     constexpr int64_t kIntMax = 2147483647;
     if (x.numel() > kIntMax || w.numel() > kIntMax || y.numel() > kIntMax) return ok_status();
     auto i32 = [](int64_t v) { return static_cast<int>(v); };
@@ -372,9 +373,12 @@ Status conv3d_slice_taps(const Context& ctx, const Tensor& w, int first, float* 
 
 namespace h3::ops::cuda_impl {
 
-Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
-              Tensor& y) {
-    if (y.numel() == 0) return ok_status();
+namespace {
+
+// The convolution through whichever path takes it; `fused` true when that path also added p.residual.
+Status conv3d_run(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w,
+                  const Tensor& bias, Tensor& y, bool& fused) {
+    fused = false;
     const Conv3dImpl impl = ctx.cuda->conv3d_impl();
     // fp16 tensor cores: the TF32 rounding class, so only under allow_tf32; cp.async / mma.sync need sm_80.
     const bool f16_ok = impl != Conv3dImpl::kTf32 && ctx.allow_tf32 && ctx.cuda->cc_major() >= 8;
@@ -383,7 +387,7 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
         // materialized by group_norm_apply (a temporary: those paths are the opt-in and fallback ones).
         if (f16_ok && impl != Conv3dImpl::kCudnn) {
             bool ran = false;
-            H3_TRY(conv3d_f16(ctx, p, x, w, bias, y, ran));
+            H3_TRY(conv3d_f16(ctx, p, x, w, bias, y, ran, fused));
             if (ran) return ok_status();
         }
         H3_ASSIGN_OR_RETURN(Tensor u, Tensor::empty(x.shape(), DType::kF32, ctx.device));
@@ -392,7 +396,7 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
         Conv3dParams plain = p;
         plain.input = nullptr;
         // u goes back through cudaFree, which waits for the device: the convolution has read it by then
-        return cuda_impl::conv3d(ctx, plain, u, w, bias, y);
+        return conv3d_run(ctx, plain, u, w, bias, y, fused);
     }
     if (impl == Conv3dImpl::kCudnn) {
         bool ran = false;
@@ -401,7 +405,7 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
     }
     if (f16_ok) {
         bool ran = false;
-        H3_TRY(conv3d_f16(ctx, p, x, w, bias, y, ran));
+        H3_TRY(conv3d_f16(ctx, p, x, w, bias, y, ran, fused));
         if (ran) return ok_status();
     }
     const int64_t cout = w.dim(0), cin = w.dim(1), taps = w.dim(2) * w.dim(3) * w.dim(4);
@@ -455,6 +459,17 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
         conv3d_igemm_kernel<false, false><<<grid, kThreads, 0, stream>>>(a);
     }
     return check_launch("conv3d");
+}
+
+} // namespace
+
+Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w, const Tensor& bias,
+              Tensor& y) {
+    if (y.numel() == 0) return ok_status();
+    bool fused = false;
+    H3_TRY(conv3d_run(ctx, p, x, w, bias, y, fused));
+    if (p.residual && !fused) return cuda_impl::add(ctx, y, *p.residual, y);
+    return ok_status();
 }
 
 } // namespace h3::ops::cuda_impl
