@@ -557,7 +557,9 @@ TEST(OpsConv, Conv3d) {
 // tiles), 13×11 = 143 voxels per frame (a partial 128-voxel tile, odd count: scalar stores), strides (1,2,2)
 // and (2,2,2) with the downsampler's one-sided right/bottom pads, causal pad 2 with T = 1 and T = 5 (the tap
 // skip; pad 4 with a 3-tap kernel leaves the first output frames with no tap at all: bias only), every
-// padding mode, bias and none, B = 2. CPU mode: the CPU reference against the naive loop, as TEST(OpsConv,
+// padding mode, bias and none, B = 2; for the wgmma GEMM (Cin 64 / 128 / 192) 0 to 6 K steps per output
+// frame (its warp-specialized kernel's 4-slot ring: none, fewer than the slots, one wrap) and 3 × 3 tiles of
+// 128 × 256. CPU mode: the CPU reference against the naive loop, as TEST(OpsConv,
 // Conv3d). CUDA mode: against the CPU reference (fp32), output poisoned with NaN first (every element must be
 // written). Error model: each operand rounded to fp16 (≤ 2^-11 relative; |x| ≤ 2 and |w| ≤ 0.5 stay in fp16's
 // normal range), products exact and summed in fp32. Per product the error is ~2^-11·|x·w| with random sign,
@@ -622,12 +624,32 @@ TEST(OpsConv, Conv3dF16) {
         {{2, 192, 128, 1, 17, 19, 3, 3, 3, same_z, false},
          "Cin 192 (three K runs), one frame, B 2, odd voxels"},
         {{1, 64, 136, 6, 16, 32, 3, 3, 3, down_thw, true}, "Cin 64, Cout 136 (two M tiles), stride (2,2,2)"},
+        // few K steps per output frame (the warp-specialized kernel's ring: fewer steps than stages, a wrap,
+        // none at all) and several M and N tiles
+        {{1, 64, 64, 1, 12, 12, 3, 3, 3, same_r, true}, "Cin 64, one frame: 9 K steps (one temporal tap)"},
+        {{1, 64, 72, 3, 9, 10, 3, 1, 1, {.pad_front = 2}, true}, "Cin 64, 3×1×1 causal: 1, 2, 3 K steps"},
+        {{1, 128, 40, 4, 7, 9, 3, 1, 1, {.pad_front = 2}, false},
+         "Cin 128, 3×1×1 causal: 2, 4, 6, 6 K steps"},
+        {{1,
+          64,
+          24,
+          2,
+          6,
+          7,
+          3,
+          3,
+          3,
+          {.pad_front = 4, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1, .spatial_mode = R},
+          true},
+         "Cin 64, front pad 4: two frames with no K step (bias only)"},
+        {{1, 64, 264, 1, 20, 27, 3, 3, 3, same_z, true}, "Cin 64, Cout 264 × 540 voxels (3 × 3 tiles)"},
     };
 #ifdef H3_WITH_CUDA
     const Conv3dImpl initial = on_cuda() ? backend().holder->conv3d_impl() : Conv3dImpl::kAuto;
-    // Each case through both GEMMs of the fp16 path: mma.sync, and the Hopper wgmma one (where the build and
-    // the device have sm_90a and Cin is a multiple of 64; other cases run mma.sync again).
-    const Conv3dImpl gemms[] = {Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma};
+    // Each case through both GEMMs of the fp16 path: mma.sync, and the Hopper wgmma one with either of its
+    // kernels (where the build and the device have sm_90a and Cin is a multiple of 64; other cases run
+    // mma.sync again).
+    const Conv3dImpl gemms[] = {Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma, Conv3dImpl::kWgmmaWs};
 #endif
     uint32_t seed = 900;
     for (const auto& fc : cases) {
@@ -1056,8 +1078,8 @@ TEST(OpsConv, Conv3dInputTransform) {
         const double k = static_cast<double>(c.cin * c.kt * c.kh * c.kw);
 #ifdef H3_WITH_CUDA
         const Conv3dImpl initial = backend().holder->conv3d_impl();
-        const Conv3dImpl impls[] = {Conv3dImpl::kAuto, Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma,
-                                    Conv3dImpl::kTf32, Conv3dImpl::kCudnn};
+        const Conv3dImpl impls[] = {Conv3dImpl::kAuto,    Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma,
+                                    Conv3dImpl::kWgmmaWs, Conv3dImpl::kTf32,    Conv3dImpl::kCudnn};
         for (const Conv3dImpl impl : impls) {
             backend().holder->set_conv3d_impl(impl);
             for (const bool tf32 : {false, true}) {
