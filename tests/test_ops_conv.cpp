@@ -1103,10 +1103,11 @@ TEST(OpsConv, Conv3dInputTransform) {
     }
 }
 
-// ---- conv3d's residual (Conv3dParams::residual: y = conv3d(x) + bias + residual) ---------------------------
-// The fused call against the same path's convolution followed by ops::add, bit for bit (the sums are the
-// same in the same order), on every CUDA path (the Hopper GEMM adds it in its epilogue, the others after),
-// with and without an input transform; plus the errors: a residual of the wrong shape, aliasing y.
+// ---- conv3d's residual (Conv3dParams::residual: y = conv3d(x) + bias + residual)
+// --------------------------- The fused call against the same path's convolution followed by ops::add, bit
+// for bit (the sums are the same in the same order), on every CUDA path (the Hopper GEMM adds it in its
+// epilogue, the others after), with and without an input transform; plus the errors: a residual of the wrong
+// shape, aliasing y.
 TEST(OpsConv, Conv3dResidual) {
     SKIP_IF_NO_BACKEND();
     const Conv3dParams same_r{.pad_front = 2,
@@ -1125,14 +1126,16 @@ TEST(OpsConv, Conv3dResidual) {
     const Case cases[] = {
         {{1, 8, 8, 3, 6, 7, 3, 3, 3, same_r, true}, false, "Cin 8 (mma.sync / TF32 paths)"},
         {{1, 128, 128, 3, 16, 20, 3, 3, 3, same_r, true}, true, "Cin 128 (the wgmma GEMM), input transform"},
-        {{2, 64, 136, 2, 9, 11, 3, 3, 3, same_r, false}, false, "Cin 64, Cout 136 (two M tiles), B 2, no bias"},
+        {{2, 64, 136, 2, 9, 11, 3, 3, 3, same_r, false},
+         false,
+         "Cin 64, Cout 136 (two M tiles), B 2, no bias"},
         {{1, 64, 64, 4, 8, 8, 3, 3, 3, down, true}, false, "stride (2,2,2)"},
     };
 #ifdef H3_WITH_CUDA
     std::vector<Conv3dImpl> impls = {Conv3dImpl::kAuto};
     if (on_cuda())
-        impls = {Conv3dImpl::kAuto, Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma, Conv3dImpl::kTf32,
-                 Conv3dImpl::kCudnn};
+        impls = {Conv3dImpl::kAuto,    Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma,
+                 Conv3dImpl::kWgmmaWs, Conv3dImpl::kTf32,    Conv3dImpl::kCudnn};
     const Conv3dImpl initial = on_cuda() ? backend().holder->conv3d_impl() : Conv3dImpl::kAuto;
 #else
     const int impls[] = {0};

@@ -307,7 +307,8 @@ int mode_code(PadMode m) {
     return m == PadMode::kReflect ? 1 : (m == PadMode::kReplicate ? 2 : 0);
 }
 
-// The fp16 tensor-core path (conv3d_f16.cu) when it takes the shape: `ran` false otherwise.
+// The fp16 tensor-core path (conv3d_f16.cu) when it takes the shape: `ran` false otherwise; `fused` true when
+// its GEMM also added p.residual.
 Status conv3d_f16(const Context& ctx, const Conv3dParams& p, const Tensor& x, const Tensor& w,
                   const Tensor& bias, Tensor& y, bool& ran, bool& fused) {
     ran = false;
@@ -341,12 +342,16 @@ Status conv3d_f16(const Context& ctx, const Conv3dParams& p, const Tensor& x, co
     const Conv3dF16Gemm gemm = !wgmma                         ? Conv3dF16Gemm::kMma
                                : impl == Conv3dImpl::kWgmmaWs ? Conv3dF16Gemm::kWgmmaWs
                                                               : Conv3dF16Gemm::kWgmma;
+    // The wgmma GEMMs add the residual in their epilogue; after mma.sync the caller adds it.
+    const float* residual = wgmma && p.residual ? p.residual->data_as<const float>() : nullptr;
     const char* failed = "conv3d fp16";
-    const cudaError_t e = conv3d_f16_launch(q, in, x.data_as<const float>(), w.data_as<const float>(),
-                                            bias.defined() ? bias.data_as<const float>() : nullptr,
-                                            y.data_as<float>(), scratch, stream_of(ctx), &failed, gemm);
+    const cudaError_t e =
+        conv3d_f16_launch(q, in, x.data_as<const float>(), w.data_as<const float>(),
+                          bias.defined() ? bias.data_as<const float>() : nullptr, y.data_as<float>(), scratch,
+                          stream_of(ctx), &failed, gemm, residual);
     H3_TRY(cuda_status(e, failed));
     ran = true;
+    fused = residual != nullptr;
     return ok_status();
 }
 

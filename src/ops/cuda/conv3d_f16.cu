@@ -407,7 +407,11 @@ int64_t conv3d_f16_wgmma_ctas(const Conv3dF16Problem& p) {
 
 cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const Conv3dF16Transform& in, const float* x,
                               const float* w, const float* bias, float* y, void* scratch, cudaStream_t stream,
-                              const char** failed, Conv3dF16Gemm gemm) {
+                              const char** failed, Conv3dF16Gemm gemm, const float* residual) {
+    if (residual && gemm == Conv3dF16Gemm::kMma) {
+        if (failed) *failed = "conv3d fp16: the mma.sync GEMM adds no residual";
+        return cudaErrorInvalidValue;
+    }
     const int hp = static_cast<int>(padded_h(p)), wp = static_cast<int>(padded_w(p));
     const int64_t taps = int64_t{p.kt} * p.kh * p.kw;
     const int cp = static_cast<int>(padded_c(p)); // eligible: hp·wp·cp fits int
@@ -451,6 +455,7 @@ cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const Conv3dF16Transfor
         g.w16 = w16;
         g.bias = bias;
         g.y = y;
+        g.residual = residual;
         if (gemm == Conv3dF16Gemm::kWgmmaWs) {
             if (cudaError_t e = conv3d_wgmma_ws_launch(g, stream); e != cudaSuccess)
                 return fail("conv3d fp16 implicit GEMM (wgmma, warp-specialized)", e);

@@ -50,11 +50,13 @@ bool conv3d_f16_eligible(const Conv3dF16Problem& p);
 size_t conv3d_f16_scratch_bytes(const Conv3dF16Problem& p);
 
 // Enqueues pad/convert, weight convert and the implicit GEMM (`gemm`; kWgmma / kWgmmaWs only where
-// conv3d_f16_wgmma_eligible) on `stream`: y = conv3d(u, w) + bias (bias may
-// be null; u = x transformed by `in`). `scratch` holds conv3d_f16_scratch_bytes(p). Returns the first launch
-// error and names the kernel in *failed (cudaSuccess: all three launched).
+// conv3d_f16_wgmma_eligible) on `stream`: y = conv3d(u, w) + bias (+ residual) (bias may be null; u = x
+// transformed by `in`; `residual`, f32 shaped like y, only with the wgmma GEMMs, which add it in their
+// epilogue). `scratch` holds conv3d_f16_scratch_bytes(p). Returns the first launch error and names the kernel
+// in *failed (cudaSuccess: all three launched; cudaErrorInvalidValue: a residual with the mma.sync GEMM).
 cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const Conv3dF16Transform& in, const float* x,
                               const float* w, const float* bias, float* y, void* scratch, cudaStream_t stream,
-                              const char** failed, Conv3dF16Gemm gemm = Conv3dF16Gemm::kMma);
+                              const char** failed, Conv3dF16Gemm gemm = Conv3dF16Gemm::kMma,
+                              const float* residual = nullptr);
 
 } // namespace h3::ops::cuda_detail

@@ -17,7 +17,8 @@
 // k16 wgmmas and waits for the previous step's. Prefetch distance: two steps.
 //
 // Epilogue: accumulator 4·j + 2·i + e of a thread is row 16·warp + lane / 4 + 8·i of its warpgroup's 64,
-// column 8·j + 2·(lane % 4) + e; + bias, stored as float2 pairs of consecutive voxels.
+// column 8·j + 2·(lane % 4) + e; + bias (+ the residual, read as the same float2 pairs), stored as float2
+// pairs of consecutive voxels.
 //
 // The warp-specialized variant (conv3d_wgmma_ws_kernel, H3_CONV3D=wgmma-ws): the same tiles, smem layout, K
 // order, wgmmas and epilogue, but 384 threads. Warpgroup 0 is the producer: it gives its registers away
@@ -64,6 +65,7 @@ struct Args {
     const __half* xp;
     const __half* w16;
     const float* bias;
+    const float* res; // added after the bias, or null
     float* y;
     int cp, t, hp, wp, cout, kt, kh, kw, to, ho, wo, st, sh, sw, pad_front, k_pitch;
     bool y_pairs;
@@ -201,17 +203,24 @@ __global__ void __launch_bounds__(kThreads, 1) conv3d_wgmma_kernel(const Args a)
         const int co = m0 + 64 * wg + row + 8 * i;
         if (co >= a.cout) continue;
         const float bv = a.bias ? __ldg(a.bias + co) : 0.0f;
-        float* yrow = a.y + ((static_cast<int64_t>(b) * a.cout + co) * a.to + frame) * np;
+        const int64_t row_off = ((static_cast<int64_t>(b) * a.cout + co) * a.to + frame) * np;
+        float* yrow = a.y + row_off;
+        const float* rrow = a.res ? a.res + row_off : nullptr;
 #pragma unroll
         for (int j = 0; j < kBN / 8; ++j) {
             const int n = n0 + 8 * j + col; // even
             if (n >= np) continue;
-            const float v0 = acc[4 * j + 2 * i] + bv, v1 = acc[4 * j + 2 * i + 1] + bv;
-            if (a.y_pairs) {
-                *reinterpret_cast<float2*>(yrow + n) = make_float2(v0, v1); // np even: n + 1 < np
+            float v0 = acc[4 * j + 2 * i] + bv, v1 = acc[4 * j + 2 * i + 1] + bv;
+            if (a.y_pairs) { // np even: n + 1 < np
+                if (rrow) {
+                    const float2 r = __ldg(reinterpret_cast<const float2*>(rrow + n));
+                    v0 += r.x;
+                    v1 += r.y;
+                }
+                *reinterpret_cast<float2*>(yrow + n) = make_float2(v0, v1);
             } else {
-                yrow[n] = v0;
-                if (n + 1 < np) yrow[n + 1] = v1;
+                yrow[n] = rrow ? v0 + __ldg(rrow + n) : v0;
+                if (n + 1 < np) yrow[n + 1] = rrow ? v1 + __ldg(rrow + n + 1) : v1;
             }
         }
     }
@@ -335,17 +344,24 @@ __global__ void __launch_bounds__(kWsThreads, 1) conv3d_wgmma_ws_kernel(const Ar
         const int co = m0 + 64 * cw + row + 8 * i;
         if (co >= a.cout) continue;
         const float bv = a.bias ? __ldg(a.bias + co) : 0.0f;
-        float* yrow = a.y + ((static_cast<int64_t>(b) * a.cout + co) * a.to + frame) * np;
+        const int64_t row_off = ((static_cast<int64_t>(b) * a.cout + co) * a.to + frame) * np;
+        float* yrow = a.y + row_off;
+        const float* rrow = a.res ? a.res + row_off : nullptr;
 #pragma unroll
         for (int j = 0; j < kBN / 8; ++j) {
             const int n = n0 + 8 * j + col; // even
             if (n >= np) continue;
-            const float v0 = acc[4 * j + 2 * i] + bv, v1 = acc[4 * j + 2 * i + 1] + bv;
-            if (a.y_pairs) {
-                *reinterpret_cast<float2*>(yrow + n) = make_float2(v0, v1); // np even: n + 1 < np
+            float v0 = acc[4 * j + 2 * i] + bv, v1 = acc[4 * j + 2 * i + 1] + bv;
+            if (a.y_pairs) { // np even: n + 1 < np
+                if (rrow) {
+                    const float2 r = __ldg(reinterpret_cast<const float2*>(rrow + n));
+                    v0 += r.x;
+                    v1 += r.y;
+                }
+                *reinterpret_cast<float2*>(yrow + n) = make_float2(v0, v1);
             } else {
-                yrow[n] = v0;
-                if (n + 1 < np) yrow[n + 1] = v1;
+                yrow[n] = rrow ? v0 + __ldg(rrow + n) : v0;
+                if (n + 1 < np) yrow[n + 1] = rrow ? v1 + __ldg(rrow + n + 1) : v1;
             }
         }
     }
@@ -358,6 +374,7 @@ Args make_args(const Conv3dGemmOperands& g) {
     a.xp = static_cast<const __half*>(g.xp);
     a.w16 = static_cast<const __half*>(g.w16);
     a.bias = g.bias;
+    a.res = g.residual;
     a.y = g.y;
     a.cp = g.cp;
     a.t = g.t;
@@ -376,7 +393,8 @@ Args make_args(const Conv3dGemmOperands& g) {
     a.pad_front = g.pad_front;
     a.k_pitch = g.kt * g.kh * g.kw * g.cp;
     const int64_t np = int64_t{g.ho} * g.wo;
-    a.y_pairs = np % 2 == 0 && reinterpret_cast<uintptr_t>(g.y) % 8 == 0;
+    a.y_pairs = np % 2 == 0 && reinterpret_cast<uintptr_t>(g.y) % 8 == 0 &&
+                reinterpret_cast<uintptr_t>(g.residual) % 8 == 0;
     return a;
 }
 

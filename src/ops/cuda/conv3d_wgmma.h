@@ -12,12 +12,13 @@ namespace h3::ops::cuda_detail {
 
 // One conv3d GEMM over prepared operands (extents as in ops/conv3d.h).
 struct Conv3dGemmOperands {
-    const void* xp = nullptr;    // fp16 [B, T, Hp, Wp, Cp], channels last, spatial border already padded
-    const void* w16 = nullptr;   // fp16 [Cout, taps·Cp], k = tap·Cp + ci, tap = (kt·KH + kh)·KW + kw
-    const float* bias = nullptr; // [Cout] or null
-    float* y = nullptr;          // f32 [B, Cout, To, Ho, Wo]
-    int b = 0, cp = 0;           // batch; the padded channel count of xp and w16
-    int t = 0, hp = 0, wp = 0;   // xp's frames and padded extents
+    const void* xp = nullptr;        // fp16 [B, T, Hp, Wp, Cp], channels last, spatial border already padded
+    const void* w16 = nullptr;       // fp16 [Cout, taps·Cp], k = tap·Cp + ci, tap = (kt·KH + kh)·KW + kw
+    const float* bias = nullptr;     // [Cout] or null
+    float* y = nullptr;              // f32 [B, Cout, To, Ho, Wo]
+    const float* residual = nullptr; // f32 like y, added after the bias (Conv3dParams::residual), or null
+    int b = 0, cp = 0;               // batch; the padded channel count of xp and w16
+    int t = 0, hp = 0, wp = 0;       // xp's frames and padded extents
     int cout = 0, kt = 0, kh = 0, kw = 0;
     int to = 0, ho = 0, wo = 0;
     int st = 1, sh = 1, sw = 1;
