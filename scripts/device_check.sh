@@ -107,39 +107,41 @@ speed_bench_fp8() {
   echo "bench fp8 rc=$?"; cat "$OUT/speed_fp8.txt"
 }
 if [ "$STAGE" = speed ]; then
-  # this session's items: the e4m3 GEMM (autotuned, fast accumulation), the e4m3 attention's exponentials
-  # partly on the FMA pipe, the video VAE decoder's glue (head norm + RoPE, gated residual + RMSNorm)
-  echo "== speed: the new kernels against the CPU reference ($SECONDS s)"
-  timeout 150 $T/test_ops_fp8 --backend cuda > "$OUT/speed_ops_fp8.log" 2>&1
-  echo "test_ops_fp8 rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_ops_fp8.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED  \]' "$OUT/speed_ops_fp8.log" | head
-  timeout 150 $T/test_dit_fp8 > "$OUT/speed_dit_fp8.log" 2>&1
-  echo "test_dit_fp8 rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/speed_dit_fp8.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED  \]|^CUDA vs CPU' "$OUT/speed_dit_fp8.log" | head
-  timeout 150 $T/test_ops --backend cuda --gtest_filter='*Norm*:*Rope*:*Residual*:*Gemm*' > "$OUT/speed_ops.log" 2>&1
-  echo "test_ops norm/rope/residual/gemm rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/speed_ops.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED  \]' "$OUT/speed_ops.log" | head
-  echo "== speed: bench dit (2 blocks, x50) at 1344x768x124: fp8 exact / fast accumulation ($SECONDS s)"
-  for v in "fp8 exact" "fp8 fast"; do
-    read -r pr acc <<< "$v"
-    extra=""; [ "$acc" != - ] && extra="--fp8-accum $acc"
+  # this session's items: conv3d's warp-specialized wgmma kernel (H3_CONV3D=wgmma-ws) and the residual added
+  # in the wgmma epilogue (the video encoder), the video VAE decoder's token-wise GEMMs over all rows, lazy O
+  # rescaling as the bf16 attention default
+  echo "== speed: the changed kernels against the CPU reference ($SECONDS s)"
+  for v in "test_ops_conv --backend cuda" "test_vae_encoder" "test_vae"; do
+    read -r bin args <<< "$v"
     # shellcheck disable=SC2086
-    timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --frames 124 --precision $pr $extra --json \
-      > "$OUT/speed_dit_${pr}_$acc.json" 2> "$OUT/speed_dit_${pr}_$acc.err"
-    echo "bench dit $pr $acc rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_dit_${pr}_$acc.json')); print({k: j.get(k) for k in ['rows','precision','fp8_fast_accum','seconds_per_block','seconds_per_forward_50_blocks','useful_tflops','attention_tflops','gemm_tflops','peak_device_gib']})" 2>&1 | tail -1)"
+    timeout 200 $T/$bin $args > "$OUT/speed_$bin.log" 2>&1
+    echo "$bin rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/speed_$bin.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \]' "$OUT/speed_$bin.log" | head
   done
-  echo "== speed: bench attention at 38,247 rows, bf16 and every e4m3 variant ($SECONDS s)"
+  echo "== speed: bench vae --reference (124-frame 1344x768 clip): conv3d auto (wgmma) vs wgmma-ws ($SECONDS s)"
+  for impl in auto wgmma-ws auto wgmma-ws; do
+    H3_CONV3D=$impl timeout 120 $H3 bench vae --reference --random-weights --json > "$OUT/speed_ref_$impl.json" 2> "$OUT/speed_ref_$impl.err"
+    echo "reference encode H3_CONV3D=$impl rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_ref_$impl.json')); print({k: v for k, v in j.items() if 'second' in k or 'peak' in k})" 2>&1 | tail -1)"
+  done
+  for impl in auto wgmma-ws; do # 22 frames, phases (a synchronize per phase)
+    H3_CONV3D=$impl H3_VAE_PROFILE=1 timeout 60 $H3 bench vae --reference --random-weights --frames 22 --json > "$OUT/speed_ref22_$impl.json" 2> "$OUT/speed_ref22_$impl.err"
+    echo "reference encode 22 frames H3_CONV3D=$impl (profiled) rc=$?"; grep "vae profile" "$OUT/speed_ref22_$impl.err" | head -30
+  done
+  echo "== speed: bench vae (5 s 1344x768 decode to RGB8 frames) ($SECONDS s)"
+  for i in 1 2; do
+    timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_rgb8_$i.json" 2> "$OUT/speed_vae_rgb8_$i.err"
+    echo "bench vae rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_vae_rgb8_$i.json')); print({k: j.get(k) for k in ['video_output','video_decode_seconds','audio_decode_seconds','video_peak_gib','tile_batch']})" 2>&1 | tail -1)"
+  done
+  H3_VAE_PROFILE=1 timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_prof.json" 2> "$OUT/speed_vae_prof.err"
+  echo "bench vae (profiled) rc=$?"; grep "vae profile" "$OUT/speed_vae_prof.err"
+  echo "== speed: bench attention at 38,247 rows, bf16 (lazy rescale the default now) and e4m3 ($SECONDS s)"
   timeout 150 $H3 bench attention --seq 38247 --fp8 > "$OUT/speed_attn38.txt" 2>&1
-  echo "bench attention rc=$?"; tail -16 "$OUT/speed_attn38.txt"
+  echo "bench attention rc=$?"; tail -12 "$OUT/speed_attn38.txt"
+  echo "== speed: bench dit bf16 (2 blocks, x50) at 1344x768x124 ($SECONDS s)"
+  timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --frames 124 --json > "$OUT/speed_dit_bf16.json" 2> "$OUT/speed_dit_bf16.err"
+  echo "bench dit bf16 rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_dit_bf16.json')); print({k: j.get(k) for k in ['rows','precision','seconds_per_block','seconds_per_forward_50_blocks','useful_tflops','attention_tflops','gemm_tflops','peak_device_gib']})" 2>&1 | tail -1)"
   # H3_SPEED_PROFILE=1: Nsight Compute on the attention kernels (scripts/device_profile_attention.sh)
   [ "${H3_SPEED_PROFILE:-0}" = 1 ] && bash scripts/device_profile_attention.sh
-  echo "== speed: bench vae (5 s 1344x768 decode to RGB8 frames) ($SECONDS s)"
-  timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_rgb8.json" 2> "$OUT/speed_vae_rgb8.err"
-  echo "bench vae rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_vae_rgb8.json')); print({k: j.get(k) for k in ['video_output','video_decode_seconds','audio_decode_seconds','video_peak_gib','tile_batch']})" 2>&1 | tail -1)"
-  if [ "${H3_SPEED_VAE_PROFILE:-0}" = 1 ]; then
-    H3_VAE_PROFILE=1 timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_prof.json" 2> "$OUT/speed_vae_prof.err"
-    echo "bench vae (profiled) rc=$?"; grep "vae profile" "$OUT/speed_vae_prof.err"
-  fi
   [ "${H3_SPEED_FP8_LATE:-0}" = 1 ] || speed_bench_fp8
   echo "== speed done ($SECONDS s)"
 fi
