@@ -558,8 +558,8 @@ TEST(OpsConv, Conv3d) {
 // and (2,2,2) with the downsampler's one-sided right/bottom pads, causal pad 2 with T = 1 and T = 5 (the tap
 // skip; pad 4 with a 3-tap kernel leaves the first output frames with no tap at all: bias only), every
 // padding mode, bias and none, B = 2; for the wgmma GEMM (Cin 64 / 128 / 192) 0 to 6 K steps per output
-// frame (its warp-specialized kernel's 4-slot ring: none, fewer than the slots, one wrap) and 3 × 3 tiles of
-// 128 × 256. CPU mode: the CPU reference against the naive loop, as TEST(OpsConv,
+// frame (none, fewer than its 4 ring stages, one wrap) and 3 × 3 tiles of 128 × 256. CPU mode: the CPU
+// reference against the naive loop, as TEST(OpsConv,
 // Conv3d). CUDA mode: against the CPU reference (fp32), output poisoned with NaN first (every element must be
 // written). Error model: each operand rounded to fp16 (≤ 2^-11 relative; |x| ≤ 2 and |w| ≤ 0.5 stay in fp16's
 // normal range), products exact and summed in fp32. Per product the error is ~2^-11·|x·w| with random sign,
@@ -624,8 +624,8 @@ TEST(OpsConv, Conv3dF16) {
         {{2, 192, 128, 1, 17, 19, 3, 3, 3, same_z, false},
          "Cin 192 (three K runs), one frame, B 2, odd voxels"},
         {{1, 64, 136, 6, 16, 32, 3, 3, 3, down_thw, true}, "Cin 64, Cout 136 (two M tiles), stride (2,2,2)"},
-        // few K steps per output frame (the warp-specialized kernel's ring: fewer steps than stages, a wrap,
-        // none at all) and several M and N tiles
+        // few K steps per output frame (fewer steps than the ring's stages, a wrap, none at all) and several
+        // M and N tiles
         {{1, 64, 64, 1, 12, 12, 3, 3, 3, same_r, true}, "Cin 64, one frame: 9 K steps (one temporal tap)"},
         {{1, 64, 72, 3, 9, 10, 3, 1, 1, {.pad_front = 2}, true}, "Cin 64, 3×1×1 causal: 1, 2, 3 K steps"},
         {{1, 128, 40, 4, 7, 9, 3, 1, 1, {.pad_front = 2}, false},
@@ -646,10 +646,9 @@ TEST(OpsConv, Conv3dF16) {
     };
 #ifdef H3_WITH_CUDA
     const Conv3dImpl initial = on_cuda() ? backend().holder->conv3d_impl() : Conv3dImpl::kAuto;
-    // Each case through both GEMMs of the fp16 path: mma.sync, and the Hopper wgmma one with either of its
-    // kernels (where the build and the device have sm_90a and Cin is a multiple of 64; other cases run
-    // mma.sync again).
-    const Conv3dImpl gemms[] = {Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma, Conv3dImpl::kWgmmaWs};
+    // Each case through both GEMMs of the fp16 path: mma.sync, and the Hopper wgmma one (where the build and
+    // the device have sm_90a and Cin is a multiple of 64; other cases run mma.sync again).
+    const Conv3dImpl gemms[] = {Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma};
 #endif
     uint32_t seed = 900;
     for (const auto& fc : cases) {
@@ -1078,8 +1077,8 @@ TEST(OpsConv, Conv3dInputTransform) {
         const double k = static_cast<double>(c.cin * c.kt * c.kh * c.kw);
 #ifdef H3_WITH_CUDA
         const Conv3dImpl initial = backend().holder->conv3d_impl();
-        const Conv3dImpl impls[] = {Conv3dImpl::kAuto,    Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma,
-                                    Conv3dImpl::kWgmmaWs, Conv3dImpl::kTf32,    Conv3dImpl::kCudnn};
+        const Conv3dImpl impls[] = {Conv3dImpl::kAuto, Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma,
+                                    Conv3dImpl::kTf32, Conv3dImpl::kCudnn};
         for (const Conv3dImpl impl : impls) {
             backend().holder->set_conv3d_impl(impl);
             for (const bool tf32 : {false, true}) {
@@ -1134,8 +1133,8 @@ TEST(OpsConv, Conv3dResidual) {
 #ifdef H3_WITH_CUDA
     std::vector<Conv3dImpl> impls = {Conv3dImpl::kAuto};
     if (on_cuda())
-        impls = {Conv3dImpl::kAuto,    Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma,
-                 Conv3dImpl::kWgmmaWs, Conv3dImpl::kTf32,    Conv3dImpl::kCudnn};
+        impls = {Conv3dImpl::kAuto, Conv3dImpl::kIgemm16, Conv3dImpl::kWgmma, Conv3dImpl::kTf32,
+                 Conv3dImpl::kCudnn};
     const Conv3dImpl initial = on_cuda() ? backend().holder->conv3d_impl() : Conv3dImpl::kAuto;
 #else
     const int impls[] = {0};

@@ -99,8 +99,8 @@ Result<double> h2d_seconds(const ops::Context& ctx, size_t bytes, bool pinned) {
 bool gemm_autotune(const ops::Context& ctx) {
     return ctx.is_cuda() && ctx.cuda && ctx.cuda->gemm_autotune();
 }
-// The conv3d choice (H3_CONV3D): auto | igemm16 | wgmma | wgmma-ws | tf32 | cudnn. Under --exact-fp32 (tf32
-// false in the report) all but cudnn run the fp32 FMA kernel; igemm16 below sm_80 runs the built-in kernels.
+// The conv3d choice (H3_CONV3D): auto | igemm16 | wgmma | tf32 | cudnn. Under --exact-fp32 (tf32 false in the
+// report) all but cudnn run the fp32 FMA kernel; igemm16 below sm_80 runs the built-in kernels.
 std::string conv3d_backend(const ops::Context& ctx) {
     if (!ctx.is_cuda() || !ctx.cuda) return "cpu";
     return ops::conv3d_impl_name(ctx.cuda->conv3d_impl());

@@ -4,9 +4,7 @@
 //    Cin rounded up to a multiple of 8 by zero channels (conv_in's Cin = 3 runs as 8) (conv3d_f16.cu). The
 //    GEMM runs on Hopper warpgroup MMAs (conv3d_wgmma.cu: m64n256k16, 128 × 256 CTA tiles) on sm_90a where
 //    the padded Cin is a multiple of 64 and the grid fills the device, else on mma.sync m16n8k16 with
-//    16-byte cp.async loads through a 4-stage ring ("igemm16"). "wgmma-ws" runs the wgmma GEMM's
-//    warp-specialized kernel instead (a cp.async producer warpgroup, two wgmma consumer warpgroups, mbarrier
-//    full/empty ring; opt-in until measured). fp16 has TF32's 10-bit mantissa, so this is
+//    16-byte cp.async loads through a 4-stage ring ("igemm16"). fp16 has TF32's 10-bit mantissa, so this is
 //    the rounding class allow_tf32 promises; its narrower exponent is discussed there.
 //    On the H200 ~270 TFLOP/s on the encoder's 128-channel 3×3×3 convolutions at 256×256, against ~40 for
 //    the kernels below, which were gather-bound (scalar NCDHW loads, 8-deep K steps).
@@ -333,16 +331,12 @@ Status conv3d_f16(const Context& ctx, const Conv3dParams& p, const Tensor& x, co
         in.silu = p.input->silu;
     }
     // The GEMM: Hopper warpgroup MMAs where they can run and (kAuto) fill the device, else mma.sync.
-    // kWgmma / kWgmmaWs force the wgmma GEMM's two kernels wherever they can run; kAuto takes kWgmma's.
     const Conv3dImpl impl = ctx.cuda->conv3d_impl();
-    const bool forced = impl == Conv3dImpl::kWgmma || impl == Conv3dImpl::kWgmmaWs;
     const bool wgmma = impl != Conv3dImpl::kIgemm16 && hopper_kernels_usable(ctx) &&
                        conv3d_f16_wgmma_eligible(q) &&
-                       (forced || conv3d_f16_wgmma_ctas(q) >= ctx.cuda->sm_count());
-    const Conv3dF16Gemm gemm = !wgmma                         ? Conv3dF16Gemm::kMma
-                               : impl == Conv3dImpl::kWgmmaWs ? Conv3dF16Gemm::kWgmmaWs
-                                                              : Conv3dF16Gemm::kWgmma;
-    // The wgmma GEMMs add the residual in their epilogue; after mma.sync the caller adds it.
+                       (impl == Conv3dImpl::kWgmma || conv3d_f16_wgmma_ctas(q) >= ctx.cuda->sm_count());
+    const Conv3dF16Gemm gemm = wgmma ? Conv3dF16Gemm::kWgmma : Conv3dF16Gemm::kMma;
+    // The wgmma GEMM adds the residual in its epilogue; after mma.sync the caller adds it.
     const float* residual = wgmma && p.residual ? p.residual->data_as<const float>() : nullptr;
     const char* failed = "conv3d fp16";
     const cudaError_t e =

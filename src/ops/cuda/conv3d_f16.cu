@@ -449,18 +449,13 @@ cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const Conv3dF16Transfor
     weight_convert_kernel<<<w_blocks, 256, 0, stream>>>(w, w16, p.cout, p.cin, cp, taps);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return fail("conv3d fp16 weight convert", e);
 
-    if (gemm == Conv3dF16Gemm::kWgmma || gemm == Conv3dF16Gemm::kWgmmaWs) {
+    if (gemm == Conv3dF16Gemm::kWgmma) {
         Conv3dGemmOperands g = wgmma_operands(p);
         g.xp = xp;
         g.w16 = w16;
         g.bias = bias;
         g.y = y;
         g.residual = residual;
-        if (gemm == Conv3dF16Gemm::kWgmmaWs) {
-            if (cudaError_t e = conv3d_wgmma_ws_launch(g, stream); e != cudaSuccess)
-                return fail("conv3d fp16 implicit GEMM (wgmma, warp-specialized)", e);
-            return cudaSuccess;
-        }
         if (cudaError_t e = conv3d_wgmma_launch(g, stream); e != cudaSuccess)
             return fail("conv3d fp16 implicit GEMM (wgmma)", e);
         return cudaSuccess;

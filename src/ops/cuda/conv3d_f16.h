@@ -30,10 +30,8 @@ struct Conv3dF16Transform {
 };
 
 // Which implicit GEMM runs after the two conversions: mma.sync m16n8k16 (sm_80+, any padded Cin) or the
-// Hopper warpgroup-MMA GEMM of conv3d_wgmma.cu (sm_90a builds on cc 9.0; padded Cin a multiple of 64), either
-// its kernel where all threads load (kWgmma) or its warp-specialized one (kWgmmaWs: a cp.async producer
-// warpgroup and two wgmma consumer warpgroups; same eligibility, operands and output).
-enum class Conv3dF16Gemm { kMma, kWgmma, kWgmmaWs };
+// Hopper warpgroup-MMA GEMM of conv3d_wgmma.cu (sm_90a builds on cc 9.0; padded Cin a multiple of 64).
+enum class Conv3dF16Gemm { kMma, kWgmma };
 
 // Whether the wgmma GEMM can run this problem (its operand shapes; the caller checks the device), and how
 // many CTAs it would launch.
@@ -49,9 +47,9 @@ bool conv3d_f16_eligible(const Conv3dF16Problem& p);
 // both with Cin rounded up to a multiple of 8.
 size_t conv3d_f16_scratch_bytes(const Conv3dF16Problem& p);
 
-// Enqueues pad/convert, weight convert and the implicit GEMM (`gemm`; kWgmma / kWgmmaWs only where
+// Enqueues pad/convert, weight convert and the implicit GEMM (`gemm`; kWgmma only where
 // conv3d_f16_wgmma_eligible) on `stream`: y = conv3d(u, w) + bias (+ residual) (bias may be null; u = x
-// transformed by `in`; `residual`, f32 shaped like y, only with the wgmma GEMMs, which add it in their
+// transformed by `in`; `residual`, f32 shaped like y, only with the wgmma GEMM, which adds it in its
 // epilogue). `scratch` holds conv3d_f16_scratch_bytes(p). Returns the first launch error and names the kernel
 // in *failed (cudaSuccess: all three launched; cudaErrorInvalidValue: a residual with the mma.sync GEMM).
 cudaError_t conv3d_f16_launch(const Conv3dF16Problem& p, const Conv3dF16Transform& in, const float* x,

@@ -19,19 +19,6 @@
 // Epilogue: accumulator 4·j + 2·i + e of a thread is row 16·warp + lane / 4 + 8·i of its warpgroup's 64,
 // column 8·j + 2·(lane % 4) + e; + bias (+ the residual, read as the same float2 pairs), stored as float2
 // pairs of consecutive voxels.
-//
-// The warp-specialized variant (conv3d_wgmma_ws_kernel, H3_CONV3D=wgmma-ws): the same tiles, smem layout, K
-// order, wgmmas and epilogue, but 384 threads. Warpgroup 0 is the producer: it gives its registers away
-// (setmaxnreg 40) and its 128 threads issue every cp.async (24 chunks per thread and step: 8 A rows, 16 B
-// rows; the B rows' voxel offsets come from a 1 KiB table in shared memory instead of 16 registers). Each
-// producer thread ends a step with cp.async.mbarrier.arrive.noinc on the slot's "full" barrier (count 128),
-// so the barrier completes when every thread's copies of that step have landed. Warpgroups 1 and 2 are the
-// consumers (setmaxnreg 232): wait for the full barrier, fence.proxy.async (the landed cp.async writes are
-// generic-proxy writes; wgmma reads shared memory through the async proxy), issue the step's four wgmmas,
-// wait for the previous step's group, and release that step's slot: lane 0 of each consumer warp fences the
-// proxies again and arrives on the slot's "empty" barrier (count 8), which the producer waits on before
-// refilling. No CTA-wide barrier inside the main loop; the producer runs up to 4 steps ahead (one slot is
-// still read by the wgmmas in flight, so 3 steps of prefetch beyond the one being computed).
 #include "ops/cuda/conv3d_wgmma.h"
 #include "ops/cuda/hopper_common.cuh"
 #include "ops/cuda/wgmma_ops.cuh"
@@ -48,18 +35,6 @@ constexpr int kBTileBytes = kBN * kBK * 2;               // 32 KiB
 constexpr int kStageBytes = kATileBytes + kBTileBytes;   // 48 KiB
 constexpr int kSmemBytes = kStages * kStageBytes + 1024; // + room to align the ring to 1024 bytes
 constexpr int64_t kInt32Max = 2147483647;
-
-// The warp-specialized kernel: 1 producer + 2 consumer warpgroups; its shared memory is the same ring, then
-// the B row table (int per voxel row of the tile), then the full and empty mbarriers.
-constexpr int kWsThreads = 384, kWsProducerRegs = 40, kWsConsumerRegs = 232;
-constexpr int kWsRowsPerThread = kBN / 16;         // B rows per producer thread (16 threads per row set)
-constexpr int kWsTableOff = kStages * kStageBytes; // from the aligned ring
-constexpr int kWsBarOff = kWsTableOff + kBN * 4;   // full[kStages], then empty[kStages]
-constexpr int kWsSmemBytes = 1024 + kWsBarOff + 2 * kStages * 8; // 1024: room to align the ring
-constexpr int kWsConsumerWarps = 8;                              // arrivals on an empty barrier
-static_assert(kStages == 4, "the parity bookkeeping below uses ks / 4 and ks % 4");
-static_assert(kWsProducerRegs * 128 + kWsConsumerRegs * 256 <= 65536, "register file");
-static_assert(kWsSmemBytes <= 227 * 1024, "shared memory");
 
 struct Args {
     const __half* xp;
@@ -89,25 +64,6 @@ __device__ __forceinline__ void cp_async_wait_1() {
 }
 __device__ __forceinline__ void fence_proxy_async() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-// Arrives on `bar` once every cp.async this thread issued so far has landed; .noinc: the arrival is one of
-// the barrier's expected count (the full barriers are initialized with one per producer thread).
-__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() {
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-}
-__device__ __forceinline__ int4 lds_v4(uint32_t addr) {
-    int4 v;
-    asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(addr)
-                 : "memory");
-    return v;
-}
-__device__ __forceinline__ void sts(uint32_t addr, int v) {
-    asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 #endif // H3_SM90A
 
@@ -227,149 +183,23 @@ __global__ void __launch_bounds__(kThreads, 1) conv3d_wgmma_kernel(const Args a)
 #endif // H3_SM90A
 }
 
-__global__ void __launch_bounds__(kWsThreads, 1) conv3d_wgmma_ws_kernel(const Args a) {
-#ifdef H3_SM90A
-    extern __shared__ uint8_t smem_raw[];
-    const uint32_t ring = (smem_u32(smem_raw) + 1023) & ~1023u;
-    const uint32_t table = ring + kWsTableOff;
-    const uint32_t full0 = ring + kWsBarOff, empty0 = full0 + kStages * 8; // stage s: + 8·s
-    const int tid = threadIdx.x, wg = tid / 128;
-    const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
-    const int frame = blockIdx.z % a.to, b = blockIdx.z / a.to;
-    const int np = a.ho * a.wo, khw = a.kh * a.kw;
-    // Input frame of temporal tap 0; taps before kt0 meet the causal zero frames and are skipped. Producer
-    // and consumers derive the same step count from the block index (nk may be 0: bias only).
-    const int t_base = frame * a.st - a.pad_front;
-    const int kt0 = max(0, -t_base), kt1 = min(a.kt, a.t - t_base);
-    const int taps = max(0, kt1 - kt0) * khw; // taps on real frames
-    const int runs = a.cp / kBK;              // 64-channel runs
-    const int nk = taps * runs;
+} // namespace
 
-    // The B row table: voxel row r = lr + 16·i of the tile (lr < 16, i < 16) at int index 16·lr + i, so the
-    // producer thread of rows lr + 16·i reads its 16 offsets as four 16-byte loads. Element offset of the
-    // row's first channel in its input frame without the tap / channel part, −1: past the last voxel.
-    if (tid < kBN) {
-        const int n = n0 + tid;
-        int off = -1;
-        if (n < np) {
-            const int oy = n / a.wo, ox = n - oy * a.wo;
-            off = (oy * a.sh * a.wp + ox * a.sw) * a.cp;
-        }
-        sts(table + 4 * ((tid % 16) * kWsRowsPerThread + tid / 16), off);
-    }
-    if (tid == 0) {
-        for (int s = 0; s < kStages; ++s) {
-            mbar_init(full0 + 8 * s, 128);               // one cp.async arrival per producer thread
-            mbar_init(empty0 + 8 * s, kWsConsumerWarps); // one arrival per consumer warp
-        }
-        mbar_init_fence();
-    }
-    __syncthreads(); // the only CTA-wide barrier
-
-    if (wg == 0) {
-        // ---- producer: thread copies chunk lc of A rows lr + 16·i (i < 8) and B rows lr + 16·i (i < 16);
-        // rows lr + 16·i share r % 8, so one swizzled column offset serves them all.
-        regs_dealloc<kWsProducerRegs>();
-        const int lc = tid & 7, lr = tid >> 3;
-        const uint32_t st_off = lr * 128 + ((lc ^ (lr & 7)) << 4);
-        const uint32_t my_rows = table + lr * (kWsRowsPerThread * 4);
-        const int a_lim = a.cout - m0 - lr; // A row i is real when 16·i < a_lim
-        const __half* wrow = a.w16 + static_cast<int64_t>(m0 + lr) * a.k_pitch + lc * 8;
-        const int64_t a_pitch16 = static_cast<int64_t>(a.k_pitch) * 16; // between this thread's A rows
-        const int64_t frame_elems = static_cast<int64_t>(a.hp) * a.wp * a.cp;
-        const __half* xb = a.xp + static_cast<int64_t>(b) * a.t * frame_elems + lc * 8;
-        for (int ks = 0; ks < nk; ++ks) {
-            const int slot = ks % kStages;
-            // Refilling a slot: wait until both consumers released the step that used it last (ks − 4).
-            if (ks >= kStages) mbar_wait(empty0 + 8 * slot, ((ks / kStages) & 1) ^ 1);
-            const int run = ks / taps, tap_i = ks - run * taps, ci0 = run * kBK;
-            const int tap = kt0 * khw + tap_i; // index into all KT·KH·KW taps
-            const int dt = tap / khw, r = tap - dt * khw, dy = r / a.kw, dx = r - dy * a.kw;
-            const __half* xs =
-                xb + static_cast<int64_t>(t_base + dt) * frame_elems + (dy * a.wp + dx) * a.cp + ci0;
-            const __half* ws = wrow + static_cast<int64_t>(tap) * a.cp + ci0;
-            const uint32_t as = ring + slot * kStageBytes + st_off, bs = as + kATileBytes;
-#pragma unroll
-            for (int i = 0; i < kBM / 16; ++i) {
-                const bool ok = 16 * i < a_lim;
-                cp_async_cg(as + i * 16 * 128, ok ? ws + i * a_pitch16 : a.w16, ok ? 16 : 0);
-            }
-#pragma unroll
-            for (int q = 0; q < kWsRowsPerThread / 4; ++q) {
-                const int4 o = lds_v4(my_rows + 16 * q);
-                const int off[4] = {o.x, o.y, o.z, o.w};
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const bool ok = off[e] >= 0;
-                    cp_async_ca(bs + (4 * q + e) * 16 * 128, ok ? xs + off[e] : a.xp, ok ? 16 : 0);
-                }
-            }
-            cp_async_mbar_arrive_noinc(full0 + 8 * slot); // completes when this thread's copies landed
-        }
-        cp_async_wait_all(); // no copy outlives its thread
-        return;
-    }
-
-    // ---- consumers: warpgroup cw computes Cout rows 64·cw .. 64·cw + 63 of the tile
-    regs_alloc<kWsConsumerRegs>();
-    const int cw = wg - 1, warp = (tid / 32) % 4, lane = tid % 32;
-    float acc[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-
-    for (int ks = 0; ks < nk; ++ks) {
-        const int slot = ks % kStages;
-        mbar_wait(full0 + 8 * slot, (ks / kStages) & 1); // step ks has landed (acquire) ...
-        fence_proxy_async();                             // ... and is visible to the async proxy (wgmma)
-        const uint32_t as = ring + slot * kStageBytes, bs = as + kATileBytes;
-        const uint64_t da = smem_desc(as + cw * (64 * 128), 16, 1024), db = smem_desc(bs, 16, 1024);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kBK / 16; ++kk)
-            wgmma::ss_f16_n256(acc, desc_add(da, kk * 32), desc_add(db, kk * 32), 1u);
-        wgmma_commit();
-        wgmma_wait<1>(); // step ks − 1's wgmmas have retired: its slot may be refilled
-        fence_regs(acc);
-        if (ks > 0 && lane == 0) {
-            fence_proxy_async(); // the wgmma (async proxy) reads before the producer's generic writes
-            mbar_arrive(empty0 + 8 * ((ks - 1) % kStages));
-        }
-    }
-    wgmma_wait<0>();
-    fence_regs(acc);
-
-    const int row = 16 * warp + lane / 4, col = 2 * (lane % 4);
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-        const int co = m0 + 64 * cw + row + 8 * i;
-        if (co >= a.cout) continue;
-        const float bv = a.bias ? __ldg(a.bias + co) : 0.0f;
-        const int64_t row_off = ((static_cast<int64_t>(b) * a.cout + co) * a.to + frame) * np;
-        float* yrow = a.y + row_off;
-        const float* rrow = a.res ? a.res + row_off : nullptr;
-#pragma unroll
-        for (int j = 0; j < kBN / 8; ++j) {
-            const int n = n0 + 8 * j + col; // even
-            if (n >= np) continue;
-            float v0 = acc[4 * j + 2 * i] + bv, v1 = acc[4 * j + 2 * i + 1] + bv;
-            if (a.y_pairs) { // np even: n + 1 < np
-                if (rrow) {
-                    const float2 r = __ldg(reinterpret_cast<const float2*>(rrow + n));
-                    v0 += r.x;
-                    v1 += r.y;
-                }
-                *reinterpret_cast<float2*>(yrow + n) = make_float2(v0, v1);
-            } else {
-                yrow[n] = rrow ? v0 + __ldg(rrow + n) : v0;
-                if (n + 1 < np) yrow[n + 1] = rrow ? v1 + __ldg(rrow + n + 1) : v1;
-            }
-        }
-    }
-#endif // H3_SM90A
+bool conv3d_wgmma_eligible(const Conv3dGemmOperands& g) {
+    if (g.cp <= 0 || g.cp % kBK != 0 || g.cout <= 0 || g.b <= 0 || g.to <= 0) return false;
+    const int64_t taps = int64_t{g.kt} * g.kh * g.kw, np = int64_t{g.ho} * g.wo;
+    if (int64_t{g.hp} * g.wp * g.cp > kInt32Max) return false;   // in-frame offsets of xp (int)
+    if (int64_t{g.cout} * taps * g.cp > kInt32Max) return false; // w16 offsets (int)
+    if ((np + kBN - 1) / kBN > 65535) return false;              // grid.y
+    return int64_t{g.b} * g.to <= 65535;                         // grid.z
 }
 
-// The kernels' arguments for prepared operands.
-Args make_args(const Conv3dGemmOperands& g) {
+int64_t conv3d_wgmma_ctas(const Conv3dGemmOperands& g) {
+    const int64_t np = int64_t{g.ho} * g.wo;
+    return int64_t{(g.cout + kBM - 1) / kBM} * ((np + kBN - 1) / kBN) * g.b * g.to;
+}
+
+cudaError_t conv3d_wgmma_launch(const Conv3dGemmOperands& g, cudaStream_t stream) {
     Args a{};
     a.xp = static_cast<const __half*>(g.xp);
     a.w16 = static_cast<const __half*>(g.w16);
@@ -395,49 +225,14 @@ Args make_args(const Conv3dGemmOperands& g) {
     const int64_t np = int64_t{g.ho} * g.wo;
     a.y_pairs = np % 2 == 0 && reinterpret_cast<uintptr_t>(g.y) % 8 == 0 &&
                 reinterpret_cast<uintptr_t>(g.residual) % 8 == 0;
-    return a;
-}
-
-// Cout tiles fastest: the CTAs of one voxel tile run together and share its input rows in L2.
-dim3 grid_of(const Conv3dGemmOperands& g) {
-    const int64_t np = int64_t{g.ho} * g.wo;
-    return dim3(static_cast<unsigned>((g.cout + kBM - 1) / kBM), static_cast<unsigned>((np + kBN - 1) / kBN),
-                static_cast<unsigned>(int64_t{g.b} * g.to));
-}
-
-} // namespace
-
-bool conv3d_wgmma_eligible(const Conv3dGemmOperands& g) {
-    if (g.cp <= 0 || g.cp % kBK != 0 || g.cout <= 0 || g.b <= 0 || g.to <= 0) return false;
-    const int64_t taps = int64_t{g.kt} * g.kh * g.kw, np = int64_t{g.ho} * g.wo;
-    if (int64_t{g.hp} * g.wp * g.cp > kInt32Max) return false;   // in-frame offsets of xp (int)
-    if (int64_t{g.cout} * taps * g.cp > kInt32Max) return false; // w16 offsets (int)
-    if ((np + kBN - 1) / kBN > 65535) return false;              // grid.y
-    return int64_t{g.b} * g.to <= 65535;                         // grid.z
-}
-
-int64_t conv3d_wgmma_ctas(const Conv3dGemmOperands& g) {
-    const int64_t np = int64_t{g.ho} * g.wo;
-    return int64_t{(g.cout + kBM - 1) / kBM} * ((np + kBN - 1) / kBN) * g.b * g.to;
-}
-
-cudaError_t conv3d_wgmma_launch(const Conv3dGemmOperands& g, cudaStream_t stream) {
-    const Args a = make_args(g);
     if (cudaError_t e = cudaFuncSetAttribute(conv3d_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              kSmemBytes);
         e != cudaSuccess)
         return e;
-    conv3d_wgmma_kernel<<<grid_of(g), kThreads, kSmemBytes, stream>>>(a);
-    return cudaGetLastError();
-}
-
-cudaError_t conv3d_wgmma_ws_launch(const Conv3dGemmOperands& g, cudaStream_t stream) {
-    const Args a = make_args(g);
-    if (cudaError_t e = cudaFuncSetAttribute(conv3d_wgmma_ws_kernel,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmemBytes);
-        e != cudaSuccess)
-        return e;
-    conv3d_wgmma_ws_kernel<<<grid_of(g), kWsThreads, kWsSmemBytes, stream>>>(a);
+    // Cout tiles fastest: the CTAs of one voxel tile run together and share its input rows in L2.
+    const dim3 grid(static_cast<unsigned>((g.cout + kBM - 1) / kBM),
+                    static_cast<unsigned>((np + kBN - 1) / kBN), static_cast<unsigned>(int64_t{g.b} * g.to));
+    conv3d_wgmma_kernel<<<grid, kThreads, kSmemBytes, stream>>>(a);
     return cudaGetLastError();
 }
 

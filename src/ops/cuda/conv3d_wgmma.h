@@ -34,8 +34,5 @@ int64_t conv3d_wgmma_ctas(const Conv3dGemmOperands& g);
 
 // Enqueues the GEMM on `stream`; returns the launch error (cudaSuccess: launched).
 cudaError_t conv3d_wgmma_launch(const Conv3dGemmOperands& g, cudaStream_t stream);
-// The warp-specialized variant of the same GEMM (one cp.async producer warpgroup, two wgmma consumer
-// warpgroups, mbarrier-paced 4-stage ring; H3_CONV3D=wgmma-ws): same eligibility, grid, operands and output.
-cudaError_t conv3d_wgmma_ws_launch(const Conv3dGemmOperands& g, cudaStream_t stream);
 
 } // namespace h3::ops::cuda_detail

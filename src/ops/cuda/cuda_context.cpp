@@ -20,11 +20,10 @@ Conv3dImpl parse_conv3d_impl(const std::string& v) {
     if (v == "auto" || v.empty()) return Conv3dImpl::kAuto;
     if (v == "igemm16") return Conv3dImpl::kIgemm16;
     if (v == "wgmma") return Conv3dImpl::kWgmma;
-    if (v == "wgmma-ws") return Conv3dImpl::kWgmmaWs;
     if (v == "tf32" || v == "igemm") return Conv3dImpl::kTf32;
     if (v == "cudnn") return Conv3dImpl::kCudnn;
     cuda_detail::log_warning("H3_CONV3D=" + v +
-                             " is not one of auto, igemm16, wgmma, wgmma-ws, tf32, cudnn: using auto");
+                             " is not one of auto, igemm16, wgmma, tf32, cudnn: using auto");
     return Conv3dImpl::kAuto;
 }
 } // namespace
@@ -37,8 +36,6 @@ const char* conv3d_impl_name(Conv3dImpl impl) {
         return "igemm16";
     case Conv3dImpl::kWgmma:
         return "wgmma";
-    case Conv3dImpl::kWgmmaWs:
-        return "wgmma-ws";
     case Conv3dImpl::kTf32:
         return "tf32";
     case Conv3dImpl::kCudnn:

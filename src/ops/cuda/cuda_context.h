@@ -25,16 +25,13 @@ struct Conv3dCache;    // cuda/cuda_common.h
 //            the built-in kernels below.
 //   kIgemm16 ("igemm16"): the fp16 path with the mma.sync GEMM only.
 //   kWgmma   ("wgmma"): the fp16 path with the wgmma GEMM wherever it can run (any CTA count; tests).
-//   kWgmmaWs ("wgmma-ws"): as kWgmma, with the GEMM's warp-specialized kernel (a cp.async producer
-//            warpgroup feeding two wgmma consumer warpgroups through mbarriers; conv3d_wgmma.cu). Opt-in
-//            until a device run shows it beats kWgmma's kernel; kAuto does not pick it.
 //   kTf32    ("tf32", or "igemm" as before): the built-in NCDHW implicit GEMM only — TF32 tensor cores with
 //            allow_tf32 on cc >= 8, fp32 FMA otherwise (the former default).
 //   kCudnn   ("cudnn"): cuDNN's convolution in channels-last layout (conv3d_cudnn.cpp); shapes it refuses
 //            run as kAuto.
 // Without allow_tf32 every choice but kCudnn is the exact fp32 FMA kernel.
-enum class Conv3dImpl { kAuto, kIgemm16, kWgmma, kWgmmaWs, kTf32, kCudnn };
-// "auto" / "igemm16" / "wgmma" / "wgmma-ws" / "tf32" / "cudnn" (the H3_CONV3D spelling).
+enum class Conv3dImpl { kAuto, kIgemm16, kWgmma, kTf32, kCudnn };
+// "auto" / "igemm16" / "wgmma" / "tf32" / "cudnn" (the H3_CONV3D spelling).
 const char* conv3d_impl_name(Conv3dImpl impl);
 
 class CudaContext {
