@@ -76,13 +76,13 @@ struct VideoVaeTables {
         int64_t t = 0, h = 0, w = 0, nb = 0;
         Tensor cos, sin; // [nb·S, rot] on the device, each tile's rows the same
         Tensor rows;     // [nb·S] i32 zeros: every row uses layer-scale row 0
-        Tensor unpatch;  // [nb·C·F·H·W/p] i32 gather index into px's p-wide rows (px: all nb·S rows)
+        Tensor unpatch;  // [nb·C·F·H·W/p] i32 gather index
         Tensor zero;     // [1, D] f32 zeros (each tile's trailing token)
     };
     // The activations of one decoder call, reused while the call shape holds (one set: a new shape releases
     // the old one first).
     struct Work {
-        int64_t rows_all = 0;
+        int64_t rows_all = 0, tokens = 0;
         Tensor tok, pq, x, y, q, k, v, o, f1, f2, yf, px;
     };
     std::mutex mutex;
@@ -132,7 +132,7 @@ Result<VideoVaeTables::Entry> shape_tables(const ops::Context& ctx, const VideoV
                     for (int64_t yy = 0; yy < oh; ++yy)
                         for (int64_t xi = 0; xi < wd; ++xi) {
                             const int64_t ti = f / pt, a = f % pt, yi = yy / p, py = yy % p;
-                            const int64_t tok = b * s + (ti * h + yi) * wd + xi;
+                            const int64_t tok = b * n + (ti * h + yi) * wd + xi;
                             *ip++ = static_cast<int32_t>(((tok * oc + ch) * pt + a) * p + py);
                         }
         H3_ASSIGN_OR_RETURN(e.unpatch, upload(ctx, idx));
@@ -143,19 +143,19 @@ Result<VideoVaeTables::Entry> shape_tables(const ops::Context& ctx, const VideoV
 }
 
 // The call's activation buffers (allocated when the call shape changes).
-// Every buffer has the call's nb·S rows: the token-wise GEMMs (post_quant_conv, proj_in, proj_out) run once
-// over all of them, the register and trailing rows included (their results are overwritten or not read).
-Result<VideoVaeTables::Work*> call_work(const ops::Context& ctx, const VideoVae& vae, int64_t rows_all) {
+Result<VideoVaeTables::Work*> call_work(const ops::Context& ctx, const VideoVae& vae, int64_t rows_all,
+                                        int64_t tokens) {
     VideoVaeTables& tabs = *vae.tables;
     VideoVaeTables::Work& w = tabs.work;
-    if (w.x.defined() && w.rows_all == rows_all && w.x.device() == ctx.device) return &w;
+    if (w.x.defined() && w.rows_all == rows_all && w.tokens == tokens && w.x.device() == ctx.device)
+        return &w;
     w = VideoVaeTables::Work{}; // release before allocating the new set
     const VideoVaeConfig& c = vae.config;
     const int64_t d = c.dim();
     auto f32 = [&](const Shape& sh) { return Tensor::empty(sh, DType::kF32, ctx.device); };
     auto cdt = [&](const Shape& sh) { return Tensor::empty(sh, vae.compute, ctx.device); };
-    H3_ASSIGN_OR_RETURN(w.tok, f32(Shape{rows_all, c.latent_channels}));
-    H3_ASSIGN_OR_RETURN(w.pq, f32(Shape{rows_all, c.latent_channels}));
+    H3_ASSIGN_OR_RETURN(w.tok, f32(Shape{tokens, c.latent_channels}));
+    H3_ASSIGN_OR_RETURN(w.pq, f32(Shape{tokens, c.latent_channels}));
     H3_ASSIGN_OR_RETURN(w.x, f32(Shape{rows_all, d}));
     H3_ASSIGN_OR_RETURN(w.y, cdt(Shape{rows_all, d}));
     H3_ASSIGN_OR_RETURN(w.q, cdt(Shape{rows_all, d}));
@@ -165,8 +165,8 @@ Result<VideoVaeTables::Work*> call_work(const ops::Context& ctx, const VideoVae&
     H3_ASSIGN_OR_RETURN(w.f1, cdt(Shape{rows_all, 2LL * c.ffn_dim()}));
     H3_ASSIGN_OR_RETURN(w.f2, cdt(Shape{rows_all, c.ffn_dim()}));
     H3_ASSIGN_OR_RETURN(w.yf, f32(Shape{rows_all, d}));
-    H3_ASSIGN_OR_RETURN(w.px, f32(Shape{rows_all, c.patch_dim()}));
-    w.rows_all = rows_all;
+    H3_ASSIGN_OR_RETURN(w.px, f32(Shape{tokens, c.patch_dim()}));
+    w.rows_all = rows_all, w.tokens = tokens;
     return &w;
 }
 
@@ -187,13 +187,12 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
     const int64_t rows_all = nb * s;
     mark(ctx, "host_other");
     H3_ASSIGN_OR_RETURN(const VideoVaeTables::Entry tabs, shape_tables(ctx, vae, t, h, wd, nb));
-    H3_ASSIGN_OR_RETURN(VideoVaeTables::Work * work, call_work(ctx, vae, rows_all));
-    // tokens [B·S, C]: per tile its N tokens in (t, y, x) order, then S − N zero rows (where the registers
-    // and the trailing token go)
-    Tensor tok = Tensor::host(Shape{rows_all, lc}, DType::kF32); // zeroed
+    H3_ASSIGN_OR_RETURN(VideoVaeTables::Work * work, call_work(ctx, vae, rows_all, nb * n));
+    // tokens [B·N, C] in (tile, t, y, x) order
+    Tensor tok = Tensor::host(Shape{nb * n, lc}, DType::kF32);
     for (int64_t b = 0; b < nb; ++b) {
         const float* zp = zs[static_cast<size_t>(b)].data_as<const float>();
-        float* tp = tok.data_as<float>() + b * s * lc;
+        float* tp = tok.data_as<float>() + b * n * lc;
         for (int64_t i = 0; i < n; ++i)
             for (int64_t ch = 0; ch < lc; ++ch) tp[i * lc + ch] = zp[ch * n + i];
     }
@@ -201,12 +200,13 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
     H3_TRY(tok_d.copy_from(tok, ctx.stream()));
     Tensor& pq = work->pq;
     H3_TRY(ops::gemm(ctx, {}, tok_d, w.pq_w, w.pq_b, pq));
-    // x [B·S, D]: per tile its N tokens (proj_in over every row at once), then the registers and one zero
-    // token written over the extra rows' results
+    // x [B·S, D]: per tile its N tokens, the registers, one zero token
     Tensor& x = work->x;
     const Tensor& zero_d = tabs.zero;
-    H3_TRY(ops::gemm(ctx, {}, pq, w.proj_in_w, w.proj_in_b, x));
     for (int64_t b = 0; b < nb; ++b) {
+        Tensor xin = x.slice(0, b * s, b * s + n);
+        Tensor pqb = pq.slice(0, b * n, (b + 1) * n);
+        H3_TRY(ops::gemm(ctx, {}, pqb, w.proj_in_w, w.proj_in_b, xin));
         Tensor xr = x.slice(0, b * s + n, b * s + n + c.num_register_tokens);
         H3_TRY(xr.copy_from(w.registers, ctx.stream()));
         Tensor xz = x.slice(0, b * s + s - 1, b * s + s);
@@ -263,17 +263,21 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
         }
         mark(ctx, "norms_residual");
     }
-    // norm_out + proj_out in fp32, over every row (the unpatch gather reads only the tokens' rows)
+    // norm_out + proj_out in fp32
     Tensor& yf = work->yf;
     H3_TRY(ops::layer_norm(ctx, {.eps = static_cast<float>(c.norm_eps)}, x, w.norm_out_w, w.norm_out_b, yf));
     Tensor& px = work->px;
-    H3_TRY(ops::gemm(ctx, {}, yf, w.proj_out_w, w.proj_out_b, px));
+    for (int64_t bi = 0; bi < nb; ++bi) {
+        Tensor yn = yf.slice(0, bi * s, bi * s + n);
+        Tensor pxb = px.slice(0, bi * n, (bi + 1) * n);
+        H3_TRY(ops::gemm(ctx, {}, yn, w.proj_out_w, w.proj_out_b, pxb));
+    }
     mark(ctx, "proj_out");
     const int64_t p = c.patch, pt = c.patch_t, oc = c.out_channels;
     const int64_t of = t * pt, oh = h * p, ow = wd * p;
     // unpatchify: one row gather of p-wide rows into a fresh tensor (it outlives the call's buffers)
     H3_ASSIGN_OR_RETURN(Tensor un, Tensor::empty(Shape{nb * oc * of * oh * wd, p}, DType::kF32, ctx.device));
-    H3_TRY(ops::gather_rows(ctx, px.view({rows_all * oc * pt * p, p}), tabs.unpatch, un));
+    H3_TRY(ops::gather_rows(ctx, px.view({nb * n * oc * pt * p, p}), tabs.unpatch, un));
     mark(ctx, "unpatch");
     return un.view({nb, oc, of, oh, ow});
 }
