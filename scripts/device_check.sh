@@ -107,9 +107,9 @@ speed_bench_fp8() {
   echo "bench fp8 rc=$?"; cat "$OUT/speed_fp8.txt"
 }
 if [ "$STAGE" = speed ]; then
-  # this session's items: conv3d's warp-specialized wgmma kernel (H3_CONV3D=wgmma-ws) and the residual added
-  # in the wgmma epilogue (the video encoder), the video VAE decoder's token-wise GEMMs over all rows, lazy O
-  # rescaling as the bf16 attention default
+  # this session's items: the residual added in the wgmma conv3d epilogue (the video encoder's resnet blocks),
+  # the small-K conv3d cases, the video VAE decoder (per-tile token GEMMs again), lazy O rescaling as the bf16
+  # attention default (H3_SPEED_BENCH_DIT=1: the attention and bf16 DiT benches too)
   echo "== speed: the changed kernels against the CPU reference ($SECONDS s)"
   for v in "test_ops_conv --backend cuda" "test_vae_encoder" "test_vae"; do
     read -r bin args <<< "$v"
@@ -118,31 +118,27 @@ if [ "$STAGE" = speed ]; then
     echo "$bin rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/speed_$bin.log" | tr '\n' ' ')"
     grep -E '^\[  FAILED  \]' "$OUT/speed_$bin.log" | head
   done
-  echo "== speed: bench vae --reference (124-frame 1344x768 clip): conv3d auto (wgmma) vs wgmma-ws ($SECONDS s)"
-  for impl in auto wgmma-ws auto wgmma-ws; do
-    H3_CONV3D=$impl timeout 120 $H3 bench vae --reference --random-weights --json > "$OUT/speed_ref_$impl.json" 2> "$OUT/speed_ref_$impl.err"
-    echo "reference encode H3_CONV3D=$impl rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_ref_$impl.json')); print({k: v for k, v in j.items() if 'second' in k or 'peak' in k})" 2>&1 | tail -1)"
-  done
-  for impl in auto wgmma-ws; do # 22 frames, phases (a synchronize per phase)
-    H3_CONV3D=$impl H3_VAE_PROFILE=1 timeout 60 $H3 bench vae --reference --random-weights --frames 22 --json > "$OUT/speed_ref22_$impl.json" 2> "$OUT/speed_ref22_$impl.err"
-    echo "reference encode 22 frames H3_CONV3D=$impl (profiled) rc=$?"; grep "vae profile" "$OUT/speed_ref22_$impl.err" | head -30
-  done
-  echo "== speed: bench vae (5 s 1344x768 decode to RGB8 frames) ($SECONDS s)"
-  for i in 1 2; do
-    timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_rgb8_$i.json" 2> "$OUT/speed_vae_rgb8_$i.err"
-    echo "bench vae rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_vae_rgb8_$i.json')); print({k: j.get(k) for k in ['video_output','video_decode_seconds','audio_decode_seconds','video_peak_gib','tile_batch']})" 2>&1 | tail -1)"
-  done
+  echo "== speed: bench vae --reference (the 124-frame 1344x768 clip), then 22 frames profiled ($SECONDS s)"
+  timeout 120 $H3 bench vae --reference --random-weights --json > "$OUT/speed_ref.json" 2> "$OUT/speed_ref.err"
+  echo "reference encode rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_ref.json')); print({k: v for k, v in j.items() if 'second' in k or 'peak' in k})" 2>&1 | tail -1)"
+  H3_VAE_PROFILE=1 timeout 60 $H3 bench vae --reference --random-weights --frames 22 --json > "$OUT/speed_ref22.json" 2> "$OUT/speed_ref22.err"
+  echo "reference encode 22 frames (profiled) rc=$?"; grep "vae profile" "$OUT/speed_ref22.err" | grep -E "residual|stats|sum|128>128 17x|256>256 17x"
+  echo "== speed: bench vae (5 s 1344x768 decode to RGB8 frames), then profiled ($SECONDS s)"
+  timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_rgb8.json" 2> "$OUT/speed_vae_rgb8.err"
+  echo "bench vae rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_vae_rgb8.json')); print({k: j.get(k) for k in ['video_output','video_decode_seconds','audio_decode_seconds','video_peak_gib','tile_batch']})" 2>&1 | tail -1)"
   H3_VAE_PROFILE=1 timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_prof.json" 2> "$OUT/speed_vae_prof.err"
   echo "bench vae (profiled) rc=$?"; grep "vae profile" "$OUT/speed_vae_prof.err"
-  echo "== speed: bench attention at 38,247 rows, bf16 (lazy rescale the default now) and e4m3 ($SECONDS s)"
-  timeout 150 $H3 bench attention --seq 38247 --fp8 > "$OUT/speed_attn38.txt" 2>&1
-  echo "bench attention rc=$?"; tail -12 "$OUT/speed_attn38.txt"
-  echo "== speed: bench dit bf16 (2 blocks, x50) at 1344x768x124 ($SECONDS s)"
-  timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --frames 124 --json > "$OUT/speed_dit_bf16.json" 2> "$OUT/speed_dit_bf16.err"
-  echo "bench dit bf16 rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_dit_bf16.json')); print({k: j.get(k) for k in ['rows','precision','seconds_per_block','seconds_per_forward_50_blocks','useful_tflops','attention_tflops','gemm_tflops','peak_device_gib']})" 2>&1 | tail -1)"
+  if [ "${H3_SPEED_BENCH_DIT:-0}" = 1 ]; then
+    echo "== speed: bench attention at 38,247 rows, bf16 and e4m3 ($SECONDS s)"
+    timeout 150 $H3 bench attention --seq 38247 --fp8 > "$OUT/speed_attn38.txt" 2>&1
+    echo "bench attention rc=$?"; tail -12 "$OUT/speed_attn38.txt"
+    echo "== speed: bench dit bf16 (2 blocks, x50) at 1344x768x124 ($SECONDS s)"
+    timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --frames 124 --json > "$OUT/speed_dit_bf16.json" 2> "$OUT/speed_dit_bf16.err"
+    echo "bench dit bf16 rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_dit_bf16.json')); print({k: j.get(k) for k in ['rows','precision','seconds_per_block','seconds_per_forward_50_blocks','useful_tflops','attention_tflops','gemm_tflops','peak_device_gib']})" 2>&1 | tail -1)"
+  fi
   # H3_SPEED_PROFILE=1: Nsight Compute on the attention kernels (scripts/device_profile_attention.sh)
   [ "${H3_SPEED_PROFILE:-0}" = 1 ] && bash scripts/device_profile_attention.sh
-  [ "${H3_SPEED_FP8_LATE:-0}" = 1 ] || speed_bench_fp8
+  [ "${H3_SPEED_FP8_LATE:-0}" = 1 ] || [ "${H3_SPEED_FP8:-1}" = 0 ] || speed_bench_fp8
   echo "== speed done ($SECONDS s)"
 fi
 run_test() {  # name, log, args...
@@ -333,8 +329,9 @@ fi
 fi # H3_SKIP_E2E
 fi
 unset H3_GEMM_AUTOTUNE # the benches time the autotuned GEMMs
-# H3_SPEED_FP8_LATE=1: the speed stage's fp8 velocity bench after the suite (the last item of the call)
-[ "$STAGE" = speed ] && [ "${H3_SPEED_FP8_LATE:-0}" = 1 ] && speed_bench_fp8
+# H3_SPEED_FP8_LATE=1: the speed stage's fp8 velocity bench after the suite (the last item of the call);
+# H3_SPEED_FP8=0: not at all
+[ "$STAGE" = speed ] && [ "${H3_SPEED_FP8_LATE:-0}" = 1 ] && [ "${H3_SPEED_FP8:-1}" != 0 ] && speed_bench_fp8
 if [ "$STAGE" = budget ]; then
 # Issue #15's whole-request measures under a 24 GiB device budget (one call): a t2va request with 4 grid
 # points (conditioner, 3 forwards, video + audio decode, mux) placed by the planner, then the conditioner
