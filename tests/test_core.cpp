@@ -2,11 +2,13 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/status.h"
+#include "core/storage.h"
 #include "core/tensor.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -118,6 +120,29 @@ TEST(Tensor, CopyFromChecksShapes) {
     Status s = b.copy_from(a);
     EXPECT_FALSE(s.ok());
     EXPECT_NE(s.message().find("f32[2, 2]"), std::string::npos);
+}
+
+// Host allocations: zero-filled whatever their size; from kHugeHostBytes on aligned to 2 MiB (the huge-page
+// advice needs whole 2 MiB pages); the uninitialised variant has the same size and alignment and is writable.
+TEST(Storage, HostAllocationsZeroedAndAligned) {
+    for (const size_t bytes : {size_t{1}, size_t{1000}, kHugeHostBytes - 8, kHugeHostBytes + 12345}) {
+        SCOPED_TRACE("bytes " + std::to_string(bytes));
+        auto s = allocate_host(bytes);
+        ASSERT_TRUE(s.ok()) << s.status().to_string();
+        ASSERT_EQ((*s)->bytes(), bytes);
+        const auto* p = static_cast<const unsigned char*>((*s)->data());
+        const uintptr_t align = bytes >= kHugeHostBytes ? uintptr_t{2} << 20 : 64;
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % align, 0u);
+        size_t nonzero = 0;
+        for (size_t i = 0; i < bytes; ++i) nonzero += p[i] != 0;
+        EXPECT_EQ(nonzero, 0u);
+        auto u = allocate_host_uninitialized(bytes);
+        ASSERT_TRUE(u.ok()) << u.status().to_string();
+        ASSERT_EQ((*u)->bytes(), bytes);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>((*u)->data()) % align, 0u);
+        std::memset((*u)->data(), 0x5A, bytes);
+        EXPECT_EQ(static_cast<const unsigned char*>((*u)->data())[bytes - 1], 0x5A);
+    }
 }
 
 TEST(Status, ResultAndContext) {

@@ -911,16 +911,19 @@ TEST(Ops, UploadIsCompleteBeforeTheNextKernel) {
 
 // download_chunked: a device tensor several chunks long (the last one partial) comes back byte for byte,
 // after a kernel that wrote it on the stream; one-chunk and host tensors too. The second long one reuses the
-// page-locked chunks the first one kept.
+// page-locked chunks the first one kept. The last one has the default 64 MiB chunks and a destination past
+// kHugeHostBytes (allocated without a zero fill: every byte must come from the device).
 TEST(Ops, DownloadChunked) {
     SKIP_IF_NO_BACKEND();
-    for (const int64_t n : {int64_t{1}, int64_t{1000}, int64_t{333333}, int64_t{250001}}) {
+    const int64_t big = static_cast<int64_t>((size_t{150} << 20) / 4) + 3; // 150 MiB + 12 bytes: 3 chunks
+    for (const int64_t n : {int64_t{1}, int64_t{1000}, int64_t{333333}, int64_t{250001}, big}) {
         SCOPED_TRACE("elements " + std::to_string(n));
         Tensor x = rnd({n}, DType::kF32, static_cast<uint32_t>(n));
         Tensor y0 = Tensor::host({n}, DType::kF32);
         Guarded y(y0);
         ASSERT_OK(scale(ctx(), 2.0f, dev(x), y.t)); // written by a kernel on the context's stream
-        auto got = download_chunked(y.t, on_cuda() ? ctx().stream() : nullptr, /*chunk_bytes=*/40000);
+        const size_t chunk = n == big ? size_t{64} << 20 : 40000;
+        auto got = download_chunked(y.t, on_cuda() ? ctx().stream() : nullptr, chunk);
         ASSERT_TRUE(got.ok()) << got.status().to_string();
         ASSERT_TRUE(got->device().is_cpu());
         ASSERT_EQ(got->numel(), n);

@@ -77,14 +77,29 @@ void reset_device_memory_peak() {
     g_device_peak.store(g_device_current.load());
 }
 
-Result<std::shared_ptr<Storage>> allocate_host(size_t bytes) {
-    constexpr size_t kAlign = 64;
-    size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
-    if (rounded == 0) rounded = kAlign;
-    void* p = std::aligned_alloc(kAlign, rounded);
+namespace {
+
+Result<std::shared_ptr<Storage>> host_storage(size_t bytes, bool zero) {
+    const size_t align = bytes >= kHugeHostBytes ? size_t{2} << 20 : 64;
+    size_t rounded = (bytes + align - 1) / align * align;
+    if (rounded == 0) rounded = align;
+    void* p = std::aligned_alloc(align, rounded);
     if (!p) return out_of_memory("host allocation of " + std::to_string(bytes) + " bytes failed");
-    std::memset(p, 0, rounded);
+#ifdef MADV_HUGEPAGE
+    if (align > 64) (void)madvise(p, rounded, MADV_HUGEPAGE); // advice only: THP may be off
+#endif
+    if (zero) std::memset(p, 0, rounded);
     return std::shared_ptr<Storage>(std::make_shared<HostStorage>(p, bytes));
+}
+
+} // namespace
+
+Result<std::shared_ptr<Storage>> allocate_host(size_t bytes) {
+    return host_storage(bytes, true);
+}
+
+Result<std::shared_ptr<Storage>> allocate_host_uninitialized(size_t bytes) {
+    return host_storage(bytes, false);
 }
 
 Result<std::shared_ptr<Storage>> allocate_pinned(size_t bytes) {
