@@ -182,8 +182,8 @@ Result<Tensor> download_chunked(const Tensor& src, void* stream, size_t chunk_by
         s.pinned = std::move(p).value();
         H3_ASSIGN_OR_RETURN(s.done, CudaEvent::create());
     }
-    // Every byte of `out` is written by the chunk copies below (in parallel, which also spreads its first-touch
-    // page faults over the copy threads): no zero fill first.
+    // Every byte of `out` is written by the chunk copies below (in parallel, which also spreads its
+    // first-touch page faults over the copy threads): no zero fill first.
     H3_ASSIGN_OR_RETURN(std::shared_ptr<Storage> out_storage, allocate_host_uninitialized(bytes));
     Tensor out = Tensor::from_storage(std::move(out_storage), 0, src.shape(), src.dtype());
     const char* from = static_cast<const char*>(src.data());

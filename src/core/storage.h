@@ -31,8 +31,8 @@ protected:
     bool pinned_ = false;
 };
 
-// Host memory aligned to 64 bytes, zero-initialised. Allocations of kHugeHostBytes or more are aligned to 2 MiB
-// and advised as transparent huge pages (Linux), so first touching them faults 512× fewer pages.
+// Host memory aligned to 64 bytes, zero-initialised. Allocations of kHugeHostBytes or more are aligned to 2
+// MiB and advised as transparent huge pages (Linux), so first touching them faults 512× fewer pages.
 inline constexpr size_t kHugeHostBytes = size_t{32} << 20;
 Result<std::shared_ptr<Storage>> allocate_host(size_t bytes);
 // The same without the zero fill, for a buffer the caller overwrites entirely before anyone reads it (a
