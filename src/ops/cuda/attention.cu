@@ -133,9 +133,10 @@ Status run_fallback(const Context& ctx, const Tensor& q, const Tensor& k, const 
 std::atomic<bool> g_warned{false};
 
 // The Hopper kernel's default configuration (docs/kernels/attention_notes.md): BN 128, pingpong, lazy O
-// rescaling — +2.4 to +2.6 % over rescaling every block at S = 38 k in the last three multi-round benches on
-// H100s, +1.2 % at 104 k on an H200. Lazy rescaling only exists for head dim 128's single sequence (and
-// causal, which always rescales lazily); head dim 64 and batches ignore the flag.
+// rescaling (exact: a warp skips the rescale only when no row max moved) — over rescaling every block, −0.5
+// to +3.6 % (mean +1.5 %) in five multi-round benches on H100s at S = 38 k and 104 k. Lazy rescaling only
+// exists for head dim 128's single sequence (and causal, which always rescales lazily); head dim 64 and
+// batches ignore the flag.
 constexpr HopperAttentionConfig kHopperDefault{.block_n = 128, .pingpong = true, .lazy_rescale = true};
 
 // `batch`: the items of a batched call (q/o rows batch·Sq, k/v rows batch·Sk).
