@@ -107,30 +107,33 @@ speed_bench_fp8() {
   echo "bench fp8 rc=$?"; cat "$OUT/speed_fp8.txt"
 }
 if [ "$STAGE" = speed ]; then
-  # this session's items: the residual added in the wgmma conv3d epilogue (the video encoder's resnet blocks),
-  # the small-K conv3d cases, the video VAE decoder (per-tile token GEMMs again), lazy O rescaling as the bf16
-  # attention default (H3_SPEED_BENCH_DIT=1: the attention and bf16 DiT benches too)
+  # this session's items: the e4m3 attention with per-head k/v scales, its BN 192 and Q-in-registers
+  # variants, the bf16 Q-in-registers variant (H3_SPEED_VAE=1: the VAE benches too; H3_SPEED_BENCH_DIT=1: the bf16 attention and DiT benches)
   echo "== speed: the changed kernels against the CPU reference ($SECONDS s)"
-  for v in "test_ops_conv --backend cuda" "test_vae_encoder" "test_vae"; do
+  for v in "test_ops_fp8 --backend cuda" "test_dit_fp8"; do
     read -r bin args <<< "$v"
     # shellcheck disable=SC2086
     timeout 200 $T/$bin $args > "$OUT/speed_$bin.log" 2>&1
     echo "$bin rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/speed_$bin.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED  \]' "$OUT/speed_$bin.log" | head
+    grep -E '^\[  FAILED  \]|Failure|rel-RMS|cos' "$OUT/speed_$bin.log" | head -20
   done
-  echo "== speed: bench vae --reference (the 124-frame 1344x768 clip), then 22 frames profiled ($SECONDS s)"
-  timeout 120 $H3 bench vae --reference --random-weights --json > "$OUT/speed_ref.json" 2> "$OUT/speed_ref.err"
-  echo "reference encode rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_ref.json')); print({k: v for k, v in j.items() if 'second' in k or 'peak' in k})" 2>&1 | tail -1)"
-  H3_VAE_PROFILE=1 timeout 60 $H3 bench vae --reference --random-weights --frames 22 --json > "$OUT/speed_ref22.json" 2> "$OUT/speed_ref22.err"
-  echo "reference encode 22 frames (profiled) rc=$?"; grep "vae profile" "$OUT/speed_ref22.err" | grep -E "residual|stats|sum|128>128 17x|256>256 17x"
-  echo "== speed: bench vae (5 s 1344x768 decode to RGB8 frames), then profiled ($SECONDS s)"
-  timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_rgb8.json" 2> "$OUT/speed_vae_rgb8.err"
-  echo "bench vae rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_vae_rgb8.json')); print({k: j.get(k) for k in ['video_output','video_decode_seconds','audio_decode_seconds','video_peak_gib','tile_batch']})" 2>&1 | tail -1)"
-  H3_VAE_PROFILE=1 timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_prof.json" 2> "$OUT/speed_vae_prof.err"
-  echo "bench vae (profiled) rc=$?"; grep "vae profile" "$OUT/speed_vae_prof.err"
+  echo "== speed: bench attention, every bf16 and e4m3 candidate at 38,247 and 104,503 rows ($SECONDS s)"
+  timeout 200 $H3 bench attention --seq ${H3_SPEED_ATTN_SEQ:-38247 104503} --fp8 --only "${H3_SPEED_ATTN_ONLY:-}" --rounds 3 > "$OUT/speed_attn_all.txt" 2>&1
+  echo "bench attention rc=$?"; cat "$OUT/speed_attn_all.txt"
+  echo "== speed: bench dit fp8 (2 blocks, x50) at 1344x768x124 ($SECONDS s)"
+  timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --frames 124 --precision fp8 --json > "$OUT/speed_dit_fp8.json" 2> "$OUT/speed_dit_fp8.err"
+  echo "bench dit fp8 rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_dit_fp8.json')); print({k: j.get(k) for k in ['rows','precision','seconds_per_block','seconds_per_forward_50_blocks','useful_tflops','attention_tflops','gemm_tflops','peak_device_gib']})" 2>&1 | tail -1)"
+  if [ "${H3_SPEED_VAE:-0}" = 1 ]; then
+    echo "== speed: bench vae --reference (the 124-frame 1344x768 clip) ($SECONDS s)"
+    timeout 120 $H3 bench vae --reference --random-weights --json > "$OUT/speed_ref.json" 2> "$OUT/speed_ref.err"
+    echo "reference encode rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_ref.json')); print({k: v for k, v in j.items() if 'second' in k or 'peak' in k})" 2>&1 | tail -1)"
+    echo "== speed: bench vae (5 s 1344x768 decode to RGB8 frames) ($SECONDS s)"
+    timeout 120 $H3 bench vae --random-weights --json > "$OUT/speed_vae_rgb8.json" 2> "$OUT/speed_vae_rgb8.err"
+    echo "bench vae rc=$?: $(python3 -c "import json; j=json.load(open('$OUT/speed_vae_rgb8.json')); print({k: j.get(k) for k in ['video_output','video_decode_seconds','audio_decode_seconds','video_peak_gib','tile_batch']})" 2>&1 | tail -1)"
+  fi
   if [ "${H3_SPEED_BENCH_DIT:-0}" = 1 ]; then
-    echo "== speed: bench attention at 38,247 rows, bf16 and e4m3 ($SECONDS s)"
-    timeout 150 $H3 bench attention --seq 38247 --fp8 > "$OUT/speed_attn38.txt" 2>&1
+    echo "== speed: bench attention at 38,247 rows, bf16 ($SECONDS s)"
+    timeout 150 $H3 bench attention --seq 38247 > "$OUT/speed_attn38.txt" 2>&1
     echo "bench attention rc=$?"; tail -12 "$OUT/speed_attn38.txt"
     echo "== speed: bench dit bf16 (2 blocks, x50) at 1344x768x124 ($SECONDS s)"
     timeout 120 $H3 bench dit --random-weights --blocks 2 --iters 1 --frames 124 --json > "$OUT/speed_dit_bf16.json" 2> "$OUT/speed_dit_bf16.err"

@@ -6,6 +6,7 @@
 // reference.
 #include "core/dtype.h"
 #include "op_harness.h"
+#include "ops/cpu/cpu_ops.h"
 #include "ops/fp8_scale.h"
 #include "ops/ops.h"
 
@@ -172,8 +173,11 @@ struct AttnShape {
     bool causal;
 };
 // Head dim 128, sizes off the 128-row tiles: partial query and key blocks, one query row, causal GQA / MQA.
-const AttnShape kFp8AttnShapes[] = {
-    {200, 333, 2, 2, false}, {129, 129, 4, 2, true}, {1, 150, 2, 2, false}, {300, 300, 2, 1, true}};
+const AttnShape kFp8AttnShapes[] = {{200, 333, 2, 2, false},
+                                    {129, 129, 4, 2, true},
+                                    {1, 150, 2, 2, false},
+                                    {300, 300, 2, 1, true},
+                                    {64, 700, 2, 2, false}};
 
 std::vector<double> exact_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
     auto qv = values(q), kv = values(k), vv = values(v);
@@ -203,8 +207,8 @@ TEST(Ops, AttentionFp8) {
     for (const auto& c : kFp8AttnShapes) {
         SCOPED_TRACE("fp8 attention sq=" + std::to_string(c.sq) + " sk=" + std::to_string(c.sk) + " h=" +
                      std::to_string(c.h) + " hkv=" + std::to_string(c.hkv) + (c.causal ? " causal" : ""));
-        // q, k with unit variance (scores ~ N(0, 1)), v in [-2, 2]; one kv head scaled down so the per-block
-        // v scales differ from the head maximum.
+        // q, k with unit variance (scores ~ N(0, 1)), v in [-2, 2]; the first 128 keys' v scaled down by 16,
+        // so they sit four binades below the head's scale.
         Tensor q = rnd({c.sq, c.h, 128}, DType::kBF16, seed++, -1.7f, 1.7f);
         Tensor k = rnd({c.sk, c.hkv, 128}, DType::kBF16, seed++, -1.7f, 1.7f);
         Tensor v = rnd({c.sk, c.hkv, 128}, DType::kBF16, seed++);
@@ -235,15 +239,22 @@ TEST(Ops, AttentionFp8) {
         // rounding boundary (one e4m3 step, 6 %, of that weight).
         check_output(o, want, {2e-2, 2e-2});
         EXPECT_LT(rel_rms(values(o.host()), want), 0.02);
-        // Every e4m3 variant the bench compares (the default and the eager rescale), the same bound.
+        // Every e4m3 variant the bench compares, the same bound against the simulation with its key block
+        // (the BN 192 variants round P against the running max of 192-key blocks).
         const Tensor dq = dev(q), dk = dev(k), dv = dev(v);
+        Tensor sim192 = clone(o0);
+        AttentionParams p192 = p; // the internal entry point takes a resolved scale
+        p192.scale = 1.0f / std::sqrt(128.0f);
+        ASSERT_OK(cpu_impl::attention_fp8(Context::cpu(), p192, q, k, v, sim192, 192));
+        const std::vector<double> want192 = values(sim192);
         for (const std::string& name : attention_candidates(ctx(), p, dq, dk, dv, o.t)) {
             if (name.rfind("hopper fp8", 0) != 0) continue;
             SCOPED_TRACE("candidate '" + name + "'");
+            const std::vector<double>& w = name.find("bn192") != std::string::npos ? want192 : want;
             Guarded oc(o0);
             ASSERT_OK(attention_candidate(ctx(), name, p, dq, dk, dv, oc.t));
-            check_output(oc, want, {2e-2, 2e-2});
-            EXPECT_LT(rel_rms(values(oc.host()), want), 0.02);
+            check_output(oc, w, {2e-2, 2e-2});
+            EXPECT_LT(rel_rms(values(oc.host()), w), 0.02);
         }
     }
 }

@@ -1,12 +1,14 @@
 // h3-engine bench attention [--seq S]... [--heads H] [--kv-heads Hkv] [--head-dim D] [--batch B] [--causal]
-//                           [--fp8] [--iters K] [--rounds R] [--check-rows N] [--device cuda] [--json]
+//                           [--fp8] [--only TEXT] [--iters K] [--rounds R] [--check-rows N] [--device cuda]
+//                           [--json]
 // Every attention implementation and configuration that can run the shape (ops::attention_candidates: the
 // sm_90a kernel's variants, each cuDNN engine config the heuristics offer, the fallback kernel; with --fp8
 // also the e4m3 kernel), timed in the same process on the same random bf16 inputs — rounds interleave the
 // candidates so clock and power drift hit them alike (median over rounds) — with TFLOP/s, the ratio to the
 // default cuDNN plan and the error on N sampled (row, head) pairs against an exact double-precision host
-// reference. --batch B runs B independent sequences of S rows in one call (ops::AttentionParams::batch, the
-// video VAE decoder's tiles: --head-dim 64 --heads 32 --batch 14 --seq 1797).
+// reference. --only TEXT keeps the candidates whose name contains TEXT. --batch B runs B independent
+// sequences of S rows in one call (ops::AttentionParams::batch, the video VAE decoder's tiles: --head-dim 64
+// --heads 32 --batch 14 --seq 1797).
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
@@ -22,6 +24,8 @@
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 namespace h3::cli {
 
@@ -108,7 +112,7 @@ Command bench_attention_command() {
         std::vector<int64_t> seq = {38247};
         int heads = 56, kv_heads = 0, head_dim = 128, batch = 1, iters = 3, rounds = 2, check_rows = 48;
         bool causal = false, fp8 = false, json = false;
-        std::string device = "cuda";
+        std::string device = "cuda", only;
         CLI::App* sub = nullptr;
     };
     auto o = std::make_shared<Options>();
@@ -126,6 +130,7 @@ Command bench_attention_command() {
             ->capture_default_str();
         o->sub->add_flag("--causal", o->causal, "causal mask (the text encoder's attention)");
         o->sub->add_flag("--fp8", o->fp8, "also the e4m3 kernel (ops::AttentionParams::fp8)");
+        o->sub->add_option("--only", o->only, "only the candidates whose name contains this text");
         o->sub->add_option("--iters", o->iters, "timed calls per candidate per round")->capture_default_str();
         o->sub->add_option("--rounds", o->rounds, "rounds over all candidates")->capture_default_str();
         o->sub
@@ -187,6 +192,10 @@ Command bench_attention_command() {
                 for (const std::string& n : ops::attention_candidates(ctx, f, *q, *k, *v, *out))
                     cands.push_back({n, true, {}, {}});
             }
+            std::erase_if(cands, [&](const Cand& cd) { return cd.name.find(o->only) == std::string::npos; });
+            if (cands.empty())
+                return report(invalid_argument("--only '" + o->only +
+                                               "' matches no candidate for S=" + std::to_string(S)));
             for (int r = 0; r < o->rounds; ++r)
                 for (Cand& cd : cands) {
                     if (!cd.status.ok()) continue;

@@ -20,13 +20,13 @@ namespace h3::ops {
 // (tests and benches).
 enum class AttentionImpl { kAuto, kHopper, kCudnn, kFallback };
 //
-// fp8 (opt-in, lossy; bf16 q/k/v and o, head dim 128 on CUDA, sm_90a): q and k are rounded to e4m3 per
-// head in blocks of 128 rows (queries / keys), v in blocks of 128 keys, each block scaled by the power of
-// two that maps its max |x| into [224, 448] (ops/fp8_scale.h). Scores are q8·k8 times the two block scales
-// and `scale`, in fp32; the online softmax runs per 128-key block against the running row max; P is rounded
-// to e4m3 as 2^(x − m + e) with 2^e = 256·v_scale_block / v_scale_max(head) (so the v block scales fold
-// into P); row sums use the unrounded P; P·V accumulates in fp32. The CPU reference simulates exactly this
-// (e4m3 rounding, the same blocks and scales), so it states the bound of the CUDA kernel against it.
+// fp8 (opt-in, lossy; bf16 q/k/v and o, head dim 128 on CUDA, sm_90a): q is rounded to e4m3 per head in
+// blocks of 128 rows, k and v per head (one scale over all keys), each scaled by the power of two that maps
+// its max |x| into [224, 448] (ops/fp8_scale.h). Scores are q8·k8 times the two scales and `scale`, in
+// fp32; the online softmax runs per 128-key block against the running row max; P is rounded to e4m3 as
+// 2^(x − m + 8) (the output is scaled back by v_scale / 256); row sums use the unrounded P; P·V accumulates
+// in fp32. The CPU reference simulates exactly this (e4m3 rounding, the same blocks and scales), so it
+// states the bound of the CUDA kernel against it.
 //
 // lse (optional output, ring attention's partials — ops/attention_merge.h): [Sq, H] f32, per query row and
 // head ln Σ_j exp(scale·q·k_j) over the keys the row sees (natural log, of the scaled scores), so two

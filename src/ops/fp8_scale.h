@@ -81,9 +81,10 @@ inline float e4m3_round(float x) {
 #endif
 
 // fp8 attention tiling, part of the op's definition (the CPU reference quantizes the same blocks): q scales
-// per 128 query rows per head, k/v scales per 128 keys per head, P quantized per 128-key block against the
-// running row max.
+// per 128 query rows per head, k and v scales per head, P = 2^(x − m + kFp8AttnPBias) quantized per
+// 128-key block against the running row max.
 constexpr int kFp8AttnBlockM = 128;
 constexpr int kFp8AttnBlockN = 128;
+constexpr int kFp8AttnPBias = 8;
 
 } // namespace h3::ops

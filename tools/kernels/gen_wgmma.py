@@ -68,6 +68,9 @@ def main():
     for n in (128, 176):
         out.append(f"// bf16 x bf16 -> f32, A and B from shared memory (S = Q·Kᵀ, both K-major), N = {n}.")
         out.append(emit(f"ss_bf16_n{n}", n, "bf16", 16, False, 0))
+    out.append("// bf16 x bf16 -> f32, A from registers, B K-major from shared memory (S = Q·Kᵀ with Q in registers),"
+               " N = 128.")
+    out.append(emit("rs_bf16_n128", 128, "bf16", 16, True, 0))
     out.append("// bf16 x bf16 -> f32, A from registers, B MN-major from shared memory (O += P·V), N = 128.")
     out.append(emit("rs_bf16_n128_tb", 128, "bf16", 16, True, 1))
     out.append("// bf16 x bf16 -> f32, A from registers, B MN-major from shared memory (O += P·V at head dim 64),"
@@ -75,10 +78,15 @@ def main():
     out.append(emit("rs_bf16_n64_tb", 64, "bf16", 16, True, 1))
     out.append("// fp16 x fp16 -> f32, A and B K-major from shared memory (conv3d's implicit GEMM), N = 256.")
     out.append(emit("ss_f16_n256", 256, "f16", 16, False, 0))
-    out.append("// e4m3 x e4m3 -> f32, A and B from shared memory (S = Q·Kᵀ), N = 128.")
-    out.append(emit("ss_e4m3_n128", 128, "e4m3", 32, False, 0))
-    out.append("// e4m3 x e4m3 -> f32, A from registers, B K-major from shared memory (O += P·Vᵀᵀ), N = 128.")
+    for n in (128, 192):
+        out.append(f"// e4m3 x e4m3 -> f32, A and B from shared memory (S = Q·Kᵀ), N = {n}.")
+        out.append(emit(f"ss_e4m3_n{n}", n, "e4m3", 32, False, 0))
+    out.append("// e4m3 x e4m3 -> f32, A from registers, B K-major from shared memory (O += P·Vᵀᵀ; S = Q·Kᵀ with Q"
+               " in registers), N = 128.")
     out.append(emit("rs_e4m3_n128", 128, "e4m3", 32, True, 0))
+    out.append("// e4m3 x e4m3 -> f32, A from registers, B K-major from shared memory (S = Q·Kᵀ with Q in registers),"
+               " N = 192.")
+    out.append(emit("rs_e4m3_n192", 192, "e4m3", 32, True, 0))
     out.append(FOOTER)
     print("\n\n".join(out))
 

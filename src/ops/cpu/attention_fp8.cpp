@@ -1,7 +1,7 @@
 // CPU reference of attention's fp8 mode (ops/attention.h): the CUDA kernel's quantization simulated in
-// fp32/double — e4m3 q/k/v with the same per-block power-of-two scales, scores per 128-key block against the
-// running row max, P rounded to e4m3 with the v block scales folded in, fp32 row sums of the unrounded P,
-// P·V summed in double (the kernel's fp32 tensor-core sums differ from it only by their rounding).
+// fp32/double — e4m3 q (per 128-row block) and k, v (per head) with the same power-of-two scales, scores per
+// key block against the running row max, P = 2^(x − m + 8) rounded to e4m3, fp32 row sums of the unrounded
+// P, P·V summed in double (the kernel's fp32 tensor-core sums differ from it only by their rounding).
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/fp8_scale.h"
@@ -17,11 +17,11 @@ namespace {
 
 struct Quantized {
     std::vector<float> values; // [H, S, D] e4m3 values (unscaled), head-major
-    std::vector<float> scales; // [H, ceil(S/128)]
+    std::vector<float> scales; // [H, ceil(S/block)]
     int64_t blocks = 0;
 };
 
-// x [S, H, D] bf16 -> per head, blocks of 128 rows, each with fp8_block_scale of its max |x|.
+// x [S, H, D] bf16 -> per head, blocks of `block` rows, each with fp8_block_scale of its max |x|.
 Quantized quantize(const Tensor& x, int64_t block) {
     const int64_t s = x.dim(0), h = x.dim(1), d = x.dim(2);
     Quantized out;
@@ -52,17 +52,17 @@ Quantized quantize(const Tensor& x, int64_t block) {
 } // namespace
 
 Status attention_fp8(const Context&, const AttentionParams& p, const Tensor& q, const Tensor& k,
-                     const Tensor& v, Tensor& o) {
+                     const Tensor& v, Tensor& o, int64_t key_block) {
     const int64_t sq = q.dim(0), sk = k.dim(0), heads = q.dim(1), kvh = k.dim(1), d = q.dim(2);
-    const int64_t group = heads / kvh, bm = kFp8AttnBlockM, bn = kFp8AttnBlockN;
-    const Quantized q8 = quantize(q, bm), k8 = quantize(k, bn), v8 = quantize(v, bn);
-    std::vector<int> vmax_log2(static_cast<size_t>(kvh), -127);
-    for (int64_t h = 0; h < kvh; ++h)
-        for (int64_t b = 0; b < v8.blocks; ++b)
-            vmax_log2[static_cast<size_t>(h)] =
-                std::max(vmax_log2[static_cast<size_t>(h)],
-                         fp8_scale_log2(v8.scales[static_cast<size_t>(h * v8.blocks + b)]));
+    if (key_block <= 0 || key_block % 32)
+        return invalid_argument("attention_fp8: key_block must be a positive multiple of 32, not " +
+                                std::to_string(key_block));
+    const int64_t group = heads / kvh, bm = kFp8AttnBlockM, bn = key_block;
+    // k and v: one block (one scale) per head
+    const int64_t all = std::max<int64_t>(sk, 1);
+    const Quantized q8 = quantize(q, bm), k8 = quantize(k, all), v8 = quantize(v, all);
     const float scale_log2 = p.scale * 1.4426950408889634f;
+    const float bias = static_cast<float>(kFp8AttnPBias), unbias = std::exp2(-bias);
 #pragma omp parallel
     {
         std::vector<double> acc(static_cast<size_t>(d));
@@ -72,16 +72,13 @@ Status attention_fp8(const Context&, const AttentionParams& p, const Tensor& q, 
             for (int64_t h = 0; h < heads; ++h) {
                 const int64_t hk = h / group;
                 const float* qi = q8.values.data() + (h * sq + i) * d;
-                const float qs = q8.scales[static_cast<size_t>(h * q8.blocks + i / bm)] * scale_log2;
-                const int vmax = vmax_log2[static_cast<size_t>(hk)];
+                const float sl2 = q8.scales[static_cast<size_t>(h * q8.blocks + i / bm)] *
+                                  k8.scales[static_cast<size_t>(hk)] * scale_log2;
                 const int64_t nk = p.causal ? std::min(sk, i + 1) : sk;
                 float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
                 std::fill(acc.begin(), acc.end(), 0.0);
                 for (int64_t j0 = 0; j0 < nk; j0 += bn) {
-                    const int64_t jb = j0 / bn, n = std::min(bn, nk - j0);
-                    const float sl2 = qs * k8.scales[static_cast<size_t>(hk * k8.blocks + jb)];
-                    const int ve =
-                        8 + fp8_scale_log2(v8.scales[static_cast<size_t>(hk * v8.blocks + jb)]) - vmax;
+                    const int64_t n = std::min(bn, nk - j0);
                     float bmax = -std::numeric_limits<float>::infinity();
                     for (int64_t c = 0; c < n; ++c) {
                         const float* kc = k8.values.data() + (hk * sk + j0 + c) * d;
@@ -95,17 +92,16 @@ Status attention_fp8(const Context&, const AttentionParams& p, const Tensor& q, 
                     float sum = 0.0f;
                     for (double& a : acc) a *= corr;
                     for (int64_t c = 0; c < n; ++c) {
-                        const float pf = std::exp2(
-                            std::fma(x[static_cast<size_t>(c)], sl2, -(mx - static_cast<float>(ve))));
+                        const float pf = std::exp2(std::fma(x[static_cast<size_t>(c)], sl2, -(mx - bias)));
                         sum += pf;
                         const double p8 = e4m3_round(pf);
                         const float* vc = v8.values.data() + (hk * sk + j0 + c) * d;
                         for (int64_t e = 0; e < d; ++e) acc[static_cast<size_t>(e)] += p8 * vc[e];
                     }
-                    l = l * corr + sum * std::exp2(static_cast<float>(-ve));
+                    l = l * corr + sum * unbias;
                     m = mx;
                 }
-                const double out_scale = std::ldexp(1.0, vmax - 8) / l;
+                const double out_scale = v8.scales[static_cast<size_t>(hk)] * static_cast<double>(unbias) / l;
                 for (int64_t e = 0; e < d; ++e)
                     out[static_cast<size_t>(e)] = static_cast<float>(acc[e] * out_scale);
                 store_f32(out.data(), elem_ptr_mut(o, (i * heads + h) * d), o.dtype(), d);

@@ -8,6 +8,7 @@
 // reductions where cheap, one rounding at the store, OpenMP over rows.
 #pragma once
 
+#include "ops/fp8_scale.h"
 #include "ops/ops.h"
 #include "ops/random.h"
 
@@ -49,8 +50,10 @@ Status gated_residual_rms_norm(const Context& ctx, const GatedResidualParams& gp
 Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                  const Tensor& v, Tensor& o);
 // attention's fp8 mode (ops/attention.h), simulated: e4m3 rounding with the CUDA kernel's blocks and scales.
+// key_block: keys per online-softmax block (P is rounded against the running max of whole blocks); the op
+// defines kFp8AttnBlockN, other values simulate the CUDA kernel variants with other block sizes.
 Status attention_fp8(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
-                     const Tensor& v, Tensor& o);
+                     const Tensor& v, Tensor& o, int64_t key_block = kFp8AttnBlockN);
 Status attention_merge(const Context& ctx, const Tensor& o_a, const Tensor& lse_a, const Tensor& o_b,
                        const Tensor& lse_b, Tensor& o, Tensor& lse);
 

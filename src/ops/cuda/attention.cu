@@ -133,11 +133,17 @@ Status run_fallback(const Context& ctx, const Tensor& q, const Tensor& k, const 
 std::atomic<bool> g_warned{false};
 
 // The Hopper kernel's default configuration (docs/kernels/attention_notes.md): BN 128, pingpong, lazy O
-// rescaling (exact: a warp skips the rescale only when no row max moved) — over rescaling every block, −0.5
-// to +3.6 % (mean +1.5 %) in five multi-round benches on H100s at S = 38 k and 104 k. Lazy rescaling only
-// exists for head dim 128's single sequence (and causal, which always rescales lazily); head dim 64 and
-// batches ignore the flag.
-constexpr HopperAttentionConfig kHopperDefault{.block_n = 128, .pingpong = true, .lazy_rescale = true};
+// rescaling (exact: a warp skips the rescale only when no row max moved; over rescaling every block −0.5 to
+// +3.6 %, mean +1.5 %, in five multi-round benches on H100s at S = 38 k and 104 k) and Q's fragments in
+// registers for S = Q·Kᵀ (+1.8 to +2.9 % over Q from shared memory in three benches on an H100 at 38 k and
+// 104 k). Lazy rescaling and Q in registers exist for head dim 128's single sequence (causal always
+// rescales lazily, with Q in shared memory); head dim 64 and batches ignore the flags.
+constexpr HopperAttentionConfig kHopperDefault{
+    .block_n = 128, .pingpong = true, .lazy_rescale = true, .q_in_registers = true};
+// The e4m3 kernel's default: lazy rescaling (+4 to +7 % over rescaling every block) and Q in registers (+5.5
+// to +6.4 % over Q from shared memory, H100, S = 38 k and 104 k); causal runs BN 128 lazy with Q in shared
+// memory.
+constexpr HopperFp8Config kFp8Default{.block_n = 128, .lazy_rescale = true, .q_in_registers = true};
 
 // `batch`: the items of a batched call (q/o rows batch·Sq, k/v rows batch·Sk).
 HopperAttentionArgs hopper_args(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o, float scale,
@@ -198,7 +204,7 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
     if (p.fp8) {
         if (d != 128)
             return unimplemented("attention: the CUDA fp8 mode needs head dim 128, q is " + desc(q));
-        return hopper_attention_fp8(ctx, ha); // lazy rescale: +4 % over rescaling every block
+        return hopper_attention_fp8(ctx, ha, p.causal ? HopperFp8Config{} : kFp8Default);
     }
     // Only the fallback kernel returns the log-sum-exp (ring attention's partials).
     const bool hopper = !p.lse && hopper_fits(ctx, q, o, ha);
@@ -280,8 +286,12 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
     const HopperAttentionArgs ha = hopper_args(q, k, v, out, scale, p.causal, p.batch);
     if (p.fp8) {
         if (hopper_fp8_fits(ctx, q, o, ha)) {
-            names.push_back("hopper fp8 lazy"); // the default
-            if (!p.causal) names.push_back("hopper fp8");
+            if (p.causal) {
+                names.push_back("hopper fp8 lazy"); // causal's one instantiation
+            } else {
+                for (const char* n : {"lazy qregs", "lazy", "bn192 lazy", "bn192 lazy qregs", "eager"})
+                    names.push_back(std::string("hopper fp8 ") + n); // the default first
+            }
         }
         return names;
     }
@@ -294,8 +304,8 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
         } else if (p.batch > 1) { // head dim 128 runs its default for a batch
             names.push_back("hopper bn128 pingpong");
         } else {
-            for (const char* n : {"bn128 pingpong lazy", "bn128 pingpong", "bn128 pingpong s3",
-                                  "bn176 pingpong", "bn128 overlap"})
+            for (const char* n : {"bn128 pingpong lazy qregs", "bn128 pingpong lazy", "bn128 pingpong",
+                                  "bn128 pingpong s3", "bn176 pingpong", "bn128 overlap"})
                 names.push_back(std::string("hopper ") + n);
         }
     }
@@ -322,12 +332,22 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
         return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
     }
     if (p.lse) return unimplemented("attention_candidate: only 'fallback' returns lse, not '" + name + "'");
-    if (name == "hopper fp8" || name == "hopper fp8 lazy") {
+    if (name.rfind("hopper fp8 ", 0) == 0) {
+        const std::string v = name.substr(11);
+        HopperFp8Config cfg;
+        cfg.block_n = v.rfind("bn192", 0) == 0 ? 192 : 128;
+        cfg.lazy_rescale = v != "eager";
+        cfg.q_in_registers = v.find("qregs") != std::string::npos;
+        const bool known =
+            v == "lazy" || v == "lazy qregs" || v == "bn192 lazy" || v == "bn192 lazy qregs" || v == "eager";
+        if (!known) return invalid_argument("attention_candidate: no candidate '" + name + "'");
         if (ha.dim != 128 || ha.batch != 1)
             return unimplemented("attention_candidate: '" + name +
                                  "' takes head dim 128 and one sequence per call; q is " + desc(q) +
                                  ", batch " + std::to_string(p.batch));
-        return hopper_attention_fp8(ctx, ha, {.lazy_rescale = name != "hopper fp8"});
+        if (p.causal && v != "lazy")
+            return unimplemented("attention_candidate: '" + name + "' has no causal instantiation");
+        return hopper_attention_fp8(ctx, ha, cfg);
     }
     if (name.rfind("hopper bn", 0) == 0) {
         HopperAttentionConfig cfg;
@@ -335,6 +355,11 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
         cfg.pingpong = name.find("pingpong") != std::string::npos;
         cfg.stages = name.find(" s3") != std::string::npos ? 3 : 2;
         cfg.lazy_rescale = name.find("lazy") != std::string::npos;
+        cfg.q_in_registers = name.find("qregs") != std::string::npos;
+        if (cfg.q_in_registers && !(ha.dim == 128 && ha.batch == 1 && !p.causal && cfg.block_n == 128 &&
+                                    cfg.pingpong && cfg.stages == 2 && cfg.lazy_rescale))
+            return unimplemented("attention_candidate: '" + name +
+                                 "' exists for head dim 128, one sequence, not causal");
         // The instantiations attention_candidates offers beyond head dim 128's single sequence.
         const bool d64_variant = cfg.stages == 2 && !cfg.lazy_rescale &&
                                  (cfg.block_n == 128 || (cfg.block_n == 176 && cfg.pingpong));

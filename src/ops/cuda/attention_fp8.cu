@@ -1,14 +1,14 @@
 // e4m3 flash attention for Hopper (sm_90a), head dim 128: the attention op's fp8 mode (ops/attention.h).
-// 1. Quantization (plain CUDA): per head, q and k in blocks of 128 rows, v in blocks of 128 keys, each
-//    block with a power-of-two scale (fp8_block_scale of its max |x|), written as e4m3 into scratch: q8/k8
-//    [S, H, 128] bytes, v as Vᵀ [Hkv, 128, Sk_pad] with keys permuted inside each 32-key group
-//    (fp8_attention_key_of) so the P fragment built from the score accumulators feeds P·V directly. Each
-//    head's largest v scale is kept (atomicMax).
+// 1. Quantization (plain CUDA): q per head in blocks of 128 rows, k and v per head (one scale over all
+//    keys, from a max pass), each scale a power of two (fp8_block_scale of the max |x|), written as e4m3
+//    into scratch: q8/k8 [S, H, 128] bytes, v as Vᵀ [Hkv, 128, Sk_pad] with keys permuted inside each
+//    32-key group (fp8_attention_key_of) so the P fragment built from the score accumulators feeds P·V
+//    directly.
 // 2. Attention: the warp-specialized pipeline of attention_hopper.cu with e4m3 wgmmas (k = 32), K-major
-//    operands only (hence the transposed V copy). Scores s = q8·k8 · (q_scale·k_scale·softmax_scale) in
-//    fp32; online softmax in fp32; P = 2^(x − m + e_j) rounded to e4m3, where 2^e_j = 256·v_scale_j /
-//    v_scale_max, so the per-block v scales fold into P and the output scale is one constant per head
-//    (v_scale_max / 256); the row sums use the unrounded P.
+//    operands only (hence the transposed V copy), BN keys per block (128, or 192 with Vᵀ in 64-key slabs).
+//    Scores s = q8·k8 · (q_scale·k_scale·softmax_scale) in fp32; online softmax in fp32; P = 2^(x − m + 8)
+//    rounded to e4m3 (the 2^8 keeps small weights out of e4m3's subnormals), the output scaled by
+//    v_scale / 256; the row sums use the unrounded P.
 #include "ops/cuda/attention_hopper.h"
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/hopper_common.cuh"
@@ -23,10 +23,11 @@ namespace {
 
 constexpr int kHeadDim = 128;
 constexpr int kBM = kFp8AttnBlockM;
-constexpr int kBN = kFp8AttnBlockN;
 constexpr int kStages = 2;
 constexpr int kThreads = 384;
-constexpr int kTileBytes = 128 * 128; // a 128 x 128 e4m3 tile, 128 B per row
+constexpr int kQBytes = kBM * 128;    // the Q tile: 128 rows of 128 e4m3
+constexpr int kQuantRows = 128;       // rows (keys) per quantization thread block
+constexpr int kPBias = kFp8AttnPBias; // P = 2^(x − m + kPBias)
 
 // ---- quantization -------------------------------------------------------------------------------------
 __device__ float block_max(float v, float* red) {
@@ -44,27 +45,51 @@ __device__ __forceinline__ uint32_t pack4_e4m3(float a, float b, float c, float 
     return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
 }
 
-// q or k: block (row block rb, head h), one thread per row; x [S, H, 128] bf16 -> x8 [S, H, 128] e4m3,
-// scale [H, ceil(S/128)].
-__global__ void __launch_bounds__(128)
-    quantize_rows_kernel(const bf16* __restrict__ x, uint8_t* __restrict__ x8, float* __restrict__ scale,
-                         int s_len, int heads) {
-    __shared__ float red[4];
-    const int rb = blockIdx.x, h = blockIdx.y, row = rb * 128 + threadIdx.x;
-    const bool valid = row < s_len;
-    const int64_t off = (static_cast<int64_t>(row) * heads + h) * kHeadDim;
-    uint4 raw[16];
+// One row of 128 bf16 into registers; its max |x|.
+__device__ __forceinline__ float load_row(const bf16* x, bool valid, uint4 (&raw)[16]) {
     float amax = 0.0f;
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
-        raw[i] = valid ? reinterpret_cast<const uint4*>(x + off)[i] : make_uint4(0, 0, 0, 0);
+        raw[i] = valid ? reinterpret_cast<const uint4*>(x)[i] : make_uint4(0, 0, 0, 0);
         const bf16* e = reinterpret_cast<const bf16*>(&raw[i]);
 #pragma unroll
         for (int c = 0; c < 8; ++c) amax = fmaxf(amax, fabsf(__bfloat162float(e[c])));
     }
-    const float sc = fp8_block_scale(block_max(amax, red));
+    return amax;
+}
+
+// Per head, the max |x| over all rows: block (row block, head), one thread per row; the result as float
+// bits (atomicMax on non-negative floats' bits orders them as floats), amax_bits zeroed by the caller.
+__global__ void __launch_bounds__(kQuantRows)
+    head_amax_kernel(const bf16* __restrict__ x, int* __restrict__ amax_bits, int s_len, int heads) {
+    __shared__ float red[kQuantRows / 32];
+    const int h = blockIdx.y, row = blockIdx.x * kQuantRows + threadIdx.x;
+    uint4 raw[16];
+    const float amax = load_row(x + (static_cast<int64_t>(row) * heads + h) * kHeadDim, row < s_len, raw);
+    const float m = block_max(amax, red);
+    if (threadIdx.x == 0) atomicMax(amax_bits + h, static_cast<int>(fp8_float_bits(m)));
+}
+
+// q or k: block (row block rb, head h), one thread per row; x [S, H, 128] bf16 -> x8 [S, H, 128] e4m3.
+// head_amax_bits null: each block's scale from its own max, written to scale[H, ceil(S/128)]; else the
+// head's scale from head_amax_bits[h] (scale unused).
+__global__ void __launch_bounds__(kQuantRows)
+    quantize_rows_kernel(const bf16* __restrict__ x, uint8_t* __restrict__ x8, float* __restrict__ scale,
+                         const int* __restrict__ head_amax_bits, int s_len, int heads) {
+    __shared__ float red[kQuantRows / 32];
+    const int rb = blockIdx.x, h = blockIdx.y, row = rb * kQuantRows + threadIdx.x;
+    const bool valid = row < s_len;
+    const int64_t off = (static_cast<int64_t>(row) * heads + h) * kHeadDim;
+    uint4 raw[16];
+    const float amax = load_row(x + off, valid, raw);
+    float sc;
+    if (head_amax_bits) {
+        sc = fp8_block_scale(fp8_bits_float(static_cast<uint32_t>(head_amax_bits[h])));
+    } else {
+        sc = fp8_block_scale(block_max(amax, red));
+        if (threadIdx.x == 0) scale[h * gridDim.x + rb] = sc;
+    }
     const float inv = 1.0f / sc; // exact: a power of two
-    if (threadIdx.x == 0) scale[h * gridDim.x + rb] = sc;
     if (!valid) return;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -83,32 +108,22 @@ __global__ void __launch_bounds__(128)
 }
 
 // v: block (key block kb, kv head h); v [Sk, Hkv, 128] bf16 -> vt [Hkv, 128, sk_pad] e4m3 (keys permuted
-// within 32-key groups), scale [Hkv, ceil(Sk/128)], vmax_bits [Hkv] (atomicMax of the scale's bits).
-__global__ void __launch_bounds__(128)
-    quantize_v_kernel(const bf16* __restrict__ v, uint8_t* __restrict__ vt, float* __restrict__ scale,
-                      int* __restrict__ vmax_bits, int sk, int kv_heads, int sk_pad) {
-    __shared__ bf16 tile[128][kHeadDim];
-    __shared__ float red[4];
-    const int kb = blockIdx.x, h = blockIdx.y, key = kb * 128 + threadIdx.x;
-    float amax = 0.0f;
+// within 32-key groups) with the head's scale from amax_bits[h].
+__global__ void __launch_bounds__(kQuantRows)
+    quantize_v_kernel(const bf16* __restrict__ v, uint8_t* __restrict__ vt, const int* __restrict__ amax_bits,
+                      int sk, int kv_heads, int sk_pad) {
+    __shared__ bf16 tile[kQuantRows][kHeadDim];
+    const int kb = blockIdx.x, h = blockIdx.y, key = kb * kQuantRows + threadIdx.x;
     const bool valid = key < sk;
     const int64_t off = (static_cast<int64_t>(key) * kv_heads + h) * kHeadDim;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-        const uint4 raw = valid ? reinterpret_cast<const uint4*>(v + off)[i] : make_uint4(0, 0, 0, 0);
-        reinterpret_cast<uint4*>(&tile[threadIdx.x][0])[i] = raw;
-        const bf16* e = reinterpret_cast<const bf16*>(&raw);
-#pragma unroll
-        for (int c = 0; c < 8; ++c) amax = fmaxf(amax, fabsf(__bfloat162float(e[c])));
-    }
-    const float sc = fp8_block_scale(block_max(amax, red)); // block_max synchronizes: the tile is complete
-    const float inv = 1.0f / sc;
-    if (threadIdx.x == 0) {
-        scale[h * gridDim.x + kb] = sc;
-        atomicMax(vmax_bits + h, static_cast<int>(fp8_float_bits(sc)));
-    }
+    for (int i = 0; i < 16; ++i)
+        reinterpret_cast<uint4*>(&tile[threadIdx.x][0])[i] =
+            valid ? reinterpret_cast<const uint4*>(v + off)[i] : make_uint4(0, 0, 0, 0);
+    const float inv = 1.0f / fp8_block_scale(fp8_bits_float(static_cast<uint32_t>(amax_bits[h])));
+    __syncthreads();
     const int d = threadIdx.x; // this thread writes Vᵀ row d of the block: 128 keys
-    uint8_t* dst = vt + (static_cast<int64_t>(h) * kHeadDim + d) * sk_pad + kb * 128;
+    uint8_t* dst = vt + (static_cast<int64_t>(h) * kHeadDim + d) * sk_pad + kb * kQuantRows;
 #pragma unroll
     for (int q = 0; q < 8; ++q) { // 16 positions per 16-byte store
         float f[16];
@@ -128,49 +143,104 @@ __global__ void __launch_bounds__(128)
 }
 
 // ---- attention ----------------------------------------------------------------------------------------
-struct SmemFp8 {
-    uint8_t q[kTileBytes];          // [128 rows][128 B]
-    uint8_t k[kStages][kTileBytes]; // [key][128 B]
-    uint8_t v[kStages][kTileBytes]; // Vᵀ: [d][128 keys]
+// Tiling for BN keys per block: the K tile [BN keys][128 B] (128-byte swizzle, one TMA box); the Vᵀ tile
+// [128 d][BN keys] in slabs of kVSlab keys (128-byte swizzle for 128-key slabs, 64-byte for 64-key ones).
+template <int kBN> struct Fp8Tile {
+    static_assert(kBN == 128 || kBN == 192, "fp8 attention: BN 128 or 192");
+    static constexpr int kS = kBN / 2;       // score accumulators per thread
+    static constexpr int kPSteps = kBN / 32; // P·V k-steps (32 keys each)
+    static constexpr int kBytes = kBN * 128; // a K or Vᵀ tile
+    static constexpr int kVSlab = kBN % 128 == 0 ? 128 : 64;
+    static constexpr int kVSlabBytes = kVSlab * kHeadDim;
+};
+
+template <int kBN> struct SmemFp8 {
+    uint8_t q[kQBytes];                       // [128 rows][128 B]
+    uint8_t k[kStages][Fp8Tile<kBN>::kBytes]; // [key][128 B]
+    uint8_t v[kStages][Fp8Tile<kBN>::kBytes]; // Vᵀ slabs: [slab][d][kVSlab keys]
     uint64_t q_full, k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages];
 };
 
 struct Fp8Scales {
-    const float* q;       // [H, nqb]
-    const float* k;       // [Hkv, nkb]
-    const float* v;       // [Hkv, nkb]
-    const int* vmax_bits; // [Hkv]
-    int nqb, nkb;
+    const float* q;         // [H, nqb]
+    const int* k_amax_bits; // [Hkv]
+    const int* v_amax_bits; // [Hkv]
+    int nqb;
 };
 
 #ifdef H3_SM90A
 using namespace sm90;
 
-struct Fp8Consumer {
-    __device__ static void fence_p(uint32_t (&p)[4][4]) {
+template <int kBN> struct Fp8Consumer {
+    using T = Fp8Tile<kBN>;
+    static constexpr int kS = T::kS, kPSteps = T::kPSteps;
+
+    __device__ static void fence_p(uint32_t (&p)[kPSteps][4]) {
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) fence_regs(p[kk]);
+        for (int kk = 0; kk < kPSteps; ++kk) fence_regs(p[kk]);
     }
-    __device__ static void issue_s(float (&s)[64], uint32_t qa, uint32_t kb) {
+    __device__ static void ss(float (&s)[kS], uint64_t da, uint64_t db, uint32_t acc) {
+        if constexpr (kBN == 128)
+            wgmma::ss_e4m3_n128(s, da, db, acc);
+        else
+            wgmma::ss_e4m3_n192(s, da, db, acc);
+    }
+    __device__ static void rs(float (&s)[kS], const uint32_t (&a)[4], uint64_t db, uint32_t acc) {
+        if constexpr (kBN == 128)
+            wgmma::rs_e4m3_n128(s, a[0], a[1], a[2], a[3], db, acc);
+        else
+            wgmma::rs_e4m3_n192(s, a[0], a[1], a[2], a[3], db, acc);
+    }
+    // S = Q·Kᵀ, Q from the shared tile at qa.
+    __device__ static void issue_s(float (&s)[kS], uint32_t qa, uint32_t kb) {
         const uint64_t da0 = smem_desc(qa, 16, 1024), db0 = smem_desc(kb, 16, 1024);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk)
-            wgmma::ss_e4m3_n128(s, desc_add(da0, kk * 32), desc_add(db0, kk * 32), kk > 0 ? 1u : 0u);
+            ss(s, desc_add(da0, kk * 32), desc_add(db0, kk * 32), kk > 0 ? 1u : 0u);
         wgmma_commit();
     }
-    __device__ static void issue_pv(float (&o)[64], const uint32_t (&p)[4][4], uint32_t vb) {
-        const uint64_t db0 = smem_desc(vb, 16, 1024); // Vᵀ [128 d][128 keys], K-major
+    // The same with Q's A fragments held in registers (qr, loaded once by load_q).
+    __device__ static void issue_s_rq(float (&s)[kS], const uint32_t (&qr)[4][4], uint32_t kb) {
+        const uint64_t db0 = smem_desc(kb, 16, 1024);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-            wgmma::rs_e4m3_n128(o, p[kk][0], p[kk][1], p[kk][2], p[kk][3], desc_add(db0, kk * 32), 1u);
+        for (int kk = 0; kk < 4; ++kk) rs(s, qr[kk], desc_add(db0, kk * 32), kk > 0 ? 1u : 0u);
         wgmma_commit();
     }
-    // sl2: this block's score multiplier (scales · softmax scale · log2 e); ve: e_j (P = 2^(x − m + e_j)).
+    // This warp's A fragments of Q (16 rows of the consumer's 64) from the 128-byte-swizzled tile at qa:
+    // per k-step of 32 bytes, rows g / g + 8 at bytes 4t..4t+3 and 16+4t..16+4t+3 (the layout of the P
+    // fragments issue_pv takes).
+    __device__ static void load_q(uint32_t (&qr)[4][4], uint32_t qa) {
+        const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const int row = warp * 16 + g + 8 * (r & 1), byte = 32 * kk + 16 * (r >> 1) + 4 * t;
+                const uint32_t addr = qa + row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15));
+                asm volatile("ld.shared.b32 %0, [%1];" : "=r"(qr[kk][r]) : "r"(addr));
+            }
+    }
+    // O += P·V over the block's Vᵀ slabs (k-step kk: keys 32kk..32kk+31).
+    __device__ static void issue_pv(float (&o)[64], const uint32_t (&p)[kPSteps][4], uint32_t vb) {
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kPSteps; ++kk) {
+            const int slab = kk * 32 / T::kVSlab, within = kk * 32 % T::kVSlab;
+            const uint32_t base = vb + slab * T::kVSlabBytes;
+            const uint64_t db = T::kVSlab == 128 ? smem_desc(base, 16, 1024) : smem_desc_sw64(base, 16, 512);
+            wgmma::rs_e4m3_n128(o, p[kk][0], p[kk][1], p[kk][2], p[kk][3], desc_add(db, within), 1u);
+        }
+        wgmma_commit();
+    }
+    // sl2: the score multiplier (scales · softmax scale · log2 e).
+    // Masks, updates the row maxima / sums and leaves P = 2^(x − m + kPBias) in s (pack_p makes the
+    // fragments).
     template <bool kFirst, bool kMask, bool kCausal>
-    __device__ static void softmax(float (&s)[64], int col0, int sk, int row0, float sl2, float ve,
-                                   float (&m)[2], float (&l)[2], float (&corr)[2], uint32_t (&p)[4][4]) {
+    __device__ static void softmax(float (&s)[kS], int col0, int sk, int row0, float sl2, float (&m)[2],
+                                   float (&l)[2], float (&corr)[2]) {
+        constexpr int kGroups = kBN / 8; // 8-column groups of the accumulator layout
         const int t = threadIdx.x % 4;
         if constexpr (kMask) {
 #pragma unroll
@@ -178,40 +248,44 @@ struct Fp8Consumer {
                 int lim = sk - col0 - 2 * t;
                 if constexpr (kCausal) lim = min(lim, row0 + 8 * i + 1 - col0 - 2 * t);
 #pragma unroll
-                for (int jj = 0; jj < 16; ++jj)
+                for (int jj = 0; jj < kGroups; ++jj)
 #pragma unroll
                     for (int e = 0; e < 2; ++e)
                         if (8 * jj + e >= lim) s[4 * jj + 2 * i + e] = -INFINITY;
             }
         }
-        const float unscale = ex2(-ve);
+        constexpr float kUnbias = 1.0f / (1 << kPBias);
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             float bm = -INFINITY;
 #pragma unroll
-            for (int jj = 0; jj < 16; ++jj) bm = fmaxf(bm, fmaxf(s[4 * jj + 2 * i], s[4 * jj + 2 * i + 1]));
+            for (int jj = 0; jj < kGroups; ++jj)
+                bm = fmaxf(bm, fmaxf(s[4 * jj + 2 * i], s[4 * jj + 2 * i + 1]));
             bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 1));
             bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 2));
             const float mx = fmaxf(m[i], bm == -INFINITY ? -INFINITY : bm * sl2);
             const float use = mx == -INFINITY ? 0.0f : mx;
             corr[i] = kFirst ? 1.0f : ex2(m[i] - use);
             m[i] = mx;
-            const float msl = use - ve;
+            const float msl = use - static_cast<float>(kPBias);
             float sum = 0.0f;
 #pragma unroll
-            for (int jj = 0; jj < 16; ++jj)
+            for (int jj = 0; jj < kGroups; ++jj)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     float& x = s[4 * jj + 2 * i + e];
                     x = ex2(fmaf(x, sl2, -msl));
                     sum += x;
                 }
-            l[i] = kFirst ? sum * unscale : l[i] * corr[i] + sum * unscale;
+            l[i] = kFirst ? sum * kUnbias : l[i] * corr[i] + sum * kUnbias;
         }
+    }
+    // P (the exponentials left in s by softmax) as e4m3 A fragments for P·V.
+    __device__ static void pack_p(const float (&s)[kS], uint32_t (&p)[kPSteps][4]) {
         // e4m3 A fragments (k = 32 per step): positions 4t..4t+3 take keys 2t, 2t+1, 8+2t, 9+2t of the
         // step's first 16 keys (the Vᵀ copy stores keys in that order), rows g and g + 8.
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
+        for (int kk = 0; kk < kPSteps; ++kk) {
             const int b = 16 * kk;
             p[kk][0] = pack_e4m3(s[b + 0], s[b + 1], s[b + 4], s[b + 5]);
             p[kk][1] = pack_e4m3(s[b + 2], s[b + 3], s[b + 6], s[b + 7]);
@@ -222,16 +296,29 @@ struct Fp8Consumer {
 };
 #endif // H3_SM90A
 
-template <bool kCausal, bool kLazy>
+// `a` if kFirst, else `b` (a reference either way).
+template <bool kFirst, class A, class B> __device__ __forceinline__ decltype(auto) pick(A& a, B& b) {
+    if constexpr (kFirst)
+        return (a);
+    else
+        return (b);
+}
+
+// kBN: keys per block (128 or 192); kLazy: skip a warp's O rescale when none of its rows' maxima moved;
+// kQRegs: S = Q·Kᵀ takes Q from registers (loaded once) instead of shared memory. With BN 128 a block's P
+// is packed right after its softmax into the P set the in-flight P·V does not read (two sets, alternating);
+// with BN 192 (no registers for two sets) into the one set, after that P·V has completed.
+template <int kBN, bool kCausal, bool kLazy, bool kQRegs>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_fp8_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                        const __grid_constant__ CUtensorMap tv, const Fp8Scales sc, bf16* __restrict__ out,
                        int sq, int sk, int heads, int group, float scale_log2) {
 #ifdef H3_SM90A
-    using C = Fp8Consumer;
+    using C = Fp8Consumer<kBN>;
+    using T = Fp8Tile<kBN>;
     extern __shared__ uint8_t smem_raw[];
-    SmemFp8& sm =
-        *reinterpret_cast<SmemFp8*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    SmemFp8<kBN>& sm =
+        *reinterpret_cast<SmemFp8<kBN>*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     const int wg = threadIdx.x / 128;
     const int m_block = kCausal ? static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)
                                 : static_cast<int>(blockIdx.x);
@@ -258,18 +345,21 @@ __global__ void __launch_bounds__(kThreads, 1)
             tma_prefetch_map(&tk);
             tma_prefetch_map(&tv);
             const uint32_t qf = smem_u32(&sm.q_full);
-            mbar_expect_tx(qf, kTileBytes);
+            mbar_expect_tx(qf, kQBytes);
             tma_load_3d(smem_u32(sm.q), &tq, qf, 0, h, m0);
             for (int j = 0; j < n_blocks; ++j) {
                 const int st = j % kStages;
                 const uint32_t ph = (j / kStages) & 1;
                 const uint32_t kf = smem_u32(&sm.k_full[st]), vf = smem_u32(&sm.v_full[st]);
                 if (j >= kStages) mbar_wait(smem_u32(&sm.k_empty[st]), ph ^ 1);
-                mbar_expect_tx(kf, kTileBytes);
+                mbar_expect_tx(kf, T::kBytes);
                 tma_load_3d(smem_u32(sm.k[st]), &tk, kf, 0, hk, j * kBN);
                 if (j >= kStages) mbar_wait(smem_u32(&sm.v_empty[st]), ph ^ 1);
-                mbar_expect_tx(vf, kTileBytes);
-                tma_load_3d(smem_u32(sm.v[st]), &tv, vf, j * kBN, 0, hk);
+                mbar_expect_tx(vf, T::kBytes);
+#pragma unroll
+                for (int sl = 0; sl < kBN / T::kVSlab; ++sl)
+                    tma_load_3d(smem_u32(sm.v[st]) + sl * T::kVSlabBytes, &tv, vf, j * kBN + sl * T::kVSlab,
+                                0, hk);
             }
         }
         return;
@@ -283,55 +373,62 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;
     const uint32_t qa = smem_u32(sm.q) + cw * (64 * 128);
     const int my_bar = 1 + cw, other_bar = 2 - cw;
-    const float q_scale = sc.q[h * sc.nqb + m_block] * scale_log2;
-    const int vmax_log2 = fp8_scale_log2(fp8_bits_float(static_cast<uint32_t>(sc.vmax_bits[hk])));
-    const float* k_scale = sc.k + hk * sc.nkb;
-    const float* v_scale = sc.v + hk * sc.nkb;
-    auto block_sl2 = [&](int j) { return q_scale * k_scale[j]; };
-    auto block_ve = [&](int j) { return static_cast<float>(8 + fp8_scale_log2(v_scale[j]) - vmax_log2); };
+    const float k_scale = fp8_block_scale(fp8_bits_float(static_cast<uint32_t>(sc.k_amax_bits[hk])));
+    const float sl2 = sc.q[h * sc.nqb + m_block] * k_scale * scale_log2;
 
     float o[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) o[i] = 0.0f;
-    float s[64];
-    uint32_t p[4][4], p2[4][4];
+    constexpr bool kOneP = kBN == 192;
+    float s[T::kS];
+    uint32_t p[T::kPSteps][4], p2_regs[kOneP ? 1 : T::kPSteps][4];
+    auto& p2 = pick<kOneP>(p, p2_regs);
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, corr[2];
     const int first_masked = kCausal ? m0 / kBN : n_blocks - (sk % kBN != 0 ? 1 : 0);
+    uint32_t qr[4][4]; // Q's A fragments (kQRegs)
+    auto issue_s = [&](uint32_t kb) {
+        if constexpr (kQRegs)
+            C::issue_s_rq(s, qr, kb);
+        else
+            C::issue_s(s, qa, kb);
+    };
 
     if (cw == 1) named_arrive(1, 256);
     mbar_wait(smem_u32(&sm.q_full), 0);
+    if constexpr (kQRegs) C::load_q(qr, qa);
     {
-        const float sl2 = block_sl2(0), ve = block_ve(0);
         mbar_wait(smem_u32(&sm.k_full[0]), 0);
         named_sync(my_bar, 256);
-        C::issue_s(s, qa, smem_u32(sm.k[0]));
+        issue_s(smem_u32(sm.k[0]));
         named_arrive(other_bar, 256);
         wgmma_wait<0>();
         fence_regs(s);
         if (elect) mbar_arrive(smem_u32(&sm.k_empty[0]));
         if (first_masked == 0)
-            C::softmax<true, true, kCausal>(s, 0, sk, row0, sl2, ve, m, l, corr, p);
+            C::template softmax<true, true, kCausal>(s, 0, sk, row0, sl2, m, l, corr);
         else
-            C::softmax<true, false, kCausal>(s, 0, sk, row0, sl2, ve, m, l, corr, p);
+            C::template softmax<true, false, kCausal>(s, 0, sk, row0, sl2, m, l, corr);
+        C::pack_p(s, p);
     }
     auto step = [&](auto mask_tag, int j, auto& pin, auto& pout) {
         constexpr bool kMask = decltype(mask_tag)::value;
         const int st = j % kStages, pst = (j - 1) % kStages;
-        const float sl2 = block_sl2(j), ve = block_ve(j);
         mbar_wait(smem_u32(&sm.k_full[st]), (j / kStages) & 1);
         mbar_wait(smem_u32(&sm.v_full[pst]), ((j - 1) / kStages) & 1);
         named_sync(my_bar, 256);
-        C::issue_s(s, qa, smem_u32(sm.k[st]));
+        issue_s(smem_u32(sm.k[st]));
         C::issue_pv(o, pin, smem_u32(sm.v[pst]));
         named_arrive(other_bar, 256);
         wgmma_wait<1>();
         fence_regs(s);
         if (elect) mbar_arrive(smem_u32(&sm.k_empty[st]));
-        C::softmax<false, kMask, kCausal>(s, j * kBN, sk, row0, sl2, ve, m, l, corr, pout);
+        C::template softmax<false, kMask, kCausal>(s, j * kBN, sk, row0, sl2, m, l, corr);
+        if constexpr (!kOneP) C::pack_p(s, pout);
         wgmma_wait<0>();
         fence_regs(o);
         C::fence_p(pin);
         if (elect) mbar_arrive(smem_u32(&sm.v_empty[pst]));
+        if constexpr (kOneP) C::pack_p(s, pout); // pout is pin: its P·V has completed
         if (!kLazy || __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
 #pragma unroll
             for (int jj = 0; jj < 16; ++jj)
@@ -371,8 +468,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         last_pv(p);
     }
 
-    // epilogue: O · (v_scale_max / 256) / l
-    const float out_scale = fp8_bits_float(static_cast<uint32_t>(vmax_log2 - 8 + 127) << 23);
+    // epilogue: O · (v_scale / 2^kPBias) / l
+    const float out_scale =
+        fp8_block_scale(fp8_bits_float(static_cast<uint32_t>(sc.v_amax_bits[hk]))) / (1 << kPBias);
     const int t = lane % 4;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -395,6 +493,36 @@ int64_t round_up(int64_t x, int64_t m) {
     return (x + m - 1) / m * m;
 }
 
+using Fp8Kernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, Fp8Scales, bf16*, int, int, int, int,
+                           float);
+
+template <int kBN>
+Status launch_fp8(const Context& ctx, const HopperAttentionArgs& a, Fp8Kernel kernel, const CUtensorMap& tq,
+                  const uint8_t* k8, const uint8_t* vt, int64_t sk_pad, const Fp8Scales& sc) {
+    using T = Fp8Tile<kBN>;
+    CUtensorMap tk, tv;
+    TmaDims dk{.rank = 3,
+               .dims = {kHeadDim, static_cast<uint64_t>(a.kv_heads), static_cast<uint64_t>(a.sk)},
+               .strides = {kHeadDim, static_cast<uint64_t>(a.kv_heads) * kHeadDim},
+               .box = {128, 1, kBN}};
+    TmaDims dv{.rank = 3,
+               .dims = {static_cast<uint64_t>(sk_pad), kHeadDim, static_cast<uint64_t>(a.kv_heads)},
+               .strides = {static_cast<uint64_t>(sk_pad), static_cast<uint64_t>(sk_pad) * kHeadDim},
+               .box = {T::kVSlab, kHeadDim, 1},
+               .swizzle = T::kVSlab == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B};
+    H3_TRY(make_tensor_map(tk, CU_TENSOR_MAP_DATA_TYPE_UINT8, k8, dk));
+    H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_UINT8, vt, dv));
+    const size_t smem = sizeof(SmemFp8<kBN>) + 1024;
+    H3_CUDA_TRY(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+        "cudaFuncSetAttribute(attention_fp8_sm90)");
+    const dim3 grid(static_cast<unsigned>((a.sq + kBM - 1) / kBM), static_cast<unsigned>(a.heads));
+    kernel<<<grid, kThreads, smem, stream_of(ctx)>>>(
+        tq, tk, tv, sc, static_cast<bf16*>(a.o), static_cast<int>(a.sq), static_cast<int>(a.sk),
+        static_cast<int>(a.heads), static_cast<int>(a.heads / a.kv_heads), a.scale * 1.4426950408889634f);
+    return check_launch("attention_fp8_sm90");
+}
+
 } // namespace
 
 Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, const HopperFp8Config& cfg) {
@@ -404,70 +532,67 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, co
     if (a.dim != kHeadDim || a.batch != 1)
         return unimplemented("fp8 attention: head dim 128 and one sequence only (got head dim " +
                              std::to_string(a.dim) + ", batch " + std::to_string(a.batch) + ")");
-    const int64_t nqb = (a.sq + kBM - 1) / kBM, nkb = (a.sk + kBN - 1) / kBN, sk_pad = nkb * kBN;
-    // scratch: q8 | k8 | vt | q scales | k scales | v scales | vmax bits (each 256-byte aligned)
+    if (cfg.block_n != 128 && cfg.block_n != 192)
+        return invalid_argument("fp8 attention: block_n must be 128 or 192, not " +
+                                std::to_string(cfg.block_n));
+    if (a.causal && (cfg.block_n != 128 || !cfg.lazy_rescale || cfg.q_in_registers))
+        return unimplemented("fp8 attention: causal runs the default configuration only");
+    const int64_t nqb = (a.sq + kBM - 1) / kBM, nkb = (a.sk + kQuantRows - 1) / kQuantRows;
+    const int64_t sk_pad = nkb * kQuantRows;
+    // scratch: q8 | k8 | vt | q scales | k and v max bits (each 256-byte aligned)
     const int64_t q8_bytes = round_up(a.sq * a.heads * kHeadDim, 256);
     const int64_t k8_bytes = round_up(a.sk * a.kv_heads * kHeadDim, 256);
     const int64_t vt_bytes = round_up(a.kv_heads * kHeadDim * sk_pad, 256);
-    const int64_t qs_bytes = round_up(a.heads * nqb * 4, 256), ks_bytes = round_up(a.kv_heads * nkb * 4, 256);
-    const int64_t vm_bytes = round_up(a.kv_heads * 4, 256);
-    const int64_t total = q8_bytes + k8_bytes + vt_bytes + qs_bytes + 2 * ks_bytes + vm_bytes;
+    const int64_t qs_bytes = round_up(a.heads * nqb * 4, 256), amax_bytes = round_up(2 * a.kv_heads * 4, 256);
+    const int64_t total = q8_bytes + k8_bytes + vt_bytes + qs_bytes + amax_bytes;
     H3_ASSIGN_OR_RETURN(void* scratch, ctx.cuda->scratch(static_cast<size_t>(total)));
     uint8_t* base = static_cast<uint8_t*>(scratch);
     uint8_t* q8 = base;
     uint8_t* k8 = q8 + q8_bytes;
     uint8_t* vt = k8 + k8_bytes;
     float* qs = reinterpret_cast<float*>(vt + vt_bytes);
-    float* ks = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(qs) + qs_bytes);
-    float* vs = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(ks) + ks_bytes);
-    int* vmax = reinterpret_cast<int*>(reinterpret_cast<uint8_t*>(vs) + ks_bytes);
+    int* k_amax = reinterpret_cast<int*>(reinterpret_cast<uint8_t*>(qs) + qs_bytes);
+    int* v_amax = k_amax + a.kv_heads;
     cudaStream_t stream = stream_of(ctx);
-    H3_CUDA_TRY(cudaMemsetAsync(vmax, 0, static_cast<size_t>(a.kv_heads) * 4, stream),
-                "cudaMemsetAsync(vmax)");
-    quantize_rows_kernel<<<dim3(static_cast<unsigned>(nqb), static_cast<unsigned>(a.heads)), 128, 0,
-                           stream>>>(static_cast<const bf16*>(a.q), q8, qs, static_cast<int>(a.sq),
+    H3_CUDA_TRY(cudaMemsetAsync(k_amax, 0, static_cast<size_t>(2 * a.kv_heads) * 4, stream),
+                "cudaMemsetAsync(amax)");
+    const dim3 kv_grid(static_cast<unsigned>(nkb), static_cast<unsigned>(a.kv_heads));
+    const bf16* k = static_cast<const bf16*>(a.k);
+    const bf16* v = static_cast<const bf16*>(a.v);
+    const int sk = static_cast<int>(a.sk), hkv = static_cast<int>(a.kv_heads);
+    head_amax_kernel<<<kv_grid, kQuantRows, 0, stream>>>(k, k_amax, sk, hkv);
+    H3_TRY(check_launch("head_amax_kernel(k)"));
+    head_amax_kernel<<<kv_grid, kQuantRows, 0, stream>>>(v, v_amax, sk, hkv);
+    H3_TRY(check_launch("head_amax_kernel(v)"));
+    quantize_rows_kernel<<<dim3(static_cast<unsigned>(nqb), static_cast<unsigned>(a.heads)), kQuantRows, 0,
+                           stream>>>(static_cast<const bf16*>(a.q), q8, qs, nullptr, static_cast<int>(a.sq),
                                      static_cast<int>(a.heads));
     H3_TRY(check_launch("quantize_rows_kernel(q)"));
-    quantize_rows_kernel<<<dim3(static_cast<unsigned>(nkb), static_cast<unsigned>(a.kv_heads)), 128, 0,
-                           stream>>>(static_cast<const bf16*>(a.k), k8, ks, static_cast<int>(a.sk),
-                                     static_cast<int>(a.kv_heads));
+    quantize_rows_kernel<<<kv_grid, kQuantRows, 0, stream>>>(k, k8, nullptr, k_amax, sk, hkv);
     H3_TRY(check_launch("quantize_rows_kernel(k)"));
-    quantize_v_kernel<<<dim3(static_cast<unsigned>(nkb), static_cast<unsigned>(a.kv_heads)), 128, 0,
-                        stream>>>(static_cast<const bf16*>(a.v), vt, vs, vmax, static_cast<int>(a.sk),
-                                  static_cast<int>(a.kv_heads), static_cast<int>(sk_pad));
+    quantize_v_kernel<<<kv_grid, kQuantRows, 0, stream>>>(v, vt, v_amax, sk, hkv, static_cast<int>(sk_pad));
     H3_TRY(check_launch("quantize_v_kernel"));
 
-    CUtensorMap tq, tk, tv;
+    CUtensorMap tq;
     TmaDims dq{.rank = 3,
                .dims = {kHeadDim, static_cast<uint64_t>(a.heads), static_cast<uint64_t>(a.sq)},
                .strides = {kHeadDim, static_cast<uint64_t>(a.heads) * kHeadDim},
                .box = {128, 1, kBM}};
-    TmaDims dk{.rank = 3,
-               .dims = {kHeadDim, static_cast<uint64_t>(a.kv_heads), static_cast<uint64_t>(a.sk)},
-               .strides = {kHeadDim, static_cast<uint64_t>(a.kv_heads) * kHeadDim},
-               .box = {128, 1, kBN}};
-    TmaDims dv{.rank = 3,
-               .dims = {static_cast<uint64_t>(sk_pad), kHeadDim, static_cast<uint64_t>(a.kv_heads)},
-               .strides = {static_cast<uint64_t>(sk_pad), static_cast<uint64_t>(sk_pad) * kHeadDim},
-               .box = {kBN, kHeadDim, 1}};
     H3_TRY(make_tensor_map(tq, CU_TENSOR_MAP_DATA_TYPE_UINT8, q8, dq));
-    H3_TRY(make_tensor_map(tk, CU_TENSOR_MAP_DATA_TYPE_UINT8, k8, dk));
-    H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_UINT8, vt, dv));
-    const Fp8Scales sc{qs, ks, vs, vmax, static_cast<int>(nqb), static_cast<int>(nkb)};
-    const size_t smem = sizeof(SmemFp8) + 1024;
-    auto kernel = attention_fp8_sm90<false, true>;
+    const Fp8Scales sc{qs, k_amax, v_amax, static_cast<int>(nqb)};
+    if (cfg.block_n == 192) {
+        const Fp8Kernel kernel = cfg.q_in_registers ? attention_fp8_sm90<192, false, true, true>
+                                                    : attention_fp8_sm90<192, false, true, false>;
+        return launch_fp8<192>(ctx, a, kernel, tq, k8, vt, sk_pad, sc);
+    }
+    Fp8Kernel kernel = attention_fp8_sm90<128, false, true, false>;
     if (a.causal)
-        kernel = attention_fp8_sm90<true, true>;
+        kernel = attention_fp8_sm90<128, true, true, false>;
+    else if (cfg.q_in_registers)
+        kernel = attention_fp8_sm90<128, false, true, true>;
     else if (!cfg.lazy_rescale)
-        kernel = attention_fp8_sm90<false, false>;
-    H3_CUDA_TRY(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-        "cudaFuncSetAttribute(attention_fp8_sm90)");
-    const dim3 grid(static_cast<unsigned>(nqb), static_cast<unsigned>(a.heads));
-    kernel<<<grid, kThreads, smem, stream>>>(
-        tq, tk, tv, sc, static_cast<bf16*>(a.o), static_cast<int>(a.sq), static_cast<int>(a.sk),
-        static_cast<int>(a.heads), static_cast<int>(a.heads / a.kv_heads), a.scale * 1.4426950408889634f);
-    return check_launch("attention_fp8_sm90");
+        kernel = attention_fp8_sm90<128, false, false, false>;
+    return launch_fp8<128>(ctx, a, kernel, tq, k8, vt, sk_pad, sc);
 }
 
 } // namespace h3::ops::cuda_detail

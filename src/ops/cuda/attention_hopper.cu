@@ -80,6 +80,35 @@ template <int kD, int BN> struct Consumer {
         wgmma_commit();
     }
 
+    // The same with Q's A fragments in registers (head dim 128: qr from load_q), K K-major as before.
+    __device__ static void issue_s_rq(float (&s)[kAcc], const uint32_t (&qr)[kD / 16][4], uint32_t kb) {
+        static_assert(kD == 128 && BN == 128, "Q in registers: head dim 128, BN 128");
+        const uint64_t db0 = smem_desc(kb, 16, 1024);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kD / 16; ++kk) {
+            const uint32_t half = kk / 4, off = (kk % 4) * 32;
+            wgmma::rs_bf16_n128(s, qr[kk][0], qr[kk][1], qr[kk][2], qr[kk][3],
+                                desc_add(db0, half * (BN * 128) + off), kk > 0 ? 1u : 0u);
+        }
+        wgmma_commit();
+    }
+    // This warp's A fragments of Q (16 of the consumer's 64 rows) from the two 128-byte-swizzled column
+    // halves at qa (the first) and qa + kHalfBytes: per k16 step, rows g / g + 8 at columns 2t, 2t + 1 and
+    // 8 + 2t, 9 + 2t.
+    __device__ static void load_q(uint32_t (&qr)[kD / 16][4], uint32_t qa) {
+        const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
+#pragma unroll
+        for (int kk = 0; kk < kD / 16; ++kk)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const int row = warp * 16 + g + 8 * (r & 1), byte = (kk % 4) * 32 + 16 * (r >> 1) + 4 * t;
+                const uint32_t addr =
+                    qa + (kk / 4) * kHalfBytes + row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15));
+                asm volatile("ld.shared.b32 %0, [%1];" : "=r"(qr[kk][r]) : "r"(addr));
+            }
+    }
+
     __device__ static void issue_pv(float (&o)[kD / 2], const uint32_t (&p)[kK16][4], uint32_t vb) {
         // B = V[16 keys][kD], MN-major: 64-column halves BN·128 B apart (head dim 128; at 64 there is one),
         // 8-key groups 1024 B apart.
@@ -96,11 +125,11 @@ template <int kD, int BN> struct Consumer {
         wgmma_commit();
     }
 
-    // Masks, updates the running max / sum and writes P (bf16 A fragments). Row i of this thread is
-    // row_base + 8·i; its columns are col_base + 8·jj + 2·t + e.
+    // Masks, updates the running max / sum and leaves P in s (pack_p writes the bf16 A fragments). Row i
+    // of this thread is row_base + 8·i; its columns are col_base + 8·jj + 2·t + e.
     template <bool kFirst, bool kMask, bool kCausal>
     __device__ static void softmax(float (&s)[kAcc], int col0, int sk, int row0, float sl2, float (&m)[2],
-                                   float (&l)[2], float (&corr)[2], uint32_t (&p)[kK16][4]) {
+                                   float (&l)[2], float (&corr)[2]) {
         const int t = threadIdx.x % 4;
         if constexpr (kMask) {
             // Column 8·jj + e (relative to this thread's first, col0 + 2·t) is kept when below `lim`: the
@@ -139,6 +168,8 @@ template <int kD, int BN> struct Consumer {
                 }
             l[i] = kFirst ? sum : l[i] * corr[i] + sum;
         }
+    }
+    __device__ static void pack_p(const float (&s)[kAcc], uint32_t (&p)[kK16][4]) {
 #pragma unroll
         for (int kk = 0; kk < kK16; ++kk) {
             p[kk][0] = pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
@@ -150,9 +181,20 @@ template <int kD, int BN> struct Consumer {
 };
 #endif // H3_SM90A
 
+// `a` if kFirst, else `b` (a reference either way).
+template <bool kFirst, class A, class B> __device__ __forceinline__ decltype(auto) pick(A& a, B& b) {
+    if constexpr (kFirst)
+        return (a);
+    else
+        return (b);
+}
+
 // kD: head dim (64 or 128); kStages: K/V ring depth (2 or 3); kLazy: skip the O rescale in a warp when no
-// row's max moved; kBatched: rank-4 maps and grid.z = batch item (sq, sk are per item).
-template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy, bool kBatched>
+// row's max moved; kBatched: rank-4 maps and grid.z = batch item (sq, sk are per item); kQRegs (head dim
+// 128, BN 128): S = Q·Kᵀ takes Q from registers loaded once, and P lives in one register set, packed after
+// the previous block's P·V has completed (two sets and Q do not fit the 240 registers).
+template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy, bool kBatched,
+          bool kQRegs = false>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_bf16_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                         const __grid_constant__ CUtensorMap tv, bf16* __restrict__ out, int sq, int sk,
@@ -232,7 +274,15 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
     float s[C::kAcc];
-    uint32_t p[C::kK16][4], p2[C::kK16][4];
+    uint32_t p[C::kK16][4], p2_regs[kQRegs ? 1 : C::kK16][4];
+    auto& p2 = pick<kQRegs>(p, p2_regs);
+    uint32_t qr[kQRegs ? kD / 16 : 1][4]; // Q's A fragments (kQRegs)
+    auto issue_s = [&](uint32_t kb) {
+        if constexpr (kQRegs)
+            C::issue_s_rq(s, qr, kb);
+        else
+            C::issue_s(s, qa, kb);
+    };
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, corr[2];
     // Blocks from first_masked on need masking: the partial last block, and with causal every block that
     // reaches past the tile's first query (BN == kBlockM there, so m0 / BN is exact).
@@ -240,40 +290,45 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     if (kPingpong && cw == 1) named_arrive(1, 256); // consumer 0 issues first
     mbar_wait(smem_u32(&sm.q_full), 0);
+    if constexpr (kQRegs) C::load_q(qr, qa);
 
     // block 0: S only
     mbar_wait(smem_u32(&sm.k_full[0]), 0);
     if (kPingpong) named_sync(my_bar, 256);
-    C::issue_s(s, qa, smem_u32(sm.k[0][0]));
+    issue_s(smem_u32(sm.k[0][0]));
     if (kPingpong) named_arrive(other_bar, 256);
     wgmma_wait<0>();
     fence_regs(s);
     if (elect) mbar_arrive(smem_u32(&sm.k_empty[0]));
     if (first_masked == 0)
-        C::template softmax<true, true, kCausal>(s, 0, sk, row0, sl2, m, l, corr, p);
+        C::template softmax<true, true, kCausal>(s, 0, sk, row0, sl2, m, l, corr);
     else
-        C::template softmax<true, false, kCausal>(s, 0, sk, row0, sl2, m, l, corr, p);
+        C::template softmax<true, false, kCausal>(s, 0, sk, row0, sl2, m, l, corr);
+    C::pack_p(s, p);
 
     // Block j's S GEMM with block j-1's P·V (from pin); block j's probabilities go to pout. pin and pout
     // alternate between two register sets (the loop is unrolled by two), so P of the P·V in flight is
-    // never overwritten and ptxas need not serialize the wgmmas.
+    // never overwritten and ptxas need not serialize the wgmmas. kQRegs: one set (pin is pout), packed
+    // once the P·V that reads it has completed.
     auto step = [&](auto mask_tag, int j, auto& pin, auto& pout) {
         constexpr bool kMask = decltype(mask_tag)::value;
         const int st = j % kStages, pst = (j - 1) % kStages;
         mbar_wait(smem_u32(&sm.k_full[st]), (j / kStages) & 1);
         mbar_wait(smem_u32(&sm.v_full[pst]), ((j - 1) / kStages) & 1);
         if (kPingpong) named_sync(my_bar, 256);
-        C::issue_s(s, qa, smem_u32(sm.k[st][0]));
+        issue_s(smem_u32(sm.k[st][0]));
         C::issue_pv(o, pin, smem_u32(sm.v[pst][0]));
         if (kPingpong) named_arrive(other_bar, 256);
         wgmma_wait<1>(); // S of block j done; P·V of block j-1 may still run
         fence_regs(s);
         if (elect) mbar_arrive(smem_u32(&sm.k_empty[st]));
-        C::template softmax<false, kMask, kCausal>(s, j * BN, sk, row0, sl2, m, l, corr, pout);
+        C::template softmax<false, kMask, kCausal>(s, j * BN, sk, row0, sl2, m, l, corr);
+        if constexpr (!kQRegs) C::pack_p(s, pout);
         wgmma_wait<0>();
         fence_regs(o);
         C::fence_p(pin);
         if (elect) mbar_arrive(smem_u32(&sm.v_empty[pst]));
+        if constexpr (kQRegs) C::pack_p(s, pout); // pout is pin: its P·V has completed
         // corr is exactly 1 for a row whose max did not move (most rows once the first blocks are seen).
         if (!kLazy || __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
 #pragma unroll
@@ -338,7 +393,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 // Rows per batch item: a.sq / a.batch queries, a.sk / a.batch keys.
-template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy, bool kBatched>
+template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy, bool kBatched,
+          bool kQRegs = false>
 Status launch(const Context& ctx, const HopperAttentionArgs& a) {
     const int64_t sq = a.sq / a.batch, sk = a.sk / a.batch;
     CUtensorMap tq, tk, tv;
@@ -358,7 +414,7 @@ Status launch(const Context& ctx, const HopperAttentionArgs& a) {
     H3_TRY(make_tensor_map(tk, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.k, dkv));
     H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.v, dkv));
     const size_t smem = sizeof(SmemBf16<kD, BN, kStages>) + 1024;
-    auto kernel = attention_bf16_sm90<kD, BN, kStages, kCausal, kPingpong, kLazy, kBatched>;
+    auto kernel = attention_bf16_sm90<kD, BN, kStages, kCausal, kPingpong, kLazy, kBatched, kQRegs>;
     H3_CUDA_TRY(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute(attention_bf16_sm90)");
@@ -400,6 +456,7 @@ Status hopper_attention_bf16(const Context& ctx, const HopperAttentionArgs& a,
     if (cfg.block_n == 176) return launch<128, 176, 2, false, true, false, false>(ctx, a);
     if (!cfg.pingpong) return launch<128, 128, 2, false, false, false, false>(ctx, a);
     if (cfg.stages == 3) return launch<128, 128, 3, false, true, false, false>(ctx, a);
+    if (cfg.q_in_registers) return launch<128, 128, 2, false, true, true, false, true>(ctx, a);
     return cfg.lazy_rescale ? launch<128, 128, 2, false, true, true, false>(ctx, a)
                             : launch<128, 128, 2, false, true, false, false>(ctx, a);
 #endif

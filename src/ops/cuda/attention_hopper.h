@@ -27,13 +27,16 @@ struct HopperAttentionArgs {
 
 // Variants the bench compares. block_n: keys per K/V tile (128 or 176); pingpong: the two consumer
 // warpgroups take turns issuing their GEMMs (one runs softmax while the other multiplies); stages: depth of
-// the K/V ring (2, or 3 with block_n 128); lazy_rescale: skip a warp's O rescale when no row max moved.
+// the K/V ring (2, or 3 with block_n 128); lazy_rescale: skip a warp's O rescale when no row max moved;
+// q_in_registers: Q's A fragments held in registers for S = Q·Kᵀ (with one P register set).
 // Head dim 64 has bn128 / bn176 pingpong and bn128 overlap; head dim 128 with a batch runs the default.
 struct HopperAttentionConfig {
     int block_n = 128;
     bool pingpong = true;
     int stages = 2;
     bool lazy_rescale = false;
+    bool q_in_registers =
+        false; // head dim 128, one sequence, BN 128 pingpong lazy: S = Q·Kᵀ with Q in registers
 };
 
 // Which shapes the bf16 kernel takes: head dim 64 or 128, H divisible by Hkv, a batch >= 1 that divides
@@ -45,9 +48,13 @@ bool hopper_attention_shape_ok(const HopperAttentionArgs& a);
 Status hopper_attention_bf16(const Context& ctx, const HopperAttentionArgs& a,
                              const HopperAttentionConfig& cfg = {});
 
-// Variants of the e4m3 kernel the bench compares. lazy_rescale: as above (causal always rescales lazily).
+// Variants of the e4m3 kernel the bench compares. block_n: keys per block, 128 or 192 (192: lazy rescale
+// only); lazy_rescale: as above; q_in_registers: S = Q·Kᵀ reads Q from registers loaded once, not from
+// shared memory (with lazy rescale). Causal runs the default only.
 struct HopperFp8Config {
+    int block_n = 128;
     bool lazy_rescale = true;
+    bool q_in_registers = false;
 };
 
 // e4m3 attention on bf16 inputs (the op's fp8 mode, see ops/attention.h): a quantization pass writes e4m3

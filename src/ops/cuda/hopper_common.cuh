@@ -75,6 +75,10 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint3
     d |= static_cast<uint64_t>(1) << 62; // 128-byte swizzle
     return d;
 }
+// The same for a 64-byte swizzle (K-major: 64-byte rows, SBO = 8 rows · 64 B; atoms 512-byte aligned).
+__device__ __forceinline__ uint64_t smem_desc_sw64(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return (smem_desc(addr, lbo, sbo) & ~(uint64_t(3) << 62)) | (uint64_t(2) << 62);
+}
 // `d` advanced by `bytes` (a multiple of 16 that stays inside the 18-bit address field). The add is an
 // asm volatile so the compiler computes it where it is used instead of hoisting one 64-bit descriptor per
 // k-step out of the main loop (which costs the registers the pipelined wgmmas need).

@@ -45,8 +45,8 @@ Status make_tensor_map(CUtensorMap& map, CUtensorMapDataType type, const void* b
         if (i + 1 < d.rank) strides[i] = d.strides[i];
     }
     CUresult r = fn(&map, type, static_cast<cuuint32_t>(d.rank), const_cast<void*>(base), dims, strides, box,
-                    estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                    estr, CU_TENSOR_MAP_INTERLEAVE_NONE, d.swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         return internal_error("cuTensorMapEncodeTiled failed (CUresult " +
                               std::to_string(static_cast<int>(r)) + ") for a rank-" + std::to_string(d.rank) +
