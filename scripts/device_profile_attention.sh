@@ -15,9 +15,9 @@ for f in attention_fp8 attention_hopper; do
   cuobjdump -sass "build-gpu/src/ops/CMakeFiles/h3_ops.dir/cuda/$f.cu.o" 2> /dev/null | xz -1 > "$OUT/sass_$f.xz"
 done
 if [ -z "$NCU" ]; then echo "profile: no ncu on this machine"; exit 0; fi
-# attention_fp8_sm90<BN, causal, lazy, q in registers>, attention_bf16_sm90<D, BN, stages, causal, pingpong, lazy, batched, q in registers>:
+# attention_fp8_sm90<BN, causal, lazy, q in registers>, attention_bf16_sm90<D, BN, stages, causal, pingpong, lazy, batched, Q register steps>:
 # the e4m3 default, the bf16 default (lazy rescale, Q in registers), lazy with Q in shared memory, eager
-KERNELS=${H3_PROFILE_KERNELS:-"attention_fp8_sm90ILi128ELb0ELb1ELb1EE attention_bf16_sm90ILi128ELi128ELi2ELb0ELb1ELb1ELb0ELb1EE attention_bf16_sm90ILi128ELi128ELi2ELb0ELb1ELb1ELb0ELb0EE attention_bf16_sm90ILi128ELi128ELi2ELb0ELb1ELb0ELb0ELb0EE"}
+KERNELS=${H3_PROFILE_KERNELS:-"attention_fp8_sm90ILi128ELb0ELb1ELb1EE attention_bf16_sm90ILi128ELi128ELi2ELb0ELb1ELb1ELb0ELi8EE attention_bf16_sm90ILi128ELi128ELi2ELb0ELb1ELb1ELb0ELi0EE attention_bf16_sm90ILi128ELi128ELi2ELb0ELb1ELb0ELb0ELi0EE"}
 for k in $KERNELS; do
   echo "== ncu: $k"
   timeout 120 "$NCU" --kernel-name-base mangled --kernel-name "regex:$k" --launch-count 1 \

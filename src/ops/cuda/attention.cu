@@ -139,7 +139,7 @@ std::atomic<bool> g_warned{false};
 // 104 k). Lazy rescaling and Q in registers exist for head dim 128's single sequence (causal always
 // rescales lazily, with Q in shared memory); head dim 64 and batches ignore the flags.
 constexpr HopperAttentionConfig kHopperDefault{
-    .block_n = 128, .pingpong = true, .lazy_rescale = true, .q_in_registers = true};
+    .block_n = 128, .pingpong = true, .lazy_rescale = true, .q_register_steps = 8};
 // The e4m3 kernel's default: lazy rescaling (+4 to +7 % over rescaling every block) and Q in registers (+5.5
 // to +6.4 % over Q from shared memory, H100, S = 38 k and 104 k); causal runs BN 128 lazy with Q in shared
 // memory.
@@ -304,8 +304,9 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
         } else if (p.batch > 1) { // head dim 128 runs its default for a batch
             names.push_back("hopper bn128 pingpong");
         } else {
-            for (const char* n : {"bn128 pingpong lazy qregs", "bn128 pingpong lazy", "bn128 pingpong",
-                                  "bn128 pingpong s3", "bn176 pingpong", "bn128 overlap"})
+            for (const char* n :
+                 {"bn128 pingpong lazy qregs", "bn128 pingpong lazy qregs-half", "bn128 pingpong lazy",
+                  "bn128 pingpong", "bn128 pingpong s3", "bn176 pingpong", "bn128 overlap"})
                 names.push_back(std::string("hopper ") + n);
         }
     }
@@ -355,9 +356,11 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
         cfg.pingpong = name.find("pingpong") != std::string::npos;
         cfg.stages = name.find(" s3") != std::string::npos ? 3 : 2;
         cfg.lazy_rescale = name.find("lazy") != std::string::npos;
-        cfg.q_in_registers = name.find("qregs") != std::string::npos;
-        if (cfg.q_in_registers && !(ha.dim == 128 && ha.batch == 1 && !p.causal && cfg.block_n == 128 &&
-                                    cfg.pingpong && cfg.stages == 2 && cfg.lazy_rescale))
+        cfg.q_register_steps = name.find("qregs-half") != std::string::npos ? 4
+                               : name.find("qregs") != std::string::npos    ? 8
+                                                                            : 0;
+        if (cfg.q_register_steps > 0 && !(ha.dim == 128 && ha.batch == 1 && !p.causal && cfg.block_n == 128 &&
+                                          cfg.pingpong && cfg.stages == 2 && cfg.lazy_rescale))
             return unimplemented("attention_candidate: '" + name +
                                  "' exists for head dim 128, one sequence, not causal");
         // The instantiations attention_candidates offers beyond head dim 128's single sequence.

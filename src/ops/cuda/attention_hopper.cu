@@ -80,26 +80,32 @@ template <int kD, int BN> struct Consumer {
         wgmma_commit();
     }
 
-    // The same with Q's A fragments in registers (head dim 128: qr from load_q), K K-major as before.
-    __device__ static void issue_s_rq(float (&s)[kAcc], const uint32_t (&qr)[kD / 16][4], uint32_t kb) {
+    // The same with Q's A fragments of the first kQSteps k16 steps in registers (head dim 128: qr from
+    // load_q), the rest from shared memory; K K-major as before.
+    template <int kQSteps>
+    __device__ static void issue_s_rq(float (&s)[kAcc], const uint32_t (&qr)[kQSteps][4], uint32_t qa,
+                                      uint32_t kb) {
         static_assert(kD == 128 && BN == 128, "Q in registers: head dim 128, BN 128");
-        const uint64_t db0 = smem_desc(kb, 16, 1024);
+        const uint64_t da0 = smem_desc(qa, 16, 1024), db0 = smem_desc(kb, 16, 1024);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kD / 16; ++kk) {
             const uint32_t half = kk / 4, off = (kk % 4) * 32;
-            wgmma::rs_bf16_n128(s, qr[kk][0], qr[kk][1], qr[kk][2], qr[kk][3],
-                                desc_add(db0, half * (BN * 128) + off), kk > 0 ? 1u : 0u);
+            const uint64_t db = desc_add(db0, half * (BN * 128) + off);
+            if (kk < kQSteps)
+                wgmma::rs_bf16_n128(s, qr[kk][0], qr[kk][1], qr[kk][2], qr[kk][3], db, kk > 0 ? 1u : 0u);
+            else
+                wgmma::ss_bf16_n128(s, desc_add(da0, half * kHalfBytes + off), db, kk > 0 ? 1u : 0u);
         }
         wgmma_commit();
     }
     // This warp's A fragments of Q (16 of the consumer's 64 rows) from the two 128-byte-swizzled column
     // halves at qa (the first) and qa + kHalfBytes: per k16 step, rows g / g + 8 at columns 2t, 2t + 1 and
     // 8 + 2t, 9 + 2t.
-    __device__ static void load_q(uint32_t (&qr)[kD / 16][4], uint32_t qa) {
+    template <int kQSteps> __device__ static void load_q(uint32_t (&qr)[kQSteps][4], uint32_t qa) {
         const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
 #pragma unroll
-        for (int kk = 0; kk < kD / 16; ++kk)
+        for (int kk = 0; kk < kQSteps; ++kk)
 #pragma unroll
             for (int r = 0; r < 4; ++r) {
                 const int row = warp * 16 + g + 8 * (r & 1), byte = (kk % 4) * 32 + 16 * (r >> 1) + 4 * t;
@@ -190,11 +196,12 @@ template <bool kFirst, class A, class B> __device__ __forceinline__ decltype(aut
 }
 
 // kD: head dim (64 or 128); kStages: K/V ring depth (2 or 3); kLazy: skip the O rescale in a warp when no
-// row's max moved; kBatched: rank-4 maps and grid.z = batch item (sq, sk are per item); kQRegs (head dim
-// 128, BN 128): S = Q·Kᵀ takes Q from registers loaded once, and P lives in one register set, packed after
-// the previous block's P·V has completed (two sets and Q do not fit the 240 registers).
+// row's max moved; kBatched: rank-4 maps and grid.z = batch item (sq, sk are per item); kQSteps (head dim
+// 128, BN 128; 0 by default): the first kQSteps of S = Q·Kᵀ's 8 k16 steps take Q from registers loaded
+// once. With all 8 (32 registers) P lives in one register set, packed after the previous block's P·V has
+// completed (two sets and all of Q do not fit the 240 registers); with 4 the two sets stay.
 template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy, bool kBatched,
-          bool kQRegs = false>
+          int kQSteps = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_bf16_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                         const __grid_constant__ CUtensorMap tv, bf16* __restrict__ out, int sq, int sk,
@@ -274,12 +281,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
     float s[C::kAcc];
-    uint32_t p[C::kK16][4], p2_regs[kQRegs ? 1 : C::kK16][4];
-    auto& p2 = pick<kQRegs>(p, p2_regs);
-    uint32_t qr[kQRegs ? kD / 16 : 1][4]; // Q's A fragments (kQRegs)
+    constexpr bool kOneP = kQSteps == kD / 16;
+    uint32_t p[C::kK16][4], p2_regs[kOneP ? 1 : C::kK16][4];
+    auto& p2 = pick<kOneP>(p, p2_regs);
+    uint32_t qr[kQSteps > 0 ? kQSteps : 1][4]; // Q's A fragments (kQSteps > 0)
     auto issue_s = [&](uint32_t kb) {
-        if constexpr (kQRegs)
-            C::issue_s_rq(s, qr, kb);
+        if constexpr (kQSteps > 0)
+            C::template issue_s_rq<kQSteps>(s, qr, qa, kb);
         else
             C::issue_s(s, qa, kb);
     };
@@ -290,7 +298,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     if (kPingpong && cw == 1) named_arrive(1, 256); // consumer 0 issues first
     mbar_wait(smem_u32(&sm.q_full), 0);
-    if constexpr (kQRegs) C::load_q(qr, qa);
+    if constexpr (kQSteps > 0) C::template load_q<kQSteps>(qr, qa);
 
     // block 0: S only
     mbar_wait(smem_u32(&sm.k_full[0]), 0);
@@ -308,7 +316,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     // Block j's S GEMM with block j-1's P·V (from pin); block j's probabilities go to pout. pin and pout
     // alternate between two register sets (the loop is unrolled by two), so P of the P·V in flight is
-    // never overwritten and ptxas need not serialize the wgmmas. kQRegs: one set (pin is pout), packed
+    // never overwritten and ptxas need not serialize the wgmmas. kOneP: one set (pin is pout), packed
     // once the P·V that reads it has completed.
     auto step = [&](auto mask_tag, int j, auto& pin, auto& pout) {
         constexpr bool kMask = decltype(mask_tag)::value;
@@ -323,12 +331,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         fence_regs(s);
         if (elect) mbar_arrive(smem_u32(&sm.k_empty[st]));
         C::template softmax<false, kMask, kCausal>(s, j * BN, sk, row0, sl2, m, l, corr);
-        if constexpr (!kQRegs) C::pack_p(s, pout);
+        if constexpr (!kOneP) C::pack_p(s, pout);
         wgmma_wait<0>();
         fence_regs(o);
         C::fence_p(pin);
         if (elect) mbar_arrive(smem_u32(&sm.v_empty[pst]));
-        if constexpr (kQRegs) C::pack_p(s, pout); // pout is pin: its P·V has completed
+        if constexpr (kOneP) C::pack_p(s, pout); // pout is pin: its P·V has completed
         // corr is exactly 1 for a row whose max did not move (most rows once the first blocks are seen).
         if (!kLazy || __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
 #pragma unroll
@@ -394,7 +402,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 // Rows per batch item: a.sq / a.batch queries, a.sk / a.batch keys.
 template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy, bool kBatched,
-          bool kQRegs = false>
+          int kQSteps = 0>
 Status launch(const Context& ctx, const HopperAttentionArgs& a) {
     const int64_t sq = a.sq / a.batch, sk = a.sk / a.batch;
     CUtensorMap tq, tk, tv;
@@ -414,7 +422,7 @@ Status launch(const Context& ctx, const HopperAttentionArgs& a) {
     H3_TRY(make_tensor_map(tk, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.k, dkv));
     H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.v, dkv));
     const size_t smem = sizeof(SmemBf16<kD, BN, kStages>) + 1024;
-    auto kernel = attention_bf16_sm90<kD, BN, kStages, kCausal, kPingpong, kLazy, kBatched, kQRegs>;
+    auto kernel = attention_bf16_sm90<kD, BN, kStages, kCausal, kPingpong, kLazy, kBatched, kQSteps>;
     H3_CUDA_TRY(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute(attention_bf16_sm90)");
@@ -456,7 +464,8 @@ Status hopper_attention_bf16(const Context& ctx, const HopperAttentionArgs& a,
     if (cfg.block_n == 176) return launch<128, 176, 2, false, true, false, false>(ctx, a);
     if (!cfg.pingpong) return launch<128, 128, 2, false, false, false, false>(ctx, a);
     if (cfg.stages == 3) return launch<128, 128, 3, false, true, false, false>(ctx, a);
-    if (cfg.q_in_registers) return launch<128, 128, 2, false, true, true, false, true>(ctx, a);
+    if (cfg.q_register_steps == 8) return launch<128, 128, 2, false, true, true, false, 8>(ctx, a);
+    if (cfg.q_register_steps == 4) return launch<128, 128, 2, false, true, true, false, 4>(ctx, a);
     return cfg.lazy_rescale ? launch<128, 128, 2, false, true, true, false>(ctx, a)
                             : launch<128, 128, 2, false, true, false, false>(ctx, a);
 #endif

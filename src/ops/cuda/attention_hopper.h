@@ -28,15 +28,15 @@ struct HopperAttentionArgs {
 // Variants the bench compares. block_n: keys per K/V tile (128 or 176); pingpong: the two consumer
 // warpgroups take turns issuing their GEMMs (one runs softmax while the other multiplies); stages: depth of
 // the K/V ring (2, or 3 with block_n 128); lazy_rescale: skip a warp's O rescale when no row max moved;
-// q_in_registers: Q's A fragments held in registers for S = Q·Kᵀ (with one P register set).
+// q_register_steps: of S = Q·Kᵀ's 8 k16 steps, how many take Q's A fragments from registers (8: all, with
+// one P register set; 4: the first half, two P sets).
 // Head dim 64 has bn128 / bn176 pingpong and bn128 overlap; head dim 128 with a batch runs the default.
 struct HopperAttentionConfig {
     int block_n = 128;
     bool pingpong = true;
     int stages = 2;
     bool lazy_rescale = false;
-    bool q_in_registers =
-        false; // head dim 128, one sequence, BN 128 pingpong lazy: S = Q·Kᵀ with Q in registers
+    int q_register_steps = 0; // 0, 4 or 8 (head dim 128, one sequence, BN 128 pingpong lazy)
 };
 
 // Which shapes the bf16 kernel takes: head dim 64 or 128, H divisible by Hkv, a batch >= 1 that divides
