@@ -296,14 +296,6 @@ template <int kBN> struct Fp8Consumer {
 };
 #endif // H3_SM90A
 
-// `a` if kFirst, else `b` (a reference either way).
-template <bool kFirst, class A, class B> __device__ __forceinline__ decltype(auto) pick(A& a, B& b) {
-    if constexpr (kFirst)
-        return (a);
-    else
-        return (b);
-}
-
 // kBN: keys per block (128 or 192); kLazy: skip a warp's O rescale when none of its rows' maxima moved;
 // kQRegs: S = Q·Kᵀ takes Q from registers (loaded once) instead of shared memory. With BN 128 a block's P
 // is packed right after its softmax into the P set the in-flight P·V does not read (two sets, alternating);

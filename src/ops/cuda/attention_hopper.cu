@@ -187,14 +187,6 @@ template <int kD, int BN> struct Consumer {
 };
 #endif // H3_SM90A
 
-// `a` if kFirst, else `b` (a reference either way).
-template <bool kFirst, class A, class B> __device__ __forceinline__ decltype(auto) pick(A& a, B& b) {
-    if constexpr (kFirst)
-        return (a);
-    else
-        return (b);
-}
-
 // kD: head dim (64 or 128); kStages: K/V ring depth (2 or 3); kLazy: skip the O rescale in a warp when no
 // row's max moved; kBatched: rank-4 maps and grid.z = batch item (sq, sk are per item); kQSteps (head dim
 // 128, BN 128; 0 by default): the first kQSteps of S = Q·Kᵀ's 8 k16 steps take Q from registers loaded

@@ -123,6 +123,15 @@ __device__ __forceinline__ void named_arrive(int id, int threads) {
     asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// `a` if kFirst, else `b` (a reference either way): the attention kernels' second P register set, or the
+// first one again where only one fits.
+template <bool kFirst, class A, class B> __device__ __forceinline__ decltype(auto) pick(A& a, B& b) {
+    if constexpr (kFirst)
+        return (a);
+    else
+        return (b);
+}
+
 __device__ __forceinline__ float ex2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
