@@ -25,9 +25,9 @@ constexpr int kHeadDim = 128;
 constexpr int kBM = kFp8AttnBlockM;
 constexpr int kStages = 2;
 constexpr int kThreads = 384;
-constexpr int kQBytes = kBM * 128;    // the Q tile: 128 rows of 128 e4m3
-constexpr int kQuantRows = 128;       // rows (keys) per quantization thread block
-constexpr int kPBias = kFp8AttnPBias; // P = 2^(x − m + kPBias)
+constexpr int kQBytes = kBM * 128;                     // the Q tile: 128 rows of 128 e4m3
+constexpr int kQuantRows = 128;                        // rows (keys) per quantization thread block
+[[maybe_unused]] constexpr int kPBias = kFp8AttnPBias; // P = 2^(x − m + kPBias) (device code only)
 
 // ---- quantization -------------------------------------------------------------------------------------
 __device__ float block_max(float v, float* red) {
@@ -147,11 +147,8 @@ __global__ void __launch_bounds__(kQuantRows)
 // [128 d][BN keys] in slabs of kVSlab keys (128-byte swizzle for 128-key slabs, 64-byte for 64-key ones).
 template <int kBN> struct Fp8Tile {
     static_assert(kBN == 128 || kBN == 192, "fp8 attention: BN 128 or 192");
-    static constexpr int kS = kBN / 2;       // score accumulators per thread
-    static constexpr int kPSteps = kBN / 32; // P·V k-steps (32 keys each)
     static constexpr int kBytes = kBN * 128; // a K or Vᵀ tile
     static constexpr int kVSlab = kBN % 128 == 0 ? 128 : 64;
-    static constexpr int kVSlabBytes = kVSlab * kHeadDim;
 };
 
 template <int kBN> struct SmemFp8 {
@@ -173,7 +170,8 @@ using namespace sm90;
 
 template <int kBN> struct Fp8Consumer {
     using T = Fp8Tile<kBN>;
-    static constexpr int kS = T::kS, kPSteps = T::kPSteps;
+    static constexpr int kS = kBN / 2;       // score accumulators per thread
+    static constexpr int kPSteps = kBN / 32; // P·V k-steps (32 keys each)
 
     __device__ static void fence_p(uint32_t (&p)[kPSteps][4]) {
 #pragma unroll
@@ -228,7 +226,7 @@ template <int kBN> struct Fp8Consumer {
 #pragma unroll
         for (int kk = 0; kk < kPSteps; ++kk) {
             const int slab = kk * 32 / T::kVSlab, within = kk * 32 % T::kVSlab;
-            const uint32_t base = vb + slab * T::kVSlabBytes;
+            const uint32_t base = vb + slab * (T::kVSlab * kHeadDim);
             const uint64_t db = T::kVSlab == 128 ? smem_desc(base, 16, 1024) : smem_desc_sw64(base, 16, 512);
             wgmma::rs_e4m3_n128(o, p[kk][0], p[kk][1], p[kk][2], p[kk][3], desc_add(db, within), 1u);
         }
@@ -350,8 +348,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                 mbar_expect_tx(vf, T::kBytes);
 #pragma unroll
                 for (int sl = 0; sl < kBN / T::kVSlab; ++sl)
-                    tma_load_3d(smem_u32(sm.v[st]) + sl * T::kVSlabBytes, &tv, vf, j * kBN + sl * T::kVSlab,
-                                0, hk);
+                    tma_load_3d(smem_u32(sm.v[st]) + sl * (T::kVSlab * kHeadDim), &tv, vf,
+                                j * kBN + sl * T::kVSlab, 0, hk);
             }
         }
         return;
@@ -372,8 +370,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int i = 0; i < 64; ++i) o[i] = 0.0f;
     constexpr bool kOneP = kBN == 192;
-    float s[T::kS];
-    uint32_t p[T::kPSteps][4], p2_regs[kOneP ? 1 : T::kPSteps][4];
+    float s[C::kS];
+    uint32_t p[C::kPSteps][4], p2_regs[kOneP ? 1 : C::kPSteps][4];
     auto& p2 = pick<kOneP>(p, p2_regs);
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, corr[2];
     const int first_masked = kCausal ? m0 / kBN : n_blocks - (sk % kBN != 0 ? 1 : 0);
