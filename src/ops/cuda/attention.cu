@@ -135,14 +135,15 @@ std::atomic<bool> g_warned{false};
 // The Hopper kernel's default configuration (docs/kernels/attention_notes.md): BN 128, pingpong, lazy O
 // rescaling (exact: a warp skips the rescale only when no row max moved; over rescaling every block −0.5 to
 // +3.6 %, mean +1.5 %, in five multi-round benches on H100s at S = 38 k and 104 k) and Q's fragments in
-// registers for S = Q·Kᵀ (+1.8 to +2.9 % over Q from shared memory in three benches on an H100 at 38 k and
-// 104 k). Lazy rescaling and Q in registers exist for head dim 128's single sequence (causal always
-// rescales lazily, with Q in shared memory); head dim 64 and batches ignore the flags.
+// registers for S = Q·Kᵀ (ahead of Q from shared memory in all eight comparisons, +1.3 to +3.5 % but for one
+// +12 % outlier, H100s at 38 k and 104 k). Lazy rescaling and Q in registers exist for head dim 128's single
+// sequence (causal always rescales lazily, with Q in shared memory); head dim 64 and batches ignore the
+// flags.
 constexpr HopperAttentionConfig kHopperDefault{
     .block_n = 128, .pingpong = true, .lazy_rescale = true, .q_register_steps = 8};
 // The e4m3 kernel's default: lazy rescaling (+4 to +7 % over rescaling every block) and Q in registers (+5.5
-// to +6.4 % over Q from shared memory, H100, S = 38 k and 104 k); causal runs BN 128 lazy with Q in shared
-// memory.
+// to +8.5 % over Q from shared memory in eight of nine comparisons, −1.5 % in one; H100s, S = 38 k and
+// 104 k); causal runs BN 128 lazy with Q in shared memory.
 constexpr HopperFp8Config kFp8Default{.block_n = 128, .lazy_rescale = true, .q_in_registers = true};
 
 // `batch`: the items of a batched call (q/o rows batch·Sq, k/v rows batch·Sk).

@@ -525,8 +525,10 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, co
     if (cfg.block_n != 128 && cfg.block_n != 192)
         return invalid_argument("fp8 attention: block_n must be 128 or 192, not " +
                                 std::to_string(cfg.block_n));
+    if (cfg.block_n == 192 && !cfg.lazy_rescale)
+        return invalid_argument("fp8 attention: block_n 192 exists with lazy rescaling only");
     if (a.causal && (cfg.block_n != 128 || !cfg.lazy_rescale || cfg.q_in_registers))
-        return unimplemented("fp8 attention: causal runs the default configuration only");
+        return unimplemented("fp8 attention: causal runs BN 128, lazy rescaling, Q in shared memory only");
     const int64_t nqb = (a.sq + kBM - 1) / kBM, nkb = (a.sk + kQuantRows - 1) / kQuantRows;
     const int64_t sk_pad = nkb * kQuantRows;
     // scratch: q8 | k8 | vt | q scales | k and v max bits (each 256-byte aligned)

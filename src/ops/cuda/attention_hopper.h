@@ -50,7 +50,7 @@ Status hopper_attention_bf16(const Context& ctx, const HopperAttentionArgs& a,
 
 // Variants of the e4m3 kernel the bench compares. block_n: keys per block, 128 or 192 (192: lazy rescale
 // only); lazy_rescale: as above; q_in_registers: S = Q·Kᵀ reads Q from registers loaded once, not from
-// shared memory (with lazy rescale). Causal runs the default only.
+// shared memory (with lazy rescale). Causal runs BN 128, lazy, Q in shared memory only.
 struct HopperFp8Config {
     int block_n = 128;
     bool lazy_rescale = true;
