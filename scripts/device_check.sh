@@ -17,7 +17,7 @@ STAGE=${H3_STAGE:-all}
 # attention variants, the video VAE decode) first, then the tests stage, then the DiT / attention / fp8 benches (ordered by what the issue
 # needs most, so a call that runs out of time loses the tail); closing: the tests stage (with H3_SKIP_SUITE=1
 # after a speed call ran the suite), then the DiT attention / 2-block DiT benches and a 4-grid-point request;
-# speed_dit: that tail alone (builds h3-engine),
+# speed_dit: that tail alone (builds h3-engine); custom: H3_CUSTOM's script after the build,
 # first the 50-grid-point t2va request (up to H3_SPEED_REQUEST_LIMIT=420 s into the call), then that tail
 in_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ] ||
   { { [ "$STAGE" = final ] || [ "$STAGE" = speed ] || [ "$STAGE" = closing ]; } && [ "$1" = tests ]; }; }
@@ -335,6 +335,12 @@ unset H3_GEMM_AUTOTUNE # the benches time the autotuned GEMMs
 # H3_SPEED_FP8_LATE=1: the speed stage's fp8 velocity bench after the suite (the last item of the call);
 # H3_SPEED_FP8=0: not at all
 [ "$STAGE" = speed ] && [ "${H3_SPEED_FP8_LATE:-0}" = 1 ] && [ "${H3_SPEED_FP8:-1}" != 0 ] && speed_bench_fp8
+# custom: after the setup and the build, source the script named by H3_CUSTOM (a session's one-off
+# measurements; H3_TARGETS picks what is built)
+if [ "$STAGE" = custom ]; then
+  # shellcheck disable=SC1090
+  source "${H3_CUSTOM:?H3_STAGE=custom needs H3_CUSTOM=script}"
+fi
 if [ "$STAGE" = budget ]; then
 # Issue #15's whole-request measures under a 24 GiB device budget (one call): a t2va request with 4 grid
 # points (conditioner, 3 forwards, video + audio decode, mux) placed by the planner, then the conditioner

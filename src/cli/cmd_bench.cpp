@@ -1,6 +1,6 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
 //                     [--blocks N] [--device cuda] [--dtype bf16|fp32|fp16] [--precision fp8] [--iters K]
-//                     [--block-graphs]
+//                     [--block-graphs] [--attention-candidates]
 //                     [--json]
 //                     [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
 //                     [--host-pinning on|off] [--gpu-memory-budget SIZE]
@@ -16,6 +16,8 @@
 // pass runs the blocks back to back and synchronizes once at its end, so streamed blocks (layerwise) overlap
 // their uploads with compute as in a forward; the JSON then adds the bytes uploaded per pass, the rate they
 // arrived at during the pass, the link's own H2D rate (one block's bytes, pinned and pageable) and the plan.
+// Attention is also timed alone on the last block's own q, k, v (and with --attention-candidates every
+// candidate on them), to tell the data's effect from the forward's context.
 #include "cli/app.h"
 #include "cli/bench_lora.h"
 #include "cli/bench_vsa.h"
@@ -53,7 +55,8 @@ struct BenchOptions {
     std::string config = "official", size = "1344x768", device = "cuda", dtype = "bf16", precision;
     int frames = 124, text = 537, blocks = 4, iters = 2;
     bool random_weights = false, json = false;
-    bool block_graphs = false;      // also time the forward with recorded blocks (CUDA graphs)
+    bool block_graphs = false;         // also time the forward with recorded blocks (CUDA graphs)
+    bool attention_candidates = false; // every attention candidate on the forward's own q, k, v
     int64_t lora_rank = 0;          // > 0: also time random rank-R adapters on q/k/v/out/FFN of every block
     std::string lora_mode = "both"; // runtime | merged | both
     std::string attention = "dense";
@@ -207,6 +210,8 @@ int run_bench(const BenchOptions& o) {
     Status st;
     double total = 0, pass_s = 0;
     size_t setup_peak = 0;
+    double attn_forward_data_s = 0; // attention alone on the forward's last q, k, v
+    std::vector<std::pair<std::string, double>> attn_forward_candidates; // --attention-candidates
     model::ResidencyStats timed_stats; // the block source's counters over the timed passes
     {
         auto rows = dit.build_row_tables(packed, *tables);
@@ -255,6 +260,35 @@ int run_bench(const BenchOptions& o) {
         auto totals = timer.totals();
         if (!totals.ok()) return report(totals.status());
         phases = std::move(*totals);
+        // Attention alone on the last block's own q, k, v (RMS-normed, rotated): the forward's data, timed
+        // back to back like the synthetic inputs below, so the two figures separate data from context.
+        const int64_t Hh = c.num_attention_heads, hd = c.attention_head_dim;
+        auto view = [&](const Tensor& buf) {
+            return Tensor::from_storage(buf.storage(), buf.byte_offset(), Shape{S, Hh, hd}, buf.dtype());
+        };
+        const Tensor fq = view(scratch->q), fk = view(scratch->k), fv = view(scratch->v);
+        Tensor fo3 = view(scratch->o);
+        const ops::AttentionParams ap{.fp8 = fp8};
+        auto time_attention = [&](const std::string& candidate) -> Result<double> {
+            auto run = [&] {
+                return candidate.empty() ? ops::attention(ctx, ap, fq, fk, fv, fo3)
+                                         : ops::attention_candidate(ctx, candidate, ap, fq, fk, fv, fo3);
+            };
+            H3_TRY(run()); // warm-up
+            H3_TRY((*session)->synchronize());
+            auto ta = Clock::now();
+            for (int i = 0; i < o.iters; ++i) H3_TRY(run());
+            H3_TRY((*session)->synchronize());
+            return std::chrono::duration<double>(Clock::now() - ta).count() / o.iters;
+        };
+        auto def = time_attention("");
+        if (!def.ok()) return report(def.status());
+        attn_forward_data_s = *def;
+        if (o.attention_candidates)
+            for (const std::string& n : ops::attention_candidates(ctx, ap, fq, fk, fv, fo3)) {
+                auto t = time_attention(n);
+                attn_forward_candidates.push_back({n, t.ok() ? *t : 0.0});
+            }
     }
     const double block_s = pass_s / blocks;
     const size_t block_peak = device_memory_stats().peak;
@@ -379,6 +413,8 @@ int run_bench(const BenchOptions& o) {
         {"attention_tflop_per_block", attn_flops / 1e12},
         {"attention_seconds", attn_s},
         {"attention_tflops", attn_flops / attn_s / 1e12},
+        {"attention_seconds_forward_data", attn_forward_data_s},
+        {"attention_tflops_forward_data", attn_flops / attn_forward_data_s / 1e12},
         {"weights_bytes_on_device", weight_bytes},
         {"peak_device_bytes", block_peak},
         {"peak_device_gib", static_cast<double>(block_peak) / (1ull << 30)},
@@ -394,6 +430,12 @@ int run_bench(const BenchOptions& o) {
         {"attention", attention->describe()},
     };
     if (vsa_tiles) j["vsa"] = vsa_json;
+    if (!attn_forward_candidates.empty()) {
+        nlohmann::json cj = nlohmann::json::object();
+        for (const auto& [name, secs] : attn_forward_candidates)
+            cj[name] = secs > 0 ? attn_flops / secs / 1e12 : 0.0; // 0: the candidate failed
+        j["attention_candidates_tflops_forward_data"] = cj;
+    }
     if (dit.block_source()) {
         const model::ResidencyStats& rs = timed_stats;
         const double bytes_per_pass = static_cast<double>(rs.h2d_bytes) / o.iters;
@@ -801,6 +843,8 @@ Command make_bench_command() {
             "--block-graphs", o->block_graphs,
             "also time --iters forwards replaying each block's CUDA graph against --iters with every "
             "op launched from the host");
+        dit->add_flag("--attention-candidates", o->attention_candidates,
+                      "also time every attention candidate on the last block's own q, k, v");
         dit->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
         dit->add_option("--dtype", o->dtype, "bf16 | fp32 | fp16")
             ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))

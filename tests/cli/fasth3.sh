@@ -50,7 +50,7 @@ expect_rc 3 "${GEN[@]}" --save-latents "$WORK/x.st"; expect_err "vsa_tile_size 2
 
 # ---- bench dit --attention vsa on a tiny config (CPU): blocks with gates and the kept-fraction scan
 expect_rc 0 "$H3" bench dit --config "$WORK/fast/transformer/config.json" --random-weights --device cpu \
-  --size 128x64 --frames 107 --text 9 --blocks 2 --iters 1 --attention vsa:sparsity=0.75 --vsa-scan 0.25,1 --json
+  --size 128x64 --frames 107 --text 9 --blocks 2 --iters 1 --attention vsa:sparsity=0.75 --vsa-scan 0.25,1 --attention-candidates --json
 python3 - "$WORK/out.txt" <<'PY' || fail "bench dit --attention vsa json"
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -60,5 +60,9 @@ assert v["video_tiles"] == 8 * 1 * 1 and v["prefix_tiles"] == 1 + 6, v
 runs = {r["kept_fraction"]: r for r in v["runs"]}
 assert runs[1.0]["keep"] == 8 and runs[0.25]["keep"] == 2, runs
 assert runs[1.0]["vs_all_tiles"] == 1.0 and runs[0.25]["visited_tile_fraction"] < 1.0, runs
+# dense attention alone on the last block's own q, k, v, and every candidate on them (the CPU has one)
+assert j["attention_seconds_forward_data"] > 0, j
+assert list(j["attention_candidates_tflops_forward_data"]) == ["cpu"], j
+assert j["attention_candidates_tflops_forward_data"]["cpu"] > 0, j
 PY
 echo "fasth3: ok"
