@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -152,6 +153,39 @@ TEST(Ops, GemmFp8) {
             }
 }
 
+// gemm_fp8 on rows rounded beforehand (quantize_rows_fp8) is the same product, bit for bit, as gemm_fp8 on
+// the bf16 rows; also on a slice that starts one row in (its bytes and scales off cuBLASLt's 256-byte
+// alignment: copied first on CUDA).
+TEST(Ops, GemmFp8OnRoundedRows) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 700;
+    for (const auto& c : kFp8GemmCases) {
+        if (c.m < 2) continue;
+        SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
+        Tensor x = dev(rnd({c.m, c.k}, DType::kBF16, seed++));
+        auto w8 = quantize_weight_fp8(ctx(), dev(rnd({c.n, c.k}, DType::kBF16, seed++, -0.3f, 0.3f)));
+        ASSERT_TRUE(w8.ok()) << w8.status().to_string();
+        Tensor b = c.bias ? dev(rnd({c.n}, DType::kF32, seed++)) : Tensor();
+        auto data = Tensor::empty(Shape{c.m, c.k}, DType::kF8E4M3, ctx().device);
+        auto scale = Tensor::empty(Shape{c.m}, DType::kF32, ctx().device);
+        ASSERT_TRUE(data.ok() && scale.ok());
+        Fp8Activation a{*data, *scale};
+        ASSERT_OK(quantize_rows_fp8(ctx(), x, a));
+        for (int64_t r0 : {int64_t{0}, int64_t{1}}) {
+            SCOPED_TRACE("rows from " + std::to_string(r0));
+            const int64_t m = c.m - r0;
+            Tensor y0 = Tensor::host({m, c.n}, DType::kBF16);
+            Guarded want(y0), got(y0);
+            ASSERT_OK(gemm_fp8(ctx(), {}, x.slice(0, r0, c.m), *w8, b, want.t));
+            ASSERT_OK(gemm_fp8(ctx(), {}, a.rows(r0, c.m), *w8, b, got.t));
+            const std::vector<double> wv = values(want.t), gv = values(got.t);
+            ASSERT_EQ(wv.size(), gv.size());
+            for (size_t i = 0; i < wv.size(); ++i) ASSERT_EQ(wv[i], gv[i]) << "element " << i;
+            EXPECT_TRUE(got.guards_intact()) << "gemm_fp8 wrote outside y";
+        }
+    }
+}
+
 TEST(Ops, GemmFp8Errors) {
     const Context cpu = Context::cpu();
     Tensor x = rnd({4, 32}, DType::kBF16, 1), y = Tensor::host({4, 8}, DType::kBF16);
@@ -165,6 +199,268 @@ TEST(Ops, GemmFp8Errors) {
     EXPECT_NE(s.message().find("x has K = 16"), std::string::npos) << s.to_string();
     s = gemm_fp8(cpu, {}, x, Fp8Weight{}, Tensor(), y);
     EXPECT_NE(s.message().find("quantize_weight_fp8"), std::string::npos) << s.to_string();
+    // Rounded rows: their bytes and scales are checked and named.
+    Fp8Activation a{Tensor::host({4, 32}, DType::kF8E4M3), Tensor::host({4}, DType::kF32)};
+    ASSERT_OK(quantize_rows_fp8(cpu, x, a));
+    s = gemm_fp8(cpu, {}, Fp8Activation{a.data, Tensor::host({3}, DType::kF32)}, *w8, Tensor(), y);
+    EXPECT_NE(s.message().find("x.scale must be f32[4]"), std::string::npos) << s.to_string();
+    s = gemm_fp8(cpu, {}, Fp8Activation{x, a.scale}, *w8, Tensor(), y);
+    EXPECT_NE(s.message().find("x.data must be f8_e4m3[4, 32]"), std::string::npos) << s.to_string();
+    s = gemm_fp8(cpu, {}, Fp8Activation{}, *w8, Tensor(), y);
+    EXPECT_NE(s.message().find("x.data must be"), std::string::npos) << s.to_string();
+    Fp8Activation small{Tensor::host({4, 16}, DType::kF8E4M3), Tensor::host({4}, DType::kF32)};
+    s = quantize_rows_fp8(cpu, x, small);
+    EXPECT_NE(s.message().find("out.data must be f8_e4m3[4, 32]"), std::string::npos) << s.to_string();
+}
+
+// ---- producers fused with the row quantization (ops/fp8_fused.h) -----------------------------------------
+// An fp8 activation's bytes and scales on the host.
+struct Fp8Host {
+    int64_t rows = 0, cols = 0;
+    std::vector<uint8_t> data;
+    std::vector<float> scale;
+};
+
+Fp8Host fp8_host(const Tensor& data, const Tensor& scale) {
+    Fp8Host h{data.dim(0), data.dim(1), {}, {}};
+    const Tensor d = data.device().is_cpu() ? data : data.to(Device::cpu()).value();
+    const Tensor s = scale.device().is_cpu() ? scale : scale.to(Device::cpu()).value();
+    h.data.assign(d.data_as<const uint8_t>(), d.data_as<const uint8_t>() + d.numel());
+    h.scale.assign(s.data_as<const float>(), s.data_as<const float>() + s.numel());
+    return h;
+}
+
+// An output [rows, cols] on the backend with guard bytes, poisoned (e4m3 NaN bytes, NaN scales) so that an
+// element the op leaves unwritten cannot pass.
+struct Fp8Out {
+    static Tensor poison(const Shape& shape, DType dt) {
+        Tensor t = Tensor::host(shape, dt);
+        if (dt == DType::kF8E4M3)
+            std::memset(t.data(), 0x7f, t.nbytes());
+        else
+            for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = std::nanf("");
+        return t;
+    }
+    Fp8Out(int64_t rows, int64_t cols)
+        : data(poison({rows, cols}, DType::kF8E4M3)),
+          scale(poison({rows}, DType::kF32)), act{data.t, scale.t} {}
+    Fp8Host host() const {
+        EXPECT_TRUE(data.guards_intact() && scale.guards_intact()) << "the op wrote outside its output";
+        return fp8_host(act.data, act.scale);
+    }
+    Guarded data, scale;
+    Fp8Activation act;
+};
+
+// The same bytes and scales, row `skip` (if >= 0) all zeros with scale 1.
+void expect_same_fp8(const Fp8Host& got, const Fp8Host& want, int64_t skip = -1) {
+    ASSERT_EQ(got.data.size(), want.data.size());
+    int bad = 0;
+    for (int64_t r = 0; r < got.rows; ++r) {
+        if (f32_bits(got.scale[r]) != f32_bits(want.scale[r]) && bad++ < 5)
+            ADD_FAILURE() << "scale[" << r << "] got " << got.scale[r] << " want " << want.scale[r];
+        if (r == skip) {
+            EXPECT_EQ(got.scale[r], 1.0f) << "skipped row " << r;
+        }
+        for (int64_t c = 0; c < got.cols; ++c) {
+            const size_t i = static_cast<size_t>(r * got.cols + c);
+            if (got.data[i] != want.data[i] && bad++ < 5)
+                ADD_FAILURE() << "[" << r << ", " << c << "] got 0x" << std::hex << int{got.data[i]}
+                              << " want 0x" << int{want.data[i]} << std::dec;
+            if (r == skip && got.data[i] != 0 && bad++ < 5)
+                ADD_FAILURE() << "skipped row: [" << r << ", " << c << "] = " << int{got.data[i]};
+        }
+    }
+    EXPECT_EQ(bad, 0) << bad << " differences in " << got.rows << "x" << got.cols;
+}
+
+// CUDA against the CPU reference, on the dequantized values data·scale (rows other than `skip`): the bf16
+// intermediates can differ in their last bit (the CPU sums squares in double, its SiLU uses exp rather than
+// __expf), which can move a value across an e4m3 rounding boundary (one e4m3 step: 2^-3 of the value, or
+// 2^-9·scale below the normal range) or, where it is the row's max, the row's scale by a factor of 2. Such
+// moves are rare: at least 99 % of the values must be identical.
+void expect_close_fp8(const Fp8Host& got, const Fp8Host& want, int64_t skip = -1) {
+    ASSERT_EQ(got.data.size(), want.data.size());
+    int64_t bad = 0, same = 0, total = 0;
+    double worst = 0.0;
+    for (int64_t r = 0; r < got.rows; ++r) {
+        if (r == skip) continue;
+        const double sg = got.scale[r], sw = want.scale[r];
+        EXPECT_TRUE(sg == sw || sg == 2 * sw || 2 * sg == sw)
+            << "row " << r << " scale " << sg << " vs " << sw;
+        for (int64_t c = 0; c < got.cols; ++c) {
+            const size_t i = static_cast<size_t>(r * got.cols + c);
+            const double g = f8e4m3_to_f32(got.data[i]) * sg, w = f8e4m3_to_f32(want.data[i]) * sw;
+            const double err = std::fabs(g - w);
+            worst = std::max(worst, err);
+            ++total;
+            same += g == w;
+            if (!(err <= 0.125 * std::fabs(w) + std::ldexp(std::max(sg, sw), -9)) && bad++ < 5)
+                ADD_FAILURE() << "[" << r << ", " << c << "] got " << g << " want " << w;
+        }
+    }
+    EXPECT_EQ(bad, 0) << bad << " values more than one e4m3 step apart (max abs err " << worst << ")";
+    EXPECT_GE(same, total - total / 100) << same << " of " << total << " identical";
+}
+
+// A table view [rows, cols] with row pitch `pitch` over random host values, and the same view on the backend.
+Tensor fp8_table(int64_t rows, int64_t cols, int64_t pitch, DType dt, uint32_t seed) {
+    return rnd(Shape{rows, pitch}, dt, seed, -0.5f, 0.5f).slice(1, 0, cols);
+}
+Tensor dev_fp8_table(const Tensor& table, int64_t pitch) {
+    if (!on_cuda()) return table;
+    Tensor full =
+        Tensor::from_storage(table.storage(), table.byte_offset(), Shape{table.dim(0), pitch}, table.dtype());
+    return dev(full).slice(1, 0, table.dim(1));
+}
+
+Tensor row_index(const std::vector<int64_t>& v, DType dt) {
+    Tensor t = Tensor::host(Shape{static_cast<int64_t>(v.size())}, dt);
+    for (size_t i = 0; i < v.size(); ++i) store_from_f64(t.data(), dt, i, static_cast<double>(v[i]));
+    return t;
+}
+
+struct Fp8FusedCase {
+    int64_t rows, width; // width: D for the norm, F for swiglu
+    int64_t pitch_pad;   // the tables' row pitch is width + pitch_pad (not a multiple of 8: no 16-byte rows)
+    bool weight, round, f32_tables;
+    DType idx;
+};
+// One element; odd widths (the scalar path); 8-aligned widths with and without 16-byte table rows; the DiT's
+// width; rows wider than the CUDA kernels' shared-memory stash (20480), 8-aligned and not.
+const Fp8FusedCase kFp8FusedCases[] = {
+    {1, 1, 0, true, false, false, DType::kI32},     {37, 203, 5, true, true, true, DType::kI64},
+    {37, 200, 8, true, false, true, DType::kI32},   {37, 200, 3, false, true, false, DType::kI64},
+    {37, 5376, 0, true, true, false, DType::kI32},  {17, 5376, 16, true, false, true, DType::kI64},
+    {3, 30000, 0, true, false, false, DType::kI32}, {3, 24581, 1, false, true, true, DType::kI32}};
+
+std::string fp8_case_name(const char* op, const Fp8FusedCase& c) {
+    return std::string(op) + " rows=" + std::to_string(c.rows) + " width=" + std::to_string(c.width) +
+           " pitch=" + std::to_string(c.width + c.pitch_pad) + (c.weight ? " weight" : "") +
+           (c.round ? " round" : "") + (c.f32_tables ? " f32 tables" : "");
+}
+
+// (1) the fused op against rms_norm_modulate into bf16 then quantize_rows_fp8 on the same backend: the same
+// bytes and scales (on CUDA too: fp8_fused.cu rounds where row_norm_kernel does). With CUDA, also (2) against
+// the CPU reference, with one row index outside the tables (skipped: zeros, scale 1; the CPU refuses it).
+TEST(Ops, RmsNormModulateFp8) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 1200;
+    for (const auto& c : kFp8FusedCases) {
+        SCOPED_TRACE(fp8_case_name("rms_norm_modulate_fp8", c));
+        const int64_t d = c.width, t = 3, pitch = d + c.pitch_pad;
+        const DType tdt = c.f32_tables ? DType::kF32 : DType::kBF16;
+        Tensor x = rnd({c.rows, d}, DType::kBF16, seed++);
+        Tensor w = c.weight ? rnd({d}, DType::kBF16, seed++, 0.5f, 1.5f) : Tensor();
+        Tensor shift = fp8_table(t, d, pitch, tdt, seed++), scale = fp8_table(t, d, pitch, tdt, seed++);
+        std::vector<int64_t> rows(static_cast<size_t>(c.rows));
+        for (int64_t r = 0; r < c.rows; ++r) rows[static_cast<size_t>(r)] = (r * 7 + 1) % t;
+        const Tensor row = row_index(rows, c.idx);
+        const RmsNormParams np{.eps = 1e-6f, .round_normed = c.round};
+        const ModulateParams mp{.round_intermediate = c.round};
+        // On CUDA the last row's index is outside the tables (device indices are not checked: the row is
+        // skipped).
+        const int64_t skip = on_cuda() && c.rows > 1 ? c.rows - 1 : -1;
+        if (skip >= 0) rows[static_cast<size_t>(skip)] = t;
+        const Tensor dx = dev(x), dw = dev(w), dshift = dev_fp8_table(shift, pitch),
+                     dscale = dev_fp8_table(scale, pitch), drow = dev(row_index(rows, c.idx));
+        Fp8Out fused(c.rows, d);
+        ASSERT_OK(rms_norm_modulate_fp8(ctx(), np, mp, dx, dw, dshift, dscale, drow, fused.act));
+        const Fp8Host got = fused.host();
+        {
+            SCOPED_TRACE("fused vs composed on this backend");
+            Tensor y = dev(Tensor::host({c.rows, d}, DType::kBF16)); // zeros: a skipped row stays zero
+            ASSERT_OK(rms_norm_modulate(ctx(), np, mp, dx, dw, dshift, dscale, drow, y));
+            Fp8Out composed(c.rows, d);
+            ASSERT_OK(quantize_rows_fp8(ctx(), y, composed.act));
+            expect_same_fp8(got, composed.host(), skip);
+        }
+        if (on_cuda()) {
+            SCOPED_TRACE("CUDA vs the CPU reference");
+            Fp8Activation ref{Tensor::host({c.rows, d}, DType::kF8E4M3), Tensor::host({c.rows}, DType::kF32)};
+            ASSERT_OK(rms_norm_modulate_fp8(Context::cpu(), np, mp, x, w, shift, scale, row, ref));
+            expect_close_fp8(got, fp8_host(ref.data, ref.scale), skip);
+        }
+    }
+}
+
+// The same for swiglu: (1) fused vs swiglu into bf16 then quantize_rows_fp8 (bit for bit), (2) CUDA vs CPU.
+// The first row of h is zero (a zero row: scale 1).
+TEST(Ops, SwigluFp8) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 1300;
+    for (const auto& c : kFp8FusedCases) {
+        SCOPED_TRACE(fp8_case_name("swiglu_fp8", c));
+        const int64_t f = c.width;
+        Tensor h = rnd({c.rows, 2 * f}, DType::kBF16, seed++, -3.0f, 3.0f);
+        std::memset(h.data(), 0, static_cast<size_t>(2 * f) * sizeof(uint16_t));
+        const Tensor dh = dev(h);
+        Fp8Out fused(c.rows, f);
+        ASSERT_OK(swiglu_fp8(ctx(), dh, fused.act));
+        const Fp8Host got = fused.host();
+        EXPECT_EQ(got.scale[0], 1.0f) << "zero row";
+        {
+            SCOPED_TRACE("fused vs composed on this backend");
+            Tensor y = dev(Tensor::host({c.rows, f}, DType::kBF16));
+            ASSERT_OK(swiglu(ctx(), dh, y));
+            Fp8Out composed(c.rows, f);
+            ASSERT_OK(quantize_rows_fp8(ctx(), y, composed.act));
+            expect_same_fp8(got, composed.host());
+        }
+        if (on_cuda()) {
+            SCOPED_TRACE("CUDA vs the CPU reference");
+            Fp8Activation ref{Tensor::host({c.rows, f}, DType::kF8E4M3), Tensor::host({c.rows}, DType::kF32)};
+            ASSERT_OK(swiglu_fp8(Context::cpu(), h, ref));
+            expect_close_fp8(got, fp8_host(ref.data, ref.scale));
+        }
+    }
+}
+
+// (3) Bad arguments: the message names the op and the tensor.
+TEST(Ops, Fp8FusedErrors) {
+    const Context cpu = Context::cpu();
+    auto expect_error = [](const Status& s, const std::string& text) {
+        EXPECT_FALSE(s.ok());
+        EXPECT_NE(s.message().find(text), std::string::npos) << "want '" << text << "' in: " << s.to_string();
+    };
+    const int64_t s = 4, d = 16;
+    Tensor x = rnd({s, d}, DType::kBF16, 1), shift = rnd({2, d}, DType::kBF16, 2),
+           scale = rnd({2, d}, DType::kBF16, 3), row = row_index({0, 1, 1, 0}, DType::kI32);
+    auto act = [](int64_t rows, int64_t cols) {
+        return Fp8Activation{Tensor::host({rows, cols}, DType::kF8E4M3), Tensor::host({rows}, DType::kF32)};
+    };
+    Fp8Activation out = act(s, d);
+    ASSERT_OK(rms_norm_modulate_fp8(cpu, {}, {}, x, Tensor(), shift, scale, row, out));
+    Tensor xf = rnd({s, d}, DType::kF32, 4);
+    expect_error(rms_norm_modulate_fp8(cpu, {}, {}, xf, Tensor(), shift, scale, row, out),
+                 "rms_norm_modulate_fp8: x is f32[4, 16] but must be bf16");
+    Fp8Activation wide = act(s, d + 1);
+    expect_error(rms_norm_modulate_fp8(cpu, {}, {}, x, Tensor(), shift, scale, row, wide),
+                 "rms_norm_modulate_fp8: out.data is f8_e4m3[4, 17] but expected shape [4, 16]");
+    Fp8Activation bf16_scale{out.data, Tensor::host({s}, DType::kBF16)};
+    expect_error(rms_norm_modulate_fp8(cpu, {}, {}, x, Tensor(), shift, scale, row, bf16_scale),
+                 "rms_norm_modulate_fp8: out.scale is bf16[4] but must be f32");
+    Fp8Activation bf16_data{Tensor::host({s, d}, DType::kBF16), out.scale};
+    expect_error(rms_norm_modulate_fp8(cpu, {}, {}, x, Tensor(), shift, scale, row, bf16_data),
+                 "out.data is bf16[4, 16] but must be f8_e4m3");
+    expect_error(
+        rms_norm_modulate_fp8(cpu, {}, {}, x, Tensor(), shift, rnd({2, d + 1}, DType::kBF16, 5), row, out),
+        "scale is bf16[2, 17] but must have 16 columns");
+    expect_error(rms_norm_modulate_fp8(cpu, {}, {}, x, Tensor(), shift, scale,
+                                       row_index({0, 1, 2, 0}, DType::kI32), out),
+                 "row[2] = 2 is out of range [0, 2)");
+    expect_error(rms_norm_modulate_fp8(cpu, {}, {}, x, rnd({d + 1}, DType::kBF16, 6), shift, scale, row, out),
+                 "weight is bf16[17]");
+    Tensor h = rnd({s, 2 * d}, DType::kBF16, 7);
+    ASSERT_OK(swiglu_fp8(cpu, h, out));
+    expect_error(swiglu_fp8(cpu, rnd({s, 2 * d}, DType::kF16, 8), out),
+                 "swiglu_fp8: h is f16[4, 32] but must be bf16");
+    expect_error(swiglu_fp8(cpu, rnd({s, 2 * d + 1}, DType::kBF16, 9), out),
+                 "h is bf16[4, 33] but its last dim");
+    expect_error(swiglu_fp8(cpu, h, wide),
+                 "swiglu_fp8: out.data is f8_e4m3[4, 17] but expected shape [4, 16]");
+    Fp8Activation missing{Tensor(), out.scale};
+    expect_error(swiglu_fp8(cpu, h, missing), "swiglu_fp8: out.data is undefined");
 }
 
 // ---- attention -------------------------------------------------------------------------------------------

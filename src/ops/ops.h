@@ -17,6 +17,7 @@
 #include "ops/conv.h"
 #include "ops/conv3d.h"
 #include "ops/elementwise.h"
+#include "ops/fp8_fused.h"
 #include "ops/frames.h"
 #include "ops/fused.h"
 #include "ops/gemm.h"

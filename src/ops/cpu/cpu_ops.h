@@ -62,8 +62,17 @@ Status fill_uniform(const Context& ctx, const FillUniformParams& p, Tensor& x);
 // fp8 GEMM (ops/gemm_fp8.h): rows of x (any float dtype) to e4m3 with per-row power-of-two scales, and the
 // scaled e4m3 product.
 Status quantize_rows_fp8(const Context& ctx, const Tensor& x, Tensor& x8, Tensor& scale);
+// The product on x already rounded (x8 [M, K] f8_e4m3, x_scale [M] f32).
+Status gemm_fp8_quantized(const Context& ctx, const Fp8GemmParams& p, const Tensor& x8, const Tensor& x_scale,
+                          const Fp8Weight& w, const Tensor& bias, Tensor& y);
 Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, const Fp8Weight& w,
                 const Tensor& bias, Tensor& y);
+// The producers fused with quantize_rows_fp8 (ops/fp8_fused.h): the producer into a bf16 temporary, then
+// quantize_rows_fp8.
+Status rms_norm_modulate_fp8(const Context& ctx, const RmsNormParams& np, const ModulateParams& mp,
+                             const Tensor& x, const Tensor& weight, const Tensor& shift, const Tensor& scale,
+                             const Tensor& row, Fp8Activation& out);
+Status swiglu_fp8(const Context& ctx, const Tensor& h, Fp8Activation& out);
 
 // Convolutions, BigVGAN activations and LayerNorm (ops/conv.h, ops/audio_act.h, ops/layer_norm.h): all f32
 // except layer_norm (any float dtypes).

@@ -31,11 +31,17 @@ Status quantize_rows_fp8(const Context&, const Tensor& x, Tensor& x8, Tensor& sc
     return ok_status();
 }
 
-Status gemm_fp8(const Context& ctx, const Fp8GemmParams&, const Tensor& x, const Fp8Weight& w,
+Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, const Fp8Weight& w,
                 const Tensor& bias, Tensor& y) {
-    const int64_t m = x.dim(0), k = x.dim(1), n = w.data.dim(0);
+    const int64_t m = x.dim(0), k = x.dim(1);
     Tensor x8 = Tensor::host(Shape{m, k}, DType::kF8E4M3), xs = Tensor::host(Shape{m}, DType::kF32);
     H3_TRY(quantize_rows_fp8(ctx, x, x8, xs));
+    return gemm_fp8_quantized(ctx, p, x8, xs, w, bias, y);
+}
+
+Status gemm_fp8_quantized(const Context&, const Fp8GemmParams&, const Tensor& x8, const Tensor& xs,
+                          const Fp8Weight& w, const Tensor& bias, Tensor& y) {
+    const int64_t m = x8.dim(0), k = x8.dim(1), n = w.data.dim(0);
     // e4m3 bytes -> floats once (256-entry table)
     float lut[256];
     for (int i = 0; i < 256; ++i) lut[i] = f8e4m3_to_f32(static_cast<uint8_t>(i));

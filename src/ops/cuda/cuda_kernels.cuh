@@ -135,6 +135,11 @@ __device__ __forceinline__ float block_sum(float v) {
     return r;
 }
 
+// SiLU as silu/swiglu compute it (and the fused swiglu_fp8, which must round the same values).
+__device__ __forceinline__ float silu_f(float v) {
+    return v / (1.0f + __expf(-v));
+}
+
 // ---- host-side dispatch
 // ------------------------------------------------------------------------------------------
 template <typename T> struct TypeTag { using type = T; };
@@ -205,6 +210,13 @@ __device__ __forceinline__ void load_vec_any(const void* p, int dtype, int64_t o
         load_vec<N>(static_cast<const float*>(p) + offset, v);
         break;
     }
+}
+
+// Threads for a one-block-per-row kernel of `chunks` accesses a row: a multiple of 32 in [32, 256]. The row
+// norms (norm.cu) and the fused fp8 norm (fp8_fused.cu) share it, so both sum a row in the same order.
+inline int row_block(int64_t chunks) {
+    int64_t b = ((chunks + 31) / 32) * 32;
+    return static_cast<int>(b < 32 ? 32 : (b > 256 ? 256 : b));
 }
 
 // Whether a 2-D table (row pitch in elements) supports 16-byte access of 8-element chunks.

@@ -18,10 +18,6 @@ bool vec8_ok(int64_t n, std::initializer_list<const void*> ptrs) {
     return true;
 }
 
-__device__ __forceinline__ float silu_f(float v) {
-    return v / (1.0f + __expf(-v));
-}
-
 template <int N, typename TX, typename TY>
 __global__ void silu_kernel(const TX* __restrict__ x, TY* __restrict__ y, int64_t chunks) {
     for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < chunks;

@@ -219,12 +219,27 @@ Status quantize_rows_fp8(const Context& ctx, const Tensor& x, Tensor& x8, Tensor
                          scale.data_as<float>());
 }
 
-Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, const Fp8Weight& w,
-                const Tensor& bias, Tensor& y) {
-    const int64_t m = x.dim(0), k = x.dim(1), n = w.data.dim(0);
+namespace {
+
+// The e4m3 product y = (x8·w8ᵀ)·x_scale·w_scale (+ bias) for m rows of K = k. The rows are rounded here from
+// x (bf16, into the scratch's head) unless `given` holds them already rounded (x8 [m, k] bytes, scales [m]).
+struct Fp8Rows {
+    const uint8_t* x8 = nullptr;
+    const float* scale = nullptr;
+};
+Status fp8_product(const Context& ctx, const Fp8GemmParams& p, int64_t m, int64_t k, const Tensor* x,
+                   Fp8Rows given, const Fp8Weight& w, const Tensor& bias, Tensor& y) {
+    const int64_t n = w.data.dim(0);
     if (m == 0 || n == 0) return ok_status();
     if (k % 16 != 0) return unimplemented("gemm_fp8: K = " + std::to_string(k) + " is not a multiple of 16");
-    const int64_t x8_bytes = round256(m * k), xs_bytes = round256(m * 4);
+    const bool rounded = given.x8 != nullptr;
+    // The algorithms are asked for without alignment preferences, so cuBLASLt's default (256 bytes) holds:
+    // given rows or scales off it (a slice) are copied to the scratch's head first.
+    auto off256 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 256 != 0; };
+    const bool copy_x8 = rounded && off256(given.x8);
+    const bool copy_xs = rounded && off256(given.scale);
+    const int64_t x8_bytes = !rounded || copy_x8 ? round256(m * k) : 0;
+    const int64_t xs_bytes = !rounded || copy_xs ? round256(m * 4) : 0;
     const bool bias_ok = !bias.defined() || bias.dtype() == DType::kF32 || bias.dtype() == DType::kBF16;
     const Fp8GemmKey key{
         m,           n, k, static_cast<int>(y.dtype()), bias.defined() ? static_cast<int>(bias.dtype()) : -1,
@@ -256,14 +271,27 @@ Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, con
                  (outer ? "with outer-vector scales"
                         : "into fp32 scratch + a scaling pass (no outer-vector kernel)"));
     });
-    // The scratch holds x8 | x scales | (without outer-vector scales) the fp32 product.
+    // The scratch holds x8 | x scales (unless given) | (without outer-vector scales) the fp32 product.
     const int64_t tmp_bytes = outer ? 0 : m * n * 4;
-    H3_ASSIGN_OR_RETURN(void* scratch,
-                        ctx.cuda->scratch(static_cast<size_t>(x8_bytes + xs_bytes + tmp_bytes)));
-    uint8_t* x8p = static_cast<uint8_t*>(scratch);
-    float* xs = reinterpret_cast<float*>(x8p + x8_bytes);
-    float* tmp = reinterpret_cast<float*>(x8p + x8_bytes + xs_bytes);
-    H3_TRY(quantize_rows(ctx, x.data(), x.dtype(), m, k, x8p, xs));
+    void* scratch = nullptr;
+    if (x8_bytes + xs_bytes + tmp_bytes > 0) {
+        H3_ASSIGN_OR_RETURN(scratch, ctx.cuda->scratch(static_cast<size_t>(x8_bytes + xs_bytes + tmp_bytes)));
+    }
+    uint8_t* head = static_cast<uint8_t*>(scratch);
+    const uint8_t* x8p = rounded && !copy_x8 ? given.x8 : head;
+    const float* xs = rounded && !copy_xs ? given.scale : reinterpret_cast<const float*>(head + x8_bytes);
+    float* tmp = reinterpret_cast<float*>(head + x8_bytes + xs_bytes);
+    if (!rounded)
+        H3_TRY(
+            quantize_rows(ctx, x->data(), x->dtype(), m, k, head, reinterpret_cast<float*>(head + x8_bytes)));
+    if (copy_x8)
+        H3_CUDA_TRY(cudaMemcpyAsync(head, given.x8, static_cast<size_t>(m * k), cudaMemcpyDeviceToDevice,
+                                    stream_of(ctx)),
+                    "cudaMemcpyAsync(gemm_fp8 rows)");
+    if (copy_xs)
+        H3_CUDA_TRY(cudaMemcpyAsync(head + x8_bytes, given.scale, static_cast<size_t>(m * 4),
+                                    cudaMemcpyDeviceToDevice, stream_of(ctx)),
+                    "cudaMemcpyAsync(gemm_fp8 row scales)");
     Lt d;
     H3_TRY(make_lt(key, outer, w.scale.data(), xs, bias.defined() ? bias.data() : nullptr, bias.dtype(), d));
     const float one = 1.0f, zero = 0.0f;
@@ -291,6 +319,19 @@ Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, con
             static_cast<int>(bias.dtype()), y.data_as<TY>(), m, n);
         return check_launch("fp8_finish");
     });
+}
+
+} // namespace
+
+Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, const Fp8Weight& w,
+                const Tensor& bias, Tensor& y) {
+    return fp8_product(ctx, p, x.dim(0), x.dim(1), &x, {}, w, bias, y);
+}
+
+Status gemm_fp8_quantized(const Context& ctx, const Fp8GemmParams& p, const Tensor& x8, const Tensor& x_scale,
+                          const Fp8Weight& w, const Tensor& bias, Tensor& y) {
+    return fp8_product(ctx, p, x8.dim(0), x8.dim(1), nullptr,
+                       {x8.data_as<const uint8_t>(), x_scale.data_as<const float>()}, w, bias, y);
 }
 
 } // namespace h3::ops::cuda_impl

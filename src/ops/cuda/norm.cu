@@ -26,11 +26,6 @@ struct RowNormArgs {
     bool round_intermediate;
 };
 
-int row_block(int64_t chunks) {
-    int64_t b = ((chunks + 31) / 32) * 32;
-    return static_cast<int>(b < 32 ? 32 : (b > 256 ? 256 : b));
-}
-
 // One block per row. The second pass re-reads the row, which is still in L1/L2 (a 5376-wide bf16 row is
 // 10.5 KiB), so the kernel moves each byte across HBM once.
 template <int N, bool kModulate, typename TX, typename TY>

@@ -1,0 +1,256 @@
+// Producers fused with the fp8 row quantization (ops/fp8_fused.h) on CUDA. One block per row: the
+// producer's bf16 values, rounded where its own kernel rounds them, go to shared memory (2 bytes an element,
+// exact: they are bf16 values); the block reduces the row's max |value| and writes the e4m3 bytes and the
+// power-of-two scale as quantize_rows_fp8's kernels do (gemm_fp8.cu: v·(1/scale), cvt.rn.satfinite). Rows
+// wider than the shared-memory stash compute their values a second time instead (the same arithmetic, so
+// the same values).
+//
+// Bitwise equal to the composition on CUDA (the producer's kernel into a bf16 tensor, then quantize_rows_fp8)
+// by design: swiglu's values use swiglu_kernel's expression (silu_f, cuda_kernels.cuh); the norm's sum of
+// squares is row_norm_kernel's (same block size row_block(), same chunks per thread, the fma per element
+// its compiled code has, block_sum), and every later rounding is spelled out (__fmul_rn, __fadd_rn) as the
+// separate mul/add row_norm_kernel compiles to (its sm_90a SASS: FMUL then FADD, no FFMA, after the sum of
+// squares), so no contraction can differ. The row max is exact in any order, and the scale and bytes are
+// quantize_rows_fp8's. tests/test_ops_fp8.cpp compares the bytes exactly.
+#include "ops/cuda/cuda_kernels.cuh"
+#include "ops/cuda/cuda_ops.h"
+#include "ops/fp8_scale.h"
+
+namespace h3::ops::cuda_impl {
+
+using namespace cuda_detail;
+
+namespace {
+
+// Rows of up to this many bytes of bf16 stay in shared memory: 20480 elements, past the DiT's widths (5376,
+// 14336), and within the 48 KiB a block gets without opting in, with room for the reductions' static shared
+// memory.
+constexpr int64_t kStashBytes = 40 * 1024;
+
+// Max over the block (blockDim.x a multiple of 32, <= 1024); every thread gets it. fmaxf is exact, so the
+// order does not matter, and like quantize_rows_fp8's reduction it drops NaNs.
+__device__ __forceinline__ float block_max(float v) {
+    __shared__ float partial[32];
+    __shared__ float total;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_max(v);
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        float m = lane < static_cast<int>(blockDim.x >> 5) ? partial[lane] : 0.0f;
+        m = warp_max(m);
+        if (lane == 0) total = m;
+    }
+    __syncthreads();
+    const float r = total;
+    __syncthreads(); // `partial`/`total` are reused by the next row
+    return r;
+}
+
+// v·inv rounded to e4m3 (nearest even, saturating) into the N bytes at p; one 8-byte store when `vec`.
+template <int N>
+__device__ __forceinline__ void store_e4m3(uint8_t* p, const float (&v)[N], float inv, bool vec) {
+    if constexpr (N == 8) {
+        if (vec) {
+            uint32_t w[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const __nv_fp8x2_storage_t lo = __nv_cvt_float2_to_fp8x2(
+                    make_float2(v[4 * h] * inv, v[4 * h + 1] * inv), __NV_SATFINITE, __NV_E4M3);
+                const __nv_fp8x2_storage_t hi = __nv_cvt_float2_to_fp8x2(
+                    make_float2(v[4 * h + 2] * inv, v[4 * h + 3] * inv), __NV_SATFINITE, __NV_E4M3);
+                w[h] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+            }
+            *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+            return;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) p[j] = __nv_cvt_float_to_fp8(v[j] * inv, __NV_SATFINITE, __NV_E4M3);
+}
+
+// rms_norm_modulate with x and y bf16 (row_norm_kernel<N, true, bf16, bf16>'s arguments).
+struct NormProducer {
+    const bf16* x;
+    int64_t d;
+    float eps;
+    bool round_normed, round_intermediate;
+    const void* weight; // nullptr: plain norm
+    int weight_type;
+    const void* shift;
+    const void* scale;
+    int table_type;
+    int64_t shift_pitch, scale_pitch, table_rows;
+    const void* row;
+    bool row64;
+    // the current row: x's row, its table row and 1/rms
+    const bf16* xr;
+    int64_t trow;
+    float inv;
+
+    // Sets up row r (every thread of the block calls it); false: the row is skipped (an index outside the
+    // tables, uniform across the block).
+    template <int N> __device__ __forceinline__ bool begin_row(int64_t r) {
+        trow = load_index(row, row64, r);
+        if (trow < 0 || trow >= table_rows) return false;
+        xr = x + r * d;
+        float ss = 0.0f;
+        for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < d;
+             c += blockDim.x * static_cast<int64_t>(N)) {
+            float v[N];
+            load_vec<N>(xr + c, v);
+#pragma unroll
+            for (int j = 0; j < N; ++j) ss = __fmaf_rn(v[j], v[j], ss);
+        }
+        ss = block_sum(ss);
+        inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+        return true;
+    }
+
+    // The bf16 values y[c, c + N) of the current row.
+    template <int N> __device__ __forceinline__ void values(int64_t c, float (&v)[N]) const {
+        float w[N], sh[N], sc[N];
+        load_vec<N>(xr + c, v);
+        if (weight) load_vec_any<N>(weight, weight_type, c, w);
+        load_vec_any<N>(shift, table_type, trow * shift_pitch + c, sh);
+        load_vec_any<N>(scale, table_type, trow * scale_pitch + c, sc);
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            float n = __fmul_rn(v[j], inv);
+            if (round_normed) n = round_to<bf16>(n); // the norm's output dtype: x's
+            if (weight) n = __fmul_rn(n, w[j]);
+            float one_plus = __fadd_rn(1.0f, sc[j]);
+            if (round_intermediate) one_plus = round_to<bf16>(one_plus);
+            float t = __fmul_rn(round_to<bf16>(n), one_plus);
+            if (round_intermediate) t = round_to<bf16>(t);
+            v[j] = round_to<bf16>(__fadd_rn(t, sh[j]));
+        }
+    }
+};
+
+// swiglu on bf16 rows h = [value | gate] of 2f elements.
+struct SwigluProducer {
+    const bf16* h;
+    int64_t f;
+    const bf16* hr; // the current row
+
+    template <int N> __device__ __forceinline__ bool begin_row(int64_t r) {
+        hr = h + r * 2 * f;
+        return true;
+    }
+
+    template <int N> __device__ __forceinline__ void values(int64_t c, float (&v)[N]) const {
+        float gate[N];
+        load_vec<N>(hr + c, v);
+        load_vec<N>(hr + f + c, gate);
+#pragma unroll
+        for (int j = 0; j < N; ++j) v[j] = round_to<bf16>(v[j] * silu_f(gate[j]));
+    }
+};
+
+// One block per row of `cols` outputs, N per access (N == 8: cols % 8 == 0 and the producer's pointers
+// 16-byte aligned; out_vec: out 8-byte aligned too). kStash: the row's values wait in dynamic shared memory
+// (cols bf16) between the max and the quantization; otherwise the producer computes them again.
+template <int N, bool kStash, typename P>
+__global__ void __launch_bounds__(256)
+    fp8_rows_kernel(P p, int64_t rows, int64_t cols, uint8_t* __restrict__ out, float* __restrict__ scale,
+                    bool out_vec) {
+    extern __shared__ uint4 stash_raw[];
+    bf16* stash = reinterpret_cast<bf16*>(stash_raw);
+    const int64_t first = threadIdx.x * static_cast<int64_t>(N), step = blockDim.x * static_cast<int64_t>(N);
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        uint8_t* o = out + r * cols;
+        if (!p.template begin_row<N>(r)) {
+            for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) o[c] = 0;
+            if (threadIdx.x == 0) scale[r] = fp8_block_scale(0.0f);
+            continue;
+        }
+        float amax = 0.0f;
+        for (int64_t c = first; c < cols; c += step) {
+            float v[N];
+            p.template values<N>(c, v);
+#pragma unroll
+            for (int j = 0; j < N; ++j) amax = fmaxf(amax, fabsf(v[j]));
+            if constexpr (kStash) store_vec<N>(stash + c, v);
+        }
+        const float s = fp8_block_scale(block_max(amax)), inv = 1.0f / s;
+        if (threadIdx.x == 0) scale[r] = s;
+        // Each thread reads back only the stash entries it wrote (the same chunks), so no barrier is needed
+        // beyond block_max's.
+        for (int64_t c = first; c < cols; c += step) {
+            float v[N];
+            if constexpr (kStash)
+                load_vec<N>(stash + c, v);
+            else
+                p.template values<N>(c, v);
+            store_e4m3<N>(o + c, v, inv, out_vec);
+        }
+    }
+}
+
+template <int N, typename P>
+void launch_n(const Context& ctx, const P& p, int64_t rows, int64_t cols, uint8_t* out, float* scale,
+              bool out_vec) {
+    const unsigned grid = static_cast<unsigned>(rows < (1LL << 30) ? rows : (1LL << 30));
+    const int threads = row_block(cols / N);
+    const int64_t stash = (cols * static_cast<int64_t>(sizeof(bf16)) + 15) / 16 * 16;
+    if (stash <= kStashBytes)
+        fp8_rows_kernel<N, true><<<grid, threads, static_cast<size_t>(stash), stream_of(ctx)>>>(
+            p, rows, cols, out, scale, out_vec);
+    else
+        fp8_rows_kernel<N, false><<<grid, threads, 0, stream_of(ctx)>>>(p, rows, cols, out, scale, out_vec);
+}
+
+// vec: the producer can read 8 elements an access (row_block then sees cols / 8 chunks, as the producer's own
+// kernel does).
+template <typename P>
+Status launch_fp8_rows(const Context& ctx, const P& p, int64_t rows, int64_t cols, bool vec,
+                       Fp8Activation& out, const char* what) {
+    if (rows == 0 || cols == 0) return ok_status();
+    uint8_t* o = out.data.data_as<uint8_t>();
+    float* s = out.scale.data_as<float>();
+    if (vec)
+        launch_n<8>(ctx, p, rows, cols, o, s, pointer_alignment(o) >= 8);
+    else
+        launch_n<1>(ctx, p, rows, cols, o, s, false);
+    return check_launch(what);
+}
+
+} // namespace
+
+Status rms_norm_modulate_fp8(const Context& ctx, const RmsNormParams& np, const ModulateParams& mp,
+                             const Tensor& x, const Tensor& weight, const Tensor& shift, const Tensor& scale,
+                             const Tensor& row, Fp8Activation& out) {
+    if (shift.dtype() != scale.dtype())
+        return unimplemented("CUDA rms_norm_modulate_fp8: shift and scale tables must share a dtype");
+    NormProducer p{};
+    p.x = x.data_as<const bf16>();
+    p.d = x.dim(1);
+    p.eps = np.eps;
+    p.round_normed = np.round_normed;
+    p.round_intermediate = mp.round_intermediate;
+    if (weight.defined()) p.weight = weight.data(), p.weight_type = static_cast<int>(weight.dtype());
+    p.shift = shift.data();
+    p.scale = scale.data();
+    p.table_type = static_cast<int>(shift.dtype());
+    p.shift_pitch = shift.stride(0);
+    p.scale_pitch = scale.stride(0);
+    p.table_rows = shift.dim(0) < scale.dim(0) ? shift.dim(0) : scale.dim(0);
+    p.row = row.data();
+    p.row64 = row.dtype() == DType::kI64;
+    // rms_norm_modulate's choice for an aligned y, so that the sum of squares runs in the same order.
+    const bool vec = p.d % 8 == 0 && pointer_alignment(x.data()) >= 16 &&
+                     (!weight.defined() || pointer_alignment(weight.data()) >= 16) && table_vec8_ok(shift) &&
+                     table_vec8_ok(scale);
+    return launch_fp8_rows(ctx, p, x.dim(0), p.d, vec, out, "rms_norm_modulate_fp8");
+}
+
+Status swiglu_fp8(const Context& ctx, const Tensor& h, Fp8Activation& out) {
+    SwigluProducer p{};
+    p.h = h.data_as<const bf16>();
+    p.f = h.dim(1) / 2;
+    const bool vec = p.f % 8 == 0 && pointer_alignment(h.data()) >= 16;
+    return launch_fp8_rows(ctx, p, h.dim(0), p.f, vec, out, "swiglu_fp8");
+}
+
+} // namespace h3::ops::cuda_impl
