@@ -20,7 +20,8 @@ STAGE=${H3_STAGE:-all}
 # speed_dit: that tail alone (builds h3-engine); custom: H3_CUSTOM's script after the build,
 # first the 50-grid-point t2va request (up to H3_SPEED_REQUEST_LIMIT=420 s into the call), then that tail
 in_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ] ||
-  { { [ "$STAGE" = final ] || [ "$STAGE" = speed ] || [ "$STAGE" = closing ]; } && [ "$1" = tests ]; }; }
+  { { [ "$STAGE" = final ] || [ "$STAGE" = speed ] || [ "$STAGE" = closing ] ||
+      { [ "$STAGE" = custom ] && [ "${H3_CUSTOM_TESTS:-0}" = 1 ]; }; } && [ "$1" = tests ]; }; }
 OUT=${OUT:-/tmp/h3-device-out}
 mkdir -p "$OUT"
 # Everything this script prints also goes to $OUT/00_summary.txt as it runs: when a call runs out of time
@@ -143,6 +144,12 @@ if [ "$STAGE" = speed ]; then
   [ "${H3_SPEED_PROFILE:-0}" = 1 ] && bash scripts/device_profile_attention.sh
   [ "${H3_SPEED_FP8_LATE:-0}" = 1 ] || [ "${H3_SPEED_FP8:-1}" = 0 ] || speed_bench_fp8
   echo "== speed done ($SECONDS s)"
+fi
+# custom: after the setup and the build, source the script named by H3_CUSTOM (a session's one-off
+# measurements; H3_TARGETS picks what is built); with H3_CUSTOM_TESTS=1 the tests stage follows
+if [ "$STAGE" = custom ]; then
+  # shellcheck disable=SC1090
+  source "${H3_CUSTOM:?H3_STAGE=custom needs H3_CUSTOM=script}"
 fi
 run_test() {  # name, log, args...
   local name=$1 log=$2; shift 2
@@ -335,12 +342,6 @@ unset H3_GEMM_AUTOTUNE # the benches time the autotuned GEMMs
 # H3_SPEED_FP8_LATE=1: the speed stage's fp8 velocity bench after the suite (the last item of the call);
 # H3_SPEED_FP8=0: not at all
 [ "$STAGE" = speed ] && [ "${H3_SPEED_FP8_LATE:-0}" = 1 ] && [ "${H3_SPEED_FP8:-1}" != 0 ] && speed_bench_fp8
-# custom: after the setup and the build, source the script named by H3_CUSTOM (a session's one-off
-# measurements; H3_TARGETS picks what is built)
-if [ "$STAGE" = custom ]; then
-  # shellcheck disable=SC1090
-  source "${H3_CUSTOM:?H3_STAGE=custom needs H3_CUSTOM=script}"
-fi
 if [ "$STAGE" = budget ]; then
 # Issue #15's whole-request measures under a 24 GiB device budget (one call): a t2va request with 4 grid
 # points (conditioner, 3 forwards, video + audio decode, mux) placed by the planner, then the conditioner

@@ -13,6 +13,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <tuple>
 
 namespace h3::model {
 namespace {
@@ -61,9 +63,10 @@ struct BothRuns {
     DitOutputs bf16, fp8;
 };
 
-// One forward in bf16 and one in fp8 (default exceptions; `fast_accum` for the e4m3 GEMMs) on `ctx`, the same
-// random weights and inputs.
-BothRuns run_both(const ops::Context& ctx, bool fast_accum = DitFp8Options{}.fast_accum) {
+// One forward in bf16 and one in fp8 (default exceptions; `fast_accum` for the e4m3 GEMMs, `fused` for
+// DitFp8Options::fused_quantization) on `ctx`, the same random weights and inputs.
+BothRuns run_both(const ops::Context& ctx, bool fast_accum = DitFp8Options{}.fast_accum,
+                  bool fused = DitFp8Options{}.fused_quantization) {
     const DitConfig c = small_config();
     auto w =
         random_dit_weights(c, ctx, DitPrecision::kBf16, {.blocks = c.num_layers, .adaln = false, .seed = 4});
@@ -79,7 +82,7 @@ BothRuns run_both(const ops::Context& ctx, bool fast_accum = DitFp8Options{}.fas
         r.bf16 = *out;
     }
     DitWeights q = *w;
-    Status st = quantize_dit_fp8(ctx, c, {.fast_accum = fast_accum}, q);
+    Status st = quantize_dit_fp8(ctx, c, {.fast_accum = fast_accum, .fused_quantization = fused}, q);
     EXPECT_TRUE(st.ok()) << st.to_string();
     EXPECT_EQ(q.blocks[1].fp8.gemm.fast_accum, fast_accum);
     EXPECT_TRUE(q.blocks[0].fp8.attention && q.blocks[0].fp8.ff_in.defined());
@@ -103,6 +106,38 @@ TEST(DitFp8, VelocityWithinBoundOfBf16OnCpu) {
     EXPECT_LT(v.rel_rms, 0.02);
     EXPECT_GT(a.cosine, 0.9995);
     EXPECT_LT(a.rel_rms, 0.02);
+}
+
+// Fused quantization (the norms and SwiGLU write the GEMMs' e4m3 rows) gives the same bytes as rounding the
+// bf16 rows in each GEMM: the fp8 forward is bit-for-bit the same either way, on the CPU and, where the
+// kernels run, on CUDA. The last block's ff_out stays bf16 (the default exception), so its SwiGLU runs
+// unfused there: both paths meet in one forward.
+void expect_fused_equals_unfused(const ops::Context& ctx) {
+    const BothRuns fused = run_both(ctx, true, true), plain = run_both(ctx, true, false);
+    for (const auto& [name, a, b] : {std::tuple<const char*, const Tensor*, const Tensor*>{
+                                         "video", &fused.fp8.sample, &plain.fp8.sample},
+                                     {"audio", &fused.fp8.audio_sample, &plain.fp8.audio_sample}}) {
+        ASSERT_EQ(a->numel(), b->numel()) << name;
+        ASSERT_GT(a->numel(), 0) << name;
+        EXPECT_EQ(std::memcmp(a->data(), b->data(), static_cast<size_t>(a->numel()) * 4), 0)
+            << name << ": the fused fp8 forward differs from the unfused one";
+    }
+}
+
+TEST(DitFp8, FusedQuantizationIsExactOnCpu) {
+    expect_fused_equals_unfused(ops::Context::cpu());
+}
+
+TEST(DitFp8, FusedQuantizationIsExactOnCuda) {
+#ifdef H3_WITH_CUDA
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    auto cc = ops::CudaContext::create(0);
+    ASSERT_TRUE(cc.ok()) << cc.status().to_string();
+    if ((*cc)->cc_major() != 9) GTEST_SKIP() << "fp8 attention needs an H100/H200";
+    expect_fused_equals_unfused(ops::Context{.device = Device::cuda(0), .cuda = cc->get()});
+#else
+    GTEST_SKIP() << "CPU-only build";
+#endif
 }
 
 // The CUDA fp8 forward (either GEMM accumulation: the CPU reference sums exactly) against the CPU fp8 one.

@@ -1,5 +1,6 @@
 // h3-engine bench dit --config official|CONFIG.json --random-weights [--size WxH] [--frames F] [--text L]
 //                     [--blocks N] [--device cuda] [--dtype bf16|fp32|fp16] [--precision fp8] [--iters K]
+//                     [--fp8-accum exact|fast] [--fp8-fused on|off]
 //                     [--block-graphs] [--attention-candidates]
 //                     [--json]
 //                     [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
@@ -60,7 +61,8 @@ struct BenchOptions {
     int64_t lora_rank = 0;          // > 0: also time random rank-R adapters on q/k/v/out/FFN of every block
     std::string lora_mode = "both"; // runtime | merged | both
     std::string attention = "dense";
-    std::string fp8_accum; // --precision fp8: "exact" | "fast" (empty: DitFp8Options' default)
+    std::string fp8_accum;        // --precision fp8: "exact" | "fast" (empty: DitFp8Options' default)
+    std::string fp8_fused = "on"; // --precision fp8: on | off (DitFp8Options::fused_quantization)
     std::vector<double> vsa_scan = {0.1, 0.25, 0.5, 1.0}; // kept fractions timed with --attention vsa
     ResidencyFlags residency;
     int sp = 0, tp = 0, ring = 0; // 0: not given; 1: the group path at world size 1 (nothing else is allowed)
@@ -188,6 +190,7 @@ int run_bench(const BenchOptions& o) {
     if (fp8) { // every timed block in e4m3 (the default exceptions name the last of 50 blocks)
         model::DitFp8Options f8{.bf16_layers = {}};
         if (!o.fp8_accum.empty()) f8.fast_accum = o.fp8_accum == "fast";
+        f8.fused_quantization = o.fp8_fused == "on";
         Status q = model::quantize_dit_fp8(ctx, truncated, f8, *weights);
         if (!q.ok()) return report(q);
     }
@@ -398,6 +401,7 @@ int run_bench(const BenchOptions& o) {
         {"precision", model::precision_name(prec)},
         {"fp8_fast_accum",
          fp8 && (o.fp8_accum.empty() ? model::DitFp8Options{}.fast_accum : o.fp8_accum == "fast")},
+        {"fp8_fused_quantization", fp8 && o.fp8_fused == "on"},
         {"size", o.size},
         {"frames", o.frames},
         {"rows", S},
@@ -857,6 +861,10 @@ Command make_bench_command() {
                         "with --precision fp8: exact | fast (cuBLASLt's fast fp8 accumulation); default: the "
                         "model's default (DitFp8Options::fast_accum)")
             ->check(CLI::IsMember({"exact", "fast"}));
+        dit->add_option("--fp8-fused", o->fp8_fused,
+                        "with --precision fp8: on | off (the norms and SwiGLU write the GEMMs' e4m3 rows)")
+            ->check(CLI::IsMember({"on", "off"}))
+            ->capture_default_str();
         dit->add_option("--attention", o->attention,
                         "dense | vsa[:sparsity=0.9,mode=exempt|compete,...] (VSA: FastH3 blocks with their "
                         "compression gates, plus the sparse attention alone at the --vsa-scan fractions)")

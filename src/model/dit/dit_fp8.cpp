@@ -62,6 +62,7 @@ Status quantize_dit_fp8(const ops::Context& ctx, const DitConfig& config, const 
         }
         w.fp8.attention = config.attention_head_dim == 128 && !kept(b, "attention");
         w.fp8.gemm = {.fast_accum = options.fast_accum};
+        w.fp8.fused_inputs = options.fused_quantization;
     }
     return ok_status();
 }

@@ -282,6 +282,15 @@ Tensor DitScratch::borrow(int64_t n, int64_t cols, DType dtype) const {
     return Tensor::from_storage(arena, borrow_offset, Shape{n, cols}, dtype);
 }
 
+ops::Fp8Activation DitScratch::fp8_rows(const Tensor& buf, int64_t n, int64_t cols) const {
+    if (!buf.defined() || n <= 0 || cols <= 0) return {};
+    const size_t data_bytes = (static_cast<size_t>(n * cols) + 255) / 256 * 256;
+    const size_t room = static_cast<size_t>(buf.numel()) * dtype_size(buf.dtype());
+    if (data_bytes + static_cast<size_t>(n) * 4 > room) return {};
+    return {Tensor::from_storage(buf.storage(), buf.byte_offset(), Shape{n, cols}, DType::kF8E4M3),
+            Tensor::from_storage(buf.storage(), buf.byte_offset() + data_bytes, Shape{n}, DType::kF32)};
+}
+
 Result<DitScratch> DitModel::make_scratch(int64_t rows, size_t ffn_chunk_bytes, int64_t lora_rank) const {
     const DitConfig& c = config_;
     const DType act = act_dtype();
@@ -350,9 +359,10 @@ Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_b
 
 Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows,
                                   Tensor& out, DitScratch& sc, const LoraBlockFactors* lora,
-                                  PhaseTimer* timer, const VsaLayer* vsa) const {
+                                  PhaseTimer* timer, const VsaLayer* vsa,
+                                  const ops::Fp8Activation* x8) const {
     const DitConfig& c = config_;
-    const int64_t S = x.dim(0), hd = c.attention_head_dim;
+    const int64_t S = x8 ? x8->data.dim(0) : x.dim(0), hd = c.attention_head_dim;
     const DType act = act_dtype();
     H3_CHECK(S <= sc.rows, "scratch holds " << sc.rows << " rows, the branch needs " << S);
     // The blocks of a device group's rank (the refiner runs replicated: rows == nullptr).
@@ -363,9 +373,9 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
         return Tensor::from_storage(buf.storage(), buf.byte_offset(), Shape{S, H * hd}, buf.dtype());
     };
     Tensor q = rows_of(sc.q), k = rows_of(sc.k), v = rows_of(sc.v), o = rows_of(sc.o);
-    H3_TRY(linear(x, w.to_q, w.fp8.to_q, w.fp8.gemm, q));
-    H3_TRY(linear(x, w.to_k, w.fp8.to_k, w.fp8.gemm, k));
-    H3_TRY(linear(x, w.to_v, w.fp8.to_v, w.fp8.gemm, v));
+    H3_TRY(linear_in(x, x8, w.to_q, w.fp8.to_q, w.fp8.gemm, q));
+    H3_TRY(linear_in(x, x8, w.to_k, w.fp8.to_k, w.fp8.gemm, k));
+    H3_TRY(linear_in(x, x8, w.to_v, w.fp8.to_v, w.fp8.gemm, v));
     H3_TRY(add_lora(ctx_, lora, LoraProjection::kToQ, x, q, sc));
     H3_TRY(add_lora(ctx_, lora, LoraProjection::kToK, x, k, sc));
     H3_TRY(add_lora(ctx_, lora, LoraProjection::kToV, x, v, sc));
@@ -404,13 +414,24 @@ Status DitModel::linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& 
     return ops::gemm(ctx_, {}, x, w, Tensor(), y);
 }
 
+Status DitModel::linear_in(const Tensor& x, const ops::Fp8Activation* x8, const Tensor& w,
+                           const ops::Fp8Weight& w8, const ops::Fp8GemmParams& p8, Tensor& y) const {
+    if (x8) return ops::gemm_fp8(ctx_, p8, *x8, w8, Tensor(), y);
+    return linear(x, w, w8, p8, y);
+}
+
 Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& sc,
-                            const LoraBlockFactors* lora, PhaseTimer* timer) const {
+                            const LoraBlockFactors* lora, PhaseTimer* timer,
+                            const ops::Fp8Activation* x8) const {
     // A tensor-parallel rank's block FFN (1/tp of the 2·ffn columns) writes fp32 partials, summed over the
     // ranks after the chunks. (The refiner's scratch has no group.)
     const int tp = sc.par.group ? sc.par.group->tp_size() : 1;
     const bool row_split = tp > 1;
-    const int64_t S = x.dim(0), chunk = sc.ffn_rows, F2 = sc.ffn_h.dim(1) / tp;
+    const int64_t S = x8 ? x8->data.dim(0) : x.dim(0), chunk = sc.ffn_rows, F2 = sc.ffn_h.dim(1) / tp;
+    // SwiGLU writes fc2's e4m3 rows (into ffn_g's storage) where nothing needs them in bf16.
+    const bool lora_out = lora && !(*lora)[static_cast<size_t>(LoraProjection::kFfOut)].empty();
+    const bool fused_g = precision_ == DitPrecision::kFp8 && w.fp8.fused_inputs && w.fp8.ff_out.defined() &&
+                         !lora_out && sc.fp8_rows(sc.ffn_g, chunk, F2 / 2).defined();
     for (int64_t r0 = 0; r0 < S; r0 += chunk) {
         int64_t n = std::min(chunk, S - r0);
         Tensor hs =
@@ -418,13 +439,18 @@ Status DitModel::ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& o
         Tensor gs = Tensor::from_storage(sc.ffn_g.storage(), sc.ffn_g.byte_offset(), Shape{n, F2 / 2},
                                          sc.ffn_g.dtype());
         Tensor os = row_split ? sc.par.partial.slice(0, r0, r0 + n) : out.slice(0, r0, r0 + n);
-        const Tensor xs = x.slice(0, r0, r0 + n);
-        H3_TRY(linear(xs, w.ff_in, w.fp8.ff_in, w.fp8.gemm, hs));
+        const Tensor xs = x8 ? Tensor() : x.slice(0, r0, r0 + n);
+        const ops::Fp8Activation x8s = x8 ? x8->rows(r0, r0 + n) : ops::Fp8Activation{};
+        H3_TRY(linear_in(xs, x8 ? &x8s : nullptr, w.ff_in, w.fp8.ff_in, w.fp8.gemm, hs));
         H3_TRY(add_lora(ctx_, lora, LoraProjection::kFfIn, xs, hs, sc));
         if (timer) H3_TRY(timer->mark("gemm_fc1"));
-        H3_TRY(ops::swiglu(ctx_, hs, gs));
+        ops::Fp8Activation g8 = fused_g ? sc.fp8_rows(sc.ffn_g, n, F2 / 2) : ops::Fp8Activation{};
+        if (fused_g)
+            H3_TRY(ops::swiglu_fp8(ctx_, hs, g8));
+        else
+            H3_TRY(ops::swiglu(ctx_, hs, gs));
         if (timer) H3_TRY(timer->mark("swiglu"));
-        H3_TRY(linear(gs, w.ff_out, w.fp8.ff_out, w.fp8.gemm, os));
+        H3_TRY(linear_in(gs, fused_g ? &g8 : nullptr, w.ff_out, w.fp8.ff_out, w.fp8.gemm, os));
         H3_TRY(add_lora(ctx_, lora, LoraProjection::kFfOut, gs, os, sc));
         if (timer) H3_TRY(timer->mark("gemm_fc2"));
     }
@@ -523,16 +549,31 @@ Status DitModel::run_block_with(const DitBlockWeights& w, int index, Tensor& h, 
     }
     PhaseTimer* timer = o.timer;
     auto mark = [&](const char* phase) { return timer ? timer->mark(phase) : ok_status(); };
-    H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm1, chunk(0), chunk(1), rows.adaln_row, x));
+    // fp8 with fused quantization: the norms write the e4m3 rows their GEMMs take (into x's storage) where no
+    // adapter, hook or VSA gate needs the bf16 rows and every GEMM reading them is e4m3.
+    const bool fusable = precision_ == DitPrecision::kFp8 && w.fp8.fused_inputs && !lora &&
+                         !o.attention.is_vsa() && !o.hook.active(prefix + "norm1_out");
+    ops::Fp8Activation x8 = fusable && w.fp8.to_q.defined() && w.fp8.to_k.defined() && w.fp8.to_v.defined()
+                                ? sc.fp8_rows(sc.x, S, D)
+                                : ops::Fp8Activation{};
+    if (x8.defined())
+        H3_TRY(ops::rms_norm_modulate_fp8(ctx_, np, mp, h, w.norm1, chunk(0), chunk(1), rows.adaln_row, x8));
+    else
+        H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm1, chunk(0), chunk(1), rows.adaln_row, x));
     H3_TRY(mark("norm_modulate"));
     if (o.hook.active(prefix + "norm1_out")) o.hook.record(prefix + "norm1_out", x);
-    H3_TRY(attention_branch(w, x, &rows, y, sc, lora, timer, o.attention.is_vsa() ? &vsa : nullptr));
+    H3_TRY(attention_branch(w, x8.defined() ? Tensor() : x, &rows, y, sc, lora, timer,
+                            o.attention.is_vsa() ? &vsa : nullptr, x8.defined() ? &x8 : nullptr));
     if (o.hook.active(prefix + "attn_out")) o.hook.record(prefix + "attn_out", y);
     H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(2), y, rows.adaln_row));
     H3_TRY(mark("gated_residual"));
-    H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm2, chunk(3), chunk(4), rows.adaln_row, x));
+    x8 = fusable && w.fp8.ff_in.defined() ? sc.fp8_rows(sc.x, S, D) : ops::Fp8Activation{};
+    if (x8.defined())
+        H3_TRY(ops::rms_norm_modulate_fp8(ctx_, np, mp, h, w.norm2, chunk(3), chunk(4), rows.adaln_row, x8));
+    else
+        H3_TRY(ops::rms_norm_modulate(ctx_, np, mp, h, w.norm2, chunk(3), chunk(4), rows.adaln_row, x));
     H3_TRY(mark("norm_modulate"));
-    H3_TRY(ffn_branch(w, x, y, sc, lora, timer));
+    H3_TRY(ffn_branch(w, x8.defined() ? Tensor() : x, y, sc, lora, timer, x8.defined() ? &x8 : nullptr));
     if (o.hook.active(prefix + "ff_out")) o.hook.record(prefix + "ff_out", y);
     H3_TRY(ops::gated_residual(ctx_, gp, h, chunk(5), y, rows.adaln_row));
     H3_TRY(mark("gated_residual"));

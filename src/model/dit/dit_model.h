@@ -85,6 +85,9 @@ struct DitScratch {
     // A [n, cols] tensor of `dtype` over the borrowable part of the arena, or an undefined tensor when it
     // does not fit.
     Tensor borrow(int64_t n, int64_t cols, DType dtype) const;
+    // e4m3 rows [n, cols] and their f32 scales [n] over the storage of `buf` (a bf16 buffer the fused fp8
+    // path leaves unwritten: x, ffn_g), or an undefined activation when they do not fit in it.
+    ops::Fp8Activation fp8_rows(const Tensor& buf, int64_t n, int64_t cols) const;
     // VSA, allocated on first use: the compression gate [rows, inner], pooled q/k/v [3, H, tiles, D] f32,
     // tile scores [H, tiles, tiles] f32, key-tile lists [H, video tiles, width] i32, compression output [H,
     // tiles, D].
@@ -230,14 +233,17 @@ private:
         double sparsity = 0.0;
         bool compete = false;
     };
+    // x8 (fused fp8 quantization): the branch input's e4m3 rows, which the q/k/v (fc1) GEMMs take; x is then
+    // undefined.
     Status attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows, Tensor& out,
                             DitScratch& scratch, const LoraBlockFactors* lora, PhaseTimer* timer = nullptr,
-                            const VsaLayer* vsa = nullptr) const;
+                            const VsaLayer* vsa = nullptr, const ops::Fp8Activation* x8 = nullptr) const;
     // softmax attention of q3/k3/v3 into o3 under VSA (model/dit/dit_vsa.cpp); x is the branch input (gate).
     Status vsa_attention(const DitBlockWeights& w, const Tensor& x, const Tensor& q3, const Tensor& k3,
                          const Tensor& v3, Tensor& o3, const VsaLayer& layer, DitScratch& scratch) const;
     Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch,
-                      const LoraBlockFactors* lora, PhaseTimer* timer = nullptr) const;
+                      const LoraBlockFactors* lora, PhaseTimer* timer = nullptr,
+                      const ops::Fp8Activation* x8 = nullptr) const;
     // Sequence-parallel attention (sp·ring > 1): Ulysses (sp > 1) turns q3/k3/v3 [local, heads, D] into the
     // ring chunk's rows × heads/sp; then attention over the S real rows (ring 1) or ring_attention; Ulysses
     // back into o3.
@@ -257,6 +263,9 @@ private:
     // y = x·wᵀ: the e4m3 GEMM under kFp8 when the layer has an fp8 copy, else the bf16/fp32 one.
     Status linear(const Tensor& x, const Tensor& w, const ops::Fp8Weight& w8, const ops::Fp8GemmParams& p8,
                   Tensor& y) const;
+    // linear() on a branch input: its e4m3 rows x8 when given (the layer's e4m3 weight), else x.
+    Status linear_in(const Tensor& x, const ops::Fp8Activation* x8, const Tensor& w, const ops::Fp8Weight& w8,
+                     const ops::Fp8GemmParams& p8, Tensor& y) const;
     Status run_block_with(const DitBlockWeights& w, int index, Tensor& h, const Tensor& block_table,
                           const RowTables& rows, const DitForwardOptions& options, DitScratch& scratch) const;
     // Whether this forward's blocks may run as recordings (dit_graphs.h lists what rules them out).

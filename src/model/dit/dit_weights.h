@@ -37,6 +37,7 @@ struct DitFp8Block {
     ops::Fp8Weight to_q, to_k, to_v, to_out, ff_in, ff_out;
     bool attention = false;
     ops::Fp8GemmParams gemm = {}; // how the e4m3 GEMMs accumulate (DitFp8Options::fast_accum)
+    bool fused_inputs = true;     // DitFp8Options::fused_quantization
 };
 
 struct DitBlockWeights {
@@ -70,6 +71,11 @@ struct DitFp8Options {
     // 1,341 TFLOP/s instead of 1,110 and the full-width velocity moved by cos 1e-6 (docs/kernels/
     // attention_notes.md); false is the exact accumulation (`bench dit --fp8-accum exact`).
     bool fast_accum = true;
+    // The norms and the SwiGLU write the e4m3 rows (and row scales) the next GEMMs take, instead of bf16 rows
+    // each GEMM rounds again: the same bytes, one pass fewer per GEMM input (ops/fp8_fused.h). A block runs
+    // the unfused path where something needs its bf16 rows (run-time adapters, hooks, VSA's gate, a bf16
+    // exception among the GEMMs reading them). false: always unfused (`bench dit --fp8-fused off`).
+    bool fused_quantization = true;
     bool keep_bf16 = false; // keep the bf16 copies of quantized weights (benches comparing both precisions)
 };
 
