@@ -14,6 +14,7 @@
 // quantize_rows_fp8's. tests/test_ops_fp8.cpp compares the bytes exactly.
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/row_norm_args.cuh"
 #include "ops/fp8_scale.h"
 
 namespace h3::ops::cuda_impl {
@@ -72,17 +73,7 @@ __device__ __forceinline__ void store_e4m3(uint8_t* p, const float (&v)[N], floa
 // rms_norm_modulate with x and y bf16 (row_norm_kernel<N, true, bf16, bf16>'s arguments).
 struct NormProducer {
     const bf16* x;
-    int64_t d;
-    float eps;
-    bool round_normed, round_intermediate;
-    const void* weight; // nullptr: plain norm
-    int weight_type;
-    const void* shift;
-    const void* scale;
-    int table_type;
-    int64_t shift_pitch, scale_pitch, table_rows;
-    const void* row;
-    bool row64;
+    RowNormArgs a;
     // the current row: x's row, its table row and 1/rms
     const bf16* xr;
     int64_t trow;
@@ -91,11 +82,11 @@ struct NormProducer {
     // Sets up row r (every thread of the block calls it); false: the row is skipped (an index outside the
     // tables, uniform across the block).
     template <int N> __device__ __forceinline__ bool begin_row(int64_t r) {
-        trow = load_index(row, row64, r);
-        if (trow < 0 || trow >= table_rows) return false;
-        xr = x + r * d;
+        trow = load_index(a.row, a.row64, r);
+        if (trow < 0 || trow >= a.table_rows) return false;
+        xr = x + r * a.d;
         float ss = 0.0f;
-        for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < d;
+        for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < a.d;
              c += blockDim.x * static_cast<int64_t>(N)) {
             float v[N];
             load_vec<N>(xr + c, v);
@@ -103,7 +94,7 @@ struct NormProducer {
             for (int j = 0; j < N; ++j) ss = __fmaf_rn(v[j], v[j], ss);
         }
         ss = block_sum(ss);
-        inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+        inv = 1.0f / sqrtf(ss / static_cast<float>(a.d) + a.eps);
         return true;
     }
 
@@ -111,18 +102,18 @@ struct NormProducer {
     template <int N> __device__ __forceinline__ void values(int64_t c, float (&v)[N]) const {
         float w[N], sh[N], sc[N];
         load_vec<N>(xr + c, v);
-        if (weight) load_vec_any<N>(weight, weight_type, c, w);
-        load_vec_any<N>(shift, table_type, trow * shift_pitch + c, sh);
-        load_vec_any<N>(scale, table_type, trow * scale_pitch + c, sc);
+        if (a.weight) load_vec_any<N>(a.weight, a.weight_type, c, w);
+        load_vec_any<N>(a.shift, a.table_type, trow * a.shift_pitch + c, sh);
+        load_vec_any<N>(a.scale, a.table_type, trow * a.scale_pitch + c, sc);
 #pragma unroll
         for (int j = 0; j < N; ++j) {
             float n = __fmul_rn(v[j], inv);
-            if (round_normed) n = round_to<bf16>(n); // the norm's output dtype: x's
-            if (weight) n = __fmul_rn(n, w[j]);
+            if (a.round_normed) n = round_to<bf16>(n); // the norm's output dtype: x's
+            if (a.weight) n = __fmul_rn(n, w[j]);
             float one_plus = __fadd_rn(1.0f, sc[j]);
-            if (round_intermediate) one_plus = round_to<bf16>(one_plus);
+            if (a.round_intermediate) one_plus = round_to<bf16>(one_plus);
             float t = __fmul_rn(round_to<bf16>(n), one_plus);
-            if (round_intermediate) t = round_to<bf16>(t);
+            if (a.round_intermediate) t = round_to<bf16>(t);
             v[j] = round_to<bf16>(__fadd_rn(t, sh[j]));
         }
     }
@@ -225,24 +216,10 @@ Status rms_norm_modulate_fp8(const Context& ctx, const RmsNormParams& np, const 
         return unimplemented("CUDA rms_norm_modulate_fp8: shift and scale tables must share a dtype");
     NormProducer p{};
     p.x = x.data_as<const bf16>();
-    p.d = x.dim(1);
-    p.eps = np.eps;
-    p.round_normed = np.round_normed;
-    p.round_intermediate = mp.round_intermediate;
-    if (weight.defined()) p.weight = weight.data(), p.weight_type = static_cast<int>(weight.dtype());
-    p.shift = shift.data();
-    p.scale = scale.data();
-    p.table_type = static_cast<int>(shift.dtype());
-    p.shift_pitch = shift.stride(0);
-    p.scale_pitch = scale.stride(0);
-    p.table_rows = shift.dim(0) < scale.dim(0) ? shift.dim(0) : scale.dim(0);
-    p.row = row.data();
-    p.row64 = row.dtype() == DType::kI64;
+    p.a = modulate_norm_args(np, mp, x, weight, shift, scale, row);
     // rms_norm_modulate's choice for an aligned y, so that the sum of squares runs in the same order.
-    const bool vec = p.d % 8 == 0 && pointer_alignment(x.data()) >= 16 &&
-                     (!weight.defined() || pointer_alignment(weight.data()) >= 16) && table_vec8_ok(shift) &&
-                     table_vec8_ok(scale);
-    return launch_fp8_rows(ctx, p, x.dim(0), p.d, vec, out, "rms_norm_modulate_fp8");
+    const bool vec = modulate_norm_vec8(p.a, x, weight, shift, scale);
+    return launch_fp8_rows(ctx, p, x.dim(0), p.a.d, vec, out, "rms_norm_modulate_fp8");
 }
 
 Status swiglu_fp8(const Context& ctx, const Tensor& h, Fp8Activation& out) {

@@ -3,28 +3,13 @@
 // contract).
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/row_norm_args.cuh"
 
 namespace h3::ops::cuda_impl {
 
 using namespace cuda_detail;
 
 namespace {
-
-struct RowNormArgs {
-    int64_t rows, d;
-    float eps;
-    bool round_normed;
-    const void* weight; // nullptr: plain norm
-    int weight_type;
-    // modulate (rms_norm_modulate only)
-    const void* shift;
-    const void* scale;
-    int table_type;
-    int64_t shift_pitch, scale_pitch, table_rows;
-    const void* row;
-    bool row64;
-    bool round_intermediate;
-};
 
 // One block per row. The second pass re-reads the row, which is still in L1/L2 (a 5376-wide bf16 row is
 // 10.5 KiB), so the kernel moves each byte across HBM once.
@@ -437,14 +422,9 @@ HeadArgs head_args(const Tensor& x, const RopeParams& rp, const Tensor& cos, con
 
 Status rms_norm(const Context& ctx, const RmsNormParams& p, const Tensor& x, const Tensor& weight,
                 Tensor& y) {
-    RowNormArgs a{};
-    a.d = x.dim(-1);
-    a.rows = a.d == 0 ? 0 : x.numel() / a.d;
-    a.eps = p.eps;
-    a.round_normed = p.round_normed;
-    if (weight.defined()) a.weight = weight.data(), a.weight_type = static_cast<int>(weight.dtype());
-    bool vec = a.d % 8 == 0 && pointer_alignment(x.data()) >= 16 && pointer_alignment(y.data()) >= 16 &&
-               (!weight.defined() || pointer_alignment(weight.data()) >= 16);
+    const RowNormArgs a = norm_args(p, x, weight);
+    const bool vec = a.d % 8 == 0 && pointer_alignment(x.data()) >= 16 && pointer_alignment(y.data()) >= 16 &&
+                     (!weight.defined() || pointer_alignment(weight.data()) >= 16);
     return dispatch_float(x.dtype(), [&](auto tx) {
         return dispatch_float(y.dtype(), [&](auto ty) {
             return launch_row_norm<false, typename decltype(tx)::type, typename decltype(ty)::type>(ctx, x, y,
@@ -458,24 +438,8 @@ Status rms_norm_modulate(const Context& ctx, const RmsNormParams& np, const Modu
                          const Tensor& row, Tensor& y) {
     if (shift.dtype() != scale.dtype())
         return unimplemented("CUDA rms_norm_modulate: shift and scale tables must share a dtype");
-    RowNormArgs a{};
-    a.d = x.dim(-1);
-    a.rows = a.d == 0 ? 0 : x.numel() / a.d;
-    a.eps = np.eps;
-    a.round_normed = np.round_normed;
-    if (weight.defined()) a.weight = weight.data(), a.weight_type = static_cast<int>(weight.dtype());
-    a.shift = shift.data();
-    a.scale = scale.data();
-    a.table_type = static_cast<int>(shift.dtype());
-    a.shift_pitch = shift.stride(0);
-    a.scale_pitch = scale.stride(0);
-    a.table_rows = shift.dim(0) < scale.dim(0) ? shift.dim(0) : scale.dim(0);
-    a.row = row.data();
-    a.row64 = row.dtype() == DType::kI64;
-    a.round_intermediate = mp.round_intermediate;
-    bool vec = a.d % 8 == 0 && pointer_alignment(x.data()) >= 16 && pointer_alignment(y.data()) >= 16 &&
-               (!weight.defined() || pointer_alignment(weight.data()) >= 16) && table_vec8_ok(shift) &&
-               table_vec8_ok(scale);
+    const RowNormArgs a = modulate_norm_args(np, mp, x, weight, shift, scale, row);
+    const bool vec = modulate_norm_vec8(a, x, weight, shift, scale) && pointer_alignment(y.data()) >= 16;
     return dispatch_float(x.dtype(), [&](auto tx) {
         return dispatch_float(y.dtype(), [&](auto ty) {
             return launch_row_norm<true, typename decltype(tx)::type, typename decltype(ty)::type>(ctx, x, y,
