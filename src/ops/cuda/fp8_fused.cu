@@ -6,12 +6,12 @@
 // the same values).
 //
 // Bitwise equal to the composition on CUDA (the producer's kernel into a bf16 tensor, then quantize_rows_fp8)
-// by design: swiglu's values use swiglu_kernel's expression (silu_f, cuda_kernels.cuh); the norm's sum of
-// squares is row_norm_kernel's (same block size row_block(), same chunks per thread, the fma per element
-// its compiled code has, block_sum), and every later rounding is spelled out (__fmul_rn, __fadd_rn) as the
-// separate mul/add row_norm_kernel compiles to (its sm_90a SASS: FMUL then FADD, no FFMA, after the sum of
-// squares), so no contraction can differ. The row max is exact in any order, and the scale and bytes are
-// quantize_rows_fp8's. tests/test_ops_fp8.cpp compares the bytes exactly.
+// by design: swiglu's values use swiglu_kernel's expression (silu_f, cuda_kernels.cuh); the norm's 1/rms is
+// row_norm_kernel's (row_inv_rms in row_norm_args.cuh, with the same block size row_block()), and every later
+// rounding is spelled out (__fmul_rn, __fadd_rn) as the separate mul/add row_norm_kernel compiles to (its
+// sm_90a SASS: FMUL then FADD, no FFMA, after the sum of squares), so no contraction can differ. The row max
+// is exact in any order, and the scale and bytes are quantize_rows_fp8's. tests/test_ops_fp8.cpp compares the
+// bytes exactly.
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/row_norm_args.cuh"
@@ -85,16 +85,7 @@ struct NormProducer {
         trow = load_index(a.row, a.row64, r);
         if (trow < 0 || trow >= a.table_rows) return false;
         xr = x + r * a.d;
-        float ss = 0.0f;
-        for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < a.d;
-             c += blockDim.x * static_cast<int64_t>(N)) {
-            float v[N];
-            load_vec<N>(xr + c, v);
-#pragma unroll
-            for (int j = 0; j < N; ++j) ss = __fmaf_rn(v[j], v[j], ss);
-        }
-        ss = block_sum(ss);
-        inv = 1.0f / sqrtf(ss / static_cast<float>(a.d) + a.eps);
+        inv = row_inv_rms<N>(xr, a.d, a.eps);
         return true;
     }
 

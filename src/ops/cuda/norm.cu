@@ -22,16 +22,7 @@ __global__ void row_norm_kernel(const TX* __restrict__ x, TY* __restrict__ y, Ro
             if (trow < 0 || trow >= a.table_rows) continue; // uniform across the block: skip the row
         }
         const TX* xr = x + r * a.d;
-        float ss = 0.0f;
-        for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < a.d;
-             c += blockDim.x * static_cast<int64_t>(N)) {
-            float v[N];
-            load_vec<N>(xr + c, v);
-#pragma unroll
-            for (int j = 0; j < N; ++j) ss += v[j] * v[j];
-        }
-        ss = block_sum(ss);
-        const float inv = 1.0f / sqrtf(ss / static_cast<float>(a.d) + a.eps);
+        const float inv = row_inv_rms<N>(xr, a.d, a.eps);
         for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < a.d;
              c += blockDim.x * static_cast<int64_t>(N)) {
             float v[N], w[N];

@@ -1,5 +1,6 @@
 // The arguments of the one-block-per-row RMSNorm kernels (norm.cu's row_norm_kernel and the fused fp8 norm in
-// fp8_fused.cu), built in one place so both read a row, its weight and its modulation tables the same way.
+// fp8_fused.cu), built in one place so both read a row, its weight and its modulation tables the same way,
+// and the row's 1/rms both compute (row_inv_rms), so both sum a row's squares in the same order.
 #pragma once
 
 #include "core/tensor.h"
@@ -62,5 +63,24 @@ inline bool modulate_norm_vec8(const RowNormArgs& a, const Tensor& x, const Tens
            (!weight.defined() || cuda_detail::pointer_alignment(weight.data()) >= 16) &&
            cuda_detail::table_vec8_ok(shift) && cuda_detail::table_vec8_ok(scale);
 }
+
+#ifdef __CUDACC__
+// 1/rms of the row xr[0, d): each thread sums the squares of its N-element chunks (thread t takes chunks t,
+// t + blockDim.x, ...; one fma per element, in order), then block_sum. Every thread of the block calls it
+// and gets the value.
+template <int N, typename TX>
+__device__ __forceinline__ float row_inv_rms(const TX* xr, int64_t d, float eps) {
+    float ss = 0.0f;
+    for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < d;
+         c += blockDim.x * static_cast<int64_t>(N)) {
+        float v[N];
+        cuda_detail::load_vec<N>(xr + c, v);
+#pragma unroll
+        for (int j = 0; j < N; ++j) ss = __fmaf_rn(v[j], v[j], ss);
+    }
+    ss = cuda_detail::block_sum(ss);
+    return 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+}
+#endif
 
 } // namespace h3::ops::cuda_impl
