@@ -87,9 +87,6 @@ def main():
     out.append("// e4m3 x e4m3 -> f32, A from registers, B K-major from shared memory (S = Q·Kᵀ with Q in registers),"
                " N = 192.")
     out.append(emit("rs_e4m3_n192", 192, "e4m3", 32, True, 0))
-    out.append("// e4m3 x e4m3 -> f32, A from registers, B K-major from shared memory (O += P·Vᵀᵀ with 8 columns of"
-               " ones after Vᵀ's 128: the row sums of P), N = 136.")
-    out.append(emit("rs_e4m3_n136", 136, "e4m3", 32, True, 0))
     out.append(FOOTER)
     print("\n\n".join(out))
 

@@ -1,8 +1,7 @@
 // CPU reference of attention's fp8 mode (ops/attention.h): the CUDA kernel's quantization simulated in
 // fp32/double — e4m3 q (per 128-row block) and k, v (per head) with the same power-of-two scales, scores per
 // key block against the running row max, P = 2^(x − m + 8) rounded to e4m3, fp32 row sums of the unrounded
-// P (rounded_sums: of the rounded P), P·V summed in double (the kernel's fp32 tensor-core sums differ from it
-// only by their rounding).
+// P, P·V summed in double (the kernel's fp32 tensor-core sums differ from it only by their rounding).
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/fp8_scale.h"
@@ -53,7 +52,7 @@ Quantized quantize(const Tensor& x, int64_t block) {
 } // namespace
 
 Status attention_fp8(const Context&, const AttentionParams& p, const Tensor& q, const Tensor& k,
-                     const Tensor& v, Tensor& o, int64_t key_block, bool rounded_sums) {
+                     const Tensor& v, Tensor& o, int64_t key_block) {
     const int64_t sq = q.dim(0), sk = k.dim(0), heads = q.dim(1), kvh = k.dim(1), d = q.dim(2);
     if (key_block <= 0 || key_block % 32)
         return invalid_argument("attention_fp8: key_block must be a positive multiple of 32, not " +
@@ -94,8 +93,8 @@ Status attention_fp8(const Context&, const AttentionParams& p, const Tensor& q, 
                     for (double& a : acc) a *= corr;
                     for (int64_t c = 0; c < n; ++c) {
                         const float pf = std::exp2(std::fma(x[static_cast<size_t>(c)], sl2, -(mx - bias)));
+                        sum += pf;
                         const double p8 = e4m3_round(pf);
-                        sum += rounded_sums ? static_cast<float>(p8) : pf;
                         const float* vc = v8.values.data() + (hk * sk + j0 + c) * d;
                         for (int64_t e = 0; e < d; ++e) acc[static_cast<size_t>(e)] += p8 * vc[e];
                     }

@@ -52,11 +52,8 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
 // attention's fp8 mode (ops/attention.h), simulated: e4m3 rounding with the CUDA kernel's blocks and scales.
 // key_block: keys per online-softmax block (P is rounded against the running max of whole blocks); the op
 // defines kFp8AttnBlockN, other values simulate the CUDA kernel variants with other block sizes.
-// rounded_sums: the row sums add the e4m3-rounded P (the variant that sums P on the tensor cores), not the
-// unrounded P (the op's).
 Status attention_fp8(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
-                     const Tensor& v, Tensor& o, int64_t key_block = kFp8AttnBlockN,
-                     bool rounded_sums = false);
+                     const Tensor& v, Tensor& o, int64_t key_block = kFp8AttnBlockN);
 Status attention_merge(const Context& ctx, const Tensor& o_a, const Tensor& lse_a, const Tensor& o_b,
                        const Tensor& lse_b, Tensor& o, Tensor& lse);
 

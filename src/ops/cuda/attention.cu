@@ -290,8 +290,7 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
             if (p.causal) {
                 names.push_back("hopper fp8 lazy"); // causal's one instantiation
             } else {
-                for (const char* n : {"lazy qregs", "lazy tc-sums", "lazy qregs tc-sums", "lazy",
-                                      "bn192 lazy", "bn192 lazy qregs", "eager"})
+                for (const char* n : {"lazy qregs", "lazy", "bn192 lazy", "bn192 lazy qregs", "eager"})
                     names.push_back(std::string("hopper fp8 ") + n); // the default first
             }
         }
@@ -341,10 +340,8 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
         cfg.block_n = v.rfind("bn192", 0) == 0 ? 192 : 128;
         cfg.lazy_rescale = v != "eager";
         cfg.q_in_registers = v.find("qregs") != std::string::npos;
-        cfg.sums_on_tensor_cores = v.find("tc-sums") != std::string::npos;
-        const bool known = v == "lazy" || v == "lazy qregs" || v == "lazy tc-sums" ||
-                           v == "lazy qregs tc-sums" || v == "bn192 lazy" || v == "bn192 lazy qregs" ||
-                           v == "eager";
+        const bool known =
+            v == "lazy" || v == "lazy qregs" || v == "bn192 lazy" || v == "bn192 lazy qregs" || v == "eager";
         if (!known) return invalid_argument("attention_candidate: no candidate '" + name + "'");
         if (ha.dim != 128 || ha.batch != 1)
             return unimplemented("attention_candidate: '" + name +

@@ -8,8 +8,7 @@
 //    operands only (hence the transposed V copy), BN keys per block (128, or 192 with Vᵀ in 64-key slabs).
 //    Scores s = q8·k8 · (q_scale·k_scale·softmax_scale) in fp32; online softmax in fp32; P = 2^(x − m + 8)
 //    rounded to e4m3 (the 2^8 keeps small weights out of e4m3's subnormals), the output scaled by
-//    v_scale / 256; the row sums use the unrounded P (fp32 adds), or with kTcSums the rounded P: the P·V
-//    wgmma runs N = 136 over Vᵀ and a constant tile of ones after it, so its last 8 columns are the sums.
+//    v_scale / 256; the row sums use the unrounded P.
 #include "ops/cuda/attention_hopper.h"
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/hopper_common.cuh"
@@ -152,14 +151,10 @@ template <int kBN> struct Fp8Tile {
     static constexpr int kVSlab = kBN % 128 == 0 ? 128 : 64;
 };
 
-// kOnes: each Vᵀ stage is followed by one 8-row swizzle atom of e4m3 ones (1024 bytes of 0x38), rows
-// 128..135 of the P·V operand (kTcSums).
-constexpr int kOnesBytes = 1024;
-template <int kBN, bool kOnes = false> struct SmemFp8 {
-    static constexpr int kVStride = Fp8Tile<kBN>::kBytes + (kOnes ? kOnesBytes : 0);
+template <int kBN> struct SmemFp8 {
     uint8_t q[kQBytes];                       // [128 rows][128 B]
     uint8_t k[kStages][Fp8Tile<kBN>::kBytes]; // [key][128 B]
-    uint8_t v[kStages][kVStride];             // Vᵀ slabs: [slab][d][kVSlab keys] (then the ones)
+    uint8_t v[kStages][Fp8Tile<kBN>::kBytes]; // Vᵀ slabs: [slab][d][kVSlab keys]
     uint64_t q_full, k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages];
 };
 
@@ -225,29 +220,22 @@ template <int kBN> struct Fp8Consumer {
                 asm volatile("ld.shared.b32 %0, [%1];" : "=r"(qr[kk][r]) : "r"(addr));
             }
     }
-    // O += P·V over the block's Vᵀ slabs (k-step kk: keys 32kk..32kk+31). With 68 accumulators (BN 128
-    // only) N = 136: the 8 rows of ones after the slab add each row's sum of P in columns 128..135.
-    template <int kO>
-    __device__ static void issue_pv(float (&o)[kO], const uint32_t (&p)[kPSteps][4], uint32_t vb) {
-        static_assert(kO == 64 || (kO == 68 && kBN == 128),
-                      "fp8 attention: 64 accumulators, or 68 at BN 128");
+    // O += P·V over the block's Vᵀ slabs (k-step kk: keys 32kk..32kk+31).
+    __device__ static void issue_pv(float (&o)[64], const uint32_t (&p)[kPSteps][4], uint32_t vb) {
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kPSteps; ++kk) {
             const int slab = kk * 32 / T::kVSlab, within = kk * 32 % T::kVSlab;
             const uint32_t base = vb + slab * (T::kVSlab * kHeadDim);
             const uint64_t db = T::kVSlab == 128 ? smem_desc(base, 16, 1024) : smem_desc_sw64(base, 16, 512);
-            if constexpr (kO == 68)
-                wgmma::rs_e4m3_n136(o, p[kk][0], p[kk][1], p[kk][2], p[kk][3], desc_add(db, within), 1u);
-            else
-                wgmma::rs_e4m3_n128(o, p[kk][0], p[kk][1], p[kk][2], p[kk][3], desc_add(db, within), 1u);
+            wgmma::rs_e4m3_n128(o, p[kk][0], p[kk][1], p[kk][2], p[kk][3], desc_add(db, within), 1u);
         }
         wgmma_commit();
     }
     // sl2: the score multiplier (scales · softmax scale · log2 e).
-    // Masks, updates the row maxima / sums (kSum: the P·V wgmma sums them instead) and leaves
-    // P = 2^(x − m + kPBias) in s (pack_p makes the fragments).
-    template <bool kFirst, bool kMask, bool kCausal, bool kSum = true>
+    // Masks, updates the row maxima / sums and leaves P = 2^(x − m + kPBias) in s (pack_p makes the
+    // fragments).
+    template <bool kFirst, bool kMask, bool kCausal>
     __device__ static void softmax(float (&s)[kS], int col0, int sk, int row0, float sl2, float (&m)[2],
                                    float (&l)[2], float (&corr)[2]) {
         constexpr int kGroups = kBN / 8; // 8-column groups of the accumulator layout
@@ -285,9 +273,9 @@ template <int kBN> struct Fp8Consumer {
                 for (int e = 0; e < 2; ++e) {
                     float& x = s[4 * jj + 2 * i + e];
                     x = ex2(fmaf(x, sl2, -msl));
-                    if constexpr (kSum) sum += x;
+                    sum += x;
                 }
-            if constexpr (kSum) l[i] = kFirst ? sum * kUnbias : l[i] * corr[i] + sum * kUnbias;
+            l[i] = kFirst ? sum * kUnbias : l[i] * corr[i] + sum * kUnbias;
         }
     }
     // P (the exponentials left in s by softmax) as e4m3 A fragments for P·V.
@@ -307,23 +295,20 @@ template <int kBN> struct Fp8Consumer {
 #endif // H3_SM90A
 
 // kBN: keys per block (128 or 192); kLazy: skip a warp's O rescale when none of its rows' maxima moved;
-// kQRegs: S = Q·Kᵀ takes Q from registers (loaded once) instead of shared memory; kTcSums (BN 128): the
-// row sums of the rounded P come from the P·V wgmma (N = 136 over Vᵀ and a tile of ones), not fp32 adds.
-// With BN 128 a block's P is packed right after its softmax into the P set the in-flight P·V does not read
-// (two sets, alternating); with BN 192, or the sums on the tensor cores with Q in registers (no registers
-// for two sets: ptxas serializes the wgmmas, C7512), into the one set, after that P·V has completed.
-template <int kBN, bool kCausal, bool kLazy, bool kQRegs, bool kTcSums = false>
+// kQRegs: S = Q·Kᵀ takes Q from registers (loaded once) instead of shared memory. With BN 128 a block's P
+// is packed right after its softmax into the P set the in-flight P·V does not read (two sets, alternating);
+// with BN 192 (no registers for two sets) into the one set, after that P·V has completed.
+template <int kBN, bool kCausal, bool kLazy, bool kQRegs>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_fp8_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                        const __grid_constant__ CUtensorMap tv, const Fp8Scales sc, bf16* __restrict__ out,
                        int sq, int sk, int heads, int group, float scale_log2) {
 #ifdef H3_SM90A
-    static_assert(!kTcSums || kBN == 128, "fp8 attention: row sums on the tensor cores at BN 128 only");
     using C = Fp8Consumer<kBN>;
     using T = Fp8Tile<kBN>;
-    using Smem = SmemFp8<kBN, kTcSums>;
     extern __shared__ uint8_t smem_raw[];
-    Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    SmemFp8<kBN>& sm =
+        *reinterpret_cast<SmemFp8<kBN>*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     const int wg = threadIdx.x / 128;
     const int m_block = kCausal ? static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)
                                 : static_cast<int>(blockIdx.x);
@@ -340,12 +325,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_init(smem_u32(&sm.v_empty[s]), 8);
         }
         mbar_init_fence();
-    }
-    if constexpr (kTcSums) { // the ones after each Vᵀ stage (e4m3 1.0 = 0x38), for the wgmma's async reads
-        for (int i = threadIdx.x; i < kStages * kOnesBytes / 4; i += kThreads)
-            reinterpret_cast<uint32_t*>(sm.v[i / (kOnesBytes / 4)] + T::kBytes)[i % (kOnesBytes / 4)] =
-                0x38383838u;
-        fence_proxy_async_smem();
     }
     __syncthreads();
 
@@ -387,12 +366,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float k_scale = fp8_block_scale(fp8_bits_float(static_cast<uint32_t>(sc.k_amax_bits[hk])));
     const float sl2 = sc.q[h * sc.nqb + m_block] * k_scale * scale_log2;
 
-    constexpr int kO = kTcSums ? 68 : 64; // o[64 + 2i]: row g + 8i's sum of P (kTcSums)
-    constexpr bool kSum = !kTcSums;
-    float o[kO];
+    float o[64];
 #pragma unroll
-    for (int i = 0; i < kO; ++i) o[i] = 0.0f;
-    constexpr bool kOneP = kBN == 192 || (kTcSums && kQRegs);
+    for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+    constexpr bool kOneP = kBN == 192;
     float s[C::kS];
     uint32_t p[C::kPSteps][4], p2_regs[kOneP ? 1 : C::kPSteps][4];
     auto& p2 = pick<kOneP>(p, p2_regs);
@@ -418,9 +395,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         fence_regs(s);
         if (elect) mbar_arrive(smem_u32(&sm.k_empty[0]));
         if (first_masked == 0)
-            C::template softmax<true, true, kCausal, kSum>(s, 0, sk, row0, sl2, m, l, corr);
+            C::template softmax<true, true, kCausal>(s, 0, sk, row0, sl2, m, l, corr);
         else
-            C::template softmax<true, false, kCausal, kSum>(s, 0, sk, row0, sl2, m, l, corr);
+            C::template softmax<true, false, kCausal>(s, 0, sk, row0, sl2, m, l, corr);
         C::pack_p(s, p);
     }
     auto step = [&](auto mask_tag, int j, auto& pin, auto& pout) {
@@ -435,7 +412,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_wait<1>();
         fence_regs(s);
         if (elect) mbar_arrive(smem_u32(&sm.k_empty[st]));
-        C::template softmax<false, kMask, kCausal, kSum>(s, j * kBN, sk, row0, sl2, m, l, corr);
+        C::template softmax<false, kMask, kCausal>(s, j * kBN, sk, row0, sl2, m, l, corr);
         if constexpr (!kOneP) C::pack_p(s, pout);
         wgmma_wait<0>();
         fence_regs(o);
@@ -444,7 +421,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if constexpr (kOneP) C::pack_p(s, pout); // pout is pin: its P·V has completed
         if (!kLazy || __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
 #pragma unroll
-            for (int jj = 0; jj < kO / 4; ++jj)
+            for (int jj = 0; jj < 16; ++jj)
 #pragma unroll
                 for (int i = 0; i < 2; ++i) {
                     o[4 * jj + 2 * i] *= corr[i];
@@ -487,14 +464,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int t = lane % 4;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-        float sum;
-        if constexpr (kTcSums) {
-            sum = o[64 + 2 * i] * (1.0f / (1 << kPBias)); // the whole row's (every key went through P·V)
-        } else {
-            sum = l[i];
-            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        }
+        float sum = l[i];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
         const float inv = sum > 0.0f ? out_scale / sum : 0.0f;
         const int row = row0 + 8 * i;
         if (row >= sq) continue;
@@ -530,7 +502,7 @@ Status launch_fp8(const Context& ctx, const HopperAttentionArgs& a, Fp8Kernel ke
                .swizzle = T::kVSlab == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B};
     H3_TRY(make_tensor_map(tk, CU_TENSOR_MAP_DATA_TYPE_UINT8, k8, dk));
     H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_UINT8, vt, dv));
-    const size_t smem = sizeof(SmemFp8<kBN, true>) + 1024; // room for the ones (kTcSums) either way
+    const size_t smem = sizeof(SmemFp8<kBN>) + 1024;
     H3_CUDA_TRY(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute(attention_fp8_sm90)");
@@ -555,9 +527,6 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, co
                                 std::to_string(cfg.block_n));
     if (cfg.block_n == 192 && !cfg.lazy_rescale)
         return invalid_argument("fp8 attention: block_n 192 exists with lazy rescaling only");
-    if (cfg.sums_on_tensor_cores && (cfg.block_n != 128 || !cfg.lazy_rescale || a.causal))
-        return unimplemented(
-            "fp8 attention: row sums on the tensor cores exist for BN 128, lazy rescaling, non-causal only");
     if (a.causal && (cfg.block_n != 128 || !cfg.lazy_rescale || cfg.q_in_registers))
         return unimplemented("fp8 attention: causal runs BN 128, lazy rescaling, Q in shared memory only");
     const int64_t nqb = (a.sq + kBM - 1) / kBM, nkb = (a.sk + kQuantRows - 1) / kQuantRows;
@@ -611,9 +580,6 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, co
     Fp8Kernel kernel = attention_fp8_sm90<128, false, true, false>;
     if (a.causal)
         kernel = attention_fp8_sm90<128, true, true, false>;
-    else if (cfg.sums_on_tensor_cores)
-        kernel = cfg.q_in_registers ? attention_fp8_sm90<128, false, true, true, true>
-                                    : attention_fp8_sm90<128, false, true, false, true>;
     else if (cfg.q_in_registers)
         kernel = attention_fp8_sm90<128, false, true, true>;
     else if (!cfg.lazy_rescale)

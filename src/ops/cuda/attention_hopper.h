@@ -55,9 +55,6 @@ struct HopperFp8Config {
     int block_n = 128;
     bool lazy_rescale = true;
     bool q_in_registers = false;
-    // BN 128, lazy, non-causal (with Q in registers: one P register set): the row sums of the e4m3-rounded P
-    // from the P·V wgmma (N = 136 with ones after Vᵀ) instead of fp32 adds of the unrounded P.
-    bool sums_on_tensor_cores = false;
 };
 
 // e4m3 attention on bf16 inputs (the op's fp8 mode, see ops/attention.h): a quantization pass writes e4m3

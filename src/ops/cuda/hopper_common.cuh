@@ -107,11 +107,6 @@ template <int N> __device__ __forceinline__ void fence_regs(uint32_t (&r)[N]) {
     for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
 
-// Makes this thread's ordinary shared-memory writes visible to the async proxy (wgmma's operand reads, TMA).
-__device__ __forceinline__ void fence_proxy_async_smem() {
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
 // ---- register reallocation between warpgroups
 template <int R> __device__ __forceinline__ void regs_dealloc() {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R));
