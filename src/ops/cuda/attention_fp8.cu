@@ -45,81 +45,95 @@ __device__ __forceinline__ uint32_t pack4_e4m3(float a, float b, float c, float 
     return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
 }
 
-// One row of 128 bf16 into registers; its max |x|.
-__device__ __forceinline__ float load_row(const bf16* x, bool valid, uint4 (&raw)[16]) {
+// The quantization kernels take a tile of kQuantRows rows × 128 bf16 of one head, read coalesced: thread t
+// holds 16-byte chunk t % 16 of rows t / 16 + 8i (i < 16), so a warp reads two whole 256-byte rows per
+// load. The grids run the heads fastest (block (head, row block)): blocks in flight together read
+// neighbouring bytes of [S, H, 128] instead of one head's 256 bytes every H·256.
+constexpr int kChunks = kHeadDim * 2 / 16;             // 16-byte chunks per row
+constexpr int kRowsPerPass = kQuantRows / kChunks;     // rows one pass of the block's threads covers (8)
+constexpr int kTilePasses = kQuantRows / kRowsPerPass; // passes (rows per thread): 16
+
+// This thread's chunks of rows row0.. of head h (rows past s_len read as zeros); their max |x|.
+__device__ __forceinline__ float load_tile(const bf16* x, int row0, int s_len, int heads, int h,
+                                           uint4 (&raw)[kTilePasses]) {
+    const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
     float amax = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-        raw[i] = valid ? reinterpret_cast<const uint4*>(x)[i] : make_uint4(0, 0, 0, 0);
+    for (int i = 0; i < kTilePasses; ++i) {
+        const int row = row0 + r + kRowsPerPass * i;
+        raw[i] =
+            row < s_len
+                ? reinterpret_cast<const uint4*>(x + (static_cast<int64_t>(row) * heads + h) * kHeadDim)[c]
+                : make_uint4(0, 0, 0, 0);
         const bf16* e = reinterpret_cast<const bf16*>(&raw[i]);
 #pragma unroll
-        for (int c = 0; c < 8; ++c) amax = fmaxf(amax, fabsf(__bfloat162float(e[c])));
+        for (int k = 0; k < 8; ++k) amax = fmaxf(amax, fabsf(__bfloat162float(e[k])));
     }
     return amax;
 }
 
-// Per head, the max |x| over all rows: block (row block, head), one thread per row; the result as float
-// bits (atomicMax on non-negative floats' bits orders them as floats), amax_bits zeroed by the caller.
+// Per head, the max |x| over all rows of k (blockIdx.z 0) or v (1): block (head, row block); the result as
+// float bits (atomicMax on non-negative floats' bits orders them as floats), amax_bits zeroed by the caller.
 __global__ void __launch_bounds__(kQuantRows)
-    head_amax_kernel(const bf16* __restrict__ x, int* __restrict__ amax_bits, int s_len, int heads) {
+    kv_amax_kernel(const bf16* __restrict__ k, const bf16* __restrict__ v, int* __restrict__ k_amax_bits,
+                   int* __restrict__ v_amax_bits, int s_len, int heads) {
     __shared__ float red[kQuantRows / 32];
-    const int h = blockIdx.y, row = blockIdx.x * kQuantRows + threadIdx.x;
-    uint4 raw[16];
-    const float amax = load_row(x + (static_cast<int64_t>(row) * heads + h) * kHeadDim, row < s_len, raw);
+    const int h = blockIdx.x;
+    uint4 raw[kTilePasses];
+    const float amax = load_tile(blockIdx.z ? v : k, blockIdx.y * kQuantRows, s_len, heads, h, raw);
     const float m = block_max(amax, red);
-    if (threadIdx.x == 0) atomicMax(amax_bits + h, static_cast<int>(fp8_float_bits(m)));
+    if (threadIdx.x == 0)
+        atomicMax((blockIdx.z ? v_amax_bits : k_amax_bits) + h, static_cast<int>(fp8_float_bits(m)));
 }
 
-// q or k: block (row block rb, head h), one thread per row; x [S, H, 128] bf16 -> x8 [S, H, 128] e4m3.
+// q or k: block (head h, row block rb); x [S, H, 128] bf16 -> x8 [S, H, 128] e4m3.
 // head_amax_bits null: each block's scale from its own max, written to scale[H, ceil(S/128)]; else the
 // head's scale from head_amax_bits[h] (scale unused).
 __global__ void __launch_bounds__(kQuantRows)
     quantize_rows_kernel(const bf16* __restrict__ x, uint8_t* __restrict__ x8, float* __restrict__ scale,
                          const int* __restrict__ head_amax_bits, int s_len, int heads) {
     __shared__ float red[kQuantRows / 32];
-    const int rb = blockIdx.x, h = blockIdx.y, row = rb * kQuantRows + threadIdx.x;
-    const bool valid = row < s_len;
-    const int64_t off = (static_cast<int64_t>(row) * heads + h) * kHeadDim;
-    uint4 raw[16];
-    const float amax = load_row(x + off, valid, raw);
+    const int h = blockIdx.x, rb = blockIdx.y, row0 = rb * kQuantRows;
+    uint4 raw[kTilePasses];
+    const float amax = load_tile(x, row0, s_len, heads, h, raw);
     float sc;
     if (head_amax_bits) {
         sc = fp8_block_scale(fp8_bits_float(static_cast<uint32_t>(head_amax_bits[h])));
     } else {
         sc = fp8_block_scale(block_max(amax, red));
-        if (threadIdx.x == 0) scale[h * gridDim.x + rb] = sc;
+        if (threadIdx.x == 0) scale[h * gridDim.y + rb] = sc;
     }
     const float inv = 1.0f / sc; // exact: a power of two
-    if (!valid) return;
+    const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const bf16* e = reinterpret_cast<const bf16*>(&raw[2 * i]);
-        uint4 out;
+    for (int i = 0; i < kTilePasses; ++i) {
+        const int row = row0 + r + kRowsPerPass * i;
+        if (row >= s_len) break;
+        const bf16* e = reinterpret_cast<const bf16*>(&raw[i]);
+        uint2 out;
         out.x = pack4_e4m3(__bfloat162float(e[0]) * inv, __bfloat162float(e[1]) * inv,
                            __bfloat162float(e[2]) * inv, __bfloat162float(e[3]) * inv);
         out.y = pack4_e4m3(__bfloat162float(e[4]) * inv, __bfloat162float(e[5]) * inv,
                            __bfloat162float(e[6]) * inv, __bfloat162float(e[7]) * inv);
-        out.z = pack4_e4m3(__bfloat162float(e[8]) * inv, __bfloat162float(e[9]) * inv,
-                           __bfloat162float(e[10]) * inv, __bfloat162float(e[11]) * inv);
-        out.w = pack4_e4m3(__bfloat162float(e[12]) * inv, __bfloat162float(e[13]) * inv,
-                           __bfloat162float(e[14]) * inv, __bfloat162float(e[15]) * inv);
-        reinterpret_cast<uint4*>(x8 + off)[i] = out;
+        reinterpret_cast<uint2*>(x8 + (static_cast<int64_t>(row) * heads + h) * kHeadDim)[c] = out;
     }
 }
 
-// v: block (key block kb, kv head h); v [Sk, Hkv, 128] bf16 -> vt [Hkv, 128, sk_pad] e4m3 (keys permuted
+// v: block (kv head h, key block kb); v [Sk, Hkv, 128] bf16 -> vt [Hkv, 128, sk_pad] e4m3 (keys permuted
 // within 32-key groups) with the head's scale from amax_bits[h].
 __global__ void __launch_bounds__(kQuantRows)
     quantize_v_kernel(const bf16* __restrict__ v, uint8_t* __restrict__ vt, const int* __restrict__ amax_bits,
                       int sk, int kv_heads, int sk_pad) {
     __shared__ bf16 tile[kQuantRows][kHeadDim];
-    const int kb = blockIdx.x, h = blockIdx.y, key = kb * kQuantRows + threadIdx.x;
-    const bool valid = key < sk;
-    const int64_t off = (static_cast<int64_t>(key) * kv_heads + h) * kHeadDim;
+    const int h = blockIdx.x, kb = blockIdx.y;
+    {
+        uint4 raw[kTilePasses];
+        load_tile(v, kb * kQuantRows, sk, kv_heads, h, raw); // rows past Sk: zeros
+        const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
 #pragma unroll
-    for (int i = 0; i < 16; ++i)
-        reinterpret_cast<uint4*>(&tile[threadIdx.x][0])[i] =
-            valid ? reinterpret_cast<const uint4*>(v + off)[i] : make_uint4(0, 0, 0, 0);
+        for (int i = 0; i < kTilePasses; ++i)
+            reinterpret_cast<uint4*>(&tile[r + kRowsPerPass * i][0])[c] = raw[i];
+    }
     const float inv = 1.0f / fp8_block_scale(fp8_bits_float(static_cast<uint32_t>(amax_bits[h])));
     __syncthreads();
     const int d = threadIdx.x; // this thread writes Vᵀ row d of the block: 128 keys
@@ -131,7 +145,7 @@ __global__ void __launch_bounds__(kQuantRows)
         for (int i = 0; i < 16; ++i) {
             const int pos = q * 16 + i;
             const int k = (pos & ~31) + fp8_attention_key_of(pos & 31);
-            f[i] = __bfloat162float(tile[k][d]) * inv; // rows past Sk were zero-filled
+            f[i] = __bfloat162float(tile[k][d]) * inv;
         }
         uint4 out;
         out.x = pack4_e4m3(f[0], f[1], f[2], f[3]);
@@ -531,6 +545,9 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, co
         return unimplemented("fp8 attention: causal runs BN 128, lazy rescaling, Q in shared memory only");
     const int64_t nqb = (a.sq + kBM - 1) / kBM, nkb = (a.sk + kQuantRows - 1) / kQuantRows;
     const int64_t sk_pad = nkb * kQuantRows;
+    if (nqb > 65535 || nkb > 65535) // the quantization grids' y dimension
+        return unimplemented("fp8 attention: at most 65535·128 rows, got " + std::to_string(a.sq) +
+                             " queries, " + std::to_string(a.sk) + " keys");
     // scratch: q8 | k8 | vt | q scales | k and v max bits (each 256-byte aligned)
     const int64_t q8_bytes = round_up(a.sq * a.heads * kHeadDim, 256);
     const int64_t k8_bytes = round_up(a.sk * a.kv_heads * kHeadDim, 256);
@@ -548,15 +565,13 @@ Status hopper_attention_fp8(const Context& ctx, const HopperAttentionArgs& a, co
     cudaStream_t stream = stream_of(ctx);
     H3_CUDA_TRY(cudaMemsetAsync(k_amax, 0, static_cast<size_t>(2 * a.kv_heads) * 4, stream),
                 "cudaMemsetAsync(amax)");
-    const dim3 kv_grid(static_cast<unsigned>(nkb), static_cast<unsigned>(a.kv_heads));
+    const dim3 kv_grid(static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(nkb));
     const bf16* k = static_cast<const bf16*>(a.k);
     const bf16* v = static_cast<const bf16*>(a.v);
     const int sk = static_cast<int>(a.sk), hkv = static_cast<int>(a.kv_heads);
-    head_amax_kernel<<<kv_grid, kQuantRows, 0, stream>>>(k, k_amax, sk, hkv);
-    H3_TRY(check_launch("head_amax_kernel(k)"));
-    head_amax_kernel<<<kv_grid, kQuantRows, 0, stream>>>(v, v_amax, sk, hkv);
-    H3_TRY(check_launch("head_amax_kernel(v)"));
-    quantize_rows_kernel<<<dim3(static_cast<unsigned>(nqb), static_cast<unsigned>(a.heads)), kQuantRows, 0,
+    kv_amax_kernel<<<dim3(kv_grid.x, kv_grid.y, 2), kQuantRows, 0, stream>>>(k, v, k_amax, v_amax, sk, hkv);
+    H3_TRY(check_launch("kv_amax_kernel"));
+    quantize_rows_kernel<<<dim3(static_cast<unsigned>(a.heads), static_cast<unsigned>(nqb)), kQuantRows, 0,
                            stream>>>(static_cast<const bf16*>(a.q), q8, qs, nullptr, static_cast<int>(a.sq),
                                      static_cast<int>(a.heads));
     H3_TRY(check_launch("quantize_rows_kernel(q)"));
