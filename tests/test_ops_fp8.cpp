@@ -469,9 +469,9 @@ struct AttnShape {
     bool causal;
 };
 // Head dim 128, sizes off the 128-row tiles: partial query and key blocks, one query row, causal GQA / MQA.
-// The last case runs tens of thousands of keys for one query block: where an accumulator that keeps too few
-// bits shows (row sums accumulated by the e4m3 tensor cores were within bounds at 700 keys and off by up
-// to 0.75 at 38,247 in a session's bench).
+// The last case runs tens of thousands of keys for one query block, a length the others do not reach: a
+// reverted candidate whose row sums the e4m3 tensor cores accumulated was within these bounds at 700 keys
+// and off by up to 0.75 at 38,247 keys in a bench (whether this case would have failed it was not run).
 const AttnShape kFp8AttnShapes[] = {{200, 333, 2, 2, false}, {129, 129, 4, 2, true},
                                     {1, 150, 2, 2, false},   {300, 300, 2, 1, true},
                                     {64, 700, 2, 2, false},  {64, 24000, 1, 1, false}};
