@@ -497,7 +497,7 @@ TEST(HardeningStages, DeleteAndSigtermDuringReleaseSizeDenoise) {
     const std::string id = submit(c, big)["id"];
     json v = await_progress(c, id, 5, 89); // inside the denoise
     ASSERT_EQ(v["status"], "in_progress") << v.dump();
-    std::this_thread::sleep_for(500ms); // inside the first forward's attention by now
+    std::this_thread::sleep_for(6s); // past the request's setup, inside the first forward's attention
     const auto t0 = std::chrono::steady_clock::now();
     auto r = c.Delete(("/v1/videos/" + id).c_str());
     ASSERT_TRUE(r);
@@ -516,7 +516,7 @@ TEST(HardeningStages, DeleteAndSigtermDuringReleaseSizeDenoise) {
     const std::string id2 = submit(c, big)["id"];
     v = await_progress(c, id2, 5, 89);
     ASSERT_EQ(v["status"], "in_progress") << v.dump();
-    std::this_thread::sleep_for(500ms);
+    std::this_thread::sleep_for(6s);
     const auto t1 = std::chrono::steady_clock::now();
     EXPECT_EQ(server.terminate(30s), 0);
     const auto exited = std::chrono::steady_clock::now() - t1;

@@ -57,7 +57,7 @@ pid=$!
 # the job line comes right before the run; with random prompt rows the run starts with the denoise
 for _ in $(seq 1 1200); do grep -q "generate: 1344x768" "$WORK/err.txt" 2>/dev/null && break; sleep 0.1; done
 grep -q "generate: 1344x768" "$WORK/err.txt" || { kill -9 $pid; cat "$WORK/err.txt"; fail "no job line"; }
-sleep 2
+sleep 6 # past the setup, inside the first forward's attention
 t0=$(date +%s.%N); kill -INT $pid; wait $pid; rc=$?; t1=$(date +%s.%N)
 [ $rc -eq 130 ] || { cat "$WORK/err.txt"; fail "SIGINT in the denoise exited $rc, expected 130"; }
 python3 -c "import sys; d = $t1 - $t0; print('generate: Ctrl-C in a release-size denoise took %.3f s' % d); sys.exit(d > 2)" \
@@ -85,7 +85,7 @@ while time.time() < deadline:
     time.sleep(0.05)
 sys.exit(1)
 PY
-  sleep 0.5
+  sleep 6 # inside the first forward's attention
   t0=$(date +%s.%N); kill -TERM $spid
   for _ in $(seq 1 200); do kill -0 $spid 2>/dev/null || break; sleep 0.05; done
   if kill -0 $spid 2>/dev/null; then kill -9 $spid; fail "serve --on-term cancel was alive 10 s after SIGTERM"; fi
