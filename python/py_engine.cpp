@@ -34,6 +34,7 @@ py::dict progress_dict(const pipeline::JobProgress& p) {
     d["step_seconds"] = p.step_seconds;
     d["elapsed_seconds"] = p.elapsed_seconds;
     d["eta_seconds"] = p.eta_seconds;
+    if (p.stage == pipeline::Stage::kLoad) d["component"] = p.component; // what is about to be read
     return d;
 }
 

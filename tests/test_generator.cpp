@@ -248,9 +248,10 @@ TEST(Generator, NonReleaseGeometryT2vaAndFl2va) {
                                                         pipeline::Stage::kDecode, pipeline::Stage::kMux}));
         // every component this per-job store read was announced (a load event) before its stage
         const std::vector<std::string> want =
-            fl2va ? std::vector<std::string>{"vae_encoder", "text_encoder", "vision_tower", "transformer",
-                                             "vae_decoder", "audio_vae_decoder"}
-                  : std::vector<std::string>{"text_encoder", "transformer", "vae_decoder", "audio_vae_decoder"};
+            fl2va
+                ? std::vector<std::string>{"vae_encoder", "text_encoder", "vision_tower",
+                                           "transformer", "vae_decoder",  "audio_vae_decoder"}
+                : std::vector<std::string>{"text_encoder", "transformer", "vae_decoder", "audio_vae_decoder"};
         EXPECT_EQ(loads, want);
         const nlohmann::json m = r->metrics(job->task);
         EXPECT_EQ(m["task"], fl2va ? "fl2va" : "t2va");

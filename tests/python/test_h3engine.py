@@ -177,6 +177,26 @@ def test_ctrl_c_and_gil_released():
     assert not e.busy
 
 
+def test_checkpoint_defaults_outputs_and_loads():
+    # a checkpoint's h3_defaults.json applies to what the call leaves out; the output's missing folders are
+    # created before anything runs; the progress announces each component a job loads
+    d = os.path.join(WORK, "tiny_defaults")
+    if not os.path.isdir(d):
+        subprocess.run([os.environ["H3_ENGINE"], "make-tiny", d, "--seed", "1"], check=True,
+                       stdout=subprocess.DEVNULL)
+    with open(os.path.join(d, "h3_defaults.json"), "w") as f:
+        f.write('{"size": "64x32", "frames": 107, "num_inference_steps": 2}')
+    e = h3engine.Engine(d, device="cpu")
+    events = []
+    out = os.path.join(WORK, "new_folder", "sub", "d.wav")
+    r = e.generate(prompt="a red fox", seed=3, output=out, return_media=False, progress=events.append)
+    assert (r.width, r.height, r.num_frames, r.steps) == (64, 32, 107, 2), (r.width, r.height, r.num_frames, r.steps)
+    assert r.written == [out] and os.path.getsize(out) > 0
+    loads = [p.get("component") for p in events if p["stage"] == "load"]
+    assert loads and all(loads), loads  # what this engine's plan keeps per job (the resident DiT is loaded)
+    _raises(ValueError, e.generate, prompt="x", output=os.path.join(out, "x.mp4"))  # under a file
+
+
 def _main():
     tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_") and callable(v)]
     passed = failed = 0
