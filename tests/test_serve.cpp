@@ -1290,6 +1290,31 @@ TEST(ServeGroup, SpTwoMatchesOneRankAndAFailedRankFailsAlone) {
         << launched.stderr_text();
 }
 
+// Issue #42: every stage reads the cancel flag within a fraction of a second, and the grace timer is the
+// backstop for one that would not: SIGTERM with --on-term cancel while a job ignores its flag (the test
+// tool's stuck prompt) exits with status 4 after the 10 s grace, naming the job and the stage it interrupted.
+TEST(ServeShutdown, GraceTimerEndsAJobThatIgnoresItsCancel) {
+    fs::remove_all(kWork / "stuck_out");
+    Server server(
+        kWork / "stuck_out",
+        {"--on-term", "cancel", "--fault-inject-prompt", kFaultPrompt, "--fault-stuck-prompt", "STUCK"},
+        "stuck", {}, true, kFaultBinary);
+    ASSERT_TRUE(server.up());
+    auto c = server.client();
+    const std::string id = submit(c, tiny_request("STUCK"))["id"];
+    const json v = wait_for(
+        c, id, nullptr, [](const json& j) { return j["status"] == "in_progress"; }, 60s);
+    ASSERT_EQ(v["status"], "in_progress") << v.dump();
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(server.terminate(30s), 4);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_GE(took, 9s);
+    EXPECT_LT(took, 15s);
+    const std::string err = server.stderr_text();
+    EXPECT_NE(err.find("job " + id + " (stage encode"), std::string::npos) << err;
+    EXPECT_NE(err.find("did not stop within 10000 ms"), std::string::npos) << err;
+}
+
 #else
 
 TEST(Serve, NotBuilt) {

@@ -1,6 +1,7 @@
 #include "runtime/device_group.h"
 
 #include "core/cuda_api.h"
+#include "ops/cancel.h"
 #include "runtime/device_session.h"
 
 #include <exception>
@@ -12,13 +13,16 @@ namespace h3::runtime {
 
 namespace {
 
-// Runs fn(r) for every rank on its own thread; collects the statuses (exceptions become errors).
+// Runs fn(r) for every rank on its own thread; collects the statuses (exceptions become errors). The rank
+// threads take the caller's cancel flag (ops/cancel.h): a cancelled job stops on every rank.
 std::vector<Status> on_rank_threads(int n, const std::function<Status(int)>& fn) {
     std::vector<Status> st(static_cast<size_t>(n));
     std::vector<std::thread> threads;
     threads.reserve(static_cast<size_t>(n));
+    const std::atomic<bool>* cancel = ops::cancel_flag();
     for (int r = 0; r < n; ++r)
-        threads.emplace_back([&, r] {
+        threads.emplace_back([&, r, cancel] {
+            const ops::CancelScope scope(cancel);
             try {
                 st[static_cast<size_t>(r)] = fn(r);
             } catch (const std::exception& e) {

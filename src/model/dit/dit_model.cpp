@@ -3,6 +3,7 @@
 #include "model/dit/adaln_cache.h"
 #include "model/dit/dit_fp8.h"
 #include "model/lora/lora_apply.h"
+#include "ops/cancel.h"
 #include "ops/ops.h"
 
 #include <cmath>
@@ -652,6 +653,7 @@ Result<DitRequestState> DitModel::prepare_request(const DitPackedInputs& in,
 
 Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTables* tables_in,
                                      const DitForwardOptions& o, const DitRequestState* state) const {
+    const ops::CancelScope cancel_scope(o.cancel); // the ops read it between their blocks too
     const DitConfig& c = config_;
     const int64_t S = in.rows, D = c.hidden_size;
     const DType act = act_dtype();

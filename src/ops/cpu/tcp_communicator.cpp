@@ -4,6 +4,7 @@
 // Every socket read and write waits at most the timeout; any failure closes the connections, so the other
 // ranks fail at their next read instead of hanging.
 #include "core/dtype.h"
+#include "ops/cancel.h"
 #include "ops/communicator.h"
 
 #include <arpa/inet.h>
@@ -104,6 +105,7 @@ private:
             if (fd_ < 0) return internal_error("TCP: the connection was closed (the group was aborted)");
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
             if (left.count() <= 0) return internal_error("TCP: timed out");
+            if (cancel_requested()) return cancelled("TCP: the job was cancelled while waiting for a peer");
             pollfd pfd{fd_, events, 0};
             const int r = ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 200)));
             if (r < 0 && errno == EINTR) continue;
