@@ -240,9 +240,14 @@ Command make_generate_command() {
         std::string field;
         if (Status s = pipeline::JobBuilder::check(in, bo, &field); !s.ok())
             return report(with_flag(s, field));
-        // every output path checked, its folders created, before the checkpoint is opened
-        if (Status s = pipeline::prepare_outputs(in.outputs, &field); !s.ok())
-            return report(with_flag(s, field));
+        // One process of a launched group (RANK / WORLD_SIZE): rank 0 writes the outputs, the others nothing.
+        auto launched = runtime::process_rank_from_env();
+        if (!launched.ok()) return report(launched.status());
+        // every output path checked, its folders created, before the checkpoint is opened (by the writer)
+        bo.prepare_outputs = !*launched || (*launched)->rank == 0;
+        if (bo.prepare_outputs)
+            if (Status s = pipeline::prepare_outputs(in.outputs, &field); !s.ok())
+                return report(with_flag(s, field));
         if (!o->metrics.empty())
             if (Status s =
                     io::prepare_output_path(o->metrics, {.extensions = {".json"}, .what = "a JSON file"});
@@ -256,9 +261,7 @@ Command make_generate_command() {
         if (!device.ok()) return report(device.status().with_context("--device"));
         auto precision = compute_precision(o->dtype, o->precision);
         if (!precision.ok()) return report(precision.status());
-        // One process of a launched group (RANK / WORLD_SIZE): CUDA ranks run on cuda:LOCAL_RANK.
-        auto launched = runtime::process_rank_from_env();
-        if (!launched.ok()) return report(launched.status());
+        // CUDA ranks of a launched group run on cuda:LOCAL_RANK.
         if (*launched && device->is_cuda()) *device = Device::cuda((*launched)->local_rank);
         runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(*device, *precision);
         if (*launched) plan.parallel.process = **launched;

@@ -432,7 +432,7 @@ Result<GenerationJob> JobBuilder::build(JobInput in, std::string* field) const {
         if (!unknown.empty())
             job.warnings.push_back(vocabulary_warning(unknown, vocab, info_.defaults->path));
     }
-    H3_TRY(prepare_outputs(in.outputs, field));
+    if (options_.prepare_outputs) H3_TRY(prepare_outputs(in.outputs, field));
     job.outputs = std::move(in.outputs);
     return job;
 }
