@@ -9,6 +9,7 @@
 //   GET    /v1/videos/{id}/events     server-sent progress events
 //   POST   /v1/videos/{id}/cancel     cancel, keep the record (no body needed)
 //   DELETE /v1/videos/{id}            cancel if needed, then delete
+//   GET    /v1/models                 the loaded model: its name, defaults (size, frames, steps) and limits
 //   GET    /health, GET /metrics      liveness, Prometheus text
 // The request target is parsed once, strictly (serve/request_target.h): routes match the exact decoded path;
 // an encoded control byte, an encoded '/', a dot segment or a malformed escape is a 400, more than 32 query
