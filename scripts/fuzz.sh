@@ -20,7 +20,8 @@ if ! command -v clang >/dev/null 2>&1 || ! command -v clang++ >/dev/null 2>&1; t
 fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${H3_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
-ALL=(fuzz_safetensors_header fuzz_request_json fuzz_multipart fuzz_config fuzz_image fuzz_wav fuzz_media fuzz_lora)
+ALL=(fuzz_safetensors_header fuzz_request_json fuzz_multipart fuzz_request_target fuzz_config fuzz_image fuzz_wav
+     fuzz_media fuzz_lora)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL[@]}")
 

@@ -265,6 +265,31 @@ TEST(Generator, NonReleaseGeometryT2vaAndFl2va) {
     EXPECT_EQ((*store)->loads(Component::kTransformerRef), 0u);
 }
 
+TEST(Generator, AudioVaeWithOtherRatesKeepsTheOfficialAudioLength) {
+    // Audio VAE rates [2, 2] (hop 4): the job has the official pipeline's int(round(107 / 24 * 40)) = 178
+    // audio latents, not 107 / 24 * 8000 = 35,667 (which made a CPU job that never ends); the decoder then
+    // turns each latent into its own 4 samples.
+    model::TinyGeometry geometry;
+    geometry.audio_hop = 4;
+    auto store =
+        runtime::ModelStore::open(tiny("hop4", geometry), runtime::PlacementPlan::per_job(Device::cpu()));
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    EXPECT_EQ((*store)->spec().audio_hop, 4);
+    auto generator = pipeline::Generator::create(**store);
+    ASSERT_TRUE(generator.ok());
+    const pipeline::JobBuilder builder((*store)->info());
+    pipeline::JobInput in = request("a red ball", "64x32");
+    in.outputs.latents = (kWork / "hop4.safetensors").string();
+    in.outputs.media.wav = (kWork / "hop4.wav").string();
+    auto job = builder.build(std::move(in));
+    ASSERT_TRUE(job.ok()) << job.status().to_string();
+    ASSERT_EQ(job->geometry.audio_latents, 178);
+    auto r = (*generator)->run(*job, {});
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->audio_latents.shape(), (Shape{2, 32, 178}));
+    EXPECT_EQ(r->audio_samples, 178 * 4);
+}
+
 TEST(Generator, ResidentComponentsLoadOnce) {
     // The serving plan: DiT and decoders loaded at open and kept; two jobs read none of them again. The DiT
     // variants share a slot: a ref2va lease swaps transformer_ref in (transformer out) and back.

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 
 using namespace h3::pipeline;
@@ -188,6 +189,36 @@ TEST(LatentSpec, DerivedFromOtherConfigs) {
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(c->width % 16, 0);
     EXPECT_EQ(c->height, 768);
+}
+
+TEST(LatentSpec, AudioLatentsAtTheOfficialRateWhateverTheAudioVae) {
+    // An audio VAE with other rates (encoder and decoder rates [2, 2], as diffusers writes a small one): its
+    // own rate would be 32000 / 4 = 8000 latents/s (41,333 latents for 124 frames), but the official pipeline
+    // counts int(round(F / 24 * 40)) (MINIMAX_H3_AUDIO_LATENTS_PER_SECOND) whatever the VAE: 207.
+    h3::model::AudioVaeConfig avae;
+    avae.encoder_rates = {2, 2};
+    avae.decoder_rates = {2, 2};
+    avae.decoder_kernel_sizes = {4, 4};
+    auto spec =
+        h3::model::derive_latent_spec({.audio_vae = &avae, .audio_vae_file = "audio_vae/config.json"});
+    ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+    EXPECT_EQ(spec->audio_hop, 4); // the rest stays derived from the config
+    EXPECT_EQ(spec->audio_sample_rate, 32000);
+    EXPECT_EQ(spec->official_audio_latents_per_second, 40);
+    EXPECT_EQ(spec->audio_latents_per_second(), 40.0);
+    EXPECT_EQ(spec->audio_latents(124), 207);
+    EXPECT_EQ(spec->audio_latents(107), 178);
+    EXPECT_EQ(spec->rope_units_per_frame(), 5.0 / 3.0);
+    // int(round(F / 24 * 40)) for every frame count up to 16 s (the quotient is a third away from .5 at
+    // worst, so the rounding mode never decides; the double expression is Python's)
+    for (int f = 1; f <= 384; ++f) {
+        const double x = static_cast<double>(f) / 24 * 40;
+        EXPECT_EQ(spec->audio_latents(f), static_cast<int>(std::floor(x + 0.5))) << f;
+        EXPECT_EQ(spec->audio_latents(f), kSpec.audio_latents(f)) << f;
+    }
+    auto g = resolve_geometry({.frames = 124}, *spec);
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    EXPECT_EQ(g->audio_latents, 207);
 }
 
 TEST(LatentSpec, MismatchesNameBothFilesAndFields) {

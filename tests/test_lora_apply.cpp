@@ -363,3 +363,82 @@ TEST(AdapterLibrary, PathsCacheAndCombination) {
     // In-flight users keep a dropped set alive.
     EXPECT_TRUE(x1->get()->factor_count() > 0);
 }
+
+// Issue #42: a refused adapter is refused again from the library's verdict (per file identity: device, inode,
+// size, mtime) without being parsed, the verdicts are bounded, a file with more tensors than any adapter of
+// this DiT is refused without parsing its whole header, and no message shows the server's folder path.
+TEST(AdapterLibrary, RefusalsAreCachedBoundedAndNameTheAdapterOnly) {
+    const fs::path root = fs::path(H3_BINARY_DIR) / "test_lora_apply" / "refusals";
+    fs::remove_all(root);
+    fs::create_directories(root / "loras");
+    // 60,000 one-byte tensors: past lora_tensor_limit, and 26 s to refuse when the header was parsed whole
+    {
+        std::string h = "{";
+        for (int i = 0; i < 60000; ++i)
+            h += (i ? ",\"k" : "\"k") + std::to_string(i) +
+                 "\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[" + std::to_string(i) + "," +
+                 std::to_string(i + 1) + "]}";
+        h += "}";
+        std::FILE* f = std::fopen((root / "loras" / "many.safetensors").c_str(), "wb");
+        uint8_t len[8];
+        for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(static_cast<uint64_t>(h.size()) >> (8 * i));
+        std::fwrite(len, 1, 8, f);
+        std::fwrite(h.data(), 1, h.size(), f);
+        const std::string data(60000, '\0');
+        std::fwrite(data.data(), 1, data.size(), f);
+        std::fclose(f);
+    }
+    for (const char* junk : {"junk1.safetensors", "junk2.safetensors", "junk3.safetensors"}) {
+        std::FILE* f = std::fopen((root / "loras" / junk).c_str(), "wb");
+        std::fputs("junk", f);
+        std::fclose(f);
+    }
+    EXPECT_LT(model::lora_tensor_limit(cfg()), 60000u);
+    auto lib = runtime::AdapterLibrary::open({.dir = (root / "loras").string(),
+                                              .config = cfg(),
+                                              .ctx = ops::Context::cpu(),
+                                              .dtype = DType::kF32,
+                                              .max_refusals = 2});
+    ASSERT_TRUE(lib.ok()) << lib.status().to_string();
+    auto& L = **lib;
+    const std::string server_path = fs::canonical(root).string();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto many = L.get("many.safetensors");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    ASSERT_FALSE(many.ok());
+    EXPECT_EQ(many.status().code(), ErrorCode::kBadInput);
+    const std::string m = many.status().message();
+    EXPECT_NE(m.find("LoRA 'many.safetensors'"), std::string::npos) << m;
+    EXPECT_NE(m.find("more than " + std::to_string(model::lora_tensor_limit(cfg())) + " tensors"),
+              std::string::npos)
+        << m;
+    EXPECT_EQ(m.find(server_path), std::string::npos) << m;
+    EXPECT_EQ(L.files_read(), 1u);
+    // named again: the cached verdict, nothing parsed
+    auto again = L.get("many.safetensors");
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.status().message(), m);
+    EXPECT_EQ(L.files_read(), 1u);
+    for (const char* junk : {"junk1.safetensors", "junk2.safetensors", "junk1.safetensors"}) {
+        auto r = L.get(junk);
+        ASSERT_FALSE(r.ok());
+        EXPECT_NE(r.status().message().find(junk), std::string::npos) << r.status().to_string();
+        EXPECT_EQ(r.status().message().find(server_path), std::string::npos) << r.status().to_string();
+    }
+    EXPECT_EQ(L.files_read(), 3u); // junk1 a second time: cached
+    EXPECT_TRUE(L.get("junk3.safetensors").status().code() == ErrorCode::kBadInput);
+    EXPECT_EQ(L.files_read(), 4u);
+    EXPECT_EQ(L.cached_refusals(), 2u); // bounded: many.safetensors was forgotten
+    ASSERT_FALSE(L.get("many.safetensors").ok());
+    EXPECT_EQ(L.files_read(), 5u);
+    // a refused file that is fixed (a new identity) is read again, and accepted
+    const RefFactors rx = reference_factors(cfg(), 71, 0.03f);
+    ASSERT_TRUE(io::write_safetensors((root / "loras" / "junk3.safetensors").string(),
+                                      write_layout(cfg(), rx, Layout::kPeft))
+                    .ok());
+    auto fixed = L.get("junk3.safetensors");
+    ASSERT_TRUE(fixed.ok()) << fixed.status().to_string();
+    EXPECT_EQ(L.files_read(), 6u);
+    ASSERT_TRUE(L.get("junk3.safetensors").ok());
+    EXPECT_EQ(L.files_read(), 6u);
+}

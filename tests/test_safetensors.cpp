@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -260,6 +261,62 @@ TEST(SafetensorsMalformed, HeaderLengthPastEndOfFile) {
 
 TEST(SafetensorsMalformed, HeaderLengthAboveLimit) {
     expect_rejected(make_buffer("{}", 0, kMaxSafetensorsHeaderBytes + 1), "", "exceeds the limit");
+}
+
+// Issue #42: a header of 60,000 one-byte tensors parses in about linear time (ordered_json's vector-backed
+// object made every key a linear search: 26 s), keeps the header order, and a caller's tensor bound stops the
+// parse; a caller's header bound is checked before it.
+std::string many_tensors_header(size_t n) {
+    std::string h = "{";
+    for (size_t i = 0; i < n; ++i) {
+        // names in descending order, so that the header order is not the sorted one
+        h += (i ? ",\"t" : "\"t") + std::to_string(1000000 - i) +
+             "\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[" + std::to_string(i) + "," +
+             std::to_string(i + 1) + "]}";
+    }
+    return h + ",\"__metadata__\":{\"format\":\"pt\"}}";
+}
+
+TEST(SafetensorsLimits, ManyTensorsParseFastInHeaderOrder) {
+    const std::vector<uint8_t> bytes = make_buffer(many_tensors_header(60000), 60000);
+    TempDir dir;
+    const std::string path = dir.file("many.safetensors");
+    write_bytes(path, bytes);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto f = SafetensorsFile::open(path);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    EXPECT_LT(seconds, 3.0);
+    ASSERT_EQ(f->tensors().size(), 60000u);
+    EXPECT_EQ(f->tensors().front().name, "t1000000");
+    EXPECT_EQ(f->tensors().back().name, "t940001");
+    EXPECT_EQ(f->metadata().at("format"), "pt");
+}
+
+TEST(SafetensorsLimits, TensorCountAndHeaderBoundsRefuseEarly) {
+    const std::vector<uint8_t> bytes = make_buffer(many_tensors_header(60000), 60000);
+    const auto t0 = std::chrono::steady_clock::now();
+    Status s = SafetensorsFile::validate_buffer(bytes.data(), bytes.size(), "lora", {.max_tensors = 100});
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+    EXPECT_EQ(s.code(), ErrorCode::kBadInput);
+    EXPECT_NE(s.message().find("more than 100 tensors"), std::string::npos) << s.message();
+    s = SafetensorsFile::validate_buffer(bytes.data(), bytes.size(), "lora", {.max_header_bytes = 1 << 20});
+    EXPECT_EQ(s.code(), ErrorCode::kBadInput);
+    EXPECT_NE(s.message().find("exceeds the limit of 1048576 bytes"), std::string::npos) << s.message();
+    // exactly at the bound is fine (the metadata entry is not a tensor)
+    const std::vector<uint8_t> small = make_buffer(many_tensors_header(100), 100);
+    EXPECT_TRUE(
+        SafetensorsFile::validate_buffer(small.data(), small.size(), "lora", {.max_tensors = 100}).ok());
+    std::string first = many_tensors_header(100); // __metadata__ first: still not a tensor
+    first = "{\"__metadata__\":{\"format\":\"pt\"}," + first.substr(1, first.rfind(",\"__metadata__\"") - 1) +
+            "}";
+    const std::vector<uint8_t> meta_first = make_buffer(first, 100);
+    EXPECT_TRUE(
+        SafetensorsFile::validate_buffer(meta_first.data(), meta_first.size(), "lora", {.max_tensors = 100})
+            .ok());
+    EXPECT_FALSE(
+        SafetensorsFile::validate_buffer(meta_first.data(), meta_first.size(), "lora", {.max_tensors = 99})
+            .ok());
 }
 
 TEST(SafetensorsMalformed, InvalidJson) {

@@ -9,6 +9,10 @@
 
 #define H3_SERVE_WORK_DIR "test_serve_hardening"
 #include "io/media_writer.h"
+#include "serve/byte_range.h"
+#include "serve/job_queue.h"
+#include "serve/job_store.h"
+#include "serve/request_target.h"
 #include "serve_harness.h"
 
 #include <arpa/inet.h>
@@ -377,6 +381,193 @@ TEST_F(Hardening, Utf8RangesAndBodilessCancel) {
     r = raw(port, "POST /v1/videos/" + other + "/cancel HTTP/1.1\r\nHost: x\r\n\r\n", 3000ms);
     EXPECT_EQ(status_of(r), 200) << r.substr(0, 300);
     EXPECT_EQ(wait_for(c, other)["status"], "cancelled");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Issue #42. An encoded control byte in the path is refused (it once cut the path at the NUL: the job
+// itself answered, DELETE …/ID%00/anything deleted ID, /web/app.js%00.png served app.js), and routes match
+// the exact decoded path.
+TEST_F(Hardening, EncodedControlBytesInPathsAreRefused) {
+    const int port = server_->port();
+    auto c = server_->client();
+    const std::string id = submit(c, tiny_request("nul paths", 2))["id"];
+    ASSERT_EQ(wait_for(c, id)["status"], "completed");
+    const auto get = [&](const std::string& method, const std::string& target) {
+        return raw(port, method + " " + target + " HTTP/1.1\r\nHost: x\r\n\r\n", 5000ms);
+    };
+    for (const std::string& target : std::vector<std::string>{
+             "/v1/videos/" + id + "%00/content", "/v1/videos/" + id + "%00", "/v1/videos/" + id + "%1f",
+             "/v1/videos/" + id + "%7F/content", "/web/app.js%00.png", "/health%00", "/v1/videos%00",
+             "/v1/videos/" + id + "%2Fcontent", "/v1/videos/%2E%2E/" + id, "/v1/videos/" + id + "%zz",
+             "/v1/videos/" + id + "%0"}) {
+        const std::string r = get("GET", target);
+        EXPECT_EQ(status_of(r), 400) << target << ": " << r.substr(0, 300);
+        EXPECT_NE(r.find("invalid_request_target"), std::string::npos) << target << ": " << r.substr(0, 300);
+    }
+    std::string r = get("DELETE", "/v1/videos/" + id + "%00/anything");
+    EXPECT_EQ(status_of(r), 400) << r.substr(0, 300);
+    r = get("DELETE", "/v1/videos/" + id + "/anything");
+    EXPECT_EQ(status_of(r), 404) << r.substr(0, 300);
+    r = get("GET", "/v1/videos/" + id + "/content/extra");
+    EXPECT_EQ(status_of(r), 404) << r.substr(0, 300);
+    EXPECT_EQ(get_video(c, id)["status"], "completed") << "the job was deleted through a bad path";
+    // the exact paths still answer, and an escape that decodes to an ordinary byte is decoded once
+    EXPECT_EQ(status_of(get("GET", "/web/app.js")), 200);
+    EXPECT_EQ(status_of(get("GET", "/v1/videos/" + id + "/content")), 200);
+    EXPECT_EQ(status_of(get("GET", "/v1/videos/%76ideo" + id.substr(5))), 200);
+    r = get("GET", "/v1/videos/" + id + "%2500");
+    EXPECT_EQ(status_of(r), 404) << r.substr(0, 300); // "%00" after one decoding: an unknown id
+    // a control byte in a query value is refused too
+    r = get("GET", "/v1/videos?order=desc%00");
+    EXPECT_EQ(status_of(r), 400) << r.substr(0, 300);
+}
+
+// Issue #42. A long query is answered at once: too many parameters 400, too many bytes 414 (1000 or more
+// parameters once got no answer at all until the idle timeout).
+TEST_F(Hardening, QueryCapsAnswerAtOnce) {
+    const int port = server_->port();
+    const auto get = [&](const std::string& target) {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::string r = raw(port, "GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n", 3000ms);
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << target.substr(0, 60);
+        return r;
+    };
+    std::string many = "/v1/videos?";
+    for (int i = 0; i < 1000; ++i) many += (i ? "&p" : "p") + std::to_string(i) + "=1";
+    std::string r = get(many);
+    EXPECT_EQ(status_of(r), 414) << r.substr(0, 300); // 7.9 KB of query
+    std::string counted = "/v1/videos?";
+    for (int i = 0; i < 600; ++i) counted += (i ? "&a" : "a") + std::to_string(i);
+    r = get(counted);
+    EXPECT_EQ(status_of(r), 400) << r.substr(0, 300);
+    EXPECT_NE(r.find("more than 32 parameters"), std::string::npos) << r.substr(0, 300);
+    r = get("/v1/videos?" + std::string(2000, '&'));
+    EXPECT_EQ(status_of(r), 400) << r.substr(0, 300);
+    r = get("/v1/videos?after=" + std::string(5000, 'x'));
+    EXPECT_EQ(status_of(r), 414) << r.substr(0, 300);
+    r = get("/v1/videos?limit=1&limit=100");
+    EXPECT_EQ(status_of(r), 400) << r.substr(0, 300);
+    EXPECT_NE(r.find("given twice"), std::string::npos) << r.substr(0, 300);
+    // within the caps: unknown parameters are ignored as before, the known ones decoded ('+', %xx)
+    std::string fine = "/v1/videos?limit=%32&order=a%73c";
+    for (int i = 0; i < 20; ++i) fine += "&x" + std::to_string(i) + "=a+b";
+    r = get(fine);
+    EXPECT_EQ(status_of(r), 200) << r.substr(0, 300);
+    r = get("/v1/videos?limit=0");
+    EXPECT_EQ(status_of(r), 400) << r.substr(0, 300);
+    EXPECT_NE(r.find("\"param\":\"limit\""), std::string::npos) << r.substr(0, 300);
+}
+
+// Issue #42. A range that starts past the end is 416 however large its first position: one past 2^64 − 1
+// digits' worth (20 digits) was ignored and the whole file sent.
+TEST_F(Hardening, HugeRangeStartIs416) {
+    const int port = server_->port();
+    auto c = server_->client();
+    const std::string id = submit(c, tiny_request("huge range", 2))["id"];
+    ASSERT_EQ(wait_for(c, id)["status"], "completed");
+    const std::string path = "/v1/videos/" + id + "/content";
+    for (const char* spec :
+         {"bytes=18446744073709551615-", "bytes=18446744073709551616-", "bytes=99999999999999999999999999-",
+          "bytes=18446744073709551615-18446744073709551615"}) {
+        const std::string r =
+            raw(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\nRange: " + spec + "\r\n\r\n");
+        EXPECT_EQ(status_of(r), 416) << spec << ": " << r.substr(0, 300);
+        EXPECT_NE(r.find("Content-Range: bytes */"), std::string::npos) << spec << ": " << r.substr(0, 300);
+    }
+    // a huge last position or suffix is clamped to the file
+    auto part = c.Get(path.c_str(), {{"Range", "bytes=10-18446744073709551615"}});
+    ASSERT_TRUE(part);
+    EXPECT_EQ(part->status, 206);
+    auto all = c.Get(path.c_str(), {{"Range", "bytes=-99999999999999999999999"}});
+    ASSERT_TRUE(all);
+    EXPECT_EQ(all->status, 206);
+    EXPECT_EQ(all->body.size(), part->body.size() + 10);
+}
+
+// Issue #42 (memory): a final job lets go of what it ran on — a job cancelled before it started held its
+// decoded keyframes and references for as long as its record lived (forever with --ttl 0), a finished one
+// its prompt rows and LoRA set.
+TEST(JobBoardMemory, FinalJobsReleaseWhatTheyRanOn) {
+    const fs::path dir = kWork / "board_memory";
+    fs::remove_all(dir);
+    auto store = h3::serve::JobStore::open(dir.string());
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    h3::serve::JobBoard board(*store, 4, 0);
+    const auto request = [] {
+        h3::api::VideoRequest rq;
+        auto kf = std::make_shared<h3::pipeline::PreparedKeyframes>();
+        kf->images.emplace_back(1344, 768);
+        rq.job.keyframes = kf;
+        return rq;
+    };
+    h3::api::VideoRequest first = request(), second = request();
+    std::weak_ptr<const h3::pipeline::PreparedKeyframes> queued = first.job.keyframes,
+                                                         ran = second.job.keyframes;
+    auto a = board.submit(std::move(first), 1);
+    auto b = board.submit(std::move(second), 1);
+    ASSERT_EQ(a.outcome, h3::serve::SubmitOutcome::kAccepted);
+    ASSERT_EQ(b.outcome, h3::serve::SubmitOutcome::kAccepted);
+    EXPECT_FALSE(queued.expired()); // a queued job holds its media until it runs
+    ASSERT_TRUE(board.cancel(a.job, 2));
+    EXPECT_EQ(board.snapshot(a.record.id)->record.status, h3::api::JobStatus::kCancelled);
+    EXPECT_TRUE(queued.expired()) << "a job cancelled before it started still holds its keyframes";
+    auto running = board.next(); // a.job was cancelled: the next is b
+    ASSERT_EQ(running, b.job);
+    EXPECT_FALSE(ran.expired());
+    board.finish(running, h3::serve::FinalOutcome::kCompleted, std::nullopt, nullptr, 1.0, 3);
+    running.reset();
+    EXPECT_TRUE(ran.expired()) << "a finished job still holds what it ran on";
+    EXPECT_EQ(board.snapshot(b.record.id)->record.status, h3::api::JobStatus::kCompleted);
+}
+
+// The target parser alone (serve/request_target.h).
+TEST(RequestTarget, DecodesOnceAndRefusesControlBytes) {
+    using h3::serve::parse_request_target;
+    auto p = parse_request_target("/v1/videos/a%20b/content?variant=au%64io&x=1+2&empty=&flag");
+    ASSERT_TRUE(p.ok()) << p.message;
+    EXPECT_EQ(p.target.path, "/v1/videos/a b/content");
+    ASSERT_NE(p.target.param("variant"), nullptr);
+    EXPECT_EQ(*p.target.param("variant"), "audio");
+    EXPECT_EQ(*p.target.param("x"), "1 2");
+    EXPECT_EQ(*p.target.param("empty"), "");
+    EXPECT_EQ(*p.target.param("flag"), "");
+    EXPECT_EQ(p.target.param("missing"), nullptr);
+    EXPECT_EQ(parse_request_target("/a%2500").target.path, "/a%00");
+    EXPECT_EQ(parse_request_target("/").target.path, "/");
+    for (const char* bad :
+         {"/a%00",    "/a%0a/b",  "/a/%7f", "/a%2fb",     "/a/../b",       "/a/%2e", "/a%",   "/a%4",
+          "/a%g0",    "a",        "",       "*",          "http://host/a", "/a b",   "/a\tb", "/a#frag",
+          "/a?x=%00", "/a?%00=1", "/a?=1",  "/a?x=1&x=2", "/a?x=%",        "/a\x01"}) {
+        auto r = parse_request_target(bad);
+        EXPECT_EQ(r.status, 400) << bad;
+        EXPECT_FALSE(r.message.empty()) << bad;
+    }
+    EXPECT_EQ(parse_request_target("/" + std::string(9000, 'a')).status, 414);
+    EXPECT_EQ(parse_request_target("/a?" + std::string(4097, 'a')).status, 414);
+    std::string params = "/a?";
+    for (int i = 0; i < 33; ++i) params += "p" + std::to_string(i) + "&";
+    EXPECT_EQ(parse_request_target(params).status, 400);
+    params = "/a?";
+    for (int i = 0; i < 32; ++i) params += (i ? "&p" : "p") + std::to_string(i);
+    EXPECT_TRUE(parse_request_target(params).ok());
+}
+
+TEST(ByteRangeHeader, PositionsPastTwoToThe64AreUnsatisfiable) {
+    using h3::serve::ByteRange;
+    using h3::serve::resolve_byte_range;
+    EXPECT_EQ(resolve_byte_range("bytes=18446744073709551615-", 1000).kind, ByteRange::Kind::kUnsatisfiable);
+    EXPECT_EQ(resolve_byte_range("bytes=123456789012345678901234567890-", 1000).kind,
+              ByteRange::Kind::kUnsatisfiable);
+    EXPECT_EQ(resolve_byte_range("bytes=1000-", 1000).kind, ByteRange::Kind::kUnsatisfiable);
+    const ByteRange r = resolve_byte_range("bytes=990-99999999999999999999999", 1000);
+    EXPECT_EQ(r.kind, ByteRange::Kind::kPartial);
+    EXPECT_EQ(r.offset, 990u);
+    EXPECT_EQ(r.length, 10u);
+    const ByteRange s = resolve_byte_range("bytes=-99999999999999999999999", 1000);
+    EXPECT_EQ(s.kind, ByteRange::Kind::kPartial);
+    EXPECT_EQ(s.offset, 0u);
+    EXPECT_EQ(s.length, 1000u);
+    EXPECT_EQ(resolve_byte_range("bytes=5-1", 1000).kind, ByteRange::Kind::kWhole); // invalid: ignored
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -3,11 +3,17 @@
 #include "cli/commands.h"
 #include "core/log.h"
 #include "core/strict_int.h"
+#include "core/utf8.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace h3::cli {
 
@@ -31,6 +37,54 @@ void make_integers_strict(CLI::App& app) {
     for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) make_integers_strict(*sub);
 }
 
+size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+// The first word that is neither an option nor --log-level's value, when it names no command: CLI11 alone
+// would answer "A subcommand is required" without naming it.
+std::optional<std::string> unknown_command(int argc, char** argv, CLI::App& app) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--log-level") {
+            ++i;
+            continue;
+        }
+        if (a.empty() || a[0] == '-') continue;
+        for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+            if (sub->get_name() == a) return std::nullopt;
+        return a;
+    }
+    return std::nullopt;
+}
+
+int refuse_unknown_command(const std::string& word, CLI::App& app) {
+    std::string nearest, names;
+    size_t best = SIZE_MAX;
+    for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+        const std::string& name = sub->get_name();
+        names += (names.empty() ? "" : ", ") + name;
+        if (const size_t d = edit_distance(word, name); d < best) {
+            best = d;
+            nearest = name;
+        }
+    }
+    std::fprintf(stderr, "h3-engine: error: unknown command '%s' (did you mean '%s'?); the commands: %s\n",
+                 sanitized_utf8(word.substr(0, 80)).c_str(), nearest.c_str(), names.c_str());
+    return kExitUsage;
+}
+
 int run_app(int argc, char** argv) {
     CLI::App app{"h3-engine: native inference engine for MiniMax-H3 (joint video+audio diffusion)"};
     app.set_version_flag("--version", std::string("h3-engine ") + H3_VERSION);
@@ -41,6 +95,7 @@ int run_app(int argc, char** argv) {
     std::vector<Command> commands = all_commands();
     for (auto& c : commands) c.setup(app);
     make_integers_strict(app);
+    if (auto word = unknown_command(argc, argv, app)) return refuse_unknown_command(*word, app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -140,9 +140,14 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
         return io_error("cannot open " + path + ": " + std::strerror(err));
     }
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
         ::close(fd);
-        return io_error(path + " is not a regular file");
+        return io_error("cannot stat " + path + ": " + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) { // a device (/dev/zero), a FIFO, a socket: never read as a file
+        ::close(fd);
+        return bad_input(path + " is not a regular file");
     }
     std::shared_ptr<MappedFile> f(new MappedFile());
     f->path_ = path;

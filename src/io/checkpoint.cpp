@@ -378,7 +378,7 @@ Result<CheckpointDir> discover_checkpoint(const std::string& root_str) {
     root = root.lexically_normal();
     if (root.has_filename() == false && root.has_parent_path()) root = root.parent_path();
     if (!fs::exists(root, ec)) return not_found("checkpoint root " + root_str + " does not exist");
-    if (!is_dir(root)) return invalid_argument("checkpoint root " + root_str + " is not a folder");
+    if (!is_dir(root)) return bad_input("checkpoint root " + root_str + " is not a folder");
 
     CheckpointDir out;
     out.root = root.string();

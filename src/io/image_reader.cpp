@@ -731,6 +731,8 @@ Result<DecodedImage> read_image(const std::string& path, const ImageLimits& limi
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) return not_found(name + " does not exist");
     if (std::filesystem::is_directory(path, ec)) return bad_input(name + " is a directory");
+    if (!std::filesystem::is_regular_file(path, ec)) // a device (/dev/zero), a FIFO: never read
+        return bad_input(name + " is not a regular file");
     const auto bytes = std::filesystem::file_size(path, ec);
     if (ec) return io_error(name + ": cannot read its size: " + ec.message());
     if (bytes > kMaxImageFileBytes)

@@ -16,7 +16,69 @@ namespace h3::io {
 
 namespace {
 
-using OrderedJson = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json; // the writer keeps the tensors' order
+// The reader parses into std::map objects (O(log n) per key) and records the header order itself (KeyScan);
+// ordered_json's vector-backed object makes every insertion a linear search.
+using Json = nlohmann::json;
+
+// The SAX pass over a header: every object's keys (for duplicates), the top-level keys in order, the tensor
+// count (the parse stops past `max_tensors`). nlohmann's callback parser is not used: after every entry it
+// walks its parent object looking for discarded values, so a flat header of n entries cost O(n^2) — 60,000
+// tensors took minutes.
+struct KeyScan {
+    using number_integer_t = Json::number_integer_t;
+    using number_unsigned_t = Json::number_unsigned_t;
+    using number_float_t = Json::number_float_t;
+    using string_t = Json::string_t;
+    using binary_t = Json::binary_t;
+
+    explicit KeyScan(size_t max_tensors) : max_tensors(max_tensors) {}
+    bool null() { return true; }
+    bool boolean(bool) { return true; }
+    bool number_integer(number_integer_t) { return true; }
+    bool number_unsigned(number_unsigned_t) { return true; }
+    bool number_float(number_float_t, const string_t&) { return true; }
+    bool string(string_t&) { return true; }
+    bool binary(binary_t&) { return true; }
+    bool start_object(size_t) {
+        open.emplace_back();
+        return true;
+    }
+    bool end_object() {
+        if (!open.empty()) open.pop_back();
+        return true;
+    }
+    bool start_array(size_t) {
+        open.emplace_back(); // arrays hold no keys; an entry keeps the depth right
+        return true;
+    }
+    bool end_array() {
+        if (!open.empty()) open.pop_back();
+        return true;
+    }
+    bool key(string_t& k) {
+        if (open.size() == 1) {
+            if (k != "__metadata__" && tensors++ >= max_tensors) {
+                too_many = true;
+                return false;
+            }
+            top_keys.push_back(k);
+        }
+        if (!open.empty() && duplicate.empty() && !open.back().insert(k).second) duplicate = k;
+        return true;
+    }
+    bool parse_error(size_t, const std::string&, const nlohmann::json::exception& e) {
+        error = e.what();
+        return false;
+    }
+
+    const size_t max_tensors;
+    size_t tensors = 0;
+    bool too_many = false;
+    std::vector<std::set<std::string>> open;
+    std::vector<std::string> top_keys;
+    std::string duplicate, error;
+};
 
 // A valid header nests at most three levels (object -> entry -> shape list); anything much deeper is
 // rejected before parsing so hostile input cannot exhaust the stack.
@@ -29,7 +91,7 @@ struct ParsedHeader {
     std::map<std::string, std::string> metadata;
 };
 
-const char* json_type_name(const OrderedJson& j) {
+const char* json_type_name(const Json& j) {
     if (j.is_number_unsigned() || j.is_number_integer()) return "an integer";
     return j.type_name();
 }
@@ -45,7 +107,7 @@ std::string supported_dtype_list() {
 }
 
 // Reads a non-negative integer that fits in int64 (shape dims, offsets).
-bool json_to_u63(const OrderedJson& j, uint64_t* out) {
+bool json_to_u63(const Json& j, uint64_t* out) {
     if (j.is_number_unsigned()) {
         uint64_t v = j.get<uint64_t>();
         if (v > static_cast<uint64_t>(INT64_MAX)) return false;
@@ -61,8 +123,7 @@ bool json_to_u63(const OrderedJson& j, uint64_t* out) {
     return false;
 }
 
-Status parse_entry(const std::string& label, const std::string& name, const OrderedJson& entry,
-                   TensorInfo* info) {
+Status parse_entry(const std::string& label, const std::string& name, const Json& entry, TensorInfo* info) {
     auto fail = [&](const std::string& what) {
         return bad_input("file " + label + ": tensor '" + name + "': " + what);
     };
@@ -133,16 +194,18 @@ Status parse_entry(const std::string& label, const std::string& name, const Orde
     return ok_status();
 }
 
-Status parse_header(const uint8_t* data, size_t size, const std::string& label, ParsedHeader* out) {
+Status parse_header(const uint8_t* data, size_t size, const std::string& label,
+                    const SafetensorsLimits& limits, ParsedHeader* out) {
     if (data == nullptr && size != 0) return invalid_argument("file " + label + ": null buffer");
     if (size < 8)
         return bad_input("file " + label + ": truncated: " + std::to_string(size) +
                          " bytes, expected at least 8 (the u64 header length)");
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | data[i];
-    if (n > kMaxSafetensorsHeaderBytes)
+    const uint64_t max_header = std::min(limits.max_header_bytes, kMaxSafetensorsHeaderBytes);
+    if (n > max_header)
         return bad_input("file " + label + ": header length " + std::to_string(n) + " exceeds the limit of " +
-                         std::to_string(kMaxSafetensorsHeaderBytes) + " bytes");
+                         std::to_string(max_header) + " bytes");
     if (n > size - 8)
         return bad_input("file " + label + ": header length " + std::to_string(n) +
                          " runs past the end of the " + std::to_string(size) +
@@ -154,26 +217,23 @@ Status parse_header(const uint8_t* data, size_t size, const std::string& label, 
                          std::to_string(kMaxHeaderNesting) +
                          " levels, expected a flat object of tensor entries");
 
-    // Duplicate keys would silently replace each other in the parsed object, so they are caught while
-    // parsing.
-    std::vector<std::set<std::string>> open_objects;
-    std::string duplicate;
-    auto callback = [&](int, OrderedJson::parse_event_t event, OrderedJson& parsed) {
-        if (event == OrderedJson::parse_event_t::object_start)
-            open_objects.emplace_back();
-        else if (event == OrderedJson::parse_event_t::object_end && !open_objects.empty())
-            open_objects.pop_back();
-        else if (event == OrderedJson::parse_event_t::key && !open_objects.empty() && duplicate.empty() &&
-                 parsed.is_string() && !open_objects.back().insert(parsed.get<std::string>()).second)
-            duplicate = parsed.get<std::string>();
-        return true;
-    };
-    OrderedJson header;
+    // A first pass over the text (SAX, nothing built): the syntax, duplicate keys (which would silently
+    // replace each other in the parsed object), the header order (the top-level keys as they come) and the
+    // tensor bound, which stops it. Then the plain parse into std::map objects.
+    KeyScan scan(limits.max_tensors);
+    const bool scanned = Json::sax_parse(text, text + n, &scan);
+    if (scan.too_many)
+        return bad_input("file " + label + ": the header lists more than " +
+                         std::to_string(limits.max_tensors) + " tensors, the limit for this file");
+    if (!scanned) return bad_input("file " + label + ": header is not valid JSON: " + scan.error);
+    Json header;
     try {
-        header = OrderedJson::parse(text, text + n, callback);
+        header = Json::parse(text, text + n);
     } catch (const nlohmann::json::exception& e) {
         return bad_input("file " + label + ": header is not valid JSON: " + e.what());
     }
+    const std::string& duplicate = scan.duplicate;
+    const std::vector<std::string>& keys_in_order = scan.top_keys;
     if (!header.is_object())
         return bad_input(std::string("file ") + label + ": header is " + json_type_name(header) +
                          ", expected a JSON object");
@@ -185,7 +245,8 @@ Status parse_header(const uint8_t* data, size_t size, const std::string& label, 
     if (!duplicate.empty())
         return bad_input("file " + label + ": tensor '" + duplicate +
                          "': key appears twice in the header, expected unique names");
-    for (const auto& [key, value] : header.items()) {
+    for (const std::string& key : keys_in_order) {
+        const Json& value = header.at(key);
         if (key == "__metadata__") {
             if (!value.is_object())
                 return bad_input("file " + label + ": '__metadata__' is " + json_type_name(value) +
@@ -245,15 +306,16 @@ private:
 
 } // namespace
 
-Status SafetensorsFile::validate_buffer(const uint8_t* data, size_t size, const std::string& label) {
+Status SafetensorsFile::validate_buffer(const uint8_t* data, size_t size, const std::string& label,
+                                        const SafetensorsLimits& limits) {
     ParsedHeader header;
-    return parse_header(data, size, label, &header);
+    return parse_header(data, size, label, limits, &header);
 }
 
-Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
+Result<SafetensorsFile> SafetensorsFile::open(const std::string& path, const SafetensorsLimits& limits) {
     H3_ASSIGN_OR_RETURN(auto mapped, MappedFile::open(path));
     ParsedHeader header;
-    H3_TRY(parse_header(mapped->data(), mapped->size(), path, &header));
+    H3_TRY(parse_header(mapped->data(), mapped->size(), path, limits, &header));
     SafetensorsFile f;
     f.path_ = path;
     f.file_ = std::move(mapped);

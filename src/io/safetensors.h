@@ -6,6 +6,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +16,13 @@ namespace h3::io {
 
 // Headers larger than this are rejected before parsing (the format's own reference limit is 100 MB).
 constexpr uint64_t kMaxSafetensorsHeaderBytes = 100ull << 20;
+
+// What one file may declare; a caller that knows its files (a LoRA reader) sets tighter bounds. Both are
+// checked before the header is parsed (the length) or as it is (the count, which stops the parse).
+struct SafetensorsLimits {
+    uint64_t max_header_bytes = kMaxSafetensorsHeaderBytes;
+    size_t max_tensors = SIZE_MAX;
+};
 
 struct TensorInfo {
     std::string name;
@@ -29,9 +37,10 @@ public:
     // Opens and validates: header length within the file and bound, valid JSON object, every entry with a
     // known dtype, integer non-negative shape (rank <= 5), `prod(shape)·dtype size == end − begin`, ranges
     // inside the data section and non-overlapping. Errors name the file and the tensor.
-    static Result<SafetensorsFile> open(const std::string& path);
+    static Result<SafetensorsFile> open(const std::string& path, const SafetensorsLimits& limits = {});
     // Same validation over an in-memory buffer (used by the fuzzer and tests); `label` names it in errors.
-    static Status validate_buffer(const uint8_t* data, size_t size, const std::string& label);
+    static Status validate_buffer(const uint8_t* data, size_t size, const std::string& label,
+                                  const SafetensorsLimits& limits = {});
 
     const std::string& path() const { return path_; }
     const std::vector<TensorInfo>& tensors() const { return infos_; } // in header order

@@ -84,6 +84,8 @@ Result<InspectReport> inspect_path(const std::string& path) {
     std::error_code ec;
     if (!fs::exists(path, ec)) return not_found("inspect: " + path + " does not exist");
     if (!fs::is_directory(path, ec)) {
+        if (!fs::is_regular_file(path, ec)) // a device (/dev/zero), a FIFO: never read
+            return bad_input("inspect: " + path + " is not a regular file or a folder");
         H3_ASSIGN_OR_RETURN(auto set, io::TensorSet::open(path));
         r.layout = "safetensors";
         r.tensors = summarize(set);

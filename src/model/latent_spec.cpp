@@ -37,12 +37,14 @@ int LatentSpec::frames_of_latent(int k) const {
 }
 
 double LatentSpec::audio_latents_per_second() const {
-    return static_cast<double>(audio_sample_rate) / audio_hop;
+    return official_audio_latents_per_second;
 }
 
 int LatentSpec::audio_latents(int frames) const {
-    // Python's round(): half to even, as nearbyint in the default rounding mode.
-    return static_cast<int>(std::nearbyint(static_cast<double>(frames) / fps * audio_latents_per_second()));
+    // frames / fps first, then times the rate (the Python expression's order); Python's round() rounds half
+    // to even, as nearbyint does in the default rounding mode.
+    return static_cast<int>(
+        std::nearbyint(static_cast<double>(frames) / fps * official_audio_latents_per_second));
 }
 
 double LatentSpec::rope_units_per_frame() const {
@@ -53,11 +55,12 @@ std::string LatentSpec::describe() const {
     char b[320];
     std::snprintf(b, sizeof b,
                   "video %d ch, x%d spatial, x%d temporal (%dn+%d frames -> %dn+%d latents), patch %dx%dx%d, "
-                  "canvas multiple %d; audio %dx%d ch, %g latents/s at %d Hz; text %d",
+                  "canvas multiple %d; audio %dx%d ch, %d latents/s (the official rate), %d Hz with a hop of "
+                  "%d; text %d",
                   latent_channels, spatial_compression, temporal_compression, frames_per_chunk,
                   latents_per_chunk, latents_per_chunk, latents_per_chunk - token_drop, patch_t, patch_h,
                   patch_w, canvas_multiple(), audio_channels, audio_latent_channels,
-                  audio_latents_per_second(), audio_sample_rate, text_dim);
+                  official_audio_latents_per_second, audio_sample_rate, audio_hop, text_dim);
     return b;
 }
 
@@ -79,6 +82,7 @@ Status LatentSpec::validate(const std::string& origin) const {
                    std::to_string(latents_per_chunk) + " latents of " + std::to_string(temporal_compression) +
                    " frames");
     if (audio_sample_rate < 1 || audio_hop < 1) return bad("audio sampling_rate and hop must be positive");
+    if (official_audio_latents_per_second < 1) return bad("the audio latents per second must be positive");
     if (audio_channels < 1 || fps < 1) return bad("audio channels and fps must be positive");
     return ok_status();
 }

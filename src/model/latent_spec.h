@@ -1,9 +1,12 @@
 // LatentSpec: what the pipeline knows of the latent spaces, derived from the checkpoint's configs the way
 // diffusers' MiniMaxH3ModularPipeline derives it (its vae_* / audio_* / patch_size / canvas_multiple
 // properties): video latent channels and the VAE's spatial / temporal compression and temporal chunking
-// (vae/config.json), the DiT patch (transformer/config.json), the audio latents (audio_vae/config.json), the
-// conditioner width. Every model constant the pipeline uses comes from here; pipeline/geometry keeps request
-// policy only (canvas rules, seconds limits).
+// (vae/config.json), the DiT patch (transformer/config.json), the audio latent channels, sampling rate and
+// hop (audio_vae/config.json), the conditioner width. The number of audio latents is the one exception: the
+// official pipeline counts them at its constant 40 per second (diffusers'
+// MINIMAX_H3_AUDIO_LATENTS_PER_SECOND, used by audio_latent_num_frames whatever the audio VAE's rates), so
+// LatentSpec carries that number as such. Every model constant the pipeline uses comes from here;
+// pipeline/geometry keeps request policy only (canvas rules, seconds limits).
 //
 // derive_latent_spec cross-checks the configs that describe the same tensor (the DiT's in_channels is the
 // video VAE's latent_channels, audio_in_channels the audio VAE's, text_dim the text encoder's hidden size,
@@ -25,6 +28,9 @@ struct VideoVaeConfig;
 
 // The H3 family's fixed frame rate (diffusers MINIMAX_H3_FPS; no config carries it).
 inline constexpr int kVideoFps = 24;
+// The official pipeline's audio latent rate (diffusers MINIMAX_H3_AUDIO_LATENTS_PER_SECOND; no config carries
+// it): audio_latent_num_frames(F) = int(round(F / 24 * 40)), independent of the audio VAE's config.
+inline constexpr int kOfficialAudioLatentsPerSecond = 40;
 
 struct LatentSpec {
     // Video (defaults: the released checkpoint).
@@ -39,7 +45,10 @@ struct LatentSpec {
     int audio_latent_channels = 32; // audio_vae latent_channels = transformer audio_in_channels
     int audio_sample_rate = 32000;  // audio_vae sampling_rate
     int audio_hop = 800;            // product of audio_vae decoder_rates (samples per latent)
-    int audio_channels = 2;         // stereo: two channel-major blocks of audio rows (diffusers' constant)
+    // How many audio latents a second of video gets: the official pipeline's constant, not sampling_rate /
+    // hop (the two agree for the released audio VAE; for one with other rates the official count holds).
+    int official_audio_latents_per_second = kOfficialAudioLatentsPerSecond;
+    int audio_channels = 2; // stereo: two channel-major blocks of audio rows (diffusers' constant)
     // Conditioning.
     int text_dim = 5120; // transformer text_dim = text_encoder text_config.hidden_size
     int fps = kVideoFps;
@@ -56,8 +65,9 @@ struct LatentSpec {
     int latent_frames(int aligned_frames) const;
     // Pixel frames latent frame k covers: the first of a chunk covers C − (L−1)·T frames (1), the others T.
     int frames_of_latent(int k) const;
-    double audio_latents_per_second() const; // sample rate / hop (40)
-    // Audio latents per channel for F frames: round_half_even(F / fps · latents/s).
+    double audio_latents_per_second() const; // official_audio_latents_per_second (40)
+    // Audio latents per channel for F frames, as diffusers' audio_latent_num_frames computes them:
+    // int(round(F / fps * 40)) in doubles, Python's round() rounding half to even.
     int audio_latents(int frames) const;
     // The shared rotary clock: 1 unit per audio latent, so a pixel frame is latents/s ÷ fps units (5/3).
     double rope_units_per_frame() const;

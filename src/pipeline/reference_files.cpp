@@ -28,11 +28,24 @@ ReferenceSpec parse_reference_spec(const std::string& spec) {
 
 namespace {
 
-bool looks_like_image(const std::string& path) {
+io::ImageFormat image_format_of(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     uint8_t head[32] = {};
     f.read(reinterpret_cast<char*>(head), sizeof(head));
-    return io::detect_image_format(head, static_cast<size_t>(f.gcount())) != io::ImageFormat::kUnknown;
+    return io::detect_image_format(head, static_cast<size_t>(f.gcount()));
+}
+
+bool looks_like_image(const std::string& path) {
+    return image_format_of(path) != io::ImageFormat::kUnknown;
+}
+
+// A reference whose kind was given as video or audio must not be an image: FFmpeg would open a PNG as a
+// one-frame video and the mistake would surface only in the model, without the file's name.
+Status check_given_kind(std::optional<ReferenceKind> kind, io::ImageFormat format, const std::string& name) {
+    if (!kind || *kind == ReferenceKind::kImage || format == io::ImageFormat::kUnknown) return ok_status();
+    return bad_input(name + ": is an image (" + io::image_format_name(format) + "), not " +
+                     (*kind == ReferenceKind::kVideo ? "a video" : "audio") +
+                     "; an image reference is read as an image");
 }
 
 bool looks_like_wav(const std::string& path) {
@@ -67,6 +80,10 @@ Tensor rotate_frames_clockwise(const Tensor& frames, int quarter_turns) {
 Result<ReferenceMedia> read_reference(const ReferenceSpec& spec, const ReferenceReadLimits& limits) {
     if (spec.path.empty()) return invalid_argument("reference: empty file name");
     const std::string& name = spec.name.empty() ? spec.path : spec.name;
+    std::error_code ec;
+    if (!std::filesystem::exists(spec.path, ec)) return not_found(name + " does not exist");
+    if (!std::filesystem::is_regular_file(spec.path, ec)) return bad_input(name + " is not a regular file");
+    H3_TRY(check_given_kind(spec.kind, image_format_of(spec.path), name));
     ReferenceMedia r;
     r.source = name;
     const bool image = spec.kind ? *spec.kind == ReferenceKind::kImage : looks_like_image(spec.path);
@@ -128,6 +145,7 @@ Result<ReferenceMedia> decode_reference(std::string_view bytes, const std::strin
                                         const ReferenceReadLimits& limits) {
     if (bytes.empty()) return invalid_argument(label + ": empty upload");
     const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+    H3_TRY(check_given_kind(kind, io::detect_image_format(data, bytes.size()), label));
     const bool image = kind ? *kind == ReferenceKind::kImage
                             : io::detect_image_format(data, bytes.size()) != io::ImageFormat::kUnknown;
     if (image) {

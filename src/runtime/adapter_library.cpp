@@ -2,7 +2,9 @@
 
 #include "core/log.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <sys/stat.h>
 
 namespace fs = std::filesystem;
 
@@ -62,31 +64,62 @@ Status strict_check(const std::string& name, const std::vector<std::string>& ign
 
 } // namespace
 
+Status AdapterLibrary::without_paths(const Status& s, const std::string& name,
+                                     const std::string& path) const {
+    std::string m = s.message();
+    const auto replace_all = [&m](const std::string& from, const std::string& to) {
+        if (from.empty()) return;
+        for (size_t at = m.find(from); at != std::string::npos; at = m.find(from, at + to.size()))
+            m.replace(at, from.size(), to);
+    };
+    replace_all(path, name);
+    replace_all(dir_, "the LoRA folder");
+    return Status(s.code(), m);
+}
+
 Result<std::shared_ptr<const model::LoraSet>> AdapterLibrary::get(const std::string& name, bool strict) {
     H3_ASSIGN_OR_RETURN(std::string path, resolve(name));
-    std::error_code ec;
-    const uintmax_t size = fs::file_size(path, ec);
-    const int64_t mtime = static_cast<int64_t>(fs::last_write_time(path, ec).time_since_epoch().count());
+    const std::string context = "LoRA '" + name + "'";
+    // the name the file has in the folder (what a cached refusal says, whichever name reached it)
+    const std::string in_folder = dir_.empty() ? name : path.substr(dir_.size() + 1);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return not_found(context + ": cannot be read");
+    const FileIdentity id{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                          static_cast<uint64_t>(st.st_size),
+                          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = lru_.begin(); it != lru_.end(); ++it) {
-        if (it->path != path) continue;
-        if (it->size == size && it->mtime == mtime) {
+        if (it->id == id) {
             lru_.splice(lru_.begin(), lru_, it);
             H3_TRY(strict_check(name, lru_.front().ignored, strict));
             return lru_.front().set;
         }
-        lru_.erase(it); // the file changed: read it again
-        break;
+        if (it->path == path) { // the file changed: read it again
+            lru_.erase(it);
+            break;
+        }
     }
+    for (const Refusal& r : refusals_)
+        if (r.id == id) return r.status.with_context(context);
+    ++files_read_;
     auto adapter = model::read_lora_file(path, params_.config, params_.read);
-    if (!adapter.ok()) return adapter.status().with_context("LoRA '" + name + "'");
+    if (!adapter.ok()) {
+        const Status refused = without_paths(adapter.status(), in_folder, path);
+        // a verdict on the file's content is kept; a failure to read it (I/O) may pass
+        if (refused.code() == ErrorCode::kBadInput || refused.code() == ErrorCode::kInvalidArgument) {
+            refusals_.push_front({id, refused});
+            while (refusals_.size() > std::max<size_t>(1, params_.max_refusals)) refusals_.pop_back();
+        }
+        return refused.with_context(context);
+    }
     std::vector<std::string> ignored = adapter->ignored;
     auto use = std::make_shared<const model::LoraAdapter>(std::move(adapter).value());
-    H3_ASSIGN_OR_RETURN(auto set,
-                        model::LoraSet::build({{use, 1.0f}}, params_.config, params_.ctx, params_.dtype));
+    auto built = model::LoraSet::build({{use, 1.0f}}, params_.config, params_.ctx, params_.dtype);
+    if (!built.ok()) return without_paths(built.status(), in_folder, path).with_context(context);
+    auto set = std::move(built).value();
     H3_LOG_INFO("LoRA library: loaded {} ({} targets, {:.1f} MiB on {})", use->summary(), set->factor_count(),
                 static_cast<double>(set->device_bytes()) / (1 << 20), params_.ctx.device.to_string());
-    lru_.push_front({path, size, mtime, set, std::move(ignored)});
+    lru_.push_front({id, path, set, std::move(ignored)});
     // Drop the least recently used past the budget; the set just loaded always stays.
     size_t total = 0;
     for (const auto& e : lru_) total += e.set->device_bytes();
@@ -113,6 +146,16 @@ AdapterLibrary::request_set(const std::vector<AdapterUse>& uses) {
 size_t AdapterLibrary::cached_sets() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return lru_.size();
+}
+
+size_t AdapterLibrary::cached_refusals() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return refusals_.size();
+}
+
+size_t AdapterLibrary::files_read() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return files_read_;
 }
 
 size_t AdapterLibrary::cached_bytes() const {

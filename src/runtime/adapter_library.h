@@ -2,7 +2,9 @@
 // named by requests relative to it. A file is read and converted on first use, placed on the model's device
 // once (strength 1) and shared by every job that names it; per job the named sets are combined with the
 // request's strengths (model::LoraSet::combine, no copy). Least recently used sets are dropped past a byte
-// budget; a file that changed on disk (size or mtime) is read again.
+// budget. Files are known by their identity (device, inode, size, mtime): one that changed on disk is read
+// again, and one that was refused is refused again from a bounded cache of verdicts without being parsed.
+// Errors name the adapter as the request named it, never the folder's path on the server.
 #pragma once
 
 #include "core/status.h"
@@ -26,6 +28,7 @@ struct AdapterLibraryParams {
     ops::Context ctx;                 // where the sets live
     DType dtype = DType::kBF16;       // the model's activation dtype
     size_t budget_bytes = 8ull << 30; // device bytes of cached sets (the set in use is always kept)
+    size_t max_refusals = 256;        // refused files remembered (the oldest is forgotten past it)
     model::LoraReadOptions read;      // `strict` here holds for every request; AdapterUse::strict adds to it
     // true (h3-engine generate): names are file paths as given, there is no folder (`dir` unused). A server
     // never sets it.
@@ -56,22 +59,38 @@ public:
 
     size_t cached_sets() const;
     size_t cached_bytes() const;
+    size_t cached_refusals() const;
+    size_t files_read() const; // files parsed so far (a cached verdict or set reads none)
     const std::string& dir() const { return dir_; }
 
 private:
     explicit AdapterLibrary(AdapterLibraryParams p, std::string canonical_dir);
 
+    // What makes a file the same file: a rename keeps it, a rewrite or a replacement changes it.
+    struct FileIdentity {
+        uint64_t device = 0, inode = 0, size = 0;
+        int64_t mtime_ns = 0;
+        bool operator==(const FileIdentity&) const = default;
+    };
     struct Entry {
+        FileIdentity id;
         std::string path;
-        uintmax_t size = 0;
-        int64_t mtime = 0;
         std::shared_ptr<const model::LoraSet> set;
         std::vector<std::string> ignored; // keys skipped when it was read
     };
+    struct Refusal {
+        FileIdentity id;
+        Status status; // with the file's name in the folder, never its path
+    };
+    // The error of a read with the server's paths replaced by the adapter's name.
+    Status without_paths(const Status& s, const std::string& name, const std::string& path) const;
+
     AdapterLibraryParams params_;
     std::string dir_; // canonical
     mutable std::mutex mutex_;
-    std::list<Entry> lru_; // most recently used first
+    std::list<Entry> lru_;        // most recently used first
+    std::list<Refusal> refusals_; // newest first, at most params_.max_refusals
+    size_t files_read_ = 0;
 };
 
 } // namespace h3::runtime

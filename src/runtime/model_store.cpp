@@ -119,6 +119,14 @@ Result<std::unique_ptr<ModelStore>> ModelStore::open(const std::string& root, co
         H3_ASSIGN_OR_RETURN(io::CheckpointDir dir, io::discover_checkpoint(root));
         info.video_shift = dir.video_shift;
         info.audio_shift = dir.audio_shift;
+        // A component's folder without its config.json is a broken checkpoint (an interrupted download), not
+        // an absent component: refused here, naming the file, rather than as a request's missing DiT later.
+        for (const char* name : {"transformer", "transformer_ref", "vae", "audio_vae", "text_encoder"}) {
+            const io::Component* c = dir.find(name);
+            if (c && !is_file(fs::path(c->dir) / "config.json"))
+                return not_found("checkpoint " + root + ": " + (fs::path(c->dir) / "config.json").string() +
+                                 " does not exist (the " + name + "/ folder is there without its config)");
+        }
         const auto config_of = [&](const char* name) -> const io::Component* {
             const io::Component* c = dir.find(name);
             return c && !c->config_path.empty() && is_file(c->config_path) ? c : nullptr;

@@ -6,13 +6,15 @@ namespace h3::serve {
 
 namespace {
 
-// Digits only, no overflow.
+// Digits only, any number of them; a value past 2^64 − 1 saturates there (a position that large is past
+// the end of any file, which makes the range unsatisfiable rather than ignored).
 bool parse_u64(std::string_view s, uint64_t& out) {
-    if (s.empty() || s.size() > 19) return false;
+    if (s.empty()) return false;
     uint64_t v = 0;
     for (char c : s) {
         if (c < '0' || c > '9') return false;
-        v = v * 10 + static_cast<uint64_t>(c - '0');
+        const auto d = static_cast<uint64_t>(c - '0');
+        v = v > (UINT64_MAX - d) / 10 ? UINT64_MAX : v * 10 + d;
     }
     out = v;
     return true;

@@ -5,6 +5,7 @@
 #include "core/utf8.h"
 #include "serve/body_decoder.h"
 #include "serve/byte_range.h"
+#include "serve/request_target.h"
 #include "serve/sse.h"
 #include "serve/web/web_assets.h"
 #include "serve/wire/model_object.h"
@@ -284,7 +285,10 @@ struct HttpServer::Impl {
     struct Exchange {
         Impl* impl = nullptr;
         MHD_Connection* conn = nullptr;
-        std::string method, path;
+        std::string method;
+        std::string raw_target; // as the request line spelled it (MHD's own `url` stops at an encoded NUL)
+        ParsedTarget parsed;    // the decoded path and query parameters, or why they were refused
+        bool started = false;   // begin() ran
         Target target;
         enum class Phase { kBody, kParsing, kParsed, kSyncWait } phase = Phase::kBody;
         std::unique_ptr<BodyDecoder> decoder;
@@ -325,6 +329,7 @@ struct HttpServer::Impl {
     };
 
     // ---- MHD glue
+    static void* on_uri(void* cls, const char* uri, MHD_Connection* conn);
     static MHD_Result on_request(void* cls, MHD_Connection* conn, const char* url, const char* method,
                                  const char* /*version*/, const char* upload, size_t* upload_size,
                                  void** req_cls);
@@ -349,10 +354,10 @@ struct HttpServer::Impl {
         const char* v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
         return v ? v : "";
     }
-    std::optional<std::string> arg(MHD_Connection* c, const char* name) const {
-        const char* v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+    static std::optional<std::string> arg(const Exchange& ex, const char* name) {
+        const std::string* v = ex.parsed.target.param(name);
         if (!v) return std::nullopt;
-        return std::string(v);
+        return *v;
     }
     std::shared_ptr<Job> lookup(const std::string& id) const {
         return valid_job_id(id) ? board.find(id) : nullptr;
@@ -364,8 +369,8 @@ struct HttpServer::Impl {
         return board.wait(job, UINT64_MAX, std::chrono::milliseconds(0)).record.to_json();
     }
     Response health() const;
-    Response list(MHD_Connection* c) const;
-    Response content(MHD_Connection* c, const std::string& id) const;
+    Response list(const Exchange& ex) const;
+    Response content(const Exchange& ex, const std::string& id) const;
     Response cancel(const std::string& id);
     Response remove(const std::string& id);
     Response refusal(const SubmitResult& r);
@@ -461,13 +466,14 @@ MHD_Result Impl::on_request(void* cls, MHD_Connection* conn, const char* url, co
     Impl* s = static_cast<Impl*>(cls);
     auto* ex = static_cast<Exchange*>(*req_cls);
     try {
-        if (!ex) {
-            ex = new Exchange();
-            ex->impl = s;
+        if (!ex) { // no URI callback ran (not expected): MHD's decoded url is all there is
+            ex = static_cast<Exchange*>(on_uri(s, url, conn));
+            *req_cls = ex;
+        }
+        if (!ex->started) {
+            ex->started = true;
             ex->conn = conn;
             ex->method = method;
-            ex->path = url;
-            *req_cls = ex;
             return s->begin(*ex);
         }
         if (*upload_size > 0) {
@@ -483,6 +489,24 @@ MHD_Result Impl::on_request(void* cls, MHD_Connection* conn, const char* url, co
     }
 }
 
+// MHD's URI log callback: the request target exactly as the request line spelled it, before MHD decodes it
+// (its decoded `url` is a C string, cut at an encoded NUL). The Exchange made here is the request's pointer.
+// The query is parsed here and not by MHD: libmicrohttpd 0.9.75 stores every query parameter in the
+// connection's memory pool, and when the pool runs out (about 1000 parameters in 64 KiB) it queues its error
+// answer, ignores the failure and goes on reading headers into the freed buffer — the client hears nothing
+// until the idle timeout. Ending MHD's copy of the target at the '?' leaves it no parameter to store.
+void* Impl::on_uri(void* cls, const char* uri, MHD_Connection* conn) {
+    auto* ex = new Exchange();
+    ex->impl = static_cast<Impl*>(cls);
+    ex->conn = conn;
+    ex->raw_target = uri ? uri : "";
+    ex->parsed = parse_request_target(ex->raw_target);
+    if (uri) {
+        if (const char* q = std::strchr(uri, '?')) const_cast<char*>(q)[1] = '\0'; // MHD's writable buffer
+    }
+    return ex;
+}
+
 void Impl::on_completed(void*, MHD_Connection*, void** req_cls, MHD_RequestTerminationCode) {
     delete static_cast<Exchange*>(*req_cls);
     *req_cls = nullptr;
@@ -490,14 +514,18 @@ void Impl::on_completed(void*, MHD_Connection*, void** req_cls, MHD_RequestTermi
 
 MHD_Result Impl::begin(Exchange& ex) {
     MHD_Connection* c = ex.conn;
-    H3_LOG_DEBUG("serve: {} {}", shown(ex.method), shown(ex.path));
-    ex.target = match(ex.method, ex.path);
+    H3_LOG_DEBUG("serve: {} {}", shown(ex.method), shown(ex.raw_target));
+    if (ex.parsed.ok()) ex.target = match(ex.method, ex.parsed.target.path);
     {
         const std::string length = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
         auto n = parse_uint64(length, "Content-Length");
         ex.has_body = (n.ok() && *n > 0 && *n <= kMaxDiscardBytes) ||
                       (length.empty() && !header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING).empty());
     }
+    if (!ex.parsed.ok())
+        return answer(ex,
+                      error_response(ex.parsed.status, ex.parsed.message, "",
+                                     ex.parsed.status == 414 ? "uri_too_long" : "invalid_request_target"));
     if (!opt.api_key.empty() && ex.target.route != Route::kHealth && ex.target.route != Route::kWebPage) {
         const std::string auth = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
         const std::string bearer = "Bearer ";
@@ -513,7 +541,7 @@ MHD_Result Impl::begin(Exchange& ex) {
     case Route::kHealth:
         return answer(ex, health());
     case Route::kWebPage: { // static files, no API key needed
-        const WebAsset* a = find_web_asset(ex.path);
+        const WebAsset* a = find_web_asset(ex.parsed.target.path);
         Response r;
         r.content_type = std::string(a->content_type);
         r.body = std::string(a->body);
@@ -533,13 +561,13 @@ MHD_Result Impl::begin(Exchange& ex) {
     case Route::kModels:
         return answer(ex, json_response(api::model_list(builder)));
     case Route::kList:
-        return answer(ex, list(c));
+        return answer(ex, list(ex));
     case Route::kGet: {
         auto job = lookup(ex.target.id);
         return answer(ex, job ? json_response(snapshot_json(job)) : not_found(ex.target.id));
     }
     case Route::kContent:
-        return answer(ex, content(c, ex.target.id));
+        return answer(ex, content(ex, ex.target.id));
     case Route::kCancel: // a body, if any, is not read (the connection then closes after the answer)
         return answer(ex, cancel(ex.target.id));
     case Route::kDelete:
@@ -611,8 +639,8 @@ MHD_Result Impl::begin(Exchange& ex) {
     case Route::kNone:
         break;
     }
-    return answer(
-        ex, error_response(404, "no route " + shown(ex.method) + " " + shown(ex.path), "", "not_found"));
+    return answer(ex, error_response(404, "no route " + shown(ex.method) + " " + shown(ex.parsed.target.path),
+                                     "", "not_found"));
 }
 
 MHD_Result Impl::answer(Exchange& ex, Response r) {
@@ -766,19 +794,19 @@ Response Impl::health() const {
                          closed ? 503 : 200);
 }
 
-Response Impl::list(MHD_Connection* c) const {
+Response Impl::list(const Exchange& ex) const {
     size_t limit = 20;
-    if (auto v = arg(c, "limit")) {
+    if (auto v = arg(ex, "limit")) {
         auto n = parse_uint64(*v, "limit", 100);
         if (!n.ok() || *n < 1)
             return error_response(400, "limit must be an integer in [1, 100], got '" + shown(*v) + "'",
                                   "limit");
         limit = static_cast<size_t>(*n);
     }
-    const std::string order = arg(c, "order").value_or("desc");
+    const std::string order = arg(ex, "order").value_or("desc");
     if (order != "desc" && order != "asc")
         return error_response(400, "order must be desc or asc, got '" + shown(order) + "'", "order");
-    const std::string after = arg(c, "after").value_or("");
+    const std::string after = arg(ex, "after").value_or("");
     if (!after.empty() && !lookup(after))
         return error_response(400, "after: no video with id '" + shown(after) + "'", "after");
     ListPage page = board.list(limit, after, order == "desc");
@@ -791,11 +819,11 @@ Response Impl::list(MHD_Connection* c) const {
                           {"has_more", page.has_more}});
 }
 
-Response Impl::content(MHD_Connection* c, const std::string& id) const {
+Response Impl::content(const Exchange& ex, const std::string& id) const {
     auto job = lookup(id);
     if (!job) return not_found(id);
     const api::VideoRecord rec = board.wait(job, UINT64_MAX, std::chrono::milliseconds(0)).record;
-    const std::string variant = arg(c, "variant").value_or("video");
+    const std::string variant = arg(ex, "variant").value_or("video");
     if (variant != "video" && variant != "audio" && variant != "latents")
         return error_response(400, "variant must be video, audio or latents, got '" + shown(variant) + "'",
                               "variant");
@@ -810,7 +838,7 @@ Response Impl::content(MHD_Connection* c, const std::string& id) const {
                               "variant");
     const ContentFile f = content_file(rec.output_format, variant);
     auto r = file_response(store.content_path(rec.id, f.name), f.type, rec.id + f.extension,
-                           header(c, MHD_HTTP_HEADER_RANGE));
+                           header(ex.conn, MHD_HTTP_HEADER_RANGE));
     if (!r) return error_response(404, "the content of " + rec.id + " is gone", "id", "not_found");
     return std::move(*r);
 }
@@ -922,7 +950,8 @@ Result<int> HttpServer::bind() {
         MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(std::max(8, o.max_connections)),
         MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(std::max(1, o.idle_timeout_seconds)),
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemory, MHD_OPTION_NOTIFY_COMPLETED,
-        &Impl::on_completed, &s, MHD_OPTION_EXTERNAL_LOGGER, &Impl::on_log, &s, MHD_OPTION_END);
+        &Impl::on_completed, &s, MHD_OPTION_URI_LOG_CALLBACK, &Impl::on_uri, &s, MHD_OPTION_EXTERNAL_LOGGER,
+        &Impl::on_log, &s, MHD_OPTION_END);
     if (!s.daemon) {
         ::close(fd);
         s.listen_fd = -1;

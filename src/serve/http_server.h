@@ -11,6 +11,10 @@
 //   DELETE /v1/videos/{id}            cancel if needed, then delete
 //   GET    /v1/models                 the loaded model: its name, defaults (size, frames, steps) and limits
 //   GET    /health, GET /metrics      liveness, Prometheus text
+// The request target is parsed once, strictly (serve/request_target.h): routes match the exact decoded path;
+// an encoded control byte, an encoded '/', a dot segment or a malformed escape is a 400, more than 32 query
+// parameters a 400, a target over 8 KiB or a query over 4 KiB a 414 (code invalid_request_target or
+// uri_too_long), always answered at once.
 // Errors are OpenAI-style {"error": {"message", "type", "param", "code"}}: 400 names the field, 401 for a
 // wrong or missing key (when one is set; /health stays open), 404 for an unknown id or route, 408 for a body
 // that takes too long, 413 for a body over the limit (counted after Content-Encoding is undone), 415 for an

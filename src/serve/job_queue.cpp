@@ -23,6 +23,11 @@ void JobBoard::save(const Job& job) {
 }
 
 void JobBoard::finalize(Job& job, api::JobStatus status, std::optional<api::JobError> error, int64_t now) {
+    // What the job ran on is not needed past its end and must not stay for as long as the record does
+    // (forever with --ttl 0): decoded keyframes and references (a job cancelled before it started still held
+    // them), prompt rows, the LoRA set (which kept a set the library had dropped alive). Only the worker
+    // reads the request, and it calls this for its own job after the run.
+    job.request = api::VideoRequest{};
     job.record.status = status;
     job.record.stage = "done";
     job.record.error = std::move(error);

@@ -26,7 +26,7 @@ namespace h3::serve {
 // One job. Fields other than `cancel` are guarded by the board's mutex.
 struct Job {
     api::VideoRecord record;
-    api::VideoRequest request; // empty for jobs recovered from disk
+    api::VideoRequest request; // empty for jobs recovered from disk, and released once the job is final
     std::atomic<bool> cancel{false};
     std::string cancel_reason; // "" while not cancelled; "user" or "shutdown"
     bool deleted = false;      // removed through the API; the worker deletes the directory at the end

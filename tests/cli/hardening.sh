@@ -49,6 +49,33 @@ expect_rc 3 "$H3" generate --model "$WORK/nested_cfg" --random-prompt-embeds 5 -
   --steps 2 --save-latents "$WORK/w.st"
 expect_err "nests deeper than 64"
 
+# ---- issue #42: exit codes and messages as the README states them
+IMG="$(cd "$(dirname "$0")/../data/images" && pwd)"
+# a component folder without its config.json: 3, naming the missing file (not "has no transformer/", 2)
+cp -r "$WORK/tiny" "$WORK/no_cfg"; rm "$WORK/no_cfg/transformer/config.json"
+expect_rc 3 "$H3" generate --model "$WORK/no_cfg" --random-prompt-embeds 5 --size 64x32 --frames 107 --steps 2 \
+  --save-latents "$WORK/c.st"
+expect_err "no_cfg/transformer/config.json does not exist"
+# a model path that is a file: 3
+expect_rc 3 "$H3" generate --model "$WORK/tiny/model_index.json" --random-prompt-embeds 5 --size 64x32 \
+  --frames 107 --steps 2 --save-latents "$WORK/f.st"
+expect_err "is not a folder"
+# a device as an input file: 3, never read
+for dev in /dev/zero /dev/urandom; do
+  expect_rc 3 "$H3" inspect "$dev"; expect_err "$dev is not a regular file"
+  expect_rc 3 "${GEN[@]}" --first-frame "$dev" --save-latents "$WORK/d.st"; expect_err "is not a regular file"
+done
+# an unknown command is named, with the nearest one
+expect_rc 2 "$H3" explode; expect_err "unknown command 'explode'"; expect_err "did you mean 'encode'"
+expect_rc 2 "$H3" --log-level info genrate --model x; expect_err "did you mean 'generate'"
+# a reference whose given kind is wrong is refused before anything is loaded (the model does not exist),
+# naming the file
+for kind in video audio; do
+  expect_rc 3 "$H3" generate --model "$WORK/none" --prompt x --frames 107 --output "$WORK/o.mp4" \
+    --reference "$kind:$IMG/png_rgb.png"
+  expect_err "png_rgb.png: is an image (png), not"
+done
+
 # ---- issue #42: Ctrl-C and SIGTERM land inside a release-size denoise (1344x768, 124 frames: one CPU
 # attention call over ~37k rows ran for minutes without reading the flag)
 "$H3" generate --model "$WORK/tiny" --random-prompt-embeds 5 --size 1344x768 --frames 124 --steps 2 \

@@ -213,6 +213,23 @@ int main(int argc, char** argv) {
     const fs::path scratch = out / "scratch";
     fs::create_directories(scratch);
 
+    // HTTP request targets (serve/request_target.h), among them the ones issue #42 found
+    for (const auto& [name, target] : std::vector<std::pair<std::string, std::string>>{
+             {"list", "/v1/videos?limit=20&order=desc&after=video_0123456789abcdef0123456789abcdef"},
+             {"content", "/v1/videos/video_0123456789abcdef0123456789abcdef/content?variant=audio"},
+             {"nul_content", "/v1/videos/video_0123456789abcdef0123456789abcdef%00/content"},
+             {"nul_delete", "/v1/videos/video_0123456789abcdef0123456789abcdef%00/anything"},
+             {"nul_web", "/web/app.js%00.png"},
+             {"escapes", "/a%2Fb/%2e%2E/c%zz?x=a+b%20c&y=%E2%82%AC&&=&z"},
+             {"many_params",
+              [] {
+                  std::string s = "/v1/videos?";
+                  for (int i = 0; i < 40; ++i) s += "p" + std::to_string(i) + "=" + std::to_string(i) + "&";
+                  return s;
+              }()},
+             {"root", "/"}})
+        put(out / "request_target" / name, target);
+
     // request bodies
     put(out / "request_json/t2va.json", R"({"prompt": "a fox", "size": "64x32", "seconds": 4, "seed": 7})");
     put(out / "request_json/full.json",

@@ -324,9 +324,18 @@ Result<LoraAdapter> convert_lora_tensors(const std::vector<io::NamedTensor>& ten
     return out;
 }
 
+size_t lora_tensor_limit(const DitConfig& config) {
+    const size_t blocks = static_cast<size_t>(std::max(0, config.num_layers)) +
+                          static_cast<size_t>(std::max(0, config.num_refiner_layers)) + 2;
+    return 4096 + 64 * blocks;
+}
+
 Result<LoraAdapter> read_lora_file(const std::string& path, const DitConfig& config,
                                    const LoraReadOptions& options) {
-    H3_ASSIGN_OR_RETURN(io::SafetensorsFile f, io::SafetensorsFile::open(path));
+    const io::SafetensorsLimits limits{.max_header_bytes = options.max_header_bytes,
+                                       .max_tensors = options.max_tensors ? options.max_tensors
+                                                                          : lora_tensor_limit(config)};
+    H3_ASSIGN_OR_RETURN(io::SafetensorsFile f, io::SafetensorsFile::open(path, limits));
     std::vector<io::NamedTensor> tensors;
     tensors.reserve(f.tensors().size());
     for (const auto& info : f.tensors()) {

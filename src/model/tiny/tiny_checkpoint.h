@@ -27,6 +27,10 @@ struct TinyGeometry {
     int audio_latent_channels = 32; // audio_vae latent_channels = transformer audio_in_channels
     int text_dim = 64;              // text encoder hidden size = transformer text_dim = vision tower output
     int dit_heads = 2; // the DiTs' attention heads (× 32 dims); 8 lets tests split them 2/4/8 ways
+    // The audio VAE's hop: 800 (decoder rates 8·10·10, encoder rates the official 2·4·4·5·5) or 4 (encoder
+    // and decoder rates [2, 2], as a small diffusers test config has: 8000 latents/s by its own rate, while
+    // the official pipeline still counts 40).
+    int audio_hop = 800;
     Status validate() const;
     bool is_default() const;
 };

@@ -21,6 +21,9 @@ Status TinyGeometry::validate() const {
                                 " must be a multiple of 8 in [8, 1024]");
     if (dit_heads < 1 || dit_heads > 64)
         return invalid_argument("make-tiny: dit heads " + std::to_string(dit_heads) + " must lie in [1, 64]");
+    if (audio_hop != 800 && audio_hop != 4)
+        return invalid_argument("make-tiny: the audio hop must be 800 or 4, got " +
+                                std::to_string(audio_hop));
     return ok_status();
 }
 
@@ -28,7 +31,7 @@ bool TinyGeometry::is_default() const {
     const TinyGeometry d;
     return latent_channels == d.latent_channels && vae_stride == d.vae_stride &&
            audio_latent_channels == d.audio_latent_channels && text_dim == d.text_dim &&
-           dit_heads == d.dit_heads;
+           dit_heads == d.dit_heads && audio_hop == d.audio_hop;
 }
 
 DitConfig tiny_dit_config(const TinyGeometry& g) {

@@ -120,6 +120,11 @@ AudioVaeConfig tiny_audio_vae_config(const TinyGeometry& g) {
     c.latent_channels = g.audio_latent_channels;
     c.latents_mean = first_n(kAudioMean, g.audio_latent_channels);
     c.latents_std = first_n(kAudioStd, g.audio_latent_channels);
+    if (g.audio_hop == 4) {
+        c.decoder_rates = {2, 2};
+        c.decoder_kernel_sizes = {4, 4};
+        c.encoder_rates = {2, 2};
+    }
     return c;
 }
 

@@ -22,7 +22,8 @@ namespace h3::model {
 VideoVaeConfig tiny_video_vae_config(const TinyGeometry& geometry = {});
 // latent_dim 16, decoder_dim 16, rates 8·10·10 (hop 800 = the official 40 latents/s), kernels 16/20/20,
 // official resblocks and latents_mean/std. Encoder: the official rates 2·4·4·5·5 with encoder_dim 4 and 2
-// attention heads of 8 (pooled up to the 32 latent channels). `geometry` sets the latent channels.
+// attention heads of 8 (pooled up to the 32 latent channels). `geometry` sets the latent channels, and with
+// audio_hop 4 the rates: [2, 2] for the encoder and the decoder (kernels 4/4).
 AudioVaeConfig tiny_audio_vae_config(const TinyGeometry& geometry = {});
 
 // Writes `dir`/config.json + diffusion_pytorch_model.safetensors.
