@@ -19,12 +19,15 @@
 #include "cli/demo_model.h"
 #include "cli/field_flags.h"
 #include "cli/parallel_flags.h"
+#include "cli/progress_printer.h"
 #include "cli/reference_options.h"
 #include "cli/residency_flags.h"
 #include "cli/spawn_ranks.h"
 #include "cli/vsa_flags.h"
 #include "io/image_reader.h"
 #include "io/json_file.h"
+#include "io/output_path.h"
+#include "pipeline/cost_estimate.h"
 #include "pipeline/generator.h"
 #include "pipeline/job_builder.h"
 #include "pipeline/reference_files.h"
@@ -66,22 +69,6 @@ public:
 private:
     struct sigaction old_ {};
 };
-
-void print_bar(const pipeline::JobProgress& p) {
-    const int width = 30, filled = p.total ? width * p.step / p.total : width;
-    std::fprintf(stderr, "\r[%.*s%*s] %d/%d  %.2f s/step  ETA %.0f s", filled,
-                 "##############################", width - filled, "", p.step, p.total, p.step_seconds,
-                 p.eta_seconds);
-    if (p.step == p.total) std::fprintf(stderr, "\n");
-    std::fflush(stderr);
-}
-
-void print_json_step(const pipeline::JobProgress& p) {
-    std::printf(
-        "{\"event\":\"step\",\"step\":%d,\"total\":%d,\"seconds\":%.6f,\"elapsed\":%.6f,\"eta\":%.6f}\n",
-        p.step, p.total, p.step_seconds, p.elapsed_seconds, p.eta_seconds);
-    std::fflush(stdout);
-}
 
 } // namespace
 
@@ -134,10 +121,9 @@ Command make_generate_command() {
         auto* aspect =
             o->sub->add_option("--aspect", o->aspect, "W:H on the 768-short-edge canvas (default 16:9)");
         size->excludes(aspect);
-        o->sub
-            ->add_option("--steps", o->steps,
-                         "sigma grid points, terminal 0 included (N points: N-1 forwards)")
-            ->capture_default_str();
+        o->sub->add_option("--steps", o->steps,
+                           "sigma grid points, terminal 0 included (N points: N-1 forwards; default: the "
+                           "checkpoint's h3_defaults.json, else 50)");
         o->sub->add_option("--seed", o->seed, "seed of the request's torch-compatible generator")
             ->capture_default_str();
         o->sub->add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
@@ -198,34 +184,28 @@ Command make_generate_command() {
         if (!o->output.empty())
             if (auto k = pipeline::checked_output_kind(o->output); !k.ok())
                 return report(Status(k.status().code(), "--" + k.status().message()));
-        bool native_frames = false; // the demo model's own frame count (no --frames / --seconds given)
-        // no --model: the embedded demo model, at its native geometry unless the flags say otherwise
+        // no --model: the embedded demo model; its h3_defaults.json gives what the flags leave out (the
+        // builder applies a checkpoint's declared defaults, --model or not)
         if (o->model.empty()) {
             auto demo = embedded_demo_model();
             if (!demo.ok()) return report(demo.status());
             o->model = demo->dir;
-            if (o->size.empty() && o->aspect.empty()) o->size = demo->size;
-            if (!o->sub->count("--frames") && !o->sub->count("--seconds")) {
-                o->frames = demo->frames;
-                native_frames = true;
-            }
-            if (!o->sub->count("--reference-image-edge") && demo->reference_image_edge > 0)
-                o->reference_image_edge = demo->reference_image_edge;
             std::fprintf(
                 stderr,
                 "generate: no --model: the embedded tiny demo model %s (trained on procedural clips of "
-                "moving shapes; not MiniMax-H3), %s\n",
-                demo->dir.c_str(), o->size.empty() ? "at the size the flags give" : o->size.c_str());
+                "moving shapes; not MiniMax-H3); its defaults: %s\n",
+                demo->dir.c_str(), demo->defaults.describe().c_str());
         }
         pipeline::JobInput in;
         if (!o->prompt.empty()) in.prompt = o->prompt;
         if (o->sub->count("--random-prompt-embeds")) in.random_prompt_embeds = o->random_prompt_embeds;
         if (!o->size.empty()) in.size = o->size;
         if (!o->aspect.empty()) in.aspect = o->aspect;
-        if (o->sub->count("--frames") || native_frames) in.frames = o->frames;
+        if (o->sub->count("--frames")) in.frames = o->frames;
         if (o->sub->count("--seconds")) in.seconds = o->seconds;
         if (o->sub->count("--steps"))
-            in.num_inference_steps = o->steps; // else --preset's, a FastH3 sidecar's or 50
+            in.num_inference_steps =
+                o->steps; // else --preset's, a FastH3 sidecar's, h3_defaults.json's or 50
         in.seed = o->seed;
         if (!o->cache.empty()) in.cache = nlohmann::json(o->cache);
         if (!o->quality.empty()) in.quality = o->quality;
@@ -254,14 +234,22 @@ Command make_generate_command() {
             in.references.push_back(std::move(r).value());
         }
         if (Status s = adapter_flags_to_input(*o->sub, o->adapters, in.adapters); !s.ok()) return report(s);
-        pipeline::JobBuilderOptions bo{.max_steps = 1 << 20,
-                                       .reference_image_edge = o->reference_image_edge,
+        pipeline::JobBuilderOptions bo{.reference_image_edge = o->reference_image_edge,
                                        .reference_video_edge = o->reference_video_edge};
         // the whole request before the checkpoint is opened
         std::string field;
         if (Status s = pipeline::JobBuilder::check(in, bo, &field); !s.ok())
             return report(with_flag(s, field));
+        // every output path checked, its folders created, before the checkpoint is opened
+        if (Status s = pipeline::prepare_outputs(in.outputs, &field); !s.ok())
+            return report(with_flag(s, field));
+        if (!o->metrics.empty())
+            if (Status s =
+                    io::prepare_output_path(o->metrics, {.extensions = {".json"}, .what = "a JSON file"});
+                !s.ok())
+                return report(Status(s.code(), "--metrics: " + s.message()));
         const std::string progress = !o->progress.empty() ? o->progress : (isatty(2) ? "bar" : "none");
+        ProgressPrinter printer(progress); // from here: the wall time of the closing line
 
         // ---- the checkpoint's configs (a per-job plan loads nothing until the job leases it), then the job
         auto device = parse_device(o->device);
@@ -314,6 +302,12 @@ Command make_generate_command() {
                 bo.lora.library = adapter_files.get();
             }
         }
+        auto rate = pipeline::cpu_flops_rate(**store); // a CPU job's estimate (0 on a GPU)
+        if (!rate.ok()) return report(rate.status());
+        bo.flops_per_second = *rate;
+        if (const auto& d = (*store)->info().defaults;
+            d && d->reference_image_edge && !o->sub->count("--reference-image-edge"))
+            bo.reference_image_edge = *d->reference_image_edge; // the checkpoint's trained reference edge
         const pipeline::JobBuilder builder((*store)->info(), bo);
         auto job = builder.build(std::move(in), &field);
         if (!job.ok()) return report(with_flag(job.status(), field));
@@ -335,6 +329,15 @@ Command make_generate_command() {
             std::fprintf(stderr, "generate: %s\n", choice->describe().c_str());
             if (Status s = (*store)->replan(plan); !s.ok()) return report(s);
         }
+        if (!job->checkpoint_defaults.empty())
+            std::fprintf(stderr, "generate: from the checkpoint's %s: %s\n", runtime::kCheckpointDefaultsFile,
+                         job->checkpoint_defaults.c_str());
+        for (const std::string& w : job->warnings) std::fprintf(stderr, "generate: warning: %s\n", w.c_str());
+        if (const std::string w = pipeline::slow_job_warning(*job, bo.flops_per_second); !w.empty())
+            std::fprintf(stderr,
+                         "generate: warning: %s (here: --size, --seconds 4 or --frames, --steps 10, "
+                         "--device cuda; the demo model: no --model)\n",
+                         w.c_str());
         if (job->keyframes)
             std::fprintf(stderr, "generate: %zu keyframe(s) on a %dx%d canvas\n",
                          job->keyframes->images.size(), job->keyframes->canvas.width,
@@ -364,18 +367,14 @@ Command make_generate_command() {
         if (!generator.ok()) return report(generator.status());
         pipeline::JobEvents events;
         events.cancel = &g_cancel;
-        events.progress = [&progress](const pipeline::JobProgress& p) {
-            if (p.stage != pipeline::Stage::kDenoise || p.step == 0) return;
-            if (progress == "bar") print_bar(p);
-            if (progress == "json") print_json_step(p);
-        };
+        events.progress = [&printer](const pipeline::JobProgress& p) { printer(p); };
         Result<pipeline::JobReport> r = [&] {
             SigintScope sigint;
             return (*generator)->run(*job, events);
         }();
         if (!r.ok()) {
+            printer.interrupted();
             if (r.status().code() == ErrorCode::kCancelled) {
-                if (progress == "bar") std::fprintf(stderr, "\n");
                 report(r.status());
                 return kExitCancelled;
             }
@@ -405,14 +404,9 @@ Command make_generate_command() {
         std::fprintf(stderr, "generate: %s\n", r->work.summary().c_str());
         double total = 0;
         for (double s : r->step_seconds) total += s;
-        if (progress == "json")
-            std::printf("{\"event\":\"done\",\"steps\":%zu,\"denoise_seconds\":%.6f,\"setup_seconds\":%.6f,"
-                        "\"latents\":\"%s\"}\n",
-                        r->step_seconds.size(), total, r->setup_seconds, o->save_latents.c_str());
-        std::string written;
-        for (const std::string& w : r->written) written += (written.empty() ? "" : " and ") + w;
-        std::fprintf(stderr, "generate: %zu forwards in %.3f s (setup %.3f s), wrote %s\n",
-                     r->step_seconds.size(), total, r->setup_seconds, written.c_str());
+        std::fprintf(stderr, "generate: %zu forwards in %.3f s (setup %.3f s)\n", r->step_seconds.size(),
+                     total, r->setup_seconds);
+        printer.done(*r, o->output, o->save_latents);
         return kExitOk;
     };
     return c;

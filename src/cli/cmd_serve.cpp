@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/reference_options.h"
 #include "cli/serve_command.h"
+#include "pipeline/cost_estimate.h"
 #include "pipeline/job_builder.h"
 #include "runtime/adapter_library.h"
 #include "runtime/launcher.h"
@@ -159,11 +160,13 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
         adapters = std::move(lib).value();
         std::fprintf(stderr, "serve: LoRA adapters from %s\n", adapters->dir().c_str());
     }
+    auto rate = pipeline::cpu_flops_rate(**store); // each CPU job's estimate in its video object
+    if (!rate.ok()) return report(rate.status());
     const pipeline::JobBuilder builder((*store)->info(), {.max_prompt_bytes = 16 * 1024,
-                                                          .max_steps = 1000,
                                                           .reference_image_edge = o.reference_image_edge,
                                                           .reference_video_edge = o.reference_video_edge,
-                                                          .lora = {.library = adapters.get()}});
+                                                          .lora = {.library = adapters.get()},
+                                                          .flops_per_second = *rate});
 
     serve::ServeParams p;
     p.output_dir = o.output_dir;

@@ -21,6 +21,8 @@ std::string flag_for_field(const std::string& field) {
         {"first_frame", "--first-frame"},
         {"last_frame", "--last-frame"},
         {"reference", "--reference"},
+        {"output", "--output"},
+        {"save_latents", "--save-latents"},
         // LoRA and few-step schedules (cli/adapter_options.h)
         {"lora", "--lora"},
         {"lora_mode", "--lora-mode"},

@@ -52,6 +52,8 @@ const char* stage_name(Stage s) {
         return "decode";
     case Stage::kMux:
         return "mux";
+    case Stage::kLoad:
+        return "load";
     }
     return "unknown";
 }
@@ -91,6 +93,11 @@ static Result<const model::LoraSet*> job_lora_set(const GenerationJob& job,
     return a.set.get();
 }
 
+void Generator::announce_load(Component c, double percent, const JobEvents& ev) const {
+    if (ev.progress && !store_.loaded(c))
+        ev.progress({.stage = Stage::kLoad, .percent = percent, .component = runtime::component_name(c)});
+}
+
 Result<std::unique_ptr<Generator>> Generator::create(runtime::ModelStore& store, GroupOptions group) {
     ProcessorConfigs processors;
     if (store.info().has(Component::kVisionTower)) {
@@ -104,12 +111,14 @@ Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvent
     const auto report = [&](const JobProgress& p) {
         if (ev.progress) ev.progress(p);
     };
+    const auto loading = [&](Component c) { announce_load(c, 0, ev); };
     const ops::Context& ctx = store_.context();
     const auto t0 = std::chrono::steady_clock::now();
     EncodedInputs in;
     std::vector<ConditionerImage> images;
     std::vector<ConditionerReference> references;
     if (job.task == Task::kFl2va) {
+        loading(Component::kVideoEncoder);
         H3_ASSIGN_OR_RETURN(auto encoder, store_.video_encoder());
         H3_ASSIGN_OR_RETURN(Fl2vaInputs fl,
                             prepare_fl2va(ctx, *encoder, *job.keyframes, {.cancel = ev.cancel}));
@@ -121,9 +130,11 @@ Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvent
         runtime::Lease<model::VideoVaeEncoder> video;
         runtime::Lease<model::AudioVaeEncoder> audio;
         if (needs.video_encoder) {
+            loading(Component::kVideoEncoder);
             H3_ASSIGN_OR_RETURN(video, store_.video_encoder());
         }
         if (needs.audio_encoder) {
+            loading(Component::kAudioEncoder);
             H3_ASSIGN_OR_RETURN(audio, store_.audio_encoder());
         }
         H3_ASSIGN_OR_RETURN(Ref2vaInputs ref,
@@ -140,9 +151,11 @@ Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvent
     } else if (job.prompt_embeds) {
         cond = *job.prompt_embeds;
     } else {
+        loading(Component::kTextEncoder);
         H3_ASSIGN_OR_RETURN(auto text, store_.text_encoder());
         runtime::Lease<model::VisionModel> vision;
         if (job.presents_images()) {
+            loading(Component::kVisionTower);
             H3_ASSIGN_OR_RETURN(vision, store_.vision_tower());
         }
         H3_ASSIGN_OR_RETURN(auto conditioner, TextConditioner::over(*text, vision.get(), processors_));
@@ -226,12 +239,14 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     if (cancel_requested()) return cancelled("cancelled before denoising");
 
     // ---- denoise on the task's DiT
+    const Component variant =
+        job.task == Task::kRef2va ? Component::kTransformerRef : Component::kTransformer;
+    announce_load(variant, kEncodeEnd, ev);
     report({.stage = Stage::kDenoise, .percent = kEncodeEnd, .step = 0, .total = job.steps - 1});
     t0 = std::chrono::steady_clock::now();
     GenerationOutput out;
     {
-        H3_ASSIGN_OR_RETURN(auto dit, store_.dit(job.task == Task::kRef2va ? Component::kTransformerRef
-                                                                           : Component::kTransformer));
+        H3_ASSIGN_OR_RETURN(auto dit, store_.dit(variant));
         DenoiseOptions dopt;
         dopt.cancel = ev.cancel;
         H3_ASSIGN_OR_RETURN(dopt.lora, job_lora_set(job, store_));
@@ -304,6 +319,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         if (video) {
             report({.stage = Stage::kDecode, .percent = kDenoiseEnd});
             t0 = std::chrono::steady_clock::now();
+            announce_load(Component::kVideoDecoder, kDenoiseEnd, ev);
             H3_ASSIGN_OR_RETURN(auto vae, store_.video_decoder());
             // the decoder checks the flag between its calls
             if (group) {
@@ -328,6 +344,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         report({.stage = Stage::kDecode, .percent = video ? kVideoDecodeEnd : kDenoiseEnd});
         t0 = std::chrono::steady_clock::now();
         {
+            announce_load(Component::kAudioDecoder, video ? kVideoDecodeEnd : kDenoiseEnd, ev);
             H3_ASSIGN_OR_RETURN(auto vae, store_.audio_decoder());
             H3_ASSIGN_OR_RETURN(wave, decode_audio_wave(ctx, *vae, r.audio_latents, {.cancel = ev.cancel}));
             r.sample_rate = vae->config.sampling_rate;
