@@ -3,7 +3,7 @@
 # sm_90a kernels and issue #45's wgmma block-sparse kernels (bf16, e4m3) — the op tests on CUDA, the fp8 DiT
 # with VSA, then the benches (the ring's partial attention with lse, sm_90a vs the fallback; bench dit with
 # VSA 0.9, bf16 and fp8 with H3_LV_FP8=fp8; the one-rank ring path bf16 and fp8). H3_LV_PARTS picks parts:
-# tests, lse, vsa, ring (default all).
+# tests, vsatest (the VSA op tests alone), lse, vsa, ring (default: all but vsatest).
 PARTS=${H3_LV_PARTS:-tests lse vsa ring}
 lv_test() {  # name, log, args... (device_check.sh's run_test is defined after this script runs)
   local name=$1 log=$2; shift 2
@@ -28,6 +28,10 @@ if has tests; then
   grep -E "Failure|outside" "$OUT/lv_vsa_cpu.log" | head -5
   [ -x $T/test_parallel ] && lv_test "test_parallel (ring, parity)" lv_parallel.log $T/test_parallel \
     --gtest_filter='GroupRing.*:GroupParity.*'
+fi
+if has vsatest; then # the VSA op tests alone (after a kernel change)
+  lv_test "test_ops_vsa" lv_vsa.log $T/test_ops_vsa --backend cuda
+  grep -E "Failure|outside|got .* want" "$OUT/lv_vsa.log" | head -20
 fi
 if has lse; then
   echo "== bench attention --lse: the ring's partials, sm_90a vs fallback ($SECONDS s)"
