@@ -110,12 +110,12 @@ TEST(CheckpointDefaults, TheBuilderAppliesThemToWhatTheRequestLeavesOut) {
     pipeline::JobInput given = in;
     given.prompt = "a red ball";
     given.size = "96x64";
-    given.seconds = 5.0;
+    given.seconds = 6.0; // 144 frames, snapped to 158
     given.num_inference_steps = 2;
     job = builder.build(given);
     ASSERT_TRUE(job.ok()) << job.status().to_string();
     EXPECT_EQ(job->geometry.width, 96);
-    EXPECT_NE(job->geometry.frames, 124);
+    EXPECT_EQ(job->geometry.frames, 158);
     EXPECT_EQ(job->steps, 2);
     EXPECT_EQ(job->checkpoint_defaults, "");
     EXPECT_TRUE(job->warnings.empty());

@@ -273,6 +273,10 @@ Command make_generate_command() {
         // a component) waits for them.
         if (wants_rank_processes(o->parallel, *device, launched->has_value()))
             return run_ranks_as_processes({.world = plan.parallel.world(), .gpus = plan.parallel.gpus});
+        if (Status s =
+                check_ranks_in_process(plan, "give --launch processes (the default for several --gpus)");
+            !s.ok())
+            return report(s);
         // ---- LoRA: merged into the DiT when it loads (read here, before any weight), or resolved by the
         // builder through a library of the named files and applied at run time
         std::unique_ptr<runtime::AdapterLibrary> adapter_files;

@@ -119,6 +119,11 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
         std::fprintf(stderr, "serve: %s\n", choice->describe().c_str());
     }
     if (Status s = apply_parallel_flags(o.parallel, plan); !s.ok()) return report(s);
+    if (Status s =
+            check_ranks_in_process(plan, "serve runs its ranks as threads of this process; for several "
+                                         "GPUs run generate --gpus (one process per GPU)");
+        !s.ok())
+        return report(s);
     // serve runs its device group in this process (--sp / --tp ranks as threads); processes started by the
     // launcher convention would each open the HTTP port and run jobs on their own, so they are refused
     {

@@ -31,7 +31,12 @@ std::string flag_for_field(const std::string& field) {
         {"video_shift", "--video-shift"},
         {"audio_shift", "--audio-shift"},
         // FastH3 (cli/vsa_flags.h)
-        {"attention", "--attention"}};
+        {"attention", "--attention"},
+        // the device group (cli/parallel_flags.h)
+        {"parallel.sp", "--sp"},
+        {"parallel.tp", "--tp"},
+        {"parallel.ring", "--ring"},
+        {"parallel.gpus", "--gpus"}};
     auto it = flags.find(field);
     return it == flags.end() ? std::string() : it->second;
 }

@@ -1,6 +1,8 @@
 #include "cli/parallel_flags.h"
 
+#include "cli/field_flags.h"
 #include "model/dit/dit_parallel.h"
+#include "pipeline/generate_group.h"
 
 #include <sstream>
 
@@ -60,7 +62,19 @@ Status apply_parallel_flags(const ParallelFlags& f, runtime::PlacementPlan& plan
             plan.parallel.gpus.push_back(static_cast<int>(v));
         }
     }
+    // One rank on one named GPU is no group: the components run on that device.
+    if (plan.parallel.world() == 1 && plan.parallel.gpus.size() == 1 && !plan.parallel.process.active()) {
+        for (auto& c : plan.components)
+            if (c.device.is_cuda()) c.device = Device::cuda(plan.parallel.gpus[0]);
+        if (plan.components[0].device.is_cuda()) plan.parallel.gpus.clear();
+    }
     return plan.validate();
+}
+
+Status check_ranks_in_process(const runtime::PlacementPlan& plan, const std::string& instead) {
+    const Status s = pipeline::check_group_device(plan.parallel, plan.components[0].device);
+    if (s.ok()) return s;
+    return Status(s.code(), with_flag(s, "parallel.gpus").message() + "; " + instead);
 }
 
 Status check_parallel_flags(const runtime::PlacementPlan& plan, const model::DitConfig* dit) {

@@ -24,8 +24,12 @@ void add_parallel_flags(CLI::App* sub, ParallelFlags& flags);
 void add_launch_flag(CLI::App* sub, ParallelFlags& flags);
 // Whether `generate` should re-run itself once per rank (not when this process already is a launched rank).
 bool wants_rank_processes(const ParallelFlags& flags, const Device& device, bool launched);
-// Fills plan.parallel; errors name the flag.
+// Fills plan.parallel (one rank with one --gpus entry: the components' CUDA device becomes that GPU);
+// errors name the flag.
 Status apply_parallel_flags(const ParallelFlags& flags, runtime::PlacementPlan& plan);
+// Several --gpus for ranks that would be threads of this process (they share one device): refused, the
+// message naming the flag and `instead` (what to run).
+Status check_ranks_in_process(const runtime::PlacementPlan& plan, const std::string& instead);
 // The checkpoint's DiT against the plan (null: no DiT in the checkpoint, nothing to check).
 Status check_parallel_flags(const runtime::PlacementPlan& plan, const model::DitConfig* dit);
 

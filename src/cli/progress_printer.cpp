@@ -32,10 +32,14 @@ double ProgressPrinter::wall_seconds() const {
 void ProgressPrinter::operator()(const pipeline::JobProgress& p) {
     if (mode_ == "none") return;
     const bool load = p.stage == pipeline::Stage::kLoad;
-    const std::string key =
-        std::string(pipeline::stage_name(p.stage)) + (load ? std::string(" ") + p.component : "");
-    if (key != last_stage_) { // a stage begins
-        last_stage_ = key;
+    const std::string stage = pipeline::stage_name(p.stage);
+    const bool begins = load ? p.component != last_load_ : stage != last_stage_;
+    if (begins) {
+        if (load)
+            last_load_ = p.component;
+        else
+            last_stage_ = stage;
+        const std::string key = load ? stage + " " + p.component : stage;
         if (mode_ == "json") {
             nlohmann::json j = {{"event", "stage"},
                                 {"stage", pipeline::stage_name(p.stage)},

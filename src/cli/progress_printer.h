@@ -25,7 +25,9 @@ public:
 private:
     std::string mode_;
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-    std::string last_stage_; // stage (+ component) of the last stage line
+    std::string last_stage_; // the last stage line's stage (a load between two events of one stage does not
+                             // print that stage again)
+    std::string last_load_;  // the last load line's component
     bool in_bar_ = false;    // a bar line without its newline yet
 };
 

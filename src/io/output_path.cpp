@@ -32,8 +32,16 @@ std::string list(const std::vector<std::string>& v) {
 Status ready_folder(const fs::path& dir, const std::string& path) {
     std::error_code ec;
     if (dir.empty()) return ok_status(); // the working directory
-    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
-        return bad_input(quoted(path) + ": " + quoted(dir.string()) + " is a file, not a folder");
+    // the nearest existing ancestor must be a folder
+    for (fs::path a = dir; !a.empty(); a = a.parent_path()) {
+        if (!fs::exists(a, ec)) {
+            if (a == a.parent_path()) break;
+            continue;
+        }
+        if (!fs::is_directory(a, ec))
+            return bad_input(quoted(path) + ": " + quoted(a.string()) + " is a file, not a folder");
+        break;
+    }
     if (!fs::exists(dir, ec)) {
         fs::create_directories(dir, ec);
         if (ec)

@@ -3,6 +3,7 @@
 #include "cache/work.h"
 #include "ops/gemm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -39,7 +40,9 @@ Result<double> measure_gemm_rate(const ops::Context& ctx, int64_t width, DType d
         if (auto it = measured.find(key); it != measured.end()) return it->second;
     }
     if (width < 1) return invalid_argument("measure_gemm_rate: width " + std::to_string(width));
-    constexpr int64_t kRows = 64;
+    // about 0.1 GFLOP a call (at least 64 rows, at most 4096): narrow widths are timed on enough rows that
+    // the call overhead does not dominate, the release's width on few enough to stay quick
+    const int64_t kRows = std::clamp<int64_t>(static_cast<int64_t>(1e8 / (2.0 * width * width)), 64, 4096);
     Tensor x = Tensor::host({kRows, width}, dtype), w = Tensor::host({width, width}, dtype);
     std::memset(x.data(), 0, x.nbytes());
     std::memset(w.data(), 0, w.nbytes());

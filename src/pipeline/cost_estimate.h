@@ -27,8 +27,8 @@ int64_t job_rows(const GenerationJob& job, int64_t prompt_rows = 0);
 // The DiT FLOPs of the job's denoise (every forward, every block).
 double job_dit_flops(const GenerationJob& job, const model::DitConfig& config);
 
-// FLOP/s of ops::gemm on `ctx` at a DiT's width (x [64, D] · W [D, D]ᵀ in `dtype`), repeated for at least
-// 50 ms; remembered per (device, width, dtype) for the process.
+// FLOP/s of ops::gemm on `ctx` at a DiT's width (x [R, D] · W [D, D]ᵀ in `dtype`, R rows for ~0.1 GFLOP a
+// call, 64 to 4096), repeated for at least 50 ms; remembered per (device, width, dtype) for the process.
 Result<double> measure_gemm_rate(const ops::Context& ctx, int64_t width, DType dtype);
 
 // The rate a CPU store's jobs are estimated with (JobBuilderOptions::flops_per_second): measure_gemm_rate at

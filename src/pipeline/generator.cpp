@@ -6,6 +6,7 @@
 #include "core/cuda_api.h"
 #include "core/torch_generator.h"
 #include "io/safetensors.h"
+#include "ops/cancel.h"
 #include "pipeline/fl2va.h"
 #include "pipeline/generate.h"
 #include "pipeline/ref2va.h"
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 namespace h3::pipeline {
 
@@ -120,6 +122,7 @@ Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvent
     if (job.task == Task::kFl2va) {
         loading(Component::kVideoEncoder);
         H3_ASSIGN_OR_RETURN(auto encoder, store_.video_encoder());
+        report({.stage = Stage::kEncode, .percent = 0, .part = "keyframes"});
         H3_ASSIGN_OR_RETURN(Fl2vaInputs fl,
                             prepare_fl2va(ctx, *encoder, *job.keyframes, {.cancel = ev.cancel}));
         in.keyframes = std::move(fl.keyframes);
@@ -137,9 +140,17 @@ Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvent
             loading(Component::kAudioEncoder);
             H3_ASSIGN_OR_RETURN(audio, store_.audio_encoder());
         }
-        H3_ASSIGN_OR_RETURN(Ref2vaInputs ref,
-                            prepare_ref2va(ctx, {.video = video.get(), .audio = audio.get()}, *job.references,
-                                           {.spec = store_.spec(), .cancel = ev.cancel}));
+        Ref2vaOptions ropt;
+        ropt.spec = store_.spec();
+        ropt.cancel = ev.cancel;
+        ropt.started = [&](const char* encoder) {
+            report({.stage = Stage::kEncode,
+                    .percent = 0,
+                    .part = std::string_view(encoder) == "audio" ? "reference audio" : "reference video"});
+        };
+        H3_ASSIGN_OR_RETURN(
+            Ref2vaInputs ref,
+            prepare_ref2va(ctx, {.video = video.get(), .audio = audio.get()}, *job.references, ropt));
         in.references = std::move(ref.references);
         references = std::move(ref.conditioner);
     }
@@ -168,7 +179,9 @@ Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvent
         if (ev.progress)
             copt.progress = [&](const ConditionerProgress& p) {
                 const double f = p.total > 0 ? static_cast<double>(p.done) / p.total : 0.0;
-                report({.stage = Stage::kEncode, .percent = kEncodeEnd * std::min(f, 1.0)});
+                report({.stage = Stage::kEncode,
+                        .percent = kEncodeEnd * std::min(f, 1.0),
+                        .part = p.stage == "vision" ? "vision" : "text"});
             };
         H3_ASSIGN_OR_RETURN(cond, conditioner->encode(creq, copt));
     }
@@ -180,6 +193,8 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         if (ev.progress) ev.progress(p);
     };
     const auto cancel_requested = [&] { return ev.cancel && ev.cancel->load(); };
+    // every op of the job reads the flag between its blocks of work (ops/cancel.h), not only the stages
+    const ops::CancelScope cancel_scope(ev.cancel);
     if (job.outputs.empty()) return invalid_argument("outputs: the job writes neither latents nor media");
     if (!(job.geometry.spec == store_.spec()))
         return invalid_argument("the job was built for another latent spec (" + job.geometry.spec.describe() +
@@ -317,7 +332,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         Tensor frames, wave;
         const bool video = media.needs_video() || job.outputs.return_media;
         if (video) {
-            report({.stage = Stage::kDecode, .percent = kDenoiseEnd});
+            report({.stage = Stage::kDecode, .percent = kDenoiseEnd, .part = "video"});
             t0 = std::chrono::steady_clock::now();
             announce_load(Component::kVideoDecoder, kDenoiseEnd, ev);
             H3_ASSIGN_OR_RETURN(auto vae, store_.video_decoder());
@@ -341,7 +356,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
             return r;
         }
         if (cancel_requested()) return cancelled("cancelled before decoding the audio");
-        report({.stage = Stage::kDecode, .percent = video ? kVideoDecodeEnd : kDenoiseEnd});
+        report({.stage = Stage::kDecode, .percent = video ? kVideoDecodeEnd : kDenoiseEnd, .part = "audio"});
         t0 = std::chrono::steady_clock::now();
         {
             announce_load(Component::kAudioDecoder, video ? kVideoDecodeEnd : kDenoiseEnd, ev);

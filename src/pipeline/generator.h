@@ -44,6 +44,10 @@ struct JobProgress {
     double elapsed_seconds = 0; // denoise: since the first step
     double eta_seconds = 0;     // denoise: mean step time × steps left
     const char* component = ""; // load: runtime::component_name of what loads
+    // The part of the stage starting or running: encode: "keyframes" (the fl2va video encoder), "reference
+    // video" / "reference audio" (the ref2va encoders), "vision" (the vision tower), "text" (the language
+    // stack); decode: "video", "audio"; "" otherwise.
+    const char* part = "";
 };
 
 struct JobEvents {

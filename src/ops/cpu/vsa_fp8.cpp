@@ -2,7 +2,8 @@
 // fp32/double — e4m3 q per (head, query tile) and k, v per head with power-of-two scales (ops/fp8_scale.h),
 // scores per 64-key tile in list order against the running row max, P = 2^(x − m + 8) rounded to e4m3, fp32
 // row sums of the unrounded P, P·V summed in double (the kernel's fp32 tensor-core sums differ from it only
-// by their rounding).
+// by their rounding). A cancelled job (ops/cancel.h) skips the query tiles not yet started.
+#include "ops/cancel.h"
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/fp8_scale.h"
@@ -52,6 +53,7 @@ Status block_sparse_attention_fp8(const Context&, const BlockSparseAttentionPara
     const std::vector<float> k8 = quantize_per_head(k, k_scale), v8 = quantize_per_head(v, v_scale);
     const float scale_log2 = p.scale * 1.4426950408889634f;
     const float bias = static_cast<float>(kFp8AttnPBias), unbias = std::exp2(-bias);
+    const std::atomic<bool>* cancel = cancel_flag();
 #pragma omp parallel
     {
         std::vector<float> q8(static_cast<size_t>(kT * d)), x(kT);
@@ -60,6 +62,7 @@ Status block_sparse_attention_fp8(const Context&, const BlockSparseAttentionPara
 #pragma omp for collapse(2) schedule(dynamic)
         for (int64_t t = 0; t < n; ++t)
             for (int64_t h = 0; h < heads; ++h) {
+                if (cancel_requested(cancel)) continue;
                 // q: this tile's valid slots, one scale
                 float amax = 0.0f;
                 for (int64_t s = 0; s < kT; ++s) {
@@ -114,7 +117,7 @@ Status block_sparse_attention_fp8(const Context&, const BlockSparseAttentionPara
                 }
             }
     }
-    return ok_status();
+    return cancel_requested(cancel) ? cancelled_in("block_sparse_attention") : ok_status();
 }
 
 } // namespace h3::ops::cpu_impl
