@@ -1,9 +1,11 @@
 // DitPrecision::kFp8 on a small random DiT with the official head dim (128, so the blocks' attention runs in
 // e4m3 too): the fp8 velocity against bf16 on the CPU (the simulated e4m3 path) within a stated bound; with a
 // CUDA device, the CUDA fp8 forward against the CPU fp8 forward (the same quantization); bad exception lists
-// are reported by name.
+// are reported by name; with VSA the fused quantization and the e4m3 block-sparse attention.
 #include "core/cuda_api.h"
+#include "model/dit/dit_attention.h"
 #include "model/dit/dit_fp8.h"
+#include "model/dit/dit_model.h"
 #include "model/dit/dit_random.h"
 #ifdef H3_WITH_CUDA
 #include "ops/cuda/cuda_context.h"
@@ -65,8 +67,9 @@ struct BothRuns {
 
 // One forward in bf16 and one in fp8 (default exceptions; `fast_accum` for the e4m3 GEMMs, `fused` for
 // DitFp8Options::fused_quantization) on `ctx`, the same random weights and inputs.
+// `options`: e.g. VSA attention (the same in both forwards).
 BothRuns run_both(const ops::Context& ctx, bool fast_accum = DitFp8Options{}.fast_accum,
-                  bool fused = DitFp8Options{}.fused_quantization) {
+                  bool fused = DitFp8Options{}.fused_quantization, const DitForwardOptions& options = {}) {
     const DitConfig c = small_config();
     auto w =
         random_dit_weights(c, ctx, DitPrecision::kBf16, {.blocks = c.num_layers, .adaln = false, .seed = 4});
@@ -77,7 +80,7 @@ BothRuns run_both(const ops::Context& ctx, bool fast_accum = DitFp8Options{}.fas
     BothRuns r;
     {
         DitModel m(c, *w, DitPrecision::kBf16, ctx);
-        auto out = m.forward(in, &*tables);
+        auto out = m.forward(in, &*tables, options);
         EXPECT_TRUE(out.ok()) << out.status().to_string();
         r.bf16 = *out;
     }
@@ -89,7 +92,7 @@ BothRuns run_both(const ops::Context& ctx, bool fast_accum = DitFp8Options{}.fas
     EXPECT_FALSE(q.blocks[2].fp8.ff_out.defined()); // the default exception: the last block's ff_out
     EXPECT_FALSE(q.blocks[0].to_q.defined());       // quantized weights drop their bf16 copy
     DitModel m(c, q, DitPrecision::kFp8, ctx);
-    auto out = m.forward(in, &*tables);
+    auto out = m.forward(in, &*tables, options);
     EXPECT_TRUE(out.ok()) << out.status().to_string();
     r.fp8 = *out;
     return r;
@@ -112,8 +115,8 @@ TEST(DitFp8, VelocityWithinBoundOfBf16OnCpu) {
 // bf16 rows in each GEMM: the fp8 forward is bit-for-bit the same either way, on the CPU and, where the
 // kernels run, on CUDA. The last block's ff_out stays bf16 (the default exception), so its SwiGLU runs
 // unfused there: both paths meet in one forward.
-void expect_fused_equals_unfused(const ops::Context& ctx) {
-    const BothRuns fused = run_both(ctx, true, true), plain = run_both(ctx, true, false);
+void expect_fused_equals_unfused(const ops::Context& ctx, const DitForwardOptions& options = {}) {
+    const BothRuns fused = run_both(ctx, true, true, options), plain = run_both(ctx, true, false, options);
     for (const auto& [name, a, b] : {std::tuple<const char*, const Tensor*, const Tensor*>{
                                          "video", &fused.fp8.sample, &plain.fp8.sample},
                                      {"audio", &fused.fp8.audio_sample, &plain.fp8.audio_sample}}) {
@@ -128,6 +131,33 @@ TEST(DitFp8, FusedQuantizationIsExactOnCpu) {
     expect_fused_equals_unfused(ops::Context::cpu());
 }
 
+// VSA (no compression gates: the norms' bf16 rows are not needed) with fp8: the fused quantization and the
+// e4m3 block-sparse attention; the same bytes fused or not, and within the dense fp8 bound of bf16 VSA.
+DitForwardOptions vsa_options() {
+    DitForwardOptions o;
+    auto a = parse_attention_choice("vsa:sparsity=0.5");
+    EXPECT_TRUE(a.ok()) << a.status().to_string();
+    o.attention = *a;
+    return o;
+}
+
+TEST(DitFp8, VsaFusedQuantizationIsExactOnCpu) {
+    expect_fused_equals_unfused(ops::Context::cpu(), vsa_options());
+}
+
+TEST(DitFp8, VsaVelocityWithinBoundOfBf16VsaOnCpu) {
+    const BothRuns r = run_both(ops::Context::cpu(), DitFp8Options{}.fast_accum,
+                                DitFp8Options{}.fused_quantization, vsa_options());
+    const Agreement v = agree(r.fp8.sample, r.bf16.sample),
+                    a = agree(r.fp8.audio_sample, r.bf16.audio_sample);
+    std::printf("fp8 VSA vs bf16 VSA (CPU): video cos %.6f rel-RMS %.4f, audio cos %.6f rel-RMS %.4f\n",
+                v.cosine, v.rel_rms, a.cosine, a.rel_rms);
+    EXPECT_GT(v.cosine, 0.9995);
+    EXPECT_LT(v.rel_rms, 0.02);
+    EXPECT_GT(a.cosine, 0.9995);
+    EXPECT_LT(a.rel_rms, 0.02);
+}
+
 TEST(DitFp8, FusedQuantizationIsExactOnCuda) {
 #ifdef H3_WITH_CUDA
     if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
@@ -135,6 +165,7 @@ TEST(DitFp8, FusedQuantizationIsExactOnCuda) {
     ASSERT_TRUE(cc.ok()) << cc.status().to_string();
     if ((*cc)->cc_major() != 9) GTEST_SKIP() << "fp8 attention needs an H100/H200";
     expect_fused_equals_unfused(ops::Context{.device = Device::cuda(0), .cuda = cc->get()});
+    expect_fused_equals_unfused(ops::Context{.device = Device::cuda(0), .cuda = cc->get()}, vsa_options());
 #else
     GTEST_SKIP() << "CPU-only build";
 #endif

@@ -1,4 +1,5 @@
-// Op tests for attention's log-sum-exp output and attention_merge (ring attention's partials, issue #17), in
+// Op tests for attention's log-sum-exp output and attention_merge (ring attention's partials, issues #17,
+// #46: the sm_90a bf16 and e4m3 kernels return it too), in
 // the pattern of tests/test_ops.cpp. Default (CPU): each op against a naive double-precision loop written
 // here. With `--backend cuda` (or H3_TEST_BACKEND=cuda): on cuda:0 against the same double loop (the CPU
 // reference is itself within these tolerances of it). The property ring attention rests on: attention over
@@ -25,6 +26,9 @@ const DType kODtypes[] = {DType::kF32, DType::kBF16};
 constexpr TolTable kAttnTol{{2e-5, 1e-4}, {1e-2, 8e-3}, {2e-3, 1e-3}};
 // lse: a log of a sum of ≤ 70 exps of fp32 scores: absolute error of a few fp32 ulps of the scores.
 constexpr Tol kLseTol{2e-5, 2e-6};
+// The sm_90a kernels' lse: fp32 scores from the tensor cores (bf16 products, fp32 sums), the scale folded in
+// as scale·log2 e, ex2.approx per key (2 ulp), hundreds of keys: a few 1e-6 relative to the scores.
+constexpr Tol kHopperLseTol{2e-4, 1e-5};
 
 // Exact attention over keys [k0, k1) of q [Sq,H,D], k/v [Sk,H,D] in double: o [Sq,H,D] and lse [Sq,H].
 struct Exact {
@@ -103,12 +107,22 @@ TEST(OpsAttentionMerge, LseOfAttention) {
                 check_output(o, want.o, kAttnTol.f32);
                 check_lse(lse, want.lse, kLseTol);
             }
-            if (on_cuda()) { // the kernels that do not return lse say so rather than leave it unwritten
+            if (on_cuda()) { // cuDNN does not return lse and says so rather than leave it unwritten
                 Tensor o = dev(Tensor::host({c.sq, c.h, c.d}, dt)),
                        lse = dev(Tensor::host({c.sq, c.h}, DType::kF32));
-                for (AttentionImpl impl : {AttentionImpl::kHopper, AttentionImpl::kCudnn})
-                    EXPECT_EQ(attention(ctx(), {.impl = impl, .lse = &lse}, dev(q), dev(k), dev(v), o).code(),
-                              ErrorCode::kUnimplemented);
+                EXPECT_EQ(
+                    attention(ctx(), {.impl = AttentionImpl::kCudnn, .lse = &lse}, dev(q), dev(k), dev(v), o)
+                        .code(),
+                    ErrorCode::kUnimplemented);
+                // The sm_90a kernel returns it where it runs (bf16, head dim 64 / 128, H100/H200).
+                Guarded oh(Tensor::host({c.sq, c.h, c.d}, dt)), lh(Tensor::host({c.sq, c.h}, DType::kF32));
+                const Status st = attention(ctx(), {.impl = AttentionImpl::kHopper, .lse = &lh.t}, dev(q),
+                                            dev(k), dev(v), oh.t);
+                if (st.code() != ErrorCode::kUnimplemented) {
+                    ASSERT_OK(st);
+                    check_output(oh, want.o, kAttnTol.bf16);
+                    check_lse(lh, want.lse, kHopperLseTol);
+                }
             }
         }
 }
@@ -216,6 +230,140 @@ TEST(OpsAttentionMerge, EmptyHalvesAndMaskedRows) {
             }
 }
 
+// The sm_90a bf16 kernel's lse (CUDA, H100/H200; skipped where it cannot run): against the exact double
+// loop and against the fallback kernel's, over sizes off the 128-row tiles, head dims 128 and 64, and
+// batches (rows of every item). Its o is checked too: writing lse must not disturb it.
+struct HopperCase {
+    int64_t sq, sk, h, d, batch; // sq, sk per item
+};
+const HopperCase kHopperCases[] = {{300, 333, 3, 128, 1},
+                                   {1, 129, 2, 128, 1},
+                                   {77, 1000, 2, 64, 1},
+                                   {100, 150, 2, 128, 2},
+                                   {65, 90, 2, 64, 3}};
+
+Exact exact_batched(const Tensor& q, const Tensor& k, const Tensor& v, int64_t batch, double scale) {
+    const int64_t sq = q.dim(0) / batch, sk = k.dim(0) / batch;
+    Exact all;
+    for (int64_t b = 0; b < batch; ++b) {
+        const Exact e = exact_attention(q.slice(0, b * sq, (b + 1) * sq), k.slice(0, b * sk, (b + 1) * sk),
+                                        v.slice(0, b * sk, (b + 1) * sk), 0, sk, scale);
+        all.o.insert(all.o.end(), e.o.begin(), e.o.end());
+        all.lse.insert(all.lse.end(), e.lse.begin(), e.lse.end());
+    }
+    return all;
+}
+
+TEST(OpsAttentionMerge, HopperKernelLse) {
+    SKIP_IF_NO_BACKEND();
+    if (!on_cuda()) GTEST_SKIP() << "CUDA only (the sm_90a kernel)";
+    uint32_t seed = 700;
+    for (const auto& c : kHopperCases) {
+        SCOPED_TRACE("hopper lse sq=" + std::to_string(c.sq) + " sk=" + std::to_string(c.sk) + " h=" +
+                     std::to_string(c.h) + " d=" + std::to_string(c.d) + " batch=" + std::to_string(c.batch));
+        const int64_t rows = c.sq * c.batch, keys = c.sk * c.batch;
+        Tensor q = rnd({rows, c.h, c.d}, DType::kBF16, seed++, -1.7f, 1.7f);
+        Tensor k = rnd({keys, c.h, c.d}, DType::kBF16, seed++, -1.7f, 1.7f);
+        Tensor v = rnd({keys, c.h, c.d}, DType::kBF16, seed++);
+        const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+        const Exact want = exact_batched(q, k, v, c.batch, scale);
+        Guarded o(Tensor::host({rows, c.h, c.d}, DType::kBF16)), lse(Tensor::host({rows, c.h}, DType::kF32));
+        const AttentionParams p{.impl = AttentionImpl::kHopper, .lse = &lse.t, .batch = c.batch};
+        const Status st = attention(ctx(), p, dev(q), dev(k), dev(v), o.t);
+        if (st.code() == ErrorCode::kUnimplemented) GTEST_SKIP() << st.to_string(); // not an sm_90a build/GPU
+        ASSERT_OK(st);
+        check_output(o, want.o, kAttnTol.bf16);
+        check_lse(lse, want.lse, kHopperLseTol);
+        // kAuto with lse takes the same kernel; the fallback's lse agrees with it.
+        Guarded la(Tensor::host({rows, c.h}, DType::kF32)), lf(Tensor::host({rows, c.h}, DType::kF32));
+        Tensor oa = dev(Tensor::host({rows, c.h, c.d}, DType::kBF16)),
+               of = dev(Tensor::host({rows, c.h, c.d}, DType::kBF16));
+        ASSERT_OK(attention(ctx(), {.lse = &la.t, .batch = c.batch}, dev(q), dev(k), dev(v), oa));
+        ASSERT_OK(attention(ctx(), {.impl = AttentionImpl::kFallback, .lse = &lf.t, .batch = c.batch}, dev(q),
+                            dev(k), dev(v), of));
+        check_lse(la, values(lse.host()), {0.0, 0.0});
+        check_lse(lf, values(lse.host()), kHopperLseTol);
+    }
+}
+
+// fp8 mode's lse: on the CPU the simulation against exact attention (what e4m3 costs, loose); on CUDA the
+// e4m3 kernel against that simulation (the same operands and scales: only ex2.approx and the fp32
+// tensor-core sums differ).
+TEST(OpsAttentionMerge, Fp8Lse) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 800;
+    const HopperCase cases[] = {{200, 333, 2, 128, 1}, {1, 150, 2, 128, 1}, {64, 3000, 1, 128, 1}};
+    for (const auto& c : cases) {
+        SCOPED_TRACE("fp8 lse sq=" + std::to_string(c.sq) + " sk=" + std::to_string(c.sk));
+        Tensor q = rnd({c.sq, c.h, 128}, DType::kBF16, seed++, -1.7f, 1.7f);
+        Tensor k = rnd({c.sk, c.h, 128}, DType::kBF16, seed++, -1.7f, 1.7f);
+        Tensor v = rnd({c.sk, c.h, 128}, DType::kBF16, seed++);
+        Tensor sim_o = Tensor::host({c.sq, c.h, 128}, DType::kBF16),
+               sim_l = Tensor::host({c.sq, c.h}, DType::kF32);
+        ASSERT_OK(attention(Context::cpu(), {.fp8 = true, .lse = &sim_l}, q, k, v, sim_o));
+        if (!on_cuda()) {
+            const Exact exact = exact_attention(q, k, v, 0, c.sk, 1.0 / std::sqrt(128.0));
+            Guarded g(sim_l);
+            check_lse(g, exact.lse, {0.15, 0.02}); // e4m3 q and k: scores off by a few percent
+            continue;
+        }
+        Guarded o(Tensor::host({c.sq, c.h, 128}, DType::kBF16)), lse(Tensor::host({c.sq, c.h}, DType::kF32));
+        const Status st = attention(ctx(), {.fp8 = true, .lse = &lse.t}, dev(q), dev(k), dev(v), o.t);
+        if (st.code() == ErrorCode::kUnimplemented) GTEST_SKIP() << st.to_string(); // not an sm_90a build/GPU
+        ASSERT_OK(st);
+        check_output(o, values(sim_o), {2e-2, 2e-2});
+        check_lse(lse, values(sim_l), kHopperLseTol);
+    }
+}
+
+// What ring attention does on each rank, on one device: the keys in R chunks, each chunk's partial with its
+// lse (the sm_90a kernel: bf16, or e4m3 with fp8), merged into an fp32 accumulator in chunk order, rounded
+// once — equals dense attention within the bf16 bound (fp8: within the e4m3 simulation's bound of exact).
+TEST(OpsAttentionMerge, ChunkedPartialsEqualDense) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 900;
+    for (bool fp8 : {false, true})
+        for (int64_t ring : {2, 3}) {
+            const int64_t S = 1000, H = 2, D = 128, C = (S + ring - 1) / ring;
+            SCOPED_TRACE(std::string(fp8 ? "fp8" : "bf16") + " ring " + std::to_string(ring));
+            Tensor q = rnd({S, H, D}, DType::kBF16, seed++, -1.7f, 1.7f);
+            Tensor k = rnd({S, H, D}, DType::kBF16, seed++, -1.7f, 1.7f);
+            Tensor v = rnd({S, H, D}, DType::kBF16, seed++);
+            const Exact exact = exact_attention(q, k, v, 0, S, 1.0 / std::sqrt(128.0));
+            const Tensor dq = dev(q), dk = dev(k), dv = dev(v);
+            Tensor acc = dev(Tensor::host({S, H, D}, DType::kF32)),
+                   part = dev(Tensor::host({S, H, D}, DType::kBF16));
+            Tensor lse = dev(Tensor::host({S, H}, DType::kF32)),
+                   part_lse = dev(Tensor::host({S, H}, DType::kF32));
+            for (int64_t b = 0; b < ring; ++b) {
+                const Tensor kb = dk.slice(0, b * C, std::min(S, (b + 1) * C)),
+                             vb = dv.slice(0, b * C, std::min(S, (b + 1) * C));
+                const Status st =
+                    attention(ctx(), {.fp8 = fp8, .lse = b == 0 ? &lse : &part_lse}, dq, kb, vb, part);
+                if (st.code() == ErrorCode::kUnimplemented) GTEST_SKIP() << st.to_string(); // fp8 off sm_90a
+                ASSERT_OK(st);
+                if (b == 0)
+                    ASSERT_OK(cast(ctx(), part, acc));
+                else
+                    ASSERT_OK(attention_merge(ctx(), acc, lse, part, part_lse, acc, lse));
+            }
+            Guarded o(Tensor::host({S, H, D}, DType::kBF16));
+            ASSERT_OK(cast(ctx(), acc, o.t));
+            if (fp8) { // e4m3 q/k/v/P per chunk: the bound of the dense e4m3 attention against exact
+                const std::vector<double> got = values(o.host());
+                double num = 0, den = 0;
+                for (size_t i = 0; i < got.size(); ++i)
+                    num += (got[i] - exact.o[i]) * (got[i] - exact.o[i]), den += exact.o[i] * exact.o[i];
+                EXPECT_LT(std::sqrt(num / den), 0.08);
+                continue;
+            }
+            check_output(o, exact.o, {2e-2, 1.6e-2}); // two roundings in bf16, as HalvesEqualTheWhole
+            Guarded dense(Tensor::host({S, H, D}, DType::kBF16));
+            ASSERT_OK(attention(ctx(), {}, dq, dk, dv, dense.t));
+            check_output(dense, exact.o, kAttnTol.bf16);
+        }
+}
+
 TEST(OpsAttentionMerge, Errors) {
     const Context cpu = Context::cpu();
     auto expect_error = [](const Status& s, const std::string& part) {
@@ -231,8 +379,7 @@ TEST(OpsAttentionMerge, Errors) {
     Tensor q = rnd({3, 2, 8}, DType::kBF16, 6), k = rnd({5, 2, 8}, DType::kBF16, 7);
     Tensor ao = Tensor::host({3, 2, 8}, DType::kBF16), bad = Tensor::host({3, 4}, DType::kF32);
     expect_error(attention(cpu, {.lse = &bad}, q, k, k, ao), "attention: lse is f32[3, 4]");
-    Tensor lse = Tensor::host({3, 2}, DType::kF32);
-    EXPECT_EQ(attention(cpu, {.fp8 = true, .lse = &lse}, q, k, k, ao).code(), ErrorCode::kUnimplemented);
+    expect_error(attention(cpu, {.fp8 = true, .lse = &bad}, q, k, k, ao), "attention: lse is f32[3, 4]");
 }
 
 } // namespace

@@ -305,6 +305,124 @@ TEST(OpsVsa, BlockSparseAttention) {
     }
 }
 
+// The two CUDA tensor-core kernels (CUDA only; skipped where the sm_90a kernel cannot run): the wgmma kernel
+// (bf16, head dim 128) against the CPU reference and against the mma.sync kernel, over prefix tiles, partial
+// cubes and padding rows, both modes, kept fractions 0.05–1.0, and a 24,000-key case; the output is poisoned
+// first (Guarded fills a pattern), so an unwritten row fails.
+TEST(OpsVsa, BlockSparseWgmmaKernel) {
+    SKIP_IF_NO_BACKEND();
+    if (!on_cuda()) GTEST_SKIP() << "CUDA only (the CPU has one implementation)";
+    struct Case {
+        Geo geo;
+        int64_t heads;
+        double kept; // kept fraction of the video tiles
+        bool exempt;
+    };
+    const Geo big{{256}, 15, 40, 40}; // 24,256 rows: 4 prefix tiles, 4 × 10 × 10 cubes
+    const Case cases[] = {{kOdd, 2, 0.05, true},       {kOdd, 2, 0.25, false},
+                          {kOdd, 3, 0.5, true},        {kOdd, 1, 1.0, true},
+                          {kOdd, 2, 1.0, false},       {kNoPrefix, 2, 0.3, true},
+                          {kNoPrefix, 1, 0.05, false}, {{{64, 64}, 8, 8, 8}, 2, 0.25, true},
+                          {big, 1, 0.1, true},         {big, 1, 0.1, false}};
+    uint32_t seed = 300;
+    for (const Case& c : cases) {
+        const VsaTileMap m = map_of(c.geo);
+        const int64_t n = m.num_tiles(), P = m.num_prefix_tiles, nv = m.num_video_tiles;
+        const int64_t keep = vsa_keep(1.0 - c.kept, nv);
+        const int64_t width = c.exempt ? P + keep : std::min(P + keep, n);
+        SCOPED_TRACE("wgmma rows " + std::to_string(m.rows) + " heads " + std::to_string(c.heads) + " kept " +
+                     std::to_string(c.kept) + (c.exempt ? " exempt" : " compete") + " width " +
+                     std::to_string(width));
+        Tensor q = rnd(Shape{m.rows, c.heads, 128}, DType::kBF16, seed++),
+               k = rnd(Shape{m.rows, c.heads, 128}, DType::kBF16, seed++),
+               v = rnd(Shape{m.rows, c.heads, 128}, DType::kBF16, seed++);
+        Tensor lists = random_lists(c.heads, m, width, c.exempt, seed++);
+        const VsaTiles tiles = tiles_on(ctx(), m);
+        const Tensor dq = dev(q), dk = dev(k), dv = dev(v), dl = dev(lists);
+        Guarded o(Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16));
+        const Status st =
+            block_sparse_attention(ctx(), {.impl = BlockSparseImpl::kHopper}, tiles, dq, dk, dv, dl, o.t);
+        if (st.code() == ErrorCode::kUnimplemented) GTEST_SKIP() << st.to_string(); // not an sm_90a build/GPU
+        ASSERT_OK(st);
+        Tensor ref = Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16);
+        ASSERT_OK(block_sparse_attention(Context::cpu(), {}, tiles_on(Context::cpu(), m), clone(q), clone(k),
+                                         clone(v), clone(lists), ref));
+        check_output(o, values(ref), {1.5e-2, 1.5e-2});
+        Guarded om(Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16));
+        ASSERT_OK(
+            block_sparse_attention(ctx(), {.impl = BlockSparseImpl::kMma}, tiles, dq, dk, dv, dl, om.t));
+        check_output(o, values(om.host()), {1.5e-2, 1.5e-2});
+        if (c.kept == 1.0 && c.exempt) { // sparsity 0: every tile, the dense attention op
+            Guarded dense(Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16));
+            ASSERT_OK(attention(ctx(), {}, dq, dk, dv, dense.t));
+            check_output(o, values(dense.host()), {1.5e-2, 1.5e-2});
+        }
+        // kAuto takes the wgmma kernel here: the same bytes.
+        Guarded oa(Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16));
+        ASSERT_OK(block_sparse_attention(ctx(), {}, tiles, dq, dk, dv, dl, oa.t));
+        check_output(oa, values(o.host()), {0.0, 0.0});
+    }
+}
+
+double rel_rms(const std::vector<double>& got, const std::vector<double>& want) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+        num += (got[i] - want[i]) * (got[i] - want[i]), den += want[i] * want[i];
+    return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// The fp8 mode: on the CPU its simulation against exact sparse attention (what e4m3 costs); on CUDA the e4m3
+// wgmma kernel against that simulation (the same operands and scales: only ex2.approx and the fp32
+// tensor-core sums differ, which can move a P value across an e4m3 rounding boundary).
+TEST(OpsVsa, BlockSparseFp8) {
+    SKIP_IF_NO_BACKEND();
+    struct Case {
+        Geo geo;
+        int64_t heads;
+        double kept;
+        bool exempt;
+    };
+    const Geo big{{256}, 15, 40, 40};
+    std::vector<Case> cases = {{kOdd, 2, 0.25, true},
+                               {kOdd, 2, 0.5, false},
+                               {kOdd, 1, 0.05, true},
+                               {kNoPrefix, 2, 1.0, true},
+                               {{{64, 64}, 8, 8, 8}, 2, 0.25, false}};
+    if (on_cuda())
+        cases.push_back({big, 1, 0.1, true}); // 24,256 rows (the naive CPU loop would take minutes)
+    uint32_t seed = 400;
+    for (const Case& c : cases) {
+        const VsaTileMap m = map_of(c.geo);
+        const int64_t n = m.num_tiles(), P = m.num_prefix_tiles, nv = m.num_video_tiles;
+        const int64_t keep = vsa_keep(1.0 - c.kept, nv);
+        const int64_t width = c.exempt ? P + keep : std::min(P + keep, n);
+        SCOPED_TRACE("fp8 rows " + std::to_string(m.rows) + " kept " + std::to_string(c.kept) +
+                     (c.exempt ? " exempt" : " compete"));
+        // q, k with unit variance (scores ~ N(0, 1)), v in [-2, 2]
+        Tensor q = rnd(Shape{m.rows, c.heads, 128}, DType::kBF16, seed++, -1.7f, 1.7f),
+               k = rnd(Shape{m.rows, c.heads, 128}, DType::kBF16, seed++, -1.7f, 1.7f),
+               v = rnd(Shape{m.rows, c.heads, 128}, DType::kBF16, seed++);
+        Tensor lists = random_lists(c.heads, m, width, c.exempt, seed++);
+        Tensor sim = Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16);
+        ASSERT_OK(block_sparse_attention(Context::cpu(), {.fp8 = true}, tiles_on(Context::cpu(), m), q, k, v,
+                                         lists, sim));
+        const std::vector<double> want = values(sim);
+        if (!on_cuda()) {
+            const double cost = rel_rms(want, naive_sparse_attention(m, values(q), values(k), values(v),
+                                                                     ints(lists), c.heads, 128, width));
+            EXPECT_LT(cost, 0.08);
+            continue;
+        }
+        Guarded o(Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16));
+        const Status st = block_sparse_attention(ctx(), {.fp8 = true}, tiles_on(ctx(), m), dev(q), dev(k),
+                                                 dev(v), dev(lists), o.t);
+        if (st.code() == ErrorCode::kUnimplemented) GTEST_SKIP() << st.to_string(); // not an sm_90a build/GPU
+        ASSERT_OK(st);
+        check_output(o, want, {2e-2, 2e-2});
+        EXPECT_LT(rel_rms(values(o.host()), want), 0.02);
+    }
+}
+
 // Every tile listed: the CPU reference is the dense attention op, byte for byte.
 TEST(OpsVsa, FullSelectionIsDenseAttention) {
     if (on_cuda()) GTEST_SKIP() << "a CPU property";

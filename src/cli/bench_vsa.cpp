@@ -57,14 +57,39 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
         H3_ASSIGN_OR_RETURN(double attn_s, time_calls(session, iters, [&] {
                                 return ops::block_sparse_attention(ctx, {}, tiles, q, k, v, lists, o);
                             }));
-        // Key tiles visited over the (head, query tile) pairs, as a fraction of every pair.
+        // The mma.sync kernel on the same call, where kAuto ran another (the wgmma kernel on sm_90a).
+        double mma_s = 0;
+        if (ctx.is_cuda()) {
+            auto mma = time_calls(session, iters, [&] {
+                return ops::block_sparse_attention(ctx, {.impl = ops::BlockSparseImpl::kMma}, tiles, q, k, v,
+                                                   lists, o);
+            });
+            if (mma.ok()) mma_s = *mma;
+        }
+        // The fp8 mode (e4m3 wgmma kernel with its quantization pass), where it runs.
+        double fp8_s = 0;
+        if (ctx.is_cuda()) {
+            auto f8 = time_calls(session, iters, [&] {
+                return ops::block_sparse_attention(ctx, {.fp8 = true}, tiles, q, k, v, lists, o);
+            });
+            if (f8.ok()) fp8_s = *f8;
+        }
+        // Key tiles visited over the (head, query tile) pairs, as a fraction of every pair; the work on them
+        // (64 × 64 slots per pair, pad slots counted: 4·64²·D FLOP per pair and head).
         const double visited = static_cast<double>(P * n + nv * width) / static_cast<double>(n * n);
+        const double flops =
+            4.0 * static_cast<double>(P * n + nv * width) * 64.0 * 64.0 * static_cast<double>(H * hd);
         if (f == 1.0) full_seconds = attn_s;
         runs.push_back({{"kept_fraction", f},
                         {"keep", sp.keep},
                         {"visited_tile_fraction", visited},
                         {"select_seconds", select_s},
                         {"sparse_attention_seconds", attn_s},
+                        {"sparse_tflops", flops / attn_s / 1e12},
+                        {"mma_seconds", mma_s},
+                        {"mma_tflops", mma_s > 0 ? flops / mma_s / 1e12 : 0.0},
+                        {"fp8_seconds", fp8_s},
+                        {"fp8_tflops", fp8_s > 0 ? flops / fp8_s / 1e12 : 0.0},
                         {"vs_dense", p.dense_seconds > 0 ? attn_s / p.dense_seconds : 0.0}});
     }
     for (auto& r : runs)

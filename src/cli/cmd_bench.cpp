@@ -552,12 +552,15 @@ int run_bench(const BenchOptions& o) {
                         static_cast<long long>(vsa_tiles->num_video_tiles), attn_s);
             for (const auto& r : vsa_json["runs"])
                 std::printf(
-                    "  kept %.3f (keep %lld, %.3f of tile pairs): sparse %.4f s (x%.3f of all tiles, x%.3f "
-                    "of dense), selection %.4f s\n",
+                    "  kept %.3f (keep %lld, %.3f of tile pairs): sparse %.4f s (%.1f TFLOP/s; mma.sync "
+                    "%.4f s, %.1f TFLOP/s; fp8 %.4f s, %.1f TFLOP/s; x%.3f of all tiles, x%.3f of dense), "
+                    "selection %.4f s\n",
                     r["kept_fraction"].get<double>(), static_cast<long long>(r["keep"].get<int64_t>()),
                     r["visited_tile_fraction"].get<double>(), r["sparse_attention_seconds"].get<double>(),
-                    r["vs_all_tiles"].get<double>(), r["vs_dense"].get<double>(),
-                    r["select_seconds"].get<double>());
+                    r["sparse_tflops"].get<double>(), r["mma_seconds"].get<double>(),
+                    r["mma_tflops"].get<double>(), r["fp8_seconds"].get<double>(),
+                    r["fp8_tflops"].get<double>(), r["vs_all_tiles"].get<double>(),
+                    r["vs_dense"].get<double>(), r["select_seconds"].get<double>());
         }
     }
     return kExitOk;

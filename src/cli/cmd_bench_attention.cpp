@@ -1,6 +1,6 @@
 // h3-engine bench attention [--seq S]... [--heads H] [--kv-heads Hkv] [--head-dim D] [--batch B] [--causal]
-//                           [--fp8] [--only TEXT] [--iters K] [--rounds R] [--check-rows N] [--device cuda]
-//                           [--json]
+//                           [--fp8] [--lse] [--only TEXT] [--iters K] [--rounds R] [--check-rows N]
+//                           [--device cuda] [--json]
 // Every attention implementation and configuration that can run the shape (ops::attention_candidates: the
 // sm_90a kernel's variants, each cuDNN engine config the heuristics offer, the fallback kernel; with --fp8
 // also the e4m3 kernel), timed in the same process on the same random bf16 inputs — rounds interleave the
@@ -8,7 +8,8 @@
 // default cuDNN plan and the error on N sampled (row, head) pairs against an exact double-precision host
 // reference. --only TEXT keeps the candidates whose name contains TEXT. --batch B runs B independent
 // sequences of S rows in one call (ops::AttentionParams::batch, the video VAE decoder's tiles: --head-dim 64
-// --heads 32 --batch 14 --seq 1797).
+// --heads 32 --batch 14 --seq 1797). --lse: every call also returns the log-sum-exp (ring attention's
+// partials; the candidates that can: the sm_90a kernels and the fallback).
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/device_setup.h"
@@ -111,7 +112,7 @@ Command bench_attention_command() {
     struct Options {
         std::vector<int64_t> seq = {38247};
         int heads = 56, kv_heads = 0, head_dim = 128, batch = 1, iters = 3, rounds = 2, check_rows = 48;
-        bool causal = false, fp8 = false, json = false;
+        bool causal = false, fp8 = false, lse = false, json = false;
         std::string device = "cuda", only;
         CLI::App* sub = nullptr;
     };
@@ -130,6 +131,8 @@ Command bench_attention_command() {
             ->capture_default_str();
         o->sub->add_flag("--causal", o->causal, "causal mask (the text encoder's attention)");
         o->sub->add_flag("--fp8", o->fp8, "also the e4m3 kernel (ops::AttentionParams::fp8)");
+        o->sub->add_flag("--lse", o->lse,
+                         "every call also returns the log-sum-exp (ring attention's partials)");
         o->sub->add_option("--only", o->only, "only the candidates whose name contains this text");
         o->sub->add_option("--iters", o->iters, "timed calls per candidate per round")->capture_default_str();
         o->sub->add_option("--rounds", o->rounds, "rounds over all candidates")->capture_default_str();
@@ -162,7 +165,8 @@ Command bench_attention_command() {
                 return Tensor::empty(Shape{B * S, heads, D}, DType::kBF16, ctx.device);
             };
             auto q = mk(H), k = mk(Hkv), v = mk(Hkv), out = mk(H);
-            if (!q.ok() || !k.ok() || !v.ok() || !out.ok())
+            auto lse = Tensor::empty(Shape{B * S, H}, DType::kF32, ctx.device);
+            if (!q.ok() || !k.ok() || !v.ok() || !out.ok() || !lse.ok())
                 return report(internal_error("attention buffers"));
             // Unit-variance q and k (scores ~ N(0, 1) after the 1/sqrt(D) scale, like RMS-normed DiT heads).
             Status st = ops::fill_uniform(ctx, {.seed = 11, .bound = 1.7320508f}, *q);
@@ -173,7 +177,7 @@ Command bench_attention_command() {
             if (!qh.ok() || !kh.ok() || !vh.ok())
                 return report(internal_error("copying the inputs to the host"));
             const std::vector<Sample> samples = reference_rows(*qh, *kh, *vh, o->causal, B, o->check_rows, 5);
-            const ops::AttentionParams base{.causal = o->causal, .batch = B};
+            const ops::AttentionParams base{.causal = o->causal, .lse = o->lse ? &*lse : nullptr, .batch = B};
             const double work = static_cast<double>(S) * static_cast<double>(S) * static_cast<double>(B);
             struct Cand {
                 std::string name;
@@ -241,13 +245,14 @@ Command bench_attention_command() {
                             "%8s %8s %10s %9s\n",
                             static_cast<long long>(S), static_cast<long long>(H), static_cast<long long>(Hkv),
                             static_cast<long long>(D), B > 1 ? (" batch=" + std::to_string(B)).c_str() : "",
-                            o->causal ? " causal" : "", flops / 1e12, "candidate", "ms", "TFLOP/s", "x cudnn",
-                            "max err", "rel rms");
+                            o->causal ? (o->lse ? " causal lse" : " causal") : (o->lse ? " lse" : ""),
+                            flops / 1e12, "candidate", "ms", "TFLOP/s", "x cudnn", "max err", "rel rms");
             for (const Cand& cd : cands) {
                 const double s = median(cd.secs);
                 nlohmann::json j = {
-                    {"seq", S},   {"heads", H},          {"kv_heads", Hkv},      {"head_dim", D},
-                    {"batch", B}, {"causal", o->causal}, {"candidate", cd.name}, {"fp8", cd.fp8}};
+                    {"seq", S},     {"heads", H},          {"kv_heads", Hkv},      {"head_dim", D},
+                    {"batch", B},   {"causal", o->causal}, {"candidate", cd.name}, {"fp8", cd.fp8},
+                    {"lse", o->lse}};
                 if (!cd.status.ok() || cd.secs.empty()) {
                     j["error"] = cd.status.to_string();
                     if (!o->json)

@@ -47,9 +47,6 @@ Status validate(const Context& ctx, const AttentionParams& p, const Tensor& q, c
         return invalid_argument("attention: fp8 mode takes bf16 q/k/v and o; q is " + desc(q) + ", o is " +
                                 desc(o));
     if (p.lse) {
-        if (p.fp8)
-            return unimplemented("attention: the fp8 mode does not return the log-sum-exp (lse); run the "
-                                 "ring's partial attention in bf16");
         H3_TRY(check_tensor(op, "lse", ctx, *p.lse));
         H3_TRY(check_contiguous(op, "lse", *p.lse));
         H3_TRY(check_writable(op, "lse", *p.lse));

@@ -30,8 +30,10 @@ enum class AttentionImpl { kAuto, kHopper, kCudnn, kFallback };
 //
 // lse (optional output, ring attention's partials — ops/attention_merge.h): [Sq, H] f32, per query row and
 // head ln Σ_j exp(scale·q·k_j) over the keys the row sees (natural log, of the scaled scores), so two
-// results over disjoint key sets merge exactly. Not with fp8 (kUnimplemented). On CUDA only the fallback
-// kernel returns it: kAuto runs the fallback when lse is asked, kHopper and kCudnn return kUnimplemented.
+// results over disjoint key sets merge exactly. With fp8: of the quantized scores, and the sum of the
+// unrounded P the output is divided by (the CPU reference writes the same). On CUDA the sm_90a kernels (bf16,
+// and e4m3 for fp8) and the fallback kernel return it, cuDNN does not: kAuto runs the sm_90a kernel where it
+// fits, else the fallback; kCudnn returns kUnimplemented.
 //
 // batch (> 1: independent sequences of equal length in one call, e.g. the video VAE decoder's tiles): q and o
 // are [batch·Sq, H, D], k/v [batch·Sk, Hkv, D] (lse [batch·Sq, H]); rows [b·Sq, (b+1)·Sq) of q attend to

@@ -238,6 +238,9 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
                                         "strictly ascending at position " +
                                         std::to_string(i % w));
     }
+    if (p.fp8 && q.dtype() != DType::kBF16)
+        return invalid_argument("block_sparse_attention: the fp8 mode takes bf16 q, k, v and o; q is " +
+                                desc(q));
     BlockSparseAttentionParams r = p;
     if (r.scale == 0.0f) r.scale = 1.0f / std::sqrt(static_cast<float>(q.dim(2)));
     if (!(r.scale > 0.0f) || !std::isfinite(r.scale))

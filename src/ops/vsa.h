@@ -84,8 +84,24 @@ Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& 
 // the union (the CPU reference walks the keys in packed row order, so with every tile listed it is the dense
 // attention op bit for bit). q, k, v, o [rows, H, D] one dtype; lists [H, n_video, width] i32 (ascending,
 // distinct, < tiles); scale 0 ⇒ 1/sqrt(D).
+//
+// Implementations on CUDA (the CPU always runs its reference): kAuto picks the fastest that can run the call
+// — on H100/H200 (sm_90a builds) with bf16 and D = 128 the wgmma kernel (vsa_attention_hopper.cu), else for
+// bf16/f16 with D = 64 or 128 on sm_80+ the mma.sync kernel, else a scalar one; kHopper and kMma force one
+// and return kUnimplemented where it cannot run (tests and benches compare them).
+//
+// fp8 (opt-in, lossy; bf16 q/k/v and o; on CUDA head dim 128 and sm_90a, the wgmma kernel only): q is rounded
+// to e4m3 per head and query tile (its valid slots), k and v per head (one scale over all rows), each scaled
+// by the power of two that maps its max |x| into [224, 448] (ops/fp8_scale.h); scores are q8·k8 times the
+// scales and `scale` in fp32; the online softmax runs per 64-key tile, in list order (prefix query tiles:
+// tile order), against the running row max; P is rounded to e4m3 as 2^(x − m + 8), the output scaled back by
+// v_scale / 256; row sums use the unrounded P; P·V accumulates in fp32. The CPU reference simulates exactly
+// this (cpu/vsa_fp8.cpp), so it states the kernel's bound against it.
+enum class BlockSparseImpl { kAuto, kHopper, kMma };
 struct BlockSparseAttentionParams {
     float scale = 0.0f;
+    BlockSparseImpl impl = BlockSparseImpl::kAuto;
+    bool fp8 = false;
 };
 Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionParams& p, const VsaTiles& tiles,
                               const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lists,

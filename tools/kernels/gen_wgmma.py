@@ -76,6 +76,9 @@ def main():
     out.append("// bf16 x bf16 -> f32, A from registers, B MN-major from shared memory (O += P·V at head dim 64),"
                " N = 64.")
     out.append(emit("rs_bf16_n64_tb", 64, "bf16", 16, True, 1))
+    out.append("// bf16 x bf16 -> f32, A from registers, B K-major from shared memory (block-sparse S = Q·Kᵀ over one"
+               " 64-key tile, Q in registers), N = 64.")
+    out.append(emit("rs_bf16_n64", 64, "bf16", 16, True, 0))
     out.append("// fp16 x fp16 -> f32, A and B K-major from shared memory (conv3d's implicit GEMM), N = 256.")
     out.append(emit("ss_f16_n256", 256, "f16", 16, False, 0))
     for n in (128, 192):
@@ -87,6 +90,9 @@ def main():
     out.append("// e4m3 x e4m3 -> f32, A from registers, B K-major from shared memory (S = Q·Kᵀ with Q in registers),"
                " N = 192.")
     out.append(emit("rs_e4m3_n192", 192, "e4m3", 32, True, 0))
+    out.append("// e4m3 x e4m3 -> f32, A from registers, B K-major from shared memory (block-sparse S = Q·Kᵀ over one"
+               " 64-key tile, Q in registers), N = 64.")
+    out.append(emit("rs_e4m3_n64", 64, "e4m3", 32, True, 0))
     out.append(FOOTER)
     print("\n\n".join(out))
 

@@ -389,9 +389,11 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, k3, w.norm_k, rows ? rows->cos : none, rows ? rows->sin : none));
     if (timer) H3_TRY(timer->mark("head_norm_rope"));
     const bool fp8_attention = precision_ == DitPrecision::kFp8 && w.fp8.attention;
-    if (vsa)
-        H3_TRY(vsa_attention(w, x, q3, k3, v3, o3, *vsa, sc));
-    else if (group && group->seq)
+    if (vsa) {
+        VsaLayer layer = *vsa;
+        layer.fp8 = fp8_attention;
+        H3_TRY(vsa_attention(w, x, q3, k3, v3, o3, layer, sc));
+    } else if (group && group->seq)
         H3_TRY(sequence_attention(q3, k3, v3, o3, sc, fp8_attention));
     else
         H3_TRY(ops::attention(ctx_, {.fp8 = fp8_attention}, q3, k3, v3, o3));
@@ -566,9 +568,11 @@ Status DitModel::run_block_with(const DitBlockWeights& w, int index, Tensor& h, 
     PhaseTimer* timer = o.timer;
     auto mark = [&](const char* phase) { return timer ? timer->mark(phase) : ok_status(); };
     // fp8 with fused quantization: the norms write the e4m3 rows their GEMMs take (into x's storage) where no
-    // adapter, hook or VSA gate needs the bf16 rows and every GEMM reading them is e4m3.
+    // adapter, hook or VSA compression gate (its GEMM reads the bf16 rows) needs them and every GEMM reading
+    // them is e4m3.
     const bool fusable = precision_ == DitPrecision::kFp8 && w.fp8.fused_inputs && !lora &&
-                         !o.attention.is_vsa() && !o.hook.active(prefix + "norm1_out");
+                         !(o.attention.is_vsa() && w.gate_compress.defined()) &&
+                         !o.hook.active(prefix + "norm1_out");
     ops::Fp8Activation x8 = fusable && w.fp8.to_q.defined() && w.fp8.to_k.defined() && w.fp8.to_v.defined()
                                 ? sc.fp8_rows(sc.x, S, D)
                                 : ops::Fp8Activation{};

@@ -100,7 +100,7 @@ struct DitScratch {
     // the fp32 [rows, hidden] partial sums of tensor parallel's to_out and fc2. The ring (ring > 1): every
     // chunk's k and v [padded rows · inner/(sp·tp)] (all_gather), the fp32 accumulator o_acc [chunk, heads
     // share, D] (padding rows stay zero) and its lse_acc [chunk, heads share], one key chunk's partial o_part
-    // / lse_part.
+    // (activation dtype) / lse_part.
     struct Parallel {
         const DitParallel* group = nullptr;
         SpShard shard;
@@ -237,6 +237,7 @@ private:
         const ops::VsaTiles* tiles = nullptr;
         double sparsity = 0.0;
         bool compete = false;
+        bool fp8 = false; // the sparse (and dense) attention in the attention op's fp8 mode
     };
     // x8 (fused fp8 quantization): the branch input's e4m3 rows, which the q/k/v (fc1) GEMMs take; x is then
     // undefined.
@@ -256,9 +257,10 @@ private:
                               DitScratch& scratch, bool fp8) const;
     // Ring attention (model/dit/dit_ring.cpp): q/k/v [chunk, heads share, D] of this ring rank's chunk; K/V
     // of every chunk gathered over the ring, attention per key chunk with its lse, merged exactly; o [chunk,
-    // heads share, D] gets the chunk's outputs (padding query rows zero).
-    Status ring_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o,
-                          DitScratch& scratch) const;
+    // heads share, D] gets the chunk's outputs (padding query rows zero). fp8: the partials in the attention
+    // op's fp8 mode.
+    Status ring_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o, DitScratch& scratch,
+                          bool fp8) const;
     // The device group's buffers of a workspace (DitScratch::Parallel, the full-rows buffers).
     Status prepare_parallel_buffers(const DitParallel& parallel, const SpShard& shard,
                                     DitWorkspace& ws) const;

@@ -52,9 +52,6 @@ Status DitModel::check_parallel(const DitParallel& p, const DitForwardOptions& o
     if (o.attention.is_vsa())
         return invalid_argument("--attention vsa runs on one rank (its tile map spans the whole packed "
                                 "sequence); use --sp 1 --ring 1 --tp 1, or --attention dense");
-    if (p.ring && precision_ == DitPrecision::kFp8)
-        return invalid_argument("--ring merges attention partials by their log-sum-exp, which the fp8 "
-                                "attention does not return; use --precision default (bf16), or --sp");
     if (p.tp_size() > 1) {
         const DitTpShard* sh = p.tp_shard.get();
         const size_t L = weights_.blocks.size();
@@ -222,7 +219,7 @@ Status DitModel::prepare_parallel_buffers(const DitParallel& p, const SpShard& s
         H3_ASSIGN_OR_RETURN(par.v_all, alloc(Shape{sh.padded, X}, act_dtype()));
         H3_ASSIGN_OR_RETURN(par.o_acc, zeros(Shape{C, Hs, c.attention_head_dim}, DType::kF32));
         H3_ASSIGN_OR_RETURN(par.lse_acc, alloc(Shape{C, Hs}, DType::kF32));
-        H3_ASSIGN_OR_RETURN(par.o_part, alloc(Shape{C, Hs, c.attention_head_dim}, DType::kF32));
+        H3_ASSIGN_OR_RETURN(par.o_part, alloc(Shape{C, Hs, c.attention_head_dim}, act_dtype()));
         H3_ASSIGN_OR_RETURN(par.lse_part, alloc(Shape{C, Hs}, DType::kF32));
     }
     if (p.seq) {
@@ -245,7 +242,7 @@ Status DitModel::sequence_attention(const Tensor& q3, const Tensor& k3, const Te
     H3_CHECK(L == par.shard.local && H % sp == 0 && L * sp == C,
              "sequence attention over " << L << " rows × " << H << " heads");
     if (!g.sp) { // the ring alone: this rank's rows are its chunk
-        return ring_attention(q3, k3, v3, o3, sc);
+        return ring_attention(q3, k3, v3, o3, sc, fp8);
     }
     // [L, sp, X] → [sp, L, X]: chunk j (the shard's rows, head group j) goes to rank j, which receives every
     // Ulysses rank's rows of its head group: [C, Hs, hd] in sequence order (C = all rows without a ring).
@@ -260,7 +257,7 @@ Status DitModel::sequence_attention(const Tensor& q3, const Tensor& k3, const Te
     Tensor q = par.q.view({C, Hs, hd}), k = par.k.view({C, Hs, hd}), v = par.v.view({C, Hs, hd});
     Tensor o = par.o.view({C, Hs, hd});
     if (g.ring) {
-        H3_TRY(ring_attention(q, k, v, o, sc));
+        H3_TRY(ring_attention(q, k, v, o, sc, fp8));
     } else { // the padding rows are the last C − S: attention over the first S is exact
         Tensor oa = o.slice(0, 0, S);
         H3_TRY(ops::attention(ctx_, {.fp8 = fp8}, q.slice(0, 0, S), k.slice(0, 0, S), v.slice(0, 0, S), oa));

@@ -7,6 +7,8 @@
 //   outputs stay zero), a key chunk is cut to its rows below S, and a chunk of padding only is skipped — the
 //   merge then equals attention over exactly the S real keys. Chunk 0 always holds a real key (S ≥ 1), so
 //   the accumulator starts from it; the accumulator is fp32 and rounds once, into o.
+//   Each partial is written in the activation dtype (bf16 on the GPU, so the sm_90a kernels take it — bf16
+//   or, with fp8, e4m3 — and return its lse); the merges mix them into the fp32 accumulator.
 #include "model/dit/dit_model.h"
 #include "ops/ops.h"
 
@@ -14,8 +16,8 @@
 
 namespace h3::model {
 
-Status DitModel::ring_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o,
-                                DitScratch& sc) const {
+Status DitModel::ring_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o, DitScratch& sc,
+                                bool fp8) const {
     DitScratch::Parallel& par = sc.par;
     const DitParallel& g = *par.group;
     const int64_t R = g.ring_size(), C = q.dim(0), Hs = q.dim(1), hd = q.dim(2), S = par.shard.rows;
@@ -37,10 +39,11 @@ Status DitModel::ring_attention(const Tensor& q, const Tensor& k, const Tensor& 
             const Tensor kb = k_all.view({R * C, Hs, hd}).slice(0, b * C, b * C + nk);
             const Tensor vb = v_all.view({R * C, Hs, hd}).slice(0, b * C, b * C + nk);
             if (b == 0) {
-                H3_TRY(ops::attention(ctx_, {.lse = &lse}, qa, kb, vb, acc));
+                H3_TRY(ops::attention(ctx_, {.fp8 = fp8, .lse = &lse}, qa, kb, vb, part));
+                H3_TRY(ops::cast(ctx_, part, acc));
                 continue;
             }
-            H3_TRY(ops::attention(ctx_, {.lse = &part_lse}, qa, kb, vb, part));
+            H3_TRY(ops::attention(ctx_, {.fp8 = fp8, .lse = &part_lse}, qa, kb, vb, part));
             H3_TRY(ops::attention_merge(ctx_, acc, lse, part, part_lse, acc, lse));
         }
     }

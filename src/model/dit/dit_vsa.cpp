@@ -52,7 +52,8 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
     const bool gated = w.gate_compress.defined();
     const int64_t keep = ops::vsa_keep(layer.sparsity, nv);
     const bool sparse = layer.sparsity > 0.0 && keep < nv;
-    if (!sparse && !gated) return ops::attention(ctx_, {}, q3, k3, v3, o3); // every tile: dense attention
+    if (!sparse && !gated)
+        return ops::attention(ctx_, {.fp8 = layer.fp8}, q3, k3, v3, o3); // every tile: dense
     DitScratch::Vsa& b = sc.vsa;
     H3_TRY(ensure(b.pooled, Shape{3, H, n, hd}, DType::kF32, ctx_.device));
     H3_TRY(ensure(b.scores, Shape{H, n, n}, DType::kF32, ctx_.device));
@@ -66,9 +67,9 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
         const int64_t width = ops::vsa_select_width(sp, tiles.num_prefix_tiles, n);
         H3_TRY(ensure(b.lists, Shape{H, nv, width}, DType::kI32, ctx_.device));
         H3_TRY(ops::vsa_select(ctx_, sp, tiles, b.scores, b.lists));
-        H3_TRY(ops::block_sparse_attention(ctx_, {}, tiles, q3, k3, v3, b.lists, o3));
+        H3_TRY(ops::block_sparse_attention(ctx_, {.fp8 = layer.fp8}, tiles, q3, k3, v3, b.lists, o3));
     } else {
-        H3_TRY(ops::attention(ctx_, {}, q3, k3, v3, o3));
+        H3_TRY(ops::attention(ctx_, {.fp8 = layer.fp8}, q3, k3, v3, o3));
     }
     if (!gated) return ok_status();
     // Compression branch: o += (x·Gᵀ) ⊙ softmax(Sc)·v̄ of the row's tile.

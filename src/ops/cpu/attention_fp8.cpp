@@ -1,7 +1,8 @@
 // CPU reference of attention's fp8 mode (ops/attention.h): the CUDA kernel's quantization simulated in
 // fp32/double — e4m3 q (per 128-row block) and k, v (per head) with the same power-of-two scales, scores per
 // key block against the running row max, P = 2^(x − m + 8) rounded to e4m3, fp32 row sums of the unrounded
-// P, P·V summed in double (the kernel's fp32 tensor-core sums differ from it only by their rounding). A
+// P, P·V summed in double (the kernel's fp32 tensor-core sums differ from it only by their rounding). lse
+// (optional): (m + log2 l)·ln 2 of the row's final max m (log2 domain) and sum l, as the kernel writes it. A
 // cancelled job (ops/cancel.h) skips the query rows not yet started.
 #include "ops/cancel.h"
 #include "ops/cpu/cpu_common.h"
@@ -65,6 +66,7 @@ Status attention_fp8(const Context&, const AttentionParams& p, const Tensor& q, 
     const Quantized q8 = quantize(q, bm), k8 = quantize(k, all), v8 = quantize(v, all);
     const float scale_log2 = p.scale * 1.4426950408889634f;
     const float bias = static_cast<float>(kFp8AttnPBias), unbias = std::exp2(-bias);
+    float* lse = p.lse ? p.lse->data_as<float>() : nullptr;
     const std::atomic<bool>* cancel = cancel_flag();
 #pragma omp parallel
     {
@@ -109,6 +111,9 @@ Status attention_fp8(const Context&, const AttentionParams& p, const Tensor& q, 
                 for (int64_t e = 0; e < d; ++e)
                     out[static_cast<size_t>(e)] = static_cast<float>(acc[e] * out_scale);
                 store_f32(out.data(), elem_ptr_mut(o, (i * heads + h) * d), o.dtype(), d);
+                if (lse)
+                    lse[i * heads + h] = static_cast<float>(
+                        (static_cast<double>(m) + std::log2(static_cast<double>(l))) * 0.6931471805599453);
             }
     }
     return cancel_requested(cancel) ? cancelled_in("attention") : ok_status();

@@ -122,6 +122,10 @@ Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& 
 Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionParams& p, const VsaTiles& tiles,
                               const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lists,
                               Tensor& o);
+// The fp8 mode's simulation (cpu/vsa_fp8.cpp); block_sparse_attention calls it when p.fp8 is set.
+Status block_sparse_attention_fp8(const Context& ctx, const BlockSparseAttentionParams& p,
+                                  const VsaTiles& tiles, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& lists, Tensor& o);
 Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor& v_pooled, Tensor& oc);
 Status vsa_gate_add(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,
                     const Tensor& gate, Tensor& o);

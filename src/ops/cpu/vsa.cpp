@@ -1,8 +1,9 @@
 // CPU references of the VSA ops (ops/vsa.h). Pooling and tile scores sum in fp32 in a fixed order (slot
 // order, channel order) so the CUDA kernels can reproduce them bit for bit; the block-sparse attention is the
 // dense reference (ops/cpu/attention.cpp) with the keys outside a query's tiles skipped: it walks the kept
-// keys in packed row order with the same online softmax, so a full selection reproduces dense attention.
-// A cancelled job (ops/cancel.h) skips the query tiles of the block-sparse attention not yet started.
+// keys in packed row order with the same online softmax, so a full selection reproduces dense attention. The
+// fp8 mode's simulation is cpu/vsa_fp8.cpp. A cancelled job (ops/cancel.h) skips the query tiles of the
+// block-sparse attention not yet started.
 #include "ops/cancel.h"
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
@@ -118,6 +119,7 @@ Status vsa_select(const Context&, const VsaSelectParams& p, const VsaTiles& tile
 Status block_sparse_attention(const Context&, const BlockSparseAttentionParams& p, const VsaTiles& tiles,
                               const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lists,
                               Tensor& o) {
+    if (p.fp8) return block_sparse_attention_fp8(Context::cpu(), p, tiles, q, k, v, lists, o);
     const int64_t S = q.dim(0), heads = q.dim(1), d = q.dim(2), n = tiles.num_tiles(),
                   P = tiles.num_prefix_tiles, width = lists.dim(2);
     const int32_t* slots = tiles.slot_rows.data_as<const int32_t>();

@@ -4,8 +4,10 @@
 // calls in one launch); elsewhere full, non-causal bf16/f16 with D in {64, 128} and as many kv heads as
 // query heads runs cuDNN's fused flash attention (attention_cudnn.cpp); everything else (other dtypes and
 // shapes, anything cuDNN refuses) runs the simple kernel below: online softmax (running max and sum), fp32
-// accumulation, one rounding at the store; it alone returns the log-sum-exp (AttentionParams::lse), so a call
-// that asks for lse runs it. The fp8 mode runs attention_fp8.cu (sm_90a only).
+// accumulation, one rounding at the store. The log-sum-exp (AttentionParams::lse, ring attention's partials)
+// comes from the sm_90a kernels (bf16 and e4m3) and the simple kernel, not from cuDNN: a call that asks for
+// it runs the sm_90a kernel where it fits, else the simple one. The fp8 mode runs attention_fp8.cu (sm_90a
+// only).
 #include "ops/cuda/attention_hopper.h"
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
@@ -146,9 +148,9 @@ constexpr HopperAttentionConfig kHopperDefault{
 // 104 k); causal runs BN 128 lazy with Q in shared memory.
 constexpr HopperFp8Config kFp8Default{.block_n = 128, .lazy_rescale = true, .q_in_registers = true};
 
-// `batch`: the items of a batched call (q/o rows batch·Sq, k/v rows batch·Sk).
+// `batch`: the items of a batched call (q/o rows batch·Sq, k/v rows batch·Sk); `lse`: optional [rows, H] f32.
 HopperAttentionArgs hopper_args(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o, float scale,
-                                bool causal, int64_t batch = 1) {
+                                bool causal, int64_t batch = 1, Tensor* lse = nullptr) {
     return {.q = q.data(),
             .k = k.data(),
             .v = v.data(),
@@ -160,7 +162,8 @@ HopperAttentionArgs hopper_args(const Tensor& q, const Tensor& k, const Tensor& 
             .scale = scale,
             .causal = causal,
             .dim = q.dim(2),
-            .batch = batch};
+            .batch = batch,
+            .lse = lse ? lse->data_as<float>() : nullptr};
 }
 
 // The bf16 kernel: head dim 64 (non-causal) or 128, bf16 in and out (hopper_attention_shape_ok has the rest).
@@ -201,20 +204,20 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
         H3_CUDA_TRY(cudaMemsetAsync(o.data(), 0, o.nbytes(), stream_of(ctx)), "cudaMemsetAsync");
         return ok_status();
     }
-    const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal);
+    const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal, 1, p.lse);
     if (p.fp8) {
         if (d != 128)
             return unimplemented("attention: the CUDA fp8 mode needs head dim 128, q is " + desc(q));
         return hopper_attention_fp8(ctx, ha, p.causal ? HopperFp8Config{} : kFp8Default);
     }
-    // Only the fallback kernel returns the log-sum-exp (ring attention's partials).
-    const bool hopper = !p.lse && hopper_fits(ctx, q, o, ha);
+    // cuDNN's graph does not return the log-sum-exp (ring attention's partials); the sm_90a kernels and the
+    // fallback do.
+    const bool hopper = hopper_fits(ctx, q, o, ha);
     const bool cudnn = !p.lse && cudnn_fits(p, q, k, v, o);
     switch (p.impl) {
     case AttentionImpl::kHopper:
         if (!hopper)
-            return unimplemented("attention: the sm_90a kernel cannot run this call (" + desc(q) +
-                                 (p.lse ? ": it does not return lse)" : ")"));
+            return unimplemented("attention: the sm_90a kernel cannot run this call (" + desc(q) + ")");
         return hopper_attention_bf16(ctx, ha, kHopperDefault);
     case AttentionImpl::kCudnn: {
         if (!cudnn)
@@ -244,22 +247,22 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
 }
 
 // The batch in one call: the sm_90a kernel (grid.z = item) where it takes the call, else cuDNN's batched
-// plan; `ran` false leaves the call to the caller's item-by-item loop (fp8, lse, causal, other dtypes, and a
-// forced implementation that has no batched form).
+// plan (not with lse); `ran` false leaves the call to the caller's item-by-item loop (fp8, causal, other
+// dtypes, lse where the sm_90a kernel does not fit, and a forced implementation that has no batched form).
 Status attention_batched(const Context& ctx, const AttentionParams& p, const Tensor& q, const Tensor& k,
                          const Tensor& v, Tensor& o, bool& ran) {
     ran = false;
-    if (p.fp8 || p.lse || q.numel() == 0 || k.dim(0) == 0) return ok_status();
+    if (p.fp8 || q.numel() == 0 || k.dim(0) == 0) return ok_status();
     const float scale = p.scale > 0.0f ? p.scale : 1.0f / sqrtf(static_cast<float>(q.dim(2)));
     if (p.impl == AttentionImpl::kAuto || p.impl == AttentionImpl::kHopper) {
-        const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal, p.batch);
+        const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal, p.batch, p.lse);
         if (hopper_fits(ctx, q, o, ha)) {
             H3_TRY(hopper_attention_bf16(ctx, ha, kHopperDefault));
             ran = true;
             return ok_status();
         }
     }
-    const bool wants = p.impl == AttentionImpl::kAuto || p.impl == AttentionImpl::kCudnn;
+    const bool wants = !p.lse && (p.impl == AttentionImpl::kAuto || p.impl == AttentionImpl::kCudnn);
     if (!wants) return ok_status();
     if (!cudnn_fits(p, q, k, v, o)) {
         if (p.impl == AttentionImpl::kCudnn)
@@ -281,10 +284,9 @@ Status attention_batched(const Context& ctx, const AttentionParams& p, const Ten
 std::vector<std::string> attention_candidates(const Context& ctx, const AttentionParams& p, const Tensor& q,
                                               const Tensor& k, const Tensor& v, const Tensor& o) {
     std::vector<std::string> names;
-    if (p.lse) return {"fallback"}; // the one kernel that returns the log-sum-exp
     const float scale = p.scale > 0.0f ? p.scale : 1.0f;
     Tensor out = o;
-    const HopperAttentionArgs ha = hopper_args(q, k, v, out, scale, p.causal, p.batch);
+    const HopperAttentionArgs ha = hopper_args(q, k, v, out, scale, p.causal, p.batch, p.lse);
     if (p.fp8) {
         if (hopper_fp8_fits(ctx, q, o, ha)) {
             if (p.causal) {
@@ -311,7 +313,7 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
                 names.push_back(std::string("hopper ") + n);
         }
     }
-    if (cudnn_fits(p, q, k, v, o)) {
+    if (!p.lse && cudnn_fits(p, q, k, v, o)) { // cuDNN's graph does not return the log-sum-exp
         std::string why;
         for (const auto& plan : cudnn_attention_candidates(ctx, cudnn_key(q, k, p.batch), why))
             names.push_back("cudnn " + plan->config);
@@ -325,7 +327,7 @@ std::vector<std::string> attention_candidates(const Context& ctx, const Attentio
 Status attention_candidate(const Context& ctx, const std::string& name, const AttentionParams& p,
                            const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) {
     const float scale = p.scale > 0.0f ? p.scale : 1.0f / sqrtf(static_cast<float>(q.dim(2)));
-    const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal, p.batch);
+    const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal, p.batch, p.lse);
     if (name == "fallback") {
         if (p.batch != 1)
             return invalid_argument("attention_candidate: the fallback kernel takes one sequence per call, "
@@ -333,7 +335,6 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
                                     std::to_string(p.batch));
         return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
     }
-    if (p.lse) return unimplemented("attention_candidate: only 'fallback' returns lse, not '" + name + "'");
     if (name.rfind("hopper fp8 ", 0) == 0) {
         const std::string v = name.substr(11);
         HopperFp8Config cfg;
@@ -374,6 +375,7 @@ Status attention_candidate(const Context& ctx, const std::string& name, const At
         return hopper_attention_bf16(ctx, ha, cfg);
     }
     if (name.rfind("cudnn ", 0) == 0) {
+        if (p.lse) return unimplemented("attention_candidate: '" + name + "' does not return lse");
         std::string why;
         for (const auto& plan : cudnn_attention_candidates(ctx, cudnn_key(q, k, p.batch), why))
             if ("cudnn " + plan->config == name)

@@ -316,7 +316,7 @@ template <int kBN, bool kCausal, bool kLazy, bool kQRegs>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_fp8_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                        const __grid_constant__ CUtensorMap tv, const Fp8Scales sc, bf16* __restrict__ out,
-                       int sq, int sk, int heads, int group, float scale_log2) {
+                       float* __restrict__ lse, int sq, int sk, int heads, int group, float scale_log2) {
 #ifdef H3_SM90A
     using C = Fp8Consumer<kBN>;
     using T = Fp8Tile<kBN>;
@@ -484,6 +484,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         const float inv = sum > 0.0f ? out_scale / sum : 0.0f;
         const int row = row0 + 8 * i;
         if (row >= sq) continue;
+        // m is the row max in the log2 domain of the scaled scores, l the sum of 2^(x − m) (unrounded P,
+        // bias removed): ln Σ exp = (m + log2 l)·ln 2.
+        if (lse && t == 0)
+            lse[static_cast<int64_t>(row) * heads + h] =
+                sum > 0.0f ? (m[i] + log2f(sum)) * 0.6931471805599453f : -INFINITY;
         bf16* dst = out + (static_cast<int64_t>(row) * heads + h) * kHeadDim + 2 * t;
 #pragma unroll
         for (int jj = 0; jj < 16; ++jj)
@@ -497,8 +502,8 @@ int64_t round_up(int64_t x, int64_t m) {
     return (x + m - 1) / m * m;
 }
 
-using Fp8Kernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, Fp8Scales, bf16*, int, int, int, int,
-                           float);
+using Fp8Kernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, Fp8Scales, bf16*, float*, int, int, int,
+                           int, float);
 
 template <int kBN>
 Status launch_fp8(const Context& ctx, const HopperAttentionArgs& a, Fp8Kernel kernel, const CUtensorMap& tq,
@@ -522,7 +527,7 @@ Status launch_fp8(const Context& ctx, const HopperAttentionArgs& a, Fp8Kernel ke
         "cudaFuncSetAttribute(attention_fp8_sm90)");
     const dim3 grid(static_cast<unsigned>((a.sq + kBM - 1) / kBM), static_cast<unsigned>(a.heads));
     kernel<<<grid, kThreads, smem, stream_of(ctx)>>>(
-        tq, tk, tv, sc, static_cast<bf16*>(a.o), static_cast<int>(a.sq), static_cast<int>(a.sk),
+        tq, tk, tv, sc, static_cast<bf16*>(a.o), a.lse, static_cast<int>(a.sq), static_cast<int>(a.sk),
         static_cast<int>(a.heads), static_cast<int>(a.heads / a.kv_heads), a.scale * 1.4426950408889634f);
     return check_launch("attention_fp8_sm90");
 }

@@ -196,8 +196,8 @@ template <int kD, int BN, int kStages, bool kCausal, bool kPingpong, bool kLazy,
           int kQSteps = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_bf16_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-                        const __grid_constant__ CUtensorMap tv, bf16* __restrict__ out, int sq, int sk,
-                        int heads, int group, float sl2) {
+                        const __grid_constant__ CUtensorMap tv, bf16* __restrict__ out,
+                        float* __restrict__ lse, int sq, int sk, int heads, int group, float sl2) {
 #ifdef H3_SM90A
     using Smem = SmemBf16<kD, BN, kStages>;
     using C = Consumer<kD, BN>;
@@ -382,6 +382,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int row = row0 + 8 * i;
         if (row >= sq) continue;
         const int64_t orow = kBatched ? static_cast<int64_t>(b) * sq + row : static_cast<int64_t>(row);
+        // ln Σ exp(scale·s) = scale·m + ln(sum): m is the raw score max, the sum is of exp2((s − m)·sl2).
+        if (lse && t == 0)
+            lse[orow * heads + h] = sum > 0.0f ? (m[i] * sl2 + log2f(sum)) * 0.6931471805599453f : -INFINITY;
         bf16* dst = out + (orow * heads + h) * kD + 2 * t;
 #pragma unroll
         for (int jj = 0; jj < kD / 8; ++jj) {
@@ -422,7 +425,7 @@ Status launch(const Context& ctx, const HopperAttentionArgs& a) {
                     static_cast<unsigned>(kBatched ? a.batch : 1));
     const float sl2 = a.scale * 1.4426950408889634f;
     kernel<<<grid, kThreads, smem, stream_of(ctx)>>>(
-        tq, tk, tv, static_cast<bf16*>(a.o), static_cast<int>(sq), static_cast<int>(sk),
+        tq, tk, tv, static_cast<bf16*>(a.o), a.lse, static_cast<int>(sq), static_cast<int>(sk),
         static_cast<int>(a.heads), static_cast<int>(a.heads / a.kv_heads), sl2);
     return check_launch("attention_bf16_sm90");
 }

@@ -23,6 +23,9 @@ struct HopperAttentionArgs {
     // Independent sequences of equal length (ops::AttentionParams::batch): rows [b·sq/batch, (b+1)·sq/batch)
     // of q attend to rows [b·sk/batch, (b+1)·sk/batch) of k/v. bf16 only; not with causal.
     int64_t batch = 1;
+    // Optional: per query row and head ln Σ_j exp(scale·q·k_j) (natural log), f32 [sq, heads] (all items'
+    // rows), as ops::AttentionParams::lse — ring attention's partials. Null: not written.
+    float* lse = nullptr;
 };
 
 // Variants the bench compares. block_n: keys per K/V tile (128 or 176); pingpong: the two consumer

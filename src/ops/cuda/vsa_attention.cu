@@ -8,8 +8,12 @@
 // softmax in fp32 (exp2 with the scale folded in), pad key slots masked by the tile's size, P rounded to the
 // input dtype for the P·V product. Prefix query tiles (heavy: every tile) come first in the grid.
 // Fallback (f32, other head dims ≤ 128): the same walk with scalar fp32 math, one query row per warp pass.
+// On H100/H200 bf16 with head dim 128 runs the wgmma kernel instead (vsa_attention_hopper.cu).
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/tensor_map.h"
+#include "ops/cuda/vsa_hopper.h"
+#include "ops/validate.h"
 
 namespace h3::ops::cuda_impl {
 
@@ -399,7 +403,41 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
                      lists.dim(2)};
     const bool aligned = pointer_alignment(q.data()) >= 16 && pointer_alignment(k.data()) >= 16 &&
                          pointer_alignment(v.data()) >= 16 && pointer_alignment(o.data()) >= 16;
+    const bool hopper = aligned && q.dtype() == DType::kBF16 && D == 128 && hopper_kernels_usable(ctx);
+    if (p.fp8 && (!hopper || p.impl == BlockSparseImpl::kMma))
+        return unimplemented(
+            "block_sparse_attention: the fp8 mode runs the wgmma kernel only (bf16 in, head dim "
+            "128, an sm_90a build and device); q is " +
+            detail::desc(q));
+    if (p.impl == BlockSparseImpl::kHopper || (p.impl == BlockSparseImpl::kAuto && hopper)) {
+        if (!hopper)
+            return unimplemented("block_sparse_attention: the wgmma kernel takes bf16, head dim 128, 16-byte "
+                                 "aligned tensors on an sm_90a build and device; q is " +
+                                 detail::desc(q));
+        const cuda_detail::HopperBlockSparseArgs ha{.q = q.data(),
+                                                    .k = k.data(),
+                                                    .v = v.data(),
+                                                    .o = o.data(),
+                                                    .slot_rows = a.slot_rows,
+                                                    .tile_sizes = a.tile_sizes,
+                                                    .lists = a.lists,
+                                                    .rows = q.dim(0),
+                                                    .heads = H,
+                                                    .dim = D,
+                                                    .tiles = a.tiles,
+                                                    .prefix = a.prefix,
+                                                    .width = a.width,
+                                                    .scale = p.scale};
+        return p.fp8 ? cuda_detail::hopper_block_sparse_fp8(ctx, ha)
+                     : cuda_detail::hopper_block_sparse_bf16(ctx, ha);
+    }
     const bool tensor_cores = ctx.cuda && ctx.cuda->cc_major() >= 8; // cp.async + mma.sync m16n8k16
+    if (p.impl == BlockSparseImpl::kMma && !(tensor_cores && aligned && (D == 64 || D == 128) &&
+                                             (q.dtype() == DType::kBF16 || q.dtype() == DType::kF16)))
+        return unimplemented(
+            "block_sparse_attention: the mma.sync kernel takes bf16/f16, head dim 64 or 128, "
+            "16-byte aligned tensors on sm_80+; q is " +
+            detail::desc(q));
     if (tensor_cores && aligned && (D == 64 || D == 128)) {
         if (q.dtype() == DType::kBF16)
             return D == 128 ? launch_mma<bf16, 128>(ctx, a, q, k, v, o, p.scale)
