@@ -16,8 +16,8 @@ Status check_group_model(const model::DitModel& model, const runtime::ParallelPl
     H3_TRY(model::check_parallel_degrees(model.config(), plan.sp, plan.tp, plan.ring));
     if (model.block_source())
         return invalid_argument(
-            "--sp/--ring/--tp: the ranks share one DiT, whose block weights must be resident (got " +
-            model.residency_describe() + "; use --residency resident)");
+            "sp/ring/tp: the ranks share one DiT, whose block weights must be resident (got " +
+            model.residency_describe() + "; use residency resident)");
     return check_group_device(plan, model.context().device);
 }
 
@@ -26,9 +26,9 @@ Status check_group_model(const model::DitModel& model, const runtime::ParallelPl
 Status check_group_device(const runtime::ParallelPlan& plan, const Device& device) {
     if (!plan.gpus.empty() && !device.is_cpu())
         return unimplemented(
-            "--gpus: the ranks of one process share the model's device (no DiT replica per GPU); "
-            "run them as processes, one per GPU (generate --launch processes, the default for several "
-            "--gpus, or a launcher's RANK / WORLD_SIZE)");
+            "gpus: the ranks of one process share the model's device (no DiT replica per GPU); "
+            "run them as processes, one per GPU (the CLI's process launch, the default for several "
+            "GPUs, or a launcher's RANK / WORLD_SIZE)");
     return ok_status();
 }
 

@@ -126,7 +126,7 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create(const ParallelPlan& pla
         return g;
     }
     // CUDA: one session and one NCCL rank per GPU of the plan.
-    if (!ops::nccl_available()) return ops::nccl_unique_id().status().with_context("--sp/--tp on CUDA");
+    if (!ops::nccl_available()) return ops::nccl_unique_id().status().with_context("sp/tp on CUDA");
     for (int r = 0; r < n; ++r) {
         // A one-rank group without --gpus (bench dit --sp 1) runs on the components' device.
         const int gpu = plan.gpus.empty() ? ctx.device.index : plan.gpus[static_cast<size_t>(r)];
@@ -162,8 +162,8 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create_launched(std::unique_pt
         if (plan.tp > 1 || (plan.sp > 1 && plan.ring > 1))
             return unimplemented(
                 "RANK/WORLD_SIZE on the CPU: the processes' TCP communicator has no sub-groups, "
-                "so --tp and --sp with --ring need threads of one process (drop RANK/WORLD_SIZE) or CUDA; "
-                "use --sp or --ring alone");
+                "so tp, and sp with ring, need threads of one process (drop RANK/WORLD_SIZE) or CUDA; "
+                "use sp or ring alone");
         H3_ASSIGN_OR_RETURN(rank->world, ops::make_tcp_communicator(where, options));
         rank->dit.seq = rank->world.get(); // the world is the sequence group, and the Ulysses or ring one
         if (plan.sp > 1) rank->dit.sp = rank->world.get();

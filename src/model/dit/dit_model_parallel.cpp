@@ -49,25 +49,26 @@ Status DitModel::check_parallel(const DitParallel& p, const DitForwardOptions& o
         return invalid_argument("the sequence group holds " + std::to_string(p.seq_size()) +
                                 " ranks, not sp·ring = " + std::to_string(p.sp_size() * p.ring_size()));
     if (o.attention.is_vsa())
-        return invalid_argument("--attention vsa runs on one rank (its tile map spans the whole packed "
-                                "sequence); use --sp 1 --ring 1 --tp 1, or --attention dense");
+        return invalid_field("attention",
+                             "attention vsa runs on one rank (its tile map spans the whole packed "
+                             "sequence); use sp 1, ring 1 and tp 1, or attention dense");
     if (p.ring && precision_ == DitPrecision::kFp8)
-        return invalid_argument("--ring merges attention partials by their log-sum-exp, which the fp8 "
-                                "attention does not return; use --precision default (bf16), or --sp");
+        return invalid_field("ring", "ring merges attention partials by their log-sum-exp, which the fp8 "
+                                     "attention does not return; use precision bf16, or sp");
     if (p.tp_size() > 1) {
         if (blocks_)
-            return invalid_argument("--tp needs the DiT's block weights resident in the native dtype; got " +
-                                    blocks_->options().describe() +
-                                    " (use --residency resident, or --sp instead of --tp)");
+            return invalid_field("tp", "tp needs the DiT's block weights resident in the native dtype; got " +
+                                           blocks_->options().describe() +
+                                           " (use residency resident, or sp instead of tp)");
         if (precision_ == DitPrecision::kFp8)
-            return invalid_argument("--tp runs bf16, fp16 or fp32 blocks; --precision fp8 keeps one rank's "
-                                    "e4m3 weights (use --sp, or --precision default)");
+            return invalid_field("tp", "tp runs bf16, fp16 or fp32 blocks; precision fp8 keeps one rank's "
+                                       "e4m3 weights (use sp, or precision bf16)");
         if (o.lora)
-            return invalid_argument("--tp with run-time LoRA adapters is not supported (their factors are "
-                                    "not split); use --lora-mode merged, or --sp");
+            return invalid_field("tp", "tp with run-time LoRA adapters is not supported (their factors are "
+                                       "not split); use lora_mode merged, or sp");
         if (!p.tp_shard || p.tp_shard->size != p.tp_size() || p.tp_shard->rank != p.tp_rank() ||
             p.tp_shard->blocks.size() != weights_.blocks.size())
-            return invalid_argument("--tp " + std::to_string(p.tp_size()) + ": rank " +
+            return invalid_argument("tp " + std::to_string(p.tp_size()) + ": rank " +
                                     std::to_string(p.tp_rank()) +
                                     " has no weight slices for its place (DitModel::make_tp_shard)");
     }
@@ -77,10 +78,10 @@ Status DitModel::check_parallel(const DitParallel& p, const DitForwardOptions& o
 Result<std::shared_ptr<DitTpShard>> DitModel::make_tp_shard(int rank, int size) const {
     H3_TRY(check_parallel_degrees(config_, 1, size));
     if (blocks_)
-        return invalid_argument("--tp needs the DiT's block weights resident in the native dtype; got " +
-                                blocks_->options().describe());
+        return invalid_field("tp", "tp needs the DiT's block weights resident in the native dtype; got " +
+                                       blocks_->options().describe());
     if (config_.ffn_dim % size != 0)
-        return invalid_argument("--tp " + std::to_string(size) + ": ffn_dim " +
+        return invalid_argument("tp " + std::to_string(size) + ": ffn_dim " +
                                 std::to_string(config_.ffn_dim) + " does not split evenly");
     const int64_t I = config_.inner_dim(), Il = I / size, F = config_.ffn_dim, Fl = F / size;
     auto shard = std::make_shared<DitTpShard>();
