@@ -131,8 +131,8 @@ Command make_generate_command() {
                         "fl2va: keyframe the video starts from (PNG/JPEG/WebP)");
         job->add_option("--last-frame", o->last_frame, "fl2va: keyframe the video ends on (PNG/JPEG/WebP)");
         job->add_option("--reference", o->references,
-                        "ref2va: [image:|video:|audio:]FILE, repeatable, order kept (docs/ref2va.md)");
-        add_reference_size_options(sub, o->reference_image_edge, o->reference_video_edge);
+                        "ref2va: [image:|video:|audio:]FILE, repeatable, order kept (docs/references.md)");
+        add_reference_size_options(job, o->reference_image_edge, o->reference_video_edge);
         CLI::App* out = sub->add_option_group("Output", "what to write");
         out->add_option("--save-latents", o->save_latents,
                         "safetensors of the noise and final latents (f32)");
@@ -141,7 +141,7 @@ Command make_generate_command() {
             ->check(CLI::IsMember({"bar", "json", "none"}));
         out->add_option("--metrics", o->metrics, "JSON file of the job's metrics (default none)");
         CLI::App* acc =
-            sub->add_option_group("Acceleration", "step caches and sparse attention (docs/cache.md)");
+            sub->add_option_group("Acceleration", "step caches and sparse attention (docs/caches.md)");
         acc->add_option("--cache", o->cache,
                         "step cache: none | teacache[:...] | dbcache[:...] | velocity[:...] (default none)");
         acc->add_option("--quality", o->quality, "lossless (default) | high (DBCache F1B0 R0.04)");

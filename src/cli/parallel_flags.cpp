@@ -5,7 +5,7 @@
 namespace h3::cli {
 
 void add_parallel_flags(CLI::App* sub, ParallelFlags& f, bool launch) {
-    CLI::App* g = sub->add_option_group("Multi-GPU", "the DiT's device group (docs/parallel.md)");
+    CLI::App* g = sub->add_option_group("Multi-GPU", "the DiT's device group (docs/multi-gpu.md)");
     g->add_option("--sp", f.sp, "sequence-parallel (Ulysses) ranks; heads must split over sp·tp")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
