@@ -3,8 +3,8 @@
 # tests (VSA's included), the DiT CUDA-vs-reference parity test, the CUDA generate checks (tiny FastH3 with VSA,
 # LoRA and layerwise residency too) and the benches, incl. the weight residency ones (layerwise / int8 / fp16,
 # the 24 GiB bench at full width). H3_CHECK_SM75=1 also compiles the CUDA ops for sm_75 (the no-bf16 targets;
-# CUDA 13 has no sm_70). Missing Debian -dev packages travel as .deb files in .debs/ (see README): libmicrohttpd
-# (+ brotli, zlib, cpp-httplib and OpenSSL -dev for the serve layer and its test client) among them.
+# CUDA 13 has no sm_70). Missing Debian -dev packages travel as .deb files in .debs/ (docs/gpu-machine.md):
+# libmicrohttpd (+ brotli, zlib, cpp-httplib and OpenSSL -dev for the serve layer and its test client) among them.
 set -u
 # H3_STAGE: tests (build, the GPU test suite, the tiny CPU-vs-CUDA checks, one server job) | bench (the whole
 # request benches: 50 and 4 grid points, FastH3, the 50-block DiT bf16/fp8) | bench2 (LoRA, VSA, weight

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds and runs every CPU test through ctest, then the sanitizer pass over the file parsers, the bounded
-# fuzz run (when clang is available) and the format check. Exit status is non-zero on any failure.
+# Builds and runs every CPU test through ctest, the docs check (scripts/check_docs.sh), then the sanitizer pass
+# over the file parsers, the bounded fuzz run (when clang is available) and the format check. Exit status is
+# non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
@@ -17,6 +18,9 @@ cmake --build "$BUILD_DIR" -j"$JOBS"
 
 echo "== tests"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$JOBS"
+
+echo "== docs check: README and docs/ commands against the binary, their runnable examples, links"
+bash scripts/check_docs.sh "$BUILD_DIR"
 
 echo "== AddressSanitizer + UBSan: file parser tests"
 ASAN_DIR="${BUILD_DIR}-asan"

@@ -321,7 +321,50 @@ TEST_P(TcpRanks, CollectivesMatchTheInProcessBackend) {
     for (const auto& s : st) ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, TcpRanks, ::testing::Values(2, 3));
+// Sub-groups of TCP ranks (split_tcp_communicator: the sp / ring / tp groups of launched CPU ranks): the
+// members ordered by key, every collective among them only with the parent's arithmetic (sums in the
+// sub-group's rank order), a split of a split, a sub-group of one, and the parent still usable after.
+TEST_P(TcpRanks, SplitsCollectAmongTheirMembers) {
+    const int n = GetParam();
+    auto st = tcp_spmd(n, {.timeout = 20s}, [&](int r, ops::Communicator& c) -> Status {
+        const ops::Context ctx = ops::Context::cpu();
+        // color r % 2, key −r: the members in descending parent rank
+        H3_ASSIGN_OR_RETURN(auto sub, ops::split_tcp_communicator(c, r % 2, -r, {.timeout = 20s}));
+        std::vector<int> members;
+        for (int k = n - 1; k >= 0; --k)
+            if (k % 2 == r % 2) members.push_back(k);
+        EXPECT_EQ(sub->size(), static_cast<int>(members.size()));
+        EXPECT_EQ(members[static_cast<size_t>(sub->rank())], r);
+        Tensor mine = Tensor::host(Shape{1}, DType::kI32);
+        mine.data_as<int32_t>()[0] = r;
+        Tensor all = Tensor::host(Shape{sub->size()}, DType::kI32);
+        H3_TRY(sub->all_gather(ctx, mine, all));
+        for (int i = 0; i < sub->size(); ++i)
+            EXPECT_EQ(all.data_as<int32_t>()[i], members[static_cast<size_t>(i)]) << "member " << i;
+        Tensor x = filled(r, 5);
+        H3_TRY(sub->all_reduce_sum(ctx, x));
+        for (int64_t i = 0; i < 5; ++i) {
+            float e = 0;
+            for (int k : members) e += value(k, i);
+            EXPECT_EQ(x.data_as<float>()[i], e) << "element " << i;
+        }
+        // every member alone: a split of the split, collectives of one
+        H3_ASSIGN_OR_RETURN(auto alone, ops::split_tcp_communicator(*sub, sub->rank(), 0, {.timeout = 20s}));
+        EXPECT_EQ(alone->size(), 1);
+        Tensor y = filled(r, 3);
+        H3_TRY(alone->all_reduce_sum(ctx, y));
+        EXPECT_EQ(y.data_as<float>()[2], value(r, 2));
+        Tensor z = filled(r, 2);
+        H3_TRY(c.all_reduce_sum(ctx, z));
+        float e = 0;
+        for (int k = 0; k < n; ++k) e += value(k, 1);
+        EXPECT_EQ(z.data_as<float>()[1], e);
+        return c.barrier(ctx);
+    });
+    for (const auto& s : st) ASSERT_TRUE(s.ok()) << s.to_string();
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, TcpRanks, ::testing::Values(2, 3, 4));
 
 TEST(Tcp, ARankThatFailsEndsTheOthersCollectives) {
     const auto t0 = std::chrono::steady_clock::now();

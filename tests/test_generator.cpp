@@ -205,8 +205,13 @@ TEST(Generator, NonReleaseGeometryT2vaAndFl2va) {
     ASSERT_TRUE(generator.ok());
     const pipeline::JobBuilder builder((*store)->info());
     std::vector<pipeline::Stage> stages;
+    std::vector<std::string> loads; // kLoad events: what was about to be read
     pipeline::JobEvents events;
     events.progress = [&](const pipeline::JobProgress& p) {
+        if (p.stage == pipeline::Stage::kLoad) {
+            loads.push_back(p.component);
+            return;
+        }
         if (stages.empty() || stages.back() != p.stage) stages.push_back(p.stage);
     };
     for (const bool fl2va : {false, true}) {
@@ -224,6 +229,7 @@ TEST(Generator, NonReleaseGeometryT2vaAndFl2va) {
         ASSERT_TRUE(job.ok()) << job.status().to_string();
         EXPECT_EQ(job->task, fl2va ? pipeline::Task::kFl2va : pipeline::Task::kT2va);
         stages.clear();
+        loads.clear();
         auto r = (*generator)->run(*job, events);
         ASSERT_TRUE(r.ok()) << r.status().to_string();
         EXPECT_EQ(r->video_latents.shape(), (Shape{1, 8, 32, 4, 6}));
@@ -240,6 +246,12 @@ TEST(Generator, NonReleaseGeometryT2vaAndFl2va) {
         EXPECT_TRUE(fs::exists(kWork / (name + ".safetensors")));
         EXPECT_EQ(stages, (std::vector<pipeline::Stage>{pipeline::Stage::kEncode, pipeline::Stage::kDenoise,
                                                         pipeline::Stage::kDecode, pipeline::Stage::kMux}));
+        // every component this per-job store read was announced (a load event) before its stage
+        const std::vector<std::string> want =
+            fl2va ? std::vector<std::string>{"vae_encoder", "text_encoder", "vision_tower", "transformer",
+                                             "vae_decoder", "audio_vae_decoder"}
+                  : std::vector<std::string>{"text_encoder", "transformer", "vae_decoder", "audio_vae_decoder"};
+        EXPECT_EQ(loads, want);
         const nlohmann::json m = r->metrics(job->task);
         EXPECT_EQ(m["task"], fl2va ? "fl2va" : "t2va");
         EXPECT_EQ(m["steps"], 2);

@@ -6,6 +6,8 @@
 #include "cache/cache_spec.h"
 #include "model/dit/dit_model.h"
 #include "model/latent_spec.h"
+#include "model/lora/lora_random.h"
+#include "model/lora/lora_set.h"
 #include "model/tiny/tiny_checkpoint.h"
 #include "model/tiny/tiny_vae.h"
 #include "pipeline/decode.h"
@@ -15,11 +17,17 @@
 #include "pipeline/group_broadcast.h"
 #include "pipeline/job_builder.h"
 #include "runtime/device_session.h"
+#include "runtime/launcher.h"
 #include "runtime/model_store.h"
 
 #include "generate_setup.h"
 
 #include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -322,6 +330,234 @@ TEST(GroupRing, OneRankGroupPathEqualsThePlainPath) {
         EXPECT_LE(rel_err(out->video_latents, single->video_latents), 1e-5);
         EXPECT_LE(rel_err(out->audio_latents, single->audio_latents), 1e-5);
     }
+}
+
+// Tensor parallel in the other weight formats and with run-time adapters (issue #46): int8 (W8A16, resident
+// and layerwise), layerwise native, fp16 (fp32 residual stream), fp8 (e4m3 GEMMs) and run-time LoRA, at tp 2
+// (and sp 2 × tp 2, where every rank streams or dequantizes its own slices) against the same model on one
+// rank. The int8 slices keep their rows' scales and the adapters' terms join the fp32 partials, so those
+// equal one rank within fp32's summation order; fp16 rounds the reduced partials once as one rank rounds
+// its GEMM; fp8's row-split GEMMs round their inputs per row over the rank's columns (the per-shard scales),
+// which one rank's fp8 run does over the whole row.
+struct TpFormat {
+    std::string name;
+    model::DitLoadOptions load;
+    bool lora = false;
+    double bound = 1e-5; // the group vs one rank of this format
+    double moved = 0.0;  // the format's single rank vs the plain one at least (it is in use); 0: equal
+    model::DitPrecision plain = model::DitPrecision::kFp32; // the plain run's precision (resident, native)
+    std::vector<Degrees> degrees = {Degrees{1, 2}};
+};
+
+TEST(GroupTpFormats, EachFormatEqualsOneRank) {
+    using model::DitPrecision;
+    using model::Residency;
+    using model::WeightFormat;
+    auto ck = model::open_dit_checkpoint(tiny_dir() + "/transformer");
+    ASSERT_TRUE(ck.ok()) << ck.status().to_string();
+    model::ResidencyOptions int8, layerwise;
+    int8.format = WeightFormat::kInt8;
+    layerwise.mode = Residency::kLayerwise;
+    layerwise.resident_layers = 1;
+    model::ResidencyOptions layerwise_int8 = layerwise;
+    layerwise_int8.format = WeightFormat::kInt8;
+    const std::vector<TpFormat> formats = {
+        {.name = "int8", .load = {.precision = DitPrecision::kFp32, .residency = int8}, .moved = 1e-4},
+        {.name = "layerwise int8",
+         .load = {.precision = DitPrecision::kFp32, .residency = layerwise_int8},
+         .moved = 1e-4,
+         .degrees = {Degrees{1, 2}, Degrees{2, 2}}},
+        {.name = "layerwise", .load = {.precision = DitPrecision::kFp32, .residency = layerwise}},
+        {.name = "fp16", .load = {.precision = DitPrecision::kFp16}, .bound = 2e-4, .moved = 1e-4},
+        {.name = "fp8",
+         .load = {.precision = DitPrecision::kFp8},
+         .bound = 1e-4,
+         .moved = 1e-3,
+         .plain = DitPrecision::kBf16},
+        {.name = "runtime lora",
+         .load = {.precision = DitPrecision::kFp32},
+         .lora = true,
+         .moved = 1e-3,
+         .degrees = {Degrees{1, 2}, Degrees{2, 2}}},
+    };
+    Case c = make_case(Flow::kT2va, 7);
+    c.rq.steps = 2;
+    for (const TpFormat& f : formats) {
+        SCOPED_TRACE(f.name);
+        auto base = model::DitModel::load(*ck, {.precision = f.plain}, ops::Context::cpu());
+        ASSERT_TRUE(base.ok()) << base.status().to_string();
+        auto plain = generate_latents(**base, c.cond, c.rq);
+        ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+        auto m = model::DitModel::load(*ck, f.load, ops::Context::cpu());
+        ASSERT_TRUE(m.ok()) << m.status().to_string();
+        DenoiseOptions o;
+        std::shared_ptr<const model::LoraSet> set;
+        if (f.lora) {
+            auto adapter = model::random_lora_adapter(
+                (*m)->config(), {.rank = 4, .dtype = DType::kF32, .seed = 7, .scale = 4.0f});
+            ASSERT_TRUE(adapter.ok()) << adapter.status().to_string();
+            auto built = model::LoraSet::build(
+                {{std::make_shared<const model::LoraAdapter>(std::move(adapter).value()), 1.0f}},
+                (*m)->config(), ops::Context::cpu(), (*m)->act_dtype());
+            ASSERT_TRUE(built.ok()) << built.status().to_string();
+            set = *built;
+            o.lora = set.get();
+        }
+        auto single = generate_latents(**m, c.cond, c.rq, o);
+        ASSERT_TRUE(single.ok()) << single.status().to_string();
+        const double moved = rel_err(single->video_latents, plain->video_latents);
+        std::printf("%s: one rank vs plain %s %.3g\n", f.name.c_str(), model::precision_name(f.plain), moved);
+        if (f.moved > 0)
+            EXPECT_GT(moved, f.moved) << "the format did not change the latents: is it in use?";
+        else
+            EXPECT_LE(moved, 1e-6);
+        for (Degrees d : f.degrees) {
+            SCOPED_TRACE("sp " + std::to_string(d.sp) + " tp " + std::to_string(d.tp));
+            auto group = generate_latents_on_group(**m, c.cond, c.rq, o, plan(d.sp, d.tp, d.ring));
+            ASSERT_TRUE(group.ok()) << group.status().to_string();
+            const double ev = rel_err(group->video_latents, single->video_latents),
+                         ea = rel_err(group->audio_latents, single->audio_latents);
+            std::printf("%s sp %d tp %d: video %.3g audio %.3g\n", f.name.c_str(), d.sp, d.tp, ev, ea);
+            EXPECT_LE(ev, f.bound);
+            EXPECT_LE(ea, f.bound);
+        }
+    }
+}
+
+// The ranks of one process share the model's weight source: sequence-parallel ranks as threads over int8 or
+// layerwise weights are refused, naming the fields and what to use instead.
+TEST(GroupTpFormats, SequenceRanksAsThreadsNeedResidentWeights) {
+    auto ck = model::open_dit_checkpoint(tiny_dir() + "/transformer");
+    ASSERT_TRUE(ck.ok()) << ck.status().to_string();
+    model::DitLoadOptions int8{.precision = model::DitPrecision::kFp32};
+    int8.residency.format = model::WeightFormat::kInt8;
+    auto m = model::DitModel::load(*ck, int8, ops::Context::cpu());
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    Case c = make_case(Flow::kT2va, 7);
+    c.rq.steps = 1;
+    auto out = generate_latents_on_group(**m, c.cond, c.rq, {}, plan(2, 1));
+    ASSERT_FALSE(out.ok());
+    EXPECT_NE(out.status().message().find("parallel.sp"), std::string::npos) << out.status().message();
+    EXPECT_NE(out.status().message().find("parallel.tp"), std::string::npos) << out.status().message();
+    EXPECT_EQ(out.status().message().find("--"), std::string::npos) << out.status().message();
+}
+
+namespace {
+int free_port() { // a port the kernel just handed out (bound and released)
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t n = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+    const int port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
+}
+} // namespace
+
+// Ranks as processes by the launcher convention (issue #46): two "hosts" of two processes each on 127.0.0.1
+// (threads standing in for the processes, each with its own ProcessRank: RANK 0..3, LOCAL_RANK 0/1 per
+// host, one MASTER_ADDR:MASTER_PORT). The TCP world is split into the sequence, Ulysses, ring and
+// tensor-parallel groups: sp 2 inside a host × ring 2 across the hosts, and sp 2 × tp 2, give every rank
+// the in-process group's latents bit for bit (the TCP sums are the in-process backend's), which equal the
+// single-rank run within fp32's summation order.
+TEST(GroupLaunched, TwoHostsOfTwoProcessesEqualOneProcess) {
+    Case c = make_case(Flow::kT2va, 7);
+    c.rq.steps = 2;
+    auto single = generate_latents(*c.model, c.cond, c.rq);
+    ASSERT_TRUE(single.ok()) << single.status().to_string();
+    for (Degrees d : {Degrees{2, 1, 2}, Degrees{2, 2, 1}}) {
+        SCOPED_TRACE("sp " + std::to_string(d.sp) + " tp " + std::to_string(d.tp) + " ring " +
+                     std::to_string(d.ring));
+        auto threads = generate_latents_on_group(*c.model, c.cond, c.rq, {}, plan(d.sp, d.tp, d.ring));
+        ASSERT_TRUE(threads.ok()) << threads.status().to_string();
+        const int port = free_port(), world = d.world();
+        std::vector<Status> st(static_cast<size_t>(world));
+        std::vector<GenerationOutput> outs(static_cast<size_t>(world));
+        std::vector<std::thread> procs;
+        for (int r = 0; r < world; ++r)
+            procs.emplace_back([&, r] {
+                runtime::ParallelPlan p = plan(d.sp, d.tp, d.ring);
+                p.process = {.rank = r,
+                             .world = world,
+                             .local_rank = r % 2,
+                             .master_addr = "127.0.0.1",
+                             .master_port = port};
+                GroupOptions go;
+                go.comm.timeout = std::chrono::seconds(60);
+                auto out = generate_latents_on_group(*c.model, c.cond, c.rq, {}, p, go);
+                st[static_cast<size_t>(r)] = out.status();
+                if (out.ok()) outs[static_cast<size_t>(r)] = std::move(out).value();
+            });
+        for (auto& t : procs) t.join();
+        for (int r = 0; r < world; ++r) {
+            ASSERT_TRUE(st[static_cast<size_t>(r)].ok())
+                << "rank " << r << ": " << st[static_cast<size_t>(r)].to_string();
+            const GenerationOutput& o = outs[static_cast<size_t>(r)];
+            ASSERT_EQ(o.video_latents.nbytes(), threads->video_latents.nbytes());
+            EXPECT_EQ(
+                std::memcmp(o.video_latents.data(), threads->video_latents.data(), o.video_latents.nbytes()),
+                0)
+                << "rank " << r << "'s video latents differ from the in-process group's";
+            EXPECT_EQ(
+                std::memcmp(o.audio_latents.data(), threads->audio_latents.data(), o.audio_latents.nbytes()),
+                0)
+                << "rank " << r << "'s audio latents differ from the in-process group's";
+            EXPECT_LE(rel_err(o.video_latents, single->video_latents), 1e-5);
+        }
+    }
+}
+
+// The launcher convention from the environment: RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT;
+// under torchrun (TORCHELASTIC_USE_AGENT_STORE=True) MASTER_PORT is the agent's own store, so rank 0 listens
+// on the port after it, or on H3_MASTER_PORT when that is set.
+TEST(GroupLaunched, EnvironmentConvention) {
+    struct Env {
+        const char* name;
+        const char* value;
+    };
+    auto with_env = [](std::vector<Env> env) {
+        for (const char* n : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
+                              "H3_MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE"})
+            ::unsetenv(n);
+        for (const Env& e : env) ::setenv(e.name, e.value, 1);
+        auto r = runtime::process_rank_from_env();
+        for (const Env& e : env) ::unsetenv(e.name);
+        return r;
+    };
+    auto plain = with_env({{"RANK", "3"},
+                           {"WORLD_SIZE", "4"},
+                           {"LOCAL_RANK", "1"},
+                           {"MASTER_ADDR", "10.0.0.7"},
+                           {"MASTER_PORT", "29600"}});
+    ASSERT_TRUE(plain.ok() && plain->has_value()) << plain.status().to_string();
+    EXPECT_EQ((*plain)->rank, 3);
+    EXPECT_EQ((*plain)->world, 4);
+    EXPECT_EQ((*plain)->local_rank, 1);
+    EXPECT_EQ((*plain)->master_addr, "10.0.0.7");
+    EXPECT_EQ((*plain)->master_port, 29600);
+    auto torchrun = with_env({{"RANK", "0"},
+                              {"WORLD_SIZE", "2"},
+                              {"MASTER_PORT", "29600"},
+                              {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+    ASSERT_TRUE(torchrun.ok() && torchrun->has_value()) << torchrun.status().to_string();
+    EXPECT_EQ((*torchrun)->master_port, 29601);
+    EXPECT_EQ((*torchrun)->local_rank, 0); // LOCAL_RANK defaults to RANK
+    auto own = with_env({{"RANK", "0"},
+                         {"WORLD_SIZE", "2"},
+                         {"MASTER_PORT", "29600"},
+                         {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                         {"H3_MASTER_PORT", "31000"}});
+    ASSERT_TRUE(own.ok() && own->has_value()) << own.status().to_string();
+    EXPECT_EQ((*own)->master_port, 31000);
+    auto bad = with_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"H3_MASTER_PORT", "0"}});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("H3_MASTER_PORT"), std::string::npos) << bad.status().message();
+    auto none = with_env({});
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none->has_value());
 }
 
 TEST(GroupDistance, PaddingRowsDoNotCount) {

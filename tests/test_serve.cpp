@@ -1141,6 +1141,75 @@ TEST(ServeResidency, LayerwiseMatchesResident) {
     EXPECT_TRUE(r->body == resident) << r->body.size() << " vs " << resident.size() << " bytes";
 }
 
+// ---- the checkpoint's own defaults (h3_defaults.json): GET /v1/models names the model and what a request
+// that says nothing gets; such a request runs at them, with a warning for words outside the declared caption
+// vocabulary and the CPU estimate in its object; the documented alias `steps` is accepted and reported as
+// num_inference_steps; a completed object names its content's URL.
+const fs::path& defaults_model() {
+    static const fs::path dir = [] {
+        const fs::path d = kWork / "tiny_defaults";
+        if (!fs::exists(d / "model_index.json")) {
+            fs::create_directories(kWork);
+            const std::string cmd = kBinary + " make-tiny " + d.string() + " --seed 1 > /dev/null 2>&1";
+            EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        }
+        std::ofstream(d / "h3_defaults.json")
+            << R"({"size": "64x32", "frames": 107, "num_inference_steps": 3, "vocabulary": ["a", "red", "ball"]})";
+        return d;
+    }();
+    return dir;
+}
+
+TEST(ServeModels, DefaultsFromTheCheckpoint) {
+    fs::remove_all(kWork / "models_out");
+    Server server(kWork / "models_out", {}, "models", {}, true, kBinary, defaults_model());
+    ASSERT_TRUE(server.up());
+    auto c = server.client();
+    auto r = c.Get("/v1/models");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json list = body_json(r);
+    ASSERT_EQ(list["object"], "list");
+    ASSERT_EQ(list["data"].size(), 1u) << r->body;
+    const json& m = list["data"][0];
+    EXPECT_EQ(m["id"], "tiny_defaults");
+    EXPECT_EQ(m["object"], "model");
+    EXPECT_EQ(m["device"], "cpu");
+    EXPECT_EQ(m["defaults"]["size"], "64x32") << r->body;
+    EXPECT_EQ(m["defaults"]["frames"], 107) << r->body;
+    EXPECT_EQ(m["defaults"]["num_inference_steps"], 3) << r->body;
+    EXPECT_NE(m["defaults_from"].get<std::string>().find("h3_defaults.json"), std::string::npos);
+    EXPECT_EQ(m["limits"]["num_inference_steps"], json::array({2, 1000}));
+    EXPECT_EQ(m["vocabulary"], json::array({"a", "ball", "red"}));
+
+    // a request with a prompt alone: the checkpoint's size, frames and steps; the unknown words warned about
+    const json v = submit(c, {{"prompt", "a red cat"}, {"output_format", "latents"}});
+    EXPECT_EQ(v["size"], "64x32") << v.dump();
+    EXPECT_EQ(v["frames"], 107);
+    EXPECT_EQ(v["num_inference_steps"], 3);
+    ASSERT_EQ(v["warnings"].size(), 1u) << v.dump();
+    EXPECT_NE(v["warnings"][0].get<std::string>().find("'cat'"), std::string::npos) << v.dump();
+    EXPECT_EQ(v["warnings"][0].get<std::string>().find("'red'"), std::string::npos) << v.dump();
+    ASSERT_TRUE(v["estimated_seconds"].is_number()) << v.dump();
+    EXPECT_GT(v["estimated_seconds"].get<double>(), 0.0);
+    EXPECT_TRUE(v["url"].is_null());
+    const json done = wait_for(c, v["id"]);
+    ASSERT_EQ(done["status"], "completed") << done.dump();
+    EXPECT_EQ(done["url"], "/v1/videos/" + done["id"].get<std::string>() + "/content");
+
+    // the alias: `steps` is num_inference_steps, named so in the object and in errors
+    const json a = submit(c, {{"prompt", "a red ball"}, {"steps", 2}, {"output_format", "latents"}});
+    EXPECT_EQ(a["num_inference_steps"], 2) << a.dump();
+    EXPECT_TRUE(a["warnings"].empty()) << a.dump();
+    expect_error(c.Post("/v1/videos", json({{"prompt", "a"}, {"steps", 1001}}).dump(), "application/json"),
+                 400, "num_inference_steps", "[2, 1000]");
+    expect_error(c.Post("/v1/videos",
+                        json({{"prompt", "a"}, {"steps", 3}, {"num_inference_steps", 3}}).dump(),
+                        "application/json"),
+                 400, "num_inference_steps", "alias");
+    wait_for(c, a["id"]);
+}
+
 TEST(ServeTtl, OutputsExpire) {
     const fs::path out = kWork / "ttl_out";
     fs::remove_all(out);
@@ -1219,6 +1288,31 @@ TEST(ServeGroup, SpTwoMatchesOneRankAndAFailedRankFailsAlone) {
     EXPECT_EQ(launched.exit_status(), 2);
     EXPECT_NE(launched.stderr_text().find("serve does not follow the launcher convention"), std::string::npos)
         << launched.stderr_text();
+}
+
+// Issue #42: every stage reads the cancel flag within a fraction of a second, and the grace timer is the
+// backstop for one that would not: SIGTERM with --on-term cancel while a job ignores its flag (the test
+// tool's stuck prompt) exits with status 4 after the 10 s grace, naming the job and the stage it interrupted.
+TEST(ServeShutdown, GraceTimerEndsAJobThatIgnoresItsCancel) {
+    fs::remove_all(kWork / "stuck_out");
+    Server server(
+        kWork / "stuck_out",
+        {"--on-term", "cancel", "--fault-inject-prompt", kFaultPrompt, "--fault-stuck-prompt", "STUCK"},
+        "stuck", {}, true, kFaultBinary);
+    ASSERT_TRUE(server.up());
+    auto c = server.client();
+    const std::string id = submit(c, tiny_request("STUCK"))["id"];
+    const json v = wait_for(
+        c, id, nullptr, [](const json& j) { return j["status"] == "in_progress"; }, 60s);
+    ASSERT_EQ(v["status"], "in_progress") << v.dump();
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(server.terminate(30s), 4);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_GE(took, 9s);
+    EXPECT_LT(took, 15s);
+    const std::string err = server.stderr_text();
+    EXPECT_NE(err.find("job " + id + " (stage encode"), std::string::npos) << err;
+    EXPECT_NE(err.find("did not stop within 10000 ms"), std::string::npos) << err;
 }
 
 #else

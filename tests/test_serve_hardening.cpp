@@ -475,6 +475,57 @@ TEST(HardeningStages, CancelAndSigtermDuringReferenceEncoding) {
     EXPECT_LT(std::chrono::steady_clock::now() - t1, 5s);
 }
 
+// Issue #42: at the release size (1344x768, 124 frames) one CPU attention call of the denoise ran for
+// minutes without reading the flag: a cancel stayed in_progress, DELETE removed the record while /health said
+// running: 1, SIGTERM left the process alive. Now DELETE cancels the running job first (the running count
+// drops within 2 s) and SIGTERM with --on-term cancel exits promptly.
+int health_running(const Server& s) {
+    auto c = s.client();
+    c.set_read_timeout(2, 0);
+    const json h = body_json(c.Get("/health"));
+    return h.contains("running") ? h["running"].get<int>() : -1;
+}
+
+TEST(HardeningStages, DeleteAndSigtermDuringReleaseSizeDenoise) {
+    const fs::path out = kWork / "release_out";
+    fs::remove_all(out);
+    Server server(out, {"--ttl", "0", "--on-term", "cancel"}, "release");
+    ASSERT_TRUE(server.up());
+    auto c = server.client();
+    const json big = {
+        {"prompt", "a release-size job"}, {"size", "1344x768"}, {"seconds", 5}, {"num_inference_steps", 2}};
+    const std::string id = submit(c, big)["id"];
+    json v = await_progress(c, id, 5, 89); // inside the denoise
+    ASSERT_EQ(v["status"], "in_progress") << v.dump();
+    std::this_thread::sleep_for(6s); // past the request's setup, inside the first forward's attention
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = c.Delete(("/v1/videos/" + id).c_str());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    while (health_running(server) != 0 && std::chrono::steady_clock::now() - t0 < 30s)
+        std::this_thread::sleep_for(20ms);
+    const auto dropped = std::chrono::steady_clock::now() - t0;
+    std::printf("[ cancel ] DELETE during denoise: running 0 after %.3f s\n",
+                std::chrono::duration<double>(dropped).count());
+    EXPECT_LT(dropped, 2s) << "the deleted job kept running";
+    EXPECT_EQ(c.Get(("/v1/videos/" + id).c_str())->status, 404);
+    EXPECT_FALSE(fs::exists(out / id));
+    expect_health(server, "after a deleted release-size job");
+
+    // SIGTERM with --on-term cancel while the same job denoises: the process exits at once, cleanly
+    const std::string id2 = submit(c, big)["id"];
+    v = await_progress(c, id2, 5, 89);
+    ASSERT_EQ(v["status"], "in_progress") << v.dump();
+    std::this_thread::sleep_for(6s);
+    const auto t1 = std::chrono::steady_clock::now();
+    EXPECT_EQ(server.terminate(30s), 0);
+    const auto exited = std::chrono::steady_clock::now() - t1;
+    std::printf("[ cancel ] SIGTERM during denoise: exited after %.3f s\n",
+                std::chrono::duration<double>(exited).count());
+    EXPECT_LT(exited, 2s);
+    EXPECT_EQ(server.stderr_text().find("did not stop within"), std::string::npos) << server.stderr_text();
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // 7 (records). Orphan job.json.tmp directories are cleaned at start, a second server on the same directory
 // is refused, and a job deleted just before kill -9 stays deleted.

@@ -1,5 +1,7 @@
 #include "cache/work.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace h3::cache {
@@ -93,13 +95,31 @@ std::string grouped(int64_t v) {
 }
 } // namespace
 
+std::string format_flops_rate(double flops_per_second) {
+    static const struct {
+        double scale;
+        const char* unit;
+    } units[] = {{1e15, "PFLOP/s"}, {1e12, "TFLOP/s"}, {1e9, "GFLOP/s"}, {1e6, "MFLOP/s"}, {1e3, "kFLOP/s"}};
+    const double v = std::isfinite(flops_per_second) ? std::max(flops_per_second, 0.0) : 0.0;
+    double scale = 1;
+    const char* unit = "FLOP/s";
+    for (const auto& u : units)
+        if (v >= u.scale) {
+            scale = u.scale;
+            unit = u.unit;
+            break;
+        }
+    char buf[64];
+    const double x = v / scale;
+    std::snprintf(buf, sizeof buf, x >= 10 || x == 0 ? "%.0f %s" : "%.2f %s", x, unit);
+    return buf;
+}
+
 std::string WorkReport::summary() const {
-    char tf[64];
-    const double t = useful_tflops_per_s();
-    std::snprintf(tf, sizeof tf, t >= 10 ? "%.0f" : (t >= 0.01 ? "%.2f" : "%.2e"), t);
+    const std::string tf = format_flops_rate(useful_tflops_per_s() * 1e12);
     return "steps " + std::to_string(steps.size()) + ", DiT calls " + std::to_string(dit_calls()) +
            ", cache hits " + std::to_string(cache_hits()) + ", blocks run " + grouped(blocks_executed()) +
-           "/" + grouped(blocks_executed() + blocks_skipped()) + ", " + tf + " TFLOP/s";
+           "/" + grouped(blocks_executed() + blocks_skipped()) + ", " + tf;
 }
 
 } // namespace h3::cache

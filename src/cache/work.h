@@ -30,6 +30,9 @@ struct StepRecord {
 // GEMM (2·S·P_blk, P_blk = 4·D·I + 3·D·F) and attention (4·S²·I) FLOPs of one DiT block over S rows.
 double block_flops(const model::DitConfig& config, int64_t rows);
 
+// A FLOP rate in human units: "34 TFLOP/s", "896 MFLOP/s", "1.25 GFLOP/s".
+std::string format_flops_rate(double flops_per_second);
+
 struct WorkReport {
     std::string cache = "none";
     std::vector<StepRecord> steps;

@@ -107,13 +107,10 @@ bool gemm_autotune(const ops::Context& ctx) {
 // The conv3d choice (H3_CONV3D): auto | igemm16 | wgmma | tf32 | cudnn. Under --exact-fp32 (tf32 false in the
 // report) all but cudnn run the fp32 FMA kernel; igemm16 below sm_80 runs the built-in kernels.
 std::string conv3d_backend(const ops::Context& ctx) {
-#ifdef H3_WITH_CUDA
-    if (!ctx.is_cuda() || !ctx.cuda) return "cpu";
-    return ops::conv3d_impl_name(ctx.cuda->conv3d_impl());
-#else
-    (void)ctx; // ops/cuda is not built: a CPU build has one conv3d
-    return "cpu";
+#if defined(H3_WITH_CUDA)
+    if (ctx.is_cuda() && ctx.cuda) return ops::conv3d_impl_name(ctx.cuda->conv3d_impl());
 #endif
+    return "cpu";
 }
 
 // Block GEMM parameters (q, k, v, out, fc1, fc2) — 385.35 M at the official width.

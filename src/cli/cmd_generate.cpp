@@ -18,11 +18,18 @@
 #include "cli/demo_model.h"
 #include "cli/engine_flags.h"
 #include "cli/field_flags.h"
+#include "cli/parallel_flags.h"
+#include "cli/progress_printer.h"
 #include "cli/reference_options.h"
 #include "cli/spawn_ranks.h"
 #include "cli/vsa_flags.h"
 #include "engine/engine_impl.h"
 #include "io/json_file.h"
+#include "io/output_path.h"
+#include "pipeline/cost_estimate.h"
+#include "pipeline/decode.h"
+#include "pipeline/job_builder.h"
+#include "runtime/checkpoint_defaults.h"
 
 #include <CLI/CLI.hpp>
 
@@ -59,22 +66,6 @@ private:
     struct sigaction old_ {};
 };
 
-void print_bar(const pipeline::JobProgress& p) {
-    const int width = 30, filled = p.total ? width * p.step / p.total : width;
-    std::fprintf(stderr, "\r[%.*s%*s] %d/%d  %.2f s/step  ETA %.0f s", filled,
-                 "##############################", width - filled, "", p.step, p.total, p.step_seconds,
-                 p.eta_seconds);
-    if (p.step == p.total) std::fprintf(stderr, "\n");
-    std::fflush(stderr);
-}
-
-void print_json_step(const pipeline::JobProgress& p) {
-    std::printf(
-        "{\"event\":\"step\",\"step\":%d,\"total\":%d,\"seconds\":%.6f,\"elapsed\":%.6f,\"eta\":%.6f}\n",
-        p.step, p.total, p.step_seconds, p.elapsed_seconds, p.eta_seconds);
-    std::fflush(stdout);
-}
-
 } // namespace
 
 Command make_generate_command() {
@@ -87,7 +78,7 @@ Command make_generate_command() {
         uint64_t seed = 0;
         std::string first_frame, last_frame; // fl2va keyframes
         std::vector<std::string> references; // ref2va, in order
-        int reference_image_edge = EngineOptions{}.reference_image_edge,
+        int reference_image_edge = pipeline::JobBuilderOptions{}.reference_image_edge,
             reference_video_edge = EngineOptions{}.reference_video_edge;
         ModelFlags model;
         AdapterCliOptions adapters; // --lora*, --preset, --video-shift, --audio-shift
@@ -124,8 +115,9 @@ Command make_generate_command() {
         auto* aspect =
             job->add_option("--aspect", o->aspect, "W:H on the 768-short-edge canvas (default 16:9)");
         size->excludes(aspect);
-        job->add_option("--steps", o->steps, "sigma grid points, terminal 0 included (N-1 forwards)")
-            ->capture_default_str();
+        job->add_option("--steps", o->steps,
+                        "sigma grid points, terminal 0 included (N-1 forwards; default: the checkpoint's "
+                        "h3_defaults.json, else 50)");
         job->add_option("--seed", o->seed, "seed of the torch-compatible generator")->capture_default_str();
         job->add_option("--first-frame", o->first_frame,
                         "fl2va: keyframe the video starts from (PNG/JPEG/WebP)");
@@ -156,24 +148,20 @@ Command make_generate_command() {
         if (o->save_latents.empty() && o->output.empty())
             return report(
                 invalid_argument("nothing to write: give --save-latents FILE and/or --output PATH"));
-        bool native_frames = false; // the demo model's own frame count (no --frames / --seconds given)
-        // no --model: the embedded demo model, at its native geometry unless the flags say otherwise
+        if (!o->output.empty())
+            if (auto k = pipeline::checked_output_kind(o->output); !k.ok())
+                return report(Status(k.status().code(), "--" + k.status().message()));
+        // no --model: the embedded demo model; its h3_defaults.json gives what the flags leave out (the
+        // builder applies a checkpoint's declared defaults, --model or not)
         if (o->model.model.empty()) {
             auto demo = embedded_demo_model();
             if (!demo.ok()) return report(demo.status());
             o->model.model = demo->dir;
-            if (o->size.empty() && o->aspect.empty()) o->size = demo->size;
-            if (!o->sub->count("--frames") && !o->sub->count("--seconds")) {
-                o->frames = demo->frames;
-                native_frames = true;
-            }
-            if (!o->sub->count("--reference-image-edge") && demo->reference_image_edge > 0)
-                o->reference_image_edge = demo->reference_image_edge;
             std::fprintf(
                 stderr,
                 "generate: no --model: the embedded tiny demo model %s (trained on procedural clips of "
-                "moving shapes; not MiniMax-H3), %s\n",
-                demo->dir.c_str(), o->size.empty() ? "at the size the flags give" : o->size.c_str());
+                "moving shapes; not MiniMax-H3); its defaults: %s\n",
+                demo->dir.c_str(), demo->defaults.describe().c_str());
         }
         JobRequest rq;
         if (!o->prompt.empty()) rq.prompt = o->prompt;
@@ -181,10 +169,11 @@ Command make_generate_command() {
         if (o->sub->count("--random-prompt-embeds")) rq.random_prompt_embeds = o->random_prompt_embeds;
         if (!o->size.empty()) rq.size = o->size;
         if (!o->aspect.empty()) rq.aspect = o->aspect;
-        if (o->sub->count("--frames") || native_frames) rq.frames = o->frames;
+        if (o->sub->count("--frames")) rq.frames = o->frames;
         if (o->sub->count("--seconds")) rq.seconds = o->seconds;
         if (o->sub->count("--steps"))
-            rq.num_inference_steps = o->steps; // else --preset's, a FastH3 sidecar's or 50
+            rq.num_inference_steps =
+                o->steps; // else --preset's, a FastH3 sidecar's, h3_defaults.json's or 50
         rq.seed = o->seed;
         if (!o->cache.empty()) rq.cache = o->cache;
         if (!o->quality.empty()) rq.quality = o->quality;
@@ -197,12 +186,26 @@ Command make_generate_command() {
         rq.save_latents = o->save_latents;
         auto eo = engine_options(o->model, &o->residency, &o->parallel, &o->adapters);
         if (!eo.ok()) return report(eo.status());
-        eo->max_steps = 1 << 20;
-        eo->reference_image_edge = o->reference_image_edge;
+        // unset: the checkpoint's h3_defaults.json reference edge, else the model's
+        if (o->sub->count("--reference-image-edge")) eo->reference_image_edge = o->reference_image_edge;
         eo->reference_video_edge = o->reference_video_edge;
         // the whole request before the checkpoint is opened
         if (Status s = Engine::check(rq, *eo); !s.ok()) return report(s);
+        // every output path checked, its folders created, before the checkpoint is opened
+        {
+            pipeline::OutputRequest outs;
+            outs.latents = o->save_latents;
+            if (!o->output.empty()) outs.media = pipeline::media_targets_for(o->output);
+            std::string field;
+            if (Status s = pipeline::prepare_outputs(outs, &field); !s.ok()) return report(with_flag(s, field));
+        }
+        if (!o->metrics.empty())
+            if (Status s =
+                    io::prepare_output_path(o->metrics, {.extensions = {".json"}, .what = "a JSON file"});
+                !s.ok())
+                return report(Status(s.code(), "--metrics: " + s.message()));
         const std::string progress = !o->progress.empty() ? o->progress : (isatty(2) ? "bar" : "none");
+        ProgressPrinter printer(progress); // from here: the wall time of the closing line
 
         // ---- the engine: the checkpoint's configs (a per-job plan loads nothing until the job leases it)
         auto engine = Engine::Impl::open(*eo, {});
@@ -214,6 +217,10 @@ Command make_generate_command() {
         if (wants_rank_processes(o->parallel, e.plan[runtime::Component::kTransformer].device,
                                  e.launched.has_value()))
             return run_ranks_as_processes({.world = e.plan.parallel.world(), .gpus = e.plan.parallel.gpus});
+        if (Status s =
+                check_ranks_in_process(e.plan, "give --launch processes (the default for several --gpus)");
+            !s.ok())
+            return report(s);
         auto in = job_input(rq);
         if (!in.ok()) return report(in.status());
         auto job = e.build(std::move(in).value());
@@ -221,6 +228,15 @@ Command make_generate_command() {
         if (!e.merged.empty())
             std::fprintf(stderr, "generate: %zu LoRA adapter(s) merged into the weights as the DiT loads\n",
                          e.merged.size());
+        if (!job->checkpoint_defaults.empty())
+            std::fprintf(stderr, "generate: from the checkpoint's %s: %s\n", runtime::kCheckpointDefaultsFile,
+                         job->checkpoint_defaults.c_str());
+        for (const std::string& w : job->warnings) std::fprintf(stderr, "generate: warning: %s\n", w.c_str());
+        if (const std::string w = pipeline::slow_job_warning(*job, e.flops_per_second); !w.empty())
+            std::fprintf(stderr,
+                         "generate: warning: %s (here: --size, --seconds 4 or --frames, --steps 10, "
+                         "--device cuda; the demo model: no --model)\n",
+                         w.c_str());
         if (job->keyframes)
             std::fprintf(stderr, "generate: %zu keyframe(s) on a %dx%d canvas\n",
                          job->keyframes->images.size(), job->keyframes->canvas.width,
@@ -255,17 +271,15 @@ Command make_generate_command() {
                 std::fprintf(stderr, "generate: %s\n", e.weights_text.c_str());
                 placed = true;
             }
-            if (p.stage != pipeline::Stage::kDenoise || p.step == 0) return;
-            if (progress == "bar") print_bar(p);
-            if (progress == "json") print_json_step(p);
+            printer(p);
         };
         Result<pipeline::JobReport> r = [&] {
             SigintScope sigint;
             return e.run(*job, events);
         }();
         if (!r.ok()) {
+            printer.interrupted();
             if (r.status().code() == ErrorCode::kCancelled) {
-                if (progress == "bar") std::fprintf(stderr, "\n");
                 report(r.status());
                 return kExitCancelled;
             }
@@ -294,14 +308,9 @@ Command make_generate_command() {
         std::fprintf(stderr, "generate: %s\n", r->work.summary().c_str());
         double total = 0;
         for (double s : r->step_seconds) total += s;
-        if (progress == "json")
-            std::printf("{\"event\":\"done\",\"steps\":%zu,\"denoise_seconds\":%.6f,\"setup_seconds\":%.6f,"
-                        "\"latents\":\"%s\"}\n",
-                        r->step_seconds.size(), total, r->setup_seconds, o->save_latents.c_str());
-        std::string written;
-        for (const std::string& w : r->written) written += (written.empty() ? "" : " and ") + w;
-        std::fprintf(stderr, "generate: %zu forwards in %.3f s (setup %.3f s), wrote %s\n",
-                     r->step_seconds.size(), total, r->setup_seconds, written.c_str());
+        std::fprintf(stderr, "generate: %zu forwards in %.3f s (setup %.3f s)\n", r->step_seconds.size(),
+                     total, r->setup_seconds);
+        printer.done(*r, o->output, o->save_latents);
         return kExitOk;
     };
     return c;

@@ -12,6 +12,7 @@
 #include "cli/reference_options.h"
 #include "cli/serve_command.h"
 #include "engine/engine_impl.h"
+#include "cli/parallel_flags.h"
 #include "runtime/launcher.h"
 
 #include <CLI/CLI.hpp>
@@ -124,6 +125,10 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
                                                        Component::kVideoDecoder, Component::kAudioDecoder}});
     if (!engine.ok()) return report(engine.status());
     Engine::Impl& e = (*engine)->impl();
+    if (Status s = check_ranks_in_process(e.plan, "serve runs its ranks as threads of this process; for several "
+                                                  "GPUs run generate --gpus (one process per GPU)");
+        !s.ok())
+        return report(s);
     std::fprintf(stderr, "serve: %s\n", e.weights_text.c_str());
     if (e.adapters) std::fprintf(stderr, "serve: LoRA adapters from %s\n", e.adapters->dir().c_str());
     std::unique_ptr<pipeline::JobRunner> stand_in = wrap ? wrap(e) : nullptr;

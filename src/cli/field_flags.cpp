@@ -51,7 +51,12 @@ std::string flag_for_field(const std::string& field) {
         {"lora_qkv_rows", "--lora-qkv-rows"},
         {"keep_text_encoder", "--text-encoder"},
         {"reference_image_edge", "--reference-image-edge"},
-        {"reference_video_edge", "--reference-video-edge"}};
+        {"reference_video_edge", "--reference-video-edge"},
+        // the device group's fields as the layers below name them (pipeline/generate_group.h)
+        {"parallel.sp", "--sp"},
+        {"parallel.tp", "--tp"},
+        {"parallel.ring", "--ring"},
+        {"parallel.gpus", "--gpus"}};
     auto it = flags.find(field);
     return it == flags.end() ? std::string() : it->second;
 }

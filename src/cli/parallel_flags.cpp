@@ -1,5 +1,8 @@
 #include "cli/parallel_flags.h"
 
+#include "cli/field_flags.h"
+#include "pipeline/generate_group.h"
+
 #include <sstream>
 
 namespace h3::cli {
@@ -39,6 +42,12 @@ Result<std::vector<int>> parse_gpus(const std::string& text) {
         gpus.push_back(static_cast<int>(v));
     }
     return gpus;
+}
+
+Status check_ranks_in_process(const runtime::PlacementPlan& plan, const std::string& instead) {
+    const Status s = pipeline::check_group_device(plan.parallel, plan.components[0].device);
+    if (s.ok()) return s;
+    return Status(s.code(), with_flag(s, "parallel.gpus").message() + "; " + instead);
 }
 
 } // namespace h3::cli

@@ -5,6 +5,7 @@
 
 #include "core/device.h"
 #include "core/status.h"
+#include "runtime/placement.h"
 
 #include <CLI/CLI.hpp>
 
@@ -25,5 +26,8 @@ void add_parallel_flags(CLI::App* sub, ParallelFlags& flags, bool launch = false
 bool wants_rank_processes(const ParallelFlags& flags, const Device& device, bool launched);
 // "0,1,2" as device indices (field "gpus").
 Result<std::vector<int>> parse_gpus(const std::string& text);
+// Several gpus for ranks that would be threads of this process (they share one device): refused, the
+// message naming the flag and `instead` (what to run).
+Status check_ranks_in_process(const runtime::PlacementPlan& plan, const std::string& instead);
 
 } // namespace h3::cli

@@ -5,6 +5,7 @@
 
 #include "cli/engine_flags.h"
 #include "pipeline/generator.h"
+#include "pipeline/job_builder.h"
 
 #include <CLI/CLI.hpp>
 
@@ -21,7 +22,7 @@ struct ServeOptions {
                 text_encoder = "resident";
     int port = 8080, max_queue = 8, threads = 2, max_connections = 1024, max_event_streams = 64,
         max_sync_waiters = 16, idle_timeout = 30, body_timeout = 120;
-    int reference_image_edge = EngineOptions{}.reference_image_edge,
+    int reference_image_edge = pipeline::JobBuilderOptions{}.reference_image_edge,
         reference_video_edge = EngineOptions{}.reference_video_edge;
     int64_t ttl = 86400;
     size_t max_body = 1 << 20;

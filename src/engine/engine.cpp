@@ -4,6 +4,8 @@
 #include "core/device.h"
 #include "model/dit/dit_parallel.h"
 #include "model/lora/lora_file.h"
+#include "pipeline/cost_estimate.h"
+#include "runtime/checkpoint_defaults.h"
 #include "runtime/launcher.h"
 
 #include <cmath>
@@ -45,11 +47,14 @@ model::LoraReadOptions lora_read_options(const EngineOptions& o) {
     return ro;
 }
 
+static_assert(EngineOptions{}.max_steps == runtime::kMaxInferenceSteps,
+              "EngineOptions::max_steps defaults to the one limit of every front end");
+
 pipeline::JobBuilderOptions builder_options(const EngineOptions& o) {
     pipeline::JobBuilderOptions bo;
     bo.max_prompt_bytes = o.max_prompt_bytes;
     bo.max_steps = o.max_steps;
-    bo.reference_image_edge = o.reference_image_edge;
+    if (o.reference_image_edge > 0) bo.reference_image_edge = o.reference_image_edge; // 0: the model's
     bo.reference_video_edge = o.reference_video_edge;
     return bo;
 }
@@ -169,7 +174,7 @@ Status Engine::check(const EngineOptions& o) {
     if (o.keep_text_encoder && !o.keep_loaded)
         return invalid_field("keep_text_encoder", "keep_text_encoder applies with keep_loaded");
     H3_TRY(check_range("max_steps", o.max_steps, 2, 1 << 20));
-    H3_TRY(check_range("reference_image_edge", o.reference_image_edge, 32, 8192));
+    if (o.reference_image_edge != 0) H3_TRY(check_range("reference_image_edge", o.reference_image_edge, 32, 8192));
     H3_TRY(check_range("reference_video_edge", o.reference_video_edge, 32, 2048));
     return ok_status();
 }
@@ -231,6 +236,12 @@ Result<std::unique_ptr<Engine>> Engine::Impl::open(EngineOptions o, EngineExtras
     plan.parallel.tp = o.tp;
     plan.parallel.ring = o.ring;
     plan.parallel.gpus = o.gpus;
+    // one rank on one named GPU is no group: the components run on that device
+    if (plan.parallel.world() == 1 && plan.parallel.gpus.size() == 1 && !plan.parallel.process.active()) {
+        for (auto& c : plan.components)
+            if (c.device.is_cuda()) c.device = Device::cuda(plan.parallel.gpus[0]);
+        if (plan.components[0].device.is_cuda()) plan.parallel.gpus.clear();
+    }
     H3_TRY(plan.validate());
     if (o.keep_loaded || !impl->weights.budgeted()) {
         H3_ASSIGN_OR_RETURN(runtime::ResidencyChoice choice, runtime::resolve_checkpoint_residency(
@@ -283,6 +294,11 @@ Result<std::unique_ptr<Engine>> Engine::Impl::open(EngineOptions o, EngineExtras
     // ---- the job builder (the engine's limits and adapters) and the generator
     pipeline::JobBuilderOptions bo = builder_options(o);
     bo.lora = {.library = impl->adapters.get(), .merged = impl->merged};
+    if (o.reference_image_edge == 0 && ci.defaults && ci.defaults->reference_image_edge)
+        bo.reference_image_edge = static_cast<int>(*ci.defaults->reference_image_edge); // h3_defaults.json
+    // a CPU job's cost estimate (0 on a GPU): the slow-job warning and the video object's estimate
+    H3_ASSIGN_OR_RETURN(impl->flops_per_second, pipeline::cpu_flops_rate(*impl->store));
+    bo.flops_per_second = impl->flops_per_second;
     impl->builder = std::make_unique<pipeline::JobBuilder>(ci, bo);
     H3_ASSIGN_OR_RETURN(impl->generator, pipeline::Generator::create(*impl->store));
     return std::unique_ptr<Engine>(new Engine(std::move(impl)));

@@ -48,6 +48,7 @@ struct Engine::Impl : pipeline::JobRunner {
     std::vector<std::string> merged;                   // merged LoRA: the names the jobs must give
     std::unique_ptr<pipeline::JobBuilder> builder;
     std::unique_ptr<pipeline::Generator> generator;
+    double flops_per_second = 0; // a CPU job's cost estimate (pipeline/cost_estimate.h; 0 on a GPU)
     std::string weights_text; // what the last placement chose ("weights: DiT ..." or the planner's text)
     std::mutex run_mu;        // one job at a time
 

@@ -90,6 +90,13 @@ struct TcpRendezvous {
 Result<std::unique_ptr<Communicator>> make_tcp_communicator(const TcpRendezvous& where,
                                                             const CommOptions& options = {},
                                                             std::array<char, 128>* blob = nullptr);
+// Splits a TCP communicator (make_tcp_communicator's, or a split of one) by color, ordered by key (then by
+// the parent's rank); every rank of `parent` calls it, in the same order (ncclCommSplit's contract). The
+// sub-group's first member listens on an ephemeral port of the address its peers reach it by (the local end
+// of its connection to the parent's rank 0), the parent's all_gather tells the others, and they connect:
+// the sub-group's collectives are a star through that member, with the same arithmetic as the parent's.
+Result<std::unique_ptr<Communicator>> split_tcp_communicator(Communicator& parent, int color, int key,
+                                                             const CommOptions& options = {});
 
 // ---- NCCL
 bool nccl_available(); // built with NCCL

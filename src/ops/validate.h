@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/tensor.h"
+#include "ops/cancel.h"
 #include "ops/context.h"
 
 #include <string>
@@ -68,10 +69,15 @@ Status check_rms_norm_args(const char* op, const Context& ctx, const RmsNormPara
 } // namespace h3::ops::detail
 
 // Call cpu_impl::op or cuda_impl::op by ctx.device; in a CPU-only build a CUDA context gets kUnimplemented.
+// A CPU op of a cancelled job (ops/cancel.h) returns kCancelled instead of running.
 #ifdef H3_WITH_CUDA
 #define H3_OPS_DISPATCH(op, ...)                                                                             \
-    return ctx.is_cuda() ? ::h3::ops::cuda_impl::op(__VA_ARGS__) : ::h3::ops::cpu_impl::op(__VA_ARGS__)
+    return ctx.is_cuda()                   ? ::h3::ops::cuda_impl::op(__VA_ARGS__)                           \
+           : ::h3::ops::cancel_requested() ? ::h3::ops::cancelled_in(#op)                                    \
+                                           : ::h3::ops::cpu_impl::op(__VA_ARGS__)
 #else
 #define H3_OPS_DISPATCH(op, ...)                                                                             \
-    return ctx.is_cuda() ? ::h3::ops::detail::cuda_not_built(#op) : ::h3::ops::cpu_impl::op(__VA_ARGS__)
+    return ctx.is_cuda()                   ? ::h3::ops::detail::cuda_not_built(#op)                          \
+           : ::h3::ops::cancel_requested() ? ::h3::ops::cancelled_in(#op)                                    \
+                                           : ::h3::ops::cpu_impl::op(__VA_ARGS__)
 #endif

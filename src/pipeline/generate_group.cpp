@@ -1,6 +1,7 @@
 #include "pipeline/generate_group.h"
 
 #include <cstring>
+#include <map>
 
 namespace h3::pipeline {
 
@@ -14,21 +15,27 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 
 Status check_group_model(const model::DitModel& model, const runtime::ParallelPlan& plan) {
     H3_TRY(model::check_parallel_degrees(model.config(), plan.sp, plan.tp, plan.ring));
-    if (model.block_source())
+    // A weight source serves one rank at a time. Tensor-parallel ranks stream their own slices
+    // (DitTpShard::source); sequence-parallel ranks read the model's blocks, so only one of them may live in
+    // this process.
+    if (model.block_source() && plan.tp == 1 && !plan.process.active() && plan.world() > 1)
         return invalid_argument(
-            "sp/ring/tp: the ranks share one DiT, whose block weights must be resident (got " +
-            model.residency_describe() + "; use residency resident)");
+            "parallel.sp / parallel.ring: the ranks of one process share one DiT, whose block weights must "
+            "then be resident in the native dtype (got " +
+            model.residency_describe() +
+            "); make them resident, split the weights instead (parallel.tp: every rank streams its own "
+            "slices), or run one rank per process (the launcher convention)");
     return check_group_device(plan, model.context().device);
 }
 
 } // namespace
 
 Status check_group_device(const runtime::ParallelPlan& plan, const Device& device) {
-    if (!plan.gpus.empty() && !device.is_cpu())
+    if (plan.gpus.size() > 1 && !device.is_cpu() && !plan.process.active())
         return unimplemented(
-            "gpus: the ranks of one process share the model's device (no DiT replica per GPU); "
-            "run them as processes, one per GPU (the CLI's process launch, the default for several "
-            "GPUs, or a launcher's RANK / WORLD_SIZE)");
+            "parallel.gpus: " + std::to_string(plan.gpus.size()) +
+            " devices for the ranks of one process, which share the model's device (one DiT, no replica "
+            "per GPU); run one process per GPU (the launcher convention: RANK, WORLD_SIZE, LOCAL_RANK)");
     return ok_status();
 }
 
@@ -56,15 +63,28 @@ Result<GenerationOutput> generate_latents_on_group(runtime::DeviceGroup& group, 
     if (inputs.size() != static_cast<size_t>(group.size()))
         return internal_error("device group: " + std::to_string(inputs.size()) + " ranks' inputs for " +
                               std::to_string(group.size()) + " ranks");
-    // Tensor parallel: one set of weight slices per tp rank, shared by the ranks of that tp_rank.
-    std::vector<std::shared_ptr<const model::DitTpShard>> shards(static_cast<size_t>(plan.tp));
+    // Tensor parallel: the weight slices of this process's tp ranks, shared by the ranks of one tp_rank —
+    // except slices behind a weight source (int8, layerwise), which serve one rank each; the run-time
+    // adapters' slices per tp_rank.
+    const bool own_source = model.block_source() != nullptr;
+    std::map<int, std::shared_ptr<const model::DitTpShard>> shards; // by tp_rank, or local rank (own_source)
+    std::map<int, std::shared_ptr<const model::LoraSet>> loras;     // by tp_rank
     if (plan.tp > 1)
-        for (int t = 0; t < plan.tp; ++t) {
-            H3_ASSIGN_OR_RETURN(shards[static_cast<size_t>(t)], model.make_tp_shard(t, plan.tp));
+        for (int l = 0; l < group.size(); ++l) {
+            const int t = group.rank(l).tp_rank, key = own_source ? l : t;
+            if (!shards.count(key)) {
+                H3_ASSIGN_OR_RETURN(shards[key], model.make_tp_shard(t, plan.tp));
+            }
+            if (options.lora && !loras.count(t)) {
+                H3_ASSIGN_OR_RETURN(loras[t], model.make_tp_lora(*options.lora, t, plan.tp));
+            }
         }
     std::vector<GenerationOutput> outs(static_cast<size_t>(group.size()));
     H3_TRY(group.run_spmd([&](runtime::DeviceGroup::Rank& r) -> Status {
-        r.dit.tp_shard = shards[static_cast<size_t>(r.tp_rank)];
+        if (plan.tp > 1) {
+            r.dit.tp_shard = shards.at(own_source ? r.local : r.tp_rank);
+            r.dit.tp_lora = options.lora ? loras.at(r.tp_rank) : nullptr;
+        }
         DenoiseOptions o = options;
         o.parallel = &r.dit;
         if (r.local != 0) o.progress = nullptr; // this process's first rank reports

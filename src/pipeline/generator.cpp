@@ -6,6 +6,7 @@
 #include "core/cuda_api.h"
 #include "core/torch_generator.h"
 #include "io/safetensors.h"
+#include "ops/cancel.h"
 #include "pipeline/fl2va.h"
 #include "pipeline/generate.h"
 #include "pipeline/ref2va.h"
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 namespace h3::pipeline {
 
@@ -52,6 +54,8 @@ const char* stage_name(Stage s) {
         return "decode";
     case Stage::kMux:
         return "mux";
+    case Stage::kLoad:
+        return "load";
     }
     return "unknown";
 }
@@ -91,6 +95,11 @@ static Result<const model::LoraSet*> job_lora_set(const GenerationJob& job,
     return a.set.get();
 }
 
+void Generator::announce_load(Component c, double percent, const JobEvents& ev) const {
+    if (ev.progress && !store_.loaded(c))
+        ev.progress({.stage = Stage::kLoad, .percent = percent, .component = runtime::component_name(c)});
+}
+
 Result<std::unique_ptr<Generator>> Generator::create(runtime::ModelStore& store, GroupOptions group) {
     ProcessorConfigs processors;
     if (store.info().has(Component::kVisionTower)) {
@@ -104,13 +113,16 @@ Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvent
     const auto report = [&](const JobProgress& p) {
         if (ev.progress) ev.progress(p);
     };
+    const auto loading = [&](Component c) { announce_load(c, 0, ev); };
     const ops::Context& ctx = store_.context();
     const auto t0 = std::chrono::steady_clock::now();
     EncodedInputs in;
     std::vector<ConditionerImage> images;
     std::vector<ConditionerReference> references;
     if (job.task == Task::kFl2va) {
+        loading(Component::kVideoEncoder);
         H3_ASSIGN_OR_RETURN(auto encoder, store_.video_encoder());
+        report({.stage = Stage::kEncode, .percent = 0, .part = "keyframes"});
         H3_ASSIGN_OR_RETURN(Fl2vaInputs fl,
                             prepare_fl2va(ctx, *encoder, *job.keyframes, {.cancel = ev.cancel}));
         in.keyframes = std::move(fl.keyframes);
@@ -121,14 +133,24 @@ Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvent
         runtime::Lease<model::VideoVaeEncoder> video;
         runtime::Lease<model::AudioVaeEncoder> audio;
         if (needs.video_encoder) {
+            loading(Component::kVideoEncoder);
             H3_ASSIGN_OR_RETURN(video, store_.video_encoder());
         }
         if (needs.audio_encoder) {
+            loading(Component::kAudioEncoder);
             H3_ASSIGN_OR_RETURN(audio, store_.audio_encoder());
         }
-        H3_ASSIGN_OR_RETURN(Ref2vaInputs ref,
-                            prepare_ref2va(ctx, {.video = video.get(), .audio = audio.get()}, *job.references,
-                                           {.spec = store_.spec(), .cancel = ev.cancel}));
+        Ref2vaOptions ropt;
+        ropt.spec = store_.spec();
+        ropt.cancel = ev.cancel;
+        ropt.started = [&](const char* encoder) {
+            report({.stage = Stage::kEncode,
+                    .percent = 0,
+                    .part = std::string_view(encoder) == "audio" ? "reference audio" : "reference video"});
+        };
+        H3_ASSIGN_OR_RETURN(
+            Ref2vaInputs ref,
+            prepare_ref2va(ctx, {.video = video.get(), .audio = audio.get()}, *job.references, ropt));
         in.references = std::move(ref.references);
         references = std::move(ref.conditioner);
     }
@@ -140,9 +162,11 @@ Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvent
     } else if (job.prompt_embeds) {
         cond = *job.prompt_embeds;
     } else {
+        loading(Component::kTextEncoder);
         H3_ASSIGN_OR_RETURN(auto text, store_.text_encoder());
         runtime::Lease<model::VisionModel> vision;
         if (job.presents_images()) {
+            loading(Component::kVisionTower);
             H3_ASSIGN_OR_RETURN(vision, store_.vision_tower());
         }
         H3_ASSIGN_OR_RETURN(auto conditioner, TextConditioner::over(*text, vision.get(), processors_));
@@ -155,7 +179,9 @@ Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvent
         if (ev.progress)
             copt.progress = [&](const ConditionerProgress& p) {
                 const double f = p.total > 0 ? static_cast<double>(p.done) / p.total : 0.0;
-                report({.stage = Stage::kEncode, .percent = kEncodeEnd * std::min(f, 1.0)});
+                report({.stage = Stage::kEncode,
+                        .percent = kEncodeEnd * std::min(f, 1.0),
+                        .part = p.stage == "vision" ? "vision" : "text"});
             };
         H3_ASSIGN_OR_RETURN(cond, conditioner->encode(creq, copt));
     }
@@ -167,6 +193,8 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         if (ev.progress) ev.progress(p);
     };
     const auto cancel_requested = [&] { return ev.cancel && ev.cancel->load(); };
+    // every op of the job reads the flag between its blocks of work (ops/cancel.h), not only the stages
+    const ops::CancelScope cancel_scope(ev.cancel);
     if (job.outputs.empty()) return invalid_argument("outputs: the job writes neither latents nor media");
     if (!(job.geometry.spec == store_.spec()))
         return invalid_argument("the job was built for another latent spec (" + job.geometry.spec.describe() +
@@ -226,12 +254,14 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     if (cancel_requested()) return cancelled("cancelled before denoising");
 
     // ---- denoise on the task's DiT
+    const Component variant =
+        job.task == Task::kRef2va ? Component::kTransformerRef : Component::kTransformer;
+    announce_load(variant, kEncodeEnd, ev);
     report({.stage = Stage::kDenoise, .percent = kEncodeEnd, .step = 0, .total = job.steps - 1});
     t0 = std::chrono::steady_clock::now();
     GenerationOutput out;
     {
-        H3_ASSIGN_OR_RETURN(auto dit, store_.dit(job.task == Task::kRef2va ? Component::kTransformerRef
-                                                                           : Component::kTransformer));
+        H3_ASSIGN_OR_RETURN(auto dit, store_.dit(variant));
         DenoiseOptions dopt;
         dopt.cancel = ev.cancel;
         H3_ASSIGN_OR_RETURN(dopt.lora, job_lora_set(job, store_));
@@ -302,8 +332,9 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         Tensor frames, wave;
         const bool video = media.needs_video() || job.outputs.return_media;
         if (video) {
-            report({.stage = Stage::kDecode, .percent = kDenoiseEnd});
+            report({.stage = Stage::kDecode, .percent = kDenoiseEnd, .part = "video"});
             t0 = std::chrono::steady_clock::now();
+            announce_load(Component::kVideoDecoder, kDenoiseEnd, ev);
             H3_ASSIGN_OR_RETURN(auto vae, store_.video_decoder());
             // the decoder checks the flag between its calls
             if (group) {
@@ -325,9 +356,10 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
             return r;
         }
         if (cancel_requested()) return cancelled("cancelled before decoding the audio");
-        report({.stage = Stage::kDecode, .percent = video ? kVideoDecodeEnd : kDenoiseEnd});
+        report({.stage = Stage::kDecode, .percent = video ? kVideoDecodeEnd : kDenoiseEnd, .part = "audio"});
         t0 = std::chrono::steady_clock::now();
         {
+            announce_load(Component::kAudioDecoder, video ? kVideoDecodeEnd : kDenoiseEnd, ev);
             H3_ASSIGN_OR_RETURN(auto vae, store_.audio_decoder());
             H3_ASSIGN_OR_RETURN(wave, decode_audio_wave(ctx, *vae, r.audio_latents, {.cancel = ev.cancel}));
             r.sample_rate = vae->config.sampling_rate;

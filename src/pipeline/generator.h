@@ -29,10 +29,13 @@
 
 namespace h3::pipeline {
 
-enum class Stage { kEncode, kDenoise, kDecode, kMux };
-const char* stage_name(Stage s); // encode, denoise, decode, mux
+// kLoad: a component is about to be read from the checkpoint (its lease is the first since it was released;
+// `component` names it); the stage it serves follows.
+enum class Stage { kEncode, kDenoise, kDecode, kMux, kLoad };
+const char* stage_name(Stage s); // encode, denoise, decode, mux, load
 
-// Progress as a percentage: encode 0–5, denoise 5–90 (per step), decode 90–99, mux (writing) 99–100.
+// Progress as a percentage: encode 0–5, denoise 5–90 (per step), decode 90–99, mux (writing) 99–100; a load
+// keeps the percentage of the stage it serves.
 struct JobProgress {
     Stage stage = Stage::kEncode;
     double percent = 0;
@@ -40,6 +43,11 @@ struct JobProgress {
     double step_seconds = 0;    // denoise: the step just finished
     double elapsed_seconds = 0; // denoise: since the first step
     double eta_seconds = 0;     // denoise: mean step time × steps left
+    const char* component = ""; // load: runtime::component_name of what loads
+    // The part of the stage starting or running: encode: "keyframes" (the fl2va video encoder), "reference
+    // video" / "reference audio" (the ref2va encoders), "vision" (the vision tower), "text" (the language
+    // stack); decode: "video", "audio"; "" otherwise.
+    const char* part = "";
 };
 
 struct JobEvents {
@@ -106,6 +114,8 @@ private:
         : store_(store), processors_(std::move(processors)), group_options_(std::move(group)) {}
     // The encode stage (rank 0's on a device group): what the denoise needs.
     Result<EncodedInputs> encode(const GenerationJob& job, const JobEvents& events, JobReport& report);
+    // A kLoad event when `c` is not loaded (its lease is about to read it).
+    void announce_load(runtime::Component c, double percent, const JobEvents& events) const;
     runtime::ModelStore& store_;
     ProcessorConfigs processors_;
     GroupOptions group_options_;

@@ -1,6 +1,8 @@
 #include "pipeline/geometry.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 namespace h3::pipeline {
@@ -55,11 +57,18 @@ Result<Canvas> canvas_from_aspect(double aw, double ah, int multiple, int short_
 Result<Canvas> canvas_from_size(int width, int height, int multiple) {
     if (multiple < 1) return internal_error("canvas_from_size: canvas multiple " + std::to_string(multiple));
     const int top = kCanvasMaxSide / multiple * multiple;
+    // the nearest valid side: the closest multiple in [multiple, top]
+    const auto nearest = [&](int v) {
+        const int64_t r = (static_cast<int64_t>(v) + multiple / 2) / multiple * multiple;
+        return static_cast<int>(std::clamp<int64_t>(r, multiple, top));
+    };
     for (auto [name, v] : {std::pair{"width", width}, std::pair{"height", height}}) {
         if (v < multiple || v > top || v % multiple != 0)
             return invalid_argument(std::string("size: ") + name + " " + std::to_string(v) +
                                     " must be a multiple of " + std::to_string(multiple) + " in [" +
-                                    std::to_string(multiple) + ", " + std::to_string(top) + "]");
+                                    std::to_string(multiple) + ", " + std::to_string(top) +
+                                    "]; the nearest valid size is " + std::to_string(nearest(width)) + "x" +
+                                    std::to_string(nearest(height)));
     }
     H3_TRY(check_aspect(static_cast<double>(width) / height,
                         "size " + std::to_string(width) + "x" + std::to_string(height)));

@@ -67,6 +67,15 @@ struct GenerationJob {
     model::AttentionChoice attention;
     std::vector<int> rungs;
 
+    // What the checkpoint's h3_defaults.json filled in ("size 128x64, frames 107, num_inference_steps 30";
+    // empty: nothing), and warnings for the user (a prompt outside the checkpoint's caption vocabulary).
+    std::string checkpoint_defaults;
+    std::vector<std::string> warnings;
+    // The denoise's DiT FLOPs, and with a measured device rate (JobBuilderOptions::flops_per_second) the
+    // seconds they take (pipeline/cost_estimate.h).
+    double dit_flops = 0;
+    std::optional<double> estimated_seconds;
+
     bool
     presents_images() const; // the conditioner sees keyframe or reference images (needs the vision tower)
 };

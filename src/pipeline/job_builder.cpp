@@ -1,10 +1,13 @@
 #include "pipeline/job_builder.h"
 
 #include "cache/step_cache.h"
+#include "io/output_path.h"
+#include "pipeline/cost_estimate.h"
 #include "pipeline/job_attention.h"
 #include "pipeline/schedule.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -81,11 +84,37 @@ Result<Task> task_of(const JobInput& in, std::string* field) {
     return *t;
 }
 
+std::string join_words(const std::vector<std::string>& words, const char* quote) {
+    std::string out;
+    for (const std::string& w : words) out += (out.empty() ? "" : ", ") + (quote + w + quote);
+    return out;
+}
+
+std::string vocabulary_warning(const std::vector<std::string>& unknown, const std::vector<std::string>& vocab,
+                               const std::string& path) {
+    return "prompt: " + std::string(unknown.size() == 1 ? "the word " : "the words ") +
+           join_words(unknown, "'") + (unknown.size() == 1 ? " is" : " are") +
+           " outside the vocabulary this checkpoint's captions were written in (" + path +
+           "), so the clip will not follow " + (unknown.size() == 1 ? "it" : "them") +
+           "; the words it knows: " + join_words(vocab, "");
+}
+
 } // namespace
 
 Status parse_size(const std::string& text, int& width, int& height) {
     const auto bad = [&] {
-        return invalid_argument("size '" + text + "' must look like 1344x768 (whole pixels)");
+        // two numbers written another way ("1344X768", "1344*768", "1344 x 768"): suggest them as WxH
+        std::vector<std::string> numbers(1);
+        for (char c : text) {
+            if (std::isdigit(static_cast<unsigned char>(c)))
+                numbers.back() += c;
+            else if (!numbers.back().empty())
+                numbers.emplace_back();
+        }
+        if (numbers.back().empty()) numbers.pop_back();
+        const bool two = numbers.size() == 2 && numbers[0].size() <= 6 && numbers[1].size() <= 6;
+        return invalid_argument("size '" + text + "' must look like 1344x768 (whole pixels, WxH)" +
+                                (two ? "; did you mean " + numbers[0] + "x" + numbers[1] + "?" : ""));
     };
     const auto p = text.find('x');
     if (p == std::string::npos || p == 0 || p + 1 >= text.size()) return bad();
@@ -96,6 +125,30 @@ Status parse_size(const std::string& text, int& width, int& height) {
     if (!digits(w) || !digits(h)) return bad();
     width = std::stoi(w);
     height = std::stoi(h);
+    return ok_status();
+}
+
+Status prepare_outputs(const OutputRequest& outputs, std::string* field) {
+    const MediaTargets& m = outputs.media;
+    for (const std::string* path : {&m.mp4, &m.wav}) {
+        if (path->empty()) continue;
+        const bool mp4 = path == &m.mp4;
+        if (Status s = io::prepare_output_path(
+                *path, {.extensions = {mp4 ? ".mp4" : ".wav"}, .what = mp4 ? "an MP4 file" : "a WAV file"});
+            !s.ok())
+            return field_error("output", s, field);
+    }
+    if (!m.png_dir.empty()) {
+        if (auto k = checked_output_kind(m.png_dir); !k.ok()) return field_error("output", k.status(), field);
+        if (Status s = io::prepare_output_path(m.png_dir, {.kind = io::OutputPathKind::kDirectory}); !s.ok())
+            return field_error("output", s, field);
+    }
+    if (!outputs.latents.empty()) {
+        if (Status s = io::prepare_output_path(outputs.latents, {.refused = {".mp4", ".wav", ".json", ".png"},
+                                                                 .what = "a safetensors file of latents"});
+            !s.ok())
+            return field_error("save_latents", s, field);
+    }
     return ok_status();
 }
 
@@ -279,6 +332,24 @@ Result<GenerationJob> JobBuilder::build_job(JobInput in, std::string* field) con
     }
     if (in.frames) gr.frames = static_cast<int>(std::clamp<int64_t>(*in.frames, -1, 1 << 30));
     gr.seconds = in.seconds;
+    // ---- the checkpoint's own defaults (h3_defaults.json) for what the request leaves out; fl2va's canvas
+    // comes from its keyframes
+    std::string filled;
+    const auto note = [&](const std::string& what) { filled += (filled.empty() ? "" : ", ") + what; };
+    if (const auto& d = info_.defaults) {
+        if (d->size && !in.size && !in.aspect && job.task != Task::kFl2va) {
+            int w = 0, h = 0;
+            if (Status s = parse_size(*d->size, w, h); !s.ok())
+                return bad_input(d->path + ": " + s.message());
+            gr.width = w;
+            gr.height = h;
+            note("size " + *d->size);
+        }
+        if (d->frames && !in.frames && !in.seconds) {
+            gr.frames = static_cast<int>(*d->frames);
+            note("frames " + std::to_string(*d->frames));
+        }
+    }
     if (job.task == Task::kFl2va) {
         KeyframeRequest kr;
         if (in.first_frame) kr.first = &in.first_frame->image;
@@ -305,6 +376,11 @@ Result<GenerationJob> JobBuilder::build_job(JobInput in, std::string* field) con
     {
         std::string gf;
         auto g = resolve_geometry(gr, spec, &gf);
+        if (!g.ok() && !filled.empty() && ((gf == "size" && !in.size) || (gf == "frames" && !in.frames)))
+            return field_error(gf,
+                               bad_input(gf + ": the checkpoint's default from " + info_.defaults->path +
+                                         " does not fit: " + g.status().message()),
+                               field);
         if (!g.ok()) {
             if (job.task == Task::kFl2va && gf == "size" && !in.size)
                 gf = in.first_frame ? "first_frame" : "last_frame";
@@ -333,7 +409,14 @@ Result<GenerationJob> JobBuilder::build_job(JobInput in, std::string* field) con
                            field);
 
     // ---- sampling
-    job.steps = static_cast<int>(in.num_inference_steps.value_or(50));
+    int default_steps = kDefaultInferenceSteps;
+    if (info_.defaults && info_.defaults->num_inference_steps && !in.num_inference_steps && !info_.fasth3 &&
+        !in.adapters.preset) { // a FastH3 contract's or a preset's steps come first
+        default_steps = static_cast<int>(*info_.defaults->num_inference_steps);
+        note("num_inference_steps " + std::to_string(default_steps));
+    }
+    job.checkpoint_defaults = filled;
+    job.steps = static_cast<int>(in.num_inference_steps.value_or(default_steps));
     if (auto s = make_schedule(job.steps, 1.0); !s.ok())
         return field_error("num_inference_steps", s.status(), field);
     if (in.seed) {
@@ -355,6 +438,17 @@ Result<GenerationJob> JobBuilder::build_job(JobInput in, std::string* field) con
         if (Status s = check_cache(job.cache, job.steps, *info_.dit); !s.ok())
             return field_error("cache", s, field);
     }
+    if (info_.dit) {
+        job.dit_flops = job_dit_flops(job, *info_.dit);
+        if (options_.flops_per_second > 0) job.estimated_seconds = job.dit_flops / options_.flops_per_second;
+    }
+    if (info_.defaults && !job.prompt.empty()) {
+        const std::vector<std::string>& vocab = info_.defaults->vocabulary;
+        const std::vector<std::string> unknown = runtime::words_outside_vocabulary(job.prompt, vocab);
+        if (!unknown.empty())
+            job.warnings.push_back(vocabulary_warning(unknown, vocab, info_.defaults->path));
+    }
+    H3_TRY(prepare_outputs(in.outputs, field));
     job.outputs = std::move(in.outputs);
     return job;
 }

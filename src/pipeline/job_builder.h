@@ -8,7 +8,10 @@
 // check() is the part that needs no checkpoint (field syntax and ranges, exclusive fields, the prompt, the
 // reference rules), for front ends that validate a request before opening the model; build() does all of it
 // against a checkpoint's runtime::CheckpointInfo (geometry from its LatentSpec, the step cache against its
-// DiT, the DiT a task needs, the conditioning width).
+// DiT, the DiT a task needs, the conditioning width). A field the request leaves out takes the checkpoint's
+// declared default (its h3_defaults.json: size, frames, num_inference_steps; runtime/checkpoint_defaults.h)
+// before the release defaults; a prompt with words outside the checkpoint's declared caption vocabulary gets
+// a warning in the job (it still runs).
 #pragma once
 
 #include "io/image_reader.h"
@@ -49,15 +52,29 @@ struct JobInput {
     std::optional<std::string> attention = {};
 };
 
+// Documented aliases of the field names (what another front end calls a field: Python's and the CLI's
+// `steps`): a wire front end accepts them and reports the canonical name in its errors and objects.
+struct FieldAlias {
+    const char* alias;
+    const char* field;
+};
+inline constexpr FieldAlias kFieldAliases[] = {{"steps", "num_inference_steps"}};
+
+// num_inference_steps when neither the request, a preset, a FastH3 contract nor h3_defaults.json gives it.
+inline constexpr int kDefaultInferenceSteps = 50;
+
 struct JobBuilderOptions {
-    size_t max_prompt_bytes = 0; // 0: no limit
-    int max_steps = 1000;
+    size_t max_prompt_bytes = 0;                 // 0: no limit
+    int max_steps = runtime::kMaxInferenceSteps; // the one limit of every front end (benches may raise it)
     GeometryLimits geometry = {};
     // The reference resolutions (NormalizeOptions): the released model's 2048-px image short edge and 768-px
     // video canvas; smaller values are the reduced-cost mode.
     int reference_image_edge = 2048;
     int reference_video_edge = kCanvasShortEdge;
     LoraResolver lora = {}; // where the lora field's adapters are resolved (pipeline/job_lora.h)
+    // The device's measured arithmetic rate (pipeline::measure_gemm_rate); > 0: build() estimates each job's
+    // seconds from its DiT FLOPs (GenerationJob::estimated_seconds).
+    double flops_per_second = 0;
 };
 
 class JobBuilder {
@@ -79,6 +96,12 @@ private:
     runtime::CheckpointInfo info_;
     JobBuilderOptions options_;
 };
+
+// Every path `outputs` names, checked and made ready before any model loads (io/output_path.h: extension,
+// not a folder where a file goes, missing parent folders created, writable): field "output" (the media
+// target: .mp4, .wav or a PNG folder) and "save_latents" (the latents safetensors). build() calls it last, so
+// a request that passes the builder can write what it asks for.
+Status prepare_outputs(const OutputRequest& outputs, std::string* field = nullptr);
 
 // "WxH" with whole positive pixel counts (field "size").
 Status parse_size(const std::string& text, int& width, int& height);

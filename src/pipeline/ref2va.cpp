@@ -26,10 +26,9 @@ ConditionerImage frame_of(const Tensor& frames, int64_t i) {
     return im;
 }
 
+// A view, not a copy (a release-size reference clip is ~0.4 GB of frames).
 Tensor first_frames(const Tensor& frames, int64_t n) {
-    Tensor out = Tensor::host(Shape{n, frames.dim(1), frames.dim(2), 3}, DType::kU8);
-    std::memcpy(out.data(), frames.data(), static_cast<size_t>(out.nbytes()));
-    return out;
+    return frames.slice(0, 0, n);
 }
 
 std::string label(size_t i, const NormalizedReference& r) {
@@ -83,6 +82,9 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const Ref2vaEncoder
     model::VideoEncodeOptions eo = o.encode;
     if (o.cancel) eo.cancel = o.cancel; // the encoders check it between clips and tiles, blocks and channels
     const model::AudioVaeRunOptions ao{.cancel = o.cancel};
+    const auto started = [&](const char* encoder) {
+        if (o.started) o.started(encoder);
+    };
     Ref2vaInputs out;
     for (size_t i = 0; i < refs.size(); ++i) {
         if (o.cancel && o.cancel->load()) return cancelled("reference encoding cancelled");
@@ -93,6 +95,7 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const Ref2vaEncoder
         if (r.kind == ReferenceKind::kImage) {
             Tensor pixels = Tensor::host(Shape{r.image.height, r.image.width, 3}, DType::kU8);
             std::memcpy(pixels.data(), r.image.pixels.data(), r.image.pixels.size());
+            started("video");
             auto z = model::encode_keyframe(ctx, *enc.video, pixels, eo, o.seed);
             if (!z.ok())
                 return z.status().code() == ErrorCode::kCancelled ? z.status()
@@ -100,6 +103,7 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const Ref2vaEncoder
             rc.latents = std::move(z).value();
         } else if (r.kind == ReferenceKind::kVideo) {
             const int64_t n = std::min(r.frames.dim(0), o.spec.align_frames_down(r.frames.dim(0)));
+            started("video");
             auto post = model::encode_video(ctx, *enc.video, first_frames(r.frames, n), eo);
             if (!post.ok())
                 return post.status().code() == ErrorCode::kCancelled ? post.status()
@@ -107,8 +111,12 @@ Result<Ref2vaInputs> prepare_ref2va(const ops::Context& ctx, const Ref2vaEncoder
             rc.latents = model::sample_normalized_latent(*post, enc.video->config, o.seed);
         }
         if (r.has_audio()) {
+            started("audio");
             auto rows = model::encode_reference_audio_rows(ctx, *enc.audio, enc.audio->config, r.audio, ao);
-            if (!rows.ok()) return rows.status().with_context(what + " audio");
+            if (!rows.ok())
+                return rows.status().code() == ErrorCode::kCancelled
+                           ? rows.status()
+                           : rows.status().with_context(what + " audio");
             rc.audio_rows = std::move(rows).value();
         }
         out.conditioner.push_back(conditioner_reference(r));

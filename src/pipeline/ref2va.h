@@ -21,6 +21,7 @@
 #include "pipeline/references.h"
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,8 @@ struct Ref2vaOptions {
     uint64_t seed = 42;          // the recipe's private generator (every visual reference)
     // checked between references and inside the encoders; → kCancelled
     const std::atomic<bool>* cancel = nullptr;
+    // optional: called before each encoder call with "video" or "audio" (progress, tests that cancel there)
+    std::function<void(const char* encoder)> started;
 };
 
 // What the conditioner presents for one normalized reference (an image whole, a video as its 2 fps frames

@@ -1,9 +1,11 @@
 #include "runtime/device_group.h"
 
 #include "core/cuda_api.h"
+#include "ops/cancel.h"
 #include "runtime/device_session.h"
 
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -11,13 +13,16 @@ namespace h3::runtime {
 
 namespace {
 
-// Runs fn(r) for every rank on its own thread; collects the statuses (exceptions become errors).
+// Runs fn(r) for every rank on its own thread; collects the statuses (exceptions become errors). The rank
+// threads take the caller's cancel flag (ops/cancel.h): a cancelled job stops on every rank.
 std::vector<Status> on_rank_threads(int n, const std::function<Status(int)>& fn) {
     std::vector<Status> st(static_cast<size_t>(n));
     std::vector<std::thread> threads;
     threads.reserve(static_cast<size_t>(n));
+    const std::atomic<bool>* cancel = ops::cancel_flag();
     for (int r = 0; r < n; ++r)
-        threads.emplace_back([&, r] {
+        threads.emplace_back([&, r, cancel] {
+            const ops::CancelScope scope(cancel);
             try {
                 st[static_cast<size_t>(r)] = fn(r);
             } catch (const std::exception& e) {
@@ -49,17 +54,21 @@ void place(DeviceGroup::Rank& r, int rank, const ParallelPlan& plan) {
     r.ring_rank = r.seq_rank / plan.sp;
 }
 
-// NCCL: the sub-groups of rank r split from its world (every rank calls each split, in this order).
-Status split_groups(DeviceGroup::Rank& r, const ParallelPlan& plan) {
-    H3_ASSIGN_OR_RETURN(r.seq, ops::split_nccl_communicator(*r.world, r.tp_rank, r.seq_rank));
-    H3_ASSIGN_OR_RETURN(r.tp, ops::split_nccl_communicator(*r.world, r.seq_rank, r.tp_rank));
+// The sub-groups of rank r split from its world (every rank calls each split, in this order): NCCL's
+// ncclCommSplit, or the TCP communicator's split (launched CPU ranks).
+using SplitFn = std::function<Result<std::unique_ptr<ops::Communicator>>(ops::Communicator&, int, int)>;
+Status split_groups(DeviceGroup::Rank& r, const ParallelPlan& plan, const SplitFn& split) {
+    H3_ASSIGN_OR_RETURN(r.seq, split(*r.world, r.tp_rank, r.seq_rank));
+    H3_ASSIGN_OR_RETURN(r.tp, split(*r.world, r.seq_rank, r.tp_rank));
     if (plan.ring > 1 || plan.force_ring_path) {
-        H3_ASSIGN_OR_RETURN(
-            r.sp, ops::split_nccl_communicator(*r.world, r.ring_rank * plan.tp + r.tp_rank, r.sp_rank));
-        H3_ASSIGN_OR_RETURN(
-            r.ring, ops::split_nccl_communicator(*r.world, r.sp_rank * plan.tp + r.tp_rank, r.ring_rank));
+        H3_ASSIGN_OR_RETURN(r.sp, split(*r.world, r.ring_rank * plan.tp + r.tp_rank, r.sp_rank));
+        H3_ASSIGN_OR_RETURN(r.ring, split(*r.world, r.sp_rank * plan.tp + r.tp_rank, r.ring_rank));
     }
     return ok_status();
+}
+
+Result<std::unique_ptr<ops::Communicator>> split_nccl(ops::Communicator& parent, int color, int key) {
+    return ops::split_nccl_communicator(parent, color, key);
 }
 
 } // namespace
@@ -126,7 +135,7 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create(const ParallelPlan& pla
         return g;
     }
     // CUDA: one session and one NCCL rank per GPU of the plan.
-    if (!ops::nccl_available()) return ops::nccl_unique_id().status().with_context("sp/tp on CUDA");
+    if (!ops::nccl_available()) return ops::nccl_unique_id().status().with_context("--sp/--tp on CUDA");
     for (int r = 0; r < n; ++r) {
         // A one-rank group without --gpus (bench dit --sp 1) runs on the components' device.
         const int gpu = plan.gpus.empty() ? ctx.device.index : plan.gpus[static_cast<size_t>(r)];
@@ -139,7 +148,7 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create(const ParallelPlan& pla
         Rank& rk = *g->ranks_[static_cast<size_t>(r)];
         H3_TRY(g->sessions_[static_cast<size_t>(r)]->make_current());
         H3_ASSIGN_OR_RETURN(rk.world, ops::make_nccl_communicator(id, r, n, rk.ctx.device.index, options));
-        return split_groups(rk, plan);
+        return split_groups(rk, plan, split_nccl);
     });
     for (int r = 0; r < n; ++r)
         if (!st[static_cast<size_t>(r)].ok())
@@ -158,16 +167,12 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create_launched(std::unique_pt
     rank->ctx = ctx;
     const ops::TcpRendezvous where{
         .addr = p.master_addr, .port = p.master_port, .rank = p.rank, .size = p.world};
-    if (ctx.device.is_cpu()) {
-        if (plan.tp > 1 || (plan.sp > 1 && plan.ring > 1))
-            return unimplemented(
-                "RANK/WORLD_SIZE on the CPU: the processes' TCP communicator has no sub-groups, "
-                "so tp, and sp with ring, need threads of one process (drop RANK/WORLD_SIZE) or CUDA; "
-                "use sp or ring alone");
+    if (ctx.device.is_cpu()) { // the TCP star, split into the groups as NCCL's would be
         H3_ASSIGN_OR_RETURN(rank->world, ops::make_tcp_communicator(where, options));
-        rank->dit.seq = rank->world.get(); // the world is the sequence group, and the Ulysses or ring one
-        if (plan.sp > 1) rank->dit.sp = rank->world.get();
-        if (plan.ring > 1) rank->dit.ring = rank->world.get();
+        H3_TRY(split_groups(*rank, plan, [&](ops::Communicator& parent, int color, int key) {
+            return ops::split_tcp_communicator(parent, color, key, options);
+        }));
+        wire_dit(*rank, plan);
     } else {
         if (!ops::nccl_available())
             return ops::nccl_unique_id().status().with_context("RANK/WORLD_SIZE on CUDA");
@@ -180,7 +185,7 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create_launched(std::unique_pt
         }
         H3_ASSIGN_OR_RETURN(rank->world,
                             ops::make_nccl_communicator(id, p.rank, p.world, ctx.device.index, options));
-        H3_TRY(split_groups(*rank, plan));
+        H3_TRY(split_groups(*rank, plan, split_nccl));
         wire_dit(*rank, plan);
     }
     g->ranks_.push_back(std::move(rank));

@@ -37,6 +37,15 @@ Result<std::optional<ProcessRank>> process_rank_from_env() {
     if (const char* a = std::getenv("MASTER_ADDR"); a && *a) p.master_addr = a;
     H3_ASSIGN_OR_RETURN(auto port, env_int("MASTER_PORT", 1, 65535));
     if (port) p.master_port = *port;
+    // torchrun's agent keeps its own TCPStore listening on MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True:
+    // its workers' PyTorch connects there as a client), so rank 0 cannot listen there: H3_MASTER_PORT when
+    // set, else the port after it.
+    H3_ASSIGN_OR_RETURN(auto own, env_int("H3_MASTER_PORT", 1, 65535));
+    const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+    if (own)
+        p.master_port = *own;
+    else if (agent_store && std::string(agent_store) == "True")
+        p.master_port = p.master_port < 65535 ? p.master_port + 1 : p.master_port - 1;
     return std::optional<ProcessRank>{p};
 }
 

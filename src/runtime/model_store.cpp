@@ -179,6 +179,7 @@ Result<std::unique_ptr<ModelStore>> ModelStore::open(const std::string& root, co
     H3_ASSIGN_OR_RETURN(info.spec, model::derive_latent_spec(src));
     info.dit = dit;
     H3_TRY(read_fasth3_sidecar(info));
+    H3_ASSIGN_OR_RETURN(info.defaults, read_checkpoint_defaults(root));
 
     // ---- the device, then the resident components (of the DiT slot only the first variant)
     H3_ASSIGN_OR_RETURN(s->session_, DeviceSession::open(device));

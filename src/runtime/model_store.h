@@ -18,6 +18,7 @@
 #include "model/text/text_stack.h"
 #include "model/video_vae/video_vae.h"
 #include "model/video_vae/video_vae_encoder.h"
+#include "runtime/checkpoint_defaults.h"
 #include "runtime/device_session.h"
 #include "runtime/placement.h"
 
@@ -89,6 +90,9 @@ struct CheckpointInfo {
     // FastH3: the root's fastvideo_inference.json (the student's trained rungs and attention; the job
     // builder's defaults for the tasks of the FL2VA DiT). nullopt: not a FastH3 checkpoint.
     std::optional<model::FastH3Contract> fasth3;
+    // The root's h3_defaults.json (runtime/checkpoint_defaults.h): the request defaults the checkpoint
+    // declares (its native size, frames, steps) and its captions' vocabulary. nullopt: none declared.
+    std::optional<CheckpointDefaults> defaults;
     bool has(Component c) const { return present[static_cast<size_t>(c)]; }
 };
 

@@ -7,6 +7,7 @@
 #include "serve/byte_range.h"
 #include "serve/sse.h"
 #include "serve/web/web_assets.h"
+#include "serve/wire/model_object.h"
 
 #include <microhttpd.h>
 
@@ -220,6 +221,7 @@ enum class Route {
     kCancel,
     kDelete,
     kWebPage, // the embedded page (serve/web): /, /web/*
+    kModels,  // GET /v1/models: the loaded model and its defaults
     kNone
 };
 
@@ -234,6 +236,7 @@ Target match(const std::string& method, const std::string& path) {
     if (path == "/health" && get) return {Route::kHealth, {}};
     if (path == "/metrics" && get) return {Route::kMetrics, {}};
     if (get && is_web_asset_path(path)) return {Route::kWebPage, {}};
+    if (path == "/v1/models" && get) return {Route::kModels, {}};
     if (path == "/v1/videos") return {get ? Route::kList : post ? Route::kSubmit : Route::kNone, {}};
     if (path == "/v1/videos/sync" && post) return {Route::kSync, {}};
     const std::string prefix = "/v1/videos/";
@@ -527,6 +530,8 @@ MHD_Result Impl::begin(Exchange& ex) {
         r.body = metrics.render(g);
         return answer(ex, std::move(r));
     }
+    case Route::kModels:
+        return answer(ex, json_response(api::model_list(builder)));
     case Route::kList:
         return answer(ex, list(c));
     case Route::kGet: {

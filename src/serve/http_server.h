@@ -9,6 +9,7 @@
 //   GET    /v1/videos/{id}/events     server-sent progress events
 //   POST   /v1/videos/{id}/cancel     cancel, keep the record (no body needed)
 //   DELETE /v1/videos/{id}            cancel if needed, then delete
+//   GET    /v1/models                 the loaded model: its name, defaults (size, frames, steps) and limits
 //   GET    /health, GET /metrics      liveness, Prometheus text
 // Errors are OpenAI-style {"error": {"message", "type", "param", "code"}}: 400 names the field, 401 for a
 // wrong or missing key (when one is set; /health stays open), 404 for an unknown id or route, 408 for a body

@@ -265,4 +265,12 @@ size_t JobBoard::running() const {
     return running_ ? 1 : 0;
 }
 
+std::string JobBoard::describe_running() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!running_) return {};
+    const api::VideoRecord& r = running_->record;
+    return "job " + r.id + " (stage " + (r.stage.empty() ? std::string("?") : r.stage) + ", " +
+           std::to_string(static_cast<int>(r.progress)) + "%)";
+}
+
 } // namespace h3::serve

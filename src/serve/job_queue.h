@@ -101,6 +101,8 @@ public:
 
     size_t queue_depth() const;
     size_t running() const;
+    // "job ID (stage STAGE, P%)" of the running job, "" when none (shutdown messages).
+    std::string describe_running() const;
     size_t max_queue() const { return max_queue_; }
 
 private:

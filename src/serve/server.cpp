@@ -4,8 +4,10 @@
 #include "serve/ttl_sweeper.h"
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <thread>
 
@@ -84,6 +86,19 @@ Status run_server(const ServeParams& params, pipeline::JobRunner& runner,
         std::fprintf(stderr, "serve: %s received: no new jobs; %s the running job\n",
                      g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM", cancel ? "cancelling" : "finishing");
         board.close(cancel, now_seconds());
+        if (cancel) { // a backstop: every stage reads the flag within a fraction of a second
+            const auto deadline = std::chrono::steady_clock::now() + params.term_grace;
+            while (board.running() > 0 && std::chrono::steady_clock::now() < deadline)
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            if (const std::string what = board.describe_running(); !what.empty()) {
+                std::fprintf(stderr,
+                             "serve: %s did not stop within %lld ms of the signal; exiting without it (its "
+                             "record reads \"interrupted\" after a restart)\n",
+                             what.c_str(), static_cast<long long>(params.term_grace.count()));
+                std::fflush(stderr);
+                std::_Exit(4);
+            }
+        }
         worker.join();
         http.stop();
     });

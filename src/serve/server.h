@@ -6,6 +6,7 @@
 #include "serve/http_server.h"
 #include "serve/worker.h"
 
+#include <chrono>
 #include <string>
 
 namespace h3::serve {
@@ -17,6 +18,10 @@ struct ServeParams {
     size_t max_queue = 8;
     int64_t ttl_seconds = 86400; // 0: outputs never expire
     OnTerm on_term = OnTerm::kCancel;
+    // kCancel: how long the cancelled running job may take to stop after SIGTERM; past it the process exits
+    // at once (status 4), logging the job and stage it interrupted (its record reads "interrupted" after a
+    // restart). Every stage reads the cancel flag within a fraction of a second, so this is a backstop.
+    std::chrono::milliseconds term_grace{std::chrono::seconds(10)};
     HttpOptions http;
 };
 

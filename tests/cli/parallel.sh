@@ -78,6 +78,83 @@ wait "$PID0"; RC0=$?; wait "$PID1"; RC1=$?
 latents_close "$WORK/t2va_none.st" "$WORK/proc_r0.st" ||
   fail "--ring 2: 2-process latents differ: $(head -c 600 "$WORK/cmp.json")"
 [ -f "$WORK/proc_r1.st" ] && fail "--ring 2: rank 1 wrote outputs (rank 0 writes)"
+# Under torchrun its agent's store listens on MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True); a listener
+# held there stands in for it: the ranks meet on the port after it and still equal one process.
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(300)' "$PORT" &
+HOLDER=$!
+rm -f "$WORK"/proc_r*.st
+for r in 1 0; do
+  TORCHELASTIC_USE_AGENT_STORE=True RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT "${GEN[@]}" \
+    --sp 2 --save-latents "$WORK/proc_r$r.st" > "$WORK/proc_$r.out" 2> "$WORK/proc_$r.err" &
+  eval "PID$r=\$!"
+done
+wait "$PID0"; RC0=$?; wait "$PID1"; RC1=$?
+kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null
+[ $RC0 -eq 0 ] && [ $RC1 -eq 0 ] || { cat "$WORK"/proc_*.err; fail "under torchrun's store: ranks exited $RC0 / $RC1"; }
+latents_close "$WORK/t2va_none.st" "$WORK/proc_r0.st" ||
+  fail "under torchrun's store: latents differ: $(head -c 600 "$WORK/cmp.json")"
+
+# Two "hosts" of two processes each by the launcher convention (RANK 0-3, LOCAL_RANK 0/1 on each host, one
+# MASTER_ADDR:MASTER_PORT): the TCP world split into the groups — Ulysses inside a host with the ring across
+# the hosts, and --sp 2 x --tp 2 — gives rank 0 the single-process latents; only rank 0 writes.
+for degrees in "--sp 2 --ring 2" "--sp 2 --tp 2"; do
+  PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  rm -f "$WORK"/host_r*.st
+  PIDS=()
+  for r in 3 2 1 0; do
+    # shellcheck disable=SC2086
+    RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT "${GEN[@]}" $degrees \
+      --save-latents "$WORK/host_r$r.st" > "$WORK/host_$r.out" 2> "$WORK/host_$r.err" &
+    PIDS+=($!)
+  done
+  RCS=""
+  for p in "${PIDS[@]}"; do wait "$p"; RCS="$RCS $?"; done
+  [ "$RCS" = " 0 0 0 0" ] || { cat "$WORK"/host_*.err; fail "$degrees on two hosts: ranks exited$RCS"; }
+  latents_close "$WORK/t2va_none.st" "$WORK/host_r0.st" ||
+    fail "$degrees on two hosts: latents differ: $(head -c 600 "$WORK/cmp.json")"
+  for r in 1 2 3; do [ -f "$WORK/host_r$r.st" ] && fail "$degrees: rank $r wrote outputs (rank 0 writes)"; done
+done
+
+# --tp 2 in the other weight formats and with a run-time adapter (issue #46), each against its own one-rank
+# run: int8 weights, layerwise residency (native and int8), fp16 (fp32 residual), fp8 and run-time LoRA.
+latents_within() { # A B BOUND: the *latents tensors within BOUND relative RMS
+  "$H3" compare --json "$1" "$2" > "$WORK/cmp.json" || return 1
+  python3 - "$WORK/cmp.json" "$3" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = [t["name"] for t in r["latents"]["tensors"] if t["name"].endswith("latents")
+       and not t["rel_rms"] <= float(sys.argv[2])]
+sys.exit(1 if bad else 0)
+PY
+}
+make_tiny "$WORK/tiny_lora" --seed 3 --dit-heads 8 --lora "$WORK/lora.safetensors"
+FMT=("$H3" generate --model "$WORK/tiny_lora" --prompt "a red fox" --size 64x32 --frames 107 --steps 3 --seed 4
+     --device cpu --progress none)
+for run in "int8|--dtype fp32 --weight-dtype int8|1e-5" \
+           "layerwise|--dtype fp32 --residency layerwise --resident-blocks 1|1e-5" \
+           "layerwise_int8|--dtype fp32 --residency layerwise --weight-dtype int8|1e-5" \
+           "fp16|--dtype fp16|2e-3" "fp8|--dtype bf16 --precision fp8|3e-2" \
+           "lora|--dtype fp32 --lora $WORK/lora.safetensors --lora-mode runtime|1e-5"; do
+  IFS='|' read -r tag flags bound <<< "$run"
+  # shellcheck disable=SC2086
+  expect_rc 0 "${FMT[@]}" $flags --save-latents "$WORK/fmt_$tag.st"
+  # shellcheck disable=SC2086
+  expect_rc 0 "${FMT[@]}" $flags --tp 2 --save-latents "$WORK/fmt_${tag}_tp2.st" --metrics "$WORK/m.json"
+  latents_within "$WORK/fmt_$tag.st" "$WORK/fmt_${tag}_tp2.st" "$bound" ||
+    fail "--tp 2 with $tag: latents differ from one rank's: $(head -c 600 "$WORK/cmp.json")"
+  grep -q '"ranks": *2' "$WORK/m.json" || fail "--tp 2 with $tag: the metrics do not list 2 ranks"
+done
+# the formats are in use: int8 and the adapter move the latents away from the plain fp32 run
+expect_rc 0 "${FMT[@]}" --dtype fp32 --save-latents "$WORK/fmt_plain.st"
+for tag in int8 lora; do
+  latents_close "$WORK/fmt_plain.st" "$WORK/fmt_$tag.st" && fail "$tag equals the plain run: not in use?"
+done
+# sequence-parallel ranks as threads of one process share the model's weight source: refused, naming the
+# flags and what to use instead
+expect_rc 1 "${FMT[@]}" --dtype fp32 --weight-dtype int8 --sp 2 --save-latents "$WORK/x.st"
+
 RANK=0 WORLD_SIZE=2 MASTER_PORT=$PORT expect_rc 2 "${GEN[@]}" --sp 4 --save-latents "$WORK/x.st"
 expect_err "WORLD_SIZE 2 but sp 4, ring 1, tp 1 needs 4 ranks"
 RANK=1 expect_rc 2 "${GEN[@]}" --sp 2 --save-latents "$WORK/x.st"

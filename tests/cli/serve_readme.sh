@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the curl examples of README.md's "Serving" section exactly as written (between the serve-readme
+# Runs the curl examples of docs/serving.md (the example at its top) exactly as written (between the serve-readme
 # markers), with `h3-engine` pointing at the built binary and port 8080 replaced by a free one, then checks
 # what they produced: the MP4, the WAV, the sync MP4, the events stream ending in `done`, a clean exit.
 set -uo pipefail
@@ -17,11 +17,11 @@ PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 {
   echo 'trap "rc=\$?; kill \$(jobs -p) 2>/dev/null || true; exit \$rc" EXIT; trap "exit 1" TERM'
   echo 'set -eo pipefail'
-  sed -n '/<!-- serve-readme:begin -->/,/<!-- serve-readme:end -->/p' "$ROOT/README.md" |
+  sed -n '/<!-- serve-readme:begin -->/,/<!-- serve-readme:end -->/p' "$ROOT/docs/serving.md" |
     grep -v -e '^<!--' -e '^```' |
     sed -e "s#^h3-engine #\"$H3\" #" -e "s#8080#$PORT#g"
 } > "$WORK/readme.sh"
-grep -q "curl" "$WORK/readme.sh" || fail "no curl lines between the README markers"
+grep -q "curl" "$WORK/readme.sh" || fail "no curl lines between the serve-readme markers of docs/serving.md"
 
 cd "$WORK"
 timeout 300 bash "$WORK/readme.sh" > "$WORK/out.txt" 2> "$WORK/err.txt"

@@ -1,8 +1,10 @@
 """The served web page in a real headless browser: Debian's chromium driven through chromedriver's W3C
 WebDriver HTTP API (urllib only). Against `h3-engine serve --api-key` on the tiny CPU checkpoint, loopback only:
 the key is asked once, a tiny job is submitted and its progress reaches 100 %, the video element plays the MP4
-(readyState >= 2 and currentTime advances), a job is cancelled, a bad field shows its error next to the field,
-the history lists the jobs. Saves page.png (a screenshot) into the work folder.
+(readyState >= 2 and currentTime advances) and a download link offers it, a job is cancelled, a bad field shows
+its error next to the field, the history lists the jobs. The checkpoint declares its defaults (h3_defaults.json):
+the page names the model (GET /v1/models) and fills its fields with them. Saves page.png (a screenshot) into the
+work folder.
 
 usage: test_web_page.py H3_ENGINE WORK_DIR
 """
@@ -103,6 +105,8 @@ def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     subprocess.run([H3, "make-tiny", f"{WORK}/tiny", "--seed", "1"], check=True, stdout=subprocess.DEVNULL)
+    with open(f"{WORK}/tiny/h3_defaults.json", "w") as f:
+        json.dump({"size": "64x32", "frames": 107, "num_inference_steps": 3}, f)
     port, dport = free_port(), free_port()
     log = open(f"{WORK}/serve.log", "w")
     server = subprocess.Popen([H3, "serve", "--model", f"{WORK}/tiny", "--device", "cpu", "--port", str(port),
@@ -128,6 +132,14 @@ def main():
         wait_for("the key accepted",
                  lambda: browser.js("return document.getElementById('key-form').hidden && "
                                     "sessionStorage.getItem('h3.apiKey') === arguments[0];", KEY))
+
+        # the model and its defaults, from GET /v1/models
+        info = wait_for("the model line", lambda: (lambda t: t if t and "tiny" in t else None)(
+            browser.text("#model-info")))
+        assert "64x32" in info and "107 frames" in info and "3 steps" in info, info
+        fields = browser.js("return ['size', 'seconds', 'steps'].map(i => document.getElementById(i).value);")
+        assert fields == ["64x32", "4.458", "3"], fields
+        print("model:", info)
 
         # a bad field: the 400's param puts the message next to the field
         browser.type("#prompt", "a red fox runs through snow")
@@ -163,6 +175,10 @@ def main():
         dims = browser.js("const v = document.getElementById('player'); return [v.videoWidth, v.videoHeight];")
         assert dims == [64, 32], dims
         print("video plays:", dims)
+        link = browser.js("const a = document.getElementById('download'); "
+                          "return [a.hidden, a.href.slice(0, 5), a.download, a.dataset.videoId];")
+        assert link[0] is False and link[1] == "blob:" and link[2] == link[3] + ".mp4", link
+        print("download link:", link[2])
 
         # a long job, cancelled from the page
         browser.type("#steps", "400")

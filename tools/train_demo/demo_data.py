@@ -65,6 +65,20 @@ def reference_caption(scene):
     return f"<Picture 1> {scene.motion()} on a {scene.background} background"
 
 
+# The grid points the demo model is sampled with (its verify stage, scripts/setup.sh, h3_defaults.json).
+STEPS = 30
+
+
+def caption_vocabulary():
+    """Every word of the t2va and ref2va captions (the "<Picture 1>" placeholder aside), sorted: what the demo
+    model's prompts can say (the engine warns about other words, h3_defaults.json's `vocabulary`)."""
+    words = set()
+    for scene in SCENES:
+        for text in (scene.caption(), reference_caption(scene).replace("<Picture 1>", "")):
+            words.update(text.lower().split())
+    return sorted(words)
+
+
 @dataclasses.dataclass
 class Clip:
     scene: Scene

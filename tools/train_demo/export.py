@@ -9,8 +9,9 @@
                                                     time_embedder, proj_out, audio_proj_out)
   vae/, audio_vae/                                  the trained VAEs, fp32 as the release keeps them, with the
                                                     measured latents_mean / latents_std in config.json
-  train_demo.json                                   what trained it (stage summaries, the demo's geometry and
-                                                    the flags `generate` needs for it)
+  train_demo.json                                   what trained it (stage summaries, example prompts)
+  h3_defaults.json                                  the request defaults the engine reads (native size,
+                                                    frames, steps, reference edge) and the captions' words
 
     /usr/bin/python3 tools/train_demo/export.py --work build/train_demo --out build/train_demo/model
 """
@@ -119,10 +120,16 @@ def main():
     demo_arch.write_json(os.path.join(out, "train_demo.json"), {
         "what": "a tiny demo model in the MiniMax-H3 architecture trained on procedural clips "
                 "(tools/train_demo); not MiniMax-H3",
-        "generate_flags": ["--size", f"{dd.WIDTH}x{dd.HEIGHT}", "--frames", str(dd.FRAMES)],
-        "ref2va_flags": ["--reference-image-edge", str(conditioning.REFERENCE_IMAGE_EDGE)],
         "example_prompts": [dd.Scene.from_index(i).caption() for i in (0, 17, 50)],
         "stages": summaries,
+    })
+    demo_arch.write_json(os.path.join(out, "h3_defaults.json"), {
+        "what": "the demo model's native request defaults and its captions' words (read by h3-engine)",
+        "size": f"{dd.WIDTH}x{dd.HEIGHT}",
+        "frames": dd.FRAMES,
+        "num_inference_steps": dd.STEPS,
+        "reference_image_edge": conditioning.REFERENCE_IMAGE_EDGE,
+        "vocabulary": dd.caption_vocabulary(),
     })
     total = folder_bytes(out)
     print(json.dumps(dict(stage="export", out=out, bytes=total)), flush=True)

@@ -4,6 +4,7 @@
 #include "io/checkpoint.h"
 #include "io/json_file.h"
 #include "model/audio_vae/audio_vae_common.h"
+#include "ops/cancel.h"
 #include "ops/ops.h"
 
 #include <cmath>
@@ -218,6 +219,7 @@ Result<Tensor> act(const ops::Context& ctx, const AudioAct& a, const Tensor& fil
 // One mono channel: x [1, C, A] de-normalized latents on ctx.device -> [1, 1, A·hop].
 Result<Tensor> decode_mono(const ops::Context& ctx, const AudioVae& vae, const Tensor& z,
                            const AudioVaeRunOptions& opt) {
+    const ops::CancelScope cancel_scope(opt.cancel); // the ops read it between their blocks too
     const AudioVaeConfig& c = vae.config;
     const AudioVaeWeights& w = vae.weights;
     H3_ASSIGN_OR_RETURN(Tensor x, conv(ctx, {}, w.in_proj, z));
@@ -324,6 +326,7 @@ Result<AudioVae> random_audio_vae(const ops::Context& ctx, const AudioVaeConfig&
 
 Result<Tensor> decode_audio(const ops::Context& ctx, const AudioVae& vae, const Tensor& latents,
                             const AudioVaeRunOptions& opt) {
+    const ops::CancelScope cancel_scope(opt.cancel); // the ops read it between their blocks too
     const AudioVaeConfig& c = vae.config;
     if (latents.rank() != 3 || latents.dim(1) != c.latent_channels || latents.dim(2) < 1)
         return invalid_argument("decode_audio: latents must be [channels, " +

@@ -3,6 +3,7 @@
 
 #include "core/cuda_api.h"
 #include "io/checkpoint.h"
+#include "ops/cancel.h"
 #include "ops/ops.h"
 
 #include <cmath>
@@ -201,6 +202,7 @@ Result<Tensor> layer_norm(const ops::Context& ctx, const AudioLayerNorm& n, cons
 // The DAC trunk: x [1, 1, A·hop] on ctx.device → [1, latent_dim, A].
 Result<Tensor> encoder_trunk(const ops::Context& ctx, const AudioVaeEncoderWeights& w, Tensor x,
                              const AudioVaeRunOptions& opt) {
+    const ops::CancelScope cancel_scope(opt.cancel); // the ops read it between their blocks too
     H3_ASSIGN_OR_RETURN(x, conv(ctx, {.padding = 3}, w.conv_in, x));
     for (const DacEncoderBlock& blk : w.blocks) {
         if (opt.cancel && opt.cancel->load()) return cancelled("audio encode cancelled");
@@ -270,6 +272,7 @@ Status check_waveform(const char* fn, const AudioVaeEncoder& enc, const ops::Con
 // Every channel of a checked waveform → its posterior mean rows [A, latent_channels] on the host.
 Result<std::vector<Tensor>> encode_rows(const ops::Context& ctx, const AudioVaeEncoder& enc,
                                         const Tensor& wave, const AudioVaeRunOptions& opt) {
+    const ops::CancelScope cancel_scope(opt.cancel); // the ops read it between their blocks too
     const AudioVaeConfig& c = enc.config;
     H3_ASSIGN_OR_RETURN(Tensor host, to_host(ctx, wave));
     H3_ASSIGN_OR_RETURN(host, host.to_dtype(DType::kF32));

@@ -3,6 +3,7 @@
 #include "model/dit/adaln_cache.h"
 #include "model/dit/dit_fp8.h"
 #include "model/lora/lora_apply.h"
+#include "ops/cancel.h"
 #include "ops/ops.h"
 
 #include <cmath>
@@ -397,7 +398,8 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     if (timer) H3_TRY(timer->mark("attention"));
     if (group && group->tp_size() > 1) { // row split: fp32 partial, full fp32 all-reduce, one rounding
         Tensor partial = sc.par.partial.slice(0, 0, S);
-        H3_TRY(ops::gemm(ctx_, {}, o, w.to_out, Tensor(), partial));
+        H3_TRY(linear(o, w.to_out, w.fp8.to_out, w.fp8.gemm, partial));
+        H3_TRY(add_lora(ctx_, lora, LoraProjection::kToOut, o, partial, sc)); // the rank's share, in fp32
         H3_TRY(reduce_partial(out, sc));
         if (timer) H3_TRY(timer->mark("gemm_out"));
         return ok_status();
@@ -490,17 +492,28 @@ Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowT
                            const DitForwardOptions& o, DitScratch& sc) const {
     H3_CHECK(index >= 0 && index < static_cast<int>(weights_.blocks.size()),
              "block " << index << " of " << weights_.blocks.size());
-    if (sc.par.group && sc.par.group->tp_size() > 1) { // this rank's slices of the six matrices
-        const auto& m = sc.par.group->tp_shard->blocks[static_cast<size_t>(index)];
-        DitBlockWeights w = weights_.blocks[static_cast<size_t>(index)];
-        w.to_q = m[0], w.to_k = m[1], w.to_v = m[2], w.to_out = m[3], w.ff_in = m[4], w.ff_out = m[5];
-        w.fp8 = {};
-        return run_block_with(w, index, h, table, rows, o, sc);
-    }
-    if (!blocks_)
+    const bool tp = sc.par.group && sc.par.group->tp_size() > 1;
+    if (!tp && !blocks_)
         return run_block_with(weights_.blocks[static_cast<size_t>(index)], index, h, table, rows, o, sc);
-    H3_ASSIGN_OR_RETURN(const std::vector<Tensor>* m, blocks_->acquire(index));
-    DitBlockWeights w = weights_.blocks[static_cast<size_t>(index)]; // the norms
+    LayerWeightSource* source = blocks_.get();
+    DitBlockWeights w = weights_.blocks[static_cast<size_t>(index)]; // the norms (and the whole weights)
+    if (tp) {                                                        // this rank's slices of the six matrices
+        const DitTpShard& shard = *sc.par.group->tp_shard;
+        if (!shard.fp8.empty()) {
+            const auto& f = shard.fp8[static_cast<size_t>(index)];
+            w.fp8.to_q = f[0], w.fp8.to_k = f[1], w.fp8.to_v = f[2];
+            w.fp8.to_out = f[3], w.fp8.ff_in = f[4], w.fp8.ff_out = f[5];
+        } else {
+            w.fp8 = {};
+        }
+        source = shard.source.get();
+        if (!source) {
+            const auto& m = shard.blocks[static_cast<size_t>(index)];
+            w.to_q = m[0], w.to_k = m[1], w.to_v = m[2], w.to_out = m[3], w.ff_in = m[4], w.ff_out = m[5];
+            return run_block_with(w, index, h, table, rows, o, sc);
+        }
+    }
+    H3_ASSIGN_OR_RETURN(const std::vector<Tensor>* m, source->acquire(index));
     w.to_q = (*m)[0];
     w.to_k = (*m)[1];
     w.to_v = (*m)[2];
@@ -508,7 +521,7 @@ Status DitModel::run_block(int index, Tensor& h, const Tensor& table, const RowT
     w.ff_in = (*m)[4];
     w.ff_out = (*m)[5];
     const Status st = run_block_with(w, index, h, table, rows, o, sc);
-    const Status released = blocks_->release(index); // on failure too: no slot stays acquired
+    const Status released = source->release(index); // on failure too: no slot stays acquired
     return st.ok() ? released : st;
 }
 
@@ -527,8 +540,11 @@ Status DitModel::run_block_with(const DitBlockWeights& w, int index, Tensor& h, 
     const int64_t S = h.dim(0), D = c.hidden_size;
     const bool emulate = act_dtype() != DType::kF32;
     H3_CHECK(S <= sc.rows, "scratch holds " << sc.rows << " rows, block needs " << S);
-    const LoraBlockFactors* lora = o.lora ? o.lora->block(index) : nullptr;
-    if (lora && sc.lora.numel() < S * o.lora->max_rank())
+    // A tensor-parallel rank applies its slices of the adapters (DitParallel::tp_lora).
+    const LoraSet* adapters =
+        o.lora && sc.par.group && sc.par.group->tp_size() > 1 ? sc.par.group->tp_lora.get() : o.lora;
+    const LoraBlockFactors* lora = adapters ? adapters->block(index) : nullptr;
+    if (lora && sc.lora.numel() < S * adapters->max_rank())
         return invalid_argument(
             "DiT block " + std::to_string(index) +
             ": the scratch has no room for the run-time adapters (make_scratch's lora_rank)");
@@ -637,6 +653,7 @@ Result<DitRequestState> DitModel::prepare_request(const DitPackedInputs& in,
 
 Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTables* tables_in,
                                      const DitForwardOptions& o, const DitRequestState* state) const {
+    const ops::CancelScope cancel_scope(o.cancel); // the ops read it between their blocks too
     const DitConfig& c = config_;
     const int64_t S = in.rows, D = c.hidden_size;
     const DType act = act_dtype();
@@ -753,7 +770,12 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
         }
     }
 
-    H3_TRY(end_block_pass()); // prefetch the next forward's first streamed blocks during the heads
+    // Prefetch the next forward's first streamed blocks during the heads (a tensor-parallel rank's own
+    // source, where its slices stream).
+    if (group && o.parallel->tp_size() > 1 && o.parallel->tp_shard->source)
+        H3_TRY(o.parallel->tp_shard->source->end_pass());
+    else
+        H3_TRY(end_block_pass());
     if (check) H3_TRY(check_finite(h, flags, c.num_layers + 1));
 
     // 3. Final norm with (shift, scale) per timestep, then the fp32 heads on the rows they serve (sp > 1:

@@ -209,9 +209,14 @@ public:
     // Sizes `ws` for `in` (allocating only when the layout or the FFN chunk budget changed).
     Status prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_bytes, DitWorkspace& ws,
                              int64_t lora_rank = 0, const DitParallel* parallel = nullptr) const;
-    // Tensor parallel: rank `rank` of `size`'s slices of every block's six projection matrices (copies on
-    // the model's device). Needs resident, non-fp8 block weights; the error says what to change.
+    // Tensor parallel: rank `rank` of `size`'s slices of every block's six projection matrices in the model's
+    // weight format (model/dit/dit_parallel.h DitTpShard: native copies on the model's device, int8 or
+    // layerwise masters behind a weight source of the rank's own, e4m3 slices with their scales).
     Result<std::shared_ptr<DitTpShard>> make_tp_shard(int rank, int size) const;
+    // Tensor parallel: rank `rank` of `size`'s slices of run-time adapters (DitParallel::tp_lora): the block
+    // factors of column-split layers keep A and take B's rows, those of row-split layers take A's columns
+    // and keep B (their terms join the fp32 partials before the all-reduce).
+    Result<std::shared_ptr<const LoraSet>> make_tp_lora(const LoraSet& lora, int rank, int size) const;
     // Whether `parallel` can run this model with `options` (degrees, residency, precision, adapters, VSA).
     Status check_parallel(const DitParallel& parallel, const DitForwardOptions& options) const;
     // The first op of block `index`: RMSNorm(h)·(1 + scale_msa) + shift_msa into `out` [S, hidden] (the

@@ -2,6 +2,7 @@
 // buffers, tensor parallel's weight slices, Ulysses attention (the ring inside it: dit_ring.cpp) and the fp32
 // all-reduce of row-split products.
 #include "model/dit/dit_model.h"
+#include "model/lora/lora_set.h"
 #include "ops/ops.h"
 
 #include <cstring>
@@ -49,66 +50,142 @@ Status DitModel::check_parallel(const DitParallel& p, const DitForwardOptions& o
         return invalid_argument("the sequence group holds " + std::to_string(p.seq_size()) +
                                 " ranks, not sp·ring = " + std::to_string(p.sp_size() * p.ring_size()));
     if (o.attention.is_vsa())
-        return invalid_field("attention",
-                             "attention vsa runs on one rank (its tile map spans the whole packed "
-                             "sequence); use sp 1, ring 1 and tp 1, or attention dense");
+        return invalid_argument("--attention vsa runs on one rank (its tile map spans the whole packed "
+                                "sequence); use --sp 1 --ring 1 --tp 1, or --attention dense");
     if (p.ring && precision_ == DitPrecision::kFp8)
-        return invalid_field("ring", "ring merges attention partials by their log-sum-exp, which the fp8 "
-                                     "attention does not return; use precision bf16, or sp");
+        return invalid_argument("--ring merges attention partials by their log-sum-exp, which the fp8 "
+                                "attention does not return; use --precision default (bf16), or --sp");
     if (p.tp_size() > 1) {
-        if (blocks_)
-            return invalid_field("tp", "tp needs the DiT's block weights resident in the native dtype; got " +
-                                           blocks_->options().describe() +
-                                           " (use residency resident, or sp instead of tp)");
-        if (precision_ == DitPrecision::kFp8)
-            return invalid_field("tp", "tp runs bf16, fp16 or fp32 blocks; precision fp8 keeps one rank's "
-                                       "e4m3 weights (use sp, or precision bf16)");
-        if (o.lora)
-            return invalid_field("tp", "tp with run-time LoRA adapters is not supported (their factors are "
-                                       "not split); use lora_mode merged, or sp");
-        if (!p.tp_shard || p.tp_shard->size != p.tp_size() || p.tp_shard->rank != p.tp_rank() ||
-            p.tp_shard->blocks.size() != weights_.blocks.size())
-            return invalid_argument("tp " + std::to_string(p.tp_size()) + ": rank " +
+        const DitTpShard* sh = p.tp_shard.get();
+        const size_t L = weights_.blocks.size();
+        const bool fits =
+            sh && sh->size == p.tp_size() && sh->rank == p.tp_rank() &&
+            (sh->source ? sh->source->layers() == static_cast<int>(L) : sh->blocks.size() == L) &&
+            (precision_ != DitPrecision::kFp8 || sh->fp8.size() == L);
+        if (!fits)
+            return invalid_argument("parallel.tp " + std::to_string(p.tp_size()) + ": rank " +
                                     std::to_string(p.tp_rank()) +
                                     " has no weight slices for its place (DitModel::make_tp_shard)");
+        if (o.lora && !p.tp_lora)
+            return invalid_argument("parallel.tp " + std::to_string(p.tp_size()) + ": rank " +
+                                    std::to_string(p.tp_rank()) +
+                                    " has no slices of the run-time adapters (DitModel::make_tp_lora)");
     }
     return ok_status();
 }
 
+namespace {
+
+// The six streamed matrices of a block, in DitTpShard order.
+std::array<const Tensor*, 6> six(const DitBlockWeights& b) {
+    return {&b.to_q, &b.to_k, &b.to_v, &b.to_out, &b.ff_in, &b.ff_out};
+}
+std::array<const ops::Fp8Weight*, 6> six_fp8(const DitBlockWeights& b) {
+    return {&b.fp8.to_q, &b.fp8.to_k, &b.fp8.to_v, &b.fp8.to_out, &b.fp8.ff_in, &b.fp8.ff_out};
+}
+
+// Tensor parallel's cut of the six matrices ([out, in] each) for one rank: q/k/v take the rank's heads (rows
+// [t·I/tp, (t+1)·I/tp)), fc1 its rows of the value and of the gate half, to_out and fc2 the matching input
+// columns. A per-output-channel vector (int8 or e4m3 scales) is cut as the rows are.
+struct TpCut {
+    int64_t rank, I, Il, F, Fl;
+    static bool row_split(int i) { return i == 3 || i == 5; } // to_out, ff_out: input columns split
+    Tensor matrix(int i, const Tensor& m) const {
+        switch (i) {
+        case 0:
+        case 1:
+        case 2:
+            return host_block(m, rank * Il, Il, 0, m.dim(1));
+        case 3:
+            return host_block(m, 0, m.dim(0), rank * Il, Il);
+        case 4:
+            return host_rows2(m, rank * Fl, F + rank * Fl, Fl); // [value | gate]
+        default:
+            return host_block(m, 0, m.dim(0), rank * Fl, Fl);
+        }
+    }
+    Tensor per_row(int i, const Tensor& v) const {
+        if (row_split(i)) return v; // every output channel stays
+        const Tensor cut = matrix(i, v.view({v.dim(0), 1}));
+        return cut.view({cut.dim(0)});
+    }
+};
+
+} // namespace
+
 Result<std::shared_ptr<DitTpShard>> DitModel::make_tp_shard(int rank, int size) const {
     H3_TRY(check_parallel_degrees(config_, 1, size));
-    if (blocks_)
-        return invalid_field("tp", "tp needs the DiT's block weights resident in the native dtype; got " +
-                                       blocks_->options().describe());
     if (config_.ffn_dim % size != 0)
-        return invalid_argument("tp " + std::to_string(size) + ": ffn_dim " +
+        return invalid_argument("parallel.tp " + std::to_string(size) + ": ffn_dim " +
                                 std::to_string(config_.ffn_dim) + " does not split evenly");
-    const int64_t I = config_.inner_dim(), Il = I / size, F = config_.ffn_dim, Fl = F / size;
+    const int64_t I = config_.inner_dim(), F = config_.ffn_dim;
+    const TpCut cut{rank, I, I / size, F, F / size};
+    auto host = [&](const Tensor& t) -> Result<Tensor> {
+        H3_ASSIGN_OR_RETURN(Tensor h, t.to(Device::cpu(), ctx_.stream()));
+        return h.contiguous();
+    };
     auto shard = std::make_shared<DitTpShard>();
     shard->rank = rank;
     shard->size = size;
-    for (const DitBlockWeights& w : weights_.blocks) {
-        std::array<Tensor, 6> m;
-        auto host = [&](const Tensor& t) -> Result<Tensor> {
-            H3_ASSIGN_OR_RETURN(Tensor h, t.to(Device::cpu(), ctx_.stream()));
-            return h.contiguous();
-        };
-        H3_ASSIGN_OR_RETURN(Tensor q, host(w.to_q));
-        H3_ASSIGN_OR_RETURN(Tensor k, host(w.to_k));
-        H3_ASSIGN_OR_RETURN(Tensor v, host(w.to_v));
-        H3_ASSIGN_OR_RETURN(Tensor out, host(w.to_out));
-        H3_ASSIGN_OR_RETURN(Tensor fin, host(w.ff_in));
-        H3_ASSIGN_OR_RETURN(Tensor fout, host(w.ff_out));
-        const int64_t D = q.dim(1);
-        H3_ASSIGN_OR_RETURN(m[0], upload(host_block(q, rank * Il, Il, 0, D)));
-        H3_ASSIGN_OR_RETURN(m[1], upload(host_block(k, rank * Il, Il, 0, D)));
-        H3_ASSIGN_OR_RETURN(m[2], upload(host_block(v, rank * Il, Il, 0, D)));
-        H3_ASSIGN_OR_RETURN(m[3], upload(host_block(out, 0, out.dim(0), rank * Il, Il)));
-        H3_ASSIGN_OR_RETURN(m[4], upload(host_rows2(fin, rank * Fl, F + rank * Fl, Fl))); // [value | gate]
-        H3_ASSIGN_OR_RETURN(m[5], upload(host_block(fout, 0, fout.dim(0), rank * Fl, Fl)));
-        shard->blocks.push_back(std::move(m));
+    const size_t L = weights_.blocks.size();
+    if (blocks_) { // int8 and/or layerwise: the slices' masters behind a source of the rank's own
+        std::vector<std::vector<WeightMaster>> masters(L);
+        for (size_t b = 0; b < L; ++b)
+            for (int i = 0; i < 6; ++i) {
+                H3_ASSIGN_OR_RETURN(WeightMaster m, blocks_->host_master(static_cast<int>(b), i));
+                masters[b].push_back(
+                    {cut.matrix(i, m.data), m.scale.defined() ? cut.per_row(i, m.scale) : Tensor()});
+            }
+        LayerWeightSource::Params params = blocks_->params();
+        params.what = "DiT blocks (tensor-parallel rank " + std::to_string(rank) + ")";
+        params.pin_also.clear();
+        H3_ASSIGN_OR_RETURN(auto source, LayerWeightSource::create(std::move(masters), params, ctx_));
+        shard->source = std::move(source);
+    } else {
+        shard->blocks.resize(L);
+        for (size_t b = 0; b < L; ++b)
+            for (int i = 0; i < 6; ++i) {
+                const Tensor& full = *six(weights_.blocks[b])[static_cast<size_t>(i)];
+                if (!full.defined()) continue; // fp8 released the bf16 copy of a quantized layer
+                H3_ASSIGN_OR_RETURN(Tensor h, host(full));
+                H3_ASSIGN_OR_RETURN(shard->blocks[b][static_cast<size_t>(i)], upload(cut.matrix(i, h)));
+            }
+    }
+    if (precision_ == DitPrecision::kFp8) {
+        shard->fp8.resize(L);
+        for (size_t b = 0; b < L; ++b)
+            for (int i = 0; i < 6; ++i) {
+                const ops::Fp8Weight& full = *six_fp8(weights_.blocks[b])[static_cast<size_t>(i)];
+                if (!full.defined()) continue; // a layer kept in bf16
+                H3_ASSIGN_OR_RETURN(Tensor data, host(full.data));
+                H3_ASSIGN_OR_RETURN(Tensor scale, host(full.scale));
+                ops::Fp8Weight& w = shard->fp8[b][static_cast<size_t>(i)];
+                H3_ASSIGN_OR_RETURN(w.data, upload(cut.matrix(i, data)));
+                H3_ASSIGN_OR_RETURN(w.scale, upload(cut.per_row(i, scale)));
+            }
     }
     return shard;
+}
+
+Result<std::shared_ptr<const LoraSet>> DitModel::make_tp_lora(const LoraSet& lora, int rank, int size) const {
+    H3_TRY(check_parallel_degrees(config_, 1, size));
+    const int64_t I = config_.inner_dim(), F = config_.ffn_dim;
+    const TpCut cut{rank, I, I / size, F, F / size};
+    // y += scale·(x·Aᵀ)·Bᵀ: a column-split layer keeps A (x is whole) and takes B's rows of its outputs; a
+    // row-split one takes A's columns of its inputs and keeps B — its term joins the fp32 partial before the
+    // all-reduce, so the ranks' terms sum to the whole adapter's.
+    return lora.map_block_factors(
+        [&](LoraProjection p, const LoraDeviceFactor& d) -> Result<LoraDeviceFactor> {
+            const int i = static_cast<int>(p);
+            LoraDeviceFactor out{.a = d.a, .b = d.b, .scale = d.scale};
+            Tensor& part = TpCut::row_split(i) ? out.a : out.b;
+            H3_ASSIGN_OR_RETURN(Tensor h, part.to(Device::cpu(), ctx_.stream()));
+            H3_ASSIGN_OR_RETURN(h, h.contiguous());
+            // A [r, in]: its columns are the input split — TpCut::matrix's column cut applies to [r, in] as
+            // to the weight [out, in]; B [out, r]: the rows of the outputs, as the weight's rows.
+            H3_ASSIGN_OR_RETURN(part, upload(cut.matrix(i, h)));
+            return out;
+        });
 }
 
 Status DitModel::prepare_parallel_buffers(const DitParallel& p, const SpShard& sh, DitWorkspace& ws) const {

@@ -24,7 +24,9 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "model/dit/dit_config.h"
+#include "model/weights/layer_source.h"
 #include "ops/communicator.h"
+#include "ops/gemm_fp8.h"
 
 #include <array>
 #include <memory>
@@ -33,11 +35,27 @@
 
 namespace h3::model {
 
+class LoraSet; // model/lora/lora_set.h
+
 // One tensor-parallel rank's slices of the 50 blocks' six projection matrices (to_q, to_k, to_v, to_out,
-// ff_in, ff_out), on the model's device (DitModel::make_tp_shard).
+// ff_in, ff_out), made by DitModel::make_tp_shard in the model's weight format: column slices (rows of the
+// [out, in] matrix) of q/k/v and of fc1's value and gate halves, row slices (columns) of to_out and fc2.
+//   native resident   `blocks`: the slices on the model's device (fp32 / bf16 / fp16).
+//   int8 or layerwise `source`: a LayerWeightSource of the slices' host masters with the model's residency
+//                     options (resident int8 dequantized per block; layerwise streamed through the rank's
+//                     own ring). int8 slices keep their per-row scales: a column slice takes its rows'
+//                     scales, a row slice the full-row scales, so a slice dequantizes to exactly the slice
+//                     of the dequantized matrix.
+//   e4m3 (kFp8)       `fp8`: the e4m3 slices with their per-output-channel scales cut the same way (a row
+//                     slice keeps every scale); layers kept in bf16 come from `blocks`. The row-split GEMMs
+//                     round their input per row over the rank's columns (the fp8 path's per-row scales of
+//                     the input it is given), so they differ from one rank within the fp8 rounding.
+// A source is one user's at a time: a rank holding one owns its shard (generate_group makes one per rank).
 struct DitTpShard {
     int rank = 0, size = 1;
     std::vector<std::array<Tensor, 6>> blocks;
+    std::vector<std::array<ops::Fp8Weight, 6>> fp8; // kFp8 only
+    std::shared_ptr<LayerWeightSource> source;      // int8 or layerwise models
 };
 
 struct DitParallel {
@@ -47,6 +65,9 @@ struct DitParallel {
                                                 // shards, the final gather, the cache probe's sums
     ops::Communicator* tp = nullptr;            // the tensor-parallel group (null: 1 rank)
     std::shared_ptr<const DitTpShard> tp_shard; // this rank's slices (tp > 1)
+    // This rank's slices of the request's run-time adapters (tp > 1 with DitForwardOptions::lora): the block
+    // factors cut like the weights they adapt (DitModel::make_tp_lora); the refiner's and AdaLN's are whole.
+    std::shared_ptr<const LoraSet> tp_lora;
 
     int sp_size() const { return sp ? sp->size() : 1; }
     int sp_rank() const { return sp ? sp->rank() : 0; }

@@ -120,4 +120,34 @@ Result<std::shared_ptr<const LoraSet>> LoraSet::combine(const std::vector<Part>&
     return std::shared_ptr<const LoraSet>(std::move(set));
 }
 
+Result<std::shared_ptr<const LoraSet>> LoraSet::map_block_factors(const FactorMap& f) const {
+    auto set = std::make_shared<LoraSet>(*this);
+    for (auto& block : set->blocks_)
+        for (int q = 0; q < kLoraProjections; ++q) {
+            if (LoraProjection(q) == LoraProjection::kAdaln) continue;
+            LoraFactors mapped;
+            for (const LoraDeviceFactor& d : block[size_t(q)]) {
+                H3_ASSIGN_OR_RETURN(LoraDeviceFactor m, f(LoraProjection(q), d));
+                if (m.a.defined() && m.b.defined()) mapped.push_back(std::move(m));
+            }
+            block[size_t(q)] = std::move(mapped);
+        }
+    // What the copy holds: every distinct factor tensor once.
+    set->counted_.clear();
+    set->bytes_ = 0;
+    set->factors_ = 0;
+    auto count = [&](const LoraFactors& fs) {
+        for (const LoraDeviceFactor& d : fs) {
+            ++set->factors_;
+            for (const Tensor* x : {&d.a, &d.b})
+                if (set->counted_.insert(x->data()).second) set->bytes_ += x->nbytes();
+        }
+    };
+    for (const auto* sites : {&set->blocks_, &set->refiner_})
+        for (const LoraBlockFactors& b : *sites)
+            for (const LoraFactors& fs : b) count(fs);
+    count(set->final_);
+    return std::shared_ptr<const LoraSet>(std::move(set));
+}
+
 } // namespace h3::model

@@ -11,6 +11,7 @@
 #include "ops/context.h"
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -49,6 +50,12 @@ public:
     };
     static Result<std::shared_ptr<const LoraSet>> combine(const std::vector<Part>& parts,
                                                           const DitConfig& config);
+
+    // A copy whose DiT-block factors of the six projections (AdaLN's excepted) are f(projection, factor)'s,
+    // unchecked against the config: tensor parallel's slices (DitModel::make_tp_lora). The refiner's, the
+    // AdaLN and final-layer factors are shared as they are; a factor f returns undefined is left out.
+    using FactorMap = std::function<Result<LoraDeviceFactor>(LoraProjection, const LoraDeviceFactor&)>;
+    Result<std::shared_ptr<const LoraSet>> map_block_factors(const FactorMap& f) const;
 
     // Adds one factor made elsewhere (benches: random factors generated on the device). Shapes are checked.
     Status add(const LoraTarget& target, LoraDeviceFactor factor);

@@ -1,6 +1,7 @@
 #include "model/text/text_model.h"
 
 #include "model/weights/weight_master.h"
+#include "ops/cancel.h"
 #include "ops/ops.h"
 
 #include <algorithm>
@@ -268,6 +269,7 @@ Result<Tensor> TextModel::forward(const std::vector<int32_t>& ids, const TextFor
 
 Result<Tensor> TextModel::forward(const std::vector<int32_t>& ids, const TextVisionInputs* vis,
                                   const TextForwardOptions& o) const {
+    const ops::CancelScope cancel_scope(o.cancel); // the ops read it between their blocks too
     const TextConfig& c = config_;
     const int64_t L = static_cast<int64_t>(ids.size());
     if (L == 0) return invalid_argument("text encoder: no tokens");

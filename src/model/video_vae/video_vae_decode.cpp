@@ -6,6 +6,7 @@
 #include "core/storage.h"
 #include "model/video_vae/vae_profile.h"
 #include "model/video_vae/video_vae.h"
+#include "ops/cancel.h"
 #include "ops/ops.h"
 
 #include <algorithm>
@@ -378,6 +379,7 @@ Status gather_tiles(const ops::Context& ctx, const ops::Context& actx, ops::Comm
 // there.
 Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const Tensor& z,
                            const VideoDecodeOptions& opt) {
+    const ops::CancelScope cancel_scope(opt.cancel); // the ops read it between their blocks too
     const VideoVaeConfig& c = vae.config;
     const int p = c.patch;
     const int64_t lc = z.dim(0), t = z.dim(1), lh = z.dim(2), lw = z.dim(3);
@@ -465,6 +467,16 @@ ClipFrames clip_frames(const ClipPlan& plan, int64_t clip_frames, bool has_overl
 // The decode up to the assembled sample [3, F, H, W] f32, left where it was assembled: on ctx's device, or
 // on the host with `assemble_on_host` (or a CPU context). A device group's ranks > 0 get an undefined
 // tensor (rank 0 assembles). The shared body of decode_video_sample and decode_video_frames.
+// A tensor every element of which the caller writes: on the host not zeroed first (zeroing the 1.5 GB
+// sample at 1344x768x124 took seconds on a loaded CPU, out of reach of the cancel flag; untouched pages are
+// zeroed by the kernel as the clips land, between the flag's reads).
+Result<Tensor> empty_overwritten(const Shape& shape, DType dtype, Device device) {
+    if (!device.is_cpu()) return Tensor::empty(shape, dtype, device);
+    H3_ASSIGN_OR_RETURN(auto storage,
+                        allocate_host_uninitialized(static_cast<size_t>(shape.numel()) * dtype_size(dtype)));
+    return Tensor::from_storage(std::move(storage), 0, shape, dtype);
+}
+
 Result<Tensor> assemble_video_sample(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
                                      const VideoDecodeOptions& opt) {
     const VideoVaeConfig& c = vae.config;
@@ -513,7 +525,8 @@ Result<Tensor> assemble_video_sample(const ops::Context& ctx, const VideoVae& va
     const bool assembles = !opt.group || opt.group->rank() == 0; // a group's other ranks only decode tiles
     Tensor out;
     if (assembles) {
-        H3_ASSIGN_OR_RETURN(out, Tensor::empty(Shape{oc, total, ph, pw}, DType::kF32, actx.device));
+        // every frame is written by the crossfades below (f0 == total is checked)
+        H3_ASSIGN_OR_RETURN(out, empty_overwritten(Shape{oc, total, ph, pw}, DType::kF32, actx.device));
     }
     Tensor prev; // the previous clip (its overlap part is faded into the next chunk)
     ClipFrames prev_f;
@@ -586,9 +599,10 @@ Result<Tensor> decode_video_frames(const ops::Context& ctx, const VideoVae& vae,
     // the frames where the sample is: 1 byte per value instead of 4 cross to the host (0.37 GB at
     // 1344×768×124)
     const ops::Context fctx = sample.device().is_cpu() ? ops::Context::cpu() : ctx;
-    H3_ASSIGN_OR_RETURN(Tensor frames, Tensor::empty(Shape{sample.dim(1), sample.dim(2), sample.dim(3), 3},
-                                                     DType::kU8, sample.device()));
-    H3_TRY(ops::sample_to_rgb8(fctx, {}, sample, frames));
+    H3_ASSIGN_OR_RETURN(Tensor frames,
+                        empty_overwritten(Shape{sample.dim(1), sample.dim(2), sample.dim(3), 3}, DType::kU8,
+                                          sample.device()));
+    H3_TRY(ops::sample_to_rgb8(fctx, {}, sample, frames)); // writes every value
     mark(ctx, "rgb8");
     H3_ASSIGN_OR_RETURN(Tensor host, download_result(ctx, frames));
     mark(ctx, "download");

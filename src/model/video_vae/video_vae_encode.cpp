@@ -2,10 +2,12 @@
 // keyframe recipe (spec §3 step 4).
 #include "core/cuda_api.h"
 #include "core/staging.h"
+#include "core/storage.h"
 #include "core/torch_generator.h"
 #include "io/checkpoint.h"
 #include "model/video_vae/vae_profile.h"
 #include "model/video_vae/video_vae_encoder.h"
+#include "ops/cancel.h"
 #include "ops/ops.h"
 
 #include <algorithm>
@@ -275,18 +277,40 @@ Result<VideoVaeEncoder> random_video_vae_encoder(const ops::Context& ctx, const 
     return enc;
 }
 
-Tensor normalize_rgb8(const Tensor& frames) {
+namespace {
+
+// Frame fi of u8 [F, H, W, 3] into its planes of out [3, F, H, W] f32.
+void normalize_rgb8_frame(const Tensor& frames, int64_t fi, Tensor& out) {
     static constexpr float kMean[3] = {0.485f, 0.456f, 0.406f};
     static constexpr float kStd[3] = {0.229f, 0.224f, 0.225f};
     const int64_t f = frames.dim(0), hw = frames.dim(1) * frames.dim(2);
-    Tensor out = Tensor::host(Shape{3, f, frames.dim(1), frames.dim(2)}, DType::kF32);
     const uint8_t* s = frames.data_as<const uint8_t>();
     float* d = out.data_as<float>();
     for (int64_t c = 0; c < 3; ++c)
-        for (int64_t fi = 0; fi < f; ++fi)
-            for (int64_t i = 0; i < hw; ++i)
-                d[(c * f + fi) * hw + i] =
-                    (static_cast<float>(s[(fi * hw + i) * 3 + c]) / 255.0f - kMean[c]) / kStd[c];
+        for (int64_t i = 0; i < hw; ++i)
+            d[(c * f + fi) * hw + i] =
+                (static_cast<float>(s[(fi * hw + i) * 3 + c]) / 255.0f - kMean[c]) / kStd[c];
+}
+
+// [3, F, H, W] f32 for the frames, every value written (no zeroing first: 1.5 GB for a release-size
+// reference clip), frame by frame with the calling thread's cancel flag read between frames.
+Result<Tensor> normalize_rgb8_cancellable(const Tensor& frames) {
+    const Shape shape{3, frames.dim(0), frames.dim(1), frames.dim(2)};
+    H3_ASSIGN_OR_RETURN(auto storage, allocate_host_uninitialized(static_cast<size_t>(shape.numel()) * 4));
+    Tensor out = Tensor::from_storage(std::move(storage), 0, shape, DType::kF32);
+    const std::atomic<bool>* cancel = ops::cancel_flag();
+    for (int64_t fi = 0; fi < frames.dim(0); ++fi) {
+        if (ops::cancel_requested(cancel)) return ops::cancelled_in("encode_video: normalizing the frames");
+        normalize_rgb8_frame(frames, fi, out);
+    }
+    return out;
+}
+
+} // namespace
+
+Tensor normalize_rgb8(const Tensor& frames) {
+    Tensor out = Tensor::host(Shape{3, frames.dim(0), frames.dim(1), frames.dim(2)}, DType::kF32);
+    for (int64_t fi = 0; fi < frames.dim(0); ++fi) normalize_rgb8_frame(frames, fi, out);
     return out;
 }
 
@@ -303,6 +327,7 @@ BufferPool& encoder_pool(const ops::Context& ctx, const VideoVaeEncoder& enc) {
 // input on another device is copied over first.
 Result<Tensor> encode_moments_on_device(const ops::Context& ctx, const VideoVaeEncoder& enc,
                                         const Tensor& input, const std::atomic<bool>* cancel) {
+    const ops::CancelScope cancel_scope(cancel); // the ops read it between their blocks too
     // one encoder call over a whole clip or tile batch can take many seconds on the CPU: the flag is read
     // between its blocks (a host load, no device sync)
     const auto cancelled_now = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
@@ -363,6 +388,7 @@ Result<Tensor> encode_moments(const ops::Context& ctx, const VideoVaeEncoder& en
 
 Result<Tensor> encode_clip_moments(const ops::Context& caller_ctx, const VideoVaeEncoder& enc,
                                    const Tensor& x, const VideoEncodeOptions& opt) {
+    const ops::CancelScope cancel_scope(opt.cancel); // the ops read it between their blocks too
     ops::Context ctx = caller_ctx;
     ctx.allow_tf32 = opt.tf32;
     const VideoVaeConfig& c = enc.config;
@@ -466,6 +492,7 @@ VideoPosterior posterior_from_moments(const Tensor& m) {
 
 Result<VideoPosterior> encode_video(const ops::Context& ctx, const VideoVaeEncoder& enc, const Tensor& frames,
                                     const VideoEncodeOptions& opt) {
+    const ops::CancelScope cancel_scope(opt.cancel);
     const VideoVaeConfig& c = enc.config;
     Tensor px;
     if (frames.dtype() == DType::kU8) {
@@ -474,7 +501,7 @@ Result<VideoPosterior> encode_video(const ops::Context& ctx, const VideoVaeEncod
                                     frames.describe());
         H3_ASSIGN_OR_RETURN(Tensor host, to_host(ctx, frames));
         H3_ASSIGN_OR_RETURN(host, host.contiguous());
-        px = normalize_rgb8(host);
+        H3_ASSIGN_OR_RETURN(px, normalize_rgb8_cancellable(host));
     } else if (frames.dtype() == DType::kF32 &&
                (frames.rank() == 4 || (frames.rank() == 5 && frames.dim(0) == 1))) {
         H3_ASSIGN_OR_RETURN(Tensor host, to_host(ctx, frames));

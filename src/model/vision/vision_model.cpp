@@ -2,6 +2,7 @@
 
 #include "core/dtype.h"
 #include "model/weights/weight_master.h"
+#include "ops/cancel.h"
 #include "ops/ops.h"
 
 #include <algorithm>
@@ -293,6 +294,7 @@ Status VisionModel::merge(const VisionMergerWeights& w, const Tensor& h, Tensor&
 Result<VisionOutput> VisionModel::forward(const Tensor& pixel_values, const std::vector<VisionGrid>& grids,
                                           const IntermediateHook& hook,
                                           const std::atomic<bool>* cancel) const {
+    const ops::CancelScope cancel_scope(cancel); // the ops read it between their blocks too
     const auto cancelled_now = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
     const VisionConfig& c = config_;
     if (grids.empty()) return invalid_argument("vision tower: no images");

@@ -59,6 +59,7 @@ LayerWeightSource::create(std::vector<std::vector<WeightMaster>> layers, const P
     s->params_ = params;
     s->ctx_ = ctx;
     s->first_streamed_ = o.mode == Residency::kResident ? n : o.resident_layers;
+    s->tensors_ = static_cast<int>(first.size());
     s->masters_ = std::move(layers);
     const Device dev = ctx.device;
     // Resident layers: device copies in the stored dtype.
@@ -256,6 +257,21 @@ Status LayerWeightSource::end_pass() {
     H3_CHECK(current_ < 0, "end_pass with layer " << current_ << " still acquired");
     if (first_streamed_ >= layers()) return ok_status();
     return top_up(window(first_streamed_, params_.options.prefetch_depth + 1));
+}
+
+Result<WeightMaster> LayerWeightSource::host_master(int layer, int i) const {
+    H3_CHECK(layer >= 0 && layer < layers() && i >= 0 && i < tensors_per_layer(),
+             "tensor " << i << " of layer " << layer << " outside " << layers() << " layers × "
+                       << tensors_per_layer());
+    if (streamed(layer)) return masters_[static_cast<size_t>(layer)][static_cast<size_t>(i)];
+    WeightMaster m;
+    H3_ASSIGN_OR_RETURN(m.data, resident_[static_cast<size_t>(layer)][static_cast<size_t>(i)].to(
+                                    Device::cpu(), ctx_.stream()));
+    const auto& scales = resident_scale_[static_cast<size_t>(layer)];
+    if (!scales.empty()) {
+        H3_ASSIGN_OR_RETURN(m.scale, scales[static_cast<size_t>(i)].to(Device::cpu(), ctx_.stream()));
+    }
+    return m;
 }
 
 void LayerWeightSource::reset_counters() {

@@ -53,6 +53,12 @@ public:
     int layers() const { return static_cast<int>(masters_.size()); }
     bool streamed(int layer) const { return layer >= first_streamed_; }
     const ResidencyOptions& options() const { return params_.options; }
+    const Params& params() const { return params_; }
+    int tensors_per_layer() const { return tensors_; }
+    // Tensor i of `layer` as stored (the compute dtype, or i8 with its f32 row scales) on the host: a
+    // streamed layer's master itself (shared, read-only), a host copy of a resident layer's device tensors.
+    // Tensor parallel slices these (model/dit/dit_model_parallel.cpp).
+    Result<WeightMaster> host_master(int layer, int i) const;
 
     // The device tensors (compute dtype) of `layer`, valid for work queued on the ops' stream until
     // release(layer). One layer at a time.
@@ -95,6 +101,7 @@ private:
     std::vector<Tensor> staging_; // int8: the dequantized layer
     DeviceStream copy_;           // declared last: destroyed first, waiting for queued uploads
     int first_streamed_ = 0;
+    int tensors_ = 0; // per layer
     int current_ = -1;
     ResidencyStats stats_;
 };

@@ -1,7 +1,9 @@
 // CPU attention reference: exact softmax(q·kᵀ·scale)·v with an online (running max) softmax per query row,
 // so memory stays O(S·D). GQA: query head h reads kv head h / (H/Hkv); causal: keys 0..i for query i.
 // K and V are widened to fp32 once, head-major, so each head's keys are contiguous. lse = m + ln l of the
-// row's running max and sum (double), rounded once to f32.
+// row's running max and sum (double), rounded once to f32. A cancelled job (ops/cancel.h) skips the rows
+// not yet started: the flag is read once per query row and head (one row is sk·d multiply-adds).
+#include "ops/cancel.h"
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 
@@ -35,6 +37,7 @@ Status attention(const Context&, const AttentionParams& p, const Tensor& q, cons
     const std::vector<float> kf = head_major_f32(k);
     const std::vector<float> vf = head_major_f32(v);
     float* lse = p.lse ? p.lse->data_as<float>() : nullptr;
+    const std::atomic<bool>* cancel = cancel_flag();
 #pragma omp parallel
     {
         std::vector<float> qv(static_cast<size_t>(d));
@@ -43,6 +46,7 @@ Status attention(const Context&, const AttentionParams& p, const Tensor& q, cons
 #pragma omp for collapse(2) schedule(static)
         for (int64_t i = 0; i < sq; ++i) {
             for (int64_t h = 0; h < heads; ++h) {
+                if (cancel_requested(cancel)) continue;
                 load_f32(elem_ptr(q, (i * heads + h) * d), q.dtype(), qv.data(), d);
                 const float* kh = kf.data() + (h / group) * sk * d;
                 const float* vh = vf.data() + (h / group) * sk * d;
@@ -72,7 +76,7 @@ Status attention(const Context&, const AttentionParams& p, const Tensor& q, cons
             }
         }
     }
-    return ok_status();
+    return cancel_requested(cancel) ? cancelled_in("attention") : ok_status();
 }
 
 } // namespace h3::ops::cpu_impl

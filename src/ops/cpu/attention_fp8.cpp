@@ -1,7 +1,9 @@
 // CPU reference of attention's fp8 mode (ops/attention.h): the CUDA kernel's quantization simulated in
 // fp32/double — e4m3 q (per 128-row block) and k, v (per head) with the same power-of-two scales, scores per
 // key block against the running row max, P = 2^(x − m + 8) rounded to e4m3, fp32 row sums of the unrounded
-// P, P·V summed in double (the kernel's fp32 tensor-core sums differ from it only by their rounding).
+// P, P·V summed in double (the kernel's fp32 tensor-core sums differ from it only by their rounding). A
+// cancelled job (ops/cancel.h) skips the query rows not yet started.
+#include "ops/cancel.h"
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/fp8_scale.h"
@@ -63,6 +65,7 @@ Status attention_fp8(const Context&, const AttentionParams& p, const Tensor& q, 
     const Quantized q8 = quantize(q, bm), k8 = quantize(k, all), v8 = quantize(v, all);
     const float scale_log2 = p.scale * 1.4426950408889634f;
     const float bias = static_cast<float>(kFp8AttnPBias), unbias = std::exp2(-bias);
+    const std::atomic<bool>* cancel = cancel_flag();
 #pragma omp parallel
     {
         std::vector<double> acc(static_cast<size_t>(d));
@@ -70,6 +73,7 @@ Status attention_fp8(const Context&, const AttentionParams& p, const Tensor& q, 
 #pragma omp for collapse(2) schedule(static)
         for (int64_t i = 0; i < sq; ++i)
             for (int64_t h = 0; h < heads; ++h) {
+                if (cancel_requested(cancel)) continue;
                 const int64_t hk = h / group;
                 const float* qi = q8.values.data() + (h * sq + i) * d;
                 const float sl2 = q8.scales[static_cast<size_t>(h * q8.blocks + i / bm)] *
@@ -107,7 +111,7 @@ Status attention_fp8(const Context&, const AttentionParams& p, const Tensor& q, 
                 store_f32(out.data(), elem_ptr_mut(o, (i * heads + h) * d), o.dtype(), d);
             }
     }
-    return ok_status();
+    return cancel_requested(cancel) ? cancelled_in("attention") : ok_status();
 }
 
 } // namespace h3::ops::cpu_impl

@@ -1,5 +1,8 @@
 // CPU references for conv1d / conv_transpose1d (im2col / col2im around OpenBLAS sgemm, fp32) and the BigVGAN
 // activations (direct loops, fp32 with double-free arithmetic in the same order as the PyTorch modules).
+// The convolutions run their sgemm in column blocks of about kCancelCheckMacs multiply-adds and the
+// activation reads the flag per channel row: a cancelled job (ops/cancel.h) stops between them.
+#include "ops/cancel.h"
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 
@@ -20,25 +23,33 @@ Status conv1d(const Context&, const Conv1dParams& p, const Tensor& x, const Tens
     const float* wp = w.data_as<const float>();
     const float* bp = bias.defined() ? bias.data_as<const float>() : nullptr;
     float* yp = y.data_as<float>();
-    std::vector<float> col(static_cast<size_t>(rows * lout));
+    // Output columns per sgemm (the im2col block [rows, nc]).
+    const int64_t chunk = std::clamp<int64_t>(kCancelCheckMacs / std::max<int64_t>(rows * cog, 1), 1,
+                                              std::max<int64_t>(lout, 1));
+    const std::atomic<bool>* cancel = cancel_flag();
+    std::vector<float> col(static_cast<size_t>(rows * std::min(chunk, lout)));
     for (int64_t b = 0; b < nb; ++b) {
         for (int64_t g = 0; g < p.groups; ++g) {
             const float* xg = xp + (b * cin + g * cig) * len;
-#pragma omp parallel for schedule(static)
-            for (int64_t r = 0; r < rows; ++r) {
-                const int64_t ci = r / k, kk = r % k;
-                float* c = col.data() + r * lout;
-                const int64_t off = kk * p.dilation - p.padding;
-                for (int64_t t = 0; t < lout; ++t) {
-                    const int64_t s = t * p.stride + off;
-                    c[t] = (s >= 0 && s < len) ? xg[ci * len + s] : 0.0f;
-                }
-            }
             float* yg = yp + (b * cout + g * cog) * lout;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(cog),
-                        static_cast<int>(lout), static_cast<int>(rows), 1.0f, wp + g * cog * rows,
-                        static_cast<int>(rows), col.data(), static_cast<int>(lout), 0.0f, yg,
-                        static_cast<int>(lout));
+            for (int64_t t0 = 0; t0 < lout; t0 += chunk) {
+                if (cancel_requested(cancel)) return cancelled_in("conv1d");
+                const int64_t nc = std::min(chunk, lout - t0);
+#pragma omp parallel for schedule(static)
+                for (int64_t r = 0; r < rows; ++r) {
+                    const int64_t ci = r / k, kk = r % k;
+                    float* c = col.data() + r * nc;
+                    const int64_t off = kk * p.dilation - p.padding;
+                    for (int64_t t = 0; t < nc; ++t) {
+                        const int64_t s = (t0 + t) * p.stride + off;
+                        c[t] = (s >= 0 && s < len) ? xg[ci * len + s] : 0.0f;
+                    }
+                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(cog),
+                            static_cast<int>(nc), static_cast<int>(rows), 1.0f, wp + g * cog * rows,
+                            static_cast<int>(rows), col.data(), static_cast<int>(nc), 0.0f, yg + t0,
+                            static_cast<int>(lout));
+            }
             if (bp) {
 #pragma omp parallel for schedule(static)
                 for (int64_t co = 0; co < cog; ++co)
@@ -59,13 +70,21 @@ Status conv_transpose1d(const Context&, const ConvTranspose1dParams& p, const Te
     const float* bp = bias.defined() ? bias.data_as<const float>() : nullptr;
     float* yp = y.data_as<float>();
     std::vector<float> tmp(static_cast<size_t>(cols * len));
+    // Input columns per sgemm.
+    const int64_t chunk = std::clamp<int64_t>(kCancelCheckMacs / std::max<int64_t>(cols * cig, 1), 1,
+                                              std::max<int64_t>(len, 1));
+    const std::atomic<bool>* cancel = cancel_flag();
     for (int64_t b = 0; b < nb; ++b) {
         for (int64_t g = 0; g < p.groups; ++g) {
             // tmp [Cout_g·K, L] = W_gᵀ x_g, W_g viewed as [Cin_g, Cout_g·K].
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(cols),
-                        static_cast<int>(len), static_cast<int>(cig), 1.0f, wp + g * cig * cols,
-                        static_cast<int>(cols), xp + (b * cin + g * cig) * len, static_cast<int>(len), 0.0f,
-                        tmp.data(), static_cast<int>(len));
+            for (int64_t l0 = 0; l0 < len; l0 += chunk) {
+                if (cancel_requested(cancel)) return cancelled_in("conv_transpose1d");
+                const int64_t nc = std::min(chunk, len - l0);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(cols),
+                            static_cast<int>(nc), static_cast<int>(cig), 1.0f, wp + g * cig * cols,
+                            static_cast<int>(cols), xp + (b * cin + g * cig) * len + l0,
+                            static_cast<int>(len), 0.0f, tmp.data() + l0, static_cast<int>(len));
+            }
 #pragma omp parallel for schedule(static)
             for (int64_t co = 0; co < cog; ++co) {
                 float* yr = yp + (b * cout + g * cog + co) * lout;
@@ -131,11 +150,13 @@ Status alias_free_snake_beta(const Context&, const AliasFreeParams& p, const Ten
     const float* fd = down_filter.data_as<const float>();
     const float* xp = x.data_as<const float>();
     float* yp = y.data_as<float>();
+    const std::atomic<bool>* cancel = cancel_flag();
 #pragma omp parallel
     {
         std::vector<float> s(static_cast<size_t>(up_len));
 #pragma omp for schedule(static)
         for (int64_t row = 0; row < nb * c; ++row) {
+            if (cancel_requested(cancel)) continue;
             const int64_t ch = row % c;
             const float a = std::exp(alpha.data_as<const float>()[ch]);
             const float inv_b = 1.0f / (std::exp(beta.data_as<const float>()[ch]) + 1e-9f);
@@ -163,7 +184,7 @@ Status alias_free_snake_beta(const Context&, const AliasFreeParams& p, const Ten
             }
         }
     }
-    return ok_status();
+    return cancel_requested(cancel) ? cancelled_in("alias_free_snake_beta") : ok_status();
 }
 
 Status scale(const Context&, float alpha, const Tensor& x, Tensor& y) {

@@ -1,7 +1,9 @@
 // CPU reference for conv3d: per output frame and valid temporal tap, a spatial im2col of the input frame
 // (padding resolved per index) and one OpenBLAS sgemm accumulating into the output frame, fp32. An input
 // transform (Conv3dParams::input) is materialized first with group_norm_apply: the fused op's reference is
-// the unfused composition.
+// the unfused composition. Each sgemm covers at most about kCancelCheckMacs multiply-adds (pixel columns per
+// call), and a cancelled job (ops/cancel.h) stops between them.
+#include "ops/cancel.h"
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 
@@ -56,9 +58,11 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
                 for (int64_t r = 0; r < khw; ++r)
                     wr[static_cast<size_t>((a * cout + co) * kk + ci * khw + r)] =
                         wp[((co * cin + ci) * kt + a) * khw + r];
-    // Pixel columns per sgemm: bounds the im2col buffer to ~16 M floats.
+    // Pixel columns per sgemm: bounds the im2col buffer to ~16 M floats and the call to kCancelCheckMacs.
     const int64_t chunk =
-        std::max<int64_t>(1, std::min<int64_t>(np, (int64_t{1} << 24) / std::max<int64_t>(kk, 1)));
+        std::max<int64_t>(1, std::min({np, (int64_t{1} << 24) / std::max<int64_t>(kk, 1),
+                                       kCancelCheckMacs / std::max<int64_t>(kk * cout, 1)}));
+    const std::atomic<bool>* cancel = cancel_flag();
     std::vector<float> col(static_cast<size_t>(kk * chunk));
     for (int64_t b = 0; b < nb; ++b)
         for (int64_t f = 0; f < to; ++f) {
@@ -71,6 +75,7 @@ Status conv3d(const Context& ctx, const Conv3dParams& p, const Tensor& x, const 
                 const int64_t ti = f * p.stride_t - p.pad_front + a;
                 if (ti < 0 || ti >= t) continue; // a zero frame in front
                 for (int64_t p0 = 0; p0 < np; p0 += chunk) {
+                    if (cancel_requested(cancel)) return cancelled_in("conv3d");
                     const int64_t nc = std::min(chunk, np - p0);
 #pragma omp parallel for schedule(static)
                     for (int64_t row = 0; row < kk; ++row) {

@@ -2,9 +2,12 @@
 // rendezvous per group. A collective is two meetings: at the first every rank has posted its buffers, then
 // each rank does its own part of the data movement reading the others' buffers, and at the second every rank
 // is done reading (only then may a rank write a buffer that others read: the in-place all-reduce result).
-// Sums run in rank order in fp32 (f64 for f64) and round once, so every rank holds the same bits.
+// Sums run in rank order in fp32 (f64 for f64) and round once, so every rank holds the same bits. A rank
+// waiting at a meeting reads its thread's cancel flag (ops/cancel.h) every kCancelPoll: a cancelled job
+// aborts the group, and every rank's collective returns kCancelled.
 #include "core/check.h"
 #include "core/dtype.h"
+#include "ops/cancel.h"
 #include "ops/communicator.h"
 
 #include <algorithm>
@@ -20,6 +23,8 @@ namespace h3::ops {
 namespace {
 
 struct AbortState;
+
+constexpr std::chrono::milliseconds kCancelPoll{50};
 
 // One group's meeting point.
 class Rendezvous {
@@ -66,13 +71,17 @@ struct AbortState {
     std::atomic<bool> aborted{false};
     std::mutex m;
     std::string reason;
+    bool cancelled = false; // the first abort was a job's cancellation
     std::vector<std::weak_ptr<Rendezvous>> groups;
 
-    void abort(const std::string& why) {
+    void abort(const std::string& why, bool cancel = false) {
         std::vector<std::shared_ptr<Rendezvous>> wake;
         {
             std::lock_guard<std::mutex> lk(m);
-            if (!aborted.exchange(true)) reason = why;
+            if (!aborted.exchange(true)) {
+                reason = why;
+                cancelled = cancel;
+            }
             for (auto& g : groups)
                 if (auto s = g.lock()) wake.push_back(std::move(s));
         }
@@ -85,8 +94,10 @@ struct AbortState {
 };
 
 Status aborted_status(AbortState& a, int rank, const char* op) {
-    return internal_error(std::string("communicator ") + op + " on rank " + std::to_string(rank) +
-                          ": the group was aborted (" + a.why() + ")");
+    std::string m = std::string("communicator ") + op + " on rank " + std::to_string(rank) +
+                    ": the group was aborted (" + a.why() + ")";
+    std::lock_guard<std::mutex> lk(a.m);
+    return a.cancelled ? cancelled(std::move(m)) : internal_error(std::move(m));
 }
 
 Status Rendezvous::meet(std::unique_lock<std::mutex>& lk, int rank, const char* op) {
@@ -99,8 +110,23 @@ Status Rendezvous::meet(std::unique_lock<std::mutex>& lk, int rank, const char* 
         cv_.notify_all();
         return ok_status();
     }
-    const bool met =
-        cv_.wait_for(lk, options_.timeout, [&] { return generation_ != gen || abort_->aborted; });
+    // wait in slices, reading the job's cancel flag between them
+    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    const std::atomic<bool>* cancel = cancel_flag();
+    bool met = false;
+    while (!met) {
+        const auto left = deadline - std::chrono::steady_clock::now();
+        if (left <= std::chrono::steady_clock::duration::zero()) break;
+        const auto slice = cancel ? std::min<std::chrono::steady_clock::duration>(left, kCancelPoll) : left;
+        met = cv_.wait_for(lk, slice, [&] { return generation_ != gen || abort_->aborted; });
+        if (!met && cancel_requested(cancel)) {
+            const std::string why = "rank " + std::to_string(rank) + "'s job was cancelled in " + op;
+            lk.unlock();
+            abort_->abort(why, true);
+            lk.lock();
+            return cancelled("communicator " + std::string(op) + ": " + why);
+        }
+    }
     if (generation_ != gen) return ok_status();
     if (met) return aborted_status(*abort_, rank, op);
     std::ostringstream late;

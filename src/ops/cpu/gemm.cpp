@@ -1,6 +1,8 @@
 // CPU GEMM reference through OpenBLAS sgemm. bf16/f16 operands are widened to f32 in blocks so that the
 // scratch stays bounded for checkpoint-sized weights; bias, alpha and accumulation are applied in fp32 and
-// y is rounded once.
+// y is rounded once. Each sgemm call is bounded to about kCancelCheckMacs multiply-adds (rows of x per
+// block), and a cancelled job (ops/cancel.h) stops between blocks.
+#include "ops/cancel.h"
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 
@@ -40,8 +42,13 @@ Status gemm(const Context&, const GemmParams& p, const Tensor& x, const Tensor& 
     if (bias.defined()) load_f32(bias.data(), bias.dtype(), bias_f.data(), n);
 
     const int64_t kk = std::max<int64_t>(k, 1);
-    const int64_t nb = std::clamp<int64_t>(kBlockElems / kk, 1, n);
-    const int64_t mb = std::clamp<int64_t>(kBlockElems / kk, 1, m);
+    int64_t nb = std::clamp<int64_t>(kBlockElems / kk, 1, n);
+    int64_t mb = std::clamp<int64_t>(kBlockElems / kk, 1, m);
+    if (mb * nb > kCancelCheckMacs / kk) { // one call ≤ ~kCancelCheckMacs, both sides ≥ 256 where possible
+        nb = std::clamp<int64_t>(kCancelCheckMacs / (kk * std::min<int64_t>(mb, 256)), 1, nb);
+        mb = std::clamp<int64_t>(kCancelCheckMacs / (kk * nb), 1, mb);
+    }
+    const std::atomic<bool>* cancel = cancel_flag();
     std::vector<float> w_scratch, x_scratch, c;
     // When x fits one block it is widened once, outside the W loop.
     const float* x_all = (mb == m) ? rows_f32(x, 0, m, k, x_scratch) : nullptr;
@@ -50,6 +57,7 @@ Status gemm(const Context&, const GemmParams& p, const Tensor& x, const Tensor& 
         const int64_t nn = std::min(nb, n - n0);
         const float* wb = rows_f32(w, n0, nn, k, w_scratch);
         for (int64_t m0 = 0; m0 < m; m0 += mb) {
+            if (cancel_requested(cancel)) return cancelled_in("gemm");
             const int64_t mm = std::min(mb, m - m0);
             const float* xb = x_all ? x_all + m0 * k : rows_f32(x, m0, mm, k, x_scratch);
             c.assign(static_cast<size_t>(mm * nn), 0.0f);

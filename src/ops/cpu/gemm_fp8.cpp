@@ -1,5 +1,6 @@
 // CPU reference of the fp8 GEMM (ops/gemm_fp8.h): rows rounded to e4m3 with their power-of-two scales (the
 // same bytes as the CUDA quantizer), products summed in double, scaled, bias added, one rounding into y.
+#include "ops/cancel.h"
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/fp8_scale.h"
@@ -54,11 +55,13 @@ Status gemm_fp8_quantized(const Context&, const Fp8GemmParams&, const Tensor& x8
     const float* xsc = xs.data_as<const float>();
     std::vector<float> bf(static_cast<size_t>(n), 0.0f);
     if (bias.defined()) load_f32(bias.data(), bias.dtype(), bf.data(), n);
+    const std::atomic<bool>* cancel = cancel_flag();
 #pragma omp parallel
     {
         std::vector<float> out(static_cast<size_t>(n));
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < m; ++r) {
+            if (cancel_requested(cancel)) continue; // a row is n·k multiply-adds
             const float* xr = xf.data() + r * k;
             for (int64_t c = 0; c < n; ++c) {
                 const float* wr = wf.data() + c * k;
@@ -70,7 +73,7 @@ Status gemm_fp8_quantized(const Context&, const Fp8GemmParams&, const Tensor& x8
             store_f32(out.data(), elem_ptr_mut(y, r * n), y.dtype(), n);
         }
     }
-    return ok_status();
+    return cancel_requested(cancel) ? cancelled_in("gemm_fp8") : ok_status();
 }
 
 } // namespace h3::ops::cpu_impl

@@ -4,6 +4,7 @@
 // Every socket read and write waits at most the timeout; any failure closes the connections, so the other
 // ranks fail at their next read instead of hanging.
 #include "core/dtype.h"
+#include "ops/cancel.h"
 #include "ops/communicator.h"
 
 #include <arpa/inet.h>
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -103,6 +105,7 @@ private:
             if (fd_ < 0) return internal_error("TCP: the connection was closed (the group was aborted)");
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
             if (left.count() <= 0) return internal_error("TCP: timed out");
+            if (cancel_requested()) return cancelled("TCP: the job was cancelled while waiting for a peer");
             pollfd pfd{fd_, events, 0};
             const int r = ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 200)));
             if (r < 0 && errno == EINTR) continue;
@@ -138,6 +141,17 @@ public:
     int rank() const override { return rank_; }
     int size() const override { return size_; }
     const char* backend() const override { return "tcp"; }
+
+    // The IPv4 address (network order) this rank's peers reach it by: the local end of its connection to
+    // rank 0 (rank 0: of its connection to rank 1); 0 for a group of one.
+    uint32_t local_address() const {
+        const Socket& s = rank_ == 0 ? peers_[size_ > 1 ? 1 : 0] : peers_[0];
+        if (!s.open()) return 0;
+        sockaddr_in a{};
+        socklen_t len = sizeof a;
+        if (::getsockname(s.fd(), reinterpret_cast<sockaddr*>(&a), &len) != 0) return 0;
+        return a.sin_addr.s_addr;
+    }
 
     void abort(const std::string& reason) override {
         std::lock_guard<std::mutex> lk(m_);
@@ -309,6 +323,65 @@ private:
 
 } // namespace
 
+namespace {
+
+// Rank 0's side of a rendezvous: `size` − 1 ranks connect to `listener`, each says (rank, size) and gets
+// `id`; `where` names the address in messages. peers[r] is rank r's connection.
+Status accept_peers(Socket& listener, int size, const std::array<char, 128>& id, const CommOptions& options,
+                    Clock::time_point deadline, const std::string& where, std::vector<Socket>& peers) {
+    if (::listen(listener.fd(), size) != 0) return io_error(std::string("listen: ") + std::strerror(errno));
+    for (int joined = 1; joined < size;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0)
+            return internal_error("rank 0: only " + std::to_string(joined - 1) + " of " +
+                                  std::to_string(size - 1) + " ranks connected to " + where +
+                                  " within the timeout");
+        pollfd pfd{listener.fd(), POLLIN, 0};
+        if (::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 200))) <= 0) continue;
+        Socket c(::accept(listener.fd(), nullptr, nullptr));
+        if (!c.open()) continue;
+        tune(c.fd());
+        int32_t hello[2] = {0, 0}; // rank, world
+        if (!c.recv_all(hello, sizeof hello, options.timeout).ok()) continue;
+        if (hello[1] != size || hello[0] <= 0 || hello[0] >= size ||
+            peers[static_cast<size_t>(hello[0])].open())
+            return invalid_argument("a process joined as rank " + std::to_string(hello[0]) + " of " +
+                                    std::to_string(hello[1]) + ", expected a new rank of WORLD_SIZE " +
+                                    std::to_string(size));
+        H3_TRY(c.send_all(id.data(), id.size(), options.timeout));
+        peers[static_cast<size_t>(hello[0])] = std::move(c);
+        ++joined;
+    }
+    return ok_status();
+}
+
+// A rank's side: connect to rank 0 at `addr` (retrying until the deadline), say (rank, size), get the id.
+Result<Socket> connect_hub(const sockaddr_in& addr, int rank, int size, std::array<char, 128>& id,
+                           const CommOptions& options, Clock::time_point deadline, const std::string& where) {
+    for (;;) {
+        Socket c(::socket(AF_INET, SOCK_STREAM, 0));
+        if (::connect(c.fd(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+            tune(c.fd());
+            const int32_t hello[2] = {rank, size};
+            H3_TRY(c.send_all(hello, sizeof hello, options.timeout));
+            H3_TRY(c.recv_all(id.data(), id.size(), options.timeout));
+            return c;
+        }
+        if (Clock::now() > deadline)
+            return internal_error("rank " + std::to_string(rank) + " could not reach rank 0 at " + where +
+                                  " within the timeout");
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+std::string address_text(const sockaddr_in& a) {
+    char buf[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &a.sin_addr, buf, sizeof buf);
+    return std::string(buf) + ":" + std::to_string(ntohs(a.sin_port));
+}
+
+} // namespace
+
 Result<std::unique_ptr<Communicator>>
 make_tcp_communicator(const TcpRendezvous& w, const CommOptions& options, std::array<char, 128>* blob) {
     if (w.size < 1 || w.rank < 0 || w.rank >= w.size)
@@ -320,57 +393,82 @@ make_tcp_communicator(const TcpRendezvous& w, const CommOptions& options, std::a
     std::array<char, 128> none{};
     std::array<char, 128>& id = blob ? *blob : none;
     const auto deadline = Clock::now() + options.timeout;
+    const std::string where = w.addr + ":" + std::to_string(w.port);
     std::vector<Socket> peers(static_cast<size_t>(w.rank == 0 ? w.size : 1));
     if (w.rank == 0) {
         Socket listener(::socket(AF_INET, SOCK_STREAM, 0));
         int one = 1;
         setsockopt(listener.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (::bind(listener.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-            return io_error("rank 0 cannot listen on MASTER_ADDR:MASTER_PORT " + w.addr + ":" +
-                            std::to_string(w.port) + ": " + std::strerror(errno));
-        if (::listen(listener.fd(), w.size) != 0)
-            return io_error(std::string("listen: ") + std::strerror(errno));
-        for (int joined = 1; joined < w.size;) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-            if (left.count() <= 0)
-                return internal_error("rank 0: only " + std::to_string(joined - 1) + " of " +
-                                      std::to_string(w.size - 1) + " ranks connected to " + w.addr + ":" +
-                                      std::to_string(w.port) + " within the timeout");
-            pollfd pfd{listener.fd(), POLLIN, 0};
-            if (::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 200))) <= 0) continue;
-            Socket c(::accept(listener.fd(), nullptr, nullptr));
-            if (!c.open()) continue;
-            tune(c.fd());
-            int32_t hello[2] = {0, 0}; // rank, world
-            if (!c.recv_all(hello, sizeof hello, options.timeout).ok()) continue;
-            if (hello[1] != w.size || hello[0] <= 0 || hello[0] >= w.size ||
-                peers[static_cast<size_t>(hello[0])].open())
-                return invalid_argument("a process joined as rank " + std::to_string(hello[0]) + " of " +
-                                        std::to_string(hello[1]) + ", expected a new rank of WORLD_SIZE " +
-                                        std::to_string(w.size));
-            H3_TRY(c.send_all(id.data(), id.size(), options.timeout));
-            peers[static_cast<size_t>(hello[0])] = std::move(c);
-            ++joined;
-        }
+            return io_error("rank 0 cannot listen on MASTER_ADDR:MASTER_PORT " + where + ": " +
+                            std::strerror(errno));
+        H3_TRY(accept_peers(listener, w.size, id, options, deadline, where, peers));
     } else {
-        for (;;) {
-            Socket c(::socket(AF_INET, SOCK_STREAM, 0));
-            if (::connect(c.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-                tune(c.fd());
-                const int32_t hello[2] = {w.rank, w.size};
-                H3_TRY(c.send_all(hello, sizeof hello, options.timeout));
-                H3_TRY(c.recv_all(id.data(), id.size(), options.timeout));
-                peers[0] = std::move(c);
-                break;
-            }
-            if (Clock::now() > deadline)
-                return internal_error("rank " + std::to_string(w.rank) + " could not reach rank 0 at " +
-                                      w.addr + ":" + std::to_string(w.port) + " within the timeout");
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
+        H3_ASSIGN_OR_RETURN(peers[0], connect_hub(addr, w.rank, w.size, id, options, deadline, where));
     }
     return std::unique_ptr<Communicator>(
         std::make_unique<TcpCommunicator>(w.rank, w.size, options, std::move(peers)));
+}
+
+Result<std::unique_ptr<Communicator>> split_tcp_communicator(Communicator& parent, int color, int key,
+                                                             const CommOptions& options) {
+    auto* tcp = dynamic_cast<TcpCommunicator*>(&parent);
+    if (!tcp)
+        return invalid_argument(std::string("split_tcp_communicator: the parent is a ") + parent.backend() +
+                                " communicator, not a TCP one");
+    const Context cpu = Context::cpu();
+    const int n = parent.size(), me = parent.rank();
+    // 1. Every rank's (color, key): the members of this rank's color, ordered by (key, parent rank).
+    Tensor mine = Tensor::host(Shape{2}, DType::kI32), all = Tensor::host(Shape{2 * n}, DType::kI32);
+    mine.data_as<int32_t>()[0] = color;
+    mine.data_as<int32_t>()[1] = key;
+    H3_TRY(parent.all_gather(cpu, mine, all));
+    const int32_t* ck = all.data_as<const int32_t>();
+    std::vector<std::pair<int32_t, int>> members; // (key, parent rank)
+    for (int r = 0; r < n; ++r)
+        if (ck[2 * r] == color) members.push_back({ck[2 * r + 1], r});
+    std::sort(members.begin(), members.end());
+    const int size = static_cast<int>(members.size());
+    int rank = 0;
+    while (members[static_cast<size_t>(rank)].second != me) ++rank;
+    // 2. The sub-group's first member listens on an ephemeral port of the address its peers reach it by.
+    Socket listener;
+    sockaddr_in here{};
+    if (rank == 0 && size > 1) {
+        here.sin_family = AF_INET;
+        here.sin_addr.s_addr = tcp->local_address();
+        if (here.sin_addr.s_addr == 0) here.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        listener = Socket(::socket(AF_INET, SOCK_STREAM, 0));
+        socklen_t len = sizeof here;
+        if (::bind(listener.fd(), reinterpret_cast<sockaddr*>(&here), sizeof here) != 0 ||
+            ::getsockname(listener.fd(), reinterpret_cast<sockaddr*>(&here), &len) != 0 ||
+            ::listen(listener.fd(), size) != 0)
+            return io_error("rank " + std::to_string(me) +
+                            " cannot listen for its TCP sub-group: " + std::strerror(errno));
+    }
+    // 3. Every rank's listening address (0 where none), then the members meet their first member.
+    Tensor addr_mine = Tensor::host(Shape{2}, DType::kI32), addrs = Tensor::host(Shape{2 * n}, DType::kI32);
+    addr_mine.data_as<int32_t>()[0] = static_cast<int32_t>(here.sin_addr.s_addr);
+    addr_mine.data_as<int32_t>()[1] = static_cast<int32_t>(ntohs(here.sin_port));
+    H3_TRY(parent.all_gather(cpu, addr_mine, addrs));
+    const auto deadline = Clock::now() + options.timeout;
+    std::array<char, 128> id{};
+    std::vector<Socket> peers(static_cast<size_t>(rank == 0 ? size : 1));
+    if (size > 1) {
+        const int root = members[0].second;
+        sockaddr_in there{};
+        there.sin_family = AF_INET;
+        there.sin_addr.s_addr = static_cast<uint32_t>(addrs.data_as<const int32_t>()[2 * root]);
+        there.sin_port = htons(static_cast<uint16_t>(addrs.data_as<const int32_t>()[2 * root + 1]));
+        const std::string where = "sub-group " + std::to_string(color) + " at " + address_text(there);
+        if (rank == 0) {
+            H3_TRY(accept_peers(listener, size, id, options, deadline, where, peers));
+        } else {
+            H3_ASSIGN_OR_RETURN(peers[0], connect_hub(there, rank, size, id, options, deadline, where));
+        }
+    }
+    return std::unique_ptr<Communicator>(
+        std::make_unique<TcpCommunicator>(rank, size, options, std::move(peers)));
 }
 
 } // namespace h3::ops

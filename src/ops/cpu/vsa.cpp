@@ -2,6 +2,8 @@
 // order, channel order) so the CUDA kernels can reproduce them bit for bit; the block-sparse attention is the
 // dense reference (ops/cpu/attention.cpp) with the keys outside a query's tiles skipped: it walks the kept
 // keys in packed row order with the same online softmax, so a full selection reproduces dense attention.
+// A cancelled job (ops/cancel.h) skips the query tiles of the block-sparse attention not yet started.
+#include "ops/cancel.h"
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 
@@ -123,6 +125,7 @@ Status block_sparse_attention(const Context&, const BlockSparseAttentionParams& 
     const int32_t* lp = lists.data_as<const int32_t>();
     const std::vector<float> kf = head_major(k);
     const std::vector<float> vf = head_major(v);
+    const std::atomic<bool>* cancel = cancel_flag();
 #pragma omp parallel
     {
         std::vector<float> qv(static_cast<size_t>(d));
@@ -134,6 +137,7 @@ Status block_sparse_attention(const Context&, const BlockSparseAttentionParams& 
 #pragma omp for collapse(2) schedule(dynamic)
         for (int64_t t = 0; t < n; ++t) {
             for (int64_t h = 0; h < heads; ++h) {
+                if (cancel_requested(cancel)) continue;
                 if (t < P) {
                     std::fill(selected.begin(), selected.end(), 1);
                 } else {
@@ -175,7 +179,7 @@ Status block_sparse_attention(const Context&, const BlockSparseAttentionParams& 
             }
         }
     }
-    return ok_status();
+    return cancel_requested(cancel) ? cancelled_in("block_sparse_attention") : ok_status();
 }
 
 Status vsa_compress_tiles(const Context&, const Tensor& scores, const Tensor& vp, Tensor& oc) {

@@ -2,7 +2,9 @@
 // GET /v1/videos/{id}/events, plays the MP4, lists GET /v1/videos. With --api-key every request carries
 // "Authorization: Bearer KEY" (the key is asked once and kept in sessionStorage). EventSource and <video src>
 // cannot send that header, so the events are read with fetch() and a stream reader, and the video is fetched
-// with the header and played from a blob: URL.
+// with the header and played from a blob: URL. GET /v1/models names the loaded model: the page shows it and
+// fills its fields with the model's defaults (a field left as filled, or emptied, gets them); a finished
+// video offers a download link (the same blob).
 "use strict";
 
 const KEY_STORAGE = "h3.apiKey";
@@ -58,8 +60,33 @@ $("key-form").addEventListener("submit", (ev) => {
   sessionStorage.setItem(KEY_STORAGE, key);
   $("api-key").value = "";
   $("key-form").hidden = true;
+  loadModel();
   loadHistory(true);
 });
+
+// ---- the loaded model and its defaults
+async function loadModel() {
+  try {
+    const res = await api("/v1/models");
+    const m = (await res.json()).data[0];
+    const d = m.defaults || {};
+    $("model-info").textContent = "Model: " + m.id + " (" + m.device + ", " + m.dtype + ")" +
+      (m.defaults ? " — defaults " + d.size + ", " + d.frames + " frames (" + d.seconds.toFixed(2) + " s), " +
+        d.num_inference_steps + " steps" : "");
+    $("model-info").dataset.model = m.id;
+    if (m.defaults) {
+      inputFor("size").value = d.size;
+      inputFor("size").placeholder = d.size;
+      // the default duration as the frames give it (snapped back to the same frames by the server)
+      inputFor("seconds").value = String(Math.round(d.seconds * 1000) / 1000);
+      inputFor("num_inference_steps").value = String(d.num_inference_steps);
+    }
+    if (m.limits && m.limits.num_inference_steps)
+      inputFor("num_inference_steps").max = String(m.limits.num_inference_steps[1]);
+  } catch (err) {
+    if (err.status !== 401) $("model-info").textContent = "Model: unknown (" + err.message + ")";
+  }
+}
 
 // ---- field errors
 function clearErrors() {
@@ -132,11 +159,22 @@ function showJob(video) {
   const final = ["completed", "failed", "cancelled"].includes(video.status);
   $("cancel").disabled = final;
   $("job-error").textContent = video.error ? (video.error.code + ": " + video.error.message) : "";
+  const warnings = $("job-warnings");
+  warnings.textContent = "";
+  const notes = (video.warnings || []).slice();
+  if (video.estimated_seconds)
+    notes.push("estimated denoise time on this server: " + Math.round(video.estimated_seconds) + " s");
+  for (const w of notes) {
+    const li = document.createElement("li");
+    li.textContent = w;
+    warnings.appendChild(li);
+  }
 }
 
 function follow(video) {
   if (current) current.abort.abort();
   current = {id: video.id, abort: new AbortController()};
+  $("download").hidden = true;
   showJob(video);
   $("job-stage").textContent = "";
   readEvents(current).catch((err) => {
@@ -179,7 +217,7 @@ function onEvent(job, event, data) {
   }
   showJob(data); // done | failed | cancelled carry the video object
   $("job-stage").textContent = "";
-  if (event === "done") play(data.id);
+  if (event === "done") play(data.id, data.url);
   loadHistory(true);
 }
 
@@ -194,9 +232,9 @@ $("cancel").addEventListener("click", async () => {
 });
 
 // ---- player: the MP4 fetched with the key, played from a blob: URL
-async function play(id) {
+async function play(id, url) {
   try {
-    const res = await api("/v1/videos/" + id + "/content");
+    const res = await api(url || ("/v1/videos/" + id + "/content"));
     const blob = await res.blob();
     if (playerUrl) URL.revokeObjectURL(playerUrl);
     playerUrl = URL.createObjectURL(blob);
@@ -204,6 +242,11 @@ async function play(id) {
     v.src = playerUrl;
     v.dataset.videoId = id;
     $("player-caption").textContent = id;
+    const a = $("download"); // the same bytes as a file
+    a.href = playerUrl;
+    a.download = id + (blob.type === "audio/wav" ? ".wav" : blob.type === "video/mp4" ? ".mp4" : "");
+    a.dataset.videoId = id;
+    a.hidden = false;
     v.play().catch(() => { /* autoplay may be refused; the controls still work */ });
   } catch (err) {
     $("player-caption").textContent = "cannot load " + id + ": " + err.message;
@@ -258,4 +301,5 @@ async function loadHistory(reset) {
 
 $("refresh").addEventListener("click", () => loadHistory(true));
 $("more").addEventListener("click", () => loadHistory(false));
+loadModel();
 loadHistory(true);

@@ -85,6 +85,10 @@ nlohmann::json VideoRecord::to_json(bool record) const {
     j["error"] =
         error ? nlohmann::json{{"code", error->code}, {"message", error->message}} : nlohmann::json(nullptr);
     j["metrics"] = metrics;
+    j["url"] = status == JobStatus::kCompleted ? nlohmann::json("/v1/videos/" + id + "/content")
+                                               : nlohmann::json(nullptr);
+    j["warnings"] = warnings;
+    j["estimated_seconds"] = estimated_seconds ? nlohmann::json(*estimated_seconds) : nlohmann::json(nullptr);
     if (record) {
         j["seq"] = seq;
         j["stage"] = stage;
@@ -113,6 +117,8 @@ VideoRecord make_record(const std::string& id, uint64_t seq, int64_t now, const 
     r.steps = rq.job.steps;
     r.output_format = rq.output_format;
     r.request = rq.to_json();
+    r.warnings = rq.job.warnings;
+    r.estimated_seconds = rq.job.estimated_seconds;
     return r;
 }
 
@@ -149,6 +155,9 @@ Result<VideoRecord> record_from_json(const nlohmann::json& j) {
         H3_TRY(read_field(*it, "message", e.message, true));
         r.error = e;
     }
+    H3_TRY(read_field(j, "warnings", r.warnings, false));
+    if (auto it = j.find("estimated_seconds"); it != j.end() && it->is_number())
+        r.estimated_seconds = it->get<double>();
     if (auto it = j.find("metrics"); it != j.end()) r.metrics = *it;
     if (auto it = j.find("request"); it != j.end()) r.request = *it;
     if (r.id.empty()) return bad_input("job record: empty id");

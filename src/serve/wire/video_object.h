@@ -1,6 +1,7 @@
 // The video object (OpenAI-style): one job's record. The same JSON serves the API response and the on-disk
 // record (job.json), which adds the fields only the server needs (submission order, start time, the
-// canonical request). Timestamps are Unix seconds; 0 means "not yet" (null on the wire).
+// canonical request). Timestamps are Unix seconds; 0 means "not yet" (null on the wire). A completed job's
+// object names its content's URL (`url`: /v1/videos/{id}/content), so its `done` event says where it is.
 #pragma once
 
 #include "core/status.h"
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace h3::api {
 
@@ -40,6 +42,9 @@ struct VideoRecord {
     int steps = 0;
     OutputFormat output_format = OutputFormat::kMp4;
     std::optional<JobError> error;
+    std::vector<std::string> warnings; // the builder's (a prompt outside the checkpoint's vocabulary)
+    // The job's estimated run time on a CPU server (pipeline/cost_estimate.h); nullopt on a GPU.
+    std::optional<double> estimated_seconds;
     nlohmann::json metrics; // work counters and stage seconds once completed (null before)
     nlohmann::json request; // VideoRequest::to_json()
 

@@ -83,9 +83,20 @@ nlohmann::json VideoRequest::to_json() const {
     return j;
 }
 
-Result<WireRequest> read_video_body(const nlohmann::json& body, std::string* bad_field) {
-    if (!body.is_object())
-        return field_error("body", std::string("must be a JSON object, got ") + body.type_name(), bad_field);
+Result<WireRequest> read_video_body(const nlohmann::json& given, std::string* bad_field) {
+    if (!given.is_object())
+        return field_error("body", std::string("must be a JSON object, got ") + given.type_name(), bad_field);
+    // documented aliases ("steps") become the canonical field names, which errors and objects report
+    nlohmann::json body = given;
+    for (const pipeline::FieldAlias& a : pipeline::kFieldAliases) {
+        auto it = body.find(a.alias);
+        if (it == body.end()) continue;
+        if (body.contains(a.field))
+            return field_error(a.field, std::string("given twice: '") + a.alias + "' is its alias",
+                               bad_field);
+        body[a.field] = *it;
+        body.erase(a.alias);
+    }
     static const std::set<std::string> known = {"prompt", "model",         "seconds",
                                                 "size",   "seed",          "quality",
                                                 "cache",  "output_format", "num_inference_steps",
@@ -97,7 +108,8 @@ Result<WireRequest> read_video_body(const nlohmann::json& body, std::string* bad
             return field_error(
                 it.key().empty() ? std::string("\"\"") : it.key(), // an empty key is named too
                 "unknown field (accepted: prompt, model, seconds, size, seed, "
-                "num_inference_steps, quality, cache, output_format, lora, lora_strict, attention)",
+                "num_inference_steps (alias steps), quality, cache, output_format, lora, lora_strict, "
+                "attention)",
                 bad_field);
     }
     WireRequest w;
