@@ -197,7 +197,8 @@ Command make_generate_command() {
             outs.latents = o->save_latents;
             if (!o->output.empty()) outs.media = pipeline::media_targets_for(o->output);
             std::string field;
-            if (Status s = pipeline::prepare_outputs(outs, &field); !s.ok()) return report(with_flag(s, field));
+            if (Status s = pipeline::prepare_outputs(outs, &field); !s.ok())
+                return report(with_flag(s, field));
         }
         if (!o->metrics.empty())
             if (Status s =

@@ -9,10 +9,10 @@
 // builder and the worker runs them on the engine.
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "cli/parallel_flags.h"
 #include "cli/reference_options.h"
 #include "cli/serve_command.h"
 #include "engine/engine_impl.h"
-#include "cli/parallel_flags.h"
 #include "runtime/launcher.h"
 
 #include <CLI/CLI.hpp>
@@ -125,8 +125,9 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
                                                        Component::kVideoDecoder, Component::kAudioDecoder}});
     if (!engine.ok()) return report(engine.status());
     Engine::Impl& e = (*engine)->impl();
-    if (Status s = check_ranks_in_process(e.plan, "serve runs its ranks as threads of this process; for several "
-                                                  "GPUs run generate --gpus (one process per GPU)");
+    if (Status s =
+            check_ranks_in_process(e.plan, "serve runs its ranks as threads of this process; for several "
+                                           "GPUs run generate --gpus (one process per GPU)");
         !s.ok())
         return report(s);
     std::fprintf(stderr, "serve: %s\n", e.weights_text.c_str());

@@ -49,8 +49,8 @@ struct Engine::Impl : pipeline::JobRunner {
     std::unique_ptr<pipeline::JobBuilder> builder;
     std::unique_ptr<pipeline::Generator> generator;
     double flops_per_second = 0; // a CPU job's cost estimate (pipeline/cost_estimate.h; 0 on a GPU)
-    std::string weights_text; // what the last placement chose ("weights: DiT ..." or the planner's text)
-    std::mutex run_mu;        // one job at a time
+    std::string weights_text;    // what the last placement chose ("weights: DiT ..." or the planner's text)
+    std::mutex run_mu;           // one job at a time
 
     static Result<std::unique_ptr<Engine>> open(EngineOptions options, EngineExtras extras);
 
