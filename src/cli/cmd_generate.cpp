@@ -30,6 +30,7 @@
 #include "pipeline/decode.h"
 #include "pipeline/job_builder.h"
 #include "runtime/checkpoint_defaults.h"
+#include "runtime/launcher.h"
 
 #include <CLI/CLI.hpp>
 
@@ -191,8 +192,11 @@ Command make_generate_command() {
         eo->reference_video_edge = o->reference_video_edge;
         // the whole request before the checkpoint is opened
         if (Status s = Engine::check(rq, *eo); !s.ok()) return report(s);
-        // every output path checked, its folders created, before the checkpoint is opened
-        {
+        // every output path checked, its folders created, before the checkpoint is opened (by the writer:
+        // rank 0 of a launched group, RANK / WORLD_SIZE)
+        auto launched = runtime::process_rank_from_env();
+        if (!launched.ok()) return report(launched.status());
+        if (!*launched || (*launched)->rank == 0) {
             pipeline::OutputRequest outs;
             outs.latents = o->save_latents;
             if (!o->output.empty()) outs.media = pipeline::media_targets_for(o->output);

@@ -448,7 +448,7 @@ Result<GenerationJob> JobBuilder::build_job(JobInput in, std::string* field) con
         if (!unknown.empty())
             job.warnings.push_back(vocabulary_warning(unknown, vocab, info_.defaults->path));
     }
-    H3_TRY(prepare_outputs(in.outputs, field));
+    if (options_.prepare_outputs) H3_TRY(prepare_outputs(in.outputs, field));
     job.outputs = std::move(in.outputs);
     return job;
 }

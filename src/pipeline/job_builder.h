@@ -75,6 +75,9 @@ struct JobBuilderOptions {
     // The device's measured arithmetic rate (pipeline::measure_gemm_rate); > 0: build() estimates each job's
     // seconds from its DiT FLOPs (GenerationJob::estimated_seconds).
     double flops_per_second = 0;
+    // Whether build() checks the output paths and creates their folders (prepare_outputs); false where this
+    // process writes nothing (a launched rank other than 0: rank 0 writes the group's outputs).
+    bool prepare_outputs = true;
 };
 
 class JobBuilder {

@@ -151,9 +151,10 @@ expect_rc 0 "${FMT[@]}" --dtype fp32 --save-latents "$WORK/fmt_plain.st"
 for tag in int8 lora; do
   latents_close "$WORK/fmt_plain.st" "$WORK/fmt_$tag.st" && fail "$tag equals the plain run: not in use?"
 done
-# sequence-parallel ranks as threads of one process share the model's weight source: refused, naming the
-# flags and what to use instead
-expect_rc 1 "${FMT[@]}" --dtype fp32 --weight-dtype int8 --sp 2 --save-latents "$WORK/x.st"
+# sequence-parallel ranks as threads of one process share the model's weight source: refused, saying what
+# to use instead
+expect_rc 2 "${FMT[@]}" --dtype fp32 --weight-dtype int8 --sp 2 --save-latents "$WORK/x.st"
+expect_err "the ranks of one process share one DiT"
 
 RANK=0 WORLD_SIZE=2 MASTER_PORT=$PORT expect_rc 2 "${GEN[@]}" --sp 4 --save-latents "$WORK/x.st"
 expect_err "WORLD_SIZE 2 but sp 4, ring 1, tp 1 needs 4 ranks"
