@@ -24,8 +24,9 @@ void register_exceptions(py::module_& m) {
     g_cancelled = cancelled.ptr();
 }
 
-void raise_status(const Status& status, const std::string& field) {
+void raise_status(const Status& status, const std::string& field_given) {
     const std::string& msg = status.message();
+    const std::string field = field_given.empty() ? status.field() : field_given;
     switch (status.code()) {
     case ErrorCode::kInvalidArgument:
     case ErrorCode::kBadInput:

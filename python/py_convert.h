@@ -22,7 +22,7 @@ namespace py = pybind11;
 void register_exceptions(py::module_& m);
 
 // Raises the Python exception for a failed status. `field`: the request field it is about (ValueError's
-// `field` attribute); empty when none.
+// `field` attribute); empty: the status's own Status::field.
 [[noreturn]] void raise_status(const Status& status, const std::string& field = {});
 
 // A keyframe argument: a path (str or os.PathLike) read through io::read_image, or a C-contiguous-able uint8

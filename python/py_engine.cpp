@@ -5,6 +5,8 @@
 #include "pipeline/reference_files.h"
 #include "py_convert.h"
 
+#include <pybind11/stl.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -40,29 +42,137 @@ py::dict progress_dict(const pipeline::JobProgress& p) {
 
 } // namespace
 
-Engine::Engine(EngineOptions options) : options_(std::move(options)) {
-    auto device = parse_device(options_.device);
-    if (!device.ok()) raise_status(device.status().with_context("device"), "device");
-    if (options_.dtype != "bf16" && options_.dtype != "fp32")
-        raise_status(invalid_argument("dtype: '" + options_.dtype + "' must be bf16 or fp32"), "dtype");
-    const auto precision =
-        options_.dtype == "fp32" ? runtime::ComputePrecision::kFp32 : runtime::ComputePrecision::kDefault;
-    const runtime::PlacementPlan plan =
-        options_.keep_loaded
-            ? runtime::PlacementPlan::serving(*device, precision,
-                                              options_.keep_text_encoder ? runtime::Residency::kResident
-                                                                         : runtime::Residency::kPerJob)
-            : runtime::PlacementPlan::per_job(*device, precision);
-    Result<std::unique_ptr<runtime::ModelStore>> store = [&] {
+namespace {
+
+template <typename T> T option(const py::handle& v, const std::string& name) {
+    try {
+        return v.cast<T>();
+    } catch (const py::cast_error&) {
+        raise_status(invalid_field(name, name + ": expected " + py::type_id<T>() + ", got " +
+                                             py::str(py::type::of(v).attr("__name__")).cast<std::string>()));
+    }
+}
+
+// An adapter: "FILE", "FILE:SCALE"-free path with a scale given apart: ("FILE", 0.8) or {"path": FILE,
+// "scale": 0.8} (the HTTP API's form).
+h3::LoraOption lora_item(const py::handle& item, const std::string& field) {
+    h3::LoraOption l;
+    if (py::isinstance<py::dict>(item)) {
+        py::dict d = py::reinterpret_borrow<py::dict>(item);
+        if (!d.contains("path"))
+            raise_status(invalid_field(field, field + ": an adapter is {\"path\": NAME, \"scale\": S}"));
+        l.path = path_argument(d["path"], field);
+        if (d.contains("scale")) l.scale = option<double>(d["scale"], field);
+        return l;
+    }
+    if (py::isinstance<py::tuple>(item)) {
+        py::tuple t = py::reinterpret_borrow<py::tuple>(item);
+        if (t.size() != 2) raise_status(invalid_field(field, field + ": an adapter tuple is (path, scale)"));
+        l.path = path_argument(t[0], field);
+        l.scale = option<double>(t[1], field);
+        return l;
+    }
+    l.path = path_argument(item, field);
+    return l;
+}
+
+std::vector<h3::LoraOption> lora_list(const py::handle& v, const std::string& field) {
+    if (py::isinstance<py::str>(v) || !py::isinstance<py::sequence>(v))
+        raise_status(invalid_field(field, field + ": expected a list of adapters (paths, (path, scale) or "
+                                                  "{\"path\", \"scale\"})"));
+    std::vector<h3::LoraOption> out;
+    for (const py::handle item : v) out.push_back(lora_item(item, field));
+    return out;
+}
+
+} // namespace
+
+h3::EngineOptions engine_options(const py::object& checkpoint, const py::kwargs& kw) {
+    h3::EngineOptions o;
+    o.checkpoint = path_argument(checkpoint, "checkpoint");
+    o.keep_loaded = true;
+    for (const auto item : kw) {
+        const std::string k = item.first.cast<std::string>();
+        const py::handle value = item.second;
+        const auto str = [&](std::string& dst) {
+            dst = value.is_none() ? std::string() : option<std::string>(value, k);
+        };
+        if (k == "device")
+            str(o.device);
+        else if (k == "dtype")
+            str(o.dtype);
+        else if (k == "precision")
+            str(o.precision);
+        else if (k == "residency")
+            str(o.residency);
+        else if (k == "resident_blocks")
+            o.resident_blocks = value.is_none() ? -1 : option<int>(value, k);
+        else if (k == "weight_dtype")
+            str(o.weight_dtype);
+        else if (k == "host_pinning")
+            o.host_pinning = option<bool>(value, k);
+        else if (k == "gpu_memory_budget")
+            o.gpu_memory_budget = value.is_none() ? std::string()
+                                  : py::isinstance<py::int_>(value)
+                                      ? std::to_string(option<uint64_t>(value, k))
+                                      : option<std::string>(value, k);
+        else if (k == "int8_cache")
+            o.int8_cache = value.is_none() ? std::string() : path_argument(value, k);
+        else if (k == "keep_loaded")
+            o.keep_loaded = option<bool>(value, k);
+        else if (k == "keep_text_encoder")
+            o.keep_text_encoder = option<bool>(value, k);
+        else if (k == "sp")
+            o.sp = option<int>(value, k);
+        else if (k == "tp")
+            o.tp = option<int>(value, k);
+        else if (k == "ring")
+            o.ring = option<int>(value, k);
+        else if (k == "gpus")
+            o.gpus = value.is_none() ? std::vector<int>{} : option<std::vector<int>>(value, k);
+        else if (k == "lora")
+            o.lora = value.is_none() ? std::vector<h3::LoraOption>{} : lora_list(value, k);
+        else if (k == "lora_mode")
+            str(o.lora_mode);
+        else if (k == "lora_dir")
+            o.lora_dir = value.is_none() ? std::string() : path_argument(value, k);
+        else if (k == "lora_strict")
+            o.lora_strict = option<bool>(value, k);
+        else if (k == "lora_qkv_rows")
+            str(o.lora_qkv_rows);
+        else if (k == "lora_cache_bytes")
+            o.lora_cache_bytes = option<uint64_t>(value, k);
+        else if (k == "attention")
+            str(o.attention);
+        else if (k == "cache")
+            str(o.cache);
+        else if (k == "max_prompt_bytes")
+            o.max_prompt_bytes = option<size_t>(value, k);
+        else if (k == "max_steps")
+            o.max_steps = option<int>(value, k);
+        else if (k == "reference_image_edge")
+            o.reference_image_edge = option<int>(value, k);
+        else if (k == "reference_video_edge")
+            o.reference_video_edge = option<int>(value, k);
+        else
+            raise_status(
+                invalid_field(k, k + ": not an engine option (device, dtype, precision, residency, "
+                                     "resident_blocks, weight_dtype, host_pinning, gpu_memory_budget, "
+                                     "int8_cache, keep_loaded, keep_text_encoder, sp, tp, ring, gpus, "
+                                     "lora, lora_mode, lora_dir, lora_strict, lora_qkv_rows, "
+                                     "lora_cache_bytes, attention, cache, max_prompt_bytes, max_steps, "
+                                     "reference_image_edge, reference_video_edge)"));
+    }
+    return o;
+}
+
+Engine::Engine(h3::EngineOptions options) {
+    Result<std::unique_ptr<h3::Engine>> engine = [&] {
         py::gil_scoped_release nogil;
-        return runtime::ModelStore::open(options_.checkpoint, plan);
+        return h3::Engine::Impl::open(std::move(options), {});
     }();
-    if (!store.ok()) raise_status(store.status());
-    store_ = std::move(store).value();
-    auto generator = pipeline::Generator::create(*store_);
-    if (!generator.ok()) raise_status(generator.status());
-    generator_ = std::move(generator).value();
-    builder_ = std::make_unique<pipeline::JobBuilder>(store_->info(), pipeline::JobBuilderOptions{});
+    if (!engine.ok()) raise_status(engine.status());
+    engine_ = std::move(engine).value();
 }
 
 Engine::~Engine() = default;
@@ -76,7 +186,19 @@ pipeline::JobInput Engine::job_input(const GenerateArgs& a) const {
     in.aspect = opt<std::string>(a.aspect, "aspect");
     in.seconds = opt<double>(a.seconds, "seconds");
     in.frames = opt<int64_t>(a.frames, "frames");
-    in.num_inference_steps = opt<int64_t>(a.steps, "steps");
+    if (!a.steps.is_none() && !a.num_inference_steps.is_none())
+        raise_status(invalid_field("num_inference_steps",
+                                   "num_inference_steps: give it or its alias steps, not both"));
+    in.num_inference_steps =
+        opt<int64_t>(a.steps.is_none() ? a.num_inference_steps : a.steps, "num_inference_steps");
+    in.attention = opt<std::string>(a.attention, "attention");
+    if (!a.lora.is_none())
+        for (const h3::LoraOption& l : lora_list(a.lora, "lora"))
+            in.adapters.lora.push_back({l.path, l.scale});
+    in.adapters.lora_strict = opt<bool>(a.lora_strict, "lora_strict");
+    in.adapters.preset = opt<std::string>(a.preset, "preset");
+    in.adapters.video_shift = opt<double>(a.video_shift, "video_shift");
+    in.adapters.audio_shift = opt<double>(a.audio_shift, "audio_shift");
     in.seed = opt<uint64_t>(a.seed, "seed");
     in.quality = opt<std::string>(a.quality, "quality");
     if (!a.cache.is_none()) in.cache = python_to_json(a.cache, "cache");
@@ -91,12 +213,15 @@ pipeline::JobInput Engine::job_input(const GenerateArgs& a) const {
     }
     if (!a.first_frame.is_none()) in.first_frame = image_argument(a.first_frame, "first_frame");
     if (!a.last_frame.is_none()) in.last_frame = image_argument(a.last_frame, "last_frame");
-    if (!a.references.is_none()) {
-        if (py::isinstance<py::str>(a.references) || !py::isinstance<py::sequence>(a.references))
+    if (!a.reference.is_none() && !a.references.is_none())
+        raise_status(invalid_field("reference", "reference: give it or its alias references, not both"));
+    const py::object& refs = a.reference.is_none() ? a.references : a.reference;
+    if (!refs.is_none()) {
+        if (py::isinstance<py::str>(refs) || !py::isinstance<py::sequence>(refs))
             raise_status(invalid_argument("reference: references must be a list of paths "
                                           "([image:|video:|audio:]FILE)"),
                          "reference");
-        for (const py::handle item : a.references) {
+        for (const py::handle item : refs) {
             const std::string spec = path_argument(item, "reference");
             auto r = pipeline::read_reference(pipeline::parse_reference_spec(spec));
             if (!r.ok()) raise_status(r.status().with_context("reference " + spec), "reference");
@@ -124,12 +249,11 @@ GenerateResult Engine::generate(const GenerateArgs& args) {
     } busy_reset{busy_};
 
     pipeline::JobInput in = job_input(args);
-    std::string field;
     Result<pipeline::GenerationJob> job = [&] {
         py::gil_scoped_release nogil; // references are normalized here
-        return builder_->build(std::move(in), &field);
+        return engine_->impl().build(std::move(in));
     }();
-    if (!job.ok()) raise_status(job.status(), field);
+    if (!job.ok()) raise_status(job.status());
 
     // The job runs on a worker thread; this thread waits without the GIL, runs the progress callback and
     // watches for Ctrl-C.
@@ -151,7 +275,7 @@ GenerateResult Engine::generate(const GenerateArgs& args) {
             sh.cv.notify_all();
         };
     std::thread worker([&] {
-        auto r = generator_->run(*job, events);
+        auto r = engine_->impl().run(*job, events);
         std::lock_guard<std::mutex> lock(sh.mu);
         sh.result.emplace(std::move(r));
         sh.done = true;

@@ -1,15 +1,15 @@
-// h3engine.Engine: one checkpoint opened in a runtime::ModelStore with a pipeline::Generator over it.
-// generate(**fields) turns its keyword arguments (named as the CLI's flags: prompt, size, seconds, steps,
-// seed, cache, quality, first_frame, last_frame, references, output, ...) into a pipeline::JobInput, the one
-// JobBuilder validates it against the checkpoint, and the Generator runs it on a worker thread while the
+// h3engine.Engine: an h3::Engine (include/h3/engine.h) over one checkpoint; Engine(checkpoint, **options)
+// takes every EngineOptions member by its name (residency, gpu_memory_budget, weight_dtype, dtype, precision,
+// lora, attention, sp/tp/gpus, ...). generate(**fields) turns its keyword arguments (the HTTP API's names:
+// prompt, size, seconds, num_inference_steps — `steps` too —, seed, cache, quality, attention, first_frame,
+// last_frame, reference, lora, preset, output, ...) into the engine's job input, the engine's builder
+// validates it against the checkpoint, and the engine runs it on a worker thread while the
 // calling thread waits with the GIL released — delivering progress callbacks, and turning Ctrl-C
 // (KeyboardInterrupt) or a raising callback into the job's cancel flag. Engine.cancel() does the same from
 // any thread. One job at a time per engine.
 #pragma once
 
-#include "pipeline/generator.h"
-#include "pipeline/job_builder.h"
-#include "runtime/model_store.h"
+#include "engine/engine_impl.h"
 
 #include <pybind11/pybind11.h>
 
@@ -25,13 +25,9 @@ namespace h3::python {
 
 namespace py = pybind11;
 
-struct EngineOptions {
-    std::string checkpoint;
-    std::string device = "cpu";
-    std::string dtype = "bf16"; // bf16 | fp32 (the DiTs and the conditioner)
-    bool keep_loaded = true;    // the server's plan: DiT and decoders stay loaded between calls
-    bool keep_text_encoder = false;
-};
+// Engine(checkpoint, **options): the keyword arguments as h3::EngineOptions (errors: ValueError naming the
+// option). keep_loaded defaults to True here (a Python session keeps its models warm between calls).
+h3::EngineOptions engine_options(const py::object& checkpoint, const py::kwargs& options);
 
 // What generate() returns (Python: h3engine.Result).
 struct GenerateResult {
@@ -49,32 +45,31 @@ struct GenerateResult {
 
 // generate()'s arguments; absent values are left to the builder (its defaults and its errors).
 struct GenerateArgs {
-    py::object prompt, prompt_embeds, random_prompt_embeds, task, size, aspect, seconds, frames, steps, seed,
-        cache, quality, first_frame, last_frame, references, output, save_latents;
+    py::object prompt, prompt_embeds, random_prompt_embeds, task, size, aspect, seconds, frames,
+        num_inference_steps, steps, seed, cache, quality, attention, first_frame, last_frame, reference,
+        references, lora, lora_strict, preset, video_shift, audio_shift, output, save_latents;
     bool return_media = true;
     py::object progress;
 };
 
 class Engine {
 public:
-    explicit Engine(EngineOptions options); // opens the checkpoint (GIL released)
+    explicit Engine(h3::EngineOptions options); // opens the checkpoint (GIL released)
     ~Engine();
 
     GenerateResult generate(const GenerateArgs& args);
     void cancel() { cancel_.store(true); }
     bool busy() const { return busy_.load(); }
 
-    const EngineOptions& options() const { return options_; }
-    const runtime::CheckpointInfo& info() const { return store_->info(); }
-    std::map<std::string, uint64_t> component_loads() const { return store_->load_counts(); }
+    const h3::EngineOptions& options() const { return engine_->options(); }
+    const runtime::CheckpointInfo& info() const { return engine_->impl().checkpoint(); }
+    std::map<std::string, uint64_t> component_loads() const { return engine_->impl().component_loads(); }
+    std::string placement() const { return engine_->impl().weights_text; }
 
 private:
     pipeline::JobInput job_input(const GenerateArgs& args) const;
 
-    EngineOptions options_;
-    std::unique_ptr<runtime::ModelStore> store_;
-    std::unique_ptr<pipeline::Generator> generator_;
-    std::unique_ptr<pipeline::JobBuilder> builder_;
+    std::unique_ptr<h3::Engine> engine_;
     std::atomic<bool> cancel_{false}, busy_{false};
 };
 

@@ -120,7 +120,8 @@ class Cli:
         flags, subs, valued = set(), set(), set()
         in_subs = False
         for line in text.split("\n"):
-            if re.match(r"^\s*subcommands:?\s*$", line, re.I):
+            # CLI11's "Subcommands:", or the named groups `h3-engine --help` lists them in
+            if re.match(r"^\s*(subcommands|commands|developer tools):?\s*$", line, re.I):
                 in_subs = True
                 continue
             m = re.match(r"^\s+((?:-\w,\s*)?--[\w-]+(?:,\s*-{1,2}[\w-]+)*)(\s+\S+)?", line)

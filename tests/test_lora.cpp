@@ -322,17 +322,17 @@ TEST(LoraCli, SpecParsing) {
     auto a = cli::parse_lora_spec("turbo.safetensors");
     ASSERT_TRUE(a.ok());
     EXPECT_EQ(a->path, "turbo.safetensors");
-    EXPECT_EQ(a->strength, 1.0f);
+    EXPECT_EQ(a->scale, 1.0);
     auto b = cli::parse_lora_spec("dir/turbo.safetensors:0.75");
     ASSERT_TRUE(b.ok());
     EXPECT_EQ(b->path, "dir/turbo.safetensors");
-    EXPECT_EQ(b->strength, 0.75f);
+    EXPECT_EQ(b->scale, 0.75);
     auto c = cli::parse_lora_spec("odd:name.safetensors"); // not a number after the colon: part of the name
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(c->path, "odd:name.safetensors");
     auto d = cli::parse_lora_spec("x.safetensors:-0.5");
     ASSERT_TRUE(d.ok());
-    EXPECT_EQ(d->strength, -0.5f);
+    EXPECT_EQ(d->scale, -0.5);
     EXPECT_FALSE(cli::parse_lora_spec("x.safetensors:inf").ok());
     EXPECT_FALSE(cli::parse_lora_spec(":0.5").ok());
 }

@@ -161,6 +161,7 @@ TEST(MemoryPlan, ParsesSizes) {
     for (const char* bad : {"", "abc", "0", "-3GiB", "12 parsecs", "GiB"}) {
         auto r = parse_byte_size(bad);
         ASSERT_FALSE(r.ok()) << bad;
-        EXPECT_NE(r.status().message().find("--gpu-memory-budget"), std::string::npos);
+        EXPECT_NE(r.status().message().find("gpu_memory_budget"), std::string::npos);
+        EXPECT_EQ(r.status().field(), "gpu_memory_budget");
     }
 }

@@ -1,6 +1,7 @@
 #include "cli/app.h"
 
 #include "cli/commands.h"
+#include "cli/field_flags.h"
 #include "core/log.h"
 #include "core/strict_int.h"
 #include "core/utf8.h"
@@ -94,6 +95,12 @@ int run_app(int argc, char** argv) {
 
     std::vector<Command> commands = all_commands();
     for (auto& c : commands) c.setup(app);
+    for (CLI::App* sub : app.get_subcommands([](CLI::App* s) { return !s->get_name().empty(); })) {
+        const std::string& n = sub->get_name();
+        const bool user = n == "generate" || n == "serve" || n == "encode" || n == "decode" ||
+                          n == "compare" || n == "inspect";
+        sub->group(user ? "Commands" : "Developer tools");
+    }
     make_integers_strict(app);
     if (auto word = unknown_command(argc, argv, app)) return refuse_unknown_command(*word, app);
     try {
@@ -144,7 +151,8 @@ int exit_code_for(const Status& s) {
     }
 }
 
-int report(const Status& s) {
+int report(const Status& status) {
+    const Status s = with_flag(status); // the field an error is about, as its flag
     if (!s.ok()) std::fprintf(stderr, "h3-engine: error: %s\n", s.to_string().c_str());
     return exit_code_for(s);
 }

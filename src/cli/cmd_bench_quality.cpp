@@ -5,7 +5,7 @@
 // (cli/quality_settings.h: two captions for t2va, one caption with a keyframe made in code for fl2va) runs
 // once lossless (no step cache, dense attention, native weights, --dtype) and then once per setting, each
 // one knob away from it (a step cache or quality preset, int8 weights, a precision, a VSA sparsity); every
-// run is a whole request through pipeline::Generator (the one generation flow `generate` uses) with the
+// run is a whole request through h3::Engine (the one engine `generate` uses) with the
 // decoded frames and waveform returned to the harness. Per setting: video PSNR / SSIM and audio SNR /
 // cosine against the lossless run, DiT block evaluations (the work counters) and the speedup in work and
 // wall time (cli/quality_table.h). A setting the job builder refuses for this checkpoint (a DBCache that
@@ -17,11 +17,8 @@
 #include "cli/commands.h"
 #include "cli/quality_settings.h"
 #include "cli/quality_table.h"
-#include "cli/residency_flags.h"
+#include "engine/engine_impl.h"
 #include "model/tiny/tiny_checkpoint.h"
-#include "pipeline/generator.h"
-#include "pipeline/job_builder.h"
-#include "runtime/model_store.h"
 
 #include <CLI/CLI.hpp>
 
@@ -76,31 +73,29 @@ SettingOutcome run_setting(const SweepOptions& so, const QualitySetting& setting
     if (setting.group == "precision" && setting.precision.empty() && dtype == so.dtype)
         return not_run(RowStatus::kNotApplicable,
                        invalid_argument("the reference already runs in " + dtype + " (--dtype)"));
-    auto precision = compute_precision(dtype, setting.precision);
-    if (!precision.ok()) return not_run(RowStatus::kNotApplicable, precision.status());
-    auto device = parse_device(so.device);
-    if (!device.ok()) return not_run(RowStatus::kFailed, device.status().with_context("--device"));
-    runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(*device, *precision);
-    ResidencyFlags weights;
-    weights.weight_dtype = setting.weight_dtype;
-    auto choice = resolve_checkpoint_residency(weights, so.root, *precision,
-                                               workload_for(0, 0, 0, kDefaultGridPoints, 0), false, false);
-    if (!choice.ok()) return not_run(RowStatus::kNotApplicable, choice.status());
-    apply_residency(*choice, plan, false);
-    auto store = runtime::ModelStore::open(so.root, plan);
-    if (!store.ok()) return not_run(RowStatus::kFailed, store.status());
-    auto generator = pipeline::Generator::create(**store);
-    if (!generator.ok()) return not_run(RowStatus::kFailed, generator.status());
-    const runtime::CheckpointInfo& info = (*store)->info();
-    const pipeline::JobBuilderOptions bo{.max_steps = 1 << 20};
-    const pipeline::JobBuilder builder(info, bo);
+    EngineOptions eo;
+    eo.checkpoint = so.root;
+    eo.device = so.device;
+    eo.dtype = dtype;
+    eo.precision = setting.precision;
+    eo.weight_dtype = setting.weight_dtype;
+    eo.max_steps = 1 << 20;
+    auto engine = Engine::Impl::open(eo, {});
+    if (!engine.ok()) {
+        // an option this setting names that the engine refuses (fp8 with fp32, ...) does not apply
+        const std::string& f = engine.status().field();
+        const bool knob = f == "dtype" || f == "precision" || f == "weight_dtype";
+        return not_run(knob ? RowStatus::kNotApplicable : RowStatus::kFailed, engine.status());
+    }
+    Engine::Impl& e = (*engine)->impl();
+    const runtime::CheckpointInfo& info = e.checkpoint();
     int width = 0, height = 0;
     if (Status s = pipeline::parse_size(so.size, width, height); !s.ok())
         return not_run(RowStatus::kFailed, s.with_context("--size"));
 
     SettingOutcome out;
     std::fprintf(stderr, "bench quality: %s: %s %s, %s\n", setting.name.c_str(), info.device.c_str(),
-                 info.dtype.c_str(), choice->describe().c_str());
+                 info.dtype.c_str(), e.weights_text.c_str());
     out.device = info.device;
     out.dtype = info.dtype;
     for (const QualityCase& c : cases) {
@@ -119,8 +114,7 @@ SettingOutcome run_setting(const SweepOptions& so, const QualitySetting& setting
         in.attention = setting.attention.empty() ? "dense" : setting.attention;
         if (c.task == "fl2va") in.first_frame = quality_keyframe(width, height);
         in.outputs.return_media = true;
-        std::string field;
-        auto job = builder.build(std::move(in), &field);
+        auto job = e.build(std::move(in));
         if (!job.ok()) {
             const RowStatus st = job.status().code() == ErrorCode::kInvalidArgument
                                      ? RowStatus::kNotApplicable
@@ -132,7 +126,7 @@ SettingOutcome run_setting(const SweepOptions& so, const QualitySetting& setting
             out.schedule = schedule_text(*job);
         }
         const auto t0 = std::chrono::steady_clock::now();
-        auto r = (*generator)->run(*job, {});
+        auto r = e.run(*job, {});
         if (!r.ok()) {
             const RowStatus st =
                 r.status().code() == ErrorCode::kUnimplemented ? RowStatus::kUnsupported : RowStatus::kFailed;

@@ -22,6 +22,7 @@
 #include "cli/commands.h"
 #include "cli/residency_flags.h"
 #include "core/cuda_api.h"
+#include "engine/engine_impl.h"
 #include "io/json_file.h"
 #include "model/audio_vae/audio_vae.h"
 #include "model/dit/dit_fp8.h"
@@ -33,9 +34,6 @@
 #include "model/tiny/tiny_checkpoint.h"
 #include "model/tiny/tiny_text.h"
 #include "model/video_vae/video_vae.h"
-#include "pipeline/generator.h"
-#include "pipeline/job_builder.h"
-#include "runtime/model_store.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -245,53 +243,41 @@ Command bench_request_command() {
         if (!o->attention.empty()) in.attention = o->attention;
         in.seed = o->seed;
         in.outputs.media = pipeline::media_targets_for(output);
-        const pipeline::JobBuilderOptions bo{.max_steps = 1 << 20};
-        std::string field;
-        if (Status s = pipeline::JobBuilder::check(in, bo, &field); !s.ok()) return report(s);
-        auto device = parse_device(o->device);
-        if (!device.ok()) return report(device.status().with_context("--device"));
-        if (o->precision == "fp8" && o->dtype == "fp32")
-            return report(invalid_argument("--precision fp8 needs --dtype bf16"));
-        const auto precision = o->dtype == "fp32"      ? runtime::ComputePrecision::kFp32
-                               : o->precision == "fp8" ? runtime::ComputePrecision::kFp8
-                                                       : runtime::ComputePrecision::kDefault;
-        runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(*device, precision);
-        auto store = runtime::ModelStore::open(root, plan, random_components(o->blocks, o->fasth3));
-        if (!store.ok()) return report(store.status());
-        if (Status s =
-                (*store)->require({runtime::Component::kTransformer, runtime::Component::kTextEncoder,
-                                   runtime::Component::kVideoDecoder, runtime::Component::kAudioDecoder});
-            !s.ok())
-            return report(s);
-        auto job = pipeline::JobBuilder((*store)->info(), bo).build(std::move(in), &field);
+        EngineOptions eo;
+        eo.checkpoint = root;
+        eo.device = o->device;
+        eo.dtype = o->dtype;
+        eo.precision = o->precision;
+        const runtime::WeightPolicy wp = o->residency.policy();
+        eo.residency = wp.residency;
+        eo.resident_blocks = wp.resident_blocks;
+        eo.weight_dtype = wp.weight_dtype;
+        eo.host_pinning = wp.host_pinning;
+        eo.gpu_memory_budget = wp.gpu_memory_budget;
+        eo.int8_cache = wp.int8_cache;
+        eo.max_steps = 1 << 20;
+        using runtime::Component;
+        auto engine =
+            Engine::Impl::open(eo, {.supplier = random_components(o->blocks, o->fasth3),
+                                    .require = {Component::kTransformer, Component::kTextEncoder,
+                                                Component::kVideoDecoder, Component::kAudioDecoder}});
+        if (!engine.ok()) return report(engine.status());
+        Engine::Impl& e = (*engine)->impl();
+        auto job = e.build(std::move(in));
         if (!job.ok()) return report(job.status());
-        std::string placement; // the weights' placement, as `generate` plans it (before any weight moves)
-        {
-            const pipeline::Geometry& g = job->geometry;
-            auto choice = resolve_checkpoint_residency(o->residency, root, precision,
-                                                       workload_for(g.rows_per_frame() * g.latent_frames,
-                                                                    2LL * g.audio_latents, 537, job->steps, 0,
-                                                                    g.width, g.height),
-                                                       false, false);
-            if (!choice.ok()) return report(choice.status());
-            apply_residency(*choice, plan, false);
-            placement = choice->describe();
-            std::fprintf(stderr, "bench request: %s\n", placement.c_str());
-            if (Status s = (*store)->replan(plan); !s.ok()) return report(s);
-        }
-        auto generator = pipeline::Generator::create(**store);
-        if (!generator.ok()) return report(generator.status());
         pipeline::JobEvents events;
         events.progress = [](const pipeline::JobProgress& p) {
             if (p.stage == pipeline::Stage::kDenoise && p.step > 0)
                 std::fprintf(stderr, "bench request: step %d/%d %.3f s\n", p.step, p.total, p.step_seconds);
         };
         std::fprintf(stderr, "bench request: %s, %d steps, %s %s\n", job->geometry.describe().c_str(),
-                     job->steps, (*store)->info().device.c_str(), (*store)->info().dtype.c_str());
+                     job->steps, e.checkpoint().device.c_str(), e.checkpoint().dtype.c_str());
         reset_device_memory_peak();
         const auto t0 = std::chrono::steady_clock::now();
-        auto r = (*generator)->run(*job, events);
+        auto r = e.run(*job, events);
         if (!r.ok()) return report(r.status());
+        const std::string placement = e.weights_text; // the weights' placement the engine chose for the job
+        std::fprintf(stderr, "bench request: %s\n", placement.c_str());
         const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         double step_sum = 0;
         for (double s : r->step_seconds) step_sum += s;

@@ -3,18 +3,17 @@
 //   [--max-body-bytes N] [--text-encoder resident|per-job] [--reference-image-edge N] [--reference-video-edge
 //   N] [--dtype fp16] [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
 //   [--host-pinning on|off] [--gpu-memory-budget SIZE] [--int8-cache DIR]
-// The OpenAI-style video API over HTTP (serve/http_server.h lists the routes): a translator onto
-// pipeline::Generator over a runtime::ModelStore that keeps the DiT (one variant at a time) and the decoders
-// resident, the text stack as --text-encoder says, the encoders per job.
+// The OpenAI-style video API over HTTP (serve/http_server.h lists the routes): a translator onto h3::Engine
+// with keep_loaded (the DiT, one variant at a time, and the decoders stay loaded; the text stack as
+// --text-encoder says; the encoders per job); the HTTP layer builds submissions with the engine's job
+// builder and the worker runs them on the engine.
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "cli/parallel_flags.h"
 #include "cli/reference_options.h"
 #include "cli/serve_command.h"
-#include "pipeline/cost_estimate.h"
-#include "pipeline/job_builder.h"
-#include "runtime/adapter_library.h"
+#include "engine/engine_impl.h"
 #include "runtime/launcher.h"
-#include "runtime/model_store.h"
 
 #include <CLI/CLI.hpp>
 
@@ -29,64 +28,60 @@
 namespace h3::cli {
 
 void add_serve_options(CLI::App* sub, ServeOptions& o) {
-    sub->add_option("--model", o.model, "checkpoint root with text encoder, transformer and VAEs")
-        ->required();
-    sub->add_option("--host", o.host, "address to bind")->capture_default_str();
-    sub->add_option("--port", o.port, "port to bind (0: any free port)")
+    add_model_flags(sub, o.model,
+                    {.model_help = "checkpoint root with text encoder, transformer and VAEs",
+                     .model_required = true,
+                     .precision = false});
+    CLI::App* g = sub->add_option_group("Server", "the HTTP listener, its queue and its records");
+    g->add_option("--host", o.host, "address to bind")->capture_default_str();
+    g->add_option("--port", o.port, "port to bind (0: any free port)")
         ->check(CLI::Range(0, 65535))
         ->capture_default_str();
-    sub->add_option("--device", o.device, "cpu | cuda | cuda:N")->capture_default_str();
-    sub->add_option("--dtype", o.dtype, "bf16 | fp32 | fp16 (GPUs without bf16)")
-        ->check(CLI::IsMember({"bf16", "fp32", "fp16"}))
-        ->capture_default_str();
-    sub->add_option("--max-queue", o.max_queue, "jobs waiting before submissions get 429")
+    g->add_option("--max-queue", o.max_queue, "jobs waiting before submissions get 429")
         ->check(CLI::Range(1, 100000))
         ->capture_default_str();
-    sub->add_option("--output-dir", o.output_dir, "job records and outputs (one directory per job)")
+    g->add_option("--output-dir", o.output_dir, "job records and outputs (one directory per job)")
         ->capture_default_str();
-    sub->add_option("--ttl", o.ttl, "seconds a finished job's outputs are kept (0: forever)")
+    g->add_option("--ttl", o.ttl, "seconds a finished job's outputs are kept (0: forever)")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
         ->capture_default_str();
-    sub->add_option(
-        "--api-key", o.api_key,
-        "require Authorization: Bearer KEY on every route but /health (default: $H3_API_KEY, else "
-        "none)");
-    sub->add_option("--on-term", o.on_term, "on SIGTERM: cancel or finish the running job")
+    g->add_option("--api-key", o.api_key,
+                  "require Authorization: Bearer KEY (default: $H3_API_KEY, else none)");
+    g->add_option("--on-term", o.on_term, "on SIGTERM: cancel or finish the running job")
         ->check(CLI::IsMember({"cancel", "finish"}))
         ->capture_default_str();
-    sub->add_option("--max-body-bytes", o.max_body, "larger request bodies get 413")
+    g->add_option("--max-body-bytes", o.max_body, "larger request bodies get 413")
         ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
         ->capture_default_str();
-    sub->add_option("--http-threads", o.threads, "event-loop threads of the listener")
+    g->add_option("--http-threads", o.threads, "event-loop threads of the listener")
         ->check(CLI::Range(1, 64))
         ->capture_default_str();
-    sub->add_option("--max-connections", o.max_connections, "open connections at once (more are refused)")
+    g->add_option("--max-connections", o.max_connections, "open connections at once (more are refused)")
         ->check(CLI::Range(8, 100000))
         ->capture_default_str();
-    sub->add_option("--max-event-streams", o.max_event_streams, "event streams at once (503 over)")
+    g->add_option("--max-event-streams", o.max_event_streams, "event streams at once (503 over)")
         ->check(CLI::Range(1, 100000))
         ->capture_default_str();
-    sub->add_option("--max-sync-waiters", o.max_sync_waiters, "sync requests waiting at once (503 over)")
+    g->add_option("--max-sync-waiters", o.max_sync_waiters, "sync requests waiting at once (503 over)")
         ->check(CLI::Range(1, 100000))
         ->capture_default_str();
-    sub->add_option("--idle-timeout", o.idle_timeout, "seconds a connection may stay silent")
+    g->add_option("--idle-timeout", o.idle_timeout, "seconds a connection may stay silent")
         ->check(CLI::Range(1, 3600))
         ->capture_default_str();
-    sub->add_option("--body-timeout", o.body_timeout, "seconds a request body may take to arrive")
+    g->add_option("--body-timeout", o.body_timeout, "seconds a request body may take to arrive")
         ->check(CLI::Range(1, 3600))
         ->capture_default_str();
-    sub->add_option("--text-encoder", o.text_encoder,
-                    "resident (kept loaded) | per-job (loaded for each job, frees its memory between)")
+    CLI::App* mem = sub->add_option_group("Memory");
+    mem->add_option("--text-encoder", o.text_encoder, "resident (kept loaded) | per-job (freed between jobs)")
         ->check(CLI::IsMember({"resident", "per-job"}))
         ->capture_default_str();
     add_reference_size_options(sub, o.reference_image_edge, o.reference_video_edge);
-    sub->add_option(
-        "--lora-dir", o.lora_dir,
-        "folder of LoRA adapters (.safetensors) requests may name in their lora field, relative to "
-        "it; each is loaded once and cached (default: none, the lora field is refused)");
-    sub->add_flag("--lora-strict", o.lora_strict,
-                  "adapter keys that name no adapted projection are an error (default: skipped)");
-    sub->add_option("--lora-cache-mib", o.lora_cache_mib, "device MiB of cached adapter sets (LRU)")
+    CLI::App* lora = sub->add_option_group("LoRA");
+    lora->add_option("--lora-dir", o.lora_dir,
+                     "folder of adapters requests may name, relative to it (default none: lora refused)");
+    lora->add_flag("--lora-strict", o.lora_strict,
+                   "adapter keys that name no adapted projection are an error (default: skipped)");
+    lora->add_option("--lora-cache-mib", o.lora_cache_mib, "device MiB of cached adapter sets (LRU)")
         ->capture_default_str();
     add_residency_flags(sub, o.residency);
     add_parallel_flags(sub, o.parallel);
@@ -101,29 +96,6 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
 #else
     if (o.api_key.empty())
         if (const char* k = std::getenv("H3_API_KEY")) o.api_key = k;
-    auto device = parse_device(o.device);
-    if (!device.ok()) return report(device.status().with_context("--device"));
-    std::fprintf(stderr, "serve: loading %s on %s\n", o.model.c_str(), device->to_string().c_str());
-    auto precision = compute_precision(o.dtype, "");
-    if (!precision.ok()) return report(precision.status());
-    runtime::PlacementPlan plan = runtime::PlacementPlan::serving(
-        *device, *precision,
-        o.text_encoder == "resident" ? runtime::Residency::kResident : runtime::Residency::kPerJob);
-    {
-        // weight placement: as the flags say, or planned for the release shape under the budget (which may
-        // make components per job); a budget that cannot be met fails here, before any weight moves
-        auto choice =
-            resolve_checkpoint_residency(o.residency, o.model, *precision, runtime::Workload{}, false, true);
-        if (!choice.ok()) return report(choice.status());
-        apply_residency(*choice, plan, true);
-        std::fprintf(stderr, "serve: %s\n", choice->describe().c_str());
-    }
-    if (Status s = apply_parallel_flags(o.parallel, plan); !s.ok()) return report(s);
-    if (Status s =
-            check_ranks_in_process(plan, "serve runs its ranks as threads of this process; for several "
-                                         "GPUs run generate --gpus (one process per GPU)");
-        !s.ok())
-        return report(s);
     // serve runs its device group in this process (--sp / --tp ranks as threads); processes started by the
     // launcher convention would each open the HTTP port and run jobs on their own, so they are refused
     {
@@ -137,41 +109,31 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
                 "built. Unset RANK and WORLD_SIZE and start one `serve --sp N` (or use `generate` under the "
                 "launcher)"));
     }
-    auto store = runtime::ModelStore::open(o.model, plan);
-    if (!store.ok()) return report(store.status());
-    if (Status s = check_parallel_flags(plan, (*store)->info().dit ? &*(*store)->info().dit : nullptr);
-        !s.ok())
-        return report(s);
+    auto eo = engine_options(o.model, &o.residency, &o.parallel, nullptr);
+    if (!eo.ok()) return report(eo.status());
+    eo->keep_loaded = true;
+    eo->keep_text_encoder = o.text_encoder == "resident";
+    eo->lora_dir = o.lora_dir;
+    eo->lora_strict = o.lora_strict;
+    eo->lora_cache_bytes = uint64_t{o.lora_cache_mib} << 20;
+    eo->max_prompt_bytes = 16 * 1024;
+    eo->reference_image_edge = o.reference_image_edge;
+    eo->reference_video_edge = o.reference_video_edge;
+    std::fprintf(stderr, "serve: loading %s on %s\n", o.model.model.c_str(), o.model.device.c_str());
     using runtime::Component;
-    if (Status s = (*store)->require({Component::kTransformer, Component::kTextEncoder,
-                                      Component::kVideoDecoder, Component::kAudioDecoder});
+    auto engine = Engine::Impl::open(*eo, {.require = {Component::kTransformer, Component::kTextEncoder,
+                                                       Component::kVideoDecoder, Component::kAudioDecoder}});
+    if (!engine.ok()) return report(engine.status());
+    Engine::Impl& e = (*engine)->impl();
+    if (Status s =
+            check_ranks_in_process(e.plan, "serve runs its ranks as threads of this process; for several "
+                                           "GPUs run generate --gpus (one process per GPU)");
         !s.ok())
         return report(s);
-    auto generator = pipeline::Generator::create(**store);
-    if (!generator.ok()) return report(generator.status());
-    std::unique_ptr<pipeline::JobRunner> stand_in = wrap ? wrap(**generator) : nullptr;
-    pipeline::JobRunner& runner = stand_in ? *stand_in : **generator;
-    // LoRA: names resolved inside --lora-dir only, each file loaded once and shared by the jobs naming it
-    std::unique_ptr<runtime::AdapterLibrary> adapters;
-    if (!o.lora_dir.empty()) {
-        const runtime::CheckpointInfo& ci = (*store)->info();
-        auto lib = runtime::AdapterLibrary::open({.dir = o.lora_dir,
-                                                  .config = *ci.dit,
-                                                  .ctx = (*store)->context(),
-                                                  .dtype = ci.dtype == "fp32" ? DType::kF32 : DType::kBF16,
-                                                  .budget_bytes = o.lora_cache_mib << 20,
-                                                  .read = {.strict = o.lora_strict}});
-        if (!lib.ok()) return report(lib.status().with_context("--lora-dir"));
-        adapters = std::move(lib).value();
-        std::fprintf(stderr, "serve: LoRA adapters from %s\n", adapters->dir().c_str());
-    }
-    auto rate = pipeline::cpu_flops_rate(**store); // each CPU job's estimate in its video object
-    if (!rate.ok()) return report(rate.status());
-    const pipeline::JobBuilder builder((*store)->info(), {.max_prompt_bytes = 16 * 1024,
-                                                          .reference_image_edge = o.reference_image_edge,
-                                                          .reference_video_edge = o.reference_video_edge,
-                                                          .lora = {.library = adapters.get()},
-                                                          .flops_per_second = *rate});
+    std::fprintf(stderr, "serve: %s\n", e.weights_text.c_str());
+    if (e.adapters) std::fprintf(stderr, "serve: LoRA adapters from %s\n", e.adapters->dir().c_str());
+    std::unique_ptr<pipeline::JobRunner> stand_in = wrap ? wrap(e) : nullptr;
+    pipeline::JobRunner& runner = stand_in ? *stand_in : static_cast<pipeline::JobRunner&>(e);
 
     serve::ServeParams p;
     p.output_dir = o.output_dir;
@@ -188,9 +150,9 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
     p.http.max_sync_waiters = o.max_sync_waiters;
     p.http.idle_timeout_seconds = o.idle_timeout;
     p.http.body_timeout_seconds = o.body_timeout;
-    p.http.placement = (*store)->plan().describe();
-    p.http.memory_plan = (*store)->plan().memory_plan;
-    Status s = serve::run_server(p, runner, builder);
+    p.http.placement = e.store->plan().describe();
+    p.http.memory_plan = e.store->plan().memory_plan;
+    Status s = serve::run_server(p, runner, *e.builder);
     return s.ok() ? kExitOk : report(s);
 #endif
 }

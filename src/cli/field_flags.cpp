@@ -6,7 +6,9 @@
 namespace h3::cli {
 
 std::string flag_for_field(const std::string& field) {
+    // The one table from field names (h3::EngineOptions members, pipeline::JobInput fields) to flags.
     static const std::map<std::string, std::string> flags = {
+        // the job (pipeline/job_builder.h)
         {"prompt", "--prompt"},
         {"prompt_embeds", "--prompt-embeds"},
         {"random_prompt_embeds", "--random-prompt-embeds"},
@@ -21,18 +23,36 @@ std::string flag_for_field(const std::string& field) {
         {"first_frame", "--first-frame"},
         {"last_frame", "--last-frame"},
         {"reference", "--reference"},
-        {"output", "--output"},
-        {"save_latents", "--save-latents"},
-        // LoRA and few-step schedules (cli/adapter_options.h)
         {"lora", "--lora"},
         {"lora_mode", "--lora-mode"},
         {"lora_strict", "--lora-strict"},
         {"preset", "--preset"},
         {"video_shift", "--video-shift"},
         {"audio_shift", "--audio-shift"},
-        // FastH3 (cli/vsa_flags.h)
         {"attention", "--attention"},
-        // the device group (cli/parallel_flags.h)
+        {"output", "--output"},
+        {"save_latents", "--save-latents"},
+        // the engine (include/h3/engine.h EngineOptions)
+        {"checkpoint", "--model"},
+        {"device", "--device"},
+        {"dtype", "--dtype"},
+        {"precision", "--precision"},
+        {"residency", "--residency"},
+        {"resident_blocks", "--resident-blocks"},
+        {"weight_dtype", "--weight-dtype"},
+        {"host_pinning", "--host-pinning"},
+        {"gpu_memory_budget", "--gpu-memory-budget"},
+        {"int8_cache", "--int8-cache"},
+        {"sp", "--sp"},
+        {"tp", "--tp"},
+        {"ring", "--ring"},
+        {"gpus", "--gpus"},
+        {"lora_dir", "--lora-dir"},
+        {"lora_qkv_rows", "--lora-qkv-rows"},
+        {"keep_text_encoder", "--text-encoder"},
+        {"reference_image_edge", "--reference-image-edge"},
+        {"reference_video_edge", "--reference-video-edge"},
+        // the device group's fields as the layers below name them (pipeline/generate_group.h)
         {"parallel.sp", "--sp"},
         {"parallel.tp", "--tp"},
         {"parallel.ring", "--ring"},
@@ -43,13 +63,20 @@ std::string flag_for_field(const std::string& field) {
 
 Status with_flag(const Status& s, const std::string& field) {
     const std::string flag = flag_for_field(field);
+    if (s.ok() || flag.empty()) return s;
     const std::string& m = s.message();
-    if (s.ok() || flag.empty() || m.rfind(field, 0) != 0) return s;
-    if (m.size() > field.size()) {
+    bool leads = m.rfind(field, 0) == 0;
+    if (leads && m.size() > field.size()) {
         const unsigned char next = static_cast<unsigned char>(m[field.size()]);
-        if (std::isalnum(next) || next == '_') return s; // "references: ..." is not the field "reference"
+        if (std::isalnum(next) || next == '_')
+            leads = false; // "references: ..." is not the field "reference"
     }
-    return Status(s.code(), flag + m.substr(field.size()));
+    const std::string text = leads ? flag + m.substr(field.size()) : flag + ": " + m;
+    return Status(s.code(), text); // flagged: printed as it is
+}
+
+Status with_flag(const Status& s) {
+    return with_flag(s, s.field());
 }
 
 } // namespace h3::cli

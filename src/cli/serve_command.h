@@ -1,11 +1,11 @@
-// `h3-engine serve`: its options and the run (a runtime::ModelStore with the serving plan, a
-// pipeline::Generator on it, the job builder the HTTP layer validates submissions with), shared with the
-// test tool that serves through a stand-in runner (tests/tools/serve_with_faults.cpp).
+// `h3-engine serve`: its options and the run (an h3::Engine with keep_loaded — the serving plan —, whose job
+// builder the HTTP layer validates submissions with and whose runner the worker runs), shared with the test
+// tool that serves through a stand-in runner (tests/tools/serve_with_faults.cpp).
 #pragma once
 
-#include "cli/parallel_flags.h"
-#include "cli/residency_flags.h"
+#include "cli/engine_flags.h"
 #include "pipeline/generator.h"
+#include "pipeline/job_builder.h"
 
 #include <CLI/CLI.hpp>
 
@@ -17,11 +17,13 @@
 namespace h3::cli {
 
 struct ServeOptions {
-    std::string model, host = "127.0.0.1", device = "cpu", dtype = "bf16", output_dir = "h3-serve-output",
-                       api_key, on_term = "cancel", text_encoder = "resident";
+    ModelFlags model; // --model, --device, --dtype
+    std::string host = "127.0.0.1", output_dir = "h3-serve-output", api_key, on_term = "cancel",
+                text_encoder = "resident";
     int port = 8080, max_queue = 8, threads = 2, max_connections = 1024, max_event_streams = 64,
         max_sync_waiters = 16, idle_timeout = 30, body_timeout = 120;
-    int reference_image_edge = 2048, reference_video_edge = 768;
+    int reference_image_edge = pipeline::JobBuilderOptions{}.reference_image_edge,
+        reference_video_edge = EngineOptions{}.reference_video_edge;
     int64_t ttl = 86400;
     size_t max_body = 1 << 20;
     // LoRA: the folder requests name adapters in (--lora-dir; "" refuses the lora field), --lora-strict,

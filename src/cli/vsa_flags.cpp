@@ -3,10 +3,10 @@
 namespace h3::cli {
 
 void add_attention_option(CLI::App* sub, std::string& attention) {
-    sub->add_option("--attention", attention,
-                    "dense | vsa[:sparsity=0.9,mode=exempt|compete,dense_layers=0/1,dense_first_n_steps=N] "
-                    "(FastH3's video sparse attention over the 50 blocks; default: the checkpoint's "
-                    "fastvideo_inference.json, else dense)");
+    sub->add_option(
+        "--attention", attention,
+        "dense | vsa[:sparsity=0.9,...] (default: the checkpoint's fastvideo_inference.json, else "
+        "dense)");
 }
 
 void attention_input(const std::string& attention, pipeline::JobInput& in) {

@@ -33,7 +33,7 @@ std::string Status::to_string() const {
 
 Status Status::with_context(const std::string& context) const {
     if (ok()) return *this;
-    return Status(code_, context + ": " + message_);
+    return Status(code_, context + ": " + message_).with_field(field_);
 }
 
 } // namespace h3

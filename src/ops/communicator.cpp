@@ -62,7 +62,7 @@ namespace {
 Status no_nccl() {
     return unimplemented(
         "NCCL is not built in (this build found no CUDA toolkit with nccl.h and libnccl); rebuild with CUDA "
-        "and NCCL, or run the ranks on the CPU communicator (--device cpu)");
+        "and NCCL, or run the ranks on the CPU communicator (device cpu)");
 }
 } // namespace
 Result<NcclId> nccl_unique_id() {

@@ -18,11 +18,12 @@ namespace {
 
 using runtime::Component;
 
-// Prefixes the field name unless the message already starts with it, and reports the field.
+// Prefixes the field name unless the message already starts with it, and reports the field (in `out` and
+// in Status::field).
 Status field_error(const std::string& field, const Status& s, std::string* out) {
     if (out) *out = field;
-    if (s.message().rfind(field, 0) == 0) return s;
-    return Status(s.code(), field + ": " + s.message());
+    if (s.message().rfind(field, 0) == 0) return s.with_field(field);
+    return Status(s.code(), field + ": " + s.message()).with_field(field);
 }
 
 Status field_error(const std::string& field, const std::string& message, std::string* out) {
@@ -184,6 +185,13 @@ JobBuilder::JobBuilder(runtime::CheckpointInfo info, JobBuilderOptions options)
     : info_(std::move(info)), options_(options) {}
 
 Status JobBuilder::check(const JobInput& in, const JobBuilderOptions& o, std::string* field) {
+    std::string f;
+    Status s = check_fields(in, o, &f);
+    if (field) *field = f;
+    return f.empty() ? s : s.with_field(f);
+}
+
+Status JobBuilder::check_fields(const JobInput& in, const JobBuilderOptions& o, std::string* field) {
     // ---- conditioning
     if (in.prompt && in.prompt->empty())
         return field_error("prompt", "is required and must not be empty", field);
@@ -255,6 +263,14 @@ Status JobBuilder::check(const JobInput& in, const JobBuilderOptions& o, std::st
 }
 
 Result<GenerationJob> JobBuilder::build(JobInput in, std::string* field) const {
+    std::string f;
+    Result<GenerationJob> r = build_job(std::move(in), &f);
+    if (field) *field = f;
+    if (!r.ok() && !f.empty()) return r.status().with_field(f);
+    return r;
+}
+
+Result<GenerationJob> JobBuilder::build_job(JobInput in, std::string* field) const {
     H3_TRY(check(in, options_, field));
     const model::LatentSpec& spec = info_.spec;
     GenerationJob job;

@@ -84,16 +84,18 @@ class JobBuilder {
 public:
     JobBuilder(runtime::CheckpointInfo info, JobBuilderOptions options = {});
 
-    // The checks that need no checkpoint.
+    // The checks that need no checkpoint. An error names its field in Status::field (and in `field`).
     static Status check(const JobInput& input, const JobBuilderOptions& options,
                         std::string* field = nullptr);
-    // The whole request against the checkpoint.
+    // The whole request against the checkpoint (errors as check()'s).
     Result<GenerationJob> build(JobInput input, std::string* field = nullptr) const;
 
     const runtime::CheckpointInfo& info() const { return info_; }
     const JobBuilderOptions& options() const { return options_; }
 
 private:
+    static Status check_fields(const JobInput& input, const JobBuilderOptions& options, std::string* field);
+    Result<GenerationJob> build_job(JobInput input, std::string* field) const;
     runtime::CheckpointInfo info_;
     JobBuilderOptions options_;
 };

@@ -135,7 +135,7 @@ Result<std::unique_ptr<DeviceGroup>> DeviceGroup::create(const ParallelPlan& pla
         return g;
     }
     // CUDA: one session and one NCCL rank per GPU of the plan.
-    if (!ops::nccl_available()) return ops::nccl_unique_id().status().with_context("--sp/--tp on CUDA");
+    if (!ops::nccl_available()) return ops::nccl_unique_id().status().with_context("sp/tp on CUDA");
     for (int r = 0; r < n; ++r) {
         // A one-rank group without --gpus (bench dit --sp 1) runs on the components' device.
         const int gpu = plan.gpus.empty() ? ctx.device.index : plan.gpus[static_cast<size_t>(r)];

@@ -144,9 +144,10 @@ Result<MemoryPlan> plan_memory(const std::vector<ComponentBytes>& comps, const P
         s.comps.push_back(&comps[i]);
         cands.push_back(candidates(comps[i], o, o.keep_between_jobs));
         if (cands.back().empty())
-            return invalid_argument("memory plan: the forced placement (--resident-blocks " +
-                                    std::to_string(o.resident_layers.value_or(-1)) + ") does not exist for " +
-                                    comps[i].name + " (" + std::to_string(comps[i].layers) + " layers)");
+            return invalid_field("resident_blocks", "memory plan: the forced placement (resident_blocks " +
+                                                        std::to_string(o.resident_layers.value_or(-1)) +
+                                                        ") does not exist for " + comps[i].name + " (" +
+                                                        std::to_string(comps[i].layers) + " layers)");
         s.chosen.push_back(cands.back().back()); // the smallest placement first
     }
     const std::string budget_text = format_bytes(o.budget);
@@ -236,8 +237,8 @@ Result<uint64_t> parse_byte_size(const std::string& text, const std::string& fie
     else if (unit == "tb")
         mult = 1e12;
     if (pos == 0 || mult == 0 || !(v > 0) || !std::isfinite(v) || v * mult > 9.0e18)
-        return invalid_argument(field + " '" + text +
-                                "' must be a positive size such as 24GiB, 80GB or 512MiB");
+        return invalid_field(field,
+                             field + " '" + text + "' must be a positive size such as 24GiB, 80GB or 512MiB");
     return static_cast<uint64_t>(std::llround(v * mult));
 }
 

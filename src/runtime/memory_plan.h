@@ -72,8 +72,8 @@ uint64_t placement_bytes(const ComponentBytes& c, const model::ResidencyOptions&
 
 Result<MemoryPlan> plan_memory(const std::vector<ComponentBytes>& components, const PlanOptions& options);
 
-// "24GiB", "24 GiB", "80GB", "512MiB", "1.5TiB", or plain bytes; errors name `field`.
-Result<uint64_t> parse_byte_size(const std::string& text, const std::string& field = "--gpu-memory-budget");
+// "24GiB", "24 GiB", "80GB", "512MiB", "1.5TiB", or plain bytes; errors name `field` (Status::field too).
+Result<uint64_t> parse_byte_size(const std::string& text, const std::string& field = "gpu_memory_budget");
 std::string format_bytes(uint64_t bytes); // "23.51 GiB", "12.00 MiB", "64.00 KiB"
 
 } // namespace h3::runtime

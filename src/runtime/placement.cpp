@@ -76,31 +76,30 @@ Status PlacementPlan::validate() const {
 
 Status ParallelPlan::validate(const Device& device) const {
     if (sp < 1 || tp < 1 || ring < 1)
-        return invalid_argument("--sp " + std::to_string(sp) + " --tp " + std::to_string(tp) + " --ring " +
-                                std::to_string(ring) + ": the degrees must be at least 1");
+        return invalid_field("sp", "sp " + std::to_string(sp) + ", tp " + std::to_string(tp) + ", ring " +
+                                       std::to_string(ring) + ": the degrees must be at least 1");
     if (!gpus.empty() && static_cast<int>(gpus.size()) != world())
-        return invalid_argument("--gpus names " + std::to_string(gpus.size()) +
-                                " device(s) for sp·ring·tp = " + std::to_string(world()) +
-                                " ranks; give one GPU per rank");
+        return invalid_field("gpus", "gpus names " + std::to_string(gpus.size()) +
+                                         " device(s) for sp·ring·tp = " + std::to_string(world()) +
+                                         " ranks; give one GPU per rank");
     if (process.active()) {
         if (process.world != world())
-            return invalid_argument("WORLD_SIZE " + std::to_string(process.world) + " but --sp " +
-                                    std::to_string(sp) + " --ring " + std::to_string(ring) + " --tp " +
-                                    std::to_string(tp) + " needs " + std::to_string(world()) +
-                                    " ranks (one process per rank)");
+            return invalid_field("sp", "WORLD_SIZE " + std::to_string(process.world) + " but sp " +
+                                           std::to_string(sp) + ", ring " + std::to_string(ring) + ", tp " +
+                                           std::to_string(tp) + " needs " + std::to_string(world()) +
+                                           " ranks (one process per rank)");
         if (!gpus.empty())
-            return invalid_argument(
-                "--gpus with RANK/WORLD_SIZE: a launched process runs one rank on cuda:LOCAL_RANK");
+            return invalid_field(
+                "gpus", "gpus with RANK/WORLD_SIZE: a launched process runs one rank on cuda:LOCAL_RANK");
         return ok_status();
     }
     if (!gpus.empty() && device.is_cpu())
-        return invalid_argument(
-            "--gpus names CUDA devices but --device is cpu (the CPU ranks need no --gpus)");
+        return invalid_field("gpus",
+                             "gpus names CUDA devices but the device is cpu (the CPU ranks need no gpus)");
     if (active() && device.is_cuda() && gpus.empty())
-        return invalid_argument(
-            "--sp/--ring/--tp on CUDA: give the ranks' GPUs with --gpus (one per rank, e.g. --gpus "
-            "0,1 for " +
-            std::to_string(world()) + " ranks)");
+        return invalid_field("gpus",
+                             "sp/ring/tp on CUDA: give the ranks' GPUs in gpus (one per rank, e.g. 0,1 for " +
+                                 std::to_string(world()) + " ranks)");
     return ok_status();
 }
 

@@ -38,8 +38,8 @@ expect_err "cannot fit the model in a 64.00 KiB device budget"
 [ -e "$WORK/x.st" ] && fail "a refused plan still wrote latents"
 expect_rc 2 "${GEN[@]}" --gpu-memory-budget lots --save-latents "$WORK/x.st"; expect_err "--gpu-memory-budget 'lots'"
 expect_rc 2 "${GEN[@]}" --residency resident --resident-blocks 1 --save-latents "$WORK/x.st"
-expect_err "applies to --residency layerwise"
-expect_rc 2 "${GEN[@]}" --weight-dtype auto --save-latents "$WORK/x.st"; expect_err "give --gpu-memory-budget"
+expect_err "applies to residency layerwise"
+expect_rc 2 "${GEN[@]}" --weight-dtype auto --save-latents "$WORK/x.st"; expect_err "give gpu_memory_budget"
 
 # the same flags on serve: a budget that cannot be met fails before the server loads anything
 expect_rc 2 "$H3" serve --model "$WORK/tiny" --port 0 --output-dir "$WORK/srv" --gpu-memory-budget 64KiB
@@ -48,5 +48,5 @@ if ! grep -q "no HTTP server" "$WORK/err.txt"; then
   [ -e "$WORK/srv" ] && fail "a refused serve plan created its output directory"
 fi
 expect_rc 2 "$H3" serve --model "$WORK/tiny" --port 0 --residency resident --resident-blocks 1
-grep -q "no HTTP server" "$WORK/err.txt" || expect_err "applies to --residency layerwise"
+grep -q "no HTTP server" "$WORK/err.txt" || expect_err "applies to residency layerwise"
 echo OK

@@ -810,18 +810,18 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
         const int32_t* fv = f.data_as<const int32_t>();
         if (fv[c.num_layers])
             return internal_error("fp16 activation overflow: the token refiner's output holds inf/NaN; this "
-                                  "request cannot run in fp16 (use --dtype bf16 or fp32)");
+                                  "request cannot run in fp16 (use dtype bf16 or fp32)");
         for (int b = 0; b < c.num_layers; ++b)
             if (fv[b])
                 return internal_error(
                     "fp16 activation overflow: the residual stream holds inf/NaN after block " +
                     std::to_string(b) +
-                    "; this request cannot run in fp16 (use --dtype bf16 "
+                    "; this request cannot run in fp16 (use dtype bf16 "
                     "or fp32)");
         if (fv[c.num_layers + 1])
             return internal_error(
                 "fp16 activation overflow: the residual stream holds inf/NaN after the blocks "
-                "(a cached residual); this request cannot run in fp16 (use --dtype bf16 or "
+                "(a cached residual); this request cannot run in fp16 (use dtype bf16 or "
                 "fp32)");
     }
     DitOutputs out;

@@ -64,7 +64,7 @@ Status DitModel::merge_adapters(const std::vector<LoraUse>& uses) {
         if (!w || !w->defined())
             return invalid_argument("merging LoRA into " + lora_target_name(target) +
                                     ": that weight is not resident (AdaLN weights not loaded); apply the "
-                                    "adapters at run time instead (--lora-mode runtime)");
+                                    "adapters at run time instead (lora_mode runtime)");
         H3_TRY(lora_merge(ctx_, list, *w).with_context("merging LoRA into " + lora_target_name(target)));
     }
     if (!terms.empty()) merged_ += (merged_.empty() ? "" : ", ") + names;

@@ -50,8 +50,9 @@ Status DitModel::check_parallel(const DitParallel& p, const DitForwardOptions& o
         return invalid_argument("the sequence group holds " + std::to_string(p.seq_size()) +
                                 " ranks, not sp·ring = " + std::to_string(p.sp_size() * p.ring_size()));
     if (o.attention.is_vsa())
-        return invalid_argument("--attention vsa runs on one rank (its tile map spans the whole packed "
-                                "sequence); use --sp 1 --ring 1 --tp 1, or --attention dense");
+        return invalid_field("attention",
+                             "attention vsa runs on one rank (its tile map spans the whole packed "
+                             "sequence); use sp 1, ring 1 and tp 1, or attention dense");
     if (p.tp_size() > 1) {
         const DitTpShard* sh = p.tp_shard.get();
         const size_t L = weights_.blocks.size();

@@ -17,13 +17,13 @@ Status check_parallel_degrees(const DitConfig& c, int sp, int tp, int ring) {
         return os.str();
     };
     if (sp < 1 || tp < 1 || ring < 1)
-        return invalid_argument("--sp " + std::to_string(sp) + " --tp " + std::to_string(tp) + " --ring " +
-                                std::to_string(ring) + ": the degrees must be at least 1");
+        return invalid_field("sp", "sp " + std::to_string(sp) + ", tp " + std::to_string(tp) + ", ring " +
+                                       std::to_string(ring) + ": the degrees must be at least 1");
     if (H % (sp * tp) != 0)
-        return invalid_argument("--sp " + std::to_string(sp) + " --tp " + std::to_string(tp) +
-                                ": the DiT's " + std::to_string(H) +
-                                " attention heads do not split evenly over sp·tp = " +
-                                std::to_string(sp * tp) + " ranks; allowed sp·tp: " + allowed());
+        return invalid_field("sp", "sp " + std::to_string(sp) + ", tp " + std::to_string(tp) +
+                                       ": the DiT's " + std::to_string(H) +
+                                       " attention heads do not split evenly over sp·tp = " +
+                                       std::to_string(sp * tp) + " ranks; allowed sp·tp: " + allowed());
     return ok_status();
 }
 

@@ -318,7 +318,7 @@ Result<LoraAdapter> convert_lora_tensors(const std::vector<io::NamedTensor>& ten
     out.ignored = std::move(ignored);
     if (!out.ignored.empty())
         H3_LOG_WARN(
-            "{}: {} of {} keys name no projection h3-engine adapts and were skipped ({}); --lora-strict "
+            "{}: {} of {} keys name no projection h3-engine adapts and were skipped ({}); lora_strict "
             "makes this an error",
             label, out.ignored.size(), tensors.size(), list_keys(out.ignored, 5));
     return out;

@@ -157,9 +157,8 @@ Status write_tiny_checkpoint(const TinyCheckpointParams& p) {
     DitConfig c = tiny_dit_config(p.geometry);
     H3_TRY(c.validate("tiny config"));
     if (p.variant == TinyVariant::kFastH3 && p.layout != TinyLayout::kDiffusers)
-        return invalid_argument(
-            "make-tiny --variant fasth3 writes the diffusers layout only (FastH3 exports are "
-            "diffusers checkpoints)");
+        return invalid_field("variant", "variant fasth3 writes the diffusers layout only (FastH3 exports are "
+                                        "diffusers checkpoints)");
     H3_TRY(p.layout == TinyLayout::kDiffusers ? write_diffusers(p, c) : write_original(p, c));
     H3_TRY(write_tiny_vaes(p));
     return write_tiny_text(p);

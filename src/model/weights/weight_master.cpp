@@ -62,7 +62,7 @@ Result<Tensor> convert_weight(const Tensor& host, DType target, const std::strin
             return bad_input(what + " holds a non-finite value (" + std::to_string(v) + ") at element " +
                              std::to_string(i));
         return bad_input(what + " holds " + std::to_string(v) + " at element " + std::to_string(i) +
-                         ", beyond fp16's largest finite value 65504: --dtype fp16 cannot represent this "
+                         ", beyond fp16's largest finite value 65504: dtype fp16 cannot represent this "
                          "weight (use bf16 or fp32)");
     }
     return out;
