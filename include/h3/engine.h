@@ -168,6 +168,10 @@ public:
     static Status check(const EngineOptions& options);
     // A request's fields without a checkpoint and without reading the files it names.
     static Status check(const JobRequest& request, const EngineOptions& options = {});
+    // Reads and checks the files a request names (keyframes, references, prompt embeddings) without a
+    // checkpoint, with the rules that need their contents (references), so a bad file is reported before any
+    // model work; build() reads them again.
+    static Status check_files(const JobRequest& request, const EngineOptions& options = {});
     // Checks the options, reads the checkpoint's configs and prepares the placement; loads weights only
     // for what keep_loaded keeps.
     static Result<std::unique_ptr<Engine>> open(EngineOptions options);

@@ -192,6 +192,7 @@ Command make_generate_command() {
         eo->reference_video_edge = o->reference_video_edge;
         // the whole request before the checkpoint is opened
         if (Status s = Engine::check(rq, *eo); !s.ok()) return report(s);
+        if (Status s = Engine::check_files(rq, *eo); !s.ok()) return report(s);
         // every output path checked, its folders created, before the checkpoint is opened (by the writer:
         // rank 0 of a launched group, RANK / WORLD_SIZE)
         auto launched = runtime::process_rank_from_env();

@@ -180,6 +180,12 @@ Status Engine::check(const EngineOptions& o) {
     return ok_status();
 }
 
+Status Engine::check_files(const JobRequest& r, const EngineOptions& o) {
+    auto in = job_input(r);
+    if (!in.ok()) return in.status();
+    return pipeline::JobBuilder::check(*in, builder_options(o));
+}
+
 Status Engine::check(const JobRequest& r, const EngineOptions& o) {
     pipeline::JobInput in = job_input_fields(r);
     // the files are not read: keyframes stand in as 1x1 images, references are left to build()
