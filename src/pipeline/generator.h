@@ -73,9 +73,12 @@ struct JobReport {
     cache::WorkReport work;
     std::vector<double> step_seconds;
     // Stage times (seconds): encode includes the keyframe / reference encoders (condition_seconds) and the
-    // conditioner; denoise includes leasing the DiT; decode the video + audio decoders; mux the writers.
+    // conditioner; denoise includes leasing the DiT; decode the video + audio decoders; mux the writers
+    // after the audio decode (for an MP4: the frames still queued, the audio, the trailer — the part of the
+    // mux on the critical path); mux_encode_seconds: the MP4 encoder thread's whole time, most of it
+    // overlapped with the decode (pipeline/mp4_stream.h).
     double condition_seconds = 0, encode_seconds = 0, denoise_seconds = 0, setup_seconds = 0,
-           decode_seconds = 0, mux_seconds = 0;
+           decode_seconds = 0, mux_seconds = 0, mux_encode_seconds = 0;
     uint64_t peak_device_bytes = 0;                  // device buffers' high-water mark during the job
     std::map<std::string, uint64_t> component_loads; // the store's loads per component after the job
     std::string device, dtype;
