@@ -7,8 +7,10 @@
 #include "core/torch_generator.h"
 #include "io/safetensors.h"
 #include "ops/cancel.h"
+#include "ops/provenance.h"
 #include "pipeline/fl2va.h"
 #include "pipeline/generate.h"
+#include "pipeline/mp4_stream.h"
 #include "pipeline/ref2va.h"
 
 #include <chrono>
@@ -94,6 +96,15 @@ nlohmann::json JobReport::metrics(Task task) const {
     j["encode_ranks"] = encode_ranks;
     if (!memory_plan.empty()) j["memory_plan"] = memory_plan;
     if (!dit_weights.empty()) j["dit_weights"] = dit_weights;
+    j["kernels"] = kernels;
+    nlohmann::json fb = nlohmann::json::array();
+    for (const ops::Fallback& f : fallbacks)
+        fb.push_back({{"stage", f.stage},
+                      {"family", f.family},
+                      {"wanted", f.wanted},
+                      {"used", f.used},
+                      {"why", f.why}});
+    j["fallbacks"] = fb;
     return j;
 }
 
@@ -211,6 +222,13 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     const auto cancel_requested = [&] { return ev.cancel && ev.cancel->load(); };
     // every op of the job reads the flag between its blocks of work (ops/cancel.h), not only the stages
     const ops::CancelScope cancel_scope(ev.cancel);
+    // and every op notes the implementation it ran into the job's record (ops/provenance.h)
+    ops::ProvenanceRecord provenance;
+    const ops::ProvenanceScope provenance_scope(&provenance);
+    const auto take_provenance = [&](JobReport& rep) {
+        rep.kernels = provenance.calls();
+        rep.fallbacks = provenance.fallbacks();
+    };
     if (job.outputs.empty()) return invalid_argument("outputs: the job writes neither latents nor media");
     if (!(job.geometry.spec == store_.spec()))
         return invalid_argument("the job was built for another latent spec (" + job.geometry.spec.describe() +
@@ -229,6 +247,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     // ---- encode: the keyframes / references, then the conditioning (on a device group: rank 0 only, the
     // others receive what the denoise needs through the world communicator)
     report({.stage = Stage::kEncode, .percent = 0});
+    provenance.set_stage("encode");
     auto t0 = std::chrono::steady_clock::now();
     GenerationRequest rq;
     rq.geometry = job.geometry;
@@ -274,6 +293,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         job.task == Task::kRef2va ? Component::kTransformerRef : Component::kTransformer;
     announce_load(variant, kEncodeEnd, ev);
     report({.stage = Stage::kDenoise, .percent = kEncodeEnd, .step = 0, .total = job.steps - 1});
+    provenance.set_stage("denoise");
     t0 = std::chrono::steady_clock::now();
     GenerationOutput out;
     {
@@ -345,6 +365,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     const MediaTargets& media = job.outputs.media;
     if ((!media.empty() || job.outputs.return_media) && (writes || group)) {
         if (cancel_requested()) return cancelled("cancelled before decoding");
+        provenance.set_stage("decode");
         Tensor frames, wave;
         const bool video = media.needs_video() || job.outputs.return_media;
         // The MP4 is encoded while the decoder works (issue #45): each clip's frames go to an encoder
@@ -399,6 +420,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         if (!writes) { // a launched rank > 0: its share of the decode is done
             r.peak_device_bytes = static_cast<uint64_t>(device_memory_stats().peak);
             r.component_loads = store_.load_counts();
+            take_provenance(r);
             return r;
         }
         if (cancel_requested()) return cancelled("cancelled before decoding the audio");
@@ -450,6 +472,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     report({.stage = Stage::kMux, .percent = 100});
     r.peak_device_bytes = static_cast<uint64_t>(device_memory_stats().peak);
     r.component_loads = store_.load_counts();
+    take_provenance(r);
     return r;
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "cache/work.h"
+#include "ops/provenance.h"
 #include "pipeline/denoise.h"
 #include "pipeline/generate_group.h"
 #include "pipeline/job.h"
@@ -85,10 +86,14 @@ struct JobReport {
     // Weight residency: the store's placement plan (and the budget planner's text), and the DiT's streamed
     // weights after the job (their placement and counters; empty when its blocks are plain resident).
     std::string placement, memory_plan, dit_weights;
+    // Kernel provenance (ops/provenance.h): stage → op family → implementation → host calls, and the
+    // fallbacks to slower paths than the job's settings asked for (each logged once as a warning).
+    ops::ProvenanceRecord::Calls kernels;
+    std::vector<ops::Fallback> fallbacks;
 
     // One schema for the CLI's --metrics file and the server's records: work.to_json() + task, stage seconds
     // (keyframe_seconds for fl2va, reference_seconds for ref2va), peak_device_memory_bytes, component_loads,
-    // device, dtype, placement (+ memory_plan, dit_weights when set), encode_ranks.
+    // device, dtype, placement (+ memory_plan, dit_weights when set), encode_ranks, kernels, fallbacks.
     nlohmann::json metrics(Task task) const;
 };
 
