@@ -825,6 +825,7 @@ Command bench_attention_command(); // cmd_bench_attention.cpp: `bench attention`
 Command bench_fp8_command();       // cmd_bench_fp8.cpp: `bench fp8`
 Command bench_request_command();   // cmd_bench_request.cpp: `bench request`
 Command bench_quality_command();   // cmd_bench_quality.cpp: `bench quality`
+Command bench_load_command();      // cmd_bench_load.cpp: `bench load`
 
 Command make_bench_command() {
     auto o = std::make_shared<BenchOptions>();
@@ -835,8 +836,9 @@ Command make_bench_command() {
     auto fp8c = std::make_shared<Command>(bench_fp8_command());
     auto request = std::make_shared<Command>(bench_request_command());
     auto quality = std::make_shared<Command>(bench_quality_command());
+    auto load = std::make_shared<Command>(bench_load_command());
     Command c;
-    c.setup = [o, vo, text, gen, attn, fp8c, request, quality](CLI::App& app) {
+    c.setup = [o, vo, text, gen, attn, fp8c, request, quality, load](CLI::App& app) {
         o->sub = app.add_subcommand("bench", "Benchmarks (machine-readable with --json)");
         CLI::App* dit = o->sub->add_subcommand("dit", "DiT blocks with random full-width weights");
         o->sub->require_subcommand(1);
@@ -899,6 +901,7 @@ Command make_bench_command() {
         gen->setup(*o->sub);
         request->setup(*o->sub);
         quality->setup(*o->sub);
+        load->setup(*o->sub);
         CLI::App* vae =
             o->sub->add_subcommand("vae", "video + audio VAE decoders with random full-width weights");
         vae->add_option("--config", vo->config, "official or a vae config.json")->capture_default_str();
@@ -931,13 +934,14 @@ Command make_bench_command() {
         vo->sub = vae;
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
-    c.run = [o, vo, text, gen, attn, fp8c, request, quality]() -> int {
+    c.run = [o, vo, text, gen, attn, fp8c, request, quality, load]() -> int {
         if (vo->sub && vo->sub->parsed()) return run_bench_vae(*vo);
         if (gen->parsed()) return gen->run();
         if (attn->parsed()) return attn->run();
         if (fp8c->parsed()) return fp8c->run();
         if (request->parsed()) return request->run();
         if (quality->parsed()) return quality->run();
+        if (load->parsed()) return load->run();
         return text->parsed() ? text->run() : run_bench(*o);
     };
     return c;
