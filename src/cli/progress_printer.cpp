@@ -64,8 +64,8 @@ void ProgressPrinter::operator()(const pipeline::JobProgress& p) {
         print_bar(p);
         in_bar_ = p.step != p.total;
     } else if (mode_ == "json" && decode_clip) {
-        std::printf("{\"event\":\"decode\",\"clip\":%d,\"clips\":%d,\"percent\":%.3f,\"elapsed\":%.6f}\n", p.step,
-                    p.total, p.percent, wall_seconds());
+        std::printf("{\"event\":\"decode\",\"clip\":%d,\"clips\":%d,\"percent\":%.3f,\"elapsed\":%.6f}\n",
+                    p.step, p.total, p.percent, wall_seconds());
         std::fflush(stdout);
     } else if (mode_ == "json") {
         std::printf(
