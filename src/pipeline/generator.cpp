@@ -396,13 +396,22 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
                     return mux->push(std::move(part));
                 };
             }
+            // per decoded clip: the decode's share of the percentage (90–97), clips as step / total
+            auto on_clip = [&](int done, int clips) {
+                report({.stage = Stage::kDecode,
+                        .percent = kDenoiseEnd + (kVideoDecodeEnd - kDenoiseEnd) * done / std::max(clips, 1),
+                        .step = done,
+                        .total = clips,
+                        .part = "video"});
+            };
             // the decoder checks the flag between its calls
             if (group) {
-                H3_ASSIGN_OR_RETURN(frames,
-                                    decode_video_on_group(*group, *vae, r.video_latents, ev.cancel, sink));
+                H3_ASSIGN_OR_RETURN(
+                    frames, decode_video_on_group(*group, *vae, r.video_latents, ev.cancel, on_clip, sink));
             } else {
                 model::VideoDecodeOptions vopt;
                 vopt.cancel = ev.cancel;
+                vopt.on_clip = on_clip;
                 vopt.frames_sink = sink;
                 H3_ASSIGN_OR_RETURN(frames, decode_video_frames(ctx, *vae, r.video_latents, vopt));
             }
