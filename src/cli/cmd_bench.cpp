@@ -36,6 +36,7 @@
 #include "model/video_vae/video_vae_encoder.h"
 #include "ops/cuda/cuda_context.h"
 #include "ops/ops.h"
+#include "pipeline/provenance_json.h"
 #include "runtime/device_group.h"
 
 #include <CLI/CLI.hpp>
@@ -122,6 +123,8 @@ double block_gemm_params(const model::DitConfig& c) {
 }
 
 int run_bench(const BenchOptions& o) {
+    ops::ProvenanceRecord provenance; // the kernels the timed forwards ran ("kernels" in the JSON)
+    const ops::ProvenanceScope provenance_scope(&provenance);
     if (!o.random_weights) {
         std::fprintf(stderr,
                      "h3-engine bench dit: only --random-weights is supported (real weights: use `dit`)\n");
@@ -525,6 +528,7 @@ int run_bench(const BenchOptions& o) {
         if (!lj.ok()) return report(lj.status());
         j["lora"] = *lj;
     }
+    pipeline::add_provenance(j, provenance);
     if (o.json) {
         std::printf("%s\n", j.dump(2).c_str());
     } else {

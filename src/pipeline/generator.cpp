@@ -11,6 +11,7 @@
 #include "pipeline/fl2va.h"
 #include "pipeline/generate.h"
 #include "pipeline/mp4_stream.h"
+#include "pipeline/provenance_json.h"
 #include "pipeline/ref2va.h"
 
 #include <chrono>
@@ -96,15 +97,8 @@ nlohmann::json JobReport::metrics(Task task) const {
     j["encode_ranks"] = encode_ranks;
     if (!memory_plan.empty()) j["memory_plan"] = memory_plan;
     if (!dit_weights.empty()) j["dit_weights"] = dit_weights;
-    j["kernels"] = kernels;
-    nlohmann::json fb = nlohmann::json::array();
-    for (const ops::Fallback& f : fallbacks)
-        fb.push_back({{"stage", f.stage},
-                      {"family", f.family},
-                      {"wanted", f.wanted},
-                      {"used", f.used},
-                      {"why", f.why}});
-    j["fallbacks"] = fb;
+    j["kernels"] = kernels_json(kernels);
+    j["fallbacks"] = fallbacks_json(fallbacks);
     return j;
 }
 
