@@ -77,6 +77,10 @@ void add_dit_flags(CLI::App* dit, DitBenchOptions& o) {
         ->check(CLI::Range(1, 1024));
     dit->add_option("--ring", o.ring, "1: the forwards through the ring-attention code path on one rank")
         ->check(CLI::Range(1, 1024));
+    dit->add_option("--overlap-groups", o.overlap_groups,
+                    "with --sp 1: Ulysses head groups overlapped with their all-to-alls (0 auto, 1 off)")
+        ->check(CLI::Range(0, 1024))
+        ->capture_default_str();
     dit->add_option("--lora-rank", o.lora_rank,
                     "also time random rank-R adapters on q/k/v/out/FFN of every block: applied at run time "
                     "and merged into the weights")

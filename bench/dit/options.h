@@ -24,6 +24,7 @@ struct DitBenchOptions {
     std::vector<double> vsa_scan = {0.1, 0.25, 0.5, 1.0}; // kept fractions timed with --attention vsa
     ResidencyFlags residency;
     int sp = 0, tp = 0, ring = 0; // 0: not given; 1: the group path at world size 1 (nothing else is allowed)
+    int overlap_groups = 0;       // --sp 1: the Ulysses head groups (DitParallel::overlap_groups)
 };
 
 } // namespace h3::bench

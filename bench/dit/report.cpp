@@ -3,6 +3,7 @@
 #include "bench/device_report.h"
 #include "core/cuda_api.h"
 #include "model/dit/dit_fp8.h"
+#include "model/dit/dit_parallel.h"
 
 #include <cstdio>
 
@@ -110,6 +111,9 @@ nlohmann::json dit_report_json(const DitBench& b, const DitBenchOptions& o, cons
     j["forward_blocks"] = b.blocks;
     j["forward"] = fj;
     j["forward_path"] = forward_path(b);
+    if (const model::DitParallel* g = b.group_dit(); g && g->sp)
+        j["overlap_groups"] =
+            model::ulysses_overlap_groups(c.num_attention_heads, g->overlap_groups, g->ring != nullptr);
     return j;
 }
 

@@ -24,6 +24,7 @@ Result<std::unique_ptr<runtime::DeviceGroup>> one_rank_group(const DitBenchOptio
     runtime::ParallelPlan plan;
     plan.force_sequence_path = o.sp == 1 || o.tp == 1;
     plan.force_ring_path = o.ring == 1;
+    plan.overlap_groups = o.overlap_groups;
     return runtime::DeviceGroup::create(plan, ctx);
 }
 
