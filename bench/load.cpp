@@ -1,4 +1,5 @@
-// h3-engine bench load --dir DIR [--config official|FILE] [--blocks N] [--shard-mib M] [--rewrite]
+// h3-bench load (h3-engine bench load) --dir DIR [--config official|FILE] [--blocks N] [--shard-mib M]
+// [--rewrite]
 //                      [--device cuda|cpu] [--dtype bf16|fp32] [--json]
 // Cold start (issue #45): how long a fresh process takes from opening a checkpoint to its first DiT forward,
 // against the disk's sequential read rate. Writes once (or again with --rewrite) a random DiT of the
@@ -9,16 +10,14 @@
 //   sequential read  every shard read front to back in 16 MiB read() calls after its pages were dropped
 //                    from the page cache (posix_fadvise DONTNEED after fsync; /proc/sys/vm/drop_caches too
 //                    where writable) — what `dd if=shard of=/dev/null bs=16M` measures;
-//   cold / warm      this binary again as a child process (bench load --child): open the checkpoint, load
+//   cold / warm      this binary again as a child process (load --child): open the checkpoint, load
 //                    the DiT onto --device, compute its AdaLN tables and run one forward over a small
 //                    synthetic request, timed in the child; the parent times the whole process. Cold drops
 //                    the shards' pages first, warm runs right after with them cached.
 // JSON: bytes, shards, the read rate, per run the open / load / first-forward seconds, open→first forward,
 // the page-cache residency before it, and the ratio of open→first forward to the sequential read of the
 // same bytes against the goal (1.3).
-#include "cli/app.h"
-#include "cli/commands.h"
-#include "cli/device_setup.h"
+#include "bench/commands.h"
 #include "io/checkpoint.h"
 #include "io/json_file.h"
 #include "model/dit/dit_config.h"
@@ -47,7 +46,7 @@ extern char** environ;
 
 namespace fs = std::filesystem;
 
-namespace h3::cli {
+namespace h3::bench {
 
 namespace {
 
@@ -246,7 +245,7 @@ int run_child(const LoadBenchOptions& o) {
     return kExitOk;
 }
 
-// This binary again as `bench load --child`; its JSON line, and the process's wall seconds.
+// This binary again as `load --child`; its JSON line, and the process's wall seconds.
 Result<nlohmann::json> run_fresh_process(const LoadBenchOptions& o) {
     int fds[2];
     if (::pipe(fds) != 0) return io_error("bench load: pipe failed");
@@ -341,7 +340,7 @@ int run_bench(const LoadBenchOptions& o) {
 
 } // namespace
 
-Command bench_load_command() {
+Command load_command() {
     auto o = std::make_shared<LoadBenchOptions>();
     Command c;
     c.setup = [o](CLI::App& bench) {
@@ -370,4 +369,4 @@ Command bench_load_command() {
     return c;
 }
 
-} // namespace h3::cli
+} // namespace h3::bench
