@@ -249,8 +249,9 @@ int run_child(const LoadBenchOptions& o) {
 Result<nlohmann::json> run_fresh_process(const LoadBenchOptions& o) {
     int fds[2];
     if (::pipe(fds) != 0) return io_error("bench load: pipe failed");
-    std::vector<std::string> args = {"h3-engine", "bench",    "load",   "--child", "--dir",
-                                     o.dir,       "--device", o.device, "--dtype", o.dtype};
+    // this process is h3-bench (h3-engine bench execs it): its `load` again
+    std::vector<std::string> args = {"h3-bench", "load",   "--child", "--dir", o.dir,
+                                     "--device", o.device, "--dtype", o.dtype};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
