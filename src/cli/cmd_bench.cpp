@@ -1,6 +1,7 @@
 // h3-engine [--log-level L] bench ARGS...: the benchmarks are a program of their own, h3-bench (bench/),
-// built with h3-engine and installed beside it; this command execs it as `h3-bench [--log-level L] ARGS...`,
-// so the output, the errors and the exit code are h3-bench's (`h3-engine bench --help` is h3-bench's help).
+// built beside h3-engine (its own target) and installed beside it; this command execs it as `h3-bench
+// [--log-level L] ARGS...`, so the output, the errors and the exit code are h3-bench's (`h3-engine bench
+// --help` is h3-bench's help).
 #include "cli/app.h"
 #include "cli/commands.h"
 
@@ -57,10 +58,11 @@ Command make_bench_command() {
         argv.push_back(nullptr);
         std::fflush(nullptr);
         execv(program.c_str(), argv.data());
-        std::fprintf(stderr,
-                     "h3-engine: error: bench: cannot run %s (%s); the benchmarks are the h3-bench program, "
-                     "built with h3-engine and installed beside it\n",
-                     program.c_str(), std::strerror(errno));
+        std::fprintf(
+            stderr,
+            "h3-engine: error: bench: cannot run %s (%s); the benchmarks are the h3-bench program, "
+            "installed beside h3-engine: build it with `cmake --build BUILD_DIR --target h3-bench`\n",
+            program.c_str(), std::strerror(errno));
         return kExitRuntime;
     };
     return c;
