@@ -39,8 +39,8 @@ tail -n 1 "$WORK/err.txt" | grep -Eq "^generate: wrote $WORK/new2/deep/x.st and 
 grep "FLOP/s" "$WORK/err.txt" | grep -q "[0-9]e[-+]" && fail "a rate in scientific notation: $(grep 'FLOP/s' "$WORK/err.txt")"
 grep -Eq "[0-9] [kMGTP]?FLOP/s" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "no human FLOP/s rate"; }
 
-# ---- progress for every stage (json) and the done event's paths
-expect_rc 0 "$H3" generate --model "$WORK/tiny" --random-prompt-embeds 5 --device cpu --size 64x32 --steps 2 \
+# ---- progress for every stage (json) and the done event's paths; log lines (info here) stay off stdout
+expect_rc 0 "$H3" --log-level info generate --model "$WORK/tiny" --random-prompt-embeds 5 --device cpu --size 64x32 --steps 2 \
   --output "$WORK/p.wav" --save-latents "$WORK/p.st" --progress json
 python3 - "$WORK/out.txt" "$WORK/p.wav" "$WORK/p.st" <<'PY' || fail "progress json stages / done event"
 import json, sys
