@@ -212,6 +212,7 @@ Status serve_job_channel(GroupLeader& leader, Engine::Impl& engine, int fd) {
             pending.reset();
             cancel = false;
         }
+        const auto t0 = std::chrono::steady_clock::now();
         // the frame: the job's id (length-prefixed), then its input
         pipeline::ByteReader rd(job_frame.payload, "job frame");
         auto id = rd.bytes(4096);
@@ -228,16 +229,23 @@ Status serve_job_channel(GroupLeader& leader, Engine::Impl& engine, int fd) {
             job = in.ok() ? engine.build(std::move(*in)) : Result<pipeline::GenerationJob>(in.status());
         }
         Result<pipeline::JobReport> r = job.status();
+        auto t_run = t0;
+        double run_seconds = 0;
         if (job.ok()) {
             pipeline::JobEvents ev;
             ev.cancel = &cancel;
             ev.progress = [&](const pipeline::JobProgress& p) {
                 (void)ch.send(FrameType::kProgress, progress_json(p).dump());
             };
+            t_run = std::chrono::steady_clock::now();
             r = leader.run(*job, ev);
+            run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
         }
         const pipeline::GenerationJob none;
-        H3_TRY(ch.send(FrameType::kResult, result_json(job.ok() ? *job : none, r).dump())
+        nlohmann::json result = result_json(job.ok() ? *job : none, r);
+        // the front's time minus run_seconds is the serving path's cost (bytes, channel, build, events)
+        result["run_seconds"] = run_seconds;
+        H3_TRY(ch.send(FrameType::kResult, result.dump())
                    .with_context("answering the server"));
         std::lock_guard<std::mutex> lock(mu);
         running_id.clear();

@@ -192,6 +192,7 @@ Result<pipeline::JobReport> Replica::run(const pipeline::GenerationJob& job,
     const std::vector<uint8_t> input = pack_job_input(in);
     w.raw(input.data(), input.size());
     set_state("running");
+    const auto t0 = std::chrono::steady_clock::now();
     const auto fail = [&](const std::string& what) -> Status {
         needs_restart_ = true;
         procs_.stop(std::chrono::seconds(5));
@@ -254,6 +255,9 @@ Result<pipeline::JobReport> Replica::run(const pipeline::GenerationJob& job,
                 return fail(dead->describe() + " while the job ran (rank 0: " + r.status().message() +
                             "); the job failed (it is not re-queued) and the replica restarts");
         }
+        H3_LOG_INFO("serve: {}: job {} took {:.4f} s here, {:.4f} s in rank 0's run", name(), id,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                    j.value("run_seconds", 0.0));
         if (r.ok()) {
             std::lock_guard<std::mutex> lock(mu_);
             if (r->remote_metrics.contains("component_loads"))
