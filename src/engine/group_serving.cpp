@@ -106,7 +106,9 @@ nlohmann::json GroupLeader::status() const {
         broken = broken_;
     }
     nlohmann::json j = {{"replica", 0},
-                        {"state", !broken.empty() ? "broken" : running_.load() ? "running" : "ready"},
+                        {"state", !broken.empty()   ? "broken"
+                                  : running_.load() ? "running"
+                                                    : "ready"},
                         {"ranks", control_->size()}};
     if (!broken.empty()) j["error"] = broken;
     return j;
@@ -245,8 +247,7 @@ Status serve_job_channel(GroupLeader& leader, Engine::Impl& engine, int fd) {
         nlohmann::json result = result_json(job.ok() ? *job : none, r);
         // the front's time minus run_seconds is the serving path's cost (bytes, channel, build, events)
         result["run_seconds"] = run_seconds;
-        H3_TRY(ch.send(FrameType::kResult, result.dump())
-                   .with_context("answering the server"));
+        H3_TRY(ch.send(FrameType::kResult, result.dump()).with_context("answering the server"));
         std::lock_guard<std::mutex> lock(mu);
         running_id.clear();
     }

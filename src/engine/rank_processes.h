@@ -22,10 +22,10 @@ namespace h3 {
 
 struct RankLaunch {
     std::vector<std::string> argv = {}; // the program and its arguments (argv[0] is run as /proc/self/exe)
-    int world = 1;                 // ranks
-    std::vector<int> gpus = {};    // CUDA_VISIBLE_DEVICES for every rank (empty: not set)
-    int master_port = 0;           // MASTER_PORT (0: a free one, see free_tcp_ports)
-    bool set_rank_env = true;      // false for a group of one: no RANK / WORLD_SIZE
+    int world = 1;                      // ranks
+    std::vector<int> gpus = {};         // CUDA_VISIBLE_DEVICES for every rank (empty: not set)
+    int master_port = 0;                // MASTER_PORT (0: a free one, see free_tcp_ports)
+    bool set_rank_env = true;           // false for a group of one: no RANK / WORLD_SIZE
     // Rank 0's extra environment and the descriptor it inherits (-1: none).
     std::vector<std::pair<std::string, std::string>> rank0_env = {};
     int rank0_fd = -1;
