@@ -4,7 +4,8 @@
 # latents equal one rank's (fp32); a cancel reaches the ranks; kill -9 of a rank process mid-job fails that
 # job with a record naming the rank and the signal (not re-queued), the replica restarts and runs its next
 # job, the other replica's job completes, no job is lost or run twice; SIGTERM stops every rank process.
-# serve --gpus 0 (one replica, one process) runs a job; a list that does not split is refused naming --gpus;
+# serve --gpus 0 (one replica, one process) runs a job, and again after its process is killed mid-job and
+# while idle; a list that does not split is refused naming --gpus;
 # two "hosts" of two processes each under the launcher convention (--sp 2 --ring 2: rank 0 serves HTTP,
 # the others run what it sends) equal one process.
 source "$(dirname "$0")/lib/common.sh" "$@"
@@ -97,10 +98,13 @@ done
 h=$(health)
 [ "$(jq --argjson r "$RL" '.replicas[$r].jobs_done' <<< "$h")" -gt "$done_before" ] || fail "the restarted replica ran no job: $h"
 # every job exactly once: 7 records, each final once; the replicas' counters add up to them
-[ "$(curl -s "$URL/v1/videos?limit=100" | jq '.data | length')" = 7 ] || fail "records: $(curl -s "$URL/v1/videos?limit=100")"
+curl -s "$URL/v1/videos?limit=100" > "$WORK/list.json"
+[ "$(jq '.data | length' "$WORK/list.json")" = 7 ] || fail "records: $(cat "$WORK/list.json")"
 [ "$(jq '[.replicas[] | .jobs_done + .failures + .cancelled] | add' <<< "$h")" = 7 ] || fail "counters: $h"
-curl -s "$URL/metrics" | grep -q "^h3_replica_restarts_total{replica=\"$RL\"} 1" || fail "/metrics restarts"
-curl -s "$URL/metrics" | grep -q '^h3_requests_total{status="failed"} 1' || fail "/metrics failed"
+curl -s "$URL/metrics" > "$WORK/metrics.txt"   # (not piped into grep -q: pipefail and curl's SIGPIPE)
+grep -q "^h3_replica_restarts_total{replica=\"$RL\"} 1" "$WORK/metrics.txt" || fail "/metrics restarts"
+grep -q '^h3_requests_total{status="failed"} 1' "$WORK/metrics.txt" ||
+  fail "/metrics failed: $(grep h3_requests "$WORK/metrics.txt")"
 RANK_PIDS=$(jq -r '.replicas[].pids[]' <<< "$h")
 kill -TERM "$SPID"; wait "$SPID"; rc=$?
 [ $rc -eq 0 ] || { tail "$WORK/r4.err"; fail "SIGTERM: exit $rc"; }
@@ -111,6 +115,18 @@ start_server r1 "${SERVE[@]}" --gpus 0 --output-dir "$WORK/out1"
 G=$(submit '"num_inference_steps": 4, "seed": 4'); wait_final "$G" 120
 [ "$(status "$G")" = completed ] || fail "--gpus 0: $(curl -s "$URL/v1/videos/$G")"
 latents_close "$WORK/one.st" "$WORK/out1/$G/latents.safetensors" || fail "--gpus 0 latents"
+# its one process (rank 0, the job channel's end) killed mid-job: the job fails naming it, the next one runs
+K=$(submit '"num_inference_steps": 1000, "seed": 8'); wait_progress "$K" 6
+P0=$(health | jq -r '.replicas[0].pids[0]'); kill -9 "$P0"; wait_final "$K" 20
+msg=$(curl -s "$URL/v1/videos/$K" | jq -r .error.message)
+grep -qF "rank 0 (pid $P0) was killed by signal 9" <<< "$msg" || fail "rank 0 killed: $msg"
+G2=$(submit '"num_inference_steps": 4, "seed": 4'); wait_final "$G2" 120
+[ "$(status "$G2")" = completed ] || fail "after rank 0 died: $(curl -s "$URL/v1/videos/$G2")"
+# killed while idle: noticed before the next job, which runs on the restarted process
+P0=$(health | jq -r '.replicas[0].pids[0]'); kill -9 "$P0"; sleep 0.3
+G3=$(submit '"num_inference_steps": 4, "seed": 4'); wait_final "$G3" 120
+[ "$(status "$G3")" = completed ] || fail "after an idle death: $(curl -s "$URL/v1/videos/$G3")"
+[ "$(health | jq '.replicas[0].restarts')" = 2 ] || fail "--gpus 0 restarts: $(health)"
 kill -TERM "$SPID"; wait "$SPID" || fail "--gpus 0: SIGTERM exit"
 
 # ---- two "hosts" of two processes under the launcher convention: rank 0 serves, the others follow
