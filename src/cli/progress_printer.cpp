@@ -10,9 +10,12 @@ namespace {
 
 void print_bar(const pipeline::JobProgress& p) {
     const int width = 30, filled = p.total ? width * p.step / p.total : width;
-    std::fprintf(stderr, "\r[%.*s%*s] %d/%d  %.2f s/step  ETA %.0f s", filled,
-                 "##############################", width - filled, "", p.step, p.total, p.step_seconds,
-                 p.eta_seconds);
+    std::fprintf(stderr, "\r[%.*s%*s] %d/%d", filled, "##############################", width - filled, "",
+                 p.step, p.total);
+    if (p.stage == pipeline::Stage::kDenoise)
+        std::fprintf(stderr, "  %.2f s/step  ETA %.0f s", p.step_seconds, p.eta_seconds);
+    else
+        std::fprintf(stderr, " clips");
     if (p.step == p.total) std::fprintf(stderr, "\n");
     std::fflush(stderr);
 }
@@ -54,10 +57,16 @@ void ProgressPrinter::operator()(const pipeline::JobProgress& p) {
             std::fprintf(stderr, "generate: [%6.1f s] %s\n", wall_seconds(), key.c_str());
         }
     }
-    if (p.stage != pipeline::Stage::kDenoise || p.step == 0) return;
+    // the steps of the denoise and the clips of the video decode
+    const bool decode_clip = p.stage == pipeline::Stage::kDecode && p.total > 0;
+    if ((p.stage != pipeline::Stage::kDenoise && !decode_clip) || p.step == 0) return;
     if (mode_ == "bar") {
         print_bar(p);
         in_bar_ = p.step != p.total;
+    } else if (mode_ == "json" && decode_clip) {
+        std::printf("{\"event\":\"decode\",\"clip\":%d,\"clips\":%d,\"percent\":%.3f,\"elapsed\":%.6f}\n",
+                    p.step, p.total, p.percent, wall_seconds());
+        std::fflush(stdout);
     } else if (mode_ == "json") {
         std::printf(
             "{\"event\":\"step\",\"step\":%d,\"total\":%d,\"seconds\":%.6f,\"elapsed\":%.6f,\"eta\":%.6f}\n",

@@ -337,12 +337,21 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
             t0 = std::chrono::steady_clock::now();
             announce_load(Component::kVideoDecoder, kDenoiseEnd, ev);
             H3_ASSIGN_OR_RETURN(auto vae, store_.video_decoder());
+            // per decoded clip: the decode's share of the percentage (90–97), clips as step / total
+            auto on_clip = [&](int done, int clips) {
+                report({.stage = Stage::kDecode,
+                        .percent = kDenoiseEnd + (kVideoDecodeEnd - kDenoiseEnd) * done / std::max(clips, 1),
+                        .step = done,
+                        .total = clips,
+                        .part = "video"});
+            };
             // the decoder checks the flag between its calls
             if (group) {
-                H3_ASSIGN_OR_RETURN(frames, decode_video_on_group(*group, *vae, r.video_latents, ev.cancel));
-            } else {
                 H3_ASSIGN_OR_RETURN(frames,
-                                    decode_video_frames(ctx, *vae, r.video_latents, {.cancel = ev.cancel}));
+                                    decode_video_on_group(*group, *vae, r.video_latents, ev.cancel, on_clip));
+            } else {
+                H3_ASSIGN_OR_RETURN(frames, decode_video_frames(ctx, *vae, r.video_latents,
+                                                                {.cancel = ev.cancel, .on_clip = on_clip}));
             }
             r.decode_seconds += seconds_since(t0);
             if (frames.defined()) {

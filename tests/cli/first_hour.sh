@@ -56,6 +56,22 @@ assert done["output"] == sys.argv[2] and done["latents"] == sys.argv[3], done
 assert done["written"] == [sys.argv[3], sys.argv[2]] and done["wall_seconds"] > 0, done
 print("stages:", stages)
 PY
+# the video decode reports each clip: clip 1..N of N, its percentage rising through the decode's share
+expect_rc 0 "$H3" generate --model "$WORK/tiny" --random-prompt-embeds 5 --device cpu --size 64x32 --steps 2 \
+  --output "$WORK/p.mp4" --progress json
+python3 - "$WORK/out.txt" <<'PY' || fail "progress json decode clips"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+clips = [l for l in lines if l["event"] == "decode"]
+assert clips, lines
+n = clips[0]["clips"]
+assert [c["clip"] for c in clips] == list(range(1, n + 1)) and all(c["clips"] == n for c in clips), clips
+pct = [c["percent"] for c in clips]
+assert all(90 < a < b <= 97 for a, b in zip(pct, pct[1:])) and pct[-1] == 97, pct
+events = [l["event"] for l in lines]
+assert events.index("decode") > max(i for i, l in enumerate(lines) if l.get("stage") == "decode"), events
+print("decode clips:", n)
+PY
 
 # ---- one steps limit (the builder's 1000) and --size: a suggestion, no echo before the error
 expect_rc 2 "${TINY[@]}" --size 64x32 --steps 1001 --save-latents "$WORK/x.st"

@@ -531,6 +531,11 @@ Result<Tensor> assemble_video_sample(const ops::Context& ctx, const VideoVae& va
     Tensor prev; // the previous clip (its overlap part is faded into the next chunk)
     ClipFrames prev_f;
     int64_t f0 = 0;
+    const int clips = static_cast<int>(plan.starts.size());
+    int clips_done = 0;
+    auto clip_done = [&] {
+        if (opt.on_clip) opt.on_clip(++clips_done, clips);
+    };
     for (int start : plan.starts) {
         const int64_t len = std::min<int64_t>(plan.clip_latents, tp - start);
         Tensor clip_z = Tensor::host(Shape{lc, len, lh, lw}, DType::kF32);
@@ -539,7 +544,10 @@ Result<Tensor> assemble_video_sample(const ops::Context& ctx, const VideoVae& va
                         z.data_as<const float>() + (ch * tp + start) * hw,
                         static_cast<size_t>(len * hw) * sizeof(float));
         H3_ASSIGN_OR_RETURN(Tensor clip, decode_clip(ctx, vae, clip_z, opt));
-        if (!assembles) continue;
+        if (!assembles) {
+            clip_done();
+            continue;
+        }
         const ClipFrames f = clip_frames(plan, clip.dim(1), overlaps);
         const int64_t n = std::min(f.a1 - f.a0, total - f0);
         if (n > 0) {
@@ -556,6 +564,7 @@ Result<Tensor> assemble_video_sample(const ops::Context& ctx, const VideoVae& va
             prev = clip;
             prev_f = f;
         }
+        clip_done();
     }
     if (!assembles) return Tensor();
     if (prev.defined() && f0 < total) {
