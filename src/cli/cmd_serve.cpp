@@ -2,11 +2,16 @@
 //   [--max-queue N] [--output-dir DIR] [--ttl SECONDS] [--api-key KEY] [--on-term cancel|finish]
 //   [--max-body-bytes N] [--text-encoder resident|per-job] [--reference-image-edge N] [--reference-video-edge
 //   N] [--dtype fp16] [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
-//   [--host-pinning on|off] [--gpu-memory-budget SIZE] [--int8-cache DIR]
+//   [--host-pinning on|off] [--gpu-memory-budget SIZE] [--int8-cache DIR] [--gpus LIST] [--sp N] [--tp M]
+//   [--ring R]
 // The OpenAI-style video API over HTTP (serve/http_server.h lists the routes): a translator onto h3::Engine
 // with keep_loaded (the DiT, one variant at a time, and the decoders stay loaded; the text stack as
 // --text-encoder says; the encoders per job); the HTTP layer builds submissions with the engine's job
-// builder and the worker runs them on the engine.
+// builder and the worker runs them on the engine. Three more shapes (issue #46, engine/replica.h,
+// engine/group_serving.h): --gpus LIST makes this process the front of replicas of rank processes it
+// starts (this command line again, without --gpus, under the launcher convention); a process with
+// RANK/WORLD_SIZE is one rank of a serving group (rank 0 serves HTTP, the others follow); a process with
+// H3_JOB_CHANNEL_FD is a replica's rank 0, fed by its front through that descriptor.
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/parallel_flags.h"

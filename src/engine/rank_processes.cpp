@@ -109,6 +109,7 @@ Result<RankProcesses> RankProcesses::start(const RankLaunch& p) {
                    {"MASTER_PORT", std::to_string(g.port_)}};
         }
         if (!p.gpus.empty()) set.push_back({"CUDA_VISIBLE_DEVICES", join_ints(p.gpus)});
+        for (const auto& kv : p.env) set.push_back(kv);
         if (r == 0)
             for (const auto& kv : p.rank0_env) set.push_back(kv);
         envs.push_back(child_environment(set));

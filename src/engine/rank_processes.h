@@ -26,6 +26,7 @@ struct RankLaunch {
     std::vector<int> gpus = {};         // CUDA_VISIBLE_DEVICES for every rank (empty: not set)
     int master_port = 0;                // MASTER_PORT (0: a free one, see free_tcp_ports)
     bool set_rank_env = true;           // false for a group of one: no RANK / WORLD_SIZE
+    std::vector<std::pair<std::string, std::string>> env = {}; // every rank's extra environment
     // Rank 0's extra environment and the descriptor it inherits (-1: none).
     std::vector<std::pair<std::string, std::string>> rank0_env = {};
     int rank0_fd = -1;

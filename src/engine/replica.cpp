@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -81,6 +82,7 @@ Result<std::vector<ReplicaSpec>> plan_replicas(const std::vector<int>& slots, in
         r.slots.assign(slots.begin() + static_cast<long>(first),
                        slots.begin() + static_cast<long>(first + world));
         if (cuda) r.gpus = r.slots;
+        if (!cuda && !std::getenv("OMP_WAIT_POLICY")) r.env.push_back({"OMP_WAIT_POLICY", "PASSIVE"});
         out.push_back(std::move(r));
     }
     return out;
@@ -111,6 +113,7 @@ Status Replica::launch() {
     l.world = spec_.world;
     l.gpus = spec_.gpus;
     l.set_rank_env = spec_.world > 1;
+    l.env = spec_.env;
     l.rank0_env = {{"H3_JOB_CHANNEL_FD", std::to_string(sv[1])}};
     l.rank0_fd = sv[1];
     l.own_process_group = true;

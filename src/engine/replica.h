@@ -35,10 +35,15 @@ struct ReplicaSpec {
     std::vector<int> gpus;         // CUDA devices of its ranks (empty on the CPU: the ranks are slots)
     std::vector<int> slots;        // what the operator listed for it (GPUs, or slots on the CPU)
     std::chrono::seconds start_timeout{600}; // to load the model and connect the group
+    // Every rank's extra environment. plan_replicas on the CPU: OMP_WAIT_POLICY=PASSIVE unless set (the
+    // ranks of several replicas share the host's cores; libgomp's spinning wait made a rank process 3 to 5
+    // times slower on a loaded 2-core machine).
+    std::vector<std::pair<std::string, std::string>> env = {};
 };
 
 // `slots` (the listed GPUs; on the CPU, rank slots) split in order into replicas of sp·ring·tp ranks, each
-// running `argv`. Errors name the field "gpus" (a list that does not split, a slot listed twice).
+// running `argv` (see ReplicaSpec::env). Errors name the field "gpus" (a list that does not split, a slot
+// listed twice).
 Result<std::vector<ReplicaSpec>> plan_replicas(const std::vector<int>& slots, int sp, int ring, int tp,
                                                bool cuda, const std::vector<std::string>& argv);
 
