@@ -1,7 +1,9 @@
 // A job's input as bytes (pipeline/job_input_bytes.h, issue #46: what a server sends a replica's rank 0 and
 // rank 0 broadcasts to its ranks): every field survives the round trip, so the receiving process builds the
 // same GenerationJob; a damaged payload is refused naming what is wrong; JobBuilderOptions::keep_source keeps
-// the input with the drawn seed resolved.
+// the input with the drawn seed resolved. The job channel (engine/job_channel.h) carries frames that arrive
+// in pieces, times out without one, and reports the other end's close.
+#include "engine/job_channel.h"
 #include "model/tiny/tiny_checkpoint.h"
 #include "pipeline/job_builder.h"
 #include "pipeline/job_input_bytes.h"
@@ -9,7 +11,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <filesystem>
+#include <thread>
 
 namespace h3 {
 namespace {
@@ -200,6 +207,41 @@ TEST(JobInputBytes, KeepSourceResolvesTheSeedAndRebuildsTheSameJob) {
     EXPECT_EQ(again->prompt, job->prompt);
     EXPECT_EQ(again->geometry.width, job->geometry.width);
     EXPECT_EQ(again->geometry.latent_frames, job->geometry.latent_frames);
+}
+
+TEST(JobChannel, FramesInPiecesTimeoutsAndTheOtherEndClosing) {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    JobChannel a(sv[0]);
+    // nothing sent: nullopt after the timeout
+    JobChannel b(sv[1]);
+    auto none = b.receive(std::chrono::milliseconds(20));
+    ASSERT_TRUE(none.ok()) << none.status().to_string();
+    EXPECT_FALSE(*none);
+    // a big frame and a small one, read back whole and in order
+    std::vector<uint8_t> big(300000);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 31);
+    std::thread writer([&] {
+        ASSERT_TRUE(a.send(FrameType::kJob, big.data(), big.size()).ok());
+        ASSERT_TRUE(a.send(FrameType::kCancel, std::string("7")).ok());
+    });
+    auto f1 = b.receive(std::chrono::seconds(10));
+    ASSERT_TRUE(f1.ok() && *f1) << f1.status().to_string();
+    EXPECT_EQ((*f1)->type, FrameType::kJob);
+    EXPECT_EQ((*f1)->payload, big);
+    auto f2 = b.receive(std::chrono::seconds(10));
+    ASSERT_TRUE(f2.ok() && *f2);
+    EXPECT_EQ((*f2)->type, FrameType::kCancel);
+    EXPECT_EQ((*f2)->text(), "7");
+    writer.join();
+    // a header cut short, then the other end gone: an error, not a hang
+    const uint8_t partial[5] = {'H', '3', 'J', 'C', 2};
+    ASSERT_EQ(::write(sv[0], partial, sizeof partial), 5);
+    ::shutdown(sv[0], SHUT_RDWR);
+    auto gone = b.receive(std::chrono::seconds(10));
+    ASSERT_FALSE(gone.ok());
+    EXPECT_NE(gone.status().message().find("closed"), std::string::npos) << gone.status().to_string();
+    EXPECT_FALSE(b.send(FrameType::kResult, std::string("{}")).ok());
 }
 
 } // namespace
