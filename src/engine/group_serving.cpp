@@ -80,11 +80,11 @@ GroupLeader::~GroupLeader() {
 Status GroupLeader::send(std::vector<uint8_t> message) {
     if (!broken_.empty()) return internal_error(broken_);
     const Status s = pipeline::broadcast_bytes(ops::Context::cpu(), *control_, message, 0, "job message");
+    if (s.ok()) return s;
     std::lock_guard<std::mutex> lock(state_mu_);
-    if (!s.ok())
-        broken_ = "a rank of this serving group is gone (" + s.message() +
-                  "); the group must be restarted (its launcher restarts it)";
-    return s;
+    broken_ = "a rank of this serving group is gone (" + s.message() +
+              "); the group must be restarted (its launcher restarts it)";
+    return internal_error(broken_);
 }
 
 void GroupLeader::keep_alive() {
@@ -146,7 +146,7 @@ Result<pipeline::JobReport> GroupLeader::run(const pipeline::GenerationJob& job,
         w.i64(static_cast<int64_t>(++jobs_));
         const std::vector<uint8_t> input = pack_job_input(in);
         w.raw(input.data(), input.size());
-        H3_TRY(send(std::move(w.out)).with_context("sending the job to the group's other ranks"));
+        H3_TRY(send(std::move(w.out)));
     }
     return engine_.run(job, events);
 }

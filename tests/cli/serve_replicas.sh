@@ -7,7 +7,7 @@
 # serve --gpus 0 (one replica, one process) runs a job, and again after its process is killed mid-job and
 # while idle; a list that does not split is refused naming --gpus;
 # two "hosts" of two processes each under the launcher convention (--sp 2 --ring 2: rank 0 serves HTTP,
-# the others run what it sends) equal one process.
+# the others run what it sends) equal one process; a dead follower fails the next job clearly.
 source "$(dirname "$0")/lib/common.sh" "$@"
 make_tiny "$WORK/tiny" --seed 3 --dit-heads 8
 BODY='"prompt": "a red fox", "size": "64x32", "seconds": 4, "output_format": "latents"'
@@ -146,6 +146,15 @@ H=$(submit '"num_inference_steps": 4, "seed": 4'); wait_final "$H" 120
 [ "$(status "$H")" = completed ] || fail "launched group: $(curl -s "$URL/v1/videos/$H")"
 latents_close "$WORK/one.st" "$WORK/outL/$H/latents.safetensors" || fail "launched group's latents"
 grep -q "rank 3: job 1 done" "$WORK/L3.err" || { cat "$WORK/L3.err"; fail "rank 3 ran no job"; }
+[ "$(health | jq -r '.replicas[0].state')" = ready ] || fail "launched group's /health: $(health)"
+# a follower killed: the next job fails saying the group lost a rank (the launcher restarts groups), the
+# front stays up and says so
+kill -9 "${FOLLOWERS##* }"
+F=$(submit '"num_inference_steps": 4, "seed": 4'); wait_final "$F" 60
+msg=$(curl -s "$URL/v1/videos/$F" | jq -r .error.message)
+grep -qF "a rank of this serving group is gone" <<< "$msg" || fail "launched group, dead rank: $msg"
+h=$(health); [ "$(jq -r .status <<< "$h")" = ok ] && [ "$(jq -r '.replicas[0].state' <<< "$h")" = broken ] ||
+  fail "launched group's /health after a dead rank: $h"
 kill -TERM "$SPID"; wait "$SPID" || fail "launched rank 0: SIGTERM exit"
 for p in $FOLLOWERS; do
   for _ in $(seq 100); do kill -0 "$p" 2> /dev/null || break; sleep 0.1; done
