@@ -197,6 +197,11 @@ Status serve_job_channel(GroupLeader& leader, Engine::Impl& engine, int fd) {
             }
             if (!*f) continue;
             if ((*f)->type == FrameType::kJob) {
+                // the job's id (its frame starts with it) from now on: a cancel that follows at once counts
+                pipeline::ByteReader rd((*f)->payload, "job frame");
+                auto id = rd.bytes(4096);
+                running_id = id.ok() ? std::string(id->begin(), id->end()) : "";
+                cancel = false;
                 pending = std::move(**f);
                 cv.notify_all();
             } else if ((*f)->type == FrameType::kCancel && (*f)->text() == running_id) {
@@ -212,17 +217,11 @@ Status serve_job_channel(GroupLeader& leader, Engine::Impl& engine, int fd) {
             if (!pending) break;
             job_frame = std::move(*pending);
             pending.reset();
-            cancel = false;
         }
         const auto t0 = std::chrono::steady_clock::now();
         // the frame: the job's id (length-prefixed), then its input
         pipeline::ByteReader rd(job_frame.payload, "job frame");
         auto id = rd.bytes(4096);
-        std::string job_id = id.ok() ? std::string(id->begin(), id->end()) : "";
-        {
-            std::lock_guard<std::mutex> lock(mu);
-            running_id = job_id;
-        }
         Result<pipeline::GenerationJob> job = id.status();
         if (id.ok()) {
             const size_t at = 8 + id->size();
@@ -247,9 +246,11 @@ Status serve_job_channel(GroupLeader& leader, Engine::Impl& engine, int fd) {
         nlohmann::json result = result_json(job.ok() ? *job : none, r);
         // the front's time minus run_seconds is the serving path's cost (bytes, channel, build, events)
         result["run_seconds"] = run_seconds;
+        {
+            std::lock_guard<std::mutex> lock(mu); // before the result: the next job's frame may follow it
+            running_id.clear();
+        }
         H3_TRY(ch.send(FrameType::kResult, result.dump()).with_context("answering the server"));
-        std::lock_guard<std::mutex> lock(mu);
-        running_id.clear();
     }
     reader.join();
     leader.stop();

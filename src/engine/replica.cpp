@@ -100,10 +100,10 @@ void Replica::set_state(const char* s) {
 }
 
 Status Replica::start() {
-    return launch();
+    return launch({});
 }
 
-Status Replica::launch() {
+Status Replica::launch(const std::function<bool()>& stop) {
     set_state(starts_ == 0 ? "starting" : "restarting");
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
@@ -147,6 +147,12 @@ Status Replica::launch() {
                                                    std::to_string(spec_.start_timeout.count()) + " s"));
         }
         if (*f && (*f)->type == FrameType::kReady) break;
+        if (stop && stop()) { // a shutdown while the replica restarts: it stays down
+            procs_.stop(std::chrono::seconds(2));
+            set_state("down");
+            needs_restart_ = true;
+            return cancelled(name() + ": the server stopped while the replica started");
+        }
     }
     set_state("ready");
     needs_restart_ = false;
@@ -163,7 +169,7 @@ std::optional<RankExit> Replica::dead_rank(std::chrono::milliseconds grace) {
     }
 }
 
-Status Replica::prepare() {
+Status Replica::prepare(const std::function<bool()>& stop) {
     if (!needs_restart_) {
         if (std::optional<RankExit> e = procs_.reap()) {
             std::fprintf(stderr, "serve: %s: %s while idle; restarting it\n", name().c_str(),
@@ -179,12 +185,12 @@ Status Replica::prepare() {
         std::lock_guard<std::mutex> lock(mu_);
         ++restarts_;
     }
-    return launch();
+    return launch(stop);
 }
 
 Result<pipeline::JobReport> Replica::run(const pipeline::GenerationJob& job,
                                          const pipeline::JobEvents& events) {
-    H3_TRY(prepare());
+    H3_TRY(prepare([&] { return events.cancel && events.cancel->load(); }));
     if (!job.source)
         return internal_error("a replica's job must keep its input (JobBuilderOptions::keep_source)");
     pipeline::JobInput in = *job.source;

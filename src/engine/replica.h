@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,7 +57,7 @@ public:
     Status start();
     // Restarts the processes when one has ended (a fault while idle, or after a failed job). Called by the
     // server's worker before it takes a job.
-    Status prepare() override;
+    Status prepare(const std::function<bool()>& stop) override;
     // Runs one job (see above). `job.source` must hold the input (JobBuilderOptions::keep_source).
     Result<pipeline::JobReport> run(const pipeline::GenerationJob& job,
                                     const pipeline::JobEvents& events) override;
@@ -69,7 +70,7 @@ public:
     const ReplicaSpec& spec() const { return spec_; }
 
 private:
-    Status launch(); // the worker's thread (or start()'s)
+    Status launch(const std::function<bool()>& stop); // the worker's thread (or start()'s)
     // A rank that ended, if any: waits up to `grace` for one (a rank's death closes rank 0's link first).
     std::optional<RankExit> dead_rank(std::chrono::milliseconds grace);
     std::string name() const { return "replica " + std::to_string(spec_.index); }

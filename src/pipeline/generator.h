@@ -100,8 +100,11 @@ public:
     // Loads per component since start (what the runner's store counted).
     virtual std::map<std::string, uint64_t> component_loads() const = 0;
     // Called by a server's worker before it takes the next job: a runner over other processes (a replica)
-    // restarts them here when one has ended.
-    virtual Status prepare() { return ok_status(); }
+    // restarts them here when one has ended, giving up (kCancelled) once `stop` says so (a shutdown).
+    virtual Status prepare(const std::function<bool()>& stop) {
+        (void)stop;
+        return ok_status();
+    }
     // What a server's /health reports of this runner (a replica's processes); null for the generator.
     virtual nlohmann::json status() const { return nullptr; }
 };

@@ -50,7 +50,8 @@ void Worker::join() {
 
 void Worker::loop() {
     while (true) {
-        if (Status s = runner_.prepare(); !s.ok()) { // a replica that cannot start: try again shortly
+        if (Status s = runner_.prepare([this] { return board_.closed(); });
+            !s.ok()) { // a replica that cannot start: try again shortly
             H3_LOG_ERROR("serve: {}", s.to_string());
             std::fprintf(stderr, "serve: %s\n", s.to_string().c_str());
             for (int i = 0; i < 20 && !board_.closed(); ++i)
