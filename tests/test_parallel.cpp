@@ -332,6 +332,52 @@ TEST(GroupRing, OneRankGroupPathEqualsThePlainPath) {
     }
 }
 
+// Ulysses in head groups (issue #46's overlap: each group's all-to-alls on the communication lane while the
+// previous group's attention runs) and the ring's gathers on the lane under the own chunk's attention: the
+// same latents as one rank for every grouping the heads allow, with padding rows (7 text rows), at sp 2, on
+// the forced one-rank path, and with a ring with and without the lane.
+TEST(GroupOverlap, HeadGroupsEqualOneRank) {
+    Case c = make_case(Flow::kT2va, 7);
+    c.rq.steps = 3;
+    auto single = generate_latents(*c.model, c.cond, c.rq);
+    ASSERT_TRUE(single.ok()) << single.status().to_string();
+    const int heads = c.model->config().num_attention_heads;
+    EXPECT_EQ(model::ulysses_overlap_groups(56 / 8, 0, false), 1); // 7 heads: too few for 2 groups of 4
+    EXPECT_EQ(model::ulysses_overlap_groups(56 / 2, 0, false), 2);
+    EXPECT_EQ(model::ulysses_overlap_groups(56 / 2, 3, false), 1); // not a divisor: no grouping
+    EXPECT_EQ(model::ulysses_overlap_groups(56, 0, true), 1);      // the ring keeps one group
+    struct Run {
+        int sp, groups;
+        bool forced;
+        int ring = 1; // the ring: its gathers on the lane (groups 0) or on the compute stream (groups 1)
+    };
+    for (Run run : {Run{2, 2, false}, Run{2, 4, false}, Run{1, 2, true}, Run{1, heads, true},
+                    Run{2, 0, false, 2}, Run{2, 1, false, 2}, Run{1, 1, false, 3}}) {
+        SCOPED_TRACE("sp " + std::to_string(run.sp) + " groups " + std::to_string(run.groups) + " ring " +
+                     std::to_string(run.ring));
+        ASSERT_EQ(heads / run.sp % std::max(run.groups, 1), 0);
+        runtime::ParallelPlan p = plan(run.sp, 1, run.ring);
+        p.force_sequence_path = run.forced;
+        p.overlap_groups = run.groups;
+        if (run.forced) {
+            auto group = runtime::DeviceGroup::create(p, ops::Context::cpu());
+            ASSERT_TRUE(group.ok()) << group.status().to_string();
+            DenoiseOptions o;
+            o.parallel = &(*group)->rank(0).dit;
+            auto out = generate_latents(*c.model, c.cond, c.rq, o);
+            ASSERT_TRUE(out.ok()) << out.status().to_string();
+            EXPECT_LE(rel_err(out->video_latents, single->video_latents), 1e-5);
+            EXPECT_LE(rel_err(out->audio_latents, single->audio_latents), 1e-5);
+            continue;
+        }
+        auto group = generate_latents_on_group(*c.model, c.cond, c.rq, {}, p);
+        ASSERT_TRUE(group.ok()) << group.status().to_string();
+        EXPECT_LE(rel_err(group->video_latents, single->video_latents), 1e-5);
+        EXPECT_LE(rel_err(group->audio_latents, single->audio_latents), 1e-5);
+        EXPECT_GT(rel_err(group->video_latents, group->video_noise), 0.05);
+    }
+}
+
 // Tensor parallel in the other weight formats and with run-time adapters (issue #46): int8 (W8A16, resident
 // and layerwise), layerwise native, fp16 (fp32 residual stream), fp8 (e4m3 GEMMs) and run-time LoRA, at tp 2
 // (and sp 2 × tp 2, where every rank streams or dequantizes its own slices) against the same model on one

@@ -66,6 +66,7 @@ struct BenchOptions {
     std::vector<double> vsa_scan = {0.1, 0.25, 0.5, 1.0}; // kept fractions timed with --attention vsa
     ResidencyFlags residency;
     int sp = 0, tp = 0, ring = 0; // 0: not given; 1: the group path at world size 1 (nothing else is allowed)
+    int overlap_groups = 0;       // --sp 1: the Ulysses head groups (DitParallel::overlap_groups)
     CLI::App* sub = nullptr;
 };
 
@@ -81,6 +82,7 @@ Result<std::unique_ptr<runtime::DeviceGroup>> one_rank_group(const BenchOptions&
     runtime::ParallelPlan plan;
     plan.force_sequence_path = o.sp == 1 || o.tp == 1;
     plan.force_ring_path = o.ring == 1;
+    plan.overlap_groups = o.overlap_groups;
     return runtime::DeviceGroup::create(plan, ctx);
 }
 
@@ -483,6 +485,9 @@ int run_bench(const BenchOptions& o) {
                         : group_dit->sp && group_dit->ring ? "ulysses+ring"
                         : group_dit->ring                  ? "ring"
                                                            : "ulysses";
+    if (group_dit && group_dit->sp)
+        j["overlap_groups"] = model::ulysses_overlap_groups(
+            dit.config().num_attention_heads, group_dit->overlap_groups, group_dit->ring != nullptr);
     if (o.lora_rank > 0) { // last: the merged pass changes the weights for good
         auto rows = dit.build_row_tables(packed, *tables);
         if (!rows.ok()) return report(rows.status());
@@ -885,6 +890,10 @@ Command make_bench_command() {
             ->check(CLI::Range(1, 1024));
         dit->add_option("--ring", o->ring, "1: the forwards through the ring-attention code path on one rank")
             ->check(CLI::Range(1, 1024));
+        dit->add_option("--overlap-groups", o->overlap_groups,
+                        "with --sp 1: Ulysses head groups overlapped with their all-to-alls (0 auto, 1 off)")
+            ->check(CLI::Range(0, 1024))
+            ->capture_default_str();
         dit->add_option(
                "--lora-rank", o->lora_rank,
                "also time random rank-R adapters on q/k/v/out/FFN of every block: applied at run time "

@@ -44,6 +44,7 @@ void wire_dit(DeviceGroup::Rank& r, const ParallelPlan& plan) {
     r.dit.sp = ulysses_path ? ulysses : nullptr;
     r.dit.ring = ring ? r.ring.get() : nullptr;
     r.dit.tp = plan.tp > 1 ? r.tp.get() : nullptr;
+    r.dit.overlap_groups = plan.overlap_groups;
 }
 
 void place(DeviceGroup::Rank& r, int rank, const ParallelPlan& plan) {

@@ -80,6 +80,9 @@ struct ParallelPlan {
     // bench dit --sp 1 [--ring 1]: a group of one rank that still takes the Ulysses (and ring) code path —
     // size-1 communicators, all-to-alls, gathers — so its overhead over the plain path can be timed.
     bool force_sequence_path = false, force_ring_path = false;
+    // The Ulysses head groups overlapped with their collectives (model::DitParallel::overlap_groups): 0
+    // automatic, 1 none.
+    int overlap_groups = 0;
     int world() const { return sp * ring * tp; }
     bool active() const { return world() > 1; }
     Status validate(const Device& device) const;

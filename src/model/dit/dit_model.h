@@ -15,6 +15,7 @@
 #include "model/dit/dit_weights.h"
 #include "model/lora/lora_set.h"
 #include "model/weights/layer_source.h"
+#include "ops/comm_lane.h"
 #include "ops/context.h"
 #include "ops/vsa.h"
 
@@ -101,10 +102,15 @@ struct DitScratch {
     // chunk's k and v [padded rows · inner/(sp·tp)] (all_gather), the fp32 accumulator o_acc [chunk, heads
     // share, D] (padding rows stay zero) and its lse_acc [chunk, heads share], one key chunk's partial o_part
     // (activation dtype) / lse_part.
+    // Ulysses with `groups` head groups (ulysses_overlap_groups): send / send_k / send_v hold the packed
+    // q / k / v [groups, sp, local rows, heads/groups·hd] (send is reused for o's way back), q / k / v / o
+    // the gathered [groups, chunk, heads/groups·hd]; the collectives of a group run on `lane`.
     struct Parallel {
         const DitParallel* group = nullptr;
         SpShard shard;
-        Tensor send, q, k, v, o, pack, unpack, partial;
+        int groups = 1;
+        std::shared_ptr<ops::CommLane> lane;
+        Tensor send, send_k, send_v, q, k, v, o, pack, unpack, partial;
         Tensor k_all, v_all, o_acc, lse_acc, o_part, lse_part;
     } par;
 };
@@ -255,6 +261,9 @@ private:
     // back into o3.
     Status sequence_attention(const Tensor& q3, const Tensor& k3, const Tensor& v3, Tensor& o3,
                               DitScratch& scratch, bool fp8) const;
+    // sequence_attention with the rank's heads in par.groups groups overlapped with the collectives.
+    Status grouped_sequence_attention(const Tensor& q3, const Tensor& k3, const Tensor& v3, Tensor& o3,
+                                      DitScratch& sc, bool fp8) const;
     // Ring attention (model/dit/dit_ring.cpp): q/k/v [chunk, heads share, D] of this ring rank's chunk; K/V
     // of every chunk gathered over the ring, attention per key chunk with its lse, merged exactly; o [chunk,
     // heads share, D] gets the chunk's outputs (padding query rows zero). fp8: the partials in the attention

@@ -199,21 +199,38 @@ Status DitModel::prepare_parallel_buffers(const DitParallel& p, const SpShard& s
         return upload(z);
     };
     const int64_t X = c.inner_dim() / (tp * sp), Hs = c.num_attention_heads / (tp * sp);
+    par.groups = p.sp ? ulysses_overlap_groups(Hs, p.overlap_groups, p.ring != nullptr) : 1;
     if (p.sp) {
         const int64_t L = sh.local;
+        const int64_t G = par.groups;
         H3_ASSIGN_OR_RETURN(par.send, alloc(Shape{C, X}, act_dtype()));
+        if (G > 1) { // the three packed inputs wait side by side for their collectives on the lane
+            H3_ASSIGN_OR_RETURN(par.send_k, alloc(Shape{C, X}, act_dtype()));
+            H3_ASSIGN_OR_RETURN(par.send_v, alloc(Shape{C, X}, act_dtype()));
+        }
         H3_ASSIGN_OR_RETURN(par.q, alloc(Shape{C, X}, act_dtype()));
         H3_ASSIGN_OR_RETURN(par.k, alloc(Shape{C, X}, act_dtype()));
         H3_ASSIGN_OR_RETURN(par.v, alloc(Shape{C, X}, act_dtype()));
         H3_ASSIGN_OR_RETURN(par.o, zeros(Shape{C, X}, act_dtype())); // padding queries: zero rows
-        std::vector<int32_t> pack(static_cast<size_t>(L * sp)), unpack(pack.size());
-        for (int64_t j = 0; j < sp; ++j)
-            for (int64_t l = 0; l < L; ++l) {
-                pack[static_cast<size_t>(j * L + l)] = static_cast<int32_t>(l * sp + j);
-                unpack[static_cast<size_t>(l * sp + j)] = static_cast<int32_t>(j * L + l);
-            }
+        // The shard's rows as W-wide pieces (W = X/G: one head group of one Ulysses rank's heads), piece
+        // (l·sp + j)·G + g = row l, Ulysses rank j, group g; packed group-major, then rank, then row.
+        std::vector<int32_t> pack(static_cast<size_t>(L * sp * G)), unpack(pack.size());
+        for (int64_t g = 0; g < G; ++g)
+            for (int64_t j = 0; j < sp; ++j)
+                for (int64_t l = 0; l < L; ++l) {
+                    const int64_t packed = (g * sp + j) * L + l, piece = (l * sp + j) * G + g;
+                    pack[static_cast<size_t>(packed)] = static_cast<int32_t>(piece);
+                    unpack[static_cast<size_t>(piece)] = static_cast<int32_t>(packed);
+                }
         H3_ASSIGN_OR_RETURN(par.pack, upload(index_tensor(pack)));
         H3_ASSIGN_OR_RETURN(par.unpack, upload(index_tensor(unpack)));
+    }
+    // The communication lane: the Ulysses groups' all-to-alls, the ring's K/V gathers (not with overlap
+    // groups 1: every collective then runs on the compute stream).
+    par.lane.reset();
+    if (par.groups > 1 || (p.ring && p.overlap_groups != 1)) {
+        H3_ASSIGN_OR_RETURN(auto lane, ops::CommLane::create(ctx_));
+        par.lane = std::move(lane);
     }
     if (p.ring) { // every chunk's K/V, the fp32 accumulator (padding rows stay zero) and one partial
         H3_ASSIGN_OR_RETURN(par.k_all, alloc(Shape{sh.padded, X}, act_dtype()));
@@ -247,6 +264,7 @@ Status DitModel::sequence_attention(const Tensor& q3, const Tensor& k3, const Te
     }
     // [L, sp, X] → [sp, L, X]: chunk j (the shard's rows, head group j) goes to rank j, which receives every
     // Ulysses rank's rows of its head group: [C, Hs, hd] in sequence order (C = all rows without a ring).
+    if (par.groups > 1) return grouped_sequence_attention(q3, k3, v3, o3, sc, fp8);
     auto scatter_heads = [&](const Tensor& t3, Tensor& recv) -> Status {
         Tensor send = par.send;
         H3_TRY(ops::gather_rows(ctx_, t3.view({L * sp, X}), par.pack, send));
@@ -268,6 +286,55 @@ Status DitModel::sequence_attention(const Tensor& q3, const Tensor& k3, const Te
     H3_TRY(g.sp->all_to_all(ctx_, par.o, back));
     Tensor rows = o3.view({L * sp, X});
     return ops::gather_rows(ctx_, back, par.unpack, rows);
+}
+
+// Ulysses in G head groups (no ring): the three packs on the compute stream, then on the lane every group's
+// q/k/v all-to-alls; group g's attention waits only for its own three, and its output's all-to-all back
+// (on the lane) runs under group g+1's attention. The compute stream joins the lane before the unpack.
+Status DitModel::grouped_sequence_attention(const Tensor& q3, const Tensor& k3, const Tensor& v3, Tensor& o3,
+                                            DitScratch& sc, bool fp8) const {
+    DitScratch::Parallel& par = sc.par;
+    const DitParallel& g = *par.group;
+    const int64_t sp = g.sp_size(), L = q3.dim(0), H = q3.dim(1), hd = q3.dim(2);
+    const int64_t Hs = H / sp, X = Hs * hd, S = par.shard.rows, C = par.shard.padded;
+    const int64_t G = par.groups, W = X / G, Hg = Hs / G, P = L * sp; // P: rows of one group's pack
+    H3_CHECK(par.lane && G > 1 && Hs % G == 0 && P == C, "grouped Ulysses over " << G << " groups");
+    ops::CommLane& lane = *par.lane;
+    Tensor* sends[3] = {&par.send, &par.send_k, &par.send_v};
+    const Tensor* ins[3] = {&q3, &k3, &v3};
+    for (int i = 0; i < 3; ++i) {
+        Tensor dst = sends[i]->view({G * P, W});
+        H3_TRY(ops::gather_rows(ctx_, ins[i]->view({L * sp * G, W}), par.pack, dst));
+    }
+    H3_TRY(lane.wait_for(ctx_));
+    const ops::Context& lc = lane.context();
+    auto group_rows = [&](const Tensor& t, int64_t gi) {
+        return t.view({G * P, W}).slice(0, gi * P, (gi + 1) * P);
+    };
+    Tensor* recvs[3] = {&par.q, &par.k, &par.v};
+    for (int64_t gi = 0; gi < G; ++gi) {
+        for (int i = 0; i < 3; ++i) {
+            Tensor recv = group_rows(*recvs[i], gi);
+            H3_TRY(g.sp->all_to_all(lc, group_rows(*sends[i], gi), recv));
+        }
+        H3_TRY(lane.mark(static_cast<int>(gi)));
+    }
+    Tensor back = par.send; // free once the lane ran the q all-to-alls (the lane runs in order)
+    for (int64_t gi = 0; gi < G; ++gi) {
+        H3_TRY(lane.wait_mark(ctx_, static_cast<int>(gi)));
+        Tensor q = group_rows(par.q, gi).view({C, Hg, hd}), k = group_rows(par.k, gi).view({C, Hg, hd}),
+               v = group_rows(par.v, gi).view({C, Hg, hd});
+        Tensor og = group_rows(par.o, gi).view({C, Hg, hd});
+        Tensor oa = og.slice(0, 0, S); // the padding rows (the last C − S) stay zero
+        H3_TRY(ops::attention(ctx_, {.fp8 = fp8}, q.slice(0, 0, S), k.slice(0, 0, S), v.slice(0, 0, S), oa));
+        H3_TRY(lane.wait_for(ctx_));
+        Tensor bg = group_rows(back, gi);
+        H3_TRY(g.sp->all_to_all(lc, group_rows(par.o, gi), bg));
+    }
+    H3_TRY(lane.mark(0));
+    H3_TRY(lane.wait_mark(ctx_, 0));
+    Tensor rows = o3.view({L * sp * G, W});
+    return ops::gather_rows(ctx_, back.view({G * P, W}), par.unpack, rows);
 }
 
 Status DitModel::reduce_partial(Tensor& out, DitScratch& sc) const {

@@ -82,4 +82,12 @@ BlockCommBytes block_comm_bytes(const DitConfig& c, int64_t rows, int sp, int tp
     return b;
 }
 
+int ulysses_overlap_groups(int64_t heads, int requested, bool ring) {
+    if (ring || heads < 2) return 1;
+    if (requested > 0) return heads % requested == 0 ? requested : 1;
+    for (int g = 2; g <= heads / 4; ++g)
+        if (heads % g == 0) return g;
+    return 1;
+}
+
 } // namespace h3::model

@@ -68,6 +68,12 @@ struct DitParallel {
     // This rank's slices of the request's run-time adapters (tp > 1 with DitForwardOptions::lora): the block
     // factors cut like the weights they adapt (DitModel::make_tp_lora); the refiner's and AdaLN's are whole.
     std::shared_ptr<const LoraSet> tp_lora;
+    // Ulysses overlap: the rank's heads go through the all-to-alls in this many groups, each group's
+    // collectives on a communication lane (ops/comm_lane.h) while the previous group's attention runs (on
+    // the CPU in call order, the same results). 0: automatic (the smallest divisor ≥ 2 of the rank's heads
+    // that leaves at least 4 heads per group, else 1); 1: no overlap (every collective on the compute
+    // stream). The ring keeps one group (its K/V exchange runs per chunk on the compute stream).
+    int overlap_groups = 0;
 
     int sp_size() const { return sp ? sp->size() : 1; }
     int sp_rank() const { return sp ? sp->rank() : 0; }
@@ -81,6 +87,10 @@ struct DitParallel {
     // wires size-1 ones to time the group's code path at world size 1: a non-null pointer is the path taken.
     bool active() const { return seq != nullptr || tp_size() > 1; }
 };
+
+// The head groups sequence_attention uses for `heads` heads per Ulysses rank under `requested`
+// (DitParallel::overlap_groups): a divisor of heads; 1 with a ring.
+int ulysses_overlap_groups(int64_t heads, int requested, bool ring);
 
 // The degrees the DiT accepts: sp·tp must divide the attention heads (56 at full size); ring is any degree
 // ≥ 1 (it splits the sequence, not the heads). The error names the allowed values ("--sp 3: 56 heads split

@@ -121,7 +121,7 @@ struct VideoDecodeOptions {
     const std::atomic<bool>* cancel = nullptr;
     // Optional: called after each temporal clip is decoded (and, on a group's rank 0, assembled) with the
     // clips done so far and the clip count — the decode stage's progress.
-    std::function<void(int clips_done, int clips)> on_clip;
+    std::function<void(int clips_done, int clips)> on_clip{};
     // A device group splitting the decode (issue #17): every rank of `group` calls decode_video_sample (or
     // decode_video_frames) with the same latents; each decodes its contiguous share of every clip's tiles,
     // the shares are gathered (one all_gather per clip) and rank 0 blends them — the single-rank result bit

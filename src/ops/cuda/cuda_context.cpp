@@ -85,6 +85,23 @@ Result<std::unique_ptr<CudaContext>> CudaContext::create(int device) {
     return c;
 }
 
+Result<std::unique_ptr<CudaContext>> CudaContext::create_stream_only(int device) {
+    H3_TRY(cuda_status(cudaSetDevice(device), "cudaSetDevice"));
+    std::unique_ptr<CudaContext> c(new CudaContext());
+    c->device_ = device;
+    c->gemm_cache_ = std::make_unique<cuda_detail::GemmCache>();
+    c->attention_cache_ = std::make_unique<cuda_detail::AttentionCache>();
+    c->conv3d_cache_ = std::make_unique<cuda_detail::Conv3dCache>();
+    cudaDeviceProp prop{};
+    H3_TRY(cuda_status(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"));
+    c->sm_count_ = prop.multiProcessorCount;
+    c->cc_major_ = prop.major;
+    cudaStream_t s = nullptr;
+    H3_TRY(cuda_status(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
+    c->stream_ = s;
+    return c;
+}
+
 CudaContext::~CudaContext() {
     // Best effort on teardown: nothing here can report an error to anyone.
     cudaSetDevice(device_);

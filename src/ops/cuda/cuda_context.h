@@ -39,6 +39,9 @@ public:
     // Creates the stream, handles and workspace on `device`. Errors (no device, no driver, cuDNN
     // missing) come back as Status.
     static Result<std::unique_ptr<CudaContext>> create(int device);
+    // A context for collectives only (ops/comm_lane.h): a stream of its own on `device`, no cuBLASLt / cuDNN
+    // handles and no workspace — the ops other than a communicator's must not run on it.
+    static Result<std::unique_ptr<CudaContext>> create_stream_only(int device);
     ~CudaContext();
     CudaContext(const CudaContext&) = delete;
     CudaContext& operator=(const CudaContext&) = delete;
