@@ -30,7 +30,7 @@ if [ "${1:-}" = "--build" ]; then
   t0=$(date +%s)
   cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DH3_CUDA_ARCHITECTURES=90a -DH3_BUILD_BENCH=OFF \
     "${CUDNN_ARGS[@]}" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
-  ninja -C $B -j"$(nproc)" h3-engine test_ops test_ops_fp8 test_dit_fp8 > "$OUT/build.log" 2>&1 ||
+  ninja -C $B -j"$(nproc)" h3-engine h3-bench test_ops test_ops_fp8 test_dit_fp8 > "$OUT/build.log" 2>&1 ||
     { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
   echo "== build ok ($(( $(date +%s) - t0 )) s)"
 fi

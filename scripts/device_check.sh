@@ -92,6 +92,8 @@ for t in test_vae_encoder test_vision test_serve test_fl2va test_ref_conditioner
 [ "$STAGE" = reports ] && TARGETS="h3-engine"
 [ "$STAGE" = speed_dit ] && TARGETS="h3-engine test_ops"
 [ -n "${H3_TARGETS:-}" ] && TARGETS="$H3_TARGETS" # a short call: these targets only
+# `h3-engine bench` runs the h3-bench beside it (a target of its own)
+case " $TARGETS " in *" h3-engine "*) TARGETS="$TARGETS h3-bench" ;; esac
 ninja -C build-gpu -j"$(nproc)" $TARGETS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
 echo "== build ok"

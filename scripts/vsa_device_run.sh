@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# VSA on the GPU machine with binaries built elsewhere (BIN=dir holding h3-engine and test_ops_vsa, built for
-# sm_90a without FFmpeg/image codecs so that they need no library the GPU image lacks): the CUDA-vs-CPU op tests,
-# the DiT block bench at 1344×768×124 dense / VSA 0.9 / VSA 0.0, the block-sparse kernel at kept fractions
-# 0.1/0.25/0.5/1.0, and the tiny FastH3 student on CUDA vs CPU. Logs under $OUT. scripts/device_check.sh runs
-# the same checks from a fresh build.
+# VSA on the GPU machine with binaries built elsewhere (BIN=dir holding h3-engine, h3-bench (which `h3-engine
+# bench` runs) and test_ops_vsa, built for sm_90a without FFmpeg/image codecs so that they need no library the
+# GPU image lacks): the CUDA-vs-CPU op tests, the DiT block bench at 1344×768×124 dense / VSA 0.9 / VSA 0.0, the
+# block-sparse kernel at kept fractions 0.1/0.25/0.5/1.0, and the tiny FastH3 student on CUDA vs CPU. Logs under
+# $OUT. scripts/device_check.sh runs the same checks from a fresh build.
 set -u
 OUT=${OUT:-/tmp/h3-vsa-out}
 BIN=${BIN:-bin}
@@ -19,7 +19,7 @@ CUDNN=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(os.path.dirname(
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$LD_LIBRARY_PATH"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader 2>&1 | tee "$OUT/gpu.txt"
 H3=$BIN/h3-engine
-for b in "$H3" "$BIN/test_ops_vsa"; do
+for b in "$H3" "$BIN/h3-bench" "$BIN/test_ops_vsa"; do
   missing=$(ldd "$b" 2>&1 | grep "not found")
   [ -n "$missing" ] && { echo "$b: $missing"; }
 done

@@ -1,16 +1,16 @@
-// `bench quality`'s measurements on known inputs (cli/quality_table.h over pipeline/quality_metrics.h):
+// `bench quality`'s measurements on known inputs (bench/quality/table.h over pipeline/quality_metrics.h):
 // identical runs give PSNR and SNR +inf, SSIM and cosine 1; a constant pixel offset gives the exact PSNR;
 // a scaled waveform the exact SNR; cases sum by pixels and samples; the speedups are the reference's
 // counts over the setting's; the markdown's shape; the setting and case names.
-#include "cli/quality_settings.h"
-#include "cli/quality_table.h"
+#include "bench/quality/settings.h"
+#include "bench/quality/table.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
-namespace h3::cli {
+namespace h3::bench {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -162,4 +162,4 @@ TEST(QualityBench, SettingsAndCases) {
 }
 
 } // namespace
-} // namespace h3::cli
+} // namespace h3::bench

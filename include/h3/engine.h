@@ -12,6 +12,7 @@
 // a program needs; link libh3_engine (installed with `cmake --install`).
 #pragma once
 
+#include <h3/defaults.h>
 #include <h3/status.h>
 
 #include <atomic>
@@ -69,11 +70,11 @@ struct EngineOptions {
     std::string cache;     // "": none (lossless)
 
     // ---- limits and the reference resolutions
-    size_t max_prompt_bytes = 0;    // 0: no limit
-    int max_steps = 1000;           // num_inference_steps at most (runtime::kMaxInferenceSteps)
-    int reference_image_edge = 0;   // ref2va image short edge (0: the checkpoint's h3_defaults.json, else
-                                    // 2048, the model's; smaller: reduced cost)
-    int reference_video_edge = 768; // ref2va video canvas short edge (the model's)
+    size_t max_prompt_bytes = 0;  // 0: no limit
+    int max_steps = 1000;         // num_inference_steps at most (runtime::kMaxInferenceSteps)
+    int reference_image_edge = 0; // ref2va image short edge (0: the checkpoint's h3_defaults.json, else
+                                  // kReferenceImageEdge, the model's; smaller: reduced cost)
+    int reference_video_edge = kCanvasShortEdge; // ref2va video canvas short edge (the model's)
 };
 
 // One generation request. Absent fields take the engine's or the checkpoint's defaults. Names are the HTTP

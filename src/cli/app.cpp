@@ -70,6 +70,12 @@ std::optional<std::string> unknown_command(int argc, char** argv, CLI::App& app)
     return std::nullopt;
 }
 
+// The running program's name (the prefix of its messages).
+std::string& current_program() {
+    static std::string name = "h3-engine";
+    return name;
+}
+
 int refuse_unknown_command(const std::string& word, CLI::App& app) {
     std::string nearest, names;
     size_t best = SIZE_MAX;
@@ -81,26 +87,25 @@ int refuse_unknown_command(const std::string& word, CLI::App& app) {
             nearest = name;
         }
     }
-    std::fprintf(stderr, "h3-engine: error: unknown command '%s' (did you mean '%s'?); the commands: %s\n",
-                 sanitized_utf8(word.substr(0, 80)).c_str(), nearest.c_str(), names.c_str());
+    std::fprintf(stderr, "%s: error: unknown command '%s' (did you mean '%s'?); the commands: %s\n",
+                 program_name(), sanitized_utf8(word.substr(0, 80)).c_str(), nearest.c_str(), names.c_str());
     return kExitUsage;
 }
 
-int run_app(int argc, char** argv) {
-    CLI::App app{"h3-engine: native inference engine for MiniMax-H3 (joint video+audio diffusion)"};
-    app.set_version_flag("--version", std::string("h3-engine ") + H3_VERSION);
+int run_app(AppSpec& spec, int argc, char** argv) {
+    CLI::App app{spec.description};
+    app.set_version_flag("--version", spec.name + " " + H3_VERSION);
     app.require_subcommand(1);
     std::string log_level = "warn";
     app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
 
-    std::vector<Command> commands = all_commands();
-    for (auto& c : commands) c.setup(app);
-    for (CLI::App* sub : app.get_subcommands([](CLI::App* s) { return !s->get_name().empty(); })) {
-        const std::string& n = sub->get_name();
-        const bool user = n == "generate" || n == "serve" || n == "encode" || n == "decode" ||
-                          n == "compare" || n == "inspect";
-        sub->group(user ? "Commands" : "Developer tools");
-    }
+    for (auto& c : spec.commands) c.setup(app);
+    if (!spec.user_commands.empty())
+        for (CLI::App* sub : app.get_subcommands([](CLI::App* s) { return !s->get_name().empty(); })) {
+            const auto& user = spec.user_commands;
+            const bool listed = std::find(user.begin(), user.end(), sub->get_name()) != user.end();
+            sub->group(listed ? "Commands" : "Developer tools");
+        }
     make_integers_strict(app);
     if (auto word = unknown_command(argc, argv, app)) return refuse_unknown_command(*word, app);
     try {
@@ -110,29 +115,38 @@ int run_app(int argc, char** argv) {
         return rc == 0 ? kExitOk : kExitUsage;
     }
     if (!set_log_level(log_level)) {
-        std::fprintf(stderr, "h3-engine: --log-level '%s' is not one of trace|debug|info|warn|error|off\n",
-                     log_level.c_str());
+        std::fprintf(stderr, "%s: --log-level '%s' is not one of trace|debug|info|warn|error|off\n",
+                     program_name(), log_level.c_str());
         return kExitUsage;
     }
-    for (auto& c : commands)
+    for (auto& c : spec.commands)
         if (c.parsed()) return c.run();
     return kExitUsage;
 }
 
 } // namespace
 
+const char* program_name() {
+    return current_program().c_str();
+}
+
 // Nothing escapes as an exception (which would abort with 134): a stray one is a runtime failure, exit 4.
-int run(int argc, char** argv) {
+int run(AppSpec spec, int argc, char** argv) {
+    current_program() = spec.name;
     try {
-        return run_app(argc, argv);
+        return run_app(spec, argc, argv);
     } catch (const std::bad_alloc&) {
-        std::fprintf(stderr, "h3-engine: error: out of memory\n");
+        std::fprintf(stderr, "%s: error: out of memory\n", program_name());
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "h3-engine: error: internal: %s\n", e.what());
+        std::fprintf(stderr, "%s: error: internal: %s\n", program_name(), e.what());
     } catch (...) {
-        std::fprintf(stderr, "h3-engine: error: internal: unknown exception\n");
+        std::fprintf(stderr, "%s: error: internal: unknown exception\n", program_name());
     }
     return kExitRuntime;
+}
+
+int run(int argc, char** argv) {
+    return run(engine_app(), argc, argv);
 }
 
 int exit_code_for(const Status& s) {
@@ -153,7 +167,7 @@ int exit_code_for(const Status& s) {
 
 int report(const Status& status) {
     const Status s = with_flag(status); // the field an error is about, as its flag
-    if (!s.ok()) std::fprintf(stderr, "h3-engine: error: %s\n", s.to_string().c_str());
+    if (!s.ok()) std::fprintf(stderr, "%s: error: %s\n", program_name(), s.to_string().c_str());
     return exit_code_for(s);
 }
 

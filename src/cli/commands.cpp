@@ -13,19 +13,16 @@ Command make_decode_command();
 Command make_serve_command();
 Command make_compare_command();
 
-std::vector<Command> all_commands() {
+AppSpec engine_app() {
+    AppSpec a;
+    a.name = "h3-engine";
+    a.description = "h3-engine: native inference engine for MiniMax-H3 (joint video+audio diffusion)";
     // --help lists them in this order: the user's commands, then the developer tools
-    std::vector<Command> c;
-    c.push_back(make_generate_command());
-    c.push_back(make_serve_command());
-    c.push_back(make_encode_command());
-    c.push_back(make_decode_command());
-    c.push_back(make_compare_command());
-    c.push_back(make_inspect_command());
-    c.push_back(make_make_tiny_command());
-    c.push_back(make_dit_command());
-    c.push_back(make_bench_command());
-    return c;
+    a.commands = {make_generate_command(),  make_serve_command(),   make_encode_command(),
+                  make_decode_command(),    make_compare_command(), make_inspect_command(),
+                  make_make_tiny_command(), make_dit_command(),     make_bench_command()};
+    a.user_commands = {"generate", "serve", "encode", "decode", "compare", "inspect"};
+    return a;
 }
 
 } // namespace h3::cli

@@ -5,7 +5,7 @@
 
 namespace h3::cli {
 
-// --reference-image-edge (default 2048) and --reference-video-edge (default 768).
+// --reference-image-edge and --reference-video-edge (defaults and ranges: h3/defaults.h).
 void add_reference_size_options(CLI::App* sub, int& image_edge, int& video_edge);
 
 } // namespace h3::cli

@@ -175,8 +175,10 @@ Status Engine::check(const EngineOptions& o) {
         return invalid_field("keep_text_encoder", "keep_text_encoder applies with keep_loaded");
     H3_TRY(check_range("max_steps", o.max_steps, 2, 1 << 20));
     if (o.reference_image_edge != 0)
-        H3_TRY(check_range("reference_image_edge", o.reference_image_edge, 32, 8192));
-    H3_TRY(check_range("reference_video_edge", o.reference_video_edge, 32, 2048));
+        H3_TRY(check_range("reference_image_edge", o.reference_image_edge, kReferenceEdgeMin,
+                           kReferenceImageEdgeMax));
+    H3_TRY(check_range("reference_video_edge", o.reference_video_edge, kReferenceEdgeMin,
+                       kReferenceVideoEdgeMax));
     return ok_status();
 }
 

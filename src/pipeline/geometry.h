@@ -8,6 +8,8 @@
 #include "core/status.h"
 #include "model/latent_spec.h"
 
+#include <h3/defaults.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,8 +17,8 @@
 namespace h3::pipeline {
 
 inline constexpr int kFps = model::kVideoFps;
-inline constexpr int kCanvasShortEdge = 768;
-inline constexpr int64_t kCanvasMaxArea = 768LL * 1344;
+// kCanvasShortEdge (768), the release canvas and frames: h3/defaults.h
+inline constexpr int64_t kCanvasMaxArea = int64_t{kReleaseWidth} * kReleaseHeight;
 inline constexpr int kCanvasMaxSide = 4096;
 
 struct Canvas {

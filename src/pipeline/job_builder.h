@@ -69,7 +69,7 @@ struct JobBuilderOptions {
     GeometryLimits geometry = {};
     // The reference resolutions (NormalizeOptions): the released model's 2048-px image short edge and 768-px
     // video canvas; smaller values are the reduced-cost mode.
-    int reference_image_edge = 2048;
+    int reference_image_edge = kReferenceImageEdge;
     int reference_video_edge = kCanvasShortEdge;
     LoraResolver lora = {}; // where the lora field's adapters are resolved (pipeline/job_lora.h)
     // The device's measured arithmetic rate (pipeline::measure_gemm_rate); > 0: build() estimates each job's

@@ -62,7 +62,7 @@ struct NormalizeOptions {
     // The reference resolutions: the released model's 2048-px image short edge (diffusers' Ref2VA setup step
     // takes it as `reference_image_short_edge`) and the 768-px canvas rule for videos. Smaller values are a
     // reduced-cost mode (tests on the CPU, small GPUs); they change what the model sees.
-    int image_short_edge = 2048;
+    int image_short_edge = kReferenceImageEdge;
     int video_short_edge = kCanvasShortEdge;
 };
 

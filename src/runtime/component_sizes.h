@@ -9,17 +9,19 @@
 #include "model/text/text_config.h"
 #include "runtime/memory_plan.h"
 
+#include <h3/defaults.h>
+
 #include <string>
 #include <vector>
 
 namespace h3::runtime {
 
-// The request shape the working memory is sized for (defaults: the release shape, 1344×768×124 frames with
-// a 537-token prompt and a 50-point schedule).
+// The request shape the working memory is sized for (defaults: the release shape, h3/defaults.h: 1344×768×124
+// frames with a 537-token prompt, and a 50-point schedule).
 struct Workload {
-    int width = 1344, height = 768; // the canvas (the VAE decoder's tiles)
-    int64_t dit_rows = 38247;       // packed rows of one forward
-    int64_t text_rows = 537;        // conditioner tokens
+    int width = kReleaseWidth, height = kReleaseHeight; // the canvas (the VAE decoder's tiles)
+    int64_t dit_rows = 38247;                           // packed rows of one forward
+    int64_t text_rows = kReleasePromptRows;             // conditioner tokens
     int schedule_points = 50; // sigma grid points (timesteps in the AdaLN tables: up to 2·(points − 1))
     size_t ffn_chunk_bytes = 512ull << 20;
     int cache_buffers = 0; // fp32 [rows, hidden] buffers a step cache keeps (DBCache 4, TeaCache 3)

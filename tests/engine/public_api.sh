@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The public C++ API on its own: `cmake --install BUILD --prefix P --component engine` puts
-# include/h3/{engine,status}.h and libh3_engine.so under P; tests/engine/public_api.cpp is compiled against
-# those alone (no -I into the source tree) and generates a tiny clip on the CPU.
+# include/h3/{engine,status,defaults}.h and libh3_engine.so under P; tests/engine/public_api.cpp is compiled
+# against those alone (no -I into the source tree) and generates a tiny clip on the CPU.
 # Usage: public_api.sh BUILD_DIR CXX H3_ENGINE WORK
 set -euo pipefail
 BUILD="$1"; CXX="$2"; H3="$3"; WORK="$4"

@@ -7,6 +7,8 @@
 #include "model/dit/dit_model.h"
 #include "ops/context.h"
 
+#include <h3/defaults.h>
+
 namespace h3::model {
 
 struct RandomDitParams {
@@ -29,7 +31,7 @@ Result<AdalnTables> random_adaln_tables(const DitConfig& config, const ops::Cont
 
 // Geometry of a t2va request: text rows, latent frames T, latent grid h×w, audio latents A per channel.
 struct SyntheticLayout {
-    int64_t text = 537, latent_frames = 37, latent_h = 48, latent_w = 84, audio = 207;
+    int64_t text = kReleasePromptRows, latent_frames = 37, latent_h = 48, latent_w = 84, audio = 207;
     int64_t video_rows(const DitConfig& c) const {
         return latent_frames * (latent_h / c.patch_h) * (latent_w / c.patch_w);
     }

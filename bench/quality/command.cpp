@@ -1,22 +1,21 @@
-// h3-engine bench quality [--model DIR | --tiny-variant base|fasth3] [--work DIR] [--device cpu|cuda]
-//                         [--dtype fp32|bf16|fp16] [--size WxH] [--frames F] [--steps N]
-//                         [--settings all|NAME,...] [--cases all|NAME,...] [--json] [--output FILE]
+// h3-bench quality [--model DIR | --tiny-variant base|fasth3] [--work DIR] [--device cpu|cuda]
+//                  [--dtype fp32|bf16|fp16] [--size WxH] [--frames F] [--steps N]
+//                  [--settings all|NAME,...] [--cases all|NAME,...] [--json] [--output FILE]
 // The quality cost of every acceleration setting the engine offers for a request: the fixed prompt set
-// (cli/quality_settings.h: two captions for t2va, one caption with a keyframe made in code for fl2va) runs
+// (bench/quality/settings.h: two captions for t2va, one caption with a keyframe made in code for fl2va) runs
 // once lossless (no step cache, dense attention, native weights, --dtype) and then once per setting, each
 // one knob away from it (a step cache or quality preset, int8 weights, a precision, a VSA sparsity); every
 // run is a whole request through h3::Engine (the one engine `generate` uses) with the
 // decoded frames and waveform returned to the harness. Per setting: video PSNR / SSIM and audio SNR /
 // cosine against the lossless run, DiT block evaluations (the work counters) and the speedup in work and
-// wall time (cli/quality_table.h). A setting the job builder refuses for this checkpoint (a DBCache that
+// wall time (bench/quality/table.h). A setting the job builder refuses for this checkpoint (a DBCache that
 // leaves no middle block of a 2-block DiT, bf16 when the reference is bf16) is "not applicable", one the
 // device cannot run (unimplemented) "unsupported": both listed with the engine's reason. Any other failure
 // is a "failed" row and exit code 4. Without --model the random tiny checkpoint of `make-tiny` is written
 // into --work (its numbers exercise the harness only).
-#include "cli/app.h"
-#include "cli/commands.h"
-#include "cli/quality_settings.h"
-#include "cli/quality_table.h"
+#include "bench/commands.h"
+#include "bench/quality/settings.h"
+#include "bench/quality/table.h"
 #include "engine/engine_impl.h"
 #include "model/tiny/tiny_checkpoint.h"
 
@@ -32,7 +31,7 @@
 
 namespace fs = std::filesystem;
 
-namespace h3::cli {
+namespace h3::bench {
 
 namespace {
 
@@ -162,7 +161,7 @@ struct TempDir {
 
 } // namespace
 
-Command bench_quality_command() {
+Command quality_command() {
     struct Options {
         SweepOptions sweep;
         std::string model, work, settings = "all", cases = "all", tiny_variant = "base", output;
@@ -295,4 +294,4 @@ Command bench_quality_command() {
     return c;
 }
 
-} // namespace h3::cli
+} // namespace h3::bench

@@ -1,4 +1,4 @@
-#include "cli/quality_table.h"
+#include "bench/quality/table.h"
 
 #include "pipeline/compare_report.h"
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <limits>
 
-namespace h3::cli {
+namespace h3::bench {
 
 namespace {
 
@@ -211,4 +211,4 @@ Json quality_json(const QualityHeader& h, const std::vector<QualityRow>& rows) {
     return j;
 }
 
-} // namespace h3::cli
+} // namespace h3::bench

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace h3::cli {
+namespace h3::bench {
 
 // What one case's run gave (the reference's or a setting's).
 struct CaseRun {
@@ -93,4 +93,4 @@ std::string quality_markdown(const QualityHeader& header, const std::vector<Qual
 //  cases: [...]}]}; +inf is "inf", NaN null (compare --json's convention).
 nlohmann::ordered_json quality_json(const QualityHeader& header, const std::vector<QualityRow>& rows);
 
-} // namespace h3::cli
+} // namespace h3::bench

@@ -1,9 +1,9 @@
-// h3-engine bench request --random-weights [--size WxH] [--frames F] [--steps N] [--seed N] [--prompt TEXT]
-//                         [--configs official|CHECKPOINT] [--work DIR] [--output FILE] [--blocks B]
-//                         [--device cuda] [--dtype bf16|fp32] [--precision bf16|fp8] [--fasth3]
-//                         [--attention dense|vsa[:...]] [--residency resident|layerwise]
-//                         [--resident-blocks K] [--weight-dtype bf16|int8|auto] [--host-pinning on|off]
-//                         [--gpu-memory-budget SIZE] [--json]
+// h3-bench request --random-weights [--size WxH] [--frames F] [--steps N] [--seed N] [--prompt TEXT]
+//                  [--configs official|CHECKPOINT] [--work DIR] [--output FILE] [--blocks B]
+//                  [--device cuda] [--dtype bf16|fp32] [--precision bf16|fp8] [--fasth3]
+//                  [--attention dense|vsa[:...]] [--residency resident|layerwise]
+//                  [--resident-blocks K] [--weight-dtype bf16|int8|auto] [--host-pinning on|off]
+//                  [--gpu-memory-budget SIZE] [--json]
 // One whole t2va request through pipeline::Generator — the conditioner (tokenizer + language stack), the
 // denoising loop on the DiT, the video and audio decoders, the MP4 mux — with every model made with random
 // weights at the width its config gives (runtime::ComponentSupplier), so the request runs the production flow
@@ -18,9 +18,8 @@
 // on the rung schedule, VSA 0.9) unless --steps / --attention say otherwise. The residency flags place the
 // weights as `generate`'s do (the planner sizes the whole request under --gpu-memory-budget); the random
 // DiT blocks and text layers are then made on the device one at a time and kept as host masters.
-#include "cli/app.h"
-#include "cli/commands.h"
-#include "cli/residency_flags.h"
+#include "bench/commands.h"
+#include "bench/synthetic_layout.h"
 #include "core/cuda_api.h"
 #include "engine/engine_impl.h"
 #include "io/json_file.h"
@@ -46,7 +45,7 @@
 
 namespace fs = std::filesystem;
 
-namespace h3::cli {
+namespace h3::bench {
 
 namespace {
 
@@ -165,11 +164,11 @@ runtime::ComponentSupplier random_components(int dit_blocks, bool gate_compress)
 
 } // namespace
 
-Command bench_request_command() {
+Command request_command() {
     struct Options {
-        std::string size = "1344x768", device = "cuda", dtype = "bf16", prompt = kDefaultPrompt,
+        std::string size = release_size(), device = "cuda", dtype = "bf16", prompt = kDefaultPrompt,
                     configs = "official", work, output, precision = "bf16", attention;
-        int frames = 124, steps = 50, blocks = 0;
+        int frames = kReleaseFrames, steps = 50, blocks = 0;
         uint64_t seed = 0;
         bool random_weights = false, json = false, fasth3 = false;
         ResidencyFlags residency;
@@ -214,7 +213,7 @@ Command bench_request_command() {
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
         if (!o->random_weights) {
-            std::fprintf(stderr, "h3-engine bench request: only --random-weights is supported (real "
+            std::fprintf(stderr, "h3-bench request: only --random-weights is supported (real "
                                  "weights: use `generate --metrics`)\n");
             return kExitUsage;
         }
@@ -327,4 +326,4 @@ Command bench_request_command() {
     return c;
 }
 
-} // namespace h3::cli
+} // namespace h3::bench

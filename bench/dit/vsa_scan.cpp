@@ -1,10 +1,10 @@
-#include "cli/bench_vsa.h"
+#include "bench/dit/vsa_scan.h"
 
 #include "ops/ops.h"
 
 #include <chrono>
 
-namespace h3::cli {
+namespace h3::bench {
 
 namespace {
 
@@ -103,4 +103,4 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
                           {"runs", runs}};
 }
 
-} // namespace h3::cli
+} // namespace h3::bench

@@ -1,4 +1,4 @@
-#include "cli/bench_lora.h"
+#include "bench/dit/lora.h"
 
 #include "core/cuda_api.h"
 #include "model/lora/lora_random.h"
@@ -6,7 +6,7 @@
 
 #include <chrono>
 
-namespace h3::cli {
+namespace h3::bench {
 
 Result<nlohmann::json> bench_dit_lora(model::DitModel& dit, const BenchLoraParams& p,
                                       const BlockTimer& time) {
@@ -57,4 +57,4 @@ Result<nlohmann::json> bench_dit_lora(model::DitModel& dit, const BenchLoraParam
     return j;
 }
 
-} // namespace h3::cli
+} // namespace h3::bench

@@ -4,7 +4,7 @@
 // tile pairs, and (CUDA) the mma.sync kernel's and the fp8 mode's on the same call.
 #pragma once
 
-#include "cli/device_setup.h"
+#include "bench/cli_support.h"
 #include "model/dit/dit_config.h"
 #include "ops/vsa.h"
 
@@ -12,7 +12,7 @@
 
 #include <vector>
 
-namespace h3::cli {
+namespace h3::bench {
 
 struct VsaScanParams {
     std::vector<double> kept_fractions; // of the video key tiles, in (0, 1]
@@ -26,4 +26,4 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
                                           DType dtype, const ops::VsaTiles& tiles,
                                           const VsaScanParams& params);
 
-} // namespace h3::cli
+} // namespace h3::bench

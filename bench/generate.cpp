@@ -1,7 +1,7 @@
-// h3-engine bench generate --random-weights [--size WxH] [--frames F] [--text L] [--steps N] [--blocks B]
-//                          [--device cuda] [--dtype bf16|fp32] [--cache SPEC ...] [--json]
-//                          [--attention dense|vsa[:...]] [--rungs 1000,750,500,250]
-//                          [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype
+// h3-bench generate --random-weights [--size WxH] [--frames F] [--text L] [--steps N] [--blocks B]
+//                   [--device cuda] [--dtype bf16|fp32] [--cache SPEC ...] [--json]
+//                   [--attention dense|vsa[:...]] [--rungs 1000,750,500,250]
+//                   [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype
 //                          bf16|int8|auto]
 //                          [--host-pinning on|off] [--gpu-memory-budget SIZE]
 // Runs the real sampling loop (layout, seeded noise, AdaLN tables for the whole schedule, request hoisting,
@@ -10,15 +10,13 @@
 // With --cache, the same request runs lossless first and then once per cache spec (same weights, same
 // noise), and each run's work counters are reported next to the lossless ones: DiT seconds against the
 // fraction of blocks executed, and useful TFLOP/s against the lossless run's.
+#include "pipeline/generate.h"
+#include "bench/commands.h"
+#include "bench/synthetic_layout.h"
 #include "cache/cache_spec.h"
-#include "cli/app.h"
-#include "cli/commands.h"
-#include "cli/device_setup.h"
-#include "cli/residency_flags.h"
 #include "core/cuda_api.h"
 #include "model/dit/dit_random.h"
 #include "ops/random.h"
-#include "pipeline/generate.h"
 
 #include "model/latent_spec.h"
 #include "pipeline/geometry.h"
@@ -30,12 +28,12 @@
 #include <cstdio>
 #include <memory>
 
-namespace h3::cli {
+namespace h3::bench {
 
-Command bench_generate_command() {
+Command generate_command() {
     struct Options {
-        std::string size = "1344x768", device = "cuda", dtype = "bf16";
-        int frames = 124, text = 537, steps = 4, blocks = 0;
+        std::string size = release_size(), device = "cuda", dtype = "bf16";
+        int frames = kReleaseFrames, text = kReleasePromptRows, steps = 4, blocks = 0;
         uint64_t seed = 0;
         bool random_weights = false, json = false;
         std::vector<std::string> caches;
@@ -76,9 +74,8 @@ Command bench_generate_command() {
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
     c.run = [o]() -> int {
         if (!o->random_weights) {
-            std::fprintf(stderr,
-                         "h3-engine bench generate: only --random-weights is supported (real weights: use "
-                         "`generate`)\n");
+            std::fprintf(stderr, "h3-bench generate: only --random-weights is supported (real weights: use "
+                                 "`generate`)\n");
             return kExitUsage;
         }
         int W = 0, H = 0;
@@ -236,4 +233,4 @@ Command bench_generate_command() {
     return c;
 }
 
-} // namespace h3::cli
+} // namespace h3::bench

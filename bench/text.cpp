@@ -1,13 +1,10 @@
-// h3-engine bench text --config official|CONFIG.json --random-weights [--tokens L] [--layers N]
-//                      [--device cuda] [--dtype bf16|fp32|fp16] [--iters K] [--json]
-//                      [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
-//                      [--host-pinning on|off] [--gpu-memory-budget SIZE]   (K: resident text layers)
+// h3-bench text --config official|CONFIG.json --random-weights [--tokens L] [--layers N]
+//               [--device cuda] [--dtype bf16|fp32|fp16] [--iters K] [--json]
+//               [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
+//               [--host-pinning on|off] [--gpu-memory-budget SIZE]   (K: resident text layers)
 // Times the conditioner's language stack (layers 0..N-1, default 50 of the 32 B Qwen3-VL) with random weights
 // generated on the device: seconds per forward, useful TFLOP/s (GEMMs + causal attention), peak memory.
-#include "cli/app.h"
-#include "cli/commands.h"
-#include "cli/device_setup.h"
-#include "cli/residency_flags.h"
+#include "bench/commands.h"
 #include "core/cuda_api.h"
 #include "model/text/text_model.h"
 
@@ -18,12 +15,12 @@
 #include <cstdio>
 #include <memory>
 
-namespace h3::cli {
+namespace h3::bench {
 
-Command bench_text_command() {
+Command text_command() {
     struct Options {
         std::string config = "official", device = "cuda", dtype = "bf16";
-        int tokens = 537, layers = -1, iters = 2;
+        int tokens = kReleasePromptRows, layers = -1, iters = 2;
         bool random_weights = false, json = false;
         ResidencyFlags residency;
         CLI::App* sub = nullptr;
@@ -49,9 +46,8 @@ Command bench_text_command() {
     c.run = [o]() -> int {
         using Clock = std::chrono::steady_clock;
         if (!o->random_weights) {
-            std::fprintf(stderr,
-                         "h3-engine bench text: only --random-weights is supported (real weights: use "
-                         "`encode`)\n");
+            std::fprintf(stderr, "h3-bench text: only --random-weights is supported (real weights: use "
+                                 "`encode`)\n");
             return kExitUsage;
         }
         if (o->tokens < 1 || o->iters < 1)
@@ -146,4 +142,4 @@ Command bench_text_command() {
     return c;
 }
 
-} // namespace h3::cli
+} // namespace h3::bench

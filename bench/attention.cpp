@@ -1,6 +1,6 @@
-// h3-engine bench attention [--seq S]... [--heads H] [--kv-heads Hkv] [--head-dim D] [--batch B] [--causal]
-//                           [--fp8] [--lse] [--only TEXT] [--iters K] [--rounds R] [--check-rows N]
-//                           [--device cuda] [--json]
+// h3-bench attention [--seq S]... [--heads H] [--kv-heads Hkv] [--head-dim D] [--batch B] [--causal]
+//                    [--fp8] [--lse] [--only TEXT] [--iters K] [--rounds R] [--check-rows N]
+//                    [--device cuda] [--json]
 // Every attention implementation and configuration that can run the shape (ops::attention_candidates: the
 // sm_90a kernel's variants, each cuDNN engine config the heuristics offer, the fallback kernel; with --fp8
 // also the e4m3 kernel), timed in the same process on the same random bf16 inputs — rounds interleave the
@@ -10,9 +10,7 @@
 // sequences of S rows in one call (ops::AttentionParams::batch, the video VAE decoder's tiles: --head-dim 64
 // --heads 32 --batch 14 --seq 1797). --lse: every call also returns the log-sum-exp (ring attention's
 // partials; the candidates that can: the sm_90a kernels and the fallback).
-#include "cli/app.h"
-#include "cli/commands.h"
-#include "cli/device_setup.h"
+#include "bench/commands.h"
 #include "core/cuda_api.h"
 #include "ops/ops.h"
 
@@ -28,7 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace h3::cli {
+namespace h3::bench {
 
 namespace {
 
@@ -108,7 +106,7 @@ Errors compare(const Tensor& o_host, const std::vector<Sample>& samples) {
 
 } // namespace
 
-Command bench_attention_command() {
+Command attention_command() {
     struct Options {
         std::vector<int64_t> seq = {38247};
         int heads = 56, kv_heads = 0, head_dim = 128, batch = 1, iters = 3, rounds = 2, check_rows = 48;
@@ -278,4 +276,4 @@ Command bench_attention_command() {
     return c;
 }
 
-} // namespace h3::cli
+} // namespace h3::bench

@@ -1,11 +1,11 @@
-#include "cli/quality_settings.h"
+#include "bench/quality/settings.h"
 
 #include "cache/cache_spec.h"
 
 #include <algorithm>
 #include <charconv>
 
-namespace h3::cli {
+namespace h3::bench {
 
 namespace {
 
@@ -148,4 +148,4 @@ io::DecodedImage quality_keyframe(int width, int height) {
     return d;
 }
 
-} // namespace h3::cli
+} // namespace h3::bench

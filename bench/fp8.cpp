@@ -1,14 +1,13 @@
-// h3-engine bench fp8 --random-weights [--size WxH] [--frames F] [--text L] [--blocks N] [--device cuda]
-//                     [--json]
+// h3-bench fp8 --random-weights [--size WxH] [--frames F] [--text L] [--blocks N] [--device cuda]
+//              [--json]
 // The fp8 precision's accuracy at full width: one DiT forward (refiner, N blocks, heads; random full-width
 // weights and AdaLN tables made on the device, the synthetic t2va layout of --size/--frames) in bf16, then
 // the same weights in fp8 with the default bf16 exceptions, with none (every block GEMM and attention in
 // e4m3), and with the default exceptions and the other GEMM accumulation (DitFp8Options::fast_accum); the
 // velocity (video `sample` and `audio_sample`) of each fp8 run against bf16 as cosine and relative
 // RMS, and each forward's wall time.
-#include "cli/app.h"
-#include "cli/commands.h"
-#include "cli/device_setup.h"
+#include "bench/commands.h"
+#include "bench/synthetic_layout.h"
 #include "core/cuda_api.h"
 #include "model/dit/dit_fp8.h"
 #include "model/dit/dit_random.h"
@@ -21,7 +20,7 @@
 #include <cstdio>
 #include <memory>
 
-namespace h3::cli {
+namespace h3::bench {
 
 namespace {
 
@@ -44,10 +43,10 @@ Agreement agree(const Tensor& got, const Tensor& want) {
 
 } // namespace
 
-Command bench_fp8_command() {
+Command fp8_command() {
     struct Options {
-        std::string size = "1344x768", device = "cuda";
-        int frames = 124, text = 537, blocks = 50;
+        std::string size = release_size(), device = "cuda";
+        int frames = kReleaseFrames, text = kReleasePromptRows, blocks = 50;
         bool random_weights = false, json = false;
         CLI::App* sub = nullptr;
     };
@@ -68,22 +67,13 @@ Command bench_fp8_command() {
     c.run = [o]() -> int {
         using Clock = std::chrono::steady_clock;
         if (!o->random_weights) {
-            std::fprintf(stderr, "h3-engine bench fp8: only --random-weights is supported\n");
+            std::fprintf(stderr, "h3-bench fp8: only --random-weights is supported\n");
             return kExitUsage;
         }
         model::DitConfig cfg;
-        int W = 0, H = 0;
-        if (std::sscanf(o->size.c_str(), "%dx%d", &W, &H) != 2 || W <= 0 || H <= 0 || W % 32 || H % 32)
-            return report(invalid_argument("--size '" + o->size + "' must be WxH with multiples of 32"));
-        if (o->frames < 5 || (o->frames - 5) % 17)
-            return report(invalid_argument("--frames " + std::to_string(o->frames) + " must be 17n+5"));
         cfg.num_layers = std::max(1, std::min(o->blocks, cfg.num_layers));
-        model::SyntheticLayout layout;
-        layout.text = o->text;
-        layout.latent_frames = (o->frames - 5) / 17 * 5 + 2;
-        layout.latent_h = H / 16;
-        layout.latent_w = W / 16;
-        layout.audio = static_cast<int64_t>(std::nearbyint(o->frames / 24.0 * 40.0));
+        auto layout = synthetic_layout(o->size, o->frames, o->text);
+        if (!layout.ok()) return report(layout.status());
         auto session = DeviceSession::open(o->device);
         if (!session.ok()) return report(session.status());
         const ops::Context& ctx = (*session)->context();
@@ -91,7 +81,7 @@ Command bench_fp8_command() {
         auto weights = model::random_dit_weights(cfg, ctx, model::DitPrecision::kBf16,
                                                  {.blocks = cfg.num_layers, .adaln = false, .seed = 1});
         if (!weights.ok()) return report(weights.status());
-        const model::DitPackedInputs packed = model::synthetic_inputs(cfg, layout, 0.3f, 0.55f, 2);
+        const model::DitPackedInputs packed = model::synthetic_inputs(cfg, *layout, 0.3f, 0.55f, 2);
         auto tables = model::random_adaln_tables(cfg, ctx, DType::kBF16, packed.timesteps, cfg.num_layers, 3);
         if (!tables.ok()) return report(tables.status());
         auto run = [&](const model::DitWeights& w, model::DitPrecision prec,
@@ -161,4 +151,4 @@ Command bench_fp8_command() {
     return c;
 }
 
-} // namespace h3::cli
+} // namespace h3::bench

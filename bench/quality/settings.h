@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace h3::cli {
+namespace h3::bench {
 
 struct QualitySetting {
     std::string name = {};  // what --settings selects: lossless, high, int8, vsa-0.9, ...
@@ -51,4 +51,4 @@ Result<std::vector<QualityCase>> select_quality_cases(const std::string& names);
 // background (deterministic, integer arithmetic).
 io::DecodedImage quality_keyframe(int width, int height);
 
-} // namespace h3::cli
+} // namespace h3::bench

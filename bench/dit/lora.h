@@ -10,7 +10,7 @@
 #include <functional>
 #include <string>
 
-namespace h3::cli {
+namespace h3::bench {
 
 // Mean seconds per block over the bench's timed passes (warm_up: one untimed block first).
 using BlockTimer =
@@ -27,4 +27,4 @@ struct BenchLoraParams {
 // Runs the runtime pass, then (the merge is permanent) the merged pass; returns their figures.
 Result<nlohmann::json> bench_dit_lora(model::DitModel& dit, const BenchLoraParams& p, const BlockTimer& time);
 
-} // namespace h3::cli
+} // namespace h3::bench

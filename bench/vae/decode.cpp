@@ -1,0 +1,129 @@
+// bench vae: the official video decoder over a full tiled decode (or --tiles N tile-clips, extrapolated to
+// all of them) and the audio decoder, random weights generated on the device.
+#include "bench/device_report.h"
+#include "bench/vae/options.h"
+#include "core/cuda_api.h"
+#include "model/audio_vae/audio_vae.h"
+#include "model/video_vae/video_vae.h"
+#include "ops/ops.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace h3::bench {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+} // namespace
+
+int run_vae_decode_bench(const VaeBenchOptions& o) {
+    model::VideoVaeConfig vc;
+    int W = 0, H = 0;
+    if (Status s = vae_bench_setup(o, vc, W, H); !s.ok()) return report(s);
+    if (o.frames < 5 || (o.frames - 5) % 17)
+        return report(invalid_argument("--frames " + std::to_string(o.frames) + " must be 17n+5 (e.g. 124)"));
+    const auto compute = parse_dtype(o.dtype);
+    if (!compute) return report(invalid_argument("--dtype " + o.dtype + ": f16 | bf16 | f32"));
+    auto session = DeviceSession::open(o.device);
+    if (!session.ok()) return report(session.status());
+    const ops::Context& ctx = (*session)->context();
+    auto vae = model::random_video_vae(ctx, vc, *compute, 1);
+    if (!vae.ok()) return report(vae.status());
+    const int64_t T = (o.frames - 5) / 17 * 5 + 2, lh = H / vc.patch, lw = W / vc.patch;
+    const model::ClipPlan plan =
+        model::plan_clips(static_cast<int>(T), vc.clip_length, vc.patch_t, vc.token_drop);
+    const model::VideoDecodeOptions vopt{.tile_batch = o.tile_batch, .assemble_on_host = o.assemble_on_host};
+    const auto ty = model::split_tiles(H, vopt.tile, vopt.min_overlap, vc.patch);
+    const auto tx = model::split_tiles(W, vopt.tile, vopt.min_overlap, vc.patch);
+    const int total_tiles = static_cast<int>(plan.starts.size() * ty.starts.size() * tx.starts.size());
+    auto sync = [&] { return cuda::stream_synchronize(ctx.stream()); };
+    double video_s = 0.0;
+    int timed_tiles = total_tiles;
+    // warm-up: one tile-clip batch of the size the decode uses (cuBLASLt / cuDNN plans, per-shape tables)
+    const int batch =
+        model::video_tile_batch(vopt, ctx.device, static_cast<int>(ty.starts.size() * tx.starts.size()));
+    const int64_t th = std::min<int64_t>(lh, vopt.tile / vc.patch),
+                  tw = std::min<int64_t>(lw, vopt.tile / vc.patch);
+    std::vector<Tensor> zs;
+    for (int b = 0; b < batch; ++b) {
+        Tensor z = Tensor::host(Shape{vc.latent_channels, plan.clip_latents, th, tw}, DType::kF32);
+        if (auto st = ops::fill_uniform(ops::Context::cpu(), {.seed = 7u + b}, z); !st.ok())
+            return report(st);
+        zs.push_back(z);
+    }
+    if (auto r = model::decode_tile_clips(ctx, *vae, zs); !r.ok()) return report(r.status());
+    if (o.tiles > 0) {
+        timed_tiles = std::min(o.tiles, total_tiles);
+        const auto t0 = Clock::now();
+        for (int done = 0; done < timed_tiles; done += batch) {
+            std::vector<Tensor> part(zs.begin(), zs.begin() + std::min(batch, timed_tiles - done));
+            if (auto r = model::decode_tile_clips(ctx, *vae, part); !r.ok()) return report(r.status());
+        }
+        if (auto st = sync(); !st.ok()) return report(st);
+        video_s = std::chrono::duration<double>(Clock::now() - t0).count() * total_tiles / timed_tiles;
+    } else {
+        Tensor lat = Tensor::host(Shape{1, vc.latent_channels, T, lh, lw}, DType::kF32);
+        if (auto st = ops::fill_uniform(ops::Context::cpu(), {.seed = 3}, lat); !st.ok()) return report(st);
+        // what a request runs (latents -> u8 frames on the host), or with --sample the fp32 sample's path
+        const auto t0 = Clock::now();
+        auto decoded = o.sample ? model::decode_video_sample(ctx, *vae, lat, vopt)
+                                : model::decode_video_frames(ctx, *vae, lat, vopt);
+        if (!decoded.ok()) return report(decoded.status());
+        video_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+    const double video_peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
+    *vae = model::VideoVae{}; // free the video weights before the audio decoder
+    model::AudioVaeConfig ac;
+    ac.latents_mean.assign(static_cast<size_t>(ac.latent_channels), 0.0f);
+    ac.latents_std.assign(static_cast<size_t>(ac.latent_channels), 1.0f);
+    auto avae = model::random_audio_vae(ctx, ac, 1000);
+    if (!avae.ok()) return report(avae.status());
+    const int64_t A = (static_cast<int64_t>(o.frames) * 40 + 23) / 24; // 40 latents/s at 24 fps
+    Tensor alat = Tensor::host(Shape{2, ac.latent_channels, A}, DType::kF32);
+    if (auto st = ops::fill_uniform(ops::Context::cpu(), {.seed = 5}, alat); !st.ok()) return report(st);
+    if (auto r = model::decode_audio(ctx, *avae, alat); !r.ok()) return report(r.status()); // warm-up
+    const auto t1 = Clock::now();
+    auto wave = model::decode_audio(ctx, *avae, alat);
+    if (!wave.ok()) return report(wave.status());
+    const double audio_s = std::chrono::duration<double>(Clock::now() - t1).count();
+    const double peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
+    // the decode's product: RGB8 frames on the host (a request's) or the fp32 sample (--sample); --tiles
+    // times decoder calls only
+    const char* video_output = o.sample ? "sample" : "rgb8";
+    nlohmann::json j = {{"bench", "vae"},
+                        {"device", ctx.device.to_string()},
+                        {"dtype", o.dtype},
+                        {"size", o.size},
+                        {"frames", o.frames},
+                        {"latent_frames", T},
+                        {"tile_clips", total_tiles},
+                        {"tile_clips_timed", timed_tiles},
+                        {"tile_batch", batch},
+                        {"extrapolated", timed_tiles != total_tiles},
+                        {"assemble_on_host", o.assemble_on_host},
+                        {"video_output", video_output},
+                        {"gemm_autotune", gemm_autotune(ctx)},
+                        {"video_decode_seconds", video_s},
+                        {"seconds_per_tile_clip", video_s / total_tiles},
+                        {"video_peak_gib", video_peak},
+                        {"audio_latents", A},
+                        {"audio_samples", wave->dim(1)},
+                        {"audio_decode_seconds", audio_s},
+                        {"peak_gib", peak}};
+    if (o.json) {
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
+        std::printf("VAE bench on %s, %s, %s x %d frames: video to %s %.2f s (%d tile-clips%s, %.4f s each), "
+                    "audio %.3f s (%lld latents), peak %.1f GiB\n",
+                    ctx.device.to_string().c_str(), o.dtype.c_str(), o.size.c_str(), o.frames,
+                    o.sample ? "fp32 sample" : "RGB8 frames", video_s, total_tiles,
+                    timed_tiles != total_tiles ? ", extrapolated" : "", video_s / total_tiles, audio_s,
+                    static_cast<long long>(A), peak);
+    }
+    return kExitOk;
+}
+
+} // namespace h3::bench
