@@ -14,6 +14,7 @@ Command fp8_command();       // fp8.cpp: fp8 against bf16 after one full-width f
 Command generate_command();  // generate.cpp: the sampling loop on a random full-width DiT
 Command request_command();   // request.cpp: one whole t2va request through h3::Engine
 Command quality_command();   // quality/command.cpp: the quality cost of every acceleration setting
+Command load_command();      // load.cpp: cold start, a fresh process from open to the first DiT forward
 
 // h3-bench: every bench above, in this order.
 cli::AppSpec bench_app();

@@ -14,15 +14,18 @@
 #include "pipeline/decode.h"
 #include "pipeline/generator.h"
 #include "pipeline/job_builder.h"
+#include "pipeline/mp4_stream.h"
 #include "pipeline/text_conditioner.h"
 #include "runtime/model_store.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <thread>
@@ -384,5 +387,23 @@ TEST_F(CancelStages, VideoDecodeAudioDecodeAndMux) {
             return pipeline::write_media({.mp4 = mp4}, frames, wave, 32000, o);
         }),
         "mux", true);
+    // the request's streamed mux (issue #45): clips pushed to the encoder thread, the audio at the end
+    const std::string streamed = (kWork / "streamed.mp4").string();
+    expect_cancelled_in_time(
+        cancel_after_start([&](const std::atomic<bool>* flag, std::function<void()> started) {
+            pipeline::Mp4StreamOptions o;
+            o.mp4.cancel = flag;
+            pipeline::Mp4Stream mux(streamed, {.audio_channels = 2, .sample_rate = 32000}, o);
+            started();
+            for (int64_t f0 = 0; f0 < frames.dim(0); f0 += 29) {
+                const int64_t n = std::min<int64_t>(29, frames.dim(0) - f0);
+                Tensor part = Tensor::host(Shape{n, frames.dim(1), frames.dim(2), 3}, DType::kU8);
+                std::memcpy(part.data(), frames.slice(0, f0, f0 + n).data(), part.nbytes());
+                H3_TRY(mux.push(std::move(part)));
+            }
+            return mux.finish(wave);
+        }),
+        "streamed mux", true);
+    EXPECT_FALSE(fs::exists(streamed)) << "a cancelled stream leaves no file";
 #endif
 }

@@ -4,6 +4,8 @@
 // and fl2va on a checkpoint with non-release geometry (8 video latent channels, an 8x VAE, 16 audio latent
 // channels, a 48-wide conditioner), decoded to MP4.
 #include "io/json_file.h"
+#include "io/media_reader.h"
+#include "io/media_writer.h"
 #include "model/tiny/tiny_checkpoint.h"
 #include "pipeline/generator.h"
 #include "pipeline/job_builder.h"
@@ -11,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <functional>
 
@@ -338,4 +341,121 @@ TEST(Generator, ResidentComponentsLoadOnce) {
     EXPECT_EQ(s.loads(Component::kTransformer), 2u);
     EXPECT_EQ(s.loads(Component::kTransformerRef), 1u);
     EXPECT_TRUE(s.loaded(Component::kTransformerRef) == false);
+}
+
+// Issue #45: the MP4 is encoded while the decoder works (pipeline/mp4_stream.h). The streamed file decodes
+// to the same frames and audio as write_mp4 of the whole decoded clip (x264 is deterministic for the same
+// settings and input: byte-equal frames, PSNR inf); and the job's kernel provenance names the CPU paths.
+TEST(Generator, StreamedMp4EqualsTheWholeClipAndProvenanceSaysCpu) {
+#ifndef H3_WITH_FFMPEG
+    GTEST_SKIP() << "no MP4 writer in this build";
+#else
+    auto store = runtime::ModelStore::open(tiny("default"), runtime::PlacementPlan::per_job(Device::cpu()));
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    auto generator = pipeline::Generator::create(**store);
+    ASSERT_TRUE(generator.ok());
+    const pipeline::JobBuilder builder((*store)->info());
+    pipeline::JobInput in = request("a red ball", "64x32");
+    in.num_inference_steps = 2;
+    const std::string streamed = (kWork / "streamed.mp4").string(), whole = (kWork / "whole.mp4").string();
+    in.outputs.media.mp4 = streamed;
+    in.outputs.return_media = true;
+    auto job = builder.build(std::move(in));
+    ASSERT_TRUE(job.ok()) << job.status().to_string();
+    auto r = (*generator)->run(*job, {});
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    ASSERT_EQ(r->decoded_frames.shape(), (Shape{107, 32, 64, 3}));
+    EXPECT_EQ(r->frames, 107);
+    EXPECT_GT(r->mux_encode_seconds, 0.0);
+    ASSERT_TRUE(io::write_mp4(whole, r->decoded_frames, r->decoded_audio, r->sample_rate).ok());
+    auto a = io::read_mp4(streamed), b = io::read_mp4(whole);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status().to_string() << b.status().to_string();
+    ASSERT_EQ(a->frames.shape(), b->frames.shape());
+    EXPECT_EQ(std::memcmp(a->frames.data(), b->frames.data(), a->frames.nbytes()), 0);
+    ASSERT_TRUE(a->audio.defined() && b->audio.defined());
+    ASSERT_EQ(a->audio.shape(), b->audio.shape());
+    EXPECT_EQ(std::memcmp(a->audio.data(), b->audio.data(), a->audio.nbytes()), 0);
+
+    // provenance: every op family the denoise ran, by its CPU implementation; no fallback
+    const auto& denoise = r->kernels.at("denoise");
+    EXPECT_EQ(denoise.at("dense_attention").size(), 1u);
+    EXPECT_GT(denoise.at("dense_attention").at("cpu"), 0);
+    EXPECT_GT(denoise.at("gemm").at("cpu-fp32"), 0) << "the per-job CPU plan computes in fp32";
+    EXPECT_GT(denoise.at("block_graphs").at("cpu"), 0);
+    EXPECT_EQ(denoise.count("sparse_attention"), 0u);
+    EXPECT_EQ(denoise.count("fp8_quantization"), 0u);
+    EXPECT_GT(r->kernels.at("decode").at("gemm").at("cpu-fp32"), 0) << "the decoders' GEMMs";
+    EXPECT_TRUE(r->fallbacks.empty());
+    const nlohmann::json m = r->metrics(job->task);
+    EXPECT_EQ(m.at("kernels").at("denoise").at("dense_attention").begin().key(), "cpu");
+    EXPECT_TRUE(m.at("fallbacks").is_array());
+    EXPECT_TRUE(m.contains("mux_encode_seconds"));
+#endif
+}
+
+// fp8 asked on a FastH3 checkpoint (VSA by default): its compression gate reads the norms' bf16 rows, so
+// the quantization the fp8 setting asks fused runs unfused there — one fallback, with its reason, for the
+// whole job (every block of every step notes it); the denoise names the e4m3 GEMMs, the sparse attention's
+// CPU kernel and both quantizations.
+TEST(Generator, Fp8WithVsaRecordsOneFallbackToUnfusedQuantization) {
+    const fs::path d = kWork / "fasth3";
+    if (!fs::exists(d / "model_index.json")) {
+        fs::remove_all(d);
+        ASSERT_TRUE(model::write_tiny_checkpoint(
+                        {.dir = d.string(), .seed = 3, .variant = model::TinyVariant::kFastH3})
+                        .ok());
+    }
+    auto store = runtime::ModelStore::open(
+        d.string(), runtime::PlacementPlan::per_job(Device::cpu(), runtime::ComputePrecision::kFp8));
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    auto generator = pipeline::Generator::create(**store);
+    ASSERT_TRUE(generator.ok());
+    pipeline::JobInput in = request("a red ball", "64x32");
+    in.num_inference_steps.reset(); // the contract's rungs
+    in.outputs.latents = (kWork / "fasth3_fp8.safetensors").string();
+    auto job = pipeline::JobBuilder((*store)->info()).build(std::move(in));
+    ASSERT_TRUE(job.ok()) << job.status().to_string();
+    ASSERT_TRUE(job->attention.is_vsa());
+    auto r = (*generator)->run(*job, {});
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    ASSERT_EQ(r->fallbacks.size(), 1u);
+    EXPECT_EQ(r->fallbacks[0].stage, "denoise");
+    EXPECT_EQ(r->fallbacks[0].family, "fp8_quantization");
+    EXPECT_EQ(r->fallbacks[0].used, "unfused");
+    EXPECT_NE(r->fallbacks[0].why.find("compression gate"), std::string::npos) << r->fallbacks[0].why;
+    const nlohmann::json k = r->metrics(job->task).at("kernels");
+    SCOPED_TRACE(k.dump());
+    ASSERT_TRUE(k.contains("denoise"));
+    const nlohmann::json& denoise = k.at("denoise");
+    EXPECT_GT(denoise.value("/gemm/cpu-e4m3"_json_pointer, 0), 0);
+    // the tiny DiT's head dim is 32: its attention stays bf16 (the e4m3 attention takes head dim 128)
+    EXPECT_EQ(denoise.at("sparse_attention").size(), 1u);
+    EXPECT_GT(denoise.value("/sparse_attention/cpu"_json_pointer, 0), 0);
+    // the norms' rows unfused (the gate reads them); the SwiGLU, which the gate does not read, stays fused
+    EXPECT_GT(denoise.value("/fp8_quantization/unfused"_json_pointer, 0), 0);
+    EXPECT_GT(denoise.value("/fp8_quantization/fused"_json_pointer, 0), 0);
+    EXPECT_FALSE(k.contains("/encode/fp8_quantization"_json_pointer)) << "the text stack is not fp8";
+}
+
+// The record itself: a fallback noted many times is one entry (and one warning); notes outside a scope go
+// nowhere.
+TEST(Provenance, RecordCountsCallsAndKeepsOneFallbackPerReason) {
+    ops::ProvenanceRecord record;
+    {
+        const ops::ProvenanceScope scope(&record);
+        for (int block = 0; block < 3; ++block) // what a DiT's blocks note, each block
+            ops::note_fallback(ops::OpFamily::kFp8Quantization, "fused", "unfused",
+                               "run-time LoRA adapters read the blocks' bf16 rows");
+        ops::note_impl(ops::OpFamily::kGemm, ops::gemm_impl_name(false, "e4m3"));
+    }
+    ops::note_impl(ops::OpFamily::kGemm, "outside the scope");
+    const auto fallbacks = record.fallbacks();
+    ASSERT_EQ(fallbacks.size(), 1u);
+    EXPECT_EQ(fallbacks[0].family, "fp8_quantization");
+    EXPECT_EQ(fallbacks[0].wanted, "fused");
+    EXPECT_EQ(fallbacks[0].used, "unfused");
+    const auto calls = record.calls();
+    EXPECT_EQ(calls.at("job").at("fp8_quantization").at("unfused"), 3);
+    EXPECT_EQ(calls.at("job").at("gemm").size(), 1u);
+    EXPECT_EQ(calls.at("job").at("gemm").at("cpu-e4m3"), 1);
 }

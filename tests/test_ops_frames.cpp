@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace h3::ops {
@@ -116,6 +117,33 @@ TEST(SampleToRgb8, RandomSamplesBothKernels) {
     check_sample(rnd(Shape{3, 3, 8, 13}, DType::kF32, 99, -2.0f, 2.0f), other, "other mean / stddev");
 }
 
+// A frame range of a larger sample (its channel planes apart by the whole sample's stride): what a decode
+// converts clip by clip; the bytes are those of the range made contiguous first. Ranges at the start, in
+// the middle and at the end, of pixel counts the 4-per-thread kernel takes and of ones it does not.
+TEST(SampleToRgb8, FrameRangeOfASample) {
+    SKIP_IF_NO_BACKEND();
+    for (const Shape& shape : {Shape{3, 7, 6, 8}, Shape{3, 5, 3, 5}}) {
+        const Tensor whole_host = rnd(shape, DType::kF32, 5, -3.0f, 3.0f);
+        const Tensor whole = dev(whole_host);
+        for (const auto& [a, b] : {std::pair<int64_t, int64_t>{0, 2}, {2, 5}, {4, shape[1]}}) {
+            const Tensor part = whole_host.slice(1, a, b);
+            auto contiguous = part.contiguous();
+            ASSERT_TRUE(contiguous.ok());
+            const std::vector<uint8_t> want = expected_frames(*contiguous, {});
+            Tensor init = Tensor::host(Shape{b - a, shape[2], shape[3], 3}, DType::kU8);
+            std::memset(init.data(), 0xA5, init.nbytes());
+            Guarded out(init);
+            Status st = sample_to_rgb8(ctx(), {}, whole.slice(1, a, b), out.t);
+            ASSERT_TRUE(st.ok()) << st.to_string();
+            if (on_cuda()) {
+                ASSERT_TRUE(cuda::device_synchronize().ok());
+            }
+            EXPECT_TRUE(out.guards_intact());
+            EXPECT_EQ(bytes_of(out.host()), want) << shape.to_string() << " frames " << a << ".." << b;
+        }
+    }
+}
+
 // Samples whose x·std + mean lands exactly on (k + 0.5) / 255 after de-normalization (found by searching
 // around the target, as tests/test_vae.cpp does), plus values clamped below 0 and above 1, the exact ends,
 // signed zeros, infinities and NaN.
@@ -190,6 +218,8 @@ TEST(SampleToRgb8, RejectsBadArguments) {
     expect_error(sample_to_rgb8(cpu, {}, sample, f32_frames), "expected u8");
     const Tensor big = Tensor::host(Shape{3, 2, 4, 10}, DType::kF32);
     expect_error(sample_to_rgb8(cpu, {}, big.slice(3, 0, 5), frames), "must be contiguous");
+    const Tensor tall = Tensor::host(Shape{3, 2, 8, 5}, DType::kF32); // a row range is not a frame range
+    expect_error(sample_to_rgb8(cpu, {}, tall.slice(2, 0, 4), frames), "frame range");
     SampleToRgb8Params nan;
     nan.stddev[1] = std::numeric_limits<float>::quiet_NaN();
     expect_error(sample_to_rgb8(cpu, nan, sample, frames), "channel 1");

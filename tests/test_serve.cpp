@@ -212,6 +212,9 @@ TEST_F(ServeApi, SubmitPollDownload) {
     EXPECT_EQ(m["steps"], 2);
     EXPECT_GT(m["useful_flops"].get<double>(), 0);
     EXPECT_TRUE(m.contains("encode_seconds") && m.contains("decode_seconds") && m.contains("mux_seconds"));
+    // the job object names the kernels the job ran (issue #45): on the server's CPU, the CPU ones
+    EXPECT_GT(m["kernels"]["denoise"]["dense_attention"].value("cpu", 0), 0) << m.dump();
+    EXPECT_TRUE(m["fallbacks"].is_array() && m["fallbacks"].empty()) << m.dump();
 
     auto r = c.Get(("/v1/videos/" + id + "/content").c_str());
     ASSERT_TRUE(r);

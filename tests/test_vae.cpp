@@ -211,9 +211,31 @@ TEST(VideoVae, Rgb8RoundsHalfToEvenAsNumpy) {
                 << "channel " << ch << " half " << want[ch][i];
 }
 
+// decode_video_frames with a frames sink: the parts it was handed, in order (each a host u8 [n, H, W, 3]).
+std::vector<Tensor> streamed_frames(const ops::Context& ctx, const VideoVae& v, const Tensor& latents,
+                                    VideoDecodeOptions o, const std::string& what) {
+    std::vector<Tensor> parts;
+    o.frames_sink = [&](Tensor part) -> Status {
+        EXPECT_TRUE(part.device().is_cpu() && part.dtype() == DType::kU8 && part.rank() == 4) << what;
+        parts.push_back(std::move(part));
+        return ok_status();
+    };
+    auto none = decode_video_frames(ctx, v, latents, o);
+    EXPECT_TRUE(none.ok()) << what << ": " << none.status().to_string();
+    EXPECT_TRUE(none.ok() && !none->defined()) << what << ": the frames went to the sink";
+    return parts;
+}
+std::vector<uint8_t> joined(const std::vector<Tensor>& parts) {
+    std::vector<uint8_t> all;
+    for (const Tensor& p : parts)
+        all.insert(all.end(), p.data_as<const uint8_t>(), p.data_as<const uint8_t>() + p.nbytes());
+    return all;
+}
+
 // decode_video_frames (what a request runs: the frames made where the sample was assembled, then one u8
 // download) equals sample_to_rgb8(decode_video_sample) byte for byte: tiled and chunked with 2 × 2 tiles
-// per clip, untiled, with host assembly, and on the golden tiny decoder. The CUDA pair is
+// per clip, untiled, with host assembly, and on the golden tiny decoder; and handed to a frames sink clip
+// by clip (more than one call where the decode is chunked). The CUDA pair is
 // VaeCuda.FramesEqualSampleToRgb8.
 TEST(VideoVae, DecodeVideoFramesEqualsSampleToRgb8) {
     const VideoVaeConfig config = tiny_video_vae_config({});
@@ -222,13 +244,14 @@ TEST(VideoVae, DecodeVideoFramesEqualsSampleToRgb8) {
     Tensor lat = Tensor::host(Shape{1, config.latent_channels, 12, 3, 5}, DType::kF32);
     ASSERT_TRUE(ops::fill_uniform(ops::Context::cpu(), {.seed = 41, .bound = 2.0f}, lat).ok());
     auto expect_same = [&](const VideoVae& v, const Tensor& latents, const VideoDecodeOptions& o,
-                           const std::string& what) {
+                           const std::string& what) -> size_t {
         auto sample = decode_video_sample(ops::Context::cpu(), v, latents, o);
-        ASSERT_TRUE(sample.ok()) << what << ": " << sample.status().to_string();
+        EXPECT_TRUE(sample.ok()) << what << ": " << sample.status().to_string();
         auto frames = decode_video_frames(ops::Context::cpu(), v, latents, o);
-        ASSERT_TRUE(frames.ok()) << what << ": " << frames.status().to_string();
+        EXPECT_TRUE(frames.ok()) << what << ": " << frames.status().to_string();
+        if (!sample.ok() || !frames.ok()) return 0;
         const Tensor want = sample_to_rgb8(*sample);
-        ASSERT_EQ(frames->shape(), want.shape()) << what;
+        EXPECT_EQ(frames->shape(), want.shape()) << what;
         EXPECT_EQ(frames->dtype(), DType::kU8) << what;
         EXPECT_TRUE(frames->device().is_cpu()) << what;
         EXPECT_EQ(std::memcmp(frames->data(), want.data(), want.nbytes()), 0) << what;
@@ -238,8 +261,13 @@ TEST(VideoVae, DecodeVideoFramesEqualsSampleToRgb8) {
         const int64_t n = frames->numel();
         EXPECT_TRUE(std::find(d, d + n, uint8_t{0}) != d + n || std::find(d, d + n, uint8_t{255}) != d + n)
             << what;
+        // streamed to a sink clip by clip (what a request's MP4 encoder gets): the same bytes, in order
+        const std::vector<Tensor> parts = streamed_frames(ops::Context::cpu(), v, latents, o, what);
+        EXPECT_EQ(joined(parts), std::vector<uint8_t>(d, d + n)) << what;
+        return parts.size();
     };
-    expect_same(*vae, lat, {.tile = 32, .min_overlap = 16}, "tiled, chunked");
+    EXPECT_GT(expect_same(*vae, lat, {.tile = 32, .min_overlap = 16}, "tiled, chunked"), 1u)
+        << "one sink call per clip";
     expect_same(*vae, lat, {.tiling = false}, "untiled");
     expect_same(*vae, lat, {.tile = 32, .min_overlap = 16, .assemble_on_host = true},
                 "assembled on the host");
@@ -397,7 +425,8 @@ TEST(VaeCuda, DecodersMatchGoldens) {
 }
 
 // On the device: decode_video_frames (frames made by the CUDA sample_to_rgb8, u8 download) equals the CPU
-// conversion of the downloaded sample byte for byte; with host assembly too. A first decode warms the GEMM
+// conversion of the downloaded sample byte for byte; with host assembly too; and so do the frames handed
+// to a sink clip by clip. A first decode warms the GEMM
 // autotuner so both decodes run the same kernels.
 TEST(VaeCuda, FramesEqualSampleToRgb8) {
     if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
@@ -419,6 +448,10 @@ TEST(VaeCuda, FramesEqualSampleToRgb8) {
         const Tensor want = sample_to_rgb8(*sample);
         ASSERT_EQ(frames->shape(), want.shape());
         EXPECT_EQ(std::memcmp(frames->data(), want.data(), want.nbytes()), 0);
+        const uint8_t* w = want.data_as<const uint8_t>();
+        EXPECT_EQ(joined(streamed_frames(ctx, *vvae, lat, o, "cuda")),
+                  std::vector<uint8_t>(w, w + want.nbytes()))
+            << "clip by clip to a sink";
     }
 }
 

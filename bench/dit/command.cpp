@@ -24,6 +24,7 @@
 #include "bench/dit/report.h"
 #include "bench/dit/vsa_scan.h"
 #include "core/cuda_api.h"
+#include "pipeline/provenance_json.h"
 
 #include <CLI/CLI.hpp>
 
@@ -91,6 +92,8 @@ void add_dit_flags(CLI::App* dit, DitBenchOptions& o) {
 }
 
 Result<nlohmann::json> run_dit_bench(const DitBenchOptions& o) {
+    ops::ProvenanceRecord provenance; // the kernels the timed forwards ran ("kernels" in the JSON)
+    const ops::ProvenanceScope provenance_scope(&provenance);
     H3_ASSIGN_OR_RETURN(DitBench b, make_dit_bench(o));
     model::DitForwardOptions fo;
     fo.attention = b.attention;
@@ -130,6 +133,7 @@ Result<nlohmann::json> run_dit_bench(const DitBenchOptions& o) {
                                             .base_seconds_per_block = r.blocks.pass_seconds / b.blocks},
                                            time_blocks));
     }
+    pipeline::add_provenance(j, provenance);
     if (o.json)
         std::printf("%s\n", j.dump(2).c_str());
     else

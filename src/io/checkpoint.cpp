@@ -412,19 +412,15 @@ Result<CheckpointDir> discover_checkpoint(const std::string& root_str) {
         found);
 }
 
-Status write_sharded_safetensors(const std::string& dir, const std::string& stem,
-                                 const std::vector<NamedTensor>& tensors, int shards) {
+Status write_sharded_safetensors(const std::string& dir, const std::string& stem, int shards,
+                                 const std::function<Result<std::vector<NamedTensor>>(int)>& shard) {
     shards = std::max(shards, 1);
     nlohmann::json weight_map = nlohmann::json::object();
     uint64_t total = 0;
-    const size_t per = (tensors.size() + static_cast<size_t>(shards) - 1) / static_cast<size_t>(shards);
     for (int s = 0; s < shards; ++s) {
         char file[256];
         std::snprintf(file, sizeof(file), "%s-%05d-of-%05d.safetensors", stem.c_str(), s + 1, shards);
-        const size_t begin = std::min(tensors.size(), static_cast<size_t>(s) * per);
-        const size_t end = std::min(tensors.size(), begin + per);
-        std::vector<NamedTensor> part(tensors.begin() + static_cast<std::ptrdiff_t>(begin),
-                                      tensors.begin() + static_cast<std::ptrdiff_t>(end));
+        H3_ASSIGN_OR_RETURN(std::vector<NamedTensor> part, shard(s));
         for (const auto& t : part) {
             weight_map[t.name] = file;
             total += t.tensor.nbytes();
@@ -433,6 +429,18 @@ Status write_sharded_safetensors(const std::string& dir, const std::string& stem
     }
     nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
     return write_json_file((std::filesystem::path(dir) / (stem + ".safetensors.index.json")).string(), index);
+}
+
+Status write_sharded_safetensors(const std::string& dir, const std::string& stem,
+                                 const std::vector<NamedTensor>& tensors, int shards) {
+    shards = std::max(shards, 1);
+    const size_t per = (tensors.size() + static_cast<size_t>(shards) - 1) / static_cast<size_t>(shards);
+    return write_sharded_safetensors(dir, stem, shards, [&](int s) -> Result<std::vector<NamedTensor>> {
+        const size_t begin = std::min(tensors.size(), static_cast<size_t>(s) * per);
+        const size_t end = std::min(tensors.size(), begin + per);
+        return std::vector<NamedTensor>(tensors.begin() + static_cast<std::ptrdiff_t>(begin),
+                                        tensors.begin() + static_cast<std::ptrdiff_t>(end));
+    });
 }
 
 } // namespace h3::io

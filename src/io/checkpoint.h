@@ -5,6 +5,7 @@
 #include "core/tensor.h"
 #include "io/safetensors.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +42,10 @@ private:
 // `<stem>.safetensors.index.json` (weight_map + metadata.total_size), the official sharded layout.
 Status write_sharded_safetensors(const std::string& dir, const std::string& stem,
                                  const std::vector<NamedTensor>& tensors, int shards);
+// The same layout with each shard's tensors made only when it is written (`shard(s)` for s = 0..shards−1),
+// so a checkpoint larger than memory can be written (bench load's full-width DiT).
+Status write_sharded_safetensors(const std::string& dir, const std::string& stem, int shards,
+                                 const std::function<Result<std::vector<NamedTensor>>(int)>& shard);
 
 enum class CheckpointLayout { kDiffusers, kOriginal, kComponent };
 

@@ -1,5 +1,6 @@
 // attention dispatcher: validation, then the CPU reference or the CUDA implementation.
 #include "ops/attention.h"
+#include "ops/provenance.h"
 
 #include "ops/cpu/cpu_ops.h"
 #include "ops/validate.h"
@@ -101,8 +102,10 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
             if (ran) return ok_status();
         }
 #endif
+        if (!ctx.is_cuda()) note_impl(OpFamily::kDenseAttention, resolved.fp8 ? "cpu-e4m3" : "cpu");
         return attention_per_item(ctx, resolved, q, k, v, o);
     }
+    if (!ctx.is_cuda()) note_impl(OpFamily::kDenseAttention, resolved.fp8 ? "cpu-e4m3" : "cpu");
     H3_OPS_DISPATCH(attention, ctx, resolved, q, k, v, o);
 }
 

@@ -1,6 +1,7 @@
 // rms_norm_modulate_fp8 / swiglu_fp8 dispatchers: validation, then the CPU reference or the CUDA
 // implementation.
 #include "ops/fp8_fused.h"
+#include "ops/provenance.h"
 
 #include "ops/cpu/cpu_ops.h"
 #include "ops/validate.h"
@@ -67,6 +68,7 @@ Status rms_norm_modulate_fp8(const Context& ctx, const RmsNormParams& np, const 
     H3_TRY(check_index_values(op, "row", row, std::min(shift.dim(0), scale.dim(0)),
                               "table rows of shift/scale"));
     H3_TRY(check_fp8_out(op, ctx, out, s, d, "x's shape"));
+    note_impl(OpFamily::kFp8Quantization, "fused");
     H3_OPS_DISPATCH(rms_norm_modulate_fp8, ctx, np, mp, x, weight, shift, scale, row, out);
 }
 
@@ -78,6 +80,7 @@ Status swiglu_fp8(const Context& ctx, const Tensor& h, Fp8Activation& out) {
         return invalid_argument(std::string(op) + ": h is " + desc(h) +
                                 " but its last dim must be even ([value | gate])");
     H3_TRY(check_fp8_out(op, ctx, out, h.dim(0), h.dim(1) / 2, "[h rows, h cols / 2]"));
+    note_impl(OpFamily::kFp8Quantization, "fused");
     H3_OPS_DISPATCH(swiglu_fp8, ctx, h, out);
 }
 

@@ -18,7 +18,12 @@ Status sample_to_rgb8(const Context& ctx, const SampleToRgb8Params& p, const Ten
     H3_TRY(check_rank(op, "sample", sample, 4));
     if (sample.dtype() != DType::kF32 || sample.dim(0) != 3)
         return invalid_argument("sample_to_rgb8: sample is " + desc(sample) + ", expected f32[3, F, H, W]");
-    H3_TRY(check_contiguous(op, "sample", sample));
+    // each channel plane contiguous (a frame range of a larger sample is allowed), planes apart by stride(0)
+    const int64_t plane = sample.dim(1) * sample.dim(2) * sample.dim(3);
+    if (sample.stride(3) != 1 || sample.stride(2) != sample.dim(3) ||
+        sample.stride(1) != sample.dim(2) * sample.dim(3) || sample.stride(0) < plane)
+        return invalid_argument("sample_to_rgb8: sample " + desc(sample) +
+                                " must be contiguous, or a frame range of a contiguous sample");
     H3_TRY(check_tensor(op, "frames", ctx, frames));
     if (frames.dtype() != DType::kU8)
         return invalid_argument("sample_to_rgb8: frames is " + desc(frames) + ", expected u8");

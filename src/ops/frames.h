@@ -16,7 +16,9 @@ struct SampleToRgb8Params {
     std::array<float, 3> stddev = {0.229f, 0.224f, 0.225f};
 };
 
-// sample [3, F, H, W] f32 -> frames [F, H, W, 3] u8 (both contiguous, on ctx.device), per value
+// sample [3, F, H, W] f32 -> frames [F, H, W, 3] u8 (on ctx.device; frames contiguous, the sample's channel
+// planes each contiguous — a contiguous sample, or a frame range of one, sample.slice(1, a, b): what a
+// decode converts clip by clip), per value
 //   v = sample[c, f, y, x]·stddev[c] + mean[c]       (product and sum each rounded in fp32, no fma)
 //   v = min(1, max(0, v))                             (NaN -> 0)
 //   frames[f, y, x, c] = round_half_to_even(v·255)   (numpy's (x·255).round() in fp32)

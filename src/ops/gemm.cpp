@@ -1,5 +1,6 @@
 // gemm dispatcher: validation, then the CPU reference or the CUDA implementation.
 #include "ops/gemm.h"
+#include "ops/provenance.h"
 
 #include "ops/cpu/cpu_ops.h"
 #include "ops/validate.h"
@@ -33,6 +34,7 @@ Status gemm(const Context& ctx, const GemmParams& p, const Tensor& x, const Tens
         H3_TRY(check_float_contig(op, "bias", ctx, bias));
         H3_TRY(check_shape(op, "bias", bias, Shape{n}, "w rows"));
     }
+    note_impl(OpFamily::kGemm, gemm_impl_name(ctx.is_cuda(), x.dtype()));
     H3_OPS_DISPATCH(gemm, ctx, p, x, w, bias, y);
 }
 

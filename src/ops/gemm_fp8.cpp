@@ -1,5 +1,6 @@
 // gemm_fp8 dispatcher: validation, then the CPU reference or the CUDA implementation.
 #include "ops/gemm_fp8.h"
+#include "ops/provenance.h"
 
 #include "ops/cpu/cpu_ops.h"
 #include "ops/validate.h"
@@ -89,6 +90,7 @@ Status quantize_rows_fp8(const Context& ctx, const Tensor& x, Fp8Activation& out
     H3_TRY(check_float_contig(op, "x", ctx, x));
     H3_TRY(check_rank(op, "x", x, 2));
     H3_TRY(check_activation(op, "out", ctx, out, x.dim(0), x.dim(1), true));
+    note_impl(OpFamily::kFp8Quantization, "unfused");
     H3_OPS_DISPATCH(quantize_rows_fp8, ctx, x, out.data, out.scale);
 }
 
@@ -101,6 +103,7 @@ Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Fp8Activation&
             "gemm_fp8: x.data must be an [M, K] f8_e4m3 tensor (quantize_rows_fp8), not " + desc(x.data));
     H3_TRY(check_activation(op, "x", ctx, x, x.data.dim(0), x.data.dim(1), false));
     H3_TRY(check_gemm_operands(op, ctx, x.data.dim(0), x.data.dim(1), w, bias, y));
+    note_impl(OpFamily::kGemm, gemm_impl_name(ctx.is_cuda(), "e4m3"));
     H3_OPS_DISPATCH(gemm_fp8_quantized, ctx, p, x.data, x.scale, w, bias, y);
 }
 
@@ -112,6 +115,8 @@ Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, con
     H3_TRY(check_rank(op, "x", x, 2));
     if (x.dtype() != DType::kBF16) return invalid_argument("gemm_fp8: x is " + desc(x) + " but must be bf16");
     H3_TRY(check_gemm_operands(op, ctx, x.dim(0), x.dim(1), w, bias, y));
+    note_impl(OpFamily::kGemm, gemm_impl_name(ctx.is_cuda(), "e4m3"));
+    note_impl(OpFamily::kFp8Quantization, "unfused"); // the bf16 rows rounded inside the GEMM
     H3_OPS_DISPATCH(gemm_fp8, ctx, p, x, w, bias, y);
 }
 

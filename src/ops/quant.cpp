@@ -1,5 +1,6 @@
 // quant dispatchers: validation, then the CPU reference or the CUDA implementation.
 #include "ops/quant.h"
+#include "ops/provenance.h"
 
 #include "ops/cpu/cpu_ops.h"
 #include "ops/validate.h"
@@ -27,6 +28,7 @@ Status dequantize_rows(const Context& ctx, const Tensor& q, const Tensor& scale,
     H3_TRY(check_rank(op, "q", q, 2));
     H3_TRY(check_shape(op, "scale", scale, Shape{q.dim(0)}, "one per row of q"));
     H3_TRY(check_shape(op, "w", w, q.shape(), "q's shape"));
+    note_impl(OpFamily::kGemm, "int8-dequantized"); // W8A16: the layer's GEMMs run in w's dtype
     H3_OPS_DISPATCH(dequantize_rows, ctx, q, scale, w);
 }
 

@@ -1,5 +1,6 @@
 // VSA dispatchers: the tile map (host), validation, then the CPU reference or the CUDA implementation.
 #include "ops/vsa.h"
+#include "ops/provenance.h"
 
 #include "ops/cpu/cpu_ops.h"
 #include "ops/validate.h"
@@ -246,6 +247,7 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
     if (!(r.scale > 0.0f) || !std::isfinite(r.scale))
         return invalid_argument("block_sparse_attention: scale = " + std::to_string(p.scale) +
                                 " must be finite and > 0");
+    if (!ctx.is_cuda()) note_impl(OpFamily::kSparseAttention, r.fp8 ? "cpu-e4m3" : "cpu");
     H3_OPS_DISPATCH(block_sparse_attention, ctx, r, tiles, q, k, v, lists, o);
 }
 

@@ -7,11 +7,15 @@
 #include "core/torch_generator.h"
 #include "io/safetensors.h"
 #include "ops/cancel.h"
+#include "ops/provenance.h"
 #include "pipeline/fl2va.h"
 #include "pipeline/generate.h"
+#include "pipeline/mp4_stream.h"
+#include "pipeline/provenance_json.h"
 #include "pipeline/ref2va.h"
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -25,6 +29,20 @@ using runtime::Component;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Chunks [n_i, H, W, 3] (host u8) as one tensor.
+Result<Tensor> join_frames(const std::vector<Tensor>& chunks) {
+    int64_t n = 0;
+    for (const Tensor& c : chunks) n += c.dim(0);
+    const Tensor& first = chunks.front();
+    H3_ASSIGN_OR_RETURN(Tensor all, Tensor::empty(Shape{n, first.dim(1), first.dim(2), 3}, DType::kU8));
+    uint8_t* d = all.data_as<uint8_t>();
+    for (const Tensor& c : chunks) {
+        std::memcpy(d, c.data(), c.nbytes());
+        d += c.nbytes();
+    }
+    return all;
 }
 
 // Percent bands of the stages.
@@ -71,6 +89,7 @@ nlohmann::json JobReport::metrics(Task task) const {
     j["setup_seconds"] = setup_seconds;
     j["decode_seconds"] = decode_seconds;
     j["mux_seconds"] = mux_seconds;
+    j["mux_encode_seconds"] = mux_encode_seconds;
     j["peak_device_memory_bytes"] = peak_device_bytes;
     j["component_loads"] = component_loads;
     j["device"] = device;
@@ -79,6 +98,8 @@ nlohmann::json JobReport::metrics(Task task) const {
     j["encode_ranks"] = encode_ranks;
     if (!memory_plan.empty()) j["memory_plan"] = memory_plan;
     if (!dit_weights.empty()) j["dit_weights"] = dit_weights;
+    j["kernels"] = kernels_json(kernels);
+    j["fallbacks"] = fallbacks_json(fallbacks);
     return j;
 }
 
@@ -196,6 +217,13 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     const auto cancel_requested = [&] { return ev.cancel && ev.cancel->load(); };
     // every op of the job reads the flag between its blocks of work (ops/cancel.h), not only the stages
     const ops::CancelScope cancel_scope(ev.cancel);
+    // and every op notes the implementation it ran into the job's record (ops/provenance.h)
+    ops::ProvenanceRecord provenance;
+    const ops::ProvenanceScope provenance_scope(&provenance);
+    const auto take_provenance = [&](JobReport& rep) {
+        rep.kernels = provenance.calls();
+        rep.fallbacks = provenance.fallbacks();
+    };
     if (job.outputs.empty()) return invalid_argument("outputs: the job writes neither latents nor media");
     if (!(job.geometry.spec == store_.spec()))
         return invalid_argument("the job was built for another latent spec (" + job.geometry.spec.describe() +
@@ -214,6 +242,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     // ---- encode: the keyframes / references, then the conditioning (on a device group: rank 0 only, the
     // others receive what the denoise needs through the world communicator)
     report({.stage = Stage::kEncode, .percent = 0});
+    provenance.set_stage("encode");
     auto t0 = std::chrono::steady_clock::now();
     GenerationRequest rq;
     rq.geometry = job.geometry;
@@ -259,6 +288,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         job.task == Task::kRef2va ? Component::kTransformerRef : Component::kTransformer;
     announce_load(variant, kEncodeEnd, ev);
     report({.stage = Stage::kDenoise, .percent = kEncodeEnd, .step = 0, .total = job.steps - 1});
+    provenance.set_stage("denoise");
     t0 = std::chrono::steady_clock::now();
     GenerationOutput out;
     {
@@ -330,13 +360,37 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     const MediaTargets& media = job.outputs.media;
     if ((!media.empty() || job.outputs.return_media) && (writes || group)) {
         if (cancel_requested()) return cancelled("cancelled before decoding");
+        provenance.set_stage("decode");
         Tensor frames, wave;
         const bool video = media.needs_video() || job.outputs.return_media;
+        // The MP4 is encoded while the decoder works (issue #45): each clip's frames go to an encoder
+        // thread as they are final, the audio is muxed at the end. A failed or cancelled job leaves no
+        // half-written file (the stream removes it).
+        std::unique_ptr<Mp4Stream> mux;
+        std::vector<Tensor> chunks; // the frames whole as well, where another output or the caller wants them
+        const bool keep_frames = job.outputs.return_media || !media.png_dir.empty();
         if (video) {
             report({.stage = Stage::kDecode, .percent = kDenoiseEnd, .part = "video"});
             t0 = std::chrono::steady_clock::now();
             announce_load(Component::kVideoDecoder, kDenoiseEnd, ev);
             H3_ASSIGN_OR_RETURN(auto vae, store_.video_decoder());
+            std::function<Status(Tensor)> sink;
+            if (!media.mp4.empty() && writes && io::media_available()) {
+                Mp4StreamOptions mopt;
+                mopt.mp4.cancel = ev.cancel; // the encoder checks it before every batch of frames
+                mux = std::make_unique<Mp4Stream>(
+                    media.mp4,
+                    io::Mp4Streams{.audio_channels = store_.spec().audio_channels,
+                                   .sample_rate = store_.spec().audio_sample_rate},
+                    mopt);
+                sink = [&](Tensor part) -> Status {
+                    r.frames += static_cast<int>(part.dim(0));
+                    r.height = static_cast<int>(part.dim(1));
+                    r.width = static_cast<int>(part.dim(2));
+                    if (keep_frames) chunks.push_back(part);
+                    return mux->push(std::move(part));
+                };
+            }
             // per decoded clip: the decode's share of the percentage (90–97), clips as step / total
             auto on_clip = [&](int done, int clips) {
                 report({.stage = Stage::kDecode,
@@ -347,11 +401,18 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
             };
             // the decoder checks the flag between its calls
             if (group) {
-                H3_ASSIGN_OR_RETURN(frames,
-                                    decode_video_on_group(*group, *vae, r.video_latents, ev.cancel, on_clip));
+                H3_ASSIGN_OR_RETURN(
+                    frames, decode_video_on_group(*group, *vae, r.video_latents, ev.cancel, on_clip, sink));
             } else {
-                H3_ASSIGN_OR_RETURN(frames, decode_video_frames(ctx, *vae, r.video_latents,
-                                                                {.cancel = ev.cancel, .on_clip = on_clip}));
+                model::VideoDecodeOptions vopt;
+                vopt.cancel = ev.cancel;
+                vopt.on_clip = on_clip;
+                vopt.frames_sink = sink;
+                H3_ASSIGN_OR_RETURN(frames, decode_video_frames(ctx, *vae, r.video_latents, vopt));
+            }
+            if (keep_frames && !chunks.empty()) {
+                H3_ASSIGN_OR_RETURN(frames, join_frames(chunks));
+                chunks.clear();
             }
             r.decode_seconds += seconds_since(t0);
             if (frames.defined()) {
@@ -363,6 +424,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         if (!writes) { // a launched rank > 0: its share of the decode is done
             r.peak_device_bytes = static_cast<uint64_t>(device_memory_stats().peak);
             r.component_loads = store_.load_counts();
+            take_provenance(r);
             return r;
         }
         if (cancel_requested()) return cancelled("cancelled before decoding the audio");
@@ -379,13 +441,26 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         if (cancel_requested()) return cancelled("cancelled before writing");
         report({.stage = Stage::kMux, .percent = kDecodeEnd});
         t0 = std::chrono::steady_clock::now();
+        MediaTargets rest = media; // what the stream does not write
+        if (mux) {
+            if (r.sample_rate != store_.spec().audio_sample_rate ||
+                wave.dim(0) != store_.spec().audio_channels)
+                return internal_error("write_mp4 '" + media.mp4 + "': the audio decoder gave " +
+                                      std::to_string(wave.dim(0)) + " channels at " +
+                                      std::to_string(r.sample_rate) + " Hz, the stream was opened for " +
+                                      std::to_string(store_.spec().audio_channels) + " at " +
+                                      std::to_string(store_.spec().audio_sample_rate));
+            H3_TRY(mux->finish(wave)); // the frames still queued, the audio, the trailer
+            r.mux_encode_seconds = mux->encode_seconds();
+            rest.mp4.clear();
+        }
         DecodeOptions wopt;
         wopt.cancel = ev.cancel; // the muxer checks it before every frame
-        if (Status w = write_media(media, frames, wave, r.sample_rate, wopt); !w.ok()) {
+        if (Status w = write_media(rest, frames, wave, r.sample_rate, wopt); !w.ok()) {
             if (w.code() == ErrorCode::kCancelled) { // a cancelled mux leaves no half-written file behind
                 std::error_code ec;
-                if (!media.mp4.empty() && std::filesystem::is_regular_file(media.mp4, ec))
-                    std::filesystem::remove(media.mp4, ec);
+                if (!rest.mp4.empty() && std::filesystem::is_regular_file(rest.mp4, ec))
+                    std::filesystem::remove(rest.mp4, ec);
             }
             return w;
         }
@@ -401,6 +476,7 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     report({.stage = Stage::kMux, .percent = 100});
     r.peak_device_bytes = static_cast<uint64_t>(device_memory_stats().peak);
     r.component_loads = store_.load_counts();
+    take_provenance(r);
     return r;
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "cache/work.h"
+#include "ops/provenance.h"
 #include "pipeline/denoise.h"
 #include "pipeline/generate_group.h"
 #include "pipeline/job.h"
@@ -73,22 +74,29 @@ struct JobReport {
     cache::WorkReport work;
     std::vector<double> step_seconds;
     // Stage times (seconds): encode includes the keyframe / reference encoders (condition_seconds) and the
-    // conditioner; denoise includes leasing the DiT; decode the video + audio decoders; mux the writers.
+    // conditioner; denoise includes leasing the DiT; decode the video + audio decoders; mux the writers
+    // after the audio decode (for an MP4: the frames still queued, the audio, the trailer — the part of the
+    // mux on the critical path); mux_encode_seconds: the MP4 encoder thread's whole time, most of it
+    // overlapped with the decode (pipeline/mp4_stream.h).
     double condition_seconds = 0, encode_seconds = 0, denoise_seconds = 0, setup_seconds = 0,
-           decode_seconds = 0, mux_seconds = 0;
+           decode_seconds = 0, mux_seconds = 0, mux_encode_seconds = 0;
     uint64_t peak_device_bytes = 0;                  // device buffers' high-water mark during the job
     std::map<std::string, uint64_t> component_loads; // the store's loads per component after the job
     std::string device, dtype;
     // Weight residency: the store's placement plan (and the budget planner's text), and the DiT's streamed
     // weights after the job (their placement and counters; empty when its blocks are plain resident).
     std::string placement, memory_plan, dit_weights;
+    // Kernel provenance (ops/provenance.h): stage → op family → implementation → host calls, and the
+    // fallbacks to slower paths than the job's settings asked for (each logged once as a warning).
+    ops::ProvenanceRecord::Calls kernels;
+    std::vector<ops::Fallback> fallbacks;
     // A job that ran in another process (a server's replica, engine/replica.h): the metrics as that process
     // computed them (metrics() returns them); null otherwise.
     nlohmann::json remote_metrics;
 
     // One schema for the CLI's --metrics file and the server's records: work.to_json() + task, stage seconds
     // (keyframe_seconds for fl2va, reference_seconds for ref2va), peak_device_memory_bytes, component_loads,
-    // device, dtype, placement (+ memory_plan, dit_weights when set), encode_ranks.
+    // device, dtype, placement (+ memory_plan, dit_weights when set), encode_ranks, kernels, fallbacks.
     nlohmann::json metrics(Task task) const;
 };
 

@@ -2,6 +2,7 @@
 
 #include "core/cuda_api.h"
 #include "ops/cancel.h"
+#include "ops/provenance.h"
 #include "runtime/device_session.h"
 
 #include <exception>
@@ -14,15 +15,18 @@ namespace h3::runtime {
 namespace {
 
 // Runs fn(r) for every rank on its own thread; collects the statuses (exceptions become errors). The rank
-// threads take the caller's cancel flag (ops/cancel.h): a cancelled job stops on every rank.
+// threads take the caller's cancel flag (ops/cancel.h): a cancelled job stops on every rank; and its
+// provenance record (ops/provenance.h): every rank's kernels are the job's.
 std::vector<Status> on_rank_threads(int n, const std::function<Status(int)>& fn) {
     std::vector<Status> st(static_cast<size_t>(n));
     std::vector<std::thread> threads;
     threads.reserve(static_cast<size_t>(n));
     const std::atomic<bool>* cancel = ops::cancel_flag();
+    ops::ProvenanceRecord* record = ops::provenance_record();
     for (int r = 0; r < n; ++r)
-        threads.emplace_back([&, r, cancel] {
+        threads.emplace_back([&, r, cancel, record] {
             const ops::CancelScope scope(cancel);
+            const ops::ProvenanceScope provenance(record);
             try {
                 st[static_cast<size_t>(r)] = fn(r);
             } catch (const std::exception& e) {

@@ -64,5 +64,10 @@ assert runs[1.0]["vs_all_tiles"] == 1.0 and runs[0.25]["visited_tile_fraction"] 
 assert j["attention_seconds_forward_data"] > 0, j
 assert list(j["attention_candidates_tflops_forward_data"]) == ["cpu"], j
 assert j["attention_candidates_tflops_forward_data"]["cpu"] > 0, j
+# the kernels the bench ran (issue #45 provenance): the CPU's sparse and dense attention and fp32 GEMMs
+k = j["kernels"]["job"]
+assert list(k["sparse_attention"]) == ["cpu"] and k["sparse_attention"]["cpu"] > 0, k
+assert k["dense_attention"]["cpu"] > 0 and k["gemm"]["cpu-fp32"] > 0, k
+assert j["fallbacks"] == [], j["fallbacks"]
 PY
 echo "fasth3: ok"

@@ -2,6 +2,7 @@
 // recording.
 #include "core/log.h"
 #include "model/dit/dit_model.h"
+#include "ops/provenance.h"
 
 #include <atomic>
 
@@ -14,8 +15,19 @@ const void* ptr(const Tensor& t) {
 } // namespace
 
 bool DitModel::block_graphs_apply(const DitForwardOptions& o, bool own_workspace, bool group) const {
-    return o.block_graphs && ops::graphs_available(ctx_) && own_workspace && !group && !blocks_ && !o.timer &&
-           !o.hook.wants && !o.attention.is_vsa();
+    return *block_graphs_off(o, own_workspace, group) == '\0';
+}
+
+const char* DitModel::block_graphs_off(const DitForwardOptions& o, bool own_workspace, bool group) const {
+    if (!ops::graphs_available(ctx_)) return ctx_.is_cuda() ? "graphs unavailable" : "cpu";
+    if (!o.block_graphs) return "disabled";
+    if (!own_workspace) return "fresh workspace";
+    if (group) return "device group";
+    if (blocks_) return "streamed weights";
+    if (o.timer) return "phase timer";
+    if (o.hook.wants) return "hooks";
+    if (o.attention.is_vsa()) return "vsa";
+    return "";
 }
 
 Status DitModel::run_block_recorded(int index, Tensor& h, const Tensor& table, const RowTables& rows,
@@ -36,6 +48,7 @@ Status DitModel::run_block_recorded(int index, Tensor& h, const Tensor& table, c
     }
     auto run = [&] { return run_block(index, h, table, rows, o, ws.scratch); };
     if (slot.graph.defined()) {
+        ops::note_impl(ops::OpFamily::kBlockGraphs, "replay");
         H3_TRY(slot.graph.launch(ctx_));
         ++g.launched;
         return ok_status();
@@ -44,6 +57,7 @@ Status DitModel::run_block_recorded(int index, Tensor& h, const Tensor& table, c
     // scratch, none of which a recording may do.
     if (slot.failed || slot.unrecorded_runs == 0) {
         ++slot.unrecorded_runs;
+        ops::note_impl(ops::OpFamily::kBlockGraphs, "host-launch (first run)");
         return run();
     }
     auto rec = ops::StreamGraph::record(ctx_, run);
@@ -51,11 +65,10 @@ Status DitModel::run_block_recorded(int index, Tensor& h, const Tensor& table, c
         slot.failed = true;
         ++g.failed;
         g.last_error = rec.status().message();
-        static std::atomic<bool> warned{false};
-        if (!warned.exchange(true))
-            H3_LOG_WARN(
-                "DiT block {}: its ops could not be recorded as a CUDA graph ({}); it runs unrecorded", index,
-                g.last_error);
+        ops::note_fallback(ops::OpFamily::kBlockGraphs, "replay", "host-launch",
+                           "DiT block " + std::to_string(index) +
+                               "'s ops could not be recorded as a CUDA graph (" + g.last_error +
+                               "); it runs unrecorded");
         return run();
     }
     if (ops::graph_epoch(ctx_) != key.epoch) { // the recording saw the scratch replaced: record again later
@@ -65,6 +78,7 @@ Status DitModel::run_block_recorded(int index, Tensor& h, const Tensor& table, c
         return run();
     }
     slot.graph = std::move(*rec);
+    ops::note_impl(ops::OpFamily::kBlockGraphs, "record");
     ++g.recorded;
     g.nodes += slot.graph.nodes();
     H3_TRY(slot.graph.launch(ctx_));

@@ -1,4 +1,5 @@
 #include "model/dit/dit_model.h"
+#include "ops/provenance.h"
 
 #include "model/dit/adaln_cache.h"
 #include "model/dit/dit_fp8.h"
@@ -570,6 +571,16 @@ Status DitModel::run_block_with(const DitBlockWeights& w, int index, Tensor& h, 
     // fp8 with fused quantization: the norms write the e4m3 rows their GEMMs take (into x's storage) where no
     // adapter, hook or VSA compression gate (its GEMM reads the bf16 rows) needs them and every GEMM reading
     // them is e4m3.
+    // Where another setting needs the bf16 rows, the quantization the fp8 setting asks fused runs unfused:
+    // one warning per job (ops/provenance.h). A hook is a diagnostic, not a setting: no warning.
+    if (precision_ == DitPrecision::kFp8 && w.fp8.fused_inputs) {
+        if (lora)
+            ops::note_fallback(ops::OpFamily::kFp8Quantization, "fused", "unfused",
+                               "run-time LoRA adapters read the blocks' bf16 rows");
+        if (o.attention.is_vsa() && w.gate_compress.defined())
+            ops::note_fallback(ops::OpFamily::kFp8Quantization, "fused", "unfused",
+                               "VSA's compression gate (attn.to_gate_compress) reads the bf16 rows");
+    }
     const bool fusable = precision_ == DitPrecision::kFp8 && w.fp8.fused_inputs && !lora &&
                          !(o.attention.is_vsa() && w.gate_compress.defined()) &&
                          !o.hook.active(prefix + "norm1_out");
@@ -753,7 +764,11 @@ Result<DitOutputs> DitModel::forward(const DitPackedInputs& in, const AdalnTable
                                         .parallel = group ? o.parallel : nullptr,
                                         .valid_rows = group ? shard.valid : -1};
         if (o.timer) H3_TRY(o.timer->start());
-        const bool recorded = block_graphs_apply(o, o.reuse_workspace && ws == state->workspace, group);
+        const char* off = block_graphs_off(o, o.reuse_workspace && ws == state->workspace, group);
+        const bool recorded = *off == '\0';
+        if (!recorded)
+            ops::note_impl(ops::OpFamily::kBlockGraphs,
+                           ctx_.is_cuda() ? "host-launch (" + std::string(off) + ")" : "cpu");
         for (int b = 0; b < c.num_layers; ++b) {
             if (o.schedule) {
                 H3_ASSIGN_OR_RETURN(int next, o.schedule->at_block(sctx, b, h));

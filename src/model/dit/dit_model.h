@@ -286,6 +286,9 @@ private:
                           const RowTables& rows, const DitForwardOptions& options, DitScratch& scratch) const;
     // Whether this forward's blocks may run as recordings (dit_graphs.h lists what rules them out).
     bool block_graphs_apply(const DitForwardOptions& options, bool own_workspace, bool group) const;
+    // Why a forward launches its blocks op by op (the provenance's "host-launch (why)"); "" when they are
+    // recorded.
+    const char* block_graphs_off(const DitForwardOptions& options, bool own_workspace, bool group) const;
     // run_block through the workspace's recording of block `index` (recorded on its second run).
     Status run_block_recorded(int index, Tensor& h, const Tensor& block_table, const RowTables& rows,
                               const DitForwardOptions& options, DitWorkspace& ws) const;

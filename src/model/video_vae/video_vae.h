@@ -127,6 +127,11 @@ struct VideoDecodeOptions {
     // the shares are gathered (one all_gather per clip) and rank 0 blends them — the single-rank result bit
     // for bit — while the other ranks return an undefined tensor. Null: this rank decodes everything.
     ops::Communicator* group = nullptr;
+    // decode_video_frames only: when set, the frames are handed over as each clip's become final (host u8
+    // [n, H, W, 3], in order, every frame once; the clip's frames converted where the sample is assembled and
+    // downloaded alone) and decode_video_frames returns an undefined tensor. A sink's error ends the decode
+    // with it. The request's mux encodes while the decoder works (pipeline/mp4_stream.h, issue #45).
+    std::function<Status(Tensor)> frames_sink = {};
 };
 
 // Tiles per decoder call for a clip of `tiles` tiles on `device` under `options`.
@@ -149,7 +154,8 @@ Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae,
 // latents -> RGB24 frames [F, H, W, 3] (host u8): sample_to_rgb8(decode_video_sample(...)) byte for byte,
 // but the frames are made where the sample was assembled (ops::sample_to_rgb8; on CUDA the device, unless
 // `assemble_on_host`) and only they are downloaded (a quarter of the sample's bytes). A device group's
-// ranks > 0 get an undefined tensor, as from decode_video_sample. What a request's decode runs.
+// ranks > 0 get an undefined tensor, as from decode_video_sample. What a request's decode runs. With
+// options.frames_sink the same frames go to the sink clip by clip instead (the result is undefined).
 Result<Tensor> decode_video_frames(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
                                    const VideoDecodeOptions& options = {});
 

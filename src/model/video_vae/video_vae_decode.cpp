@@ -477,8 +477,10 @@ Result<Tensor> empty_overwritten(const Shape& shape, DType dtype, Device device)
     return Tensor::from_storage(std::move(storage), 0, shape, dtype);
 }
 
+// `on_final(out, a, b)` (optional): frames [a, b) of `out` are final (called in order as the clips land).
+using FinalFrames = std::function<Status(const Tensor& out, int64_t begin, int64_t end)>;
 Result<Tensor> assemble_video_sample(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
-                                     const VideoDecodeOptions& opt) {
+                                     const VideoDecodeOptions& opt, const FinalFrames& on_final = {}) {
     const VideoVaeConfig& c = vae.config;
     if (latents.rank() != 5 || latents.dim(0) != 1 || latents.dim(1) != c.latent_channels)
         return invalid_argument("decode_video: latents must be [1, " + std::to_string(c.latent_channels) +
@@ -558,6 +560,7 @@ Result<Tensor> assemble_video_sample(const ops::Context& ctx, const VideoVae& va
                 cp.prev_frame = prev_f.b1 - cp.fade;
             }
             H3_TRY(ops::crossfade_frames(actx, cp, clip, cp.fade > 0 ? prev : Tensor(), out));
+            if (on_final) H3_TRY(on_final(out, f0, f0 + n)); // a later clip never writes these frames
             f0 += n;
         }
         if (overlaps) {
@@ -572,6 +575,7 @@ Result<Tensor> assemble_video_sample(const ops::Context& ctx, const VideoVae& va
         if (n > 0) {
             const ops::CrossfadeParams cp{.frames = n, .src_frame = prev_f.b0, .out_frame = f0};
             H3_TRY(ops::crossfade_frames(actx, cp, prev, Tensor(), out));
+            if (on_final) H3_TRY(on_final(out, f0, f0 + n));
             f0 += n;
         }
     }
@@ -601,8 +605,44 @@ Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae,
     return host;
 }
 
+namespace {
+
+// The frames of each clip as they are final, to options.frames_sink: converted where the sample is (one
+// reused u8 buffer), downloaded alone.
+Status stream_video_frames(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
+                           const VideoDecodeOptions& opt) {
+    Tensor buffer; // on the sample's device, grown to the largest range
+    const FinalFrames on_final = [&](const Tensor& sample, int64_t a, int64_t b) -> Status {
+        const Shape shape{b - a, sample.dim(2), sample.dim(3), 3};
+        if (!buffer.defined() || buffer.dim(0) < b - a) {
+            H3_ASSIGN_OR_RETURN(buffer, empty_overwritten(shape, DType::kU8, sample.device()));
+        }
+        Tensor part = buffer.slice(0, 0, b - a);
+        const ops::Context fctx = sample.device().is_cpu() ? ops::Context::cpu() : ctx;
+        H3_TRY(ops::sample_to_rgb8(fctx, {}, sample.slice(1, a, b), part)); // writes every value
+        Tensor host;
+        if (part.device().is_cpu()) { // the sink keeps what it gets: a copy, as a download would be
+            host = Tensor::host(shape, DType::kU8);
+            std::memcpy(host.data(), part.data(), part.nbytes());
+        } else {
+            H3_ASSIGN_OR_RETURN(host, download_result(ctx, part));
+        }
+        return opt.frames_sink(std::move(host));
+    };
+    H3_ASSIGN_OR_RETURN(Tensor sample, assemble_video_sample(ctx, vae, latents, opt, on_final));
+    mark(ctx, "rgb8 + download per clip");
+    vae_profile::print("decode");
+    return ok_status();
+}
+
+} // namespace
+
 Result<Tensor> decode_video_frames(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
                                    const VideoDecodeOptions& opt) {
+    if (opt.frames_sink) {
+        H3_TRY(stream_video_frames(ctx, vae, latents, opt));
+        return Tensor();
+    }
     H3_ASSIGN_OR_RETURN(Tensor sample, assemble_video_sample(ctx, vae, latents, opt));
     if (!sample.defined()) return Tensor(); // a device group's rank > 0
     // the frames where the sample is: 1 byte per value instead of 4 cross to the host (0.37 GB at

@@ -9,7 +9,7 @@
 namespace h3::ops::cpu_impl {
 
 Status sample_to_rgb8(const Context&, const SampleToRgb8Params& p, const Tensor& sample, Tensor& frames) {
-    const int64_t f = sample.dim(1), hw = sample.dim(2) * sample.dim(3);
+    const int64_t f = sample.dim(1), hw = sample.dim(2) * sample.dim(3), plane_stride = sample.stride(0);
     const float* s = sample.data_as<const float>();
     uint8_t* d = frames.data_as<uint8_t>();
     const std::atomic<bool>* cancel = cancel_flag();
@@ -18,7 +18,7 @@ Status sample_to_rgb8(const Context&, const SampleToRgb8Params& p, const Tensor&
         if (cancel_requested(cancel)) continue;
         for (int64_t ch = 0; ch < 3; ++ch) {
             const float sd = p.stddev[static_cast<size_t>(ch)], mn = p.mean[static_cast<size_t>(ch)];
-            const float* plane = s + (ch * f + fi) * hw;
+            const float* plane = s + ch * plane_stride + fi * hw;
             uint8_t* out = d + fi * hw * 3 + ch;
             for (int64_t i = 0; i < hw; ++i) {
                 float v = plane[i] * sd + mn;

@@ -12,6 +12,7 @@
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/tensor_map.h"
+#include "ops/provenance.h"
 #include "ops/validate.h"
 
 #include <cstdlib>
@@ -132,8 +133,6 @@ Status run_fallback(const Context& ctx, const Tensor& q, const Tensor& k, const 
     });
 }
 
-std::atomic<bool> g_warned{false};
-
 // The Hopper kernel's default configuration (docs/kernels/attention_notes.md): BN 128, pingpong, lazy O
 // rescaling (exact: a warp skips the rescale only when no row max moved; over rescaling every block −0.5 to
 // +3.6 %, mean +1.5 %, in five multi-round benches on H100s at S = 38 k and 104 k) and Q's fragments in
@@ -208,6 +207,7 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
     if (p.fp8) {
         if (d != 128)
             return unimplemented("attention: the CUDA fp8 mode needs head dim 128, q is " + desc(q));
+        note_impl(OpFamily::kDenseAttention, "sm90a-wgmma-e4m3");
         return hopper_attention_fp8(ctx, ha, p.causal ? HopperFp8Config{} : kFp8Default);
     }
     // cuDNN's graph does not return the log-sum-exp (ring attention's partials); the sm_90a kernels and the
@@ -218,6 +218,7 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
     case AttentionImpl::kHopper:
         if (!hopper)
             return unimplemented("attention: the sm_90a kernel cannot run this call (" + desc(q) + ")");
+        note_impl(OpFamily::kDenseAttention, "sm90a-wgmma-bf16");
         return hopper_attention_bf16(ctx, ha, kHopperDefault);
     case AttentionImpl::kCudnn: {
         if (!cudnn)
@@ -226,23 +227,33 @@ Status attention(const Context& ctx, const AttentionParams& p, const Tensor& q, 
         std::string why;
         auto plan = cudnn_attention_plan(ctx, cudnn_key(q, k), why);
         if (!plan) return unimplemented("attention: cuDNN offers no fused attention plan: " + why);
+        note_impl(OpFamily::kDenseAttention, "cudnn");
         return cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale);
     }
     case AttentionImpl::kFallback:
+        note_impl(OpFamily::kDenseAttention, "fallback");
         return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
     case AttentionImpl::kAuto:
         break;
     }
-    if (hopper) return hopper_attention_bf16(ctx, ha, kHopperDefault);
+    if (hopper) {
+        note_impl(OpFamily::kDenseAttention, "sm90a-wgmma-bf16");
+        return hopper_attention_bf16(ctx, ha, kHopperDefault);
+    }
     if (cudnn) {
         std::string why;
         auto plan = cudnn_attention_plan(ctx, cudnn_key(q, k), why);
-        if (plan) return cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale);
+        if (plan) {
+            note_impl(OpFamily::kDenseAttention, "cudnn");
+            return cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale);
+        }
         if (stream_recording(ctx)) return invalid_argument("attention: " + why); // not the fallback, recorded
-        if (!g_warned.exchange(true))
-            log_warning("attention: cuDNN fused attention unavailable (" + why +
-                        "); using the slow fallback kernel");
+        // one warning per job (ops/provenance.h)
+        note_fallback(OpFamily::kDenseAttention, "cudnn", "fallback",
+                      "cuDNN fused attention unavailable (" + why + "); the slow fallback kernel runs");
+        return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
     }
+    note_impl(OpFamily::kDenseAttention, "fallback");
     return run_fallback(ctx, q, k, v, o, scale, p.causal, p.lse);
 }
 
@@ -257,6 +268,7 @@ Status attention_batched(const Context& ctx, const AttentionParams& p, const Ten
     if (p.impl == AttentionImpl::kAuto || p.impl == AttentionImpl::kHopper) {
         const HopperAttentionArgs ha = hopper_args(q, k, v, o, scale, p.causal, p.batch, p.lse);
         if (hopper_fits(ctx, q, o, ha)) {
+            note_impl(OpFamily::kDenseAttention, "sm90a-wgmma-bf16");
             H3_TRY(hopper_attention_bf16(ctx, ha, kHopperDefault));
             ran = true;
             return ok_status();
@@ -276,6 +288,7 @@ Status attention_batched(const Context& ctx, const AttentionParams& p, const Ten
             return unimplemented("attention: cuDNN offers no batched fused attention plan: " + why);
         return ok_status();
     }
+    note_impl(OpFamily::kDenseAttention, "cudnn");
     H3_TRY(cudnn_attention_run(ctx, *plan, q.data(), k.data(), v.data(), o.data(), scale));
     ran = true;
     return ok_status();

@@ -14,9 +14,10 @@ namespace {
 constexpr int kBlock = 256;
 
 struct Rgb8Args {
-    const float* sample; // [3, n] planes
+    const float* sample; // [3, n] planes, `plane` floats apart
     uint8_t* frames;     // [n, 3]
     int64_t n;           // pixels: F·H·W
+    int64_t plane;       // floats from one channel plane to the next (n for a contiguous sample)
     float mean[3], stddev[3];
 };
 
@@ -35,11 +36,11 @@ __global__ void rgb8_kernel(const Rgb8Args a) {
 #pragma unroll
         for (int c = 0; c < 3; ++c)
             a.frames[i * 3 + c] =
-                static_cast<uint8_t>(to_byte(a.sample[c * a.n + i], a.stddev[c], a.mean[c]));
+                static_cast<uint8_t>(to_byte(a.sample[c * a.plane + i], a.stddev[c], a.mean[c]));
     }
 }
 
-// n % 4 == 0, sample 16-byte and frames 4-byte aligned.
+// n % 4 == 0, plane % 4 == 0, sample 16-byte and frames 4-byte aligned.
 __global__ void rgb8_vec4_kernel(const Rgb8Args a) {
     const int64_t groups = a.n / 4;
     for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < groups;
@@ -47,7 +48,7 @@ __global__ void rgb8_vec4_kernel(const Rgb8Args a) {
         uint32_t bytes[12];
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
-            const float4 s = reinterpret_cast<const float4*>(a.sample + c * a.n)[g];
+            const float4 s = reinterpret_cast<const float4*>(a.sample + c * a.plane)[g];
             bytes[0 * 3 + c] = to_byte(s.x, a.stddev[c], a.mean[c]);
             bytes[1 * 3 + c] = to_byte(s.y, a.stddev[c], a.mean[c]);
             bytes[2 * 3 + c] = to_byte(s.z, a.stddev[c], a.mean[c]);
@@ -68,13 +69,15 @@ Status sample_to_rgb8(const Context& ctx, const SampleToRgb8Params& p, const Ten
     a.sample = sample.data_as<const float>();
     a.frames = frames.data_as<uint8_t>();
     a.n = sample.dim(1) * sample.dim(2) * sample.dim(3);
+    a.plane = sample.stride(0);
     for (int c = 0; c < 3; ++c) {
         a.mean[c] = p.mean[static_cast<size_t>(c)];
         a.stddev[c] = p.stddev[static_cast<size_t>(c)];
     }
     if (a.n == 0) return ok_status();
     const cudaStream_t s = stream_of(ctx);
-    if (a.n % 4 == 0 && pointer_alignment(a.sample) >= 16 && pointer_alignment(a.frames) >= 4)
+    if (a.n % 4 == 0 && a.plane % 4 == 0 && pointer_alignment(a.sample) >= 16 &&
+        pointer_alignment(a.frames) >= 4)
         rgb8_vec4_kernel<<<grid_for(a.n / 4, kBlock), kBlock, 0, s>>>(a);
     else
         rgb8_kernel<<<grid_for(a.n, kBlock), kBlock, 0, s>>>(a);

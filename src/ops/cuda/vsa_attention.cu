@@ -13,6 +13,7 @@
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/tensor_map.h"
 #include "ops/cuda/vsa_hopper.h"
+#include "ops/provenance.h"
 #include "ops/validate.h"
 
 namespace h3::ops::cuda_impl {
@@ -428,10 +429,23 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
                                                     .prefix = a.prefix,
                                                     .width = a.width,
                                                     .scale = p.scale};
+        note_impl(OpFamily::kSparseAttention, p.fp8 ? "sm90a-wgmma-e4m3" : "sm90a-wgmma-bf16");
         return p.fp8 ? cuda_detail::hopper_block_sparse_fp8(ctx, ha)
                      : cuda_detail::hopper_block_sparse_bf16(ctx, ha);
     }
     const bool tensor_cores = ctx.cuda && ctx.cuda->cc_major() >= 8; // cp.async + mma.sync m16n8k16
+    // On an sm_90 device the wgmma kernel is what the request's settings ask for: anything else is slower.
+    if (p.impl == BlockSparseImpl::kAuto && ctx.cuda && ctx.cuda->cc_major() == 9)
+        note_fallback(OpFamily::kSparseAttention, "sm90a-wgmma-bf16",
+                      tensor_cores && aligned && (D == 64 || D == 128) &&
+                              (q.dtype() == DType::kBF16 || q.dtype() == DType::kF16)
+                          ? "cuda-mma-sync"
+                          : "cuda-simt",
+                      !aligned ? "q/k/v/o are not 16-byte aligned"
+                      : q.dtype() != DType::kBF16
+                          ? std::string("q is ") + dtype_name(q.dtype()) + ", not bf16"
+                      : D != 128 ? "head dim " + std::to_string(D) + ", not 128"
+                                 : "this build has no sm_90a kernels");
     if (p.impl == BlockSparseImpl::kMma && !(tensor_cores && aligned && (D == 64 || D == 128) &&
                                              (q.dtype() == DType::kBF16 || q.dtype() == DType::kF16)))
         return unimplemented(
@@ -439,6 +453,8 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
             "16-byte aligned tensors on sm_80+; q is " +
             detail::desc(q));
     if (tensor_cores && aligned && (D == 64 || D == 128)) {
+        note_impl(OpFamily::kSparseAttention,
+                  q.dtype() == DType::kBF16 ? "cuda-mma-sync-bf16" : "cuda-mma-sync-f16");
         if (q.dtype() == DType::kBF16)
             return D == 128 ? launch_mma<bf16, 128>(ctx, a, q, k, v, o, p.scale)
                             : launch_mma<bf16, 64>(ctx, a, q, k, v, o, p.scale);
@@ -450,6 +466,7 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
         return unimplemented("CUDA block_sparse_attention: head dim " + std::to_string(D) +
                              " > 128 outside the bf16/f16 64/128 tensor-core path");
     const size_t smem = sizeof(float) * static_cast<size_t>(kTile * D + kTile * (D + 1) + kTile * D);
+    note_impl(OpFamily::kSparseAttention, "cuda-simt");
     return dispatch_float(q.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
         H3_CUDA_TRY(cudaFuncSetAttribute(bsa_scalar_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
