@@ -1234,8 +1234,8 @@ TEST(ServeTtl, OutputsExpire) {
 
 // ---- device groups: `serve --sp 2` runs every job on its 2 ranks (threads; rank 0 conditions, both denoise
 // and split the video decode): the latents equal the single-rank CLI's within 1e-5 relative, a job whose
-// rank fails (the fault-injecting stand-in) fails alone and the next job completes; the launcher
-// convention (RANK / WORLD_SIZE) is refused with a message saying why.
+// rank fails (the fault-injecting stand-in) fails alone and the next job completes; under the launcher
+// convention (RANK / WORLD_SIZE) a --gpus list is refused with a message saying why.
 namespace {
 double latents_rel_err(const std::string& a_bytes, const std::string& b_bytes, const std::string& tensor) {
     const fs::path a = kWork / "group_a.safetensors", b = kWork / "group_b.safetensors";
@@ -1285,11 +1285,13 @@ TEST(ServeGroup, SpTwoMatchesOneRankAndAFailedRankFailsAlone) {
     check_mp4(mp4->body, "group_after_fault.mp4");
     EXPECT_TRUE(server.alive());
 
-    Server launched(kWork / "group_launched_out", {"--sp", "2"}, "group_launched", {"RANK=0", "WORLD_SIZE=2"},
-                    false);
+    // under the launcher convention each process is one rank (tests/cli/serve_replicas.sh serves a launched
+    // group): a device list there is refused, naming the flag and saying why
+    Server launched(kWork / "group_launched_out", {"--sp", "2", "--gpus", "0,1"}, "group_launched",
+                    {"RANK=0", "WORLD_SIZE=2"}, false);
     EXPECT_FALSE(launched.up());
     EXPECT_EQ(launched.exit_status(), 2);
-    EXPECT_NE(launched.stderr_text().find("serve does not follow the launcher convention"), std::string::npos)
+    EXPECT_NE(launched.stderr_text().find("--gpus: under the launcher convention"), std::string::npos)
         << launched.stderr_text();
 }
 

@@ -2,17 +2,25 @@
 //   [--max-queue N] [--output-dir DIR] [--ttl SECONDS] [--api-key KEY] [--on-term cancel|finish]
 //   [--max-body-bytes N] [--text-encoder resident|per-job] [--reference-image-edge N] [--reference-video-edge
 //   N] [--dtype fp16] [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
-//   [--host-pinning on|off] [--gpu-memory-budget SIZE] [--int8-cache DIR]
+//   [--host-pinning on|off] [--gpu-memory-budget SIZE] [--int8-cache DIR] [--gpus LIST] [--sp N] [--tp M]
+//   [--ring R]
 // The OpenAI-style video API over HTTP (serve/http_server.h lists the routes): a translator onto h3::Engine
 // with keep_loaded (the DiT, one variant at a time, and the decoders stay loaded; the text stack as
 // --text-encoder says; the encoders per job); the HTTP layer builds submissions with the engine's job
-// builder and the worker runs them on the engine.
+// builder and the worker runs them on the engine. Three more shapes (issue #46, engine/replica.h,
+// engine/group_serving.h): --gpus LIST makes this process the front of replicas of rank processes it
+// starts (this command line again, without --gpus, under the launcher convention); a process with
+// RANK/WORLD_SIZE is one rank of a serving group (rank 0 serves HTTP, the others follow); a process with
+// H3_JOB_CHANNEL_FD is a replica's rank 0, fed by its front through that descriptor.
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/parallel_flags.h"
 #include "cli/reference_options.h"
 #include "cli/serve_command.h"
+#include "cli/spawn_ranks.h"
 #include "engine/engine_impl.h"
+#include "engine/group_serving.h"
+#include "engine/replica.h"
 #include "runtime/launcher.h"
 
 #include <CLI/CLI.hpp>
@@ -20,6 +28,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #ifdef H3_WITH_HTTP_SERVER
 #include "serve/server.h"
@@ -87,54 +97,10 @@ void add_serve_options(CLI::App* sub, ServeOptions& o) {
     add_parallel_flags(sub, o.parallel);
 }
 
-int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
-#ifndef H3_WITH_HTTP_SERVER
-    (void)o;
-    (void)wrap;
-    return report(unimplemented("serve: this build has no HTTP server (install libmicrohttpd-dev, zlib1g-dev "
-                                "and libbrotli-dev)"));
-#else
-    if (o.api_key.empty())
-        if (const char* k = std::getenv("H3_API_KEY")) o.api_key = k;
-    // serve runs its device group in this process (--sp / --tp ranks as threads); processes started by the
-    // launcher convention would each open the HTTP port and run jobs on their own, so they are refused
-    {
-        auto launched = runtime::process_rank_from_env();
-        if (!launched.ok()) return report(launched.status());
-        if (*launched)
-            return report(invalid_argument(
-                "serve: RANK/WORLD_SIZE are set, but serve does not follow the launcher convention: its "
-                "device group runs in this one process (--sp/--tp ranks as threads, one HTTP front and one "
-                "queue); ranks in other processes would need every job's request from rank 0, which is not "
-                "built. Unset RANK and WORLD_SIZE and start one `serve --sp N` (or use `generate` under the "
-                "launcher)"));
-    }
-    auto eo = engine_options(o.model, &o.residency, &o.parallel, nullptr);
-    if (!eo.ok()) return report(eo.status());
-    eo->keep_loaded = true;
-    eo->keep_text_encoder = o.text_encoder == "resident";
-    eo->lora_dir = o.lora_dir;
-    eo->lora_strict = o.lora_strict;
-    eo->lora_cache_bytes = uint64_t{o.lora_cache_mib} << 20;
-    eo->max_prompt_bytes = 16 * 1024;
-    eo->reference_image_edge = o.reference_image_edge;
-    eo->reference_video_edge = o.reference_video_edge;
-    std::fprintf(stderr, "serve: loading %s on %s\n", o.model.model.c_str(), o.model.device.c_str());
-    using runtime::Component;
-    auto engine = Engine::Impl::open(*eo, {.require = {Component::kTransformer, Component::kTextEncoder,
-                                                       Component::kVideoDecoder, Component::kAudioDecoder}});
-    if (!engine.ok()) return report(engine.status());
-    Engine::Impl& e = (*engine)->impl();
-    if (Status s =
-            check_ranks_in_process(e.plan, "serve runs its ranks as threads of this process; for several "
-                                           "GPUs run generate --gpus (one process per GPU)");
-        !s.ok())
-        return report(s);
-    std::fprintf(stderr, "serve: %s\n", e.weights_text.c_str());
-    if (e.adapters) std::fprintf(stderr, "serve: LoRA adapters from %s\n", e.adapters->dir().c_str());
-    std::unique_ptr<pipeline::JobRunner> stand_in = wrap ? wrap(e) : nullptr;
-    pipeline::JobRunner& runner = stand_in ? *stand_in : static_cast<pipeline::JobRunner&>(e);
+#ifdef H3_WITH_HTTP_SERVER
+namespace {
 
+serve::ServeParams server_params(const ServeOptions& o, const Engine::Impl& e) {
     serve::ServeParams p;
     p.output_dir = o.output_dir;
     p.max_queue = static_cast<size_t>(o.max_queue);
@@ -152,7 +118,137 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
     p.http.body_timeout_seconds = o.body_timeout;
     p.http.placement = e.store->plan().describe();
     p.http.memory_plan = e.store->plan().memory_plan;
-    Status s = serve::run_server(p, runner, *e.builder);
+    return p;
+}
+
+using runtime::Component;
+const std::vector<Component> kServeComponents = {Component::kTransformer, Component::kTextEncoder,
+                                                 Component::kVideoDecoder, Component::kAudioDecoder};
+
+// A process of a serving group: under an external launcher (RANK / WORLD_SIZE: rank 0 serves HTTP and feeds
+// the group, the others run what it sends), or one rank of a replica this command started (`--gpus`: rank 0
+// reads its jobs from the job channel H3_JOB_CHANNEL_FD names).
+int run_group_rank(const ServeOptions& o, EngineOptions eo, const runtime::ProcessRank* launched,
+                   const char* channel_fd) {
+    if (!eo.gpus.empty())
+        return report(invalid_field("gpus", "gpus: under the launcher convention (RANK/WORLD_SIZE) each "
+                                            "process is one rank on the GPU LOCAL_RANK names; start one "
+                                            "process per GPU without --gpus"));
+    const int rank = launched ? launched->rank : 0;
+    std::fprintf(stderr, "serve: rank %d of %d: loading %s on %s\n", rank, launched ? launched->world : 1,
+                 o.model.model.c_str(), o.model.device.c_str());
+    auto engine = Engine::Impl::open(eo, {.require = kServeComponents, .keep_job_source = true});
+    if (!engine.ok()) return report(engine.status());
+    Engine::Impl& e = (*engine)->impl();
+    std::unique_ptr<ops::Communicator> control;
+    if (launched && launched->world > 1) {
+        auto c = connect_group_control(*launched);
+        if (!c.ok()) return report(c.status());
+        control = std::move(*c);
+    }
+    if (rank > 0) {
+        Status s = run_group_follower(e, *control);
+        return s.ok() ? kExitOk : report(s);
+    }
+    GroupLeader leader(e, std::move(control));
+    Status s = ok_status();
+    if (channel_fd) {
+        s = serve_job_channel(leader, e, std::atoi(channel_fd));
+    } else {
+        std::fprintf(stderr, "serve: %s\n", e.weights_text.c_str());
+        s = serve::run_server(server_params(o, e), leader, *e.builder);
+    }
+    leader.stop();
+    return s.ok() ? kExitOk : report(s);
+}
+
+// `serve --gpus LIST`: this process is the HTTP front (its engine builds and checks the submissions; it
+// loads no weights); the replicas are groups of rank processes it starts (engine/replica.h).
+int run_replicas(const ServeOptions& o, EngineOptions eo) {
+    const std::vector<int> slots = eo.gpus;
+    auto argv = child_command_line({"--gpus"});
+    if (!argv.ok()) return report(argv.status());
+    auto device = parse_device(eo.device);
+    if (!device.ok()) return report(device.status());
+    auto specs = plan_replicas(slots, eo.sp, eo.ring, eo.tp, device->is_cuda(), *argv);
+    if (!specs.ok()) return report(specs.status());
+    eo.gpus.clear();        // the front runs no rank
+    eo.keep_loaded = false; // and loads no weights
+    eo.keep_text_encoder = false;
+    auto engine = Engine::Impl::open(eo, {.require = kServeComponents, .keep_job_source = true});
+    if (!engine.ok()) return report(engine.status());
+    Engine::Impl& e = (*engine)->impl();
+    std::fprintf(stderr, "serve: %zu replica(s) of %d rank process(es) over %s %s\n", specs->size(),
+                 (*specs)[0].world, device->is_cuda() ? "GPUs" : "slots", o.parallel.gpus.c_str());
+    std::vector<std::unique_ptr<Replica>> replicas;
+    for (ReplicaSpec& spec : *specs) replicas.push_back(std::make_unique<Replica>(std::move(spec)));
+    std::vector<Status> started(replicas.size());
+    {
+        std::vector<std::thread> starters;
+        for (size_t i = 0; i < replicas.size(); ++i)
+            starters.emplace_back([&, i] { started[i] = replicas[i]->start(); });
+        for (auto& t : starters) t.join();
+    }
+    for (const Status& s : started)
+        if (!s.ok()) return report(s);
+    std::vector<pipeline::JobRunner*> runners;
+    for (auto& r : replicas) runners.push_back(r.get());
+    serve::ServeParams p = server_params(o, e);
+    p.http.placement = "replicas: " + std::to_string(replicas.size()) + " x " +
+                       (replicas[0]->spec().world > 1 ? "dit group " + e.store->plan().parallel.describe()
+                                                      : std::string("1 rank"));
+    Status s = serve::run_server(p, runners, *e.builder);
+    std::vector<std::thread> stoppers;
+    for (auto& r : replicas) stoppers.emplace_back([&r] { r->stop(); });
+    for (auto& t : stoppers) t.join();
+    return s.ok() ? kExitOk : report(s);
+}
+
+} // namespace
+#endif
+
+int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
+#ifndef H3_WITH_HTTP_SERVER
+    (void)o;
+    (void)wrap;
+    return report(unimplemented("serve: this build has no HTTP server (install libmicrohttpd-dev, zlib1g-dev "
+                                "and libbrotli-dev)"));
+#else
+    if (o.api_key.empty())
+        if (const char* k = std::getenv("H3_API_KEY")) o.api_key = k;
+    auto launched = runtime::process_rank_from_env();
+    if (!launched.ok()) return report(launched.status());
+    auto eo = engine_options(o.model, &o.residency, &o.parallel, nullptr);
+    if (!eo.ok()) return report(eo.status());
+    eo->keep_loaded = true;
+    eo->keep_text_encoder = o.text_encoder == "resident";
+    eo->lora_dir = o.lora_dir;
+    eo->lora_strict = o.lora_strict;
+    eo->lora_cache_bytes = uint64_t{o.lora_cache_mib} << 20;
+    eo->max_prompt_bytes = 16 * 1024;
+    eo->reference_image_edge = o.reference_image_edge;
+    eo->reference_video_edge = o.reference_video_edge;
+    // a rank of a serving group (the launcher convention, or a replica this command started), or the front
+    // of replicas (--gpus), else one process with its ranks as threads
+    const char* channel = std::getenv("H3_JOB_CHANNEL_FD");
+    if (!wrap && (*launched || (channel && *channel)))
+        return run_group_rank(o, *eo, *launched ? &**launched : nullptr,
+                              channel && *channel ? channel : nullptr);
+    if (!wrap && !eo->gpus.empty()) return run_replicas(o, *eo);
+    std::fprintf(stderr, "serve: loading %s on %s\n", o.model.model.c_str(), o.model.device.c_str());
+    auto engine = Engine::Impl::open(*eo, {.require = kServeComponents});
+    if (!engine.ok()) return report(engine.status());
+    Engine::Impl& e = (*engine)->impl();
+    if (Status s =
+            check_ranks_in_process(e.plan, "serve runs these ranks as threads of this process; for several "
+                                           "GPUs give --gpus (one process per GPU, as replicas)");
+        !s.ok())
+        return report(s);
+    std::fprintf(stderr, "serve: %s\n", e.weights_text.c_str());
+    if (e.adapters) std::fprintf(stderr, "serve: LoRA adapters from %s\n", e.adapters->dir().c_str());
+    std::unique_ptr<pipeline::JobRunner> stand_in = wrap ? wrap(e) : nullptr;
+    pipeline::JobRunner& runner = stand_in ? *stand_in : static_cast<pipeline::JobRunner&>(e);
+    Status s = serve::run_server(server_params(o, e), runner, *e.builder);
     return s.ok() ? kExitOk : report(s);
 #endif
 }

@@ -1,13 +1,14 @@
-// The ranks of one host as child processes (issue #17): `generate --gpus 0,1,2,3 --sp 4` (several GPUs: one
-// process per GPU, since the ranks of one process share one DiT) and `generate --launch processes` (any
-// device; the CPU tests use it) re-run this command once per rank with the launcher convention that torchrun
-// and Slurm wrappers use — RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT (the
-// environment's, else a free port) and, on CUDA, CUDA_VISIBLE_DEVICES set to the --gpus list, so rank i runs
-// on cuda:i of that list — without --gpus / --launch (runtime/launcher.h then makes each one rank of the
-// group). The parent loads nothing: it waits for its children, and when one fails (non-zero exit or a
-// signal) it terminates the others (SIGTERM, then SIGKILL after a grace period), so a failed rank fails the
-// job on every rank in bounded time. SIGINT / SIGTERM to the parent reach every child. Rank 0 writes the
-// outputs; the other ranks' stdout is discarded (their stderr is kept: errors name the rank).
+// The ranks of one host as child processes (issue #17; the processes themselves: engine/rank_processes.h):
+// `generate --gpus 0,1,2,3 --sp 4` (several GPUs: one process per GPU, since the ranks of one process share
+// one DiT) and `generate --launch processes` (any device; the CPU tests use it) re-run this command once per
+// rank with the launcher convention that torchrun and Slurm wrappers use — RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR=127.0.0.1, MASTER_PORT (the environment's, else a free port) and, on CUDA, CUDA_VISIBLE_DEVICES
+// set to the --gpus list, so rank i runs on cuda:i of that list — without --gpus / --launch
+// (runtime/launcher.h then makes each one rank of the group). The parent loads nothing: it waits for its
+// children, and when one fails (non-zero exit or a signal) it terminates the others (SIGTERM, then SIGKILL
+// after a grace period), so a failed rank fails the job on every rank in bounded time. SIGINT / SIGTERM to
+// the parent reach every child. Rank 0 writes the outputs; the other ranks' stdout is discarded (their stderr
+// is kept: errors name the rank).
 #pragma once
 
 #include "core/status.h"

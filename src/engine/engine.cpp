@@ -304,6 +304,7 @@ Result<std::unique_ptr<Engine>> Engine::Impl::open(EngineOptions o, EngineExtras
     pipeline::JobBuilderOptions bo = builder_options(o);
     bo.lora = {.library = impl->adapters.get(), .merged = impl->merged};
     bo.prepare_outputs = !impl->launched || impl->launched->rank == 0; // rank 0 writes a group's outputs
+    bo.keep_source = extras.keep_job_source;
     if (o.reference_image_edge == 0 && ci.defaults && ci.defaults->reference_image_edge)
         bo.reference_image_edge = static_cast<int>(*ci.defaults->reference_image_edge); // h3_defaults.json
     // a CPU job's cost estimate (0 on a GPU): the slow-job warning and the video object's estimate

@@ -35,6 +35,9 @@ struct EngineExtras {
     runtime::ComponentSupplier supplier = {}; // bench request: random weights at the configs' width
     // Components the store must have (the server's: DiT, text encoder, decoders); checked at open.
     std::vector<runtime::Component> require = {};
+    // The builder keeps each job's input (GenerationJob::source): a server whose jobs run in other
+    // processes (its replicas, or the other ranks of its launched group) sends them the input.
+    bool keep_job_source = false;
 };
 
 struct Engine::Impl : pipeline::JobRunner {

@@ -79,6 +79,7 @@ const char* stage_name(Stage s) {
 }
 
 nlohmann::json JobReport::metrics(Task task) const {
+    if (!remote_metrics.is_null()) return remote_metrics;
     nlohmann::json j = work.to_json();
     j["task"] = task_name(task);
     if (task == Task::kFl2va) j["keyframe_seconds"] = condition_seconds;

@@ -90,6 +90,9 @@ struct JobReport {
     // fallbacks to slower paths than the job's settings asked for (each logged once as a warning).
     ops::ProvenanceRecord::Calls kernels;
     std::vector<ops::Fallback> fallbacks;
+    // A job that ran in another process (a server's replica, engine/replica.h): the metrics as that process
+    // computed them (metrics() returns them); null otherwise.
+    nlohmann::json remote_metrics;
 
     // One schema for the CLI's --metrics file and the server's records: work.to_json() + task, stage seconds
     // (keyframe_seconds for fl2va, reference_seconds for ref2va), peak_device_memory_bytes, component_loads,
@@ -104,6 +107,14 @@ public:
     virtual Result<JobReport> run(const GenerationJob& job, const JobEvents& events) = 0;
     // Loads per component since start (what the runner's store counted).
     virtual std::map<std::string, uint64_t> component_loads() const = 0;
+    // Called by a server's worker before it takes the next job: a runner over other processes (a replica)
+    // restarts them here when one has ended, giving up (kCancelled) once `stop` says so (a shutdown).
+    virtual Status prepare(const std::function<bool()>& stop) {
+        (void)stop;
+        return ok_status();
+    }
+    // What a server's /health reports of this runner (a replica's processes); null for the generator.
+    virtual nlohmann::json status() const { return nullptr; }
 };
 
 class Generator final : public JobRunner {

@@ -1,5 +1,7 @@
 #include "pipeline/group_broadcast.h"
 
+#include "pipeline/byte_codec.h"
+
 #include <cstring>
 #include <string>
 
@@ -9,80 +11,10 @@ namespace {
 
 constexpr uint32_t kMagic = 0x48334449; // "H3DI"
 
-class Writer {
-public:
-    void u32(uint32_t v) { raw(&v, sizeof v); }
-    void i64(int64_t v) { raw(&v, sizeof v); }
-    void tensor(const Tensor& t) {
-        if (!t.defined()) {
-            i64(-1);
-            return;
-        }
-        const Tensor c = *t.contiguous();
-        i64(c.rank());
-        u32(static_cast<uint32_t>(c.dtype()));
-        for (int d = 0; d < c.rank(); ++d) i64(c.dim(d));
-        raw(c.data(), c.nbytes());
-    }
-    void raw(const void* p, size_t n) {
-        const auto* b = static_cast<const uint8_t*>(p);
-        out.insert(out.end(), b, b + n);
-    }
-    std::vector<uint8_t> out;
-};
-
-class Reader {
-public:
-    explicit Reader(const std::vector<uint8_t>& b) : b_(b) {}
-    Status raw(void* p, size_t n) {
-        if (n > b_.size() - at_)
-            return invalid_argument("encoded inputs: the payload ends " +
-                                    std::to_string(n - (b_.size() - at_)) + " bytes early");
-        std::memcpy(p, b_.data() + at_, n);
-        at_ += n;
-        return ok_status();
-    }
-    Result<uint32_t> u32() {
-        uint32_t v = 0;
-        H3_TRY(raw(&v, sizeof v));
-        return v;
-    }
-    Result<int64_t> i64() {
-        int64_t v = 0;
-        H3_TRY(raw(&v, sizeof v));
-        return v;
-    }
-    Result<Tensor> tensor() {
-        H3_ASSIGN_OR_RETURN(int64_t rank, i64());
-        if (rank == -1) return Tensor();
-        if (rank < 0 || rank > 8)
-            return invalid_argument("encoded inputs: a tensor of rank " + std::to_string(rank));
-        H3_ASSIGN_OR_RETURN(uint32_t dt, u32());
-        if (dt > static_cast<uint32_t>(DType::kF64))
-            return invalid_argument("encoded inputs: unknown dtype code " + std::to_string(dt));
-        std::vector<int64_t> dims(static_cast<size_t>(rank));
-        int64_t numel = 1;
-        for (auto& d : dims) {
-            H3_ASSIGN_OR_RETURN(d, i64());
-            if (d < 0 || (d > 0 && numel > (int64_t{1} << 40) / d))
-                return invalid_argument("encoded inputs: a tensor dimension of " + std::to_string(d));
-            numel *= d;
-        }
-        Tensor t = Tensor::host(Shape(dims), static_cast<DType>(dt));
-        H3_TRY(raw(t.data(), t.nbytes()));
-        return t;
-    }
-    bool done() const { return at_ == b_.size(); }
-
-private:
-    const std::vector<uint8_t>& b_;
-    size_t at_ = 0;
-};
-
 } // namespace
 
 std::vector<uint8_t> pack_encoded_inputs(const EncodedInputs& in) {
-    Writer w;
+    ByteWriter w;
     w.u32(kMagic);
     w.tensor(in.conditioning.embeddings);
     w.i64(static_cast<int64_t>(in.conditioning.tags.size()));
@@ -102,7 +34,7 @@ std::vector<uint8_t> pack_encoded_inputs(const EncodedInputs& in) {
 }
 
 Result<EncodedInputs> unpack_encoded_inputs(const std::vector<uint8_t>& bytes) {
-    Reader rd(bytes);
+    ByteReader rd(bytes, "encoded inputs");
     H3_ASSIGN_OR_RETURN(uint32_t magic, rd.u32());
     if (magic != kMagic) return invalid_argument("encoded inputs: the payload does not start with its tag");
     EncodedInputs in;
@@ -155,22 +87,28 @@ Status broadcast_host(const ops::Context& ctx, ops::Communicator& comm, Tensor& 
 
 } // namespace
 
+Status broadcast_bytes(const ops::Context& ctx, ops::Communicator& comm, std::vector<uint8_t>& bytes,
+                       int root, const std::string& what) {
+    Tensor length = Tensor::host(Shape{1}, DType::kI64);
+    length.data_as<int64_t>()[0] = comm.rank() == root ? static_cast<int64_t>(bytes.size()) : 0;
+    H3_TRY(broadcast_host(ctx, comm, length, root).with_context("broadcasting the size of the " + what));
+    const int64_t n = length.data_as<int64_t>()[0];
+    if (n <= 0 || n > (int64_t{1} << 40))
+        return internal_error(what + ": rank " + std::to_string(root) + " announced " + std::to_string(n) +
+                              " bytes");
+    Tensor payload = Tensor::host(Shape{n}, DType::kU8);
+    if (comm.rank() == root) std::memcpy(payload.data(), bytes.data(), bytes.size());
+    H3_TRY(broadcast_host(ctx, comm, payload, root).with_context("broadcasting the " + what));
+    if (comm.rank() != root) bytes.assign(payload.data_as<uint8_t>(), payload.data_as<uint8_t>() + n);
+    return ok_status();
+}
+
 Status broadcast_encoded_inputs(const ops::Context& ctx, ops::Communicator& comm, EncodedInputs& inputs,
                                 int root) {
     std::vector<uint8_t> bytes;
     if (comm.rank() == root) bytes = pack_encoded_inputs(inputs);
-    Tensor length = Tensor::host(Shape{1}, DType::kI64);
-    length.data_as<int64_t>()[0] = static_cast<int64_t>(bytes.size());
-    H3_TRY(broadcast_host(ctx, comm, length, root).with_context("broadcasting the encoded inputs' size"));
-    const int64_t n = length.data_as<int64_t>()[0];
-    if (n <= 0 || n > (int64_t{1} << 40))
-        return internal_error("encoded inputs: rank " + std::to_string(root) + " announced " +
-                              std::to_string(n) + " bytes");
-    Tensor payload = Tensor::host(Shape{n}, DType::kU8);
-    if (comm.rank() == root) std::memcpy(payload.data(), bytes.data(), bytes.size());
-    H3_TRY(broadcast_host(ctx, comm, payload, root).with_context("broadcasting the encoded inputs"));
+    H3_TRY(broadcast_bytes(ctx, comm, bytes, root, "encoded inputs"));
     if (comm.rank() == root) return ok_status();
-    bytes.assign(payload.data_as<uint8_t>(), payload.data_as<uint8_t>() + n);
     H3_ASSIGN_OR_RETURN(inputs, unpack_encoded_inputs(bytes));
     return ok_status();
 }

@@ -12,6 +12,7 @@
 #include "pipeline/latents.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace h3::pipeline {
@@ -26,6 +27,10 @@ struct EncodedInputs {
 // is malformed.
 std::vector<uint8_t> pack_encoded_inputs(const EncodedInputs& inputs);
 Result<EncodedInputs> unpack_encoded_inputs(const std::vector<uint8_t>& bytes);
+
+// Collective: root's `bytes` (not empty) to every rank, its length first (`what` names them in errors).
+Status broadcast_bytes(const ops::Context& ctx, ops::Communicator& comm, std::vector<uint8_t>& bytes,
+                       int root, const std::string& what);
 
 // Collective: on `root` `inputs` is sent, on every other rank it is replaced by root's. `ctx` is the rank's
 // op context (an NCCL communicator moves the bytes through a device buffer on it).

@@ -25,6 +25,8 @@ const char* task_name(Task t); // "t2va", "fl2va", "ref2va"
 Result<Task> parse_task(const std::string& name);
 
 // What a job writes. Empty paths are not written; a job writes at least one thing.
+struct JobInput; // pipeline/job_builder.h
+
 struct OutputRequest {
     std::string latents =
         {}; // safetensors: video_noise, video_latents [1,C,T,h,w], audio_noise, audio_latents
@@ -75,6 +77,10 @@ struct GenerationJob {
     // seconds they take (pipeline/cost_estimate.h).
     double dit_flops = 0;
     std::optional<double> estimated_seconds;
+
+    // The input the job was built from, its seed resolved (JobBuilderOptions::keep_source; else null): what
+    // is sent to another process to build the same job there.
+    std::shared_ptr<const JobInput> source;
 
     bool
     presents_images() const; // the conditioner sees keyframe or reference images (needs the vision tower)

@@ -264,8 +264,14 @@ Status JobBuilder::check_fields(const JobInput& in, const JobBuilderOptions& o, 
 
 Result<GenerationJob> JobBuilder::build(JobInput in, std::string* field) const {
     std::string f;
+    std::optional<JobInput> source;
+    if (options_.keep_source) source = in;
     Result<GenerationJob> r = build_job(std::move(in), &f);
     if (field) *field = f;
+    if (r.ok() && source) {
+        source->seed = r->seed;
+        r->source = std::make_shared<const JobInput>(std::move(*source));
+    }
     if (!r.ok() && !f.empty()) return r.status().with_field(f);
     return r;
 }

@@ -78,6 +78,9 @@ struct JobBuilderOptions {
     // Whether build() checks the output paths and creates their folders (prepare_outputs); false where this
     // process writes nothing (a launched rank other than 0: rank 0 writes the group's outputs).
     bool prepare_outputs = true;
+    // Whether build() keeps a copy of the input in GenerationJob::source (its seed resolved): a server
+    // whose jobs run in other processes sends them the input (pipeline/job_input_bytes.h).
+    bool keep_source = false;
 };
 
 class JobBuilder {

@@ -553,6 +553,7 @@ MHD_Result Impl::begin(Exchange& ex) {
                       .queue_capacity = board.max_queue(),
                       .running = board.running(),
                       .accepting = !board.closed()};
+        if (opt.replicas) g.replicas = opt.replicas();
         Response r;
         r.content_type = "text/plain; version=0.0.4; charset=utf-8";
         r.body = metrics.render(g);
@@ -783,15 +784,16 @@ void Impl::on_event_free(void* cls) {
 
 Response Impl::health() const {
     const bool closed = board.closed() || stopping.load();
-    return json_response({{"status", closed ? "stopping" : "ok"},
-                          {"queue_depth", board.queue_depth()},
-                          {"queue_capacity", board.max_queue()},
-                          {"running", board.running()},
-                          {"event_streams", event_streams.load()},
-                          {"sync_waiters", sync_waiters.load()},
-                          {"placement", opt.placement},
-                          {"memory_plan", opt.memory_plan}},
-                         closed ? 503 : 200);
+    nlohmann::json j = {{"status", closed ? "stopping" : "ok"},
+                        {"queue_depth", board.queue_depth()},
+                        {"queue_capacity", board.max_queue()},
+                        {"running", board.running()},
+                        {"event_streams", event_streams.load()},
+                        {"sync_waiters", sync_waiters.load()},
+                        {"placement", opt.placement},
+                        {"memory_plan", opt.memory_plan}};
+    if (opt.replicas) j["replicas"] = opt.replicas();
+    return json_response(j, closed ? 503 : 200);
 }
 
 Response Impl::list(const Exchange& ex) const {

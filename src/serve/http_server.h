@@ -38,6 +38,7 @@
 #include "serve/submission.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -60,6 +61,9 @@ struct HttpOptions {
     SubmissionLimits limits;
     // Reported by /health: the model store's placement plan and the budget planner's text (empty: none).
     std::string placement, memory_plan;
+    // A server of replicas (`serve --gpus`): each replica's status for /health's "replicas" and /metrics'
+    // per-replica lines (unset: neither appears).
+    std::function<nlohmann::json()> replicas;
 };
 
 class HttpServer {

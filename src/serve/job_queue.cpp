@@ -171,15 +171,16 @@ std::shared_ptr<Job> JobBoard::next() {
     std::unique_lock<std::mutex> lock(mu_);
     queued_.wait(lock, [&] { return closed_ || !queue_.empty(); });
     if (queue_.empty()) return nullptr;
-    running_ = queue_.front();
+    std::shared_ptr<Job> job = queue_.front();
     queue_.pop_front();
-    Job& j = *running_;
+    running_.push_back(job);
+    Job& j = *job;
     j.record.status = api::JobStatus::kInProgress;
     j.record.stage = "encode";
     j.record.started_at = static_cast<int64_t>(std::time(nullptr));
     save(j);
     touch(j);
-    return running_;
+    return job;
 }
 
 void JobBoard::progress(const std::shared_ptr<Job>& job, const pipeline::JobProgress& p) {
@@ -197,7 +198,7 @@ bool JobBoard::finish(const std::shared_ptr<Job>& job, FinalOutcome outcome,
                       std::optional<api::JobError> error, nlohmann::json metrics, double run_seconds,
                       int64_t now) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (running_ == job) running_.reset();
+    std::erase(running_, job);
     mean_run_seconds_ = mean_run_seconds_ > 0 ? 0.7 * mean_run_seconds_ + 0.3 * run_seconds : run_seconds;
     api::JobStatus status = outcome == FinalOutcome::kCompleted ? api::JobStatus::kCompleted
                             : outcome == FinalOutcome::kFailed  ? api::JobStatus::kFailed
@@ -229,10 +230,12 @@ void JobBoard::close(bool cancel_running, int64_t now) {
             api::JobError{"server_shutdown", "the server was stopped before this job ran; submit it again"},
             now);
     queue_.clear();
-    if (cancel_running && running_ && running_->cancel_reason.empty()) {
-        running_->cancel_reason = "shutdown";
-        running_->cancel.store(true);
-    }
+    if (cancel_running)
+        for (auto& r : running_)
+            if (r->cancel_reason.empty()) {
+                r->cancel_reason = "shutdown";
+                r->cancel.store(true);
+            }
     queued_.notify_all();
     changed_.notify_all();
 }
@@ -267,15 +270,19 @@ size_t JobBoard::queue_depth() const {
 
 size_t JobBoard::running() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return running_ ? 1 : 0;
+    return running_.size();
 }
 
 std::string JobBoard::describe_running() const {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!running_) return {};
-    const api::VideoRecord& r = running_->record;
-    return "job " + r.id + " (stage " + (r.stage.empty() ? std::string("?") : r.stage) + ", " +
-           std::to_string(static_cast<int>(r.progress)) + "%)";
+    std::string out;
+    for (const auto& job : running_) {
+        const api::VideoRecord& r = job->record;
+        out += (out.empty() ? "" : "; ") + std::string("job ") + r.id + " (stage " +
+               (r.stage.empty() ? std::string("?") : r.stage) + ", " +
+               std::to_string(static_cast<int>(r.progress)) + "%)";
+    }
+    return out;
 }
 
 } // namespace h3::serve

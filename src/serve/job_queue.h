@@ -1,7 +1,7 @@
 // The jobs of one server process: every known job by id, the bounded queue of those waiting for the
 // worker, and every state transition (persisted through the JobStore as it happens). HTTP threads submit,
-// look up, list, cancel and delete; the one worker takes the next job and reports progress and the end;
-// SSE and sync waiters block on a job's version. All state sits behind one mutex.
+// look up, list, cancel and delete; a worker (one per replica) takes the next job and reports progress and
+// the end; SSE and sync waiters block on a job's version. All state sits behind one mutex.
 #pragma once
 
 #include "pipeline/generator.h"
@@ -102,7 +102,7 @@ public:
     size_t queue_depth() const;
     size_t running() const;
     // "job ID (stage STAGE, P%)" of the running job, "" when none (shutdown messages).
-    std::string describe_running() const;
+    std::string describe_running() const; // several: joined with "; "
     size_t max_queue() const { return max_queue_; }
 
 private:
@@ -118,7 +118,7 @@ private:
     std::condition_variable queued_;          // the worker's wake-up
     std::map<std::string, std::shared_ptr<Job>> jobs_;
     std::deque<std::shared_ptr<Job>> queue_;
-    std::shared_ptr<Job> running_;
+    std::vector<std::shared_ptr<Job>> running_; // one per worker (a server's replicas run jobs at once)
     uint64_t next_seq_ = 1;
     bool closed_ = false;
     double mean_run_seconds_ = 0; // moving average of finished runs (Retry-After)

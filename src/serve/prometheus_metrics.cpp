@@ -132,6 +132,29 @@ std::string Metrics::render(const QueueGauges& g) const {
     if (component_loads_)
         for (const auto& [component, n] : component_loads_())
             out += "h3_component_loads_total{component=\"" + component + "\"} " + std::to_string(n) + "\n";
+    if (g.replicas.is_array() && !g.replicas.empty()) {
+        header(out, "h3_replica_up", "gauge", "1 while the replica's processes are up (ready or running).");
+        for (const auto& r : g.replicas) {
+            const std::string state = r.value("state", std::string());
+            out += "h3_replica_up{replica=\"" + std::to_string(r.value("replica", 0)) + "\"} " +
+                   (state == "ready" || state == "running" ? "1" : "0") + "\n";
+        }
+        header(out, "h3_replica_busy", "gauge", "1 while the replica runs a job.");
+        for (const auto& r : g.replicas)
+            out += "h3_replica_busy{replica=\"" + std::to_string(r.value("replica", 0)) + "\"} " +
+                   (r.value("job", nlohmann::json()).is_null() ? "0" : "1") + "\n";
+        const std::pair<const char*, const char*> counters[] = {
+            {"jobs_done", "Jobs the replica completed."},
+            {"failures", "Jobs that failed on the replica."},
+            {"restarts", "Times the replica's processes were restarted after one ended."}};
+        for (const auto& [key, help] : counters) {
+            const std::string name = std::string("h3_replica_") + key + "_total";
+            header(out, name.c_str(), "counter", help);
+            for (const auto& r : g.replicas)
+                out += name + "{replica=\"" + std::to_string(r.value("replica", 0)) + "\"} " +
+                       std::to_string(r.value(key, uint64_t{0})) + "\n";
+        }
+    }
     return out;
 }
 

@@ -36,6 +36,7 @@ private:
 struct QueueGauges {
     size_t queue_depth = 0, queue_capacity = 0, running = 0;
     bool accepting = true;
+    nlohmann::json replicas = {}; // a server of replicas: Worker::status() of each (null: none)
 };
 
 class Metrics {

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <map>
+#include <memory>
 #include <thread>
 
 namespace h3::serve {
@@ -51,6 +53,12 @@ int64_t now_seconds() {
 
 Status run_server(const ServeParams& params, pipeline::JobRunner& runner,
                   const pipeline::JobBuilder& builder) {
+    return run_server(params, std::vector<pipeline::JobRunner*>{&runner}, builder);
+}
+
+Status run_server(const ServeParams& params, const std::vector<pipeline::JobRunner*>& runners,
+                  const pipeline::JobBuilder& builder) {
+    if (runners.empty()) return invalid_argument("a server needs at least one job runner");
     if (params.max_queue < 1) return invalid_argument("--max-queue must be at least 1");
     if (params.ttl_seconds < 0) return invalid_argument("--ttl must not be negative");
     H3_ASSIGN_OR_RETURN(JobStore store, JobStore::open(params.output_dir));
@@ -58,7 +66,12 @@ Status run_server(const ServeParams& params, pipeline::JobRunner& runner,
     for (const auto& s : rec.skipped) H3_LOG_WARN("serve: skipped job directory {}", s);
 
     Metrics metrics;
-    metrics.set_component_loads([&runner] { return runner.component_loads(); });
+    metrics.set_component_loads([&runners] {
+        std::map<std::string, uint64_t> sum;
+        for (const pipeline::JobRunner* r : runners)
+            for (const auto& [c, n] : r->component_loads()) sum[c] += n;
+        return sum;
+    });
     JobBoard board(store, params.max_queue, params.ttl_seconds);
     board.set_on_final([&metrics](api::JobStatus s) { metrics.job_final(s); });
     const size_t recovered = rec.records.size();
@@ -68,12 +81,21 @@ Status run_server(const ServeParams& params, pipeline::JobRunner& runner,
                  "removed\n",
                  store.root().c_str(), recovered, rec.interrupted, rec.orphans_removed);
 
-    HttpServer http(board, store, metrics, builder, params.http);
+    std::vector<std::unique_ptr<Worker>> workers;
+    for (pipeline::JobRunner* r : runners)
+        workers.push_back(std::make_unique<Worker>(board, store, metrics, *r));
+    HttpOptions http_options = params.http;
+    if (!runners[0]->status().is_null())
+        http_options.replicas = [&workers] {
+            nlohmann::json all = nlohmann::json::array();
+            for (const auto& w : workers) all.push_back(w->status());
+            return all;
+        };
+    HttpServer http(board, store, metrics, builder, http_options);
     H3_ASSIGN_OR_RETURN(int port, http.bind());
 
     SignalScope signals;
-    Worker worker(board, store, metrics, runner);
-    worker.start();
+    for (auto& w : workers) w->start();
     TtlSweeper sweeper(board, sweep_interval_for(params.ttl_seconds));
     if (params.ttl_seconds > 0) sweeper.start();
 
@@ -99,7 +121,7 @@ Status run_server(const ServeParams& params, pipeline::JobRunner& runner,
                 std::_Exit(4);
             }
         }
-        worker.join();
+        for (auto& w : workers) w->join();
         http.stop();
     });
 
@@ -110,7 +132,7 @@ Status run_server(const ServeParams& params, pipeline::JobRunner& runner,
     watcher.join();
     // the listener can only end early on an error: then stop the rest here
     board.close(true, now_seconds());
-    worker.join();
+    for (auto& w : workers) w->join();
     sweeper.stop();
     std::fprintf(stderr, "serve: stopped\n");
     return ok_status();

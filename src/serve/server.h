@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace h3::serve {
 
@@ -28,6 +29,10 @@ struct ServeParams {
 // Serves until SIGTERM or SIGINT. Prints "serve: listening on http://HOST:PORT" once the port is bound.
 // Submissions are built by `builder` (against the runner's checkpoint) and run by `runner` on the worker.
 Status run_server(const ServeParams& params, pipeline::JobRunner& runner,
+                  const pipeline::JobBuilder& builder);
+// One worker per runner (`serve --gpus`: one per replica), one queue: a free worker takes the next job. When
+// the runners report a status (replicas), /health and /metrics report each.
+Status run_server(const ServeParams& params, const std::vector<pipeline::JobRunner*>& runners,
                   const pipeline::JobBuilder& builder);
 
 } // namespace h3::serve

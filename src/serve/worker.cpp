@@ -3,9 +3,11 @@
 #include "core/log.h"
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <exception>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 namespace h3::serve {
@@ -47,7 +49,37 @@ void Worker::join() {
 }
 
 void Worker::loop() {
-    while (std::shared_ptr<Job> job = board_.next()) run_one(job);
+    while (true) {
+        if (Status s = runner_.prepare([this] { return board_.closed(); });
+            !s.ok()) { // a replica that cannot start: try again shortly
+            H3_LOG_ERROR("serve: {}", s.to_string());
+            std::fprintf(stderr, "serve: %s\n", s.to_string().c_str());
+            for (int i = 0; i < 20 && !board_.closed(); ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            if (board_.closed()) return;
+            continue;
+        }
+        std::shared_ptr<Job> job = board_.next();
+        if (!job) return;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            current_ = job->record.id;
+        }
+        run_one(job);
+        std::lock_guard<std::mutex> lock(mu_);
+        current_.clear();
+    }
+}
+
+nlohmann::json Worker::status() const {
+    nlohmann::json j = runner_.status();
+    if (j.is_null()) j = nlohmann::json::object();
+    std::lock_guard<std::mutex> lock(mu_);
+    j["job"] = current_.empty() ? nlohmann::json(nullptr) : nlohmann::json(current_);
+    j["jobs_done"] = done_;
+    j["failures"] = failed_;
+    j["cancelled"] = cancelled_;
+    return j;
 }
 
 void Worker::run_one(const std::shared_ptr<Job>& job) {
@@ -100,12 +132,20 @@ void Worker::run_one(const std::shared_ptr<Job>& job) {
     }
     if (result.ok() && moved.ok()) {
         metrics_.job_completed(*result);
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            ++done_;
+        }
         board_.finish(job, FinalOutcome::kCompleted, std::nullopt, result->metrics(gj.task), seconds,
                       now_seconds());
         H3_LOG_INFO("serve: {} completed in {:.2f} s ({})", id, seconds, result->work.summary());
         return;
     }
     const Status& s = !result.ok() ? result.status() : moved;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++(s.code() == ErrorCode::kCancelled ? cancelled_ : failed_);
+    }
     if (s.code() == ErrorCode::kCancelled) {
         board_.finish(job, FinalOutcome::kCancelled, std::nullopt, nullptr, seconds, now_seconds());
         H3_LOG_INFO("serve: {} cancelled after {:.2f} s", id, seconds);
