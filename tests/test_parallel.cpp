@@ -904,3 +904,43 @@ TEST(GroupNccl, BroadcastAndTileDecodeAtWorldSizeOne) {
     ASSERT_EQ(split->shape(), plain->shape());
     EXPECT_EQ(std::memcmp(split->data(), plain->data(), plain->nbytes()), 0);
 }
+
+// The communication lane on CUDA (issue #46's overlap): at NCCL world size 1 the forced Ulysses path with its
+// heads in 2 groups (their all-to-alls on the lane's stream, ordered by events) and the forced ring path
+// (its gathers on the lane) give the plain path's latents — a missing wait between the streams would read
+// buffers the lane has not filled yet.
+TEST(GroupNccl, CommunicationLaneEqualsThePlainPathAtWorldSizeOne) {
+    if (!ops::nccl_available()) GTEST_SKIP() << "built without NCCL";
+    auto session = runtime::DeviceSession::open("cuda:0");
+    if (!session.ok()) GTEST_SKIP() << "no CUDA device: " << session.status().to_string();
+    const ops::Context& ctx = (*session)->context();
+    auto ck = model::open_dit_checkpoint(tiny_dir() + "/transformer");
+    ASSERT_TRUE(ck.ok()) << ck.status().to_string();
+    auto dit =
+        model::DitModel::load(*ck, {.device = ctx.device, .precision = model::DitPrecision::kFp32}, ctx);
+    ASSERT_TRUE(dit.ok()) << dit.status().to_string();
+    Case c = make_case(Flow::kT2va, 7);
+    c.rq.steps = 3;
+    auto plain = generate_latents(**dit, c.cond, c.rq);
+    ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+    struct Path {
+        bool ring;
+        int groups;
+    };
+    for (Path path : {Path{false, 1}, Path{false, 2}, Path{true, 0}, Path{true, 1}}) {
+        SCOPED_TRACE(std::string(path.ring ? "ulysses+ring" : "ulysses") + " overlap groups " +
+                     std::to_string(path.groups));
+        runtime::ParallelPlan p;
+        p.force_sequence_path = true;
+        p.force_ring_path = path.ring;
+        p.overlap_groups = path.groups;
+        auto group = runtime::DeviceGroup::create(p, ctx);
+        ASSERT_TRUE(group.ok()) << group.status().to_string();
+        DenoiseOptions o;
+        o.parallel = &(*group)->rank(0).dit;
+        auto out = generate_latents(**dit, c.cond, c.rq, o);
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        EXPECT_LE(rel_err(out->video_latents, plain->video_latents), 1e-5);
+        EXPECT_LE(rel_err(out->audio_latents, plain->audio_latents), 1e-5);
+    }
+}
