@@ -44,7 +44,8 @@ echo "setup: wrote $OUT_FILE: a blue square moving right and bouncing off the wa
 echo "setup: (the tiny demo model, not MiniMax-H3: run the real checkpoint with generate --model DIR)"
 # The random tiny checkpoint that the docs' other examples and the tests use (--model tiny).
 "$H3" make-tiny "${H3_TINY_DIR:-tiny}" --seed 0
-echo "setup: the binary is $H3; 'cmake --install $BUILD_DIR --prefix ~/.local' puts h3-engine and h3-bench in ~/.local/bin"
+echo "setup: the binary is $H3; 'cmake --install $BUILD_DIR --prefix ~/.local' puts h3-engine in ~/.local/bin"
+echo "setup: the benchmarks (h3-engine bench) are a target of their own: cmake --build $BUILD_DIR --target h3-bench"
 if [[ " ${TARGETS[*]} " == *" h3engine "* ]]; then
   echo "setup: the Python module is in $BUILD_DIR/python (PYTHONPATH=$BUILD_DIR/python python3 -c 'import h3engine')"
 fi
