@@ -3,7 +3,7 @@
 //                  [--device cuda] [--dtype bf16|fp32] [--precision bf16|fp8] [--fasth3]
 //                  [--attention dense|vsa[:...]] [--residency resident|layerwise]
 //                  [--resident-blocks K] [--weight-dtype bf16|int8|auto] [--host-pinning on|off]
-//                  [--gpu-memory-budget SIZE] [--json]
+//                  [--gpu-memory-budget SIZE] [--warmup] [--json]
 // One whole t2va request through pipeline::Generator — the conditioner (tokenizer + language stack), the
 // denoising loop on the DiT, the video and audio decoders, the MP4 mux — with every model made with random
 // weights at the width its config gives (runtime::ComponentSupplier), so the request runs the production flow
@@ -17,7 +17,11 @@
 // request takes the student's defaults through the job builder as a real FastH3 checkpoint does (4 forwards
 // on the rung schedule, VSA 0.9) unless --steps / --attention say otherwise. The residency flags place the
 // weights as `generate`'s do (the planner sizes the whole request under --gpu-memory-budget); the random
-// DiT blocks and text layers are then made on the device one at a time and kept as host masters.
+// DiT blocks and text layers are then made on the device one at a time and kept as host masters. --warmup
+// runs Engine::warm_up with the request first (its conditioning and the DiT forwards that meet one-time
+// work: GEMM timings, attention plans, the workspace the DiT keeps) and reports its seconds apart
+// ("warmup"), so the request's first forward shows what a warmed server pays; without it the request pays
+// that work itself (the metrics' work.first_forward says how much of each).
 #include "bench/commands.h"
 #include "bench/synthetic_layout.h"
 #include "core/cuda_api.h"
@@ -170,7 +174,7 @@ Command request_command() {
                     configs = "official", work, output, precision = "bf16", attention;
         int frames = kReleaseFrames, steps = 50, blocks = 0;
         uint64_t seed = 0;
-        bool random_weights = false, json = false, fasth3 = false;
+        bool random_weights = false, json = false, fasth3 = false, warmup = false;
         ResidencyFlags residency;
         CLI::App* sub = nullptr;
     };
@@ -208,6 +212,9 @@ Command request_command() {
         o->sub->add_option("--attention", o->attention,
                            "dense | vsa[:sparsity=0.9,mode=exempt] (the job field)");
         add_residency_flags(o->sub, o->residency);
+        o->sub->add_flag("--warmup", o->warmup,
+                         "run the engine's warm-up for this request first (reported apart, as "
+                         "\"warmup\")");
         o->sub->add_flag("--json", o->json, "JSON output");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
@@ -262,6 +269,7 @@ Command request_command() {
                                                 Component::kVideoDecoder, Component::kAudioDecoder}});
         if (!engine.ok()) return report(engine.status());
         Engine::Impl& e = (*engine)->impl();
+        pipeline::JobInput warm_in = in;
         auto job = e.build(std::move(in));
         if (!job.ok()) return report(job.status());
         pipeline::JobEvents events;
@@ -269,6 +277,22 @@ Command request_command() {
             if (p.stage == pipeline::Stage::kDenoise && p.step > 0)
                 std::fprintf(stderr, "bench request: step %d/%d %.3f s\n", p.step, p.total, p.step_seconds);
         };
+        nlohmann::json warmup = nullptr;
+        if (o->warmup) {
+            auto wjob = e.build_warm_up(std::move(warm_in));
+            if (!wjob.ok()) return report(wjob.status());
+            const auto tw = std::chrono::steady_clock::now();
+            auto w = e.warm_up(*wjob, {});
+            if (!w.ok()) return report(w.status());
+            const double seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - tw).count();
+            std::fprintf(stderr, "bench request: warm-up %.3f s (encode %.3f s, %zu forwards)\n", seconds,
+                         w->encode_seconds, w->step_seconds.size());
+            warmup = {{"seconds", seconds},
+                      {"seconds_encode", w->encode_seconds},
+                      {"step_seconds", w->step_seconds},
+                      {"metrics", w->metrics(wjob->task)}};
+        }
         std::fprintf(stderr, "bench request: %s, %d steps, %s %s\n", job->geometry.describe().c_str(),
                      job->steps, e.checkpoint().device.c_str(), e.checkpoint().dtype.c_str());
         reset_device_memory_peak();
@@ -307,7 +331,8 @@ Command request_command() {
             {"written", r->written},
             {"device", r->device},
             {"dtype", r->dtype},
-            {"metrics", r->metrics(job->task)}};
+            {"metrics", r->metrics(job->task)},
+            {"warmup", warmup}};
         if (o->json) {
             std::printf("%s\n", j.dump(2).c_str());
         } else {
@@ -320,6 +345,22 @@ Command request_command() {
                 r->encode_seconds, r->denoise_seconds, r->setup_seconds, r->step_seconds.size(),
                 r->decode_seconds, r->mux_seconds, total,
                 static_cast<double>(r->peak_device_bytes) / (1ull << 30), output.c_str());
+            if (!warmup.is_null())
+                std::printf("  warm-up before the request: %.2f s (encode %.2f s, %zu forwards)\n",
+                            warmup["seconds"].get<double>(), warmup["seconds_encode"].get<double>(),
+                            warmup["step_seconds"].size());
+            const cache::WorkReport& w = r->work;
+            if (!w.steps.empty()) {
+                const OneTimeWork& f = w.steps.front().one_time;
+                std::printf(
+                    "  first forward's one-time work: %lld GEMM tunings (%.3f s), %lld attention plans "
+                    "(%.3f s), %lld workspace allocations (%.1f MiB), %lld graph recordings (%.3f s)\n",
+                    static_cast<long long>(f.gemm_tunings), f.gemm_tuning_seconds,
+                    static_cast<long long>(f.attention_plans), f.attention_plan_seconds,
+                    static_cast<long long>(f.workspace_allocations),
+                    static_cast<double>(f.workspace_bytes) / (1 << 20),
+                    static_cast<long long>(f.graph_recordings), f.graph_recording_seconds);
+            }
         }
         return kExitOk;
     };

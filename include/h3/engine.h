@@ -52,6 +52,10 @@ struct EngineOptions {
     // is re-planned per job under a budget); true (a server): the DiT and decoders stay loaded between jobs.
     bool keep_loaded = false;
     bool keep_text_encoder = false; // with keep_loaded: the text stack stays loaded too
+    // The DiT keeps its workspace (residual stream, block scratch, staging) between jobs while it stays
+    // loaded, so a job of the last one's shape allocates nothing in its first forward; false: each job's is
+    // released when its denoise ends (less memory held between jobs).
+    bool keep_dit_workspace = true;
 
     // ---- multi-GPU: the DiT's device group (sp Ulysses x ring x tp ranks; threads of this process)
     int sp = 1, tp = 1, ring = 1;
@@ -154,6 +158,16 @@ struct JobReport {
     std::string metrics_json;           // generate --metrics / the server's metrics (one schema)
 };
 
+// What Engine::warm_up did: its seconds, the forwards it ran and their one-time work (metrics_json: the job
+// metrics' schema; "work.first_forward" / "work.per_step[i].one_time" hold the GEMM tunings, attention
+// plans, workspace allocations and graph recordings).
+struct WarmUpReport {
+    double seconds = 0;               // the whole warm-up
+    double encode_seconds = 0;        // the request's conditioning (the text encoder, unless random rows)
+    std::vector<double> step_seconds; // per forward run
+    std::string metrics_json;
+};
+
 struct EngineInfo {
     std::string checkpoint, device, dtype; // dtype: the DiTs' arithmetic (bf16, fp32, fp8, fp16)
     std::string placement, memory_plan;    // the current plan
@@ -185,6 +199,14 @@ public:
     // Runs one job (one at a time per engine): encode, denoise, decode, write. Under a memory budget with
     // keep_loaded off, the weights' placement is re-planned for this job before any weight moves.
     Result<JobReport> run(const Job& job, const JobEvents& events = {});
+    // Runs the one-time work of jobs like `request` once, so that the first forward of the next such job
+    // costs what its others do (issue #45): the request's conditioning and the DiT forwards that meet new
+    // work (the first; with VSA after dense steps, also the first sparse one) at its geometry, attention and
+    // precision — GEMM algorithms timed, attention plans built, the DiT's workspace allocated and kept
+    // (keep_dit_workspace). Nothing is decoded or written (the request's output is not needed and ignored).
+    // The conditioning rows must match the later jobs' for their GEMM shapes to match: give the same prompt
+    // (or random_prompt_embeds of its row count).
+    Result<WarmUpReport> warm_up(const JobRequest& request, const JobEvents& events = {});
 
     EngineInfo info() const;
     const EngineOptions& options() const;

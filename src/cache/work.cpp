@@ -47,6 +47,23 @@ double WorkReport::useful_tflops_per_s() const {
     return t > 0 ? useful_flops() / t / 1e12 : 0.0;
 }
 
+nlohmann::json one_time_json(const OneTimeWork& w) {
+    return {{"gemm_tunings", w.gemm_tunings},
+            {"gemm_tuning_seconds", w.gemm_tuning_seconds},
+            {"attention_plans", w.attention_plans},
+            {"attention_plan_seconds", w.attention_plan_seconds},
+            {"workspace_allocations", w.workspace_allocations},
+            {"workspace_bytes", w.workspace_bytes},
+            {"graph_recordings", w.graph_recordings},
+            {"graph_recording_seconds", w.graph_recording_seconds}};
+}
+
+OneTimeWork WorkReport::one_time() const {
+    OneTimeWork w;
+    for (const StepRecord& s : steps) w += s.one_time;
+    return w;
+}
+
 nlohmann::json WorkReport::to_json() const {
     nlohmann::json j;
     j["cache"] = cache;
@@ -73,8 +90,12 @@ nlohmann::json WorkReport::to_json() const {
                         {"seconds", s.seconds},
                         {"useful_flops", s.useful_flops}});
         if (s.local_diff >= 0) list.back()["local_diff"] = s.local_diff;
+        list.back()["one_time"] = one_time_json(s.one_time);
     }
     j["per_step"] = list;
+    // the first forward's one-time work (the penalty a warm-up or a kept workspace removes) and the steps'
+    if (!steps.empty()) j["first_forward"] = one_time_json(steps.front().one_time);
+    j["one_time"] = one_time_json(one_time());
     if (ranks > 1) {
         j["ranks"] = ranks;
         j["rank_useful_flops"] = rank_useful_flops;

@@ -1,8 +1,10 @@
-// Work accounting of one request: per step what ran (blocks, hits, probes, seconds) and the totals of
+// Work accounting of one request: per step what ran (blocks, hits, probes, seconds, one-time work) and the
+// totals of
 // useful work — executed GEMM and attention FLOPs only (h3-model.md §14); skipped blocks and probes do
 // not count.
 #pragma once
 
+#include "core/one_time_work.h"
 #include "model/dit/dit_config.h"
 
 #include <nlohmann/json.hpp>
@@ -25,7 +27,14 @@ struct StepRecord {
     std::string reason;         // why the policy decided so ("warmup", "similar", "window", ...)
     double seconds = 0;
     double useful_flops = 0;
+    // What the step did once that a later step of the same shape does not do again (core/one_time_work.h;
+    // a device group's ranks together); all zero when nothing counted it.
+    OneTimeWork one_time;
 };
+
+// One-time work as JSON: {gemm_tunings, gemm_tuning_seconds, attention_plans, attention_plan_seconds,
+// workspace_allocations, workspace_bytes, graph_recordings, graph_recording_seconds}.
+nlohmann::json one_time_json(const OneTimeWork& w);
 
 // GEMM (2·S·P_blk, P_blk = 4·D·I + 3·D·F) and attention (4·S²·I) FLOPs of one DiT block over S rows.
 double block_flops(const model::DitConfig& config, int64_t rows);
@@ -49,6 +58,8 @@ struct WorkReport {
     double useful_flops() const;
     double seconds() const;
     double useful_tflops_per_s() const;
+    // The steps' one-time work summed.
+    OneTimeWork one_time() const;
     nlohmann::json to_json() const;
     // "steps 49, DiT calls 34, cache hits 15, blocks run 1,722/2,450, 512 TFLOP/s"
     std::string summary() const;

@@ -3,7 +3,7 @@
 //   [--max-body-bytes N] [--text-encoder resident|per-job] [--reference-image-edge N] [--reference-video-edge
 //   N] [--dtype fp16] [--residency resident|layerwise] [--resident-blocks K] [--weight-dtype bf16|int8|auto]
 //   [--host-pinning on|off] [--gpu-memory-budget SIZE] [--int8-cache DIR] [--gpus LIST] [--sp N] [--tp M]
-//   [--ring R]
+//   [--ring R] [--warmup auto|on|off] [--warmup-request JSON]
 // The OpenAI-style video API over HTTP (serve/http_server.h lists the routes): a translator onto h3::Engine
 // with keep_loaded (the DiT, one variant at a time, and the decoders stay loaded; the text stack as
 // --text-encoder says; the encoders per job); the HTTP layer builds submissions with the engine's job
@@ -11,7 +11,9 @@
 // engine/group_serving.h): --gpus LIST makes this process the front of replicas of rank processes it
 // starts (this command line again, without --gpus, under the launcher convention); a process with
 // RANK/WORLD_SIZE is one rank of a serving group (rank 0 serves HTTP, the others follow); a process with
-// H3_JOB_CHANNEL_FD is a replica's rank 0, fed by its front through that descriptor.
+// H3_JOB_CHANNEL_FD is a replica's rank 0, fed by its front through that descriptor. The one-process server
+// warms up before its first job (--warmup; serve/warm_up.h, Engine::warm_up): the default job's conditioning
+// and first DiT forwards run once, so the first job's first forward costs what its others do.
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/parallel_flags.h"
@@ -33,6 +35,7 @@
 
 #ifdef H3_WITH_HTTP_SERVER
 #include "serve/server.h"
+#include "serve/wire/video_request.h"
 #endif
 
 namespace h3::cli {
@@ -81,6 +84,16 @@ void add_serve_options(CLI::App* sub, ServeOptions& o) {
     g->add_option("--body-timeout", o.body_timeout, "seconds a request body may take to arrive")
         ->check(CLI::Range(1, 3600))
         ->capture_default_str();
+    g->add_option("--warmup", o.warmup,
+                  "run the engine's warm-up for the default job before the first job: auto (on with a "
+                  "CUDA device) | on | off")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
+    g->add_option("--warmup-request", o.warmup_request,
+                  "the warm-up's request as the API's JSON fields (default: a short prompt at the "
+                  "server's default size, length, steps and attention); give your jobs' typical "
+                  "prompt length, size and attention")
+        ->capture_default_str();
     CLI::App* mem = sub->add_option_group("Memory");
     mem->add_option("--text-encoder", o.text_encoder, "resident (kept loaded) | per-job (freed between jobs)")
         ->check(CLI::IsMember({"resident", "per-job"}))
@@ -119,6 +132,31 @@ serve::ServeParams server_params(const ServeOptions& o, const Engine::Impl& e) {
     p.http.placement = e.store->plan().describe();
     p.http.memory_plan = e.store->plan().memory_plan;
     return p;
+}
+
+constexpr const char* kWarmUpPrompt =
+    "A quiet harbour at dawn: fishing boats rock on the water, gulls call overhead and waves lap against "
+    "the stone pier while the sky turns from grey to gold.";
+
+// The warm-up of a one-process server (null when off): Engine::warm_up's work for `request` (the API's JSON
+// fields, read here so a bad one stops the command before the server starts; a job that fails to build or
+// run is the warm-up's failure, logged while the server serves on).
+Result<serve::WarmUp::Fn> warm_up_for(const ServeOptions& o, Engine::Impl& e) {
+    const bool on = o.warmup == "on" || (o.warmup == "auto" && e.store->context().device.is_cuda());
+    if (!on) return serve::WarmUp::Fn{};
+    std::string bad_field;
+    auto wire = api::read_video_body_text(
+        o.warmup_request.empty() ? nlohmann::json{{"prompt", kWarmUpPrompt}}.dump() : o.warmup_request,
+        &bad_field);
+    if (!wire.ok()) return invalid_field("warmup_request", "warmup_request: " + wire.status().message());
+    pipeline::JobInput input = std::move(wire->input);
+    return serve::WarmUp::Fn([&e, input](const std::atomic<bool>* cancel) -> Status {
+        H3_ASSIGN_OR_RETURN(pipeline::GenerationJob job, e.build_warm_up(input));
+        H3_ASSIGN_OR_RETURN(pipeline::JobReport r, e.warm_up(job, {.cancel = cancel}));
+        std::fprintf(stderr, "serve: warm-up: %s, %zu forward(s) of %s\n", job.geometry.describe().c_str(),
+                     r.step_seconds.size(), r.work.summary().c_str());
+        return ok_status();
+    });
 }
 
 using runtime::Component;
@@ -248,7 +286,11 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
     if (e.adapters) std::fprintf(stderr, "serve: LoRA adapters from %s\n", e.adapters->dir().c_str());
     std::unique_ptr<pipeline::JobRunner> stand_in = wrap ? wrap(e) : nullptr;
     pipeline::JobRunner& runner = stand_in ? *stand_in : static_cast<pipeline::JobRunner&>(e);
-    Status s = serve::run_server(server_params(o, e), runner, *e.builder);
+    serve::ServeParams params = server_params(o, e);
+    auto warm_up = warm_up_for(o, e);
+    if (!warm_up.ok()) return report(warm_up.status());
+    params.warm_up = std::move(*warm_up);
+    Status s = serve::run_server(params, runner, *e.builder);
     return s.ok() ? kExitOk : report(s);
 #endif
 }

@@ -52,6 +52,7 @@ std::string flag_for_field(const std::string& field) {
         {"keep_text_encoder", "--text-encoder"},
         {"reference_image_edge", "--reference-image-edge"},
         {"reference_video_edge", "--reference-video-edge"},
+        {"warmup_request", "--warmup-request"},
         // the device group's fields as the layers below name them (pipeline/generate_group.h)
         {"parallel.sp", "--sp"},
         {"parallel.tp", "--tp"},

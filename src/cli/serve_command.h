@@ -33,6 +33,10 @@ struct ServeOptions {
     size_t lora_cache_mib = 8192;
     ResidencyFlags residency; // weight placement (the planner sizes the release shape under a budget)
     ParallelFlags parallel;   // the DiT's device group: every job runs on all of its ranks
+    // The warm-up before the first job (serve/warm_up.h): auto (on with a CUDA device) | on | off, and its
+    // request (the API's JSON fields; the server's defaults fill the rest).
+    std::string warmup = "auto";
+    std::string warmup_request;
 };
 
 void add_serve_options(CLI::App* sub, ServeOptions& options);

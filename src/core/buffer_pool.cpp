@@ -1,5 +1,7 @@
 #include "core/buffer_pool.h"
 
+#include "core/one_time_work.h"
+
 namespace h3 {
 
 Result<Tensor> BufferPool::take(const Shape& shape, DType dtype) {
@@ -9,6 +11,7 @@ Result<Tensor> BufferPool::take(const Shape& shape, DType dtype) {
         if (b.use_count() == 1 && b->bytes() == bytes) return Tensor::from_storage(b, 0, shape, dtype);
     H3_ASSIGN_OR_RETURN(std::shared_ptr<Storage> s, allocate(bytes, device_));
     buffers_.push_back(s);
+    note_workspace_allocation(bytes);
     return Tensor::from_storage(s, 0, shape, dtype);
 }
 

@@ -1,5 +1,7 @@
 #include "core/staging.h"
 
+#include "core/one_time_work.h"
+
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -40,6 +42,7 @@ Status StagingBuffer::reserve(size_t bytes) {
     auto p = allocate_pinned(bytes + bytes / 4); // headroom for slowly growing sizes
     if (!p.ok()) return p.status();
     pinned_ = std::move(p).value();
+    note_workspace_allocation(pinned_->bytes());
     if (!done_.valid()) {
         H3_ASSIGN_OR_RETURN(done_, CudaEvent::create());
     }

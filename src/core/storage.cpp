@@ -1,5 +1,7 @@
 #include "core/storage.h"
 
+#include "core/one_time_work.h"
+
 #include "core/cuda_api.h"
 
 #include <atomic>
@@ -95,15 +97,18 @@ Result<std::shared_ptr<Storage>> host_storage(size_t bytes, bool zero) {
 } // namespace
 
 Result<std::shared_ptr<Storage>> allocate_host(size_t bytes) {
+    AllocationTally::count_allocation(bytes);
     return host_storage(bytes, true);
 }
 
 Result<std::shared_ptr<Storage>> allocate_host_uninitialized(size_t bytes) {
+    AllocationTally::count_allocation(bytes);
     return host_storage(bytes, false);
 }
 
 Result<std::shared_ptr<Storage>> allocate_pinned(size_t bytes) {
     H3_ASSIGN_OR_RETURN(void* p, cuda::malloc_pinned(bytes));
+    AllocationTally::count_allocation(bytes);
     return std::shared_ptr<Storage>(std::make_shared<PinnedStorage>(p, bytes));
 }
 
@@ -125,6 +130,7 @@ Result<std::shared_ptr<Storage>> allocate_device(size_t bytes, Device device) {
                                 device.to_string() + " refused: " + t_allocation_fence);
     H3_ASSIGN_OR_RETURN(void* p, cuda::malloc_device(bytes, device.index));
     g_device_allocations.fetch_add(1);
+    AllocationTally::count_allocation(bytes);
     return std::shared_ptr<Storage>(std::make_shared<DeviceStorage>(p, bytes, device));
 }
 

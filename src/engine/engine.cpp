@@ -8,6 +8,7 @@
 #include "runtime/checkpoint_defaults.h"
 #include "runtime/launcher.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -312,6 +313,7 @@ Result<std::unique_ptr<Engine>> Engine::Impl::open(EngineOptions o, EngineExtras
     bo.flops_per_second = impl->flops_per_second;
     impl->builder = std::make_unique<pipeline::JobBuilder>(ci, bo);
     H3_ASSIGN_OR_RETURN(impl->generator, pipeline::Generator::create(*impl->store));
+    impl->generator->set_keep_dit_workspace(o.keep_dit_workspace);
     return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -355,6 +357,39 @@ Result<pipeline::JobReport> Engine::Impl::run(const pipeline::GenerationJob& job
     std::lock_guard<std::mutex> lock(run_mu);
     H3_TRY(plan_for_job(job));
     return generator->run(job, events);
+}
+
+Result<pipeline::JobReport> Engine::Impl::warm_up(const pipeline::GenerationJob& job,
+                                                  const pipeline::JobEvents& events) {
+    std::lock_guard<std::mutex> lock(run_mu);
+    H3_TRY(plan_for_job(job));
+    return generator->warm_up(job, events);
+}
+
+Result<pipeline::GenerationJob> Engine::Impl::build_warm_up(pipeline::JobInput in) const {
+    in.outputs = pipeline::OutputRequest{}; // a warm-up writes nothing; no output path is checked
+    return build(std::move(in));
+}
+
+Result<WarmUpReport> Engine::warm_up(const JobRequest& request, const JobEvents& events) {
+    const auto t0 = std::chrono::steady_clock::now();
+    JobRequest req = request; // its outputs are not needed: nothing is written (build_warm_up clears them)
+    req.output.clear();
+    req.save_latents.clear();
+    req.return_media = true;
+    H3_ASSIGN_OR_RETURN(pipeline::JobInput in, job_input(req));
+    H3_ASSIGN_OR_RETURN(pipeline::GenerationJob job, impl_->build_warm_up(std::move(in)));
+    pipeline::JobEvents pe;
+    pe.cancel = events.cancel;
+    if (events.progress)
+        pe.progress = [&](const pipeline::JobProgress& p) { events.progress(public_progress(p)); };
+    H3_ASSIGN_OR_RETURN(pipeline::JobReport r, impl_->warm_up(job, pe));
+    WarmUpReport w;
+    w.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    w.encode_seconds = r.encode_seconds;
+    w.step_seconds = r.step_seconds;
+    w.metrics_json = r.metrics(job.task).dump();
+    return w;
 }
 
 Result<Job> Engine::build(const JobRequest& request) const {

@@ -65,6 +65,11 @@ struct Engine::Impl : pipeline::JobRunner {
     // Re-plans the weights for `job` when the plan is per job and a budget is set, then runs it.
     Result<pipeline::JobReport> run(const pipeline::GenerationJob& job,
                                     const pipeline::JobEvents& events) override;
+    // Engine::warm_up on a built job (its outputs are ignored): one job at a time with run().
+    Result<pipeline::JobReport> warm_up(const pipeline::GenerationJob& job,
+                                        const pipeline::JobEvents& events);
+    // The warm-up input of `in`: nothing to write (in.outputs cleared), built like a job.
+    Result<pipeline::GenerationJob> build_warm_up(pipeline::JobInput in) const;
     std::map<std::string, uint64_t> component_loads() const override { return store->load_counts(); }
 
     const runtime::CheckpointInfo& checkpoint() const { return store->info(); }

@@ -58,7 +58,8 @@ std::vector<Fallback> ProvenanceRecord::fallbacks() const {
     return fallbacks_;
 }
 
-ProvenanceScope::ProvenanceScope(ProvenanceRecord* record) : previous_(t_record) {
+ProvenanceScope::ProvenanceScope(ProvenanceRecord* record)
+    : previous_(t_record), one_time_(record ? &record->one_time() : nullptr) {
     if (record) t_record = record;
 }
 

@@ -16,9 +16,11 @@
 // setting needs the bf16 rows, no cuDNN plan) is a fallback: recorded with its reason and logged as ONE
 // warning per job and reason. Without a scope nothing is recorded and a fallback is logged once per
 // process and reason.
+// The record also holds the job's one-time work (core/one_time_work.h): its scope installs that counter too.
 #pragma once
 
 #include "core/dtype.h"
+#include "core/one_time_work.h"
 
 #include <cstdint>
 #include <map>
@@ -50,8 +52,12 @@ public:
     using Calls = std::map<std::string, std::map<std::string, std::map<std::string, int64_t>>>;
     Calls calls() const;
     std::vector<Fallback> fallbacks() const;
+    // The job's one-time work so far (GEMM tunings, attention plans, workspace allocations, recordings).
+    OneTimeCounter& one_time() { return one_time_; }
+    const OneTimeCounter& one_time() const { return one_time_; }
 
 private:
+    OneTimeCounter one_time_;
     mutable std::mutex m_;
     std::string stage_ = "job";
     Calls calls_;
@@ -69,6 +75,7 @@ public:
 
 private:
     ProvenanceRecord* previous_;
+    OneTimeScope one_time_;
 };
 
 ProvenanceRecord* provenance_record(); // the calling thread's (nullptr outside every scope)

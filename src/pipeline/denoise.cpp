@@ -32,6 +32,15 @@ Status check_attention_task(const model::AttentionChoice& attention, bool ref2va
     return ok_status();
 }
 
+std::vector<int> warm_up_steps(const model::AttentionChoice& attention, int steps) {
+    std::vector<int> run;
+    if (steps < 1) return run;
+    run.push_back(0);
+    const int sparse_from = attention.is_vsa() ? attention.vsa.dense_first_n_steps : 0;
+    if (sparse_from > 0 && sparse_from < steps) run.push_back(sparse_from);
+    return run;
+}
+
 Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInputs& in,
                                   const DualSchedule& sched, const DenoiseOptions& o) {
     if (!in.layout) return invalid_argument("denoise: no layout");
@@ -99,6 +108,7 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
     fo.outputs_on_device = resident;
     fo.attention = o.attention;
     fo.parallel = o.parallel;
+    fo.keep_workspace = o.keep_workspace;
     if (cancelled_now(o)) return cancelled("generation cancelled before denoising");
     H3_ASSIGN_OR_RETURN(
         model::AdalnTables tables,
@@ -114,11 +124,18 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
     const auto t_loop = Clock::now();
     Tensor video = packed.video.slice(0, L.condition_rows, L.condition_rows + L.video_rows); // generated rows
     Tensor audio = packed.audio.slice(0, L.condition_audio_rows, L.condition_audio_rows + L.audio_rows);
+    const std::vector<int> warm_up = o.warm_up ? warm_up_steps(o.attention, steps) : std::vector<int>{};
     for (int i = 0; i < steps; ++i) {
+        if (o.warm_up) { // a step cache decides step by step: it runs every step up to the last one wanted
+            if (i > warm_up.back()) break;
+            if (!step_cache && std::find(warm_up.begin(), warm_up.end(), i) == warm_up.end()) continue;
+        }
         if (cancelled_now(o))
             return cancelled("generation cancelled after " + std::to_string(i) + " of " +
                              std::to_string(steps) + " steps");
         const auto t_step = Clock::now();
+        const OneTimeCounter* one_time = one_time_counter(); // the job's (ops::ProvenanceScope)
+        const OneTimeWork one_time_before = one_time ? one_time->total() : OneTimeWork{};
         packed.timesteps = plan[static_cast<size_t>(i)].timesteps;
         packed.timestep_indices = plan[static_cast<size_t>(i)].indices;
         const cache::StepPlan plan_i = step_cache ? step_cache->begin_step(i) : cache::StepPlan{};
@@ -161,6 +178,7 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
             rec.blocks_executed = cfg.num_layers;
         }
         rec.seconds = res.step_seconds.back();
+        if (one_time) rec.one_time = one_time->total() - one_time_before;
         rec.useful_flops = rec.blocks_executed * flops_per_block;
         res.work.steps.push_back(rec);
         if (o.progress) {

@@ -37,7 +37,17 @@ struct DenoiseOptions {
     // inputs; the forwards split the work (model/dit/dit_parallel.h) and every rank ends with the same
     // latents. The steps' useful_flops are this rank's share.
     const model::DitParallel* parallel = nullptr;
+    // The request state takes the workspace the DiT keeps between requests
+    // (DitForwardOptions::keep_workspace).
+    bool keep_workspace = false;
+    // A warm-up (issue #45): only the forwards that meet one-time work a request of this shape would meet in
+    // its first forward: step 0, and the first step whose attention differs from step 0's (VSA after
+    // dense_first_n_steps). The latents it returns are not the request's.
+    bool warm_up = false;
 };
+
+// The steps a warm-up runs (DenoiseOptions::warm_up) out of `steps` forwards under `attention`.
+std::vector<int> warm_up_steps(const model::AttentionChoice& attention, int steps);
 
 // What the loop works on. Conditioning rows lead the video rows (layout.condition_rows of them) and the
 // audio rows (layout.condition_audio_rows).

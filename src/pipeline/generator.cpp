@@ -211,6 +211,14 @@ Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvent
 }
 
 Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) {
+    return run_job(job, ev, false);
+}
+
+Result<JobReport> Generator::warm_up(const GenerationJob& job, const JobEvents& ev) {
+    return run_job(job, ev, true);
+}
+
+Result<JobReport> Generator::run_job(const GenerationJob& job, const JobEvents& ev, bool warm_up) {
     const auto report = [&](const JobProgress& p) {
         if (ev.progress) ev.progress(p);
     };
@@ -224,7 +232,8 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         rep.kernels = provenance.calls();
         rep.fallbacks = provenance.fallbacks();
     };
-    if (job.outputs.empty()) return invalid_argument("outputs: the job writes neither latents nor media");
+    if (job.outputs.empty() && !warm_up)
+        return invalid_argument("outputs: the job writes neither latents nor media");
     if (!(job.geometry.spec == store_.spec()))
         return invalid_argument("the job was built for another latent spec (" + job.geometry.spec.describe() +
                                 ") than the checkpoint's (" + store_.spec().describe() + ")");
@@ -295,6 +304,8 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
         H3_ASSIGN_OR_RETURN(auto dit, store_.dit(variant));
         DenoiseOptions dopt;
         dopt.cancel = ev.cancel;
+        dopt.keep_workspace = keep_dit_workspace_;
+        dopt.warm_up = warm_up;
         H3_ASSIGN_OR_RETURN(dopt.lora, job_lora_set(job, store_));
         dopt.progress = [&](const StepProgress& p) {
             const double f = p.total > 0 ? static_cast<double>(p.step) / p.total : 1.0;
@@ -326,6 +337,12 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
     r.video_latents = out.video_latents;
     r.audio_noise = out.audio_noise;
     r.audio_latents = out.audio_latents;
+    if (warm_up) { // no decode, nothing written
+        r.peak_device_bytes = static_cast<uint64_t>(device_memory_stats().peak);
+        r.component_loads = store_.load_counts();
+        take_provenance(r);
+        return r;
+    }
 
     // ---- latents
     double write_seconds = 0;

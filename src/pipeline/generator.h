@@ -125,6 +125,16 @@ public:
 
     // Not reentrant: one job at a time.
     Result<JobReport> run(const GenerationJob& job, const JobEvents& events) override;
+    // A warm-up (issue #45, no first-step penalty): the job's encode stage and the forwards of its denoise
+    // that meet one-time work (DenoiseOptions::warm_up: the first, and VSA's first sparse one), at the job's
+    // geometry, attention and precision; no decode, nothing written (the job's outputs are ignored). GEMM
+    // algorithm choices, attention plans and (with keep_dit_workspace) the DiT's workspace then exist for
+    // the jobs that follow. The report holds the forwards' step_seconds, work (one-time work per forward),
+    // kernels and stage seconds.
+    Result<JobReport> warm_up(const GenerationJob& job, const JobEvents& events);
+    // true: the DiT keeps its workspace between jobs (DitForwardOptions::keep_workspace), so a job of the
+    // last one's shape allocates nothing in its first forward; false (default): each job's is released.
+    void set_keep_dit_workspace(bool on) { keep_dit_workspace_ = on; }
     std::map<std::string, uint64_t> component_loads() const override { return store_.load_counts(); }
     runtime::ModelStore& store() const { return store_; }
 
@@ -135,7 +145,9 @@ private:
     Result<EncodedInputs> encode(const GenerationJob& job, const JobEvents& events, JobReport& report);
     // A kLoad event when `c` is not loaded (its lease is about to read it).
     void announce_load(runtime::Component c, double percent, const JobEvents& events) const;
+    Result<JobReport> run_job(const GenerationJob& job, const JobEvents& events, bool warm_up);
     runtime::ModelStore& store_;
+    bool keep_dit_workspace_ = false;
     ProcessorConfigs processors_;
     GroupOptions group_options_;
 };

@@ -1,4 +1,5 @@
 #include "serve/http_server.h"
+#include "serve/warm_up.h"
 
 #include "core/log.h"
 #include "core/strict_int.h"
@@ -784,7 +785,10 @@ void Impl::on_event_free(void* cls) {
 
 Response Impl::health() const {
     const bool closed = board.closed() || stopping.load();
-    nlohmann::json j = {{"status", closed ? "stopping" : "ok"},
+    const bool warming = !closed && opt.warm_up && opt.warm_up->warming();
+    nlohmann::json j = {{"status", closed    ? "stopping"
+                                   : warming ? "warming_up"
+                                             : "ok"},
                         {"queue_depth", board.queue_depth()},
                         {"queue_capacity", board.max_queue()},
                         {"running", board.running()},
@@ -793,7 +797,8 @@ Response Impl::health() const {
                         {"placement", opt.placement},
                         {"memory_plan", opt.memory_plan}};
     if (opt.replicas) j["replicas"] = opt.replicas();
-    return json_response(j, closed ? 503 : 200);
+    if (opt.warm_up) j["warm_up"] = opt.warm_up->status();
+    return json_response(j, closed || warming ? 503 : 200);
 }
 
 Response Impl::list(const Exchange& ex) const {

@@ -36,6 +36,7 @@
 #include "serve/job_store.h"
 #include "serve/prometheus_metrics.h"
 #include "serve/submission.h"
+#include "serve/warm_up.h"
 
 #include <atomic>
 #include <functional>
@@ -64,6 +65,9 @@ struct HttpOptions {
     // A server of replicas (`serve --gpus`): each replica's status for /health's "replicas" and /metrics'
     // per-replica lines (unset: neither appears).
     std::function<nlohmann::json()> replicas;
+    // The server's warm-up (null: none): /health reports its status ("warm_up") and answers 503 with
+    // status "warming_up" until it has ended.
+    const WarmUp* warm_up = nullptr;
 };
 
 class HttpServer {

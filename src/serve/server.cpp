@@ -81,10 +81,13 @@ Status run_server(const ServeParams& params, const std::vector<pipeline::JobRunn
                  "removed\n",
                  store.root().c_str(), recovered, rec.interrupted, rec.orphans_removed);
 
+    WarmUp warm_up(params.warm_up);
     std::vector<std::unique_ptr<Worker>> workers;
     for (pipeline::JobRunner* r : runners)
-        workers.push_back(std::make_unique<Worker>(board, store, metrics, *r));
+        workers.push_back(
+            std::make_unique<Worker>(board, store, metrics, *r, workers.empty() ? &warm_up : nullptr));
     HttpOptions http_options = params.http;
+    if (warm_up.enabled()) http_options.warm_up = &warm_up;
     if (!runners[0]->status().is_null())
         http_options.replicas = [&workers] {
             nlohmann::json all = nlohmann::json::array();
@@ -107,6 +110,7 @@ Status run_server(const ServeParams& params, const std::vector<pipeline::JobRunn
         const bool cancel = params.on_term == OnTerm::kCancel;
         std::fprintf(stderr, "serve: %s received: no new jobs; %s the running job\n",
                      g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM", cancel ? "cancelling" : "finishing");
+        warm_up.cancel(); // a warm-up still running stops at its next check
         board.close(cancel, now_seconds());
         if (cancel) { // a backstop: every stage reads the flag within a fraction of a second
             const auto deadline = std::chrono::steady_clock::now() + params.term_grace;
@@ -131,6 +135,7 @@ Status run_server(const ServeParams& params, const std::vector<pipeline::JobRunn
     done.store(true);
     watcher.join();
     // the listener can only end early on an error: then stop the rest here
+    warm_up.cancel();
     board.close(true, now_seconds());
     for (auto& w : workers) w->join();
     sweeper.stop();

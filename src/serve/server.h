@@ -4,6 +4,7 @@
 #pragma once
 
 #include "serve/http_server.h"
+#include "serve/warm_up.h"
 #include "serve/worker.h"
 
 #include <chrono>
@@ -24,6 +25,9 @@ struct ServeParams {
     // restart). Every stage reads the cancel flag within a fraction of a second, so this is a backstop.
     std::chrono::milliseconds term_grace{std::chrono::seconds(10)};
     HttpOptions http;
+    // The warm-up the first worker runs before its first job (serve/warm_up.h; null: none). SIGTERM / SIGINT
+    // cancel it through its flag.
+    WarmUp::Fn warm_up;
 };
 
 // Serves until SIGTERM or SIGINT. Prints "serve: listening on http://HOST:PORT" once the port is bound.

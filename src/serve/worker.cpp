@@ -33,8 +33,9 @@ std::vector<const char*> content_files(api::OutputFormat format) {
 
 } // namespace
 
-Worker::Worker(JobBoard& board, const JobStore& store, Metrics& metrics, pipeline::JobRunner& runner)
-    : board_(board), store_(store), metrics_(metrics), runner_(runner) {}
+Worker::Worker(JobBoard& board, const JobStore& store, Metrics& metrics, pipeline::JobRunner& runner,
+               WarmUp* warm_up)
+    : board_(board), store_(store), metrics_(metrics), runner_(runner), warm_up_(warm_up) {}
 
 Worker::~Worker() {
     if (thread_.joinable()) thread_.join();
@@ -49,6 +50,7 @@ void Worker::join() {
 }
 
 void Worker::loop() {
+    if (warm_up_ && !board_.closed()) warm_up_->run(); // once, before the first job
     while (true) {
         if (Status s = runner_.prepare([this] { return board_.closed(); });
             !s.ok()) { // a replica that cannot start: try again shortly

@@ -10,6 +10,7 @@
 #include "serve/job_queue.h"
 #include "serve/job_store.h"
 #include "serve/prometheus_metrics.h"
+#include "serve/warm_up.h"
 
 #include <mutex>
 #include <string>
@@ -19,7 +20,9 @@ namespace h3::serve {
 
 class Worker {
 public:
-    Worker(JobBoard& board, const JobStore& store, Metrics& metrics, pipeline::JobRunner& runner);
+    // `warm_up` (optional, outliving the worker): run before the first job.
+    Worker(JobBoard& board, const JobStore& store, Metrics& metrics, pipeline::JobRunner& runner,
+           WarmUp* warm_up = nullptr);
     ~Worker();
     void start();
     void join(); // returns once the board is closed and the running job has ended
@@ -36,6 +39,7 @@ private:
     const JobStore& store_;
     Metrics& metrics_;
     pipeline::JobRunner& runner_;
+    WarmUp* warm_up_;
     std::thread thread_;
     mutable std::mutex mu_; // the counters below
     std::string current_;   // the running job's id ("" when idle)

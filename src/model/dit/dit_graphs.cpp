@@ -1,10 +1,12 @@
 // The DiT's recorded blocks (dit_graphs.h): when a forward may use them, and one block's run through its
 // recording.
 #include "core/log.h"
+#include "core/one_time_work.h"
 #include "model/dit/dit_model.h"
 #include "ops/provenance.h"
 
 #include <atomic>
+#include <chrono>
 
 namespace h3::model {
 
@@ -60,7 +62,11 @@ Status DitModel::run_block_recorded(int index, Tensor& h, const Tensor& table, c
         ops::note_impl(ops::OpFamily::kBlockGraphs, "host-launch (first run)");
         return run();
     }
+    const auto t_record = std::chrono::steady_clock::now();
     auto rec = ops::StreamGraph::record(ctx_, run);
+    note_one_time({.graph_recordings = 1,
+                   .graph_recording_seconds =
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_record).count()});
     if (!rec.ok()) { // this block runs unrecorded under this key from now on; the forward goes on
         slot.failed = true;
         ++g.failed;

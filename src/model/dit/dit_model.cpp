@@ -1,4 +1,5 @@
 #include "model/dit/dit_model.h"
+#include "core/one_time_work.h"
 #include "ops/provenance.h"
 
 #include "model/dit/adaln_cache.h"
@@ -333,6 +334,7 @@ Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_b
         ws.scratch.par.group = group ? parallel : nullptr;
         return ok_status();
     }
+    AllocationTally tally; // the workspace's buffers are this forward's one-time work
     ws.h = ws.adaln_row = ws.final_row = ws.video_in = ws.audio_in = ws.video_out = ws.audio_out = ws.spare =
         ws.h_full = ws.h_gather = ws.y_full = Tensor();
     ws.scratch = DitScratch{};
@@ -356,6 +358,7 @@ Status DitModel::prepare_workspace(const DitPackedInputs& in, size_t ffn_chunk_b
     if (widest > 0 && !ws.scratch.borrow(widest, D, DType::kF32).defined()) {
         H3_ASSIGN_OR_RETURN(ws.spare, alloc(Shape{widest, D}, DType::kF32));
     }
+    tally.note_as_workspace();
     return ok_status();
 }
 
@@ -626,7 +629,8 @@ Result<DitRequestState> DitModel::prepare_request(const DitPackedInputs& in,
                                                   const DitForwardOptions& o) const {
     DitRequestState st;
     st.rows = in.rows;
-    st.workspace = std::make_shared<DitWorkspace>();
+    const bool group = o.parallel && o.parallel->active(); // a rank's buffers hold its group's lane
+    st.workspace = o.keep_workspace && !group ? keeper_.take() : std::make_shared<DitWorkspace>();
     std::vector<float> cos, sin;
     rope_tables(config_, in.positions, cos, sin);
     const int64_t R = config_.rotary_dim();

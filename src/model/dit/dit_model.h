@@ -13,6 +13,7 @@
 #include "model/dit/dit_inputs.h"
 #include "model/dit/dit_parallel.h"
 #include "model/dit/dit_weights.h"
+#include "model/dit/dit_workspace_keeper.h"
 #include "model/lora/lora_set.h"
 #include "model/weights/layer_source.h"
 #include "ops/comm_lane.h"
@@ -62,6 +63,11 @@ struct DitForwardOptions {
     // true: the request state's workspace is reused by every forward (no device allocation per forward);
     // false: a workspace for this forward only (what every forward paid before; benches compare the two).
     bool reuse_workspace = true;
+    // prepare_request: the request state takes the workspace the model keeps between requests
+    // (DitModel::workspace_keeper; one request at a time, a concurrent one gets its own), so a request of the
+    // last one's shape allocates nothing in its first forward. false: a workspace of the request's own,
+    // released with it. A device group's ranks always get their own.
+    bool keep_workspace = false;
     PhaseTimer* timer = nullptr; // per-op device time of the blocks (bench dit --breakdown); null: none
     // CUDA: replay each block's recorded ops with one launch from the workspace's second forward on
     // (model/dit/dit_graphs.h says when a forward cannot); false: every op is launched from the host.
@@ -148,8 +154,9 @@ struct DitRequestState {
     Tensor video_index, audio_index, text_index; // i32
     int64_t rows = 0;
     std::shared_ptr<const ops::VsaTiles> vsa; // VSA's tile map (when the options ask for VSA)
-    // Made empty by prepare_request, filled by the first forward, reused by the next ones (copies of the
-    // state share it; forwards over one state must not run concurrently).
+    // Made empty by prepare_request (or the model's kept one, DitForwardOptions::keep_workspace), filled by
+    // the first forward, reused by the next ones (copies of the state share it; forwards over one state must
+    // not run concurrently).
     std::shared_ptr<DitWorkspace> workspace;
 };
 
@@ -236,6 +243,9 @@ public:
     Status merge_adapters(const std::vector<LoraUse>& uses);
     const std::string& merged_adapters() const { return merged_; }
 
+    // The workspace kept between requests (DitForwardOptions::keep_workspace); release() frees its memory.
+    DitWorkspaceKeeper& workspace_keeper() const { return keeper_; }
+
 private:
     Result<Tensor> refine_text(const DitPackedInputs& in, const DitForwardOptions& options) const;
     // One block's VSA: the tile map and this block's sparsity at this step.
@@ -303,6 +313,7 @@ private:
     ops::Context ctx_;
     std::string merged_;                        // adapters folded into weights_ (merge_adapters), "" for none
     std::unique_ptr<LayerWeightSource> blocks_; // mutable streaming state (one forward at a time)
+    mutable DitWorkspaceKeeper keeper_;         // the workspace kept between requests
 };
 
 // Builds the weight source of `weights.blocks`' six projection matrices for `options` (resident int8, or

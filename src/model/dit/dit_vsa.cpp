@@ -2,6 +2,7 @@
 // attention with the optional compression branch. FastVideo's video_sparse_attn_h3 backend is the reference:
 // scores are computed whenever the layer is sparse or the checkpoint carries compression gates; a layer kept
 // dense (sparsity 0, vsa dense_layers, dense_first_n_steps) still adds the compression branch.
+#include "core/one_time_work.h"
 #include "model/dit/dit_model.h"
 
 #include "ops/ops.h"
@@ -14,6 +15,7 @@ namespace {
 Status ensure(Tensor& t, const Shape& shape, DType dtype, const Device& device) {
     if (t.defined() && t.shape() == shape && t.dtype() == dtype) return ok_status();
     H3_ASSIGN_OR_RETURN(t, Tensor::empty(shape, dtype, device));
+    note_workspace_allocation(static_cast<size_t>(shape.numel()) * dtype_size(dtype)); // one-time work
     return ok_status();
 }
 

@@ -6,10 +6,12 @@
 // Q/K/V/O are [B·Sq or B·Sk, H, D] row-major (B sequences one after another, B = 1 but for batched calls);
 // the descriptors give them as [B, H, S, D] with BSHD strides (b: S·H·D, h: D, s: H·D), so nothing is
 // transposed. Plans are cached per shape and dtype in the CudaContext.
+#include "core/one_time_work.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/cuda_ops.h"
 
 #include <array>
+#include <chrono>
 
 namespace h3::ops::cuda_detail {
 
@@ -318,6 +320,7 @@ candidates_locked(const Context& ctx, AttentionCache& cache, const AttentionKey&
         why = kFirstSeenRecording;
         return kNone;
     }
+    const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::shared_ptr<AttentionPlan>> all;
     std::string errors;
     for (Graph g : {Graph::kUnified, Graph::kComposite, Graph::kCompositeIoP}) {
@@ -336,6 +339,9 @@ candidates_locked(const Context& ctx, AttentionCache& cache, const AttentionKey&
         if (!all.empty()) break; // the first graph cuDNN accepts; later graphs are fallbacks
     }
     if (all.empty()) why = errors;
+    note_one_time({.attention_plans = 1,
+                   .attention_plan_seconds =
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
     return cache.candidates[key] = std::move(all);
 }
 

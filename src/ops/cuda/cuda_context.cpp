@@ -1,5 +1,6 @@
 #include "ops/cuda/cuda_context.h"
 
+#include "core/one_time_work.h"
 #include "ops/cuda/cuda_common.h"
 
 #include <cstdlib>
@@ -133,6 +134,7 @@ Result<void*> CudaContext::scratch(size_t bytes) {
     H3_TRY(cuda_status(cudaMalloc(&p, want), "cudaMalloc(scratch)"));
     scratch_ = p;
     scratch_bytes_ = want;
+    note_workspace_allocation(want); // the ops' scratch grew (one-time work of this forward)
     ++scratch_generation_;
     return p;
 }

@@ -1,6 +1,9 @@
 #include "ops/cuda/lt_autotune.h"
 
+#include "core/one_time_work.h"
 #include "ops/cuda/cuda_common.h"
+
+#include <chrono>
 
 #include <vector>
 
@@ -47,6 +50,15 @@ Result<LtChoice> fastest_lt_candidate(const Context& ctx, int candidates,
     const cudaStream_t stream = stream_of(ctx);
     EventPair ev;
     if (!ev.create()) return choice;
+    // one-time work of the forward that meets this problem first (core/one_time_work.h)
+    struct Noted {
+        std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+        ~Noted() {
+            note_one_time({.gemm_tunings = 1,
+                           .gemm_tuning_seconds =
+                               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+        }
+    } noted;
     constexpr float kRefused = -2.0f, kUntimed = -1.0f;
     std::vector<float> times(static_cast<size_t>(candidates), kUntimed); // best per candidate over the rounds
     // Warm-up: the heuristic's first a few times, so the clocks are up before anything is timed.

@@ -1,0 +1,226 @@
+// No first-step penalty (issue #45) on the tiny checkpoint (CPU): the one-time work counters
+// (core/one_time_work.h) per forward in the job metrics; the DiT's workspace kept between jobs
+// (model/dit/dit_workspace_keeper.h, EngineOptions::keep_dit_workspace) so the second job's first forward
+// allocates nothing; Engine::warm_up, after which the first job's first forward allocates nothing and whose
+// job gives the same latents bit for bit as without it; warm-up errors that name the field and leave the
+// engine serving; the forwards a warm-up runs.
+#include "core/one_time_work.h"
+#include "engine/engine_impl.h"
+#include "model/dit/dit_model.h"
+#include "model/tiny/tiny_checkpoint.h"
+#include "pipeline/denoise.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+
+namespace fs = std::filesystem;
+using namespace h3;
+using json = nlohmann::json;
+
+namespace {
+
+const fs::path kWork = fs::path(H3_BINARY_DIR) / "test_warm_up";
+
+const std::string& tiny() {
+    static const std::string dir = [] {
+        const fs::path d = kWork / "tiny";
+        if (!fs::exists(d / "model_index.json")) {
+            fs::remove_all(d);
+            Status s = model::write_tiny_checkpoint({.dir = d.string(), .seed = 3});
+            EXPECT_TRUE(s.ok()) << s.to_string();
+        }
+        return d.string();
+    }();
+    return dir;
+}
+
+// A server-like engine on the CPU (the DiT stays loaded between jobs).
+std::unique_ptr<Engine> open_engine(bool keep_workspace) {
+    EngineOptions eo;
+    eo.checkpoint = tiny();
+    eo.device = "cpu";
+    eo.dtype = "fp32";
+    eo.keep_loaded = true;
+    eo.keep_dit_workspace = keep_workspace;
+    auto e = Engine::open(eo);
+    EXPECT_TRUE(e.ok()) << e.status().to_string();
+    return e.ok() ? std::move(e).value() : nullptr;
+}
+
+pipeline::JobInput job_input(const std::string& latents) {
+    pipeline::JobInput in;
+    in.prompt = "a red fox runs through snow";
+    in.size = "64x32";
+    in.frames = 107;
+    in.num_inference_steps = 4;
+    in.seed = 5;
+    in.outputs.latents = latents;
+    return in;
+}
+
+JobRequest job_request() {
+    JobRequest r;
+    r.prompt = "a red fox runs through snow";
+    r.size = "64x32";
+    r.frames = 107;
+    r.num_inference_steps = 4;
+    r.seed = 5;
+    return r;
+}
+
+pipeline::JobReport run_job(Engine& e, const std::string& name) {
+    Engine::Impl& impl = e.impl();
+    auto job = impl.build(job_input((kWork / (name + ".safetensors")).string()));
+    EXPECT_TRUE(job.ok()) << job.status().to_string();
+    auto r = impl.run(*job, {});
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? std::move(r).value() : pipeline::JobReport{};
+}
+
+json first_forward(const pipeline::JobReport& r) {
+    return r.metrics(pipeline::Task::kT2va).value("first_forward", json());
+}
+
+bool bit_equal(const Tensor& a, const Tensor& b) {
+    return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+           std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
+}
+
+} // namespace
+
+TEST(OneTimeWork, CountersAddAndSubtractAndTallyAllocations) {
+    OneTimeCounter counter;
+    {
+        const OneTimeScope scope(&counter);
+        note_one_time({.gemm_tunings = 2, .gemm_tuning_seconds = 0.5});
+        AllocationTally tally;
+        auto a = allocate_host(1000);
+        auto b = allocate(24, Device::cpu());
+        ASSERT_TRUE(a.ok() && b.ok());
+        EXPECT_EQ(tally.count(), 2);
+        EXPECT_EQ(tally.bytes(), 1024u);
+        tally.note_as_workspace();
+        EXPECT_EQ(tally.count(), 0);
+        note_workspace_allocation(8);
+    }
+    const OneTimeWork w = counter.total();
+    EXPECT_EQ(w.gemm_tunings, 2);
+    EXPECT_EQ(w.workspace_allocations, 3);
+    EXPECT_EQ(w.workspace_bytes, 1032u);
+    EXPECT_FALSE(w.none());
+    EXPECT_TRUE((w - w).none());
+    note_workspace_allocation(8); // outside every scope: nothing is counted
+    EXPECT_EQ(counter.total().workspace_allocations, 3);
+}
+
+TEST(DitWorkspaceKeeper, OneRequestAtATimeGetsTheKeptWorkspace) {
+    model::DitWorkspaceKeeper keeper;
+    std::shared_ptr<model::DitWorkspace> first = keeper.take();
+    model::DitWorkspace* kept = first.get();
+    std::shared_ptr<model::DitWorkspace> concurrent = keeper.take(); // the kept one is busy
+    EXPECT_NE(concurrent.get(), kept);
+    EXPECT_EQ(keeper.busy(), 1u);
+    first.reset();
+    concurrent.reset();
+    std::shared_ptr<model::DitWorkspace> again = keeper.take(); // free again: handed out once more
+    EXPECT_EQ(again.get(), kept);
+    EXPECT_EQ(keeper.reused(), 1u);
+    again.reset();
+    keeper.release();
+    EXPECT_EQ(keeper.take().use_count(), 2); // a new kept one (the keeper's reference and ours)
+}
+
+TEST(WarmUpSteps, FirstForwardAndTheFirstSparseOne) {
+    model::AttentionChoice dense;
+    EXPECT_EQ(pipeline::warm_up_steps(dense, 4), (std::vector<int>{0}));
+    auto vsa = model::parse_attention_choice("vsa:sparsity=0.9,dense_first_n_steps=2");
+    ASSERT_TRUE(vsa.ok());
+    EXPECT_EQ(pipeline::warm_up_steps(*vsa, 4), (std::vector<int>{0, 2}));
+    EXPECT_EQ(pipeline::warm_up_steps(*vsa, 2), (std::vector<int>{0})); // no sparse step in the schedule
+    auto all_sparse = model::parse_attention_choice("vsa:sparsity=0.9");
+    ASSERT_TRUE(all_sparse.ok());
+    EXPECT_EQ(pipeline::warm_up_steps(*all_sparse, 4), (std::vector<int>{0}));
+}
+
+// The first job sizes the workspace in its first forward and no later one; with the workspace kept, the
+// second job's first forward allocates nothing; without it (as before), it allocates again.
+TEST(WarmUp, KeptWorkspaceLeavesTheSecondJobsFirstForwardNothingToAllocate) {
+    for (const bool keep : {true, false}) {
+        SCOPED_TRACE(keep ? "kept" : "per job");
+        auto e = open_engine(keep);
+        ASSERT_TRUE(e);
+        const pipeline::JobReport one = run_job(*e, "one");
+        ASSERT_EQ(one.work.steps.size(), 3u);
+        EXPECT_GT(one.work.steps[0].one_time.workspace_allocations, 0);
+        EXPECT_GT(one.work.steps[0].one_time.workspace_bytes, 0u);
+        EXPECT_TRUE(one.work.steps[1].one_time.none()) << first_forward(one).dump();
+        EXPECT_TRUE(one.work.steps[2].one_time.none());
+        EXPECT_EQ(first_forward(one)["workspace_allocations"],
+                  one.work.steps[0].one_time.workspace_allocations);
+        const pipeline::JobReport two = run_job(*e, "two");
+        ASSERT_EQ(two.work.steps.size(), 3u);
+        if (keep) {
+            EXPECT_TRUE(two.work.steps[0].one_time.none()) << first_forward(two).dump();
+            EXPECT_EQ(first_forward(two)["workspace_allocations"], 0);
+            EXPECT_EQ(first_forward(two)["gemm_tunings"], 0);
+        } else {
+            EXPECT_EQ(two.work.steps[0].one_time.workspace_allocations,
+                      one.work.steps[0].one_time.workspace_allocations);
+        }
+        EXPECT_TRUE(bit_equal(one.video_latents, two.video_latents)); // the kept buffers change nothing
+        EXPECT_TRUE(bit_equal(one.audio_latents, two.audio_latents));
+    }
+}
+
+// Engine::warm_up before the first job: the warm-up's forward does the one-time work, the job's first forward
+// none, and the job's latents are those of an engine that did not warm up, bit for bit.
+TEST(WarmUp, WarmUpTakesTheFirstJobsOneTimeWorkAndChangesNoLatent) {
+    auto cold = open_engine(true);
+    ASSERT_TRUE(cold);
+    const pipeline::JobReport reference = run_job(*cold, "cold");
+    EXPECT_GT(reference.work.steps[0].one_time.workspace_allocations, 0);
+
+    auto warm = open_engine(true);
+    ASSERT_TRUE(warm);
+    JobRequest request = job_request();
+    request.output = (kWork / "never_written.mp4").string(); // a warm-up writes nothing
+    auto w = warm->warm_up(request);
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    EXPECT_FALSE(fs::exists(request.output));
+    EXPECT_EQ(w->step_seconds.size(), 1u); // dense attention: the first forward only
+    EXPECT_GT(w->seconds, 0.0);
+    const json wm = json::parse(w->metrics_json);
+    EXPECT_GT(wm["first_forward"]["workspace_allocations"].get<int64_t>(), 0) << wm.dump();
+    EXPECT_EQ(wm["kernels"].count("decode"), 0u) << wm["kernels"].dump(); // no decode
+
+    const pipeline::JobReport job = run_job(*warm, "warm");
+    ASSERT_EQ(job.work.steps.size(), 3u);
+    EXPECT_TRUE(job.work.steps[0].one_time.none()) << first_forward(job).dump();
+    EXPECT_TRUE(bit_equal(job.video_latents, reference.video_latents));
+    EXPECT_TRUE(bit_equal(job.audio_latents, reference.audio_latents));
+    EXPECT_TRUE(bit_equal(job.video_noise, reference.video_noise));
+}
+
+// A warm-up that cannot build or is cancelled says so naming the field; the engine runs jobs afterwards.
+TEST(WarmUp, ErrorsNameTheFieldAndLeaveTheEngineServing) {
+    auto e = open_engine(true);
+    ASSERT_TRUE(e);
+    JobRequest bad = job_request();
+    bad.size = "7x3";
+    auto w = e->warm_up(bad);
+    ASSERT_FALSE(w.ok());
+    EXPECT_EQ(w.status().field(), "size") << w.status().to_string();
+    EXPECT_EQ(w.status().message().find("--"), std::string::npos) << w.status().message(); // no CLI flag
+
+    std::atomic<bool> cancel{true};
+    auto c = e->warm_up(job_request(), {.cancel = &cancel});
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().code(), ErrorCode::kCancelled) << c.status().to_string();
+
+    const pipeline::JobReport after = run_job(*e, "after_errors");
+    EXPECT_EQ(after.work.steps.size(), 3u);
+}
