@@ -203,7 +203,9 @@ public:
     // costs what its others do (issue #45): the request's conditioning and the DiT forwards that meet new
     // work (the first; with VSA after dense steps, also the first sparse one) at its geometry, attention and
     // precision — GEMM algorithms timed, attention plans built, the DiT's workspace allocated and kept
-    // (keep_dit_workspace). Nothing is decoded or written (the request's output is not needed and ignored).
+    // (keep_dit_workspace) —, then the video and audio decode of those latents (the decoders' GEMMs are timed
+    // on first use too) unless the request asks for latents only (save_latents alone). Nothing is written:
+    // the request's output and save_latents are not needed and ignored.
     // The conditioning rows must match the later jobs' for their GEMM shapes to match: give the same prompt
     // (or random_prompt_embeds of its row count).
     Result<WarmUpReport> warm_up(const JobRequest& request, const JobEvents& events = {});

@@ -150,6 +150,8 @@ Result<serve::WarmUp::Fn> warm_up_for(const ServeOptions& o, Engine::Impl& e) {
         &bad_field);
     if (!wire.ok()) return invalid_field("warmup_request", "warmup_request: " + wire.status().message());
     pipeline::JobInput input = std::move(wire->input);
+    // an MP4 / WAV job decodes: the warm-up decodes too (the decoders' GEMMs are timed on first use)
+    input.outputs.return_media = wire->output_format != api::OutputFormat::kLatents;
     return serve::WarmUp::Fn([&e, input](const std::atomic<bool>* cancel) -> Status {
         H3_ASSIGN_OR_RETURN(pipeline::GenerationJob job, e.build_warm_up(input));
         H3_ASSIGN_OR_RETURN(pipeline::JobReport r, e.warm_up(job, {.cancel = cancel}));

@@ -367,17 +367,24 @@ Result<pipeline::JobReport> Engine::Impl::warm_up(const pipeline::GenerationJob&
 }
 
 Result<pipeline::GenerationJob> Engine::Impl::build_warm_up(pipeline::JobInput in) const {
+    const bool decode = !in.outputs.media.empty() || in.outputs.return_media;
     in.outputs = pipeline::OutputRequest{}; // a warm-up writes nothing; no output path is checked
-    return build(std::move(in));
+    H3_ASSIGN_OR_RETURN(pipeline::GenerationJob job, build(std::move(in)));
+    job.outputs.return_media = decode; // the decoders' one-time work too
+    return job;
 }
 
 Result<WarmUpReport> Engine::warm_up(const JobRequest& request, const JobEvents& events) {
     const auto t0 = std::chrono::steady_clock::now();
-    JobRequest req = request; // its outputs are not needed: nothing is written (build_warm_up clears them)
+    // Nothing is written: the request's files are not needed. It decodes unless it asks for latents only.
+    const bool latents_only =
+        request.output.empty() && !request.return_media && !request.save_latents.empty();
+    JobRequest req = request;
     req.output.clear();
     req.save_latents.clear();
     req.return_media = true;
     H3_ASSIGN_OR_RETURN(pipeline::JobInput in, job_input(req));
+    in.outputs.return_media = !latents_only;
     H3_ASSIGN_OR_RETURN(pipeline::GenerationJob job, impl_->build_warm_up(std::move(in)));
     pipeline::JobEvents pe;
     pe.cancel = events.cancel;

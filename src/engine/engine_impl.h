@@ -68,7 +68,8 @@ struct Engine::Impl : pipeline::JobRunner {
     // Engine::warm_up on a built job (its outputs are ignored): one job at a time with run().
     Result<pipeline::JobReport> warm_up(const pipeline::GenerationJob& job,
                                         const pipeline::JobEvents& events);
-    // The warm-up input of `in`: nothing to write (in.outputs cleared), built like a job.
+    // The warm-up job of `in`, built like a job: nothing to write (in.outputs cleared); it decodes
+    // (outputs.return_media) when `in` asks for media (a media target or return_media).
     Result<pipeline::GenerationJob> build_warm_up(pipeline::JobInput in) const;
     std::map<std::string, uint64_t> component_loads() const override { return store->load_counts(); }
 

@@ -215,6 +215,9 @@ Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) 
 }
 
 Result<JobReport> Generator::warm_up(const GenerationJob& job, const JobEvents& ev) {
+    if (!job.outputs.latents.empty() || !job.outputs.media.empty())
+        return invalid_argument("warm-up: the job names files to write; a warm-up writes none (clear "
+                                "outputs; return_media asks for the decode)");
     return run_job(job, ev, true);
 }
 
@@ -337,7 +340,7 @@ Result<JobReport> Generator::run_job(const GenerationJob& job, const JobEvents& 
     r.video_latents = out.video_latents;
     r.audio_noise = out.audio_noise;
     r.audio_latents = out.audio_latents;
-    if (warm_up) { // no decode, nothing written
+    if (warm_up && !job.outputs.return_media) { // a warm-up of latents-only jobs: no decode
         r.peak_device_bytes = static_cast<uint64_t>(device_memory_stats().peak);
         r.component_loads = store_.load_counts();
         take_provenance(r);

@@ -127,7 +127,9 @@ public:
     Result<JobReport> run(const GenerationJob& job, const JobEvents& events) override;
     // A warm-up (issue #45, no first-step penalty): the job's encode stage and the forwards of its denoise
     // that meet one-time work (DenoiseOptions::warm_up: the first, and VSA's first sparse one), at the job's
-    // geometry, attention and precision; no decode, nothing written (the job's outputs are ignored). GEMM
+    // geometry, attention and precision; then, when job.outputs.return_media is set, the video and audio
+    // decode of those latents (the decoders' GEMMs are timed on first use too), their frames only returned;
+    // nothing is written (media targets and latents files are not allowed: the engine clears them). GEMM
     // algorithm choices, attention plans and (with keep_dit_workspace) the DiT's workspace then exist for
     // the jobs that follow. The report holds the forwards' step_seconds, work (one-time work per forward),
     // kernels and stage seconds.

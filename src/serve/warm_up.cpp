@@ -39,7 +39,6 @@ void WarmUp::run() {
         state_ = "failed";
         error_ = s.to_string();
         H3_LOG_WARN("serve: warm-up failed after {:.2f} s (jobs run without it): {}", seconds, error_);
-        std::fprintf(stderr, "serve: warm-up failed (jobs run without it): %s\n", error_.c_str());
     }
 }
 
