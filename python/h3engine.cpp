@@ -42,7 +42,8 @@ PYBIND11_MODULE(h3engine, m) {
         "h3::EngineOptions (include/h3/engine.h) by name: device='cpu', dtype='bf16' "
         "(bf16|fp32|fp16), precision='bf16' (bf16|fp8), residency, resident_blocks, "
         "weight_dtype (bf16|int8|auto), host_pinning, gpu_memory_budget ('24GiB' or bytes), "
-        "int8_cache, keep_loaded=True, keep_text_encoder=False, sp, tp, ring, gpus=[...], "
+        "int8_cache, keep_loaded=True, keep_text_encoder=False, keep_dit_workspace=True, sp, tp, ring, "
+        "gpus=[...], "
         "lora=[path | (path, scale) | {'path', 'scale'}], lora_mode ('runtime'|'merged'), "
         "lora_dir, lora_strict, lora_qkv_rows, attention, max_steps, reference_image_edge, "
         "reference_video_edge. Errors: ValueError with .field naming the option.")

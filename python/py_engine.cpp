@@ -122,6 +122,8 @@ h3::EngineOptions engine_options(const py::object& checkpoint, const py::kwargs&
             o.keep_loaded = option<bool>(value, k);
         else if (k == "keep_text_encoder")
             o.keep_text_encoder = option<bool>(value, k);
+        else if (k == "keep_dit_workspace")
+            o.keep_dit_workspace = option<bool>(value, k);
         else if (k == "sp")
             o.sp = option<int>(value, k);
         else if (k == "tp")
@@ -155,13 +157,14 @@ h3::EngineOptions engine_options(const py::object& checkpoint, const py::kwargs&
         else if (k == "reference_video_edge")
             o.reference_video_edge = option<int>(value, k);
         else
-            raise_status(
-                invalid_field(k, k + ": not an engine option (device, dtype, precision, residency, "
-                                     "resident_blocks, weight_dtype, host_pinning, gpu_memory_budget, "
-                                     "int8_cache, keep_loaded, keep_text_encoder, sp, tp, ring, gpus, "
-                                     "lora, lora_mode, lora_dir, lora_strict, lora_qkv_rows, "
-                                     "lora_cache_bytes, attention, cache, max_prompt_bytes, max_steps, "
-                                     "reference_image_edge, reference_video_edge)"));
+            raise_status(invalid_field(
+                k, k + ": not an engine option (device, dtype, precision, residency, "
+                       "resident_blocks, weight_dtype, host_pinning, gpu_memory_budget, "
+                       "int8_cache, keep_loaded, keep_text_encoder, keep_dit_workspace, sp, tp, "
+                       "ring, gpus, "
+                       "lora, lora_mode, lora_dir, lora_strict, lora_qkv_rows, "
+                       "lora_cache_bytes, attention, cache, max_prompt_bytes, max_steps, "
+                       "reference_image_edge, reference_video_edge)"));
     }
     return o;
 }
