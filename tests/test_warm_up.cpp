@@ -3,11 +3,13 @@
 // (model/dit/dit_workspace_keeper.h, EngineOptions::keep_dit_workspace) so the second job's first forward
 // allocates nothing; Engine::warm_up, after which the first job's first forward allocates nothing and whose
 // job gives the same latents bit for bit as without it; warm-up errors that name the field and leave the
-// engine serving; the forwards a warm-up runs.
+// engine serving; the forwards a warm-up runs; the GEMM tuning table that keeps the tuner's choices across
+// processes (its file round trip, another device's file, a damaged one).
 #include "core/one_time_work.h"
 #include "engine/engine_impl.h"
 #include "model/dit/dit_model.h"
 #include "model/tiny/tiny_checkpoint.h"
+#include "ops/gemm_tuning_table.h"
 #include "pipeline/denoise.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +18,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 namespace fs = std::filesystem;
 using namespace h3;
@@ -115,6 +118,31 @@ TEST(OneTimeWork, CountersAddAndSubtractAndTallyAllocations) {
     EXPECT_TRUE((w - w).none());
     note_workspace_allocation(8); // outside every scope: nothing is counted
     EXPECT_EQ(counter.total().workspace_allocations, 3);
+}
+
+TEST(GemmTuningTable, ChoicesSurviveTheProcessForTheSameIdentityOnly) {
+    fs::create_directories(kWork);
+    const std::string path = (kWork / "tuning.txt").string();
+    fs::remove(path);
+    const ops::GemmTuningTable::Key key = {38247, 15360, 5120, 14, 14, -1, 0, 256, 256, 256, 0};
+    {
+        ops::GemmTuningTable t(path, "H100, cc 9.0, cuBLASLt 130000");
+        EXPECT_EQ(t.size(), 0u); // no file yet
+        t.record("gemm", key, {.chosen = 3, .candidates = 8});
+        t.record("fp8", {1, 2, 3}, {.chosen = 0, .candidates = 5});
+    }
+    ops::GemmTuningTable again(path, "H100, cc 9.0, cuBLASLt 130000"); // a later process
+    ASSERT_EQ(again.size(), 2u);
+    const auto c = again.find("gemm", key);
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(c->chosen, 3);
+    EXPECT_EQ(c->candidates, 8);
+    EXPECT_FALSE(again.find("fp8", key).has_value());                  // families apart
+    ops::GemmTuningTable other(path, "H200, cc 9.0, cuBLASLt 130000"); // another device: nothing reused
+    EXPECT_EQ(other.size(), 0u);
+    std::ofstream(path, std::ios::app) << "gemm 9 4 1 2 3\n"; // chosen past the candidates: damaged
+    ops::GemmTuningTable damaged(path, "H100, cc 9.0, cuBLASLt 130000");
+    EXPECT_EQ(damaged.size(), 0u);
 }
 
 TEST(DitWorkspaceKeeper, OneRequestAtATimeGetsTheKeptWorkspace) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/status.h"
+#include "ops/gemm_tuning_table.h"
 
 #include <cstddef>
 #include <memory>
@@ -71,6 +72,9 @@ public:
     // candidates once per problem and keeps the fastest; false takes the heuristic's first. Set before the
     // first GEMM of a shape (choices are cached).
     bool gemm_autotune() const { return gemm_autotune_; }
+    // The GEMM choices kept across processes (ops/gemm_tuning_table.h): the file H3_GEMM_TUNING_FILE names,
+    // read at creation; null without it.
+    GemmTuningTable* gemm_tuning_table() const { return gemm_tuning_.get(); }
     void set_gemm_autotune(bool on) { gemm_autotune_ = on; }
     // The conv3d implementation (Conv3dImpl above; H3_CONV3D at creation).
     Conv3dImpl conv3d_impl() const { return conv3d_impl_; }
@@ -96,6 +100,7 @@ private:
     std::unique_ptr<cuda_detail::GemmCache> gemm_cache_;
     std::unique_ptr<cuda_detail::AttentionCache> attention_cache_;
     std::unique_ptr<cuda_detail::Conv3dCache> conv3d_cache_;
+    std::unique_ptr<GemmTuningTable> gemm_tuning_;
 };
 
 } // namespace h3::ops

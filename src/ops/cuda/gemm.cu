@@ -149,8 +149,17 @@ Status find_algo(const Context& ctx, const LtProblem& pr, const GemmKey& key, Lt
     if (s == CUBLAS_STATUS_SUCCESS && found > 0) {
         algo.supported = true;
         algo.candidates = found;
-        H3_ASSIGN_OR_RETURN(const LtChoice choice, fastest_candidate(ctx, d, results, found, call));
-        algo.chosen = choice.chosen, algo.best_ms = choice.best_ms;
+        const GemmTuningTable::Key tkey = {key.m,       key.n,         key.k,          key.x_type,
+                                           key.y_type,  key.bias_type, key.accumulate, key.align_x,
+                                           key.align_w, key.align_y,   key.align_bias};
+        const std::optional<int> kept = kept_lt_choice(ctx, "gemm", tkey, found);
+        if (kept && results[*kept].state == CUBLAS_STATUS_SUCCESS) { // an earlier process timed it
+            algo.chosen = *kept;
+        } else {
+            H3_ASSIGN_OR_RETURN(const LtChoice choice, fastest_candidate(ctx, d, results, found, call));
+            algo.chosen = choice.chosen, algo.best_ms = choice.best_ms;
+            keep_lt_choice(ctx, "gemm", tkey, found, choice);
+        }
         algo.algo = results[algo.chosen].algo;
     } else if (s == CUBLAS_STATUS_ALLOC_FAILED || s == CUBLAS_STATUS_NOT_INITIALIZED) {
         return cublas_status(s, "AlgoGetHeuristic");

@@ -302,12 +302,20 @@ Status fp8_product(const Context& ctx, const Fp8GemmParams& p, int64_t m, int64_
                               ctx.cuda->gemm_workspace(), ctx.cuda->gemm_workspace_bytes(), stream_of(ctx));
     };
     if (!cached) { // time the candidates on these operands (the trial runs write dst, overwritten below)
-        H3_ASSIGN_OR_RETURN(const LtChoice choice, fastest_lt_candidate(ctx, cand.found, [&](int i) {
-                                if (cand.res[i].state != CUBLAS_STATUS_SUCCESS) return cand.res[i].state;
-                                return matmul(cand.res[i].algo);
-                            }));
-        algo.lt.chosen = choice.chosen, algo.lt.best_ms = choice.best_ms;
-        algo.lt.algo = cand.res[choice.chosen].algo;
+        const GemmTuningTable::Key tkey = {key.m,         key.n,          key.k, key.y_type,
+                                           key.bias_type, key.fast_accum, outer};
+        const std::optional<int> kept = kept_lt_choice(ctx, "fp8", tkey, cand.found);
+        if (kept && cand.res[*kept].state == CUBLAS_STATUS_SUCCESS) { // an earlier process timed it
+            algo.lt.chosen = *kept;
+        } else {
+            H3_ASSIGN_OR_RETURN(const LtChoice choice, fastest_lt_candidate(ctx, cand.found, [&](int i) {
+                                    if (cand.res[i].state != CUBLAS_STATUS_SUCCESS) return cand.res[i].state;
+                                    return matmul(cand.res[i].algo);
+                                }));
+            algo.lt.chosen = choice.chosen, algo.lt.best_ms = choice.best_ms;
+            keep_lt_choice(ctx, "fp8", tkey, cand.found, choice);
+        }
+        algo.lt.algo = cand.res[algo.lt.chosen].algo;
         store_cached(cache.mutex, cache.fp8, key, algo);
     }
     H3_TRY(cublas_status(matmul(algo.lt.algo), "cublasLtMatmul(fp8)"));

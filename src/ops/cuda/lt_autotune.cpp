@@ -34,6 +34,22 @@ struct EventPair {
 
 } // namespace
 
+std::optional<int> kept_lt_choice(const Context& ctx, const char* family, const GemmTuningTable::Key& key,
+                                  int candidates) {
+    const GemmTuningTable* table = ctx.cuda ? ctx.cuda->gemm_tuning_table() : nullptr;
+    if (!table || candidates <= 1) return std::nullopt;
+    const auto kept = table->find(family, key);
+    if (!kept || kept->candidates != candidates || kept->chosen >= candidates) return std::nullopt;
+    return kept->chosen;
+}
+
+void keep_lt_choice(const Context& ctx, const char* family, const GemmTuningTable::Key& key, int candidates,
+                    const LtChoice& choice) {
+    GemmTuningTable* table = ctx.cuda ? ctx.cuda->gemm_tuning_table() : nullptr;
+    if (!table || candidates <= 1 || choice.best_ms <= 0.0f) return; // nothing was timed
+    table->record(family, key, {.chosen = choice.chosen, .candidates = candidates});
+}
+
 bool lt_timing_possible(const Context& ctx) {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream_of(ctx), &capture) != cudaSuccess) {

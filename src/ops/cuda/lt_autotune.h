@@ -5,10 +5,12 @@
 
 #include "core/status.h"
 #include "ops/context.h"
+#include "ops/gemm_tuning_table.h"
 
 #include <cublasLt.h>
 
 #include <functional>
+#include <optional>
 
 namespace h3::ops::cuda_detail {
 
@@ -30,5 +32,14 @@ Result<LtChoice> fastest_lt_candidate(const Context& ctx, int candidates,
 // Whether fastest_lt_candidate can time anything on ctx's stream (not while it captures a CUDA graph): a
 // caller that prepares for the trial runs (scratch for them) asks first.
 bool lt_timing_possible(const Context& ctx);
+
+// The choice the context's tuning table (an earlier process's, ops/gemm_tuning_table.h) holds for this
+// problem of `family` when the heuristic offers the same `candidates` again; nullopt otherwise (then: time
+// them).
+std::optional<int> kept_lt_choice(const Context& ctx, const char* family, const GemmTuningTable::Key& key,
+                                  int candidates);
+// Records a timed choice in the context's tuning table (nothing without one, or when nothing was timed).
+void keep_lt_choice(const Context& ctx, const char* family, const GemmTuningTable::Key& key, int candidates,
+                    const LtChoice& choice);
 
 } // namespace h3::ops::cuda_detail
