@@ -1,8 +1,9 @@
 // `h3-engine serve --warmup` (issue #45, no first-step penalty) on the tiny checkpoint (CPU): the server
 // warms up before its first job (/health: warm_up state, "warming_up" with 503 until it ends), its jobs give
 // the same latents as a server without the warm-up, bit for bit, and their first forward has no one-time work
-// left; a warm-up that fails is reported in /health and the server serves on; a --warmup-request that does
-// not read is an error before serving.
+// left, nor has a cold server's second job of the same shape (the DiT's kept workspace); a warm-up that fails
+// is reported in /health and the server serves on; a --warmup-request that does not read is an error before
+// serving.
 #include <gtest/gtest.h>
 
 #ifdef H3_WITH_HTTP_SERVER
@@ -83,6 +84,9 @@ TEST(ServeWarmUp, WarmServerGivesTheSameLatentsWithNoFirstStepWork) {
         << cold_metrics.dump();
     ASSERT_FALSE(cold_latents.empty());
     EXPECT_TRUE(warm_latents == cold_latents) << "the warm-up changed the job's latents";
+    const auto [again_latents, again_metrics] = run_job(cold); // the kept workspace (--dit-workspace kept)
+    EXPECT_EQ(again_metrics["first_forward"]["workspace_allocations"], 0) << again_metrics.dump();
+    EXPECT_TRUE(again_latents == cold_latents);
     EXPECT_EQ(warm.terminate(), 0);
     EXPECT_EQ(cold.terminate(), 0);
 }

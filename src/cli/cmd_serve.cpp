@@ -98,6 +98,12 @@ void add_serve_options(CLI::App* sub, ServeOptions& o) {
     mem->add_option("--text-encoder", o.text_encoder, "resident (kept loaded) | per-job (freed between jobs)")
         ->check(CLI::IsMember({"resident", "per-job"}))
         ->capture_default_str();
+    mem->add_option(
+           "--dit-workspace", o.dit_workspace,
+           "kept (the DiT's activation buffers stay between jobs: a job of the last one's shape "
+           "allocates nothing) | per-job (freed after each job's denoise: more memory for the decode)")
+        ->check(CLI::IsMember({"kept", "per-job"}))
+        ->capture_default_str();
     add_reference_size_options(sub, o.reference_image_edge, o.reference_video_edge);
     CLI::App* lora = sub->add_option_group("LoRA");
     lora->add_option("--lora-dir", o.lora_dir,
@@ -262,6 +268,7 @@ int run_serve(ServeOptions o, const RunnerWrapper& wrap) {
     if (!eo.ok()) return report(eo.status());
     eo->keep_loaded = true;
     eo->keep_text_encoder = o.text_encoder == "resident";
+    eo->keep_dit_workspace = o.dit_workspace == "kept";
     eo->lora_dir = o.lora_dir;
     eo->lora_strict = o.lora_strict;
     eo->lora_cache_bytes = uint64_t{o.lora_cache_mib} << 20;

@@ -50,6 +50,7 @@ std::string flag_for_field(const std::string& field) {
         {"lora_dir", "--lora-dir"},
         {"lora_qkv_rows", "--lora-qkv-rows"},
         {"keep_text_encoder", "--text-encoder"},
+        {"keep_dit_workspace", "--dit-workspace"},
         {"reference_image_edge", "--reference-image-edge"},
         {"reference_video_edge", "--reference-video-edge"},
         {"warmup_request", "--warmup-request"},

@@ -37,6 +37,7 @@ struct ServeOptions {
     // request (the API's JSON fields; the server's defaults fill the rest).
     std::string warmup = "auto";
     std::string warmup_request;
+    std::string dit_workspace = "kept"; // kept (EngineOptions::keep_dit_workspace) | per-job
 };
 
 void add_serve_options(CLI::App* sub, ServeOptions& options);
