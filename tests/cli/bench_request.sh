@@ -37,6 +37,26 @@ cmp -s "$WORK/a.mp4" "$WORK/l.mp4" || fail "layerwise request differs from the r
 # a budget the request cannot meet is an error before any weight moves
 "${BENCH[@]}" --steps 3 --gpu-memory-budget 64KiB > /dev/null 2> "$WORK/m.err"; [ $? -ne 0 ] || fail "tiny budget"
 grep -q "budget" "$WORK/m.err" || { cat "$WORK/m.err"; fail "tiny budget message"; }
+# --warmup: the engine's warm-up first, reported apart (its forward sized the DiT's workspace, its decode ran);
+# the metrics carry the one-time work per forward (none after the first); the same MP4 as without it
+"${BENCH[@]}" --steps 3 --seed 5 --warmup --json --output "$WORK/w.mp4" > "$WORK/w.json" 2> "$WORK/w.err" ||
+  { cat "$WORK/w.err"; fail "bench request --warmup exited $?"; }
+python3 - "$WORK/w.json" <<'PY' || fail "warm-up report"
+import json, sys
+j = json.load(open(sys.argv[1]))
+w = j["warmup"]
+assert w["seconds"] > 0 and len(w["step_seconds"]) == 1, w
+assert w["metrics"]["first_forward"]["workspace_allocations"] > 0, w["metrics"]["first_forward"]
+assert w["metrics"]["decode_seconds"] > 0, "the warm-up of an MP4 request decodes"
+m = j["metrics"]
+keys = {"gemm_tunings", "gemm_tuning_seconds", "attention_plans", "attention_plan_seconds",
+        "workspace_allocations", "workspace_bytes", "graph_recordings", "graph_recording_seconds"}
+assert set(m["first_forward"]) == keys and set(m["per_step"][1]["one_time"]) == keys, m["first_forward"]
+assert m["per_step"][1]["one_time"]["workspace_allocations"] == 0, m["per_step"][1]
+print("bench request --warmup ok:", f'{w["seconds"]:.2f} s warm-up')
+PY
+cmp -s "$WORK/a.mp4" "$WORK/w.mp4" || fail "the warm-up changed the request's MP4"
+grep -q '"warmup": null' "$WORK/a.json" || fail "without --warmup the report's warmup is null"
 # usage: --random-weights is required; a bad size names the field
 "$H3" bench request --configs "$WORK/tiny" --device cpu > /dev/null 2>&1; [ $? -eq 2 ] || fail "no --random-weights"
 "${BENCH[@]/64x32/100x64}" --steps 3 > /dev/null 2> "$WORK/c.err"; [ $? -eq 2 ] || fail "bad size rc"
