@@ -240,6 +240,46 @@ TEST(WarmUp, WarmUpTakesTheFirstJobsOneTimeWorkAndChangesNoLatent) {
     EXPECT_TRUE(bit_equal(job.video_noise, reference.video_noise));
 }
 
+// VSA with a dense first step (FastH3's gated blocks): the warm-up runs the first forward and the first
+// sparse one, so neither the job's first forward nor its first sparse one allocates anything (the VSA
+// buffers — pooled rows, tile scores, key-tile lists, the gate — were made by the warm-up's sparse forward).
+TEST(WarmUp, VsaWarmUpCoversTheFirstSparseStep) {
+    const fs::path d = kWork / "fasth3";
+    if (!fs::exists(d / "model_index.json")) {
+        fs::remove_all(d);
+        ASSERT_TRUE(model::write_tiny_checkpoint(
+                        {.dir = d.string(), .seed = 3, .variant = model::TinyVariant::kFastH3})
+                        .ok());
+    }
+    EngineOptions eo;
+    eo.checkpoint = d.string();
+    eo.device = "cpu";
+    eo.dtype = "fp32";
+    eo.keep_loaded = true;
+    auto e = Engine::open(eo);
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    JobRequest request = job_request();
+    request.attention = "vsa:sparsity=0.5,dense_first_n_steps=1";
+    request.save_latents = (kWork / "vsa_never_written.safetensors").string(); // latents only: no decode
+    auto w = (*e)->warm_up(request);
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    ASSERT_EQ(w->step_seconds.size(), 2u); // step 0 (dense) and step 1 (the first sparse one)
+    const json wm = json::parse(w->metrics_json);
+    EXPECT_GT(wm["per_step"][1]["one_time"]["workspace_allocations"].get<int64_t>(), 0) << wm.dump();
+
+    pipeline::JobInput in = job_input((kWork / "vsa.safetensors").string());
+    in.attention = "vsa:sparsity=0.5,dense_first_n_steps=1";
+    auto job = (*e)->impl().build(std::move(in));
+    ASSERT_TRUE(job.ok()) << job.status().to_string();
+    ASSERT_TRUE(job->attention.is_vsa());
+    auto r = (*e)->impl().run(*job, {});
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    ASSERT_EQ(r->work.steps.size(), 3u);
+    for (const cache::StepRecord& s : r->work.steps)
+        EXPECT_TRUE(s.one_time.none())
+            << "step " << s.step << ": " << cache::one_time_json(s.one_time).dump();
+}
+
 // A warm-up that cannot build or is cancelled says so naming the field; the engine runs jobs afterwards.
 TEST(WarmUp, ErrorsNameTheFieldAndLeaveTheEngineServing) {
     auto e = open_engine(true);
