@@ -137,7 +137,21 @@ TEST(GemmTuningTable, ChoicesSurviveTheProcessForTheSameIdentityOnly) {
     ASSERT_TRUE(c.has_value());
     EXPECT_EQ(c->chosen, 3);
     EXPECT_EQ(c->candidates, 8);
-    EXPECT_FALSE(again.find("fp8", key).has_value());                  // families apart
+    EXPECT_FALSE(again.find("fp8", key).has_value()); // families apart
+    // a problem of nearly as many rows (a prompt a few tokens longer) takes the nearest one's choice; one of
+    // some 1/8 more rows, or with another value, does not
+    ops::GemmTuningTable::Key near = key, far = key, other_n = key;
+    near[0] += 300;
+    far[0] += 38247 / 8; // 1/16 of the larger rows is still less
+    other_n[1] = 5120;
+    ASSERT_TRUE(again.find_near("gemm", near).has_value());
+    EXPECT_EQ(again.find_near("gemm", near)->chosen, 3);
+    EXPECT_FALSE(again.find("gemm", near).has_value());
+    EXPECT_FALSE(again.find_near("gemm", far).has_value());
+    EXPECT_FALSE(again.find_near("gemm", other_n).has_value());
+    ops::GemmTuningTable memory("", "H100, cc 9.0, cuBLASLt 130000"); // no file: this process only
+    memory.record("gemm", key, {.chosen = 1, .candidates = 8});
+    EXPECT_EQ(memory.find("gemm", key)->chosen, 1);
     ops::GemmTuningTable other(path, "H200, cc 9.0, cuBLASLt 130000"); // another device: nothing reused
     EXPECT_EQ(other.size(), 0u);
     std::ofstream(path, std::ios::app) << "gemm 9 4 1 2 3\n"; // chosen past the candidates: damaged

@@ -2,6 +2,7 @@
 
 #include "core/log.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@ constexpr const char* kMagic = "h3-gemm-tuning 1";
 
 GemmTuningTable::GemmTuningTable(std::string path, std::string identity)
     : path_(std::move(path)), identity_(std::move(identity)) {
+    if (path_.empty()) return; // memory only
     std::ifstream in(path_);
     if (!in) return; // no file yet
     std::string magic, id;
@@ -58,10 +60,28 @@ std::optional<GemmTuningTable::Choice> GemmTuningTable::find(const std::string& 
     return it->second;
 }
 
+std::optional<GemmTuningTable::Choice> GemmTuningTable::find_near(const std::string& family,
+                                                                  const Key& key) const {
+    if (auto exact = find(family, key)) return exact;
+    if (key.empty() || key[0] <= 0) return std::nullopt;
+    std::lock_guard<std::mutex> lk(m_);
+    const int64_t m = key[0], tolerance = m / 16;
+    std::optional<Choice> best;
+    int64_t best_distance = tolerance + 1;
+    for (const auto& [k, c] : choices_) {
+        if (k.first != family || k.second.size() != key.size() ||
+            !std::equal(key.begin() + 1, key.end(), k.second.begin() + 1))
+            continue;
+        const int64_t distance = k.second[0] > m ? k.second[0] - m : m - k.second[0];
+        if (distance < best_distance) best_distance = distance, best = c;
+    }
+    return best;
+}
+
 void GemmTuningTable::record(const std::string& family, const Key& key, Choice choice) {
     std::lock_guard<std::mutex> lk(m_);
     choices_[{family, key}] = choice;
-    save_locked();
+    if (!path_.empty()) save_locked();
 }
 
 size_t GemmTuningTable::size() const {

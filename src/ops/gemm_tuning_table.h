@@ -4,7 +4,10 @@
 // (H3_GEMM_TUNING_FILE, read when the CUDA context is made), records the index it chose; a later process on
 // the same device and library takes that index from the heuristic's list without timing anything. A choice
 // is reused only when the heuristic offers the same number of candidates again, and a file written for
-// another device or library version (its identity line) is ignored and rewritten. Thread-safe.
+// another device or library version (its identity line) is ignored and rewritten. Without a file (an empty
+// path) the table lives in memory for the process. A problem whose rows (the key's first value, M) differ
+// from a recorded one's by at most 1/16 with everything else equal takes that choice too (find_near): a job
+// whose prompt has a few tokens more than the warm-up's times nothing. Thread-safe.
 //
 // File: "h3-gemm-tuning 1" / the identity / one line per choice: "<family> <chosen> <candidates> <key...>"
 // (integers). Written whole to a temporary file and renamed over the old one after every new choice.
@@ -28,10 +31,14 @@ public:
     };
     using Key = std::vector<int64_t>; // the problem: sizes, dtypes, alignments, flags
 
-    // Reads `path` when it exists and holds `identity` (a damaged file or another identity: empty, logged).
+    // Reads `path` when it exists and holds `identity` (a damaged file or another identity: empty, logged);
+    // an empty path: memory only.
     GemmTuningTable(std::string path, std::string identity);
 
     std::optional<Choice> find(const std::string& family, const Key& key) const;
+    // find(), else the choice of the recorded problem nearest in rows (key[0]) within 1/16 of them whose
+    // other values are equal.
+    std::optional<Choice> find_near(const std::string& family, const Key& key) const;
     // Records a choice and rewrites the file; a failed write is logged once and otherwise ignored.
     void record(const std::string& family, const Key& key, Choice choice);
     size_t size() const;

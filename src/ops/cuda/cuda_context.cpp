@@ -54,13 +54,15 @@ Result<std::unique_ptr<CudaContext>> CudaContext::create(int device) {
     H3_ASSIGN_OR_RETURN(std::unique_ptr<CudaContext> c, create_stream_only(device));
     if (const char* e = std::getenv("H3_GEMM_AUTOTUNE")) c->gemm_autotune_ = std::string(e) != "0";
     if (const char* e = std::getenv("H3_CONV3D")) c->conv3d_impl_ = parse_conv3d_impl(e);
-    if (const char* f = std::getenv("H3_GEMM_TUNING_FILE"); f && *f) { // choices of an earlier process
+    { // the tuner's choices; with H3_GEMM_TUNING_FILE those of earlier processes too
+        const char* f = std::getenv("H3_GEMM_TUNING_FILE");
         cudaDeviceProp prop{};
         H3_TRY(cuda_status(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"));
         c->gemm_tuning_ = std::make_unique<GemmTuningTable>(
-            f, std::string(prop.name) + ", cc " + std::to_string(prop.major) + "." +
-                   std::to_string(prop.minor) + ", cuBLASLt " + std::to_string(cublasLtGetVersion()) +
-                   ", workspace " + std::to_string(kGemmWorkspaceBytes));
+            f ? f : "", std::string(prop.name) + ", cc " + std::to_string(prop.major) + "." +
+                            std::to_string(prop.minor) + ", cuBLASLt " +
+                            std::to_string(cublasLtGetVersion()) + ", workspace " +
+                            std::to_string(kGemmWorkspaceBytes));
     }
 
     cublasLtHandle_t lt = nullptr;

@@ -72,8 +72,8 @@ public:
     // candidates once per problem and keeps the fastest; false takes the heuristic's first. Set before the
     // first GEMM of a shape (choices are cached).
     bool gemm_autotune() const { return gemm_autotune_; }
-    // The GEMM choices kept across processes (ops/gemm_tuning_table.h): the file H3_GEMM_TUNING_FILE names,
-    // read at creation; null without it.
+    // The tuner's choices (ops/gemm_tuning_table.h): in memory, and in the file H3_GEMM_TUNING_FILE names
+    // (read at creation, kept across processes) when set; null only for a stream-only context.
     GemmTuningTable* gemm_tuning_table() const { return gemm_tuning_.get(); }
     void set_gemm_autotune(bool on) { gemm_autotune_ = on; }
     // The conv3d implementation (Conv3dImpl above; H3_CONV3D at creation).

@@ -38,7 +38,7 @@ std::optional<int> kept_lt_choice(const Context& ctx, const char* family, const 
                                   int candidates) {
     const GemmTuningTable* table = ctx.cuda ? ctx.cuda->gemm_tuning_table() : nullptr;
     if (!table || candidates <= 1) return std::nullopt;
-    const auto kept = table->find(family, key);
+    const auto kept = table->find_near(family, key); // this problem's, or one of nearly as many rows
     if (!kept || kept->candidates != candidates || kept->chosen >= candidates) return std::nullopt;
     return kept->chosen;
 }

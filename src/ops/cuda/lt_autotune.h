@@ -33,9 +33,9 @@ Result<LtChoice> fastest_lt_candidate(const Context& ctx, int candidates,
 // caller that prepares for the trial runs (scratch for them) asks first.
 bool lt_timing_possible(const Context& ctx);
 
-// The choice the context's tuning table (an earlier process's, ops/gemm_tuning_table.h) holds for this
-// problem of `family` when the heuristic offers the same `candidates` again; nullopt otherwise (then: time
-// them).
+// The choice the context's tuning table (ops/gemm_tuning_table.h: this process's, an earlier one's through
+// its file) holds for this problem of `family` — or for one of nearly as many rows (find_near) — when the
+// heuristic offers the same `candidates` again; nullopt otherwise (then: time them).
 std::optional<int> kept_lt_choice(const Context& ctx, const char* family, const GemmTuningTable::Key& key,
                                   int candidates);
 // Records a timed choice in the context's tuning table (nothing without one, or when nothing was timed).
