@@ -107,6 +107,15 @@ PYBIND11_MODULE(h3engine, m) {
             "progress(dict) is called per stage and step. Releases the GIL; Ctrl-C or Engine.cancel() "
             "cancels (h3engine.Cancelled / KeyboardInterrupt). Errors: ValueError (with .field), "
             "FileNotFoundError, RuntimeError.")
+        .def(
+            "warm_up",
+            [](Engine& e, const py::kwargs& fields) { return e.warm_up(h3::python::generate_args(fields)); },
+            "Run the one-time work of the job generate(**fields) would run, once: its conditioning, the DiT "
+            "forwards that time new GEMM shapes and size the kept workspace, and the decode (unless "
+            "return_media=False with save_latents only); nothing is written. The next such generate()'s "
+            "first "
+            "step then costs what its others do. Returns {'seconds', 'encode_seconds', 'step_seconds', "
+            "'metrics'}. Releases the GIL; Engine.cancel() stops it.")
         .def("cancel", &Engine::cancel, "Cancel the running generate() (callable from any thread)")
         .def_property_readonly("busy", &Engine::busy)
         .def_property_readonly("checkpoint", [](const Engine& e) { return e.info().root; })

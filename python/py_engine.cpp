@@ -242,6 +242,83 @@ pipeline::JobInput Engine::job_input(const GenerateArgs& a) const {
     return in;
 }
 
+GenerateArgs generate_args(const py::kwargs& fields) {
+    static const std::map<std::string, py::object GenerateArgs::*> members = {
+        {"prompt", &GenerateArgs::prompt},
+        {"prompt_embeds", &GenerateArgs::prompt_embeds},
+        {"random_prompt_embeds", &GenerateArgs::random_prompt_embeds},
+        {"task", &GenerateArgs::task},
+        {"size", &GenerateArgs::size},
+        {"aspect", &GenerateArgs::aspect},
+        {"seconds", &GenerateArgs::seconds},
+        {"frames", &GenerateArgs::frames},
+        {"num_inference_steps", &GenerateArgs::num_inference_steps},
+        {"steps", &GenerateArgs::steps},
+        {"seed", &GenerateArgs::seed},
+        {"cache", &GenerateArgs::cache},
+        {"quality", &GenerateArgs::quality},
+        {"attention", &GenerateArgs::attention},
+        {"first_frame", &GenerateArgs::first_frame},
+        {"last_frame", &GenerateArgs::last_frame},
+        {"reference", &GenerateArgs::reference},
+        {"references", &GenerateArgs::references},
+        {"lora", &GenerateArgs::lora},
+        {"lora_strict", &GenerateArgs::lora_strict},
+        {"preset", &GenerateArgs::preset},
+        {"video_shift", &GenerateArgs::video_shift},
+        {"audio_shift", &GenerateArgs::audio_shift},
+        {"output", &GenerateArgs::output},
+        {"save_latents", &GenerateArgs::save_latents}};
+    GenerateArgs a;
+    for (const auto& [name, member] : members)
+        a.*member = py::none(); // absent: None, as generate()'s defaults
+    a.progress = py::none();
+    for (const auto& [name, value] : fields) {
+        const std::string k = py::str(name);
+        if (k == "return_media") {
+            a.return_media = option<bool>(py::reinterpret_borrow<py::object>(value), k);
+            continue;
+        }
+        auto it = members.find(k);
+        if (it == members.end())
+            raise_status(invalid_field(k, k + ": not a job field (those of generate(), without progress)"));
+        a.*(it->second) = py::reinterpret_borrow<py::object>(value);
+    }
+    return a;
+}
+
+py::dict Engine::warm_up(const GenerateArgs& args) {
+    if (busy_.exchange(true))
+        raise_status(invalid_argument("engine: a generate() or warm_up() call is already running on this "
+                                      "engine (one at a time; use another Engine or wait)"));
+    struct BusyReset {
+        std::atomic<bool>& b;
+        ~BusyReset() { b.store(false); }
+    } busy_reset{busy_};
+    pipeline::JobInput in = job_input(args);
+    cancel_.store(false);
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<pipeline::JobReport> r = internal_error("the warm-up did not run");
+    pipeline::Task task = pipeline::Task::kT2va;
+    {
+        py::gil_scoped_release nogil;
+        Result<pipeline::GenerationJob> job = engine_->impl().build_warm_up(std::move(in));
+        if (job.ok()) {
+            task = job->task;
+            r = engine_->impl().warm_up(*job, {.cancel = &cancel_});
+        } else {
+            r = job.status();
+        }
+    }
+    if (!r.ok()) raise_status(r.status());
+    py::dict out;
+    out["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    out["encode_seconds"] = r->encode_seconds;
+    out["step_seconds"] = r->step_seconds;
+    out["metrics"] = json_to_python(r->metrics(task));
+    return out;
+}
+
 GenerateResult Engine::generate(const GenerateArgs& args) {
     if (busy_.exchange(true))
         raise_status(invalid_argument("engine: a generate() call is already running on this engine (one job "

@@ -52,12 +52,20 @@ struct GenerateArgs {
     py::object progress;
 };
 
+// generate()'s keywords from **fields (warm_up()); an unknown name is a ValueError naming it.
+GenerateArgs generate_args(const py::kwargs& fields);
+
 class Engine {
 public:
     explicit Engine(h3::EngineOptions options); // opens the checkpoint (GIL released)
     ~Engine();
 
     GenerateResult generate(const GenerateArgs& args);
+    // Engine.warm_up(**fields): h3::Engine::warm_up for the job generate(**fields) would run (its
+    // conditioning, the DiT forwards that meet one-time work, the decode unless latents only; nothing
+    // written), with the GIL released; Engine.cancel() stops it. Returns {"seconds", "encode_seconds",
+    // "step_seconds", "metrics"}.
+    py::dict warm_up(const GenerateArgs& args);
     void cancel() { cancel_.store(true); }
     bool busy() const { return busy_.load(); }
 

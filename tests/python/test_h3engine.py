@@ -83,6 +83,21 @@ def test_same_seed_same_frames_warm_engine():
     assert open(lat[0], "rb").read() != open(lat[1], "rb").read()
 
 
+def test_warm_up_then_generate():
+    e = h3engine.Engine(_tiny(), device="cpu", dtype="fp32")
+    out = os.path.join(WORK, "warm_never_written.mp4")
+    w = e.warm_up(random_prompt_embeds=5, output=out, **SMALL)
+    assert not os.path.exists(out), "a warm-up writes nothing"
+    assert w["seconds"] > 0 and len(w["step_seconds"]) == 1, w
+    assert w["metrics"]["first_forward"]["workspace_allocations"] > 0, w["metrics"]["first_forward"]
+    assert w["metrics"]["decode_seconds"] > 0, "an MP4 job decodes: so does its warm-up"
+    r = e.generate(random_prompt_embeds=5, **SMALL)
+    first = r.metrics["first_forward"]
+    assert first["workspace_allocations"] == 0 and first["gemm_tunings"] == 0, first
+    err = _raises(ValueError, e.warm_up, random_prompt_embeds=5, sizes="64x32")
+    assert err.field == "sizes", err.field
+
+
 def test_first_frame_array_and_path_errors():
     e = _engine()
     img = np.zeros((32, 64, 3), np.uint8)
