@@ -10,6 +10,7 @@
 #include "model/tiny/tiny_checkpoint.h"
 #include "model/tiny/tiny_vae.h"
 #include "model/video_vae/video_vae.h"
+#include "model/video_vae/video_vae_cost.h"
 #include "ops/ops.h"
 
 #include <gtest/gtest.h>
@@ -115,6 +116,58 @@ TEST(VaeLayout, OfficialTilesAndClips) {
     EXPECT_EQ(p37.frames, 124);
     EXPECT_EQ(p37.num_chunks * 4 * 7, 196) << "768x1344x124: 28 tiles x 7 clips";
     EXPECT_EQ(plan_clips(2, 17, 4, 3).num_chunks, 0);
+}
+
+// video_decode_cost against a hand count on a small config: D = 2·16 = 32, F = 2·32 = 64, 2 blocks, 2
+// registers, 4 latent channels, patch 2 (pixels per token 3·4·2·2 = 48). 12 latents -> 2 clips of 7;
+// 3×5 latents = 6×10 px in 4-px tiles with 2-px overlaps -> 2×4 tiles of 2×2 latents: 16 tile-clips of
+// n = 7·2·2 = 28 tokens, S = 28 + 2 + 1 = 31 rows.
+TEST(VaeLayout, DecodeCostMatchesAHandCount) {
+    VideoVaeConfig c;
+    c.latent_channels = 4, c.num_layers = 2, c.num_heads = 2, c.head_dim = 16, c.ffn_mult = 2;
+    c.num_register_tokens = 2, c.patch = 2;
+    const VideoDecodeOptions o{.tile = 4, .min_overlap = 2, .tile_batch = 3};
+    const VideoDecodeCost cost = video_decode_cost(c, 12, 3, 5, o, Device::cpu(), DType::kF16);
+    EXPECT_EQ(cost.tile_clips, 16);
+    EXPECT_EQ(cost.calls, 6) << "8 tiles per clip in calls of 3, 3, 2";
+    EXPECT_EQ(cost.rows, 16 * 31);
+    // per row per block: q, k, v, out 4·32·32 = 4096, ff in 2·64·32 = 4096, ff out 32·64 = 2048 -> 10,240
+    // multiply-adds; 2 FLOPs each, 31 rows, 2 blocks, 16 tile-clips
+    EXPECT_DOUBLE_EQ(cost.block_gemm_flops, 16.0 * 2 * 31 * 10240 * 2);
+    // QKᵀ and P·V: 2 · 2·S²·D per block
+    EXPECT_DOUBLE_EQ(cost.attention_flops, 16.0 * 4 * 31 * 31 * 32 * 2);
+    // post_quant 4·4, proj_in 4·32, proj_out 32·48 per token, 28 tokens
+    EXPECT_DOUBLE_EQ(cost.other_gemm_flops, 16.0 * 2 * 28 * (16 + 128 + 1536));
+    // weights per call: block GEMMs 2·(4096 + 4096 + 2048) = 20,480 weights + 2·(4·32 + 128 + 32) = 576
+    // biases in f16; fp32: 2 blocks · 4·32 (norms, scales) + post_quant 16 + 4, proj_in 128 + 32, registers
+    // 64, norm_out 64, proj_out 1536 + 48 = 2,148 values
+    EXPECT_DOUBLE_EQ(cost.weight_bytes, 6.0 * ((20480 + 576) * 2 + 2148 * 4));
+    // each tile-clip: latents 28·4 and pixels 28·48, fp32
+    EXPECT_DOUBLE_EQ(cost.activation_bytes, 16.0 * 4 * (28 * 4 + 28 * 48));
+    // e4m3 weights: a byte each, an fp32 scale and bias per channel
+    const VideoDecodeCost f8 = video_decode_cost(c, 12, 3, 5, o, Device::cpu(), DType::kF8E4M3);
+    EXPECT_DOUBLE_EQ(f8.weight_bytes, 6.0 * (20480 + 576 * 8 + 2148 * 4));
+    EXPECT_DOUBLE_EQ(f8.flops(), cost.flops());
+    // untiled: one call per clip over the whole 3×5 grid (n = 105, S = 108)
+    const VideoDecodeCost whole =
+        video_decode_cost(c, 12, 3, 5, {.tiling = false}, Device::cpu(), DType::kF16);
+    EXPECT_EQ(whole.calls, 2);
+    EXPECT_DOUBLE_EQ(whole.attention_flops, 2.0 * 4 * 108 * 108 * 32 * 2);
+}
+
+// The official decode at 1344×768×124 (spec §14): 196 tile-clips of 1797 rows, ≈ 1.9 PFLOP; on CUDA the
+// 28 tiles of a clip go in 2 calls of 14.
+TEST(VaeLayout, OfficialDecodeCost) {
+    VideoVaeConfig c;
+    c.latents_mean.assign(24, 0.0f), c.latents_std.assign(24, 1.0f);
+    const VideoDecodeCost cost = video_decode_cost(c, 37, 48, 84, {}, Device::cuda(0), DType::kF16);
+    EXPECT_EQ(cost.tile_clips, 196);
+    EXPECT_EQ(cost.calls, 14);
+    EXPECT_EQ(cost.rows, 196 * 1797);
+    const double spec = 196.0 * (2.0 * 1797 * 2.416e9 + 4.0 * 1797 * 1797 * 2048 * 36);
+    EXPECT_NEAR(cost.block_gemm_flops + cost.attention_flops, spec, 0.002 * spec);
+    EXPECT_GT(cost.flops(), 1.85e15);
+    EXPECT_LT(cost.flops(), 1.95e15);
 }
 
 TEST(AudioVae, TinyDecoderMatchesGolden) {

@@ -45,6 +45,15 @@ Command vae_command() {
         vae->add_flag("--sample", o->sample,
                       "time the decode to the fp32 sample on the host (the former product, 4x the bytes "
                       "downloaded) instead of a request's RGB8 frames");
+        vae->add_option("--peak-tflops", o->peak_tflops,
+                        "dense f16 tensor peak the decode's roofline bound uses (e4m3: twice it); default "
+                        "H100 SXM")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
+        vae->add_option("--hbm-tb-per-s", o->hbm_tb_per_s,
+                        "memory bandwidth the roofline bound uses (TB/s); default H100 SXM")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
         vae->add_flag("--json", o->json, "JSON output");
     };
     c.parsed = [sub] { return *sub && (*sub)->parsed(); };

@@ -1,10 +1,12 @@
 // bench vae: the official video decoder over a full tiled decode (or --tiles N tile-clips, extrapolated to
 // all of them) and the audio decoder, random weights generated on the device.
 #include "bench/device_report.h"
+#include "bench/roofline.h"
 #include "bench/vae/options.h"
 #include "core/cuda_api.h"
 #include "model/audio_vae/audio_vae.h"
 #include "model/video_vae/video_vae.h"
+#include "model/video_vae/video_vae_cost.h"
 #include "ops/ops.h"
 
 #include <nlohmann/json.hpp>
@@ -17,6 +19,35 @@ namespace h3::bench {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+// The decode's work (model::video_decode_cost), the rate achieved in `seconds` and the roofline bound at
+// the given f16 peak (e4m3 GEMMs at twice it, as on an H100) and HBM bandwidth.
+nlohmann::json decode_roofline(const model::VideoDecodeCost& cost, bool e4m3_gemms, double seconds,
+                               double peak_tflops, double hbm_tb_per_s) {
+    const double e4m3_flops = e4m3_gemms ? cost.block_gemm_flops : 0.0;
+    const double f16_flops = cost.flops() - e4m3_flops;
+    const RooflineBound b =
+        roofline_bound(f16_flops, e4m3_flops, cost.bytes(), peak_tflops,
+                       peak_tflops * (kH100DenseE4m3Tflops / kH100DenseF16Tflops), hbm_tb_per_s);
+    return {{"tile_clips", cost.tile_clips},
+            {"decoder_calls", cost.calls},
+            {"token_rows", cost.rows},
+            {"block_gemm_tflop", cost.block_gemm_flops / 1e12},
+            {"other_gemm_tflop", cost.other_gemm_flops / 1e12},
+            {"attention_tflop", cost.attention_flops / 1e12},
+            {"total_tflop", cost.flops() / 1e12},
+            {"weight_gb", cost.weight_bytes / 1e9},
+            {"activation_gb", cost.activation_bytes / 1e9},
+            {"achieved_tflops", seconds > 0 ? cost.flops() / seconds / 1e12 : 0.0},
+            {"peak_f16_tflops", peak_tflops},
+            {"block_gemms_e4m3", e4m3_gemms},
+            {"hbm_tb_per_s", hbm_tb_per_s},
+            {"compute_bound_seconds", b.compute_s},
+            {"memory_bound_seconds", b.memory_s},
+            {"lower_bound_seconds", b.seconds()},
+            {"fraction_of_bound", seconds > 0 ? b.seconds() / seconds : 0.0}};
+}
+
 } // namespace
 
 int run_vae_decode_bench(const VaeBenchOptions& o) {
@@ -75,6 +106,8 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
         video_s = std::chrono::duration<double>(Clock::now() - t0).count();
     }
     const double video_peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
+    const model::VideoDecodeCost cost = model::video_decode_cost(vc, T, lh, lw, vopt, ctx.device, *compute);
+    const nlohmann::json roofline = decode_roofline(cost, false, video_s, o.peak_tflops, o.hbm_tb_per_s);
     *vae = model::VideoVae{}; // free the video weights before the audio decoder
     model::AudioVaeConfig ac;
     ac.latents_mean.assign(static_cast<size_t>(ac.latent_channels), 0.0f);
@@ -109,6 +142,7 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
                         {"video_decode_seconds", video_s},
                         {"seconds_per_tile_clip", video_s / total_tiles},
                         {"video_peak_gib", video_peak},
+                        {"video_roofline", roofline},
                         {"audio_latents", A},
                         {"audio_samples", wave->dim(1)},
                         {"audio_decode_seconds", audio_s},
@@ -122,6 +156,16 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
                     o.sample ? "fp32 sample" : "RGB8 frames", video_s, total_tiles,
                     timed_tiles != total_tiles ? ", extrapolated" : "", video_s / total_tiles, audio_s,
                     static_cast<long long>(A), peak);
+        std::printf(
+            "  decoder work: %.1f TFLOP (block GEMMs %.1f, other GEMMs %.2f, attention %.1f) over %lld "
+            "calls, %.1f GB of weights + %.1f GB in/out; achieved %.0f TFLOP/s; bound at %.0f "
+            "TFLOP/s f16 and %.2f TB/s: %.2f s (compute %.2f s, memory %.3f s), %.0f %% of it\n",
+            cost.flops() / 1e12, cost.block_gemm_flops / 1e12, cost.other_gemm_flops / 1e12,
+            cost.attention_flops / 1e12, static_cast<long long>(cost.calls), cost.weight_bytes / 1e9,
+            cost.activation_bytes / 1e9, roofline["achieved_tflops"].get<double>(), o.peak_tflops,
+            o.hbm_tb_per_s, roofline["lower_bound_seconds"].get<double>(),
+            roofline["compute_bound_seconds"].get<double>(), roofline["memory_bound_seconds"].get<double>(),
+            100.0 * roofline["fraction_of_bound"].get<double>());
     }
     return kExitOk;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "bench/cli_support.h"
+#include "bench/roofline.h"
 #include "bench/synthetic_layout.h"
 #include "model/video_vae/video_vae.h"
 
@@ -17,6 +18,9 @@ struct VaeBenchOptions {
     bool random_weights = false, json = false, encode = false, reference = false, exact_fp32 = false;
     bool assemble_on_host = false;
     bool sample = false; // time the fp32 sample's decode and download instead of the request's RGB8 frames
+    // the roofline the decode is measured against (bench/roofline.h): dense f16 tensor rate (e4m3 at twice
+    // it) and HBM bandwidth
+    double peak_tflops = kH100DenseF16Tflops, hbm_tb_per_s = kH100HbmTbPerS;
 };
 
 // The VAE config the benches use (the official one with unit latent normalization, or --config FILE) and
