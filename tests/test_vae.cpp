@@ -479,8 +479,8 @@ TEST(VaeCuda, DecodersMatchGoldens) {
 
 // On the device: decode_video_frames (frames made by the CUDA sample_to_rgb8, u8 download) equals the CPU
 // conversion of the downloaded sample byte for byte; with host assembly too; and so do the frames handed
-// to a sink clip by clip. A first decode warms the GEMM
-// autotuner so both decodes run the same kernels.
+// to a sink clip by clip (the double-buffered download, core/chunk_download.h), also over 4 clips. A first
+// decode warms the GEMM autotuner so both decodes run the same kernels.
 TEST(VaeCuda, FramesEqualSampleToRgb8) {
     if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
     auto session = cli::DeviceSession::open("cuda");
@@ -506,6 +506,20 @@ TEST(VaeCuda, FramesEqualSampleToRgb8) {
                   std::vector<uint8_t>(w, w + want.nbytes()))
             << "clip by clip to a sink";
     }
+    // 4 clips (5 parts through the two download slots, each reused): the streamed frames equal the whole
+    // decode's
+    const VideoVaeConfig config = tiny_video_vae_config({});
+    auto rvae = random_video_vae(ctx, config, DType::kF16, 23);
+    ASSERT_TRUE(rvae.ok()) << rvae.status().to_string();
+    Tensor lat4 = Tensor::host(Shape{1, config.latent_channels, 22, 3, 5}, DType::kF32);
+    ASSERT_TRUE(ops::fill_uniform(ops::Context::cpu(), {.seed = 41, .bound = 2.0f}, lat4).ok());
+    const VideoDecodeOptions o{.tile = 32, .min_overlap = 16};
+    auto whole = decode_video_frames(ctx, *rvae, lat4, o);
+    ASSERT_TRUE(whole.ok()) << whole.status().to_string();
+    const std::vector<Tensor> parts = streamed_frames(ctx, *rvae, lat4, o, "cuda, 4 clips");
+    EXPECT_EQ(parts.size(), 5u);
+    const uint8_t* w = whole->data_as<const uint8_t>();
+    EXPECT_EQ(joined(parts), std::vector<uint8_t>(w, w + whole->nbytes()));
 }
 
 // H3_VAE_BENCH=1: official-size decoders with random weights on the device, timed (not a golden check).

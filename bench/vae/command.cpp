@@ -45,6 +45,9 @@ Command vae_command() {
         vae->add_flag("--sample", o->sample,
                       "time the decode to the fp32 sample on the host (the former product, 4x the bytes "
                       "downloaded) instead of a request's RGB8 frames");
+        vae->add_flag("--stream", o->stream,
+                      "hand the RGB8 frames over clip by clip as a request's MP4 encoder gets them (the "
+                      "double-buffered download) instead of whole");
         vae->add_option("--peak-tflops", o->peak_tflops,
                         "dense f16 tensor peak the decode's roofline bound uses (e4m3: twice it); default "
                         "H100 SXM")

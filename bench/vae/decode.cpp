@@ -56,6 +56,8 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     if (Status s = vae_bench_setup(o, vc, W, H); !s.ok()) return report(s);
     if (o.frames < 5 || (o.frames - 5) % 17)
         return report(invalid_argument("--frames " + std::to_string(o.frames) + " must be 17n+5 (e.g. 124)"));
+    if (o.sample && o.stream)
+        return report(invalid_argument("--sample and --stream: give one (the fp32 sample is not streamed)"));
     const auto compute = parse_dtype(o.dtype);
     if (!compute) return report(invalid_argument("--dtype " + o.dtype + ": f16 | bf16 | f32"));
     auto session = DeviceSession::open(o.device);
@@ -66,7 +68,13 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     const int64_t T = (o.frames - 5) / 17 * 5 + 2, lh = H / vc.patch, lw = W / vc.patch;
     const model::ClipPlan plan =
         model::plan_clips(static_cast<int>(T), vc.clip_length, vc.patch_t, vc.token_drop);
-    const model::VideoDecodeOptions vopt{.tile_batch = o.tile_batch, .assemble_on_host = o.assemble_on_host};
+    model::VideoDecodeOptions vopt{.tile_batch = o.tile_batch, .assemble_on_host = o.assemble_on_host};
+    int64_t streamed_frames = 0;
+    if (o.stream) // a request's MP4 path: the frames handed over clip by clip (here counted, then dropped)
+        vopt.frames_sink = [&](Tensor part) -> Status {
+            streamed_frames += part.dim(0);
+            return ok_status();
+        };
     const auto ty = model::split_tiles(H, vopt.tile, vopt.min_overlap, vc.patch);
     const auto tx = model::split_tiles(W, vopt.tile, vopt.min_overlap, vc.patch);
     const int total_tiles = static_cast<int>(plan.starts.size() * ty.starts.size() * tx.starts.size());
@@ -103,6 +111,9 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
         auto decoded = o.sample ? model::decode_video_sample(ctx, *vae, lat, vopt)
                                 : model::decode_video_frames(ctx, *vae, lat, vopt);
         if (!decoded.ok()) return report(decoded.status());
+        if (o.stream && streamed_frames != o.frames)
+            return report(internal_error("bench vae: the sink got " + std::to_string(streamed_frames) +
+                                         " frames, not " + std::to_string(o.frames)));
         video_s = std::chrono::duration<double>(Clock::now() - t0).count();
     }
     const double video_peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
@@ -125,7 +136,7 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     const double peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
     // the decode's product: RGB8 frames on the host (a request's) or the fp32 sample (--sample); --tiles
     // times decoder calls only
-    const char* video_output = o.sample ? "sample" : "rgb8";
+    const char* video_output = o.sample ? "sample" : o.stream ? "rgb8-streamed" : "rgb8";
     nlohmann::json j = {{"bench", "vae"},
                         {"device", ctx.device.to_string()},
                         {"dtype", o.dtype},
@@ -153,9 +164,11 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
         std::printf("VAE bench on %s, %s, %s x %d frames: video to %s %.2f s (%d tile-clips%s, %.4f s each), "
                     "audio %.3f s (%lld latents), peak %.1f GiB\n",
                     ctx.device.to_string().c_str(), o.dtype.c_str(), o.size.c_str(), o.frames,
-                    o.sample ? "fp32 sample" : "RGB8 frames", video_s, total_tiles,
-                    timed_tiles != total_tiles ? ", extrapolated" : "", video_s / total_tiles, audio_s,
-                    static_cast<long long>(A), peak);
+                    o.sample   ? "fp32 sample"
+                    : o.stream ? "RGB8 frames clip by clip"
+                               : "RGB8 frames",
+                    video_s, total_tiles, timed_tiles != total_tiles ? ", extrapolated" : "",
+                    video_s / total_tiles, audio_s, static_cast<long long>(A), peak);
         std::printf(
             "  decoder work: %.1f TFLOP (block GEMMs %.1f, other GEMMs %.2f, attention %.1f) over %lld "
             "calls, %.1f GB of weights + %.1f GB in/out; achieved %.0f TFLOP/s; bound at %.0f "

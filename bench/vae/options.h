@@ -18,6 +18,7 @@ struct VaeBenchOptions {
     bool random_weights = false, json = false, encode = false, reference = false, exact_fp32 = false;
     bool assemble_on_host = false;
     bool sample = false; // time the fp32 sample's decode and download instead of the request's RGB8 frames
+    bool stream = false; // the RGB8 frames to a sink clip by clip (a request's MP4 path) instead of whole
     // the roofline the decode is measured against (bench/roofline.h): dense f16 tensor rate (e4m3 at twice
     // it) and HBM bandwidth
     double peak_tflops = kH100DenseF16Tflops, hbm_tb_per_s = kH100HbmTbPerS;
