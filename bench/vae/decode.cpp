@@ -58,13 +58,16 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
         return report(invalid_argument("--frames " + std::to_string(o.frames) + " must be 17n+5 (e.g. 124)"));
     if (o.sample && o.stream)
         return report(invalid_argument("--sample and --stream: give one (the fp32 sample is not streamed)"));
-    const auto compute = parse_dtype(o.dtype);
+    const bool fp8 = o.vae_precision == "fp8";
+    const auto compute = fp8 ? std::optional<DType>(DType::kBF16) : parse_dtype(o.dtype);
     if (!compute) return report(invalid_argument("--dtype " + o.dtype + ": f16 | bf16 | f32"));
     auto session = DeviceSession::open(o.device);
     if (!session.ok()) return report(session.status());
     const ops::Context& ctx = (*session)->context();
     auto vae = model::random_video_vae(ctx, vc, *compute, 1);
     if (!vae.ok()) return report(vae.status());
+    if (fp8)
+        if (Status s = model::quantize_video_vae_fp8(ctx, *vae); !s.ok()) return report(s);
     const int64_t T = (o.frames - 5) / 17 * 5 + 2, lh = H / vc.patch, lw = W / vc.patch;
     const model::ClipPlan plan =
         model::plan_clips(static_cast<int>(T), vc.clip_length, vc.patch_t, vc.token_drop);
@@ -117,8 +120,9 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
         video_s = std::chrono::duration<double>(Clock::now() - t0).count();
     }
     const double video_peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
-    const model::VideoDecodeCost cost = model::video_decode_cost(vc, T, lh, lw, vopt, ctx.device, *compute);
-    const nlohmann::json roofline = decode_roofline(cost, false, video_s, o.peak_tflops, o.hbm_tb_per_s);
+    const model::VideoDecodeCost cost =
+        model::video_decode_cost(vc, T, lh, lw, vopt, ctx.device, fp8 ? DType::kF8E4M3 : *compute);
+    const nlohmann::json roofline = decode_roofline(cost, fp8, video_s, o.peak_tflops, o.hbm_tb_per_s);
     *vae = model::VideoVae{}; // free the video weights before the audio decoder
     model::AudioVaeConfig ac;
     ac.latents_mean.assign(static_cast<size_t>(ac.latent_channels), 0.0f);
@@ -139,7 +143,8 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     const char* video_output = o.sample ? "sample" : o.stream ? "rgb8-streamed" : "rgb8";
     nlohmann::json j = {{"bench", "vae"},
                         {"device", ctx.device.to_string()},
-                        {"dtype", o.dtype},
+                        {"dtype", fp8 ? std::string("bf16") : o.dtype},
+                        {"vae_precision", o.vae_precision},
                         {"size", o.size},
                         {"frames", o.frames},
                         {"latent_frames", T},
@@ -163,7 +168,8 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     } else {
         std::printf("VAE bench on %s, %s, %s x %d frames: video to %s %.2f s (%d tile-clips%s, %.4f s each), "
                     "audio %.3f s (%lld latents), peak %.1f GiB\n",
-                    ctx.device.to_string().c_str(), o.dtype.c_str(), o.size.c_str(), o.frames,
+                    ctx.device.to_string().c_str(), fp8 ? "fp8 (e4m3 block GEMMs)" : o.dtype.c_str(),
+                    o.size.c_str(), o.frames,
                     o.sample   ? "fp32 sample"
                     : o.stream ? "RGB8 frames clip by clip"
                                : "RGB8 frames",

@@ -87,6 +87,7 @@ struct VideoVaeTables {
     struct Work {
         int64_t rows_all = 0, tokens = 0;
         Tensor tok, pq, x, y, q, k, v, o, f1, f2, yf, px;
+        ops::Fp8Activation y8, f2_8; // the fp8 blocks' rounded GEMM inputs (q/k/v's shared y, ff out's)
     };
     std::mutex mutex;
     std::vector<Entry> entries; // most recent last; a few shapes at most
@@ -169,9 +170,18 @@ Result<VideoVaeTables::Work*> call_work(const ops::Context& ctx, const VideoVae&
     H3_ASSIGN_OR_RETURN(w.v, cdt(Shape{rows_all, d}));
     H3_ASSIGN_OR_RETURN(w.o, cdt(Shape{rows_all, d}));
     H3_ASSIGN_OR_RETURN(w.f1, cdt(Shape{rows_all, 2LL * c.ffn_dim()}));
-    H3_ASSIGN_OR_RETURN(w.f2, cdt(Shape{rows_all, c.ffn_dim()}));
+    if (vae.weights.fp8.empty()) { // the fp8 blocks' SwiGLU writes e4m3 rows (f2_8) instead
+        H3_ASSIGN_OR_RETURN(w.f2, cdt(Shape{rows_all, c.ffn_dim()}));
+    }
     H3_ASSIGN_OR_RETURN(w.yf, f32(Shape{rows_all, d}));
     H3_ASSIGN_OR_RETURN(w.px, f32(Shape{tokens, c.patch_dim()}));
+    if (!vae.weights.fp8.empty()) {
+        auto e4m3 = [&](const Shape& sh) { return Tensor::empty(sh, DType::kF8E4M3, ctx.device); };
+        H3_ASSIGN_OR_RETURN(w.y8.data, e4m3(Shape{rows_all, d}));
+        H3_ASSIGN_OR_RETURN(w.y8.scale, f32(Shape{rows_all}));
+        H3_ASSIGN_OR_RETURN(w.f2_8.data, e4m3(Shape{rows_all, c.ffn_dim()}));
+        H3_ASSIGN_OR_RETURN(w.f2_8.scale, f32(Shape{rows_all}));
+    }
     w.rows_all = rows_all, w.tokens = tokens;
     return &w;
 }
@@ -232,11 +242,23 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
     // norm1 (the first block's norm1 stands alone, the last block's residual precedes norm_out).
     if (!w.blocks.empty()) H3_TRY(ops::rms_norm(ctx, np, x, w.blocks.front().norm1, y));
     mark(ctx, "norms_residual");
+    // VideoVaePrecision::kFp8: the block GEMMs in e4m3 (y rounded once for q, k and v; the SwiGLU writes
+    // ff out's input rounded), cuBLASLt's fast fp8 accumulation as the DiT's fp8 blocks use
+    const bool fp8 = !w.fp8.empty();
+    const ops::Fp8GemmParams fp{.fast_accum = true};
     for (size_t bi = 0; bi < w.blocks.size(); ++bi) {
         const VideoVaeBlock& b = w.blocks[bi];
-        H3_TRY(ops::gemm(ctx, {}, y, b.q_w, b.q_b, q));
-        H3_TRY(ops::gemm(ctx, {}, y, b.k_w, b.k_b, k));
-        H3_TRY(ops::gemm(ctx, {}, y, b.v_w, b.v_b, v));
+        if (fp8) {
+            const VideoVaeFp8Block& f = w.fp8[bi];
+            H3_TRY(ops::quantize_rows_fp8(ctx, y, work->y8));
+            H3_TRY(ops::gemm_fp8(ctx, fp, work->y8, f.q, b.q_b, q));
+            H3_TRY(ops::gemm_fp8(ctx, fp, work->y8, f.k, b.k_b, k));
+            H3_TRY(ops::gemm_fp8(ctx, fp, work->y8, f.v, b.v_b, v));
+        } else {
+            H3_TRY(ops::gemm(ctx, {}, y, b.q_w, b.q_b, q));
+            H3_TRY(ops::gemm(ctx, {}, y, b.k_w, b.k_b, k));
+            H3_TRY(ops::gemm(ctx, {}, y, b.v_w, b.v_b, v));
+        }
         mark(ctx, "gemm_qkv");
         Tensor q3 = q.view({rows_all, hh, hd}), k3 = k.view({rows_all, hh, hd});
         if (c.rotary_dim() > 0) {
@@ -252,15 +274,27 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
             H3_TRY(ops::attention(ctx, {.batch = nb}, q3, k3, v.view({rows_all, hh, hd}), o3));
         }
         mark(ctx, "attention");
-        H3_TRY(ops::gemm(ctx, {}, o, b.o_w, b.o_b, y));
+        if (fp8) {
+            H3_TRY(ops::gemm_fp8(ctx, fp, o, w.fp8[bi].o, b.o_b, y));
+        } else {
+            H3_TRY(ops::gemm(ctx, {}, o, b.o_w, b.o_b, y));
+        }
         mark(ctx, "gemm_out");
         H3_TRY(ops::gated_residual_rms_norm(ctx, {}, np, x, b.scale1, y, rows, b.norm2, y));
         mark(ctx, "norms_residual");
-        H3_TRY(ops::gemm(ctx, {}, y, b.ff1_w, b.ff1_b, f1));
-        mark(ctx, "gemm_ff1");
-        H3_TRY(ops::swiglu(ctx, f1, f2));
-        mark(ctx, "swiglu");
-        H3_TRY(ops::gemm(ctx, {}, f2, b.ff2_w, b.ff2_b, y));
+        if (fp8) {
+            H3_TRY(ops::gemm_fp8(ctx, fp, y, w.fp8[bi].ff1, b.ff1_b, f1));
+            mark(ctx, "gemm_ff1");
+            H3_TRY(ops::swiglu_fp8(ctx, f1, work->f2_8));
+            mark(ctx, "swiglu");
+            H3_TRY(ops::gemm_fp8(ctx, fp, work->f2_8, w.fp8[bi].ff2, b.ff2_b, y));
+        } else {
+            H3_TRY(ops::gemm(ctx, {}, y, b.ff1_w, b.ff1_b, f1));
+            mark(ctx, "gemm_ff1");
+            H3_TRY(ops::swiglu(ctx, f1, f2));
+            mark(ctx, "swiglu");
+            H3_TRY(ops::gemm(ctx, {}, f2, b.ff2_w, b.ff2_b, y));
+        }
         mark(ctx, "gemm_ff2");
         if (bi + 1 < w.blocks.size()) {
             const Tensor& next_norm1 = w.blocks[bi + 1].norm1;
