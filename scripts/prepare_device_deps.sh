@@ -5,6 +5,9 @@
 # io/media_reader (mov/mp4/wav/mp3/matroska demux, h264/aac/mp3/pcm/png/mjpeg decode, swscale, swresample)
 # use — plus libx264 from Debian's libx264-dev/libx264-164 .debs, packed as .debs/ffmpeg-min.tar.xz
 # (headers, shared libraries, relocatable .pc files). scripts/device_check.sh unpacks it and builds against it.
+# FFmpeg's own assembly (swscale's RGB->YUV conversion, the AAC encoder's DSP) is built with nasm from Debian's
+# nasm package, unpacked here like the other .debs (nothing installed system-wide), so the mux times measured on
+# the GPU machine are what a user's distribution FFmpeg gives; libx264 from Debian carries its own assembly.
 # The HTTP listener's library travels as .deb files (the harden branch adds them).
 # Nothing of this is committed: .debs/ is ignored. Prints the size of what travels.
 set -euo pipefail
@@ -21,6 +24,12 @@ rm -rf "$WORK/x264" && mkdir -p "$WORK/x264"
 for f in "$WORK"/libx264*.deb; do dpkg -x "$f" "$WORK/x264"; done
 X264="$WORK/x264/usr"
 sed -i "s#^prefix=.*#prefix=$X264#" "$X264"/lib/x86_64-linux-gnu/pkgconfig/x264.pc
+
+# ---- nasm (FFmpeg's x86 assembler) from Debian's binary package, unpacked into the work folder
+(cd "$WORK" && rm -f nasm_*.deb && apt-get download nasm > /dev/null)
+rm -rf "$WORK/nasm" && dpkg -x "$WORK"/nasm_*.deb "$WORK/nasm"
+NASM="$WORK/nasm/usr/bin/nasm"
+"$NASM" -v > /dev/null
 
 # ---- FFmpeg's Debian source package (a private deb-src list; the system's apt sources stay as they are)
 APT="$WORK/apt"
@@ -40,13 +49,15 @@ BUILD="$WORK/build"
 rm -rf "$BUILD" && mkdir -p "$BUILD"
 (cd "$BUILD" && PKG_CONFIG_PATH="$X264/lib/x86_64-linux-gnu/pkgconfig" "$SRC/configure" \
   --prefix="$PREFIX" --libdir="$PREFIX/lib" --enable-shared --disable-static --disable-programs --disable-doc \
-  --disable-avdevice --disable-avfilter --disable-postproc --disable-network --disable-autodetect --disable-x86asm \
+  --disable-avdevice --disable-avfilter --disable-postproc --disable-network --disable-autodetect --x86asmexe="$NASM" \
   --disable-everything --enable-gpl --enable-libx264 --enable-zlib \
   --enable-encoder=libx264,aac,png --enable-decoder=h264,aac,mp3,mp3float,png,mjpeg,pcm_s16le,pcm_s24le,pcm_s32le,pcm_f32le,pcm_u8 \
   --enable-muxer=mp4,mov,wav --enable-demuxer=mov,wav,mp3,aac,matroska,image2 \
   --enable-parser=h264,aac,mpegaudio,png,mjpeg --enable-bsf=h264_mp4toannexb,aac_adtstoasc \
   --enable-protocol=file --enable-swscale --enable-swresample \
   --extra-cflags="-I$X264/include" --extra-ldflags="-L$X264/lib/x86_64-linux-gnu" > "$WORK/configure.log")
+grep -q '^HAVE_X86ASM=yes' "$BUILD/ffbuild/config.mak" ||
+  { echo "prepare_device_deps: FFmpeg's configure did not enable x86 assembly ($WORK/configure.log)" >&2; exit 1; }
 nice -n 19 make -C "$BUILD" -j"$(nproc)" > "$WORK/make.log" 2>&1
 make -C "$BUILD" install > /dev/null
 cp -a "$X264"/lib/x86_64-linux-gnu/libx264.so* "$PREFIX/lib/"

@@ -1,12 +1,16 @@
 // DitPrecision::kFp8 on a small random DiT with the official head dim (128, so the blocks' attention runs in
 // e4m3 too): the fp8 velocity against bf16 on the CPU (the simulated e4m3 path) within a stated bound; with a
 // CUDA device, the CUDA fp8 forward against the CPU fp8 forward (the same quantization); bad exception lists
-// are reported by name; with VSA the fused quantization and the e4m3 block-sparse attention.
+// are reported by name; with VSA the fused quantization and the e4m3 block-sparse attention, with FastH3's
+// compression gates as e4m3 GEMMs on the fused rows (and the fallbacks that remain: a bf16 gate, LoRA).
 #include "core/cuda_api.h"
 #include "model/dit/dit_attention.h"
 #include "model/dit/dit_fp8.h"
 #include "model/dit/dit_model.h"
 #include "model/dit/dit_random.h"
+#include "model/lora/lora_random.h"
+#include "model/lora/lora_set.h"
+#include "ops/provenance.h"
 #ifdef H3_WITH_CUDA
 #include "ops/cuda/cuda_context.h"
 #endif
@@ -63,39 +67,80 @@ Agreement agree(const Tensor& got, const Tensor& want) {
 
 struct BothRuns {
     DitOutputs bf16, fp8;
+    // What the fp8 forward ran (ops/provenance.h): stage "job" → family → implementation → calls, and the
+    // fallbacks it noted.
+    ops::ProvenanceRecord::Calls fp8_calls;
+    std::vector<ops::Fallback> fp8_fallbacks;
 };
 
-// One forward in bf16 and one in fp8 (default exceptions; `fast_accum` for the e4m3 GEMMs, `fused` for
-// DitFp8Options::fused_quantization) on `ctx`, the same random weights and inputs.
-// `options`: e.g. VSA attention (the same in both forwards).
-BothRuns run_both(const ops::Context& ctx, bool fast_accum = DitFp8Options{}.fast_accum,
-                  bool fused = DitFp8Options{}.fused_quantization, const DitForwardOptions& options = {}) {
+// How run_both builds and runs its two forwards.
+struct RunSpec {
+    bool fast_accum = DitFp8Options{}.fast_accum;    // the e4m3 GEMMs' accumulation
+    bool fused = DitFp8Options{}.fused_quantization; // DitFp8Options::fused_quantization
+    DitForwardOptions options = {};                  // e.g. VSA attention (the same in both forwards)
+    bool gates = false;                              // FastH3's compression gate in every block
+    std::vector<std::string> bf16_layers = DitFp8Options{}.bf16_layers; // the fp8 exceptions
+    bool bf16 = true; // false: the fp8 forward alone (BothRuns::bf16 stays empty)
+};
+
+// One forward in bf16 and one in fp8 on `ctx`, the same random weights and inputs.
+BothRuns run_both(const ops::Context& ctx, const RunSpec& spec = {}) {
     const DitConfig c = small_config();
     auto w =
-        random_dit_weights(c, ctx, DitPrecision::kBf16, {.blocks = c.num_layers, .adaln = false, .seed = 4});
+        random_dit_weights(c, ctx, DitPrecision::kBf16,
+                           {.blocks = c.num_layers, .adaln = false, .gate_compress = spec.gates, .seed = 4});
     EXPECT_TRUE(w.ok()) << w.status().to_string();
+    // Random gates are as small as the other projections: ×8 (exact in bf16) makes the compression branch
+    // move the velocity far beyond the fp8 rounding, so a gate GEMM gone wrong shows.
+    for (DitBlockWeights& b : w->blocks) {
+        if (!b.gate_compress.defined()) continue;
+        auto f = b.gate_compress.to(Device::cpu()).value().to_dtype(DType::kF32);
+        EXPECT_TRUE(f.ok());
+        for (int64_t i = 0; i < f->numel(); ++i) f->data_as<float>()[i] *= 8.0f;
+        b.gate_compress = f->to_dtype(DType::kBF16).value().to(ctx.device).value();
+    }
     const DitPackedInputs in = synthetic_inputs(c, small_layout(), 0.4f, 0.6f, 5);
     auto tables = random_adaln_tables(c, ctx, DType::kBF16, in.timesteps, c.num_layers, 6);
     EXPECT_TRUE(tables.ok());
     BothRuns r;
-    {
+    if (spec.bf16) {
         DitModel m(c, *w, DitPrecision::kBf16, ctx);
-        auto out = m.forward(in, &*tables, options);
+        auto out = m.forward(in, &*tables, spec.options);
         EXPECT_TRUE(out.ok()) << out.status().to_string();
         r.bf16 = *out;
     }
     DitWeights q = *w;
-    Status st = quantize_dit_fp8(ctx, c, {.fast_accum = fast_accum, .fused_quantization = fused}, q);
+    Status st = quantize_dit_fp8(
+        ctx, c,
+        {.bf16_layers = spec.bf16_layers, .fast_accum = spec.fast_accum, .fused_quantization = spec.fused},
+        q);
     EXPECT_TRUE(st.ok()) << st.to_string();
-    EXPECT_EQ(q.blocks[1].fp8.gemm.fast_accum, fast_accum);
+    EXPECT_EQ(q.blocks[1].fp8.gemm.fast_accum, spec.fast_accum);
     EXPECT_TRUE(q.blocks[0].fp8.attention && q.blocks[0].fp8.ff_in.defined());
     EXPECT_FALSE(q.blocks[2].fp8.ff_out.defined()); // the default exception: the last block's ff_out
     EXPECT_FALSE(q.blocks[0].to_q.defined());       // quantized weights drop their bf16 copy
-    DitModel m(c, q, DitPrecision::kFp8, ctx);
-    auto out = m.forward(in, &*tables, options);
-    EXPECT_TRUE(out.ok()) << out.status().to_string();
-    r.fp8 = *out;
+    EXPECT_EQ(q.has_gate_compress(), spec.gates);
+    ops::ProvenanceRecord record;
+    {
+        const ops::ProvenanceScope scope(&record);
+        DitModel m(c, q, DitPrecision::kFp8, ctx);
+        auto out = m.forward(in, &*tables, spec.options);
+        EXPECT_TRUE(out.ok()) << out.status().to_string();
+        r.fp8 = *out;
+    }
+    r.fp8_calls = record.calls();
+    r.fp8_fallbacks = record.fallbacks();
     return r;
+}
+
+// Host calls of `family`'s implementation `impl` in a run's record (0 when none).
+int64_t calls(const BothRuns& r, const std::string& family, const std::string& impl) {
+    const auto job = r.fp8_calls.find("job");
+    if (job == r.fp8_calls.end()) return 0;
+    const auto f = job->second.find(family);
+    if (f == job->second.end()) return 0;
+    const auto i = f->second.find(impl);
+    return i == f->second.end() ? 0 : i->second;
 }
 
 // Measured (CPU, this layout): video and audio cos 0.999983, rel-RMS 0.0059; the bound leaves 3x room.
@@ -115,8 +160,15 @@ TEST(DitFp8, VelocityWithinBoundOfBf16OnCpu) {
 // bf16 rows in each GEMM: the fp8 forward is bit-for-bit the same either way, on the CPU and, where the
 // kernels run, on CUDA. The last block's ff_out stays bf16 (the default exception), so its SwiGLU runs
 // unfused there: both paths meet in one forward.
-void expect_fused_equals_unfused(const ops::Context& ctx, const DitForwardOptions& options = {}) {
-    const BothRuns fused = run_both(ctx, true, true, options), plain = run_both(ctx, true, false, options);
+void expect_fused_equals_unfused(const ops::Context& ctx, const DitForwardOptions& options = {},
+                                 bool gates = false) {
+    RunSpec spec{.fast_accum = true, .fused = true, .options = options, .gates = gates, .bf16 = false};
+    const BothRuns fused = run_both(ctx, spec);
+    spec.fused = false;
+    const BothRuns plain = run_both(ctx, spec);
+    EXPECT_TRUE(fused.fp8_fallbacks.empty()) << fused.fp8_fallbacks[0].why;
+    EXPECT_GT(calls(fused, "fp8_quantization", "fused"), 0);
+    EXPECT_EQ(calls(plain, "fp8_quantization", "fused"), 0);
     for (const auto& [name, a, b] : {std::tuple<const char*, const Tensor*, const Tensor*>{
                                          "video", &fused.fp8.sample, &plain.fp8.sample},
                                      {"audio", &fused.fp8.audio_sample, &plain.fp8.audio_sample}}) {
@@ -146,8 +198,7 @@ TEST(DitFp8, VsaFusedQuantizationIsExactOnCpu) {
 }
 
 TEST(DitFp8, VsaVelocityWithinBoundOfBf16VsaOnCpu) {
-    const BothRuns r = run_both(ops::Context::cpu(), DitFp8Options{}.fast_accum,
-                                DitFp8Options{}.fused_quantization, vsa_options());
+    const BothRuns r = run_both(ops::Context::cpu(), {.options = vsa_options()});
     const Agreement v = agree(r.fp8.sample, r.bf16.sample),
                     a = agree(r.fp8.audio_sample, r.bf16.audio_sample);
     std::printf("fp8 VSA vs bf16 VSA (CPU): video cos %.6f rel-RMS %.4f, audio cos %.6f rel-RMS %.4f\n",
@@ -158,6 +209,101 @@ TEST(DitFp8, VsaVelocityWithinBoundOfBf16VsaOnCpu) {
     EXPECT_LT(a.rel_rms, 0.02);
 }
 
+// FastH3's compression gates (VSA): under fp8 the gate is an e4m3 GEMM like q/k/v, on the norm's e4m3 rows
+// when the quantization is fused (issue #45, "fp8 and VSA together"). Fused or not, the same bytes; no
+// fallback, and the provenance names one e4m3 GEMM more per block than without gates and no other change.
+TEST(DitFp8, VsaWithGatesFusedQuantizationIsExactOnCpu) {
+    expect_fused_equals_unfused(ops::Context::cpu(), vsa_options(), true);
+}
+
+TEST(DitFp8, VsaGatesRunAsE4m3GemmsOnTheFusedRows) {
+    const BothRuns gated = run_both(ops::Context::cpu(),
+                                    {.options = vsa_options(), .gates = true, .bf16 = false}),
+                   plain = run_both(ops::Context::cpu(), {.options = vsa_options(), .bf16 = false});
+    const int64_t blocks = small_config().num_layers;
+    EXPECT_TRUE(gated.fp8_fallbacks.empty()) << gated.fp8_fallbacks[0].why;
+    EXPECT_EQ(calls(gated, "gemm", "cpu-e4m3"), calls(plain, "gemm", "cpu-e4m3") + blocks)
+        << "one e4m3 gate GEMM per block";
+    EXPECT_EQ(calls(gated, "gemm", "cpu-bf16"), calls(plain, "gemm", "cpu-bf16"));
+    EXPECT_GT(calls(gated, "fp8_quantization", "fused"), 0);
+    EXPECT_EQ(calls(gated, "fp8_quantization", "fused"), calls(plain, "fp8_quantization", "fused"));
+    EXPECT_EQ(calls(gated, "fp8_quantization", "unfused"), calls(plain, "fp8_quantization", "unfused"))
+        << "the gate reads the norm's e4m3 rows: no quantization of its own";
+    EXPECT_GT(calls(gated, "sparse_attention", "cpu-e4m3"), 0);
+}
+
+// Measured (CPU, this layout, the gates ×8): fp8 VSA with gates vs bf16 VSA with gates: video cos 0.999963,
+// rel-RMS 0.0086, audio cos 0.999967, rel-RMS 0.0081; the same bound as without gates.
+TEST(DitFp8, VsaWithGatesVelocityWithinBoundOfBf16VsaOnCpu) {
+    const BothRuns r = run_both(ops::Context::cpu(), {.options = vsa_options(), .gates = true}),
+                   ungated = run_both(ops::Context::cpu(), {.options = vsa_options()});
+    const Agreement v = agree(r.fp8.sample, r.bf16.sample),
+                    a = agree(r.fp8.audio_sample, r.bf16.audio_sample);
+    const Agreement g = agree(ungated.bf16.sample, r.bf16.sample);
+    std::printf("fp8 VSA vs bf16 VSA, gated (CPU): video cos %.6f rel-RMS %.4f, audio cos %.6f rel-RMS %.4f; "
+                "bf16 without the gates: video rel-RMS %.4f\n",
+                v.cosine, v.rel_rms, a.cosine, a.rel_rms, g.rel_rms);
+    // Measured 0.083: 4× the bound below, so a gate GEMM skipped or scaled wrong fails it.
+    EXPECT_GT(g.rel_rms, 0.05) << "the gates must move the velocity well beyond the bound below";
+    EXPECT_GT(v.cosine, 0.9995);
+    EXPECT_LT(v.rel_rms, 0.02);
+    EXPECT_GT(a.cosine, 0.9995);
+    EXPECT_LT(a.rel_rms, 0.02);
+}
+
+// An exception keeping every block's gate in bf16 is the path fp8 + VSA took before the gate had an e4m3
+// copy: the bf16 gate reads the bf16 rows, so the blocks' quantization runs unfused and the forward notes one
+// fallback saying why. The fused e4m3-gate forward differs from it only by the gate GEMM's e4m3 rounding.
+TEST(DitFp8, VsaGateKeptInBf16RunsUnfusedWithItsReason) {
+    const std::vector<std::string> keep = {"blocks.-1.to_out", "blocks.-1.ff_out",
+                                           "blocks.0.to_gate_compress", "blocks.1.to_gate_compress",
+                                           "blocks.2.to_gate_compress"};
+    const BothRuns bf16_gate = run_both(ops::Context::cpu(),
+                                        {.options = vsa_options(), .gates = true, .bf16_layers = keep}),
+                   fused = run_both(ops::Context::cpu(), {.options = vsa_options(), .gates = true}),
+                   plain = run_both(ops::Context::cpu(), {.options = vsa_options()});
+    ASSERT_EQ(bf16_gate.fp8_fallbacks.size(), 1u);
+    EXPECT_EQ(bf16_gate.fp8_fallbacks[0].family, "fp8_quantization");
+    EXPECT_EQ(bf16_gate.fp8_fallbacks[0].wanted, "fused");
+    EXPECT_EQ(bf16_gate.fp8_fallbacks[0].used, "unfused");
+    EXPECT_NE(bf16_gate.fp8_fallbacks[0].why.find("compression gate"), std::string::npos);
+    const int64_t blocks = small_config().num_layers;
+    EXPECT_EQ(calls(bf16_gate, "gemm", "cpu-e4m3"), calls(plain, "gemm", "cpu-e4m3"));
+    EXPECT_EQ(calls(bf16_gate, "gemm", "cpu-bf16"), calls(plain, "gemm", "cpu-bf16") + blocks)
+        << "one bf16 gate GEMM per block";
+    EXPECT_LT(calls(bf16_gate, "fp8_quantization", "fused"), calls(fused, "fp8_quantization", "fused"));
+    // Measured: video and audio cos 0.999979, rel-RMS 0.0065 (the gate GEMM's e4m3 rounding alone; random
+    // data, so ~8 % of the gates' own 0.083); the bound leaves 3x room and stays 4x below what a skipped gate
+    // GEMM gives.
+    const Agreement v = agree(fused.fp8.sample, bf16_gate.fp8.sample),
+                    a = agree(fused.fp8.audio_sample, bf16_gate.fp8.audio_sample);
+    std::printf("fp8 VSA, e4m3 gate (fused) vs bf16 gate (unfused): video cos %.7f rel-RMS %.5f, audio cos "
+                "%.7f rel-RMS %.5f\n",
+                v.cosine, v.rel_rms, a.cosine, a.rel_rms);
+    EXPECT_GT(v.cosine, 0.9999);
+    EXPECT_LT(v.rel_rms, 0.02);
+    EXPECT_GT(a.cosine, 0.9999);
+    EXPECT_LT(a.rel_rms, 0.02);
+}
+
+// Run-time LoRA adapters read the blocks' bf16 rows: fp8 + VSA with gates still falls back to the unfused
+// quantization there, for that reason alone (the e4m3 gate needs no bf16 rows).
+TEST(DitFp8, VsaWithRuntimeLoraStillRunsUnfused) {
+    const ops::Context ctx = ops::Context::cpu();
+    auto adapter = random_lora_adapter(small_config(), {.rank = 4, .seed = 9});
+    ASSERT_TRUE(adapter.ok()) << adapter.status().to_string();
+    auto set = LoraSet::build({{std::make_shared<const LoraAdapter>(std::move(adapter).value()), 1.0f}},
+                              small_config(), ctx, DType::kBF16);
+    ASSERT_TRUE(set.ok()) << set.status().to_string();
+    DitForwardOptions o = vsa_options();
+    o.lora = set->get();
+    const BothRuns r = run_both(ctx, {.options = o, .gates = true, .bf16 = false});
+    ASSERT_EQ(r.fp8_fallbacks.size(), 1u);
+    EXPECT_EQ(r.fp8_fallbacks[0].used, "unfused");
+    EXPECT_NE(r.fp8_fallbacks[0].why.find("LoRA"), std::string::npos) << r.fp8_fallbacks[0].why;
+    EXPECT_GT(calls(r, "fp8_quantization", "unfused"), 0);
+}
+
 TEST(DitFp8, FusedQuantizationIsExactOnCuda) {
 #ifdef H3_WITH_CUDA
     if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
@@ -166,6 +312,8 @@ TEST(DitFp8, FusedQuantizationIsExactOnCuda) {
     if ((*cc)->cc_major() != 9) GTEST_SKIP() << "fp8 attention needs an H100/H200";
     expect_fused_equals_unfused(ops::Context{.device = Device::cuda(0), .cuda = cc->get()});
     expect_fused_equals_unfused(ops::Context{.device = Device::cuda(0), .cuda = cc->get()}, vsa_options());
+    expect_fused_equals_unfused(ops::Context{.device = Device::cuda(0), .cuda = cc->get()}, vsa_options(),
+                                true);
 #else
     GTEST_SKIP() << "CPU-only build";
 #endif
@@ -182,7 +330,8 @@ TEST_P(DitFp8Cuda, MatchesTheCpuFp8Path) {
     if ((*cc)->cc_major() != 9) GTEST_SKIP() << "fp8 attention needs an H100/H200";
     ops::Context ctx{.device = Device::cuda(0), .cuda = cc->get()};
     const bool fast = GetParam();
-    const BothRuns gpu = run_both(ctx, fast), cpu = run_both(ops::Context::cpu(), fast);
+    const BothRuns gpu = run_both(ctx, {.fast_accum = fast}),
+                   cpu = run_both(ops::Context::cpu(), {.fast_accum = fast});
     const Agreement v = agree(gpu.fp8.sample, cpu.fp8.sample), b = agree(gpu.bf16.sample, cpu.bf16.sample);
     const Agreement f = agree(gpu.fp8.sample, gpu.bf16.sample);
     std::printf(

@@ -393,11 +393,11 @@ TEST(Generator, StreamedMp4EqualsTheWholeClipAndProvenanceSaysCpu) {
 #endif
 }
 
-// fp8 asked on a FastH3 checkpoint (VSA by default): its compression gate reads the norms' bf16 rows, so
-// the quantization the fp8 setting asks fused runs unfused there — one fallback, with its reason, for the
-// whole job (every block of every step notes it); the denoise names the e4m3 GEMMs, the sparse attention's
-// CPU kernel and both quantizations.
-TEST(Generator, Fp8WithVsaRecordsOneFallbackToUnfusedQuantization) {
+// fp8 asked on a FastH3 checkpoint (VSA by default): the compression gate is an e4m3 GEMM on the norm's
+// e4m3 rows, so the blocks run the fused quantization the fp8 setting asks — no fallback, no warning (issue
+// #45); the denoise names the e4m3 GEMMs, the sparse attention's CPU kernel and the fused quantization.
+// (What still falls back — a gate kept in bf16, run-time LoRA — is tested on the DiT in test_dit_fp8.)
+TEST(Generator, Fp8WithVsaRunsFusedQuantizationWithoutFallback) {
     const fs::path d = kWork / "fasth3";
     if (!fs::exists(d / "model_index.json")) {
         fs::remove_all(d);
@@ -418,12 +418,10 @@ TEST(Generator, Fp8WithVsaRecordsOneFallbackToUnfusedQuantization) {
     ASSERT_TRUE(job->attention.is_vsa());
     auto r = (*generator)->run(*job, {});
     ASSERT_TRUE(r.ok()) << r.status().to_string();
-    ASSERT_EQ(r->fallbacks.size(), 1u);
-    EXPECT_EQ(r->fallbacks[0].stage, "denoise");
-    EXPECT_EQ(r->fallbacks[0].family, "fp8_quantization");
-    EXPECT_EQ(r->fallbacks[0].used, "unfused");
-    EXPECT_NE(r->fallbacks[0].why.find("compression gate"), std::string::npos) << r->fallbacks[0].why;
-    const nlohmann::json k = r->metrics(job->task).at("kernels");
+    EXPECT_TRUE(r->fallbacks.empty()) << r->fallbacks[0].family << ": " << r->fallbacks[0].why;
+    const nlohmann::json m = r->metrics(job->task);
+    EXPECT_TRUE(m.at("fallbacks").empty()) << m.at("fallbacks").dump();
+    const nlohmann::json& k = m.at("kernels");
     SCOPED_TRACE(k.dump());
     ASSERT_TRUE(k.contains("denoise"));
     const nlohmann::json& denoise = k.at("denoise");
@@ -431,8 +429,8 @@ TEST(Generator, Fp8WithVsaRecordsOneFallbackToUnfusedQuantization) {
     // the tiny DiT's head dim is 32: its attention stays bf16 (the e4m3 attention takes head dim 128)
     EXPECT_EQ(denoise.at("sparse_attention").size(), 1u);
     EXPECT_GT(denoise.value("/sparse_attention/cpu"_json_pointer, 0), 0);
-    // the norms' rows unfused (the gate reads them); the SwiGLU, which the gate does not read, stays fused
-    EXPECT_GT(denoise.value("/fp8_quantization/unfused"_json_pointer, 0), 0);
+    // the norms and the SwiGLU write the e4m3 rows (to_out's input, the attention's bf16 output, is rounded
+    // inside its GEMM: "unfused" is noted for it in every block, as without VSA)
     EXPECT_GT(denoise.value("/fp8_quantization/fused"_json_pointer, 0), 0);
     EXPECT_FALSE(k.contains("/encode/fp8_quantization"_json_pointer)) << "the text stack is not fp8";
 }

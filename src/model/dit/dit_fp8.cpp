@@ -10,7 +10,8 @@ namespace h3::model {
 
 namespace {
 
-constexpr const char* kLayers[] = {"to_q", "to_k", "to_v", "to_out", "ff_in", "ff_out", "attention", "*"};
+constexpr const char* kLayers[] = {
+    "to_q", "to_k", "to_v", "to_out", "ff_in", "ff_out", "to_gate_compress", "attention", "*"};
 
 // "blocks.N.LAYER" entries resolved to (block, layer) pairs against `blocks`.
 Result<std::set<std::pair<int, std::string>>> parse_exceptions(const std::vector<std::string>& entries,
@@ -31,8 +32,10 @@ Result<std::set<std::pair<int, std::string>>> parse_exceptions(const std::vector
         bool known = false;
         for (const char* l : kLayers) known = known || layer == l;
         if (!known)
-            return invalid_argument("fp8 bf16 layer '" + e + "': layer '" + layer +
-                                    "' is not one of to_q, to_k, to_v, to_out, ff_in, ff_out, attention, *");
+            return invalid_argument(
+                "fp8 bf16 layer '" + e + "': layer '" + layer +
+                "' is not one of to_q, to_k, to_v, to_out, ff_in, ff_out, to_gate_compress, "
+                "attention, *");
         out.insert({static_cast<int>(n < 0 ? n + blocks : n), layer});
     }
     return out;
@@ -51,9 +54,13 @@ Status quantize_dit_fp8(const ops::Context& ctx, const DitConfig& config, const 
             const char* name;
             Tensor* bf16;
             ops::Fp8Weight* fp8;
-        } items[] = {{"to_q", &w.to_q, &w.fp8.to_q},    {"to_k", &w.to_k, &w.fp8.to_k},
-                     {"to_v", &w.to_v, &w.fp8.to_v},    {"to_out", &w.to_out, &w.fp8.to_out},
-                     {"ff_in", &w.ff_in, &w.fp8.ff_in}, {"ff_out", &w.ff_out, &w.fp8.ff_out}};
+        } items[] = {{"to_q", &w.to_q, &w.fp8.to_q},
+                     {"to_k", &w.to_k, &w.fp8.to_k},
+                     {"to_v", &w.to_v, &w.fp8.to_v},
+                     {"to_out", &w.to_out, &w.fp8.to_out},
+                     {"ff_in", &w.ff_in, &w.fp8.ff_in},
+                     {"ff_out", &w.ff_out, &w.fp8.ff_out},
+                     {"to_gate_compress", &w.gate_compress, &w.fp8.gate_compress}}; // FastH3 (VSA) only
         for (Item& it : items) {
             *it.fp8 = {};
             if (kept(b, it.name) || !it.bf16->defined()) continue;

@@ -393,7 +393,7 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     if (vsa) {
         VsaLayer layer = *vsa;
         layer.fp8 = fp8_attention;
-        H3_TRY(vsa_attention(w, x, q3, k3, v3, o3, layer, sc));
+        H3_TRY(vsa_attention(w, x, x8, q3, k3, v3, o3, layer, sc));
     } else if (group && group->seq)
         H3_TRY(sequence_attention(q3, k3, v3, o3, sc, fp8_attention));
     else
@@ -569,20 +569,21 @@ Status DitModel::run_block_with(const DitBlockWeights& w, int index, Tensor& h, 
     PhaseTimer* timer = o.timer;
     auto mark = [&](const char* phase) { return timer ? timer->mark(phase) : ok_status(); };
     // fp8 with fused quantization: the norms write the e4m3 rows their GEMMs take (into x's storage) where no
-    // adapter, hook or VSA compression gate (its GEMM reads the bf16 rows) needs them and every GEMM reading
-    // them is e4m3.
+    // adapter or hook needs the bf16 rows and every GEMM reading them is e4m3 (VSA's compression gate among
+    // them: e4m3 unless an fp8 exception keeps it in bf16).
     // Where another setting needs the bf16 rows, the quantization the fp8 setting asks fused runs unfused:
     // one warning per job (ops/provenance.h). A hook is a diagnostic, not a setting: no warning.
+    const bool bf16_gate = o.attention.is_vsa() && w.has_gate() && !w.fp8.gate_compress.defined();
     if (precision_ == DitPrecision::kFp8 && w.fp8.fused_inputs) {
         if (lora)
             ops::note_fallback(ops::OpFamily::kFp8Quantization, "fused", "unfused",
                                "run-time LoRA adapters read the blocks' bf16 rows");
-        if (o.attention.is_vsa() && w.gate_compress.defined())
+        if (bf16_gate)
             ops::note_fallback(ops::OpFamily::kFp8Quantization, "fused", "unfused",
-                               "VSA's compression gate (attn.to_gate_compress) reads the bf16 rows");
+                               "VSA's compression gate (attn.to_gate_compress) is kept in bf16 and reads the "
+                               "bf16 rows");
     }
-    const bool fusable = precision_ == DitPrecision::kFp8 && w.fp8.fused_inputs && !lora &&
-                         !(o.attention.is_vsa() && w.gate_compress.defined()) &&
+    const bool fusable = precision_ == DitPrecision::kFp8 && w.fp8.fused_inputs && !lora && !bf16_gate &&
                          !o.hook.active(prefix + "norm1_out");
     ops::Fp8Activation x8 = fusable && w.fp8.to_q.defined() && w.fp8.to_k.defined() && w.fp8.to_v.defined()
                                 ? sc.fp8_rows(sc.x, S, D)

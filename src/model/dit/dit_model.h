@@ -245,14 +245,16 @@ private:
         bool compete = false;
         bool fp8 = false; // the sparse (and dense) attention in the attention op's fp8 mode
     };
-    // x8 (fused fp8 quantization): the branch input's e4m3 rows, which the q/k/v (fc1) GEMMs take; x is then
-    // undefined.
+    // x8 (fused fp8 quantization): the branch input's e4m3 rows, which the q/k/v (fc1) GEMMs and VSA's
+    // compression gate take; x is then undefined.
     Status attention_branch(const DitBlockWeights& w, const Tensor& x, const RowTables* rows, Tensor& out,
                             DitScratch& scratch, const LoraBlockFactors* lora, PhaseTimer* timer = nullptr,
                             const VsaLayer* vsa = nullptr, const ops::Fp8Activation* x8 = nullptr) const;
-    // softmax attention of q3/k3/v3 into o3 under VSA (model/dit/dit_vsa.cpp); x is the branch input (gate).
-    Status vsa_attention(const DitBlockWeights& w, const Tensor& x, const Tensor& q3, const Tensor& k3,
-                         const Tensor& v3, Tensor& o3, const VsaLayer& layer, DitScratch& scratch) const;
+    // softmax attention of q3/k3/v3 into o3 under VSA (model/dit/dit_vsa.cpp); the compression gate's GEMM
+    // reads the branch input: its e4m3 rows x8 when given (the gate's e4m3 weight), else x.
+    Status vsa_attention(const DitBlockWeights& w, const Tensor& x, const ops::Fp8Activation* x8,
+                         const Tensor& q3, const Tensor& k3, const Tensor& v3, Tensor& o3,
+                         const VsaLayer& layer, DitScratch& scratch) const;
     Status ffn_branch(const DitBlockWeights& w, const Tensor& x, Tensor& out, DitScratch& scratch,
                       const LoraBlockFactors* lora, PhaseTimer* timer = nullptr,
                       const ops::Fp8Activation* x8 = nullptr) const;

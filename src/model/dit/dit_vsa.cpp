@@ -44,12 +44,13 @@ Result<std::shared_ptr<const ops::VsaTiles>> DitModel::prepare_vsa_tiles(const D
     return std::make_shared<const ops::VsaTiles>(std::move(tiles));
 }
 
-Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const Tensor& q3, const Tensor& k3,
-                               const Tensor& v3, Tensor& o3, const VsaLayer& layer, DitScratch& sc) const {
+Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const ops::Fp8Activation* x8,
+                               const Tensor& q3, const Tensor& k3, const Tensor& v3, Tensor& o3,
+                               const VsaLayer& layer, DitScratch& sc) const {
     const ops::VsaTiles& tiles = *layer.tiles;
     const int64_t S = q3.dim(0), H = q3.dim(1), hd = q3.dim(2), n = tiles.num_tiles(),
                   nv = tiles.num_video_tiles;
-    const bool gated = w.gate_compress.defined();
+    const bool gated = w.has_gate();
     const int64_t keep = ops::vsa_keep(layer.sparsity, nv);
     const bool sparse = layer.sparsity > 0.0 && keep < nv;
     if (!sparse && !gated)
@@ -72,10 +73,11 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
         H3_TRY(ops::attention(ctx_, {.fp8 = layer.fp8}, q3, k3, v3, o3));
     }
     if (!gated) return ok_status();
-    // Compression branch: o += (x·Gᵀ) ⊙ softmax(Sc)·v̄ of the row's tile.
+    // Compression branch: o += (x·Gᵀ) ⊙ softmax(Sc)·v̄ of the row's tile; under kFp8 x·Gᵀ is an e4m3 GEMM
+    // (on the norm's e4m3 rows x8 when the quantization is fused) unless an exception keeps G in bf16.
     H3_TRY(ensure(b.gate, Shape{sc.rows, H * hd}, act_dtype(), ctx_.device));
     Tensor g = b.gate.slice(0, 0, S);
-    H3_TRY(ops::gemm(ctx_, {}, x, w.gate_compress, Tensor(), g));
+    H3_TRY(linear_in(x, x8, w.gate_compress, w.fp8.gate_compress, w.fp8.gemm, g));
     H3_TRY(ops::vsa_pool(ctx_, tiles, v3, vp));
     H3_TRY(ensure(b.oc, Shape{H, n, hd}, DType::kF32, ctx_.device));
     H3_TRY(ops::vsa_compress_tiles(ctx_, b.scores, vp, b.oc));

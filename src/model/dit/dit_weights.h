@@ -32,9 +32,9 @@ DType precision_dtype(DitPrecision p);
 DType residual_dtype(DitPrecision p);
 
 // A block's e4m3 GEMM weights under kFp8 (an undefined one keeps that GEMM in bf16) and whether its attention
-// runs in e4m3.
+// runs in e4m3. gate_compress: FastH3's VSA compression gate (defined only where the block has one).
 struct DitFp8Block {
-    ops::Fp8Weight to_q, to_k, to_v, to_out, ff_in, ff_out;
+    ops::Fp8Weight to_q, to_k, to_v, to_out, ff_in, ff_out, gate_compress;
     bool attention = false;
     ops::Fp8GemmParams gemm = {}; // how the e4m3 GEMMs accumulate (DitFp8Options::fast_accum)
     bool fused_inputs = true;     // DitFp8Options::fused_quantization
@@ -45,6 +45,8 @@ struct DitBlockWeights {
     Tensor adaln_weight, adaln_bias; // undefined for refiner blocks, or when AdaLN is not loaded
     Tensor gate_compress; // FastH3's VSA compression gate [inner, hidden]; undefined: the branch is off
     DitFp8Block fp8 = {}; // filled by quantize_dit_fp8 (model/dit/dit_fp8.h)
+    // The block has a compression gate, in bf16 or (kFp8, its bf16 copy released) in e4m3 only.
+    bool has_gate() const { return gate_compress.defined() || fp8.gate_compress.defined(); }
 };
 
 struct DitWeights {
@@ -57,13 +59,14 @@ struct DitWeights {
     Tensor norm_out, norm_out_w, norm_out_b;
     Tensor proj_out_w, proj_out_b, audio_proj_out_w, audio_proj_out_b;
     // Every block carries attn.to_gate_compress (a FastH3 student).
-    bool has_gate_compress() const { return !blocks.empty() && blocks.front().gate_compress.defined(); }
+    bool has_gate_compress() const { return !blocks.empty() && blocks.front().has_gate(); }
 };
 
 // Which layers of a kFp8 model stay in bf16: entries "blocks.N.LAYER" with N a block index (negative counts
-// from the end: -1 is the last block) and LAYER one of to_q, to_k, to_v, to_out, ff_in, ff_out, attention or
-// * (the whole block). The default keeps the last block's attention output and FFN output projections in
-// bf16, the layers nearest the output heads (see docs/kernels/attention_notes.md for what was measured).
+// from the end: -1 is the last block) and LAYER one of to_q, to_k, to_v, to_out, ff_in, ff_out,
+// to_gate_compress (FastH3's VSA compression gate), attention or * (the whole block). The default keeps the
+// last block's attention output and FFN output projections in bf16, the layers nearest the output heads (see
+// docs/kernels/attention_notes.md for what was measured).
 struct DitFp8Options {
     std::vector<std::string> bf16_layers = {"blocks.-1.to_out", "blocks.-1.ff_out"};
     // cuBLASLt's fast fp8 accumulation for the block GEMMs (ops::Fp8GemmParams::fast_accum): no periodic
@@ -73,8 +76,9 @@ struct DitFp8Options {
     bool fast_accum = true;
     // The norms and the SwiGLU write the e4m3 rows (and row scales) the next GEMMs take, instead of bf16 rows
     // each GEMM rounds again: the same bytes, one pass fewer per GEMM input (ops/fp8_fused.h). A block runs
-    // the unfused path where something needs its bf16 rows (run-time adapters, hooks, VSA's gate, a bf16
-    // exception among the GEMMs reading them). false: always unfused (`bench dit --fp8-fused off`).
+    // the unfused path where something needs its bf16 rows (run-time adapters, hooks, a bf16 exception among
+    // the GEMMs reading them — VSA's compression gate among them). false: always unfused (`bench dit
+    // --fp8-fused off`).
     bool fused_quantization = true;
     bool keep_bf16 = false; // keep the bf16 copies of quantized weights (benches comparing both precisions)
 };

@@ -50,24 +50,9 @@ Result<std::unique_ptr<CudaContext>> CudaContext::create(int device) {
     if (device < 0 || device >= count)
         return invalid_argument("CUDA device " + std::to_string(device) + " does not exist (" +
                                 std::to_string(count) + " visible)");
-    H3_TRY(cuda_status(cudaSetDevice(device), "cudaSetDevice"));
-
-    std::unique_ptr<CudaContext> c(new CudaContext());
-    c->device_ = device;
-    c->gemm_cache_ = std::make_unique<cuda_detail::GemmCache>();
-    c->attention_cache_ = std::make_unique<cuda_detail::AttentionCache>();
-    c->conv3d_cache_ = std::make_unique<cuda_detail::Conv3dCache>();
+    H3_ASSIGN_OR_RETURN(std::unique_ptr<CudaContext> c, create_stream_only(device));
     if (const char* e = std::getenv("H3_GEMM_AUTOTUNE")) c->gemm_autotune_ = std::string(e) != "0";
     if (const char* e = std::getenv("H3_CONV3D")) c->conv3d_impl_ = parse_conv3d_impl(e);
-
-    cudaDeviceProp prop{};
-    H3_TRY(cuda_status(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"));
-    c->sm_count_ = prop.multiProcessorCount;
-    c->cc_major_ = prop.major;
-
-    cudaStream_t s = nullptr;
-    H3_TRY(cuda_status(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
-    c->stream_ = s;
 
     cublasLtHandle_t lt = nullptr;
     H3_TRY(cublas_status(cublasLtCreate(&lt), "cublasLtCreate"));
@@ -76,7 +61,7 @@ Result<std::unique_ptr<CudaContext>> CudaContext::create(int device) {
     cudnnHandle_t dnn = nullptr;
     H3_TRY(cudnn_status(cudnnCreate(&dnn), "cudnnCreate"));
     c->cudnn_ = dnn;
-    H3_TRY(cudnn_status(cudnnSetStream(dnn, s), "cudnnSetStream"));
+    H3_TRY(cudnn_status(cudnnSetStream(dnn, static_cast<cudaStream_t>(c->stream_)), "cudnnSetStream"));
 
     void* ws = nullptr;
     H3_TRY(cuda_status(cudaMalloc(&ws, kGemmWorkspaceBytes), "cudaMalloc(cuBLASLt workspace)"));
@@ -85,6 +70,7 @@ Result<std::unique_ptr<CudaContext>> CudaContext::create(int device) {
     return c;
 }
 
+// The device, its properties, the caches and one non-blocking stream; create() adds the library handles.
 Result<std::unique_ptr<CudaContext>> CudaContext::create_stream_only(int device) {
     H3_TRY(cuda_status(cudaSetDevice(device), "cudaSetDevice"));
     std::unique_ptr<CudaContext> c(new CudaContext());
