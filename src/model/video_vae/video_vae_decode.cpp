@@ -658,8 +658,8 @@ namespace {
 // handed to the sink once its copy has landed, one clip later (at once on the host).
 Status stream_video_frames(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
                            const VideoDecodeOptions& opt) {
-    constexpr size_t kSlotBytes = size_t{64}
-                                  << 20; // a clip's 17 frames at 1344x768 (52 MB); grows if need be
+    // a slot holds one clip's final frames: 17 at 1344x768 are 52 MB (the buffers grow if need be)
+    constexpr size_t kSlotBytes = size_t{64} << 20;
     const bool on_host = opt.assemble_on_host || ctx.device.is_cpu();
     H3_ASSIGN_OR_RETURN(auto transfer,
                         make_chunk_transfer(on_host ? Device::cpu() : ctx.device, ctx.stream(), kSlotBytes));
