@@ -69,5 +69,9 @@ k = j["kernels"]["job"]
 assert list(k["sparse_attention"]) == ["cpu"] and k["sparse_attention"]["cpu"] > 0, k
 assert k["dense_attention"]["cpu"] > 0 and k["gemm"]["cpu-fp32"] > 0, k
 assert j["fallbacks"] == [], j["fallbacks"]
+# the per-op breakdown splits VSA's attention into its parts (the sparse blocks run with their gates)
+ops = j["per_op_seconds_per_block"]
+for phase in ("vsa_pool_scores", "vsa_select", "vsa_sparse_attention", "vsa_gate_gemm", "vsa_compression"):
+    assert ops.get(phase, 0) > 0, (phase, ops)
 PY
 echo "fasth3: ok"

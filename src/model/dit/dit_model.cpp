@@ -393,6 +393,7 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     if (vsa) {
         VsaLayer layer = *vsa;
         layer.fp8 = fp8_attention;
+        layer.timer = timer;
         H3_TRY(vsa_attention(w, x, x8, q3, k3, v3, o3, layer, sc));
     } else if (group && group->seq)
         H3_TRY(sequence_attention(q3, k3, v3, o3, sc, fp8_attention));

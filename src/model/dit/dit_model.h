@@ -244,6 +244,9 @@ private:
         double sparsity = 0.0;
         bool compete = false;
         bool fp8 = false; // the sparse (and dense) attention in the attention op's fp8 mode
+        // bench dit's per-op timer: the scores, selection, sparse attention and compression branch as
+        // phases of their own (nullptr: no marks)
+        PhaseTimer* timer = nullptr;
     };
     // x8 (fused fp8 quantization): the branch input's e4m3 rows, which the q/k/v (fc1) GEMMs and VSA's
     // compression gate take; x is then undefined.
