@@ -594,6 +594,43 @@ TEST(VaeCuda, FramesEqualSampleToRgb8) {
     EXPECT_EQ(joined(parts), std::vector<uint8_t>(w, w + whole->nbytes()));
 }
 
+// The fp8 decoder on the device (cuBLASLt e4m3 GEMMs; sm_89+): the golden tiny decoder's frames within the
+// CPU test's bound (45 dB) of the device's exact (f16) decode, every block GEMM cublaslt-e4m3.
+TEST(VaeCuda, Fp8DecodeWithinPsnrOfTheExactDecode) {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    auto session = cli::DeviceSession::open("cuda");
+    ASSERT_TRUE(session.ok()) << session.status().to_string();
+    const ops::Context& ctx = (*session)->context();
+    const Tensor lat = golden("video_io.safetensors", "latents");
+    auto exact = load_video_vae(data("video"), ctx.device);
+    ASSERT_TRUE(exact.ok()) << exact.status().to_string();
+    auto f8 = load_video_vae(data("video"), ctx.device, DType::kBF16);
+    ASSERT_TRUE(f8.ok()) << f8.status().to_string();
+    ASSERT_TRUE(quantize_video_vae_fp8(ctx, *f8).ok());
+    const VideoDecodeOptions o{.tile = 16, .min_overlap = 4};
+    auto want = decode_video_frames(ctx, *exact, lat, o);
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    ops::ProvenanceRecord record;
+    Result<Tensor> got = Tensor();
+    {
+        const ops::ProvenanceScope scope(&record);
+        got = decode_video_frames(ctx, *f8, lat, o);
+    }
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    ASSERT_EQ(got->shape(), want->shape());
+    const double p8 = pipeline::psnr_from_mse(
+        pipeline::mse_u8(got->data_as<const uint8_t>(), want->data_as<const uint8_t>(), want->numel()));
+    std::printf("CUDA fp8 blocks vs CUDA exact: PSNR %.2f dB\n", p8);
+    EXPECT_GE(p8, 45.0);
+    EXPECT_TRUE(std::isfinite(p8)) << "identical frames: the e4m3 GEMMs did not run";
+    auto calls = record.calls();
+    const auto& gemm = calls["job"]["gemm"];
+    ASSERT_TRUE(gemm.count("cublaslt-e4m3")) << "no e4m3 GEMM ran";
+    const VideoDecodeCost cost =
+        video_decode_cost(f8->config, lat.dim(2), lat.dim(3), lat.dim(4), o, ctx.device, DType::kF8E4M3);
+    EXPECT_EQ(gemm.at("cublaslt-e4m3"), 6 * f8->config.num_layers * cost.calls);
+}
+
 // H3_VAE_BENCH=1: official-size decoders with random weights on the device, timed (not a golden check).
 TEST(VaeCuda, OfficialSizeTiming) {
     if (cuda::device_count() == 0 || !std::getenv("H3_VAE_BENCH"))
