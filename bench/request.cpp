@@ -1,6 +1,7 @@
 // h3-bench request --random-weights [--size WxH] [--frames F] [--steps N] [--seed N] [--prompt TEXT]
 //                  [--configs official|CHECKPOINT] [--work DIR] [--output FILE] [--blocks B]
-//                  [--device cuda] [--dtype bf16|fp32] [--precision bf16|fp8] [--fasth3]
+//                  [--device cuda] [--dtype bf16|fp32] [--precision bf16|fp8] [--vae-precision exact|fp8]
+//                  [--fasth3]
 //                  [--attention dense|vsa[:...]] [--residency resident|layerwise]
 //                  [--resident-blocks K] [--weight-dtype bf16|int8|auto] [--host-pinning on|off]
 //                  [--gpu-memory-budget SIZE] [--warmup] [--json]
@@ -152,10 +153,13 @@ runtime::ComponentSupplier random_components(int dit_blocks, bool gate_compress)
                          const ops::Context& ctx) -> Result<model::VideoVae> {
         H3_ASSIGN_OR_RETURN(model::VideoVaeConfig vc,
                             model::VideoVaeConfig::from_file((fs::path(dir) / "config.json").string()));
-        const DType compute = p.precision == runtime::ComputePrecision::kFp32
-                                  ? DType::kF32
-                                  : model::default_video_vae_compute(p.device);
-        return model::random_video_vae(ctx, vc, compute, 1);
+        const bool fp8 = p.precision == runtime::ComputePrecision::kFp8; // --vae-precision fp8
+        const DType compute = p.precision == runtime::ComputePrecision::kFp32 ? DType::kF32
+                              : fp8                                           ? DType::kBF16
+                                    : model::default_video_vae_compute(p.device);
+        H3_ASSIGN_OR_RETURN(model::VideoVae vae, model::random_video_vae(ctx, vc, compute, 1));
+        if (fp8) H3_TRY(model::quantize_video_vae_fp8(ctx, vae));
+        return vae;
     };
     s.audio_decoder = [](const std::string& dir, const runtime::ComponentPlacement&,
                          const ops::Context& ctx) -> Result<model::AudioVae> {
@@ -171,7 +175,8 @@ runtime::ComponentSupplier random_components(int dit_blocks, bool gate_compress)
 Command request_command() {
     struct Options {
         std::string size = release_size(), device = "cuda", dtype = "bf16", prompt = kDefaultPrompt,
-                    configs = "official", work, output, precision = "bf16", attention;
+                    configs = "official", work, output, precision = "bf16", attention,
+                    vae_precision = "exact";
         int frames = kReleaseFrames, steps = 50, blocks = 0;
         uint64_t seed = 0;
         bool random_weights = false, json = false, fasth3 = false, warmup = false;
@@ -205,6 +210,10 @@ Command request_command() {
             ->capture_default_str();
         o->sub->add_option("--precision", o->precision, "DiT precision with --dtype bf16: bf16 | fp8 (e4m3)")
             ->check(CLI::IsMember({"bf16", "fp8"}))
+            ->capture_default_str();
+        o->sub
+            ->add_option("--vae-precision", o->vae_precision, "video decoder: exact | fp8 (e4m3 block GEMMs)")
+            ->check(CLI::IsMember({"exact", "fp8"}))
             ->capture_default_str();
         o->sub->add_flag("--fasth3", o->fasth3,
                          "a FastH3 student: compression gates in every block and the sidecar's defaults "
@@ -254,6 +263,7 @@ Command request_command() {
         eo.device = o->device;
         eo.dtype = o->dtype;
         eo.precision = o->precision;
+        eo.vae_precision = o->vae_precision;
         const runtime::WeightPolicy wp = o->residency.policy();
         eo.residency = wp.residency;
         eo.resident_blocks = wp.resident_blocks;

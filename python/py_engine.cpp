@@ -103,6 +103,8 @@ h3::EngineOptions engine_options(const py::object& checkpoint, const py::kwargs&
             str(o.dtype);
         else if (k == "precision")
             str(o.precision);
+        else if (k == "vae_precision")
+            str(o.vae_precision);
         else if (k == "residency")
             str(o.residency);
         else if (k == "resident_blocks")

@@ -1,4 +1,5 @@
 // Core: dtype conversions (exact rounding), Tensor views and copies, Status/Result, devices.
+#include "core/chunk_download.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/status.h"
@@ -7,10 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
+#include <vector>
 
 using namespace h3;
 
@@ -160,4 +164,128 @@ TEST(Device, Parse) {
     EXPECT_EQ(*parse_device("cuda:1"), Device::cuda(1));
     EXPECT_EQ(parse_device("gpu").status().code(), ErrorCode::kInvalidArgument);
     EXPECT_FALSE(parse_device("cuda:x").ok());
+}
+
+// ChunkDownload's double-buffering with a stand-in for the device: "device" buffers whose copy to the host
+// buffer happens only when the host waits for it (an asynchronous copy that has not run yet), and a log of
+// every step. The chunks reach the sink whole and in order; chunk k is handed over only after chunk k+1's
+// copy was queued (its download overlapped the next chunk's production), never more than two chunks are
+// held, and a slot is never rewritten while its copy is in flight.
+namespace {
+struct FakeTransferLog {
+    std::vector<std::string> steps;
+    int violations = 0;
+};
+class FakeTransfer final : public ChunkTransfer {
+public:
+    explicit FakeTransfer(FakeTransferLog& log) : log_(log) {}
+    Result<Tensor> buffer(int slot, const Shape& shape, DType dtype) override {
+        log_.steps.push_back("buffer " + std::to_string(slot));
+        if (in_flight_[slot]) ++log_.violations;
+        const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+        if (!device_[slot] || device_[slot]->bytes() < bytes) {
+            device_[slot] = allocate_host(bytes).value();
+            host_[slot] = allocate_host(bytes).value();
+        }
+        return Tensor::from_storage(device_[slot], 0, shape, dtype);
+    }
+    Status queue_copy(int slot, size_t bytes) override {
+        log_.steps.push_back("queue " + std::to_string(slot));
+        in_flight_[slot] = true;
+        bytes_[slot] = bytes;
+        return ok_status();
+    }
+    Status wait(int slot) override {
+        log_.steps.push_back("wait " + std::to_string(slot));
+        if (in_flight_[slot]) std::memcpy(host_[slot]->data(), device_[slot]->data(), bytes_[slot]);
+        in_flight_[slot] = false;
+        return ok_status();
+    }
+    const void* host_bytes(int slot) const override { return host_[slot]->data(); }
+    bool synchronous() const override { return false; }
+
+private:
+    FakeTransferLog& log_;
+    std::shared_ptr<Storage> device_[2], host_[2];
+    bool in_flight_[2] = {false, false};
+    size_t bytes_[2] = {0, 0};
+};
+} // namespace
+
+TEST(ChunkDownload, DoubleBufferedOrderOverlapAndBound) {
+    FakeTransferLog log;
+    std::vector<Tensor> got;
+    std::vector<size_t> handed_at; // log length when each chunk reached the sink
+    ChunkDownload dl(std::make_unique<FakeTransfer>(log), [&](Tensor t) -> Status {
+        got.push_back(std::move(t));
+        handed_at.push_back(log.steps.size());
+        log.steps.push_back("sink");
+        return ok_status();
+    });
+    const int chunks = 5;
+    std::vector<size_t> queued_at;
+    for (int k = 0; k < chunks; ++k) {
+        auto buf = dl.next(Shape{k + 1, 2, 3}, DType::kU8); // sizes differ: the buffers grow
+        ASSERT_TRUE(buf.ok()) << buf.status().to_string();
+        std::memset(buf->data(), 10 + k, buf->nbytes()); // the "producer"
+        queued_at.push_back(log.steps.size());           // commit's first step queues the copy
+        ASSERT_TRUE(dl.commit().ok());
+        EXPECT_EQ(log.steps[queued_at.back()], "queue " + std::to_string(k % 2));
+        // chunk k-1 was handed over at commit k; chunk k is held
+        EXPECT_EQ(got.size(), static_cast<size_t>(k)) << "at commit " << k;
+    }
+    ASSERT_TRUE(dl.finish().ok());
+    ASSERT_EQ(got.size(), static_cast<size_t>(chunks));
+    EXPECT_EQ(dl.chunks_delivered(), chunks);
+    EXPECT_EQ(log.violations, 0) << "a slot was rewritten while its copy was in flight";
+    for (int k = 0; k < chunks; ++k) {
+        SCOPED_TRACE(k);
+        EXPECT_EQ(got[k].shape(), (Shape{k + 1, 2, 3}));
+        EXPECT_TRUE(got[k].device().is_cpu());
+        const uint8_t* d = got[k].data_as<const uint8_t>();
+        EXPECT_TRUE(std::all_of(d, d + got[k].nbytes(), [&](uint8_t v) { return v == 10 + k; }))
+            << "the chunk's bytes, copied before they were read";
+        if (k + 1 < chunks)
+            EXPECT_GT(handed_at[k], queued_at[k + 1]) << "handed over before the next was queued";
+    }
+    // the sink's tensors are its own: the later chunks did not overwrite the first
+    EXPECT_EQ(got[0].data_as<const uint8_t>()[0], 10);
+}
+
+TEST(ChunkDownload, ErrorsAndTheSynchronousHost) {
+    // a sink's error ends the download with it
+    FakeTransferLog log;
+    {
+        int calls = 0;
+        ChunkDownload dl(std::make_unique<FakeTransfer>(log), [&](Tensor) -> Status {
+            return ++calls == 2 ? io_error("sink full") : ok_status();
+        });
+        for (int k = 0; k < 3; ++k) {
+            auto buf = dl.next(Shape{4}, DType::kU8);
+            ASSERT_TRUE(buf.ok()) << k;
+            const Status st = dl.commit(); // hands over chunk k-1: the second hand-over fails
+            EXPECT_EQ(st.ok(), k != 2) << k << ": " << st.to_string();
+        }
+        EXPECT_FALSE(dl.next(Shape{4}, DType::kU8).ok()) << "no next() after an error";
+        EXPECT_FALSE(dl.commit().ok()) << "commit() without next()";
+        log.steps.clear(); // destroyed with chunk 2's copy in flight: it is waited for
+    }
+    EXPECT_EQ(log.steps, (std::vector<std::string>{"wait 0"})) << "the destructor waits for the queued copy";
+    // the host transfer (the CPU decode's): every chunk handed over at its own commit
+    auto host = make_chunk_transfer(Device::cpu(), nullptr, 16);
+    ASSERT_TRUE(host.ok());
+    std::vector<int> seen;
+    ChunkDownload dl(std::move(host).value(), [&](Tensor t) -> Status {
+        seen.push_back(t.data_as<const uint8_t>()[0]);
+        return ok_status();
+    });
+    for (int k = 0; k < 3; ++k) {
+        auto buf = dl.next(Shape{40}, DType::kU8); // larger than the slot size given: it grows
+        ASSERT_TRUE(buf.ok());
+        std::memset(buf->data(), k + 1, 40);
+        ASSERT_TRUE(dl.commit().ok());
+        EXPECT_EQ(seen.size(), static_cast<size_t>(k) + 1);
+    }
+    ASSERT_TRUE(dl.finish().ok());
+    EXPECT_EQ(seen, (std::vector<int>{1, 2, 3}));
 }

@@ -10,7 +10,11 @@
 #include "model/tiny/tiny_checkpoint.h"
 #include "model/tiny/tiny_vae.h"
 #include "model/video_vae/video_vae.h"
+#include "model/video_vae/video_vae_cost.h"
 #include "ops/ops.h"
+#include "ops/provenance.h"
+#include "pipeline/quality_metrics.h"
+#include "runtime/model_store.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -115,6 +120,58 @@ TEST(VaeLayout, OfficialTilesAndClips) {
     EXPECT_EQ(p37.frames, 124);
     EXPECT_EQ(p37.num_chunks * 4 * 7, 196) << "768x1344x124: 28 tiles x 7 clips";
     EXPECT_EQ(plan_clips(2, 17, 4, 3).num_chunks, 0);
+}
+
+// video_decode_cost against a hand count on a small config: D = 2·16 = 32, F = 2·32 = 64, 2 blocks, 2
+// registers, 4 latent channels, patch 2 (pixels per token 3·4·2·2 = 48). 12 latents -> 2 clips of 7;
+// 3×5 latents = 6×10 px in 4-px tiles with 2-px overlaps -> 2×4 tiles of 2×2 latents: 16 tile-clips of
+// n = 7·2·2 = 28 tokens, S = 28 + 2 + 1 = 31 rows.
+TEST(VaeLayout, DecodeCostMatchesAHandCount) {
+    VideoVaeConfig c;
+    c.latent_channels = 4, c.num_layers = 2, c.num_heads = 2, c.head_dim = 16, c.ffn_mult = 2;
+    c.num_register_tokens = 2, c.patch = 2;
+    const VideoDecodeOptions o{.tile = 4, .min_overlap = 2, .tile_batch = 3};
+    const VideoDecodeCost cost = video_decode_cost(c, 12, 3, 5, o, Device::cpu(), DType::kF16);
+    EXPECT_EQ(cost.tile_clips, 16);
+    EXPECT_EQ(cost.calls, 6) << "8 tiles per clip in calls of 3, 3, 2";
+    EXPECT_EQ(cost.rows, 16 * 31);
+    // per row per block: q, k, v, out 4·32·32 = 4096, ff in 2·64·32 = 4096, ff out 32·64 = 2048 -> 10,240
+    // multiply-adds; 2 FLOPs each, 31 rows, 2 blocks, 16 tile-clips
+    EXPECT_DOUBLE_EQ(cost.block_gemm_flops, 16.0 * 2 * 31 * 10240 * 2);
+    // QKᵀ and P·V: 2 · 2·S²·D per block
+    EXPECT_DOUBLE_EQ(cost.attention_flops, 16.0 * 4 * 31 * 31 * 32 * 2);
+    // post_quant 4·4, proj_in 4·32, proj_out 32·48 per token, 28 tokens
+    EXPECT_DOUBLE_EQ(cost.other_gemm_flops, 16.0 * 2 * 28 * (16 + 128 + 1536));
+    // weights per call: block GEMMs 2·(4096 + 4096 + 2048) = 20,480 weights + 2·(4·32 + 128 + 32) = 576
+    // biases in f16; fp32: 2 blocks · 4·32 (norms, scales) + post_quant 16 + 4, proj_in 128 + 32, registers
+    // 64, norm_out 64, proj_out 1536 + 48 = 2,148 values
+    EXPECT_DOUBLE_EQ(cost.weight_bytes, 6.0 * ((20480 + 576) * 2 + 2148 * 4));
+    // each tile-clip: latents 28·4 and pixels 28·48, fp32
+    EXPECT_DOUBLE_EQ(cost.activation_bytes, 16.0 * 4 * (28 * 4 + 28 * 48));
+    // e4m3 weights: a byte each, an fp32 scale and bias per channel
+    const VideoDecodeCost f8 = video_decode_cost(c, 12, 3, 5, o, Device::cpu(), DType::kF8E4M3);
+    EXPECT_DOUBLE_EQ(f8.weight_bytes, 6.0 * (20480 + 576 * 8 + 2148 * 4));
+    EXPECT_DOUBLE_EQ(f8.flops(), cost.flops());
+    // untiled: one call per clip over the whole 3×5 grid (n = 105, S = 108)
+    const VideoDecodeCost whole =
+        video_decode_cost(c, 12, 3, 5, {.tiling = false}, Device::cpu(), DType::kF16);
+    EXPECT_EQ(whole.calls, 2);
+    EXPECT_DOUBLE_EQ(whole.attention_flops, 2.0 * 4 * 108 * 108 * 32 * 2);
+}
+
+// The official decode at 1344×768×124 (spec §14): 196 tile-clips of 1797 rows, ≈ 1.9 PFLOP; on CUDA the
+// 28 tiles of a clip go in 2 calls of 14.
+TEST(VaeLayout, OfficialDecodeCost) {
+    VideoVaeConfig c;
+    c.latents_mean.assign(24, 0.0f), c.latents_std.assign(24, 1.0f);
+    const VideoDecodeCost cost = video_decode_cost(c, 37, 48, 84, {}, Device::cuda(0), DType::kF16);
+    EXPECT_EQ(cost.tile_clips, 196);
+    EXPECT_EQ(cost.calls, 14);
+    EXPECT_EQ(cost.rows, 196 * 1797);
+    const double spec = 196.0 * (2.0 * 1797 * 2.416e9 + 4.0 * 1797 * 1797 * 2048 * 36);
+    EXPECT_NEAR(cost.block_gemm_flops + cost.attention_flops, spec, 0.002 * spec);
+    EXPECT_GT(cost.flops(), 1.85e15);
+    EXPECT_LT(cost.flops(), 1.95e15);
 }
 
 TEST(AudioVae, TinyDecoderMatchesGolden) {
@@ -339,6 +396,73 @@ TEST(VideoVae, HalfPrecisionAndTileBatchesMatchGolden) {
     EXPECT_FALSE(load_video_vae(data("video"), Device::cpu(), DType::kI32).ok());
 }
 
+// VideoVaePrecision::kFp8 on the CPU (the e4m3 reference of ops::gemm_fp8): the golden tiny decoder with
+// its six block GEMMs in e4m3 (bf16 activations, attention and biases) against the exact decode (fp32 on
+// the CPU), tiled and chunked, as RGB8 frames: PSNR >= 45 dB (measured 53.8 dB; the bf16 blocks alone give
+// 65.1 dB). It is not the exact path in disguise: the frames differ, the decode's GEMM provenance
+// names cpu-e4m3 for every block GEMM of every decoder call and no half-precision GEMM ran. The model
+// store loads it for a placement of precision fp8; a decoder not in bf16 is refused.
+TEST(VideoVae, Fp8BlocksWithinPsnrOfTheExactDecode) {
+    const ops::Context cpu = ops::Context::cpu();
+    const Tensor lat = golden("video_io.safetensors", "latents");
+    auto exact = load_video_vae(data("video"), Device::cpu());
+    ASSERT_TRUE(exact.ok()) << exact.status().to_string();
+    EXPECT_FALSE(quantize_video_vae_fp8(cpu, *exact).ok()) << "an fp32 decoder";
+    auto bf16 = load_video_vae(data("video"), Device::cpu(), DType::kBF16);
+    ASSERT_TRUE(bf16.ok()) << bf16.status().to_string();
+    auto f8 = load_video_vae(data("video"), Device::cpu(), DType::kBF16);
+    ASSERT_TRUE(f8.ok()) << f8.status().to_string();
+    ASSERT_TRUE(quantize_video_vae_fp8(cpu, *f8).ok());
+    ASSERT_EQ(f8->weights.fp8.size(), f8->weights.blocks.size());
+    EXPECT_EQ(f8->weights.fp8[0].ff2.data.dtype(), DType::kF8E4M3);
+    EXPECT_FALSE(f8->weights.blocks[0].q_w.defined()) << "the bf16 copies are released";
+
+    const VideoDecodeOptions o{.tile = 16, .min_overlap = 4};
+    auto want = decode_video_frames(cpu, *exact, lat, o);
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    auto half = decode_video_frames(cpu, *bf16, lat, o);
+    ASSERT_TRUE(half.ok()) << half.status().to_string();
+    ops::ProvenanceRecord record;
+    Result<Tensor> got = Tensor();
+    {
+        const ops::ProvenanceScope scope(&record);
+        got = decode_video_frames(cpu, *f8, lat, o);
+    }
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    ASSERT_EQ(got->shape(), want->shape());
+    const auto psnr = [&](const Tensor& a) {
+        return pipeline::psnr_from_mse(
+            pipeline::mse_u8(a.data_as<const uint8_t>(), want->data_as<const uint8_t>(), want->numel()));
+    };
+    const double p8 = psnr(*got), p16 = psnr(*half);
+    std::printf("fp8 blocks vs exact: PSNR %.2f dB; bf16 blocks vs exact: %.2f dB\n", p8, p16);
+    EXPECT_GE(p8, 45.0);
+    EXPECT_TRUE(std::isfinite(p8)) << "identical frames: the e4m3 GEMMs did not run";
+    EXPECT_LT(p8, p16) << "e4m3 GEMMs must cost more than bf16 rounding alone";
+    // every block GEMM of every decoder call in e4m3 (one call per tile-clip on the CPU)
+    const VideoDecodeCost cost =
+        video_decode_cost(f8->config, lat.dim(2), lat.dim(3), lat.dim(4), o, Device::cpu(), DType::kF8E4M3);
+    auto calls = record.calls();
+    const auto& gemm = calls["job"]["gemm"];
+    ASSERT_TRUE(gemm.count("cpu-e4m3")) << "no e4m3 GEMM ran";
+    EXPECT_EQ(gemm.at("cpu-e4m3"), 6 * f8->config.num_layers * cost.calls);
+    EXPECT_FALSE(gemm.count("cpu-bf16")) << "a block GEMM ran in bf16";
+    EXPECT_FALSE(gemm.count("cpu-fp16"));
+
+    // the model store's fp8 placement of the tiny checkpoint's decoder
+    const fs::path tmp = fs::path(H3_BINARY_DIR) / "test_vae_fp8_store";
+    fs::remove_all(tmp);
+    ASSERT_TRUE(write_tiny_checkpoint({.dir = tmp.string(), .seed = 5}).ok());
+    runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(Device::cpu());
+    plan[runtime::Component::kVideoDecoder].precision = runtime::ComputePrecision::kFp8;
+    auto store = runtime::ModelStore::open(tmp.string(), plan);
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    auto lease = (*store)->video_decoder();
+    ASSERT_TRUE(lease.ok()) << lease.status().to_string();
+    EXPECT_EQ((*lease)->compute, DType::kBF16);
+    EXPECT_EQ((*lease)->weights.fp8.size(), (*lease)->weights.blocks.size());
+}
+
 // make-tiny's vae/ and audio_vae/ load through the real loaders and decode latents of a small canvas:
 // official patching (64×96 px from 4×6 latents, 17n+5 frames), finite, clamped, deterministic per seed.
 TEST(TinyVae, MakeTinyDecodersLoadAndDecode) {
@@ -426,8 +550,8 @@ TEST(VaeCuda, DecodersMatchGoldens) {
 
 // On the device: decode_video_frames (frames made by the CUDA sample_to_rgb8, u8 download) equals the CPU
 // conversion of the downloaded sample byte for byte; with host assembly too; and so do the frames handed
-// to a sink clip by clip. A first decode warms the GEMM
-// autotuner so both decodes run the same kernels.
+// to a sink clip by clip (the double-buffered download, core/chunk_download.h), also over 4 clips. A first
+// decode warms the GEMM autotuner so both decodes run the same kernels.
 TEST(VaeCuda, FramesEqualSampleToRgb8) {
     if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
     auto session = cli::DeviceSession::open("cuda");
@@ -453,6 +577,58 @@ TEST(VaeCuda, FramesEqualSampleToRgb8) {
                   std::vector<uint8_t>(w, w + want.nbytes()))
             << "clip by clip to a sink";
     }
+    // 4 clips (5 parts through the two download slots, each reused): the streamed frames equal the whole
+    // decode's
+    const VideoVaeConfig config = tiny_video_vae_config({});
+    auto rvae = random_video_vae(ctx, config, DType::kF16, 23);
+    ASSERT_TRUE(rvae.ok()) << rvae.status().to_string();
+    Tensor lat4 = Tensor::host(Shape{1, config.latent_channels, 22, 3, 5}, DType::kF32);
+    ASSERT_TRUE(ops::fill_uniform(ops::Context::cpu(), {.seed = 41, .bound = 2.0f}, lat4).ok());
+    const VideoDecodeOptions o{.tile = 32, .min_overlap = 16};
+    ASSERT_TRUE(decode_video_frames(ctx, *rvae, lat4, o).ok()); // warm-up: the autotuner's choices made
+    auto whole = decode_video_frames(ctx, *rvae, lat4, o);
+    ASSERT_TRUE(whole.ok()) << whole.status().to_string();
+    const std::vector<Tensor> parts = streamed_frames(ctx, *rvae, lat4, o, "cuda, 4 clips");
+    EXPECT_EQ(parts.size(), 5u);
+    const uint8_t* w = whole->data_as<const uint8_t>();
+    EXPECT_EQ(joined(parts), std::vector<uint8_t>(w, w + whole->nbytes()));
+}
+
+// The fp8 decoder on the device (cuBLASLt e4m3 GEMMs; sm_89+): the golden tiny decoder's frames within the
+// CPU test's bound (45 dB) of the device's exact (f16) decode, every block GEMM cublaslt-e4m3.
+TEST(VaeCuda, Fp8DecodeWithinPsnrOfTheExactDecode) {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    auto session = cli::DeviceSession::open("cuda");
+    ASSERT_TRUE(session.ok()) << session.status().to_string();
+    const ops::Context& ctx = (*session)->context();
+    const Tensor lat = golden("video_io.safetensors", "latents");
+    auto exact = load_video_vae(data("video"), ctx.device);
+    ASSERT_TRUE(exact.ok()) << exact.status().to_string();
+    auto f8 = load_video_vae(data("video"), ctx.device, DType::kBF16);
+    ASSERT_TRUE(f8.ok()) << f8.status().to_string();
+    ASSERT_TRUE(quantize_video_vae_fp8(ctx, *f8).ok());
+    const VideoDecodeOptions o{.tile = 16, .min_overlap = 4};
+    auto want = decode_video_frames(ctx, *exact, lat, o);
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    ops::ProvenanceRecord record;
+    Result<Tensor> got = Tensor();
+    {
+        const ops::ProvenanceScope scope(&record);
+        got = decode_video_frames(ctx, *f8, lat, o);
+    }
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    ASSERT_EQ(got->shape(), want->shape());
+    const double p8 = pipeline::psnr_from_mse(
+        pipeline::mse_u8(got->data_as<const uint8_t>(), want->data_as<const uint8_t>(), want->numel()));
+    std::printf("CUDA fp8 blocks vs CUDA exact: PSNR %.2f dB\n", p8);
+    EXPECT_GE(p8, 45.0);
+    EXPECT_TRUE(std::isfinite(p8)) << "identical frames: the e4m3 GEMMs did not run";
+    auto calls = record.calls();
+    const auto& gemm = calls["job"]["gemm"];
+    ASSERT_TRUE(gemm.count("cublaslt-e4m3")) << "no e4m3 GEMM ran";
+    const VideoDecodeCost cost =
+        video_decode_cost(f8->config, lat.dim(2), lat.dim(3), lat.dim(4), o, ctx.device, DType::kF8E4M3);
+    EXPECT_EQ(gemm.at("cublaslt-e4m3"), 6 * f8->config.num_layers * cost.calls);
 }
 
 // H3_VAE_BENCH=1: official-size decoders with random weights on the device, timed (not a golden check).

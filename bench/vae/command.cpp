@@ -30,6 +30,11 @@ Command vae_command() {
         vae->add_option("--dtype", o->dtype, "ViT block precision f16 | bf16 | f32")
             ->check(CLI::IsMember({"f16", "bf16", "f32"}))
             ->capture_default_str();
+        vae->add_option("--vae-precision", o->vae_precision,
+                        "video decoder: exact (--dtype blocks) | fp8 (e4m3 block GEMMs, bf16 activations and "
+                        "attention; --dtype ignored)")
+            ->check(CLI::IsMember({"exact", "fp8"}))
+            ->capture_default_str();
         vae->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
         vae->add_flag("--encode", o->encode, "time the video encoder on one --size keyframe instead");
         vae->add_flag(
@@ -45,6 +50,18 @@ Command vae_command() {
         vae->add_flag("--sample", o->sample,
                       "time the decode to the fp32 sample on the host (the former product, 4x the bytes "
                       "downloaded) instead of a request's RGB8 frames");
+        vae->add_flag("--stream", o->stream,
+                      "hand the RGB8 frames over clip by clip as a request's MP4 encoder gets them (the "
+                      "double-buffered download) instead of whole");
+        vae->add_option("--peak-tflops", o->peak_tflops,
+                        "dense f16 tensor peak the decode's roofline bound uses (e4m3: twice it); default "
+                        "H100 SXM")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
+        vae->add_option("--hbm-tb-per-s", o->hbm_tb_per_s,
+                        "memory bandwidth the roofline bound uses (TB/s); default H100 SXM")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
         vae->add_flag("--json", o->json, "JSON output");
     };
     c.parsed = [sub] { return *sub && (*sub)->parsed(); };

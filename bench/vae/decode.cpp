@@ -1,10 +1,12 @@
 // bench vae: the official video decoder over a full tiled decode (or --tiles N tile-clips, extrapolated to
 // all of them) and the audio decoder, random weights generated on the device.
 #include "bench/device_report.h"
+#include "bench/roofline.h"
 #include "bench/vae/options.h"
 #include "core/cuda_api.h"
 #include "model/audio_vae/audio_vae.h"
 #include "model/video_vae/video_vae.h"
+#include "model/video_vae/video_vae_cost.h"
 #include "ops/ops.h"
 
 #include <nlohmann/json.hpp>
@@ -17,6 +19,35 @@ namespace h3::bench {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+// The decode's work (model::video_decode_cost), the rate achieved in `seconds` and the roofline bound at
+// the given f16 peak (e4m3 GEMMs at twice it, as on an H100) and HBM bandwidth.
+nlohmann::json decode_roofline(const model::VideoDecodeCost& cost, bool e4m3_gemms, double seconds,
+                               double peak_tflops, double hbm_tb_per_s) {
+    const double e4m3_flops = e4m3_gemms ? cost.block_gemm_flops : 0.0;
+    const double f16_flops = cost.flops() - e4m3_flops;
+    const RooflineBound b =
+        roofline_bound(f16_flops, e4m3_flops, cost.bytes(), peak_tflops,
+                       peak_tflops * (kH100DenseE4m3Tflops / kH100DenseF16Tflops), hbm_tb_per_s);
+    return {{"tile_clips", cost.tile_clips},
+            {"decoder_calls", cost.calls},
+            {"token_rows", cost.rows},
+            {"block_gemm_tflop", cost.block_gemm_flops / 1e12},
+            {"other_gemm_tflop", cost.other_gemm_flops / 1e12},
+            {"attention_tflop", cost.attention_flops / 1e12},
+            {"total_tflop", cost.flops() / 1e12},
+            {"weight_gb", cost.weight_bytes / 1e9},
+            {"activation_gb", cost.activation_bytes / 1e9},
+            {"achieved_tflops", seconds > 0 ? cost.flops() / seconds / 1e12 : 0.0},
+            {"peak_f16_tflops", peak_tflops},
+            {"block_gemms_e4m3", e4m3_gemms},
+            {"hbm_tb_per_s", hbm_tb_per_s},
+            {"compute_bound_seconds", b.compute_s},
+            {"memory_bound_seconds", b.memory_s},
+            {"lower_bound_seconds", b.seconds()},
+            {"fraction_of_bound", seconds > 0 ? b.seconds() / seconds : 0.0}};
+}
+
 } // namespace
 
 int run_vae_decode_bench(const VaeBenchOptions& o) {
@@ -25,17 +56,28 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     if (Status s = vae_bench_setup(o, vc, W, H); !s.ok()) return report(s);
     if (o.frames < 5 || (o.frames - 5) % 17)
         return report(invalid_argument("--frames " + std::to_string(o.frames) + " must be 17n+5 (e.g. 124)"));
-    const auto compute = parse_dtype(o.dtype);
+    if (o.sample && o.stream)
+        return report(invalid_argument("--sample and --stream: give one (the fp32 sample is not streamed)"));
+    const bool fp8 = o.vae_precision == "fp8";
+    const auto compute = fp8 ? std::optional<DType>(DType::kBF16) : parse_dtype(o.dtype);
     if (!compute) return report(invalid_argument("--dtype " + o.dtype + ": f16 | bf16 | f32"));
     auto session = DeviceSession::open(o.device);
     if (!session.ok()) return report(session.status());
     const ops::Context& ctx = (*session)->context();
     auto vae = model::random_video_vae(ctx, vc, *compute, 1);
     if (!vae.ok()) return report(vae.status());
+    if (fp8)
+        if (Status s = model::quantize_video_vae_fp8(ctx, *vae); !s.ok()) return report(s);
     const int64_t T = (o.frames - 5) / 17 * 5 + 2, lh = H / vc.patch, lw = W / vc.patch;
     const model::ClipPlan plan =
         model::plan_clips(static_cast<int>(T), vc.clip_length, vc.patch_t, vc.token_drop);
-    const model::VideoDecodeOptions vopt{.tile_batch = o.tile_batch, .assemble_on_host = o.assemble_on_host};
+    model::VideoDecodeOptions vopt{.tile_batch = o.tile_batch, .assemble_on_host = o.assemble_on_host};
+    int64_t streamed_frames = 0;
+    if (o.stream) // a request's MP4 path: the frames handed over clip by clip (here counted, then dropped)
+        vopt.frames_sink = [&](Tensor part) -> Status {
+            streamed_frames += part.dim(0);
+            return ok_status();
+        };
     const auto ty = model::split_tiles(H, vopt.tile, vopt.min_overlap, vc.patch);
     const auto tx = model::split_tiles(W, vopt.tile, vopt.min_overlap, vc.patch);
     const int total_tiles = static_cast<int>(plan.starts.size() * ty.starts.size() * tx.starts.size());
@@ -72,9 +114,15 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
         auto decoded = o.sample ? model::decode_video_sample(ctx, *vae, lat, vopt)
                                 : model::decode_video_frames(ctx, *vae, lat, vopt);
         if (!decoded.ok()) return report(decoded.status());
+        if (o.stream && streamed_frames != o.frames)
+            return report(internal_error("bench vae: the sink got " + std::to_string(streamed_frames) +
+                                         " frames, not " + std::to_string(o.frames)));
         video_s = std::chrono::duration<double>(Clock::now() - t0).count();
     }
     const double video_peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
+    const model::VideoDecodeCost cost =
+        model::video_decode_cost(vc, T, lh, lw, vopt, ctx.device, fp8 ? DType::kF8E4M3 : *compute);
+    const nlohmann::json roofline = decode_roofline(cost, fp8, video_s, o.peak_tflops, o.hbm_tb_per_s);
     *vae = model::VideoVae{}; // free the video weights before the audio decoder
     model::AudioVaeConfig ac;
     ac.latents_mean.assign(static_cast<size_t>(ac.latent_channels), 0.0f);
@@ -92,10 +140,11 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     const double peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
     // the decode's product: RGB8 frames on the host (a request's) or the fp32 sample (--sample); --tiles
     // times decoder calls only
-    const char* video_output = o.sample ? "sample" : "rgb8";
+    const char* video_output = o.sample ? "sample" : o.stream ? "rgb8-streamed" : "rgb8";
     nlohmann::json j = {{"bench", "vae"},
                         {"device", ctx.device.to_string()},
-                        {"dtype", o.dtype},
+                        {"dtype", fp8 ? std::string("bf16") : o.dtype},
+                        {"vae_precision", o.vae_precision},
                         {"size", o.size},
                         {"frames", o.frames},
                         {"latent_frames", T},
@@ -109,6 +158,7 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
                         {"video_decode_seconds", video_s},
                         {"seconds_per_tile_clip", video_s / total_tiles},
                         {"video_peak_gib", video_peak},
+                        {"video_roofline", roofline},
                         {"audio_latents", A},
                         {"audio_samples", wave->dim(1)},
                         {"audio_decode_seconds", audio_s},
@@ -118,10 +168,23 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     } else {
         std::printf("VAE bench on %s, %s, %s x %d frames: video to %s %.2f s (%d tile-clips%s, %.4f s each), "
                     "audio %.3f s (%lld latents), peak %.1f GiB\n",
-                    ctx.device.to_string().c_str(), o.dtype.c_str(), o.size.c_str(), o.frames,
-                    o.sample ? "fp32 sample" : "RGB8 frames", video_s, total_tiles,
-                    timed_tiles != total_tiles ? ", extrapolated" : "", video_s / total_tiles, audio_s,
-                    static_cast<long long>(A), peak);
+                    ctx.device.to_string().c_str(), fp8 ? "fp8 (e4m3 block GEMMs)" : o.dtype.c_str(),
+                    o.size.c_str(), o.frames,
+                    o.sample   ? "fp32 sample"
+                    : o.stream ? "RGB8 frames clip by clip"
+                               : "RGB8 frames",
+                    video_s, total_tiles, timed_tiles != total_tiles ? ", extrapolated" : "",
+                    video_s / total_tiles, audio_s, static_cast<long long>(A), peak);
+        std::printf(
+            "  decoder work: %.1f TFLOP (block GEMMs %.1f, other GEMMs %.2f, attention %.1f) over %lld "
+            "calls, %.1f GB of weights + %.1f GB in/out; achieved %.0f TFLOP/s; bound at %.0f "
+            "TFLOP/s f16 and %.2f TB/s: %.2f s (compute %.2f s, memory %.3f s), %.0f %% of it\n",
+            cost.flops() / 1e12, cost.block_gemm_flops / 1e12, cost.other_gemm_flops / 1e12,
+            cost.attention_flops / 1e12, static_cast<long long>(cost.calls), cost.weight_bytes / 1e9,
+            cost.activation_bytes / 1e9, roofline["achieved_tflops"].get<double>(), o.peak_tflops,
+            o.hbm_tb_per_s, roofline["lower_bound_seconds"].get<double>(),
+            roofline["compute_bound_seconds"].get<double>(), roofline["memory_bound_seconds"].get<double>(),
+            100.0 * roofline["fraction_of_bound"].get<double>());
     }
     return kExitOk;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "bench/cli_support.h"
+#include "bench/roofline.h"
 #include "bench/synthetic_layout.h"
 #include "model/video_vae/video_vae.h"
 
@@ -13,10 +14,15 @@ namespace h3::bench {
 
 struct VaeBenchOptions {
     std::string config = "official", size = release_size(), device = "cuda", dtype = "f16";
+    std::string vae_precision = "exact"; // exact (--dtype blocks) | fp8 (e4m3 block GEMMs over bf16 blocks)
     int frames = kReleaseFrames, tiles = 0, tile_batch = 0;
     bool random_weights = false, json = false, encode = false, reference = false, exact_fp32 = false;
     bool assemble_on_host = false;
     bool sample = false; // time the fp32 sample's decode and download instead of the request's RGB8 frames
+    bool stream = false; // the RGB8 frames to a sink clip by clip (a request's MP4 path) instead of whole
+    // the roofline the decode is measured against (bench/roofline.h): dense f16 tensor rate (e4m3 at twice
+    // it) and HBM bandwidth
+    double peak_tflops = kH100DenseF16Tflops, hbm_tb_per_s = kH100HbmTbPerS;
 };
 
 // The VAE config the benches use (the official one with unit latent normalization, or --config FILE) and

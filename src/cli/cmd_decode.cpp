@@ -1,4 +1,5 @@
 // h3-engine decode --model DIR --latents FILE --output out.mp4|out.wav|frames_dir [--device] [--crf N]
+//                  [--vae-precision exact|fp8]
 // The decoders come from a per-job runtime::ModelStore (only those the output needs are loaded).
 #include "cli/commands.h"
 #include "pipeline/decode.h"
@@ -13,7 +14,7 @@ namespace h3::cli {
 
 Command make_decode_command() {
     struct Options {
-        std::string model, latents, output, device = "cpu", wav_format = "pcm16";
+        std::string model, latents, output, device = "cpu", wav_format = "pcm16", vae_precision = "exact";
         int crf = 12;
         bool no_tiling = false;
         CLI::App* sub = nullptr;
@@ -40,6 +41,11 @@ Command make_decode_command() {
         o->sub->add_option("--wav-format", o->wav_format, "pcm16 | float")
             ->check(CLI::IsMember({"pcm16", "float"}))
             ->capture_default_str();
+        o->sub
+            ->add_option("--vae-precision", o->vae_precision,
+                         "video decoder precision: exact | fp8 (e4m3 block GEMMs; lossy, faster)")
+            ->check(CLI::IsMember({"exact", "fp8"}))
+            ->capture_default_str();
         o->sub->add_flag("--no-tiling", o->no_tiling,
                          "decode every clip whole (differs from the released recipe)");
     };
@@ -49,7 +55,10 @@ Command make_decode_command() {
         if (!device.ok()) return report(device.status().with_context("--device"));
         auto latents = pipeline::read_latents_file(o->latents);
         if (!latents.ok()) return report(latents.status());
-        auto store = runtime::ModelStore::open(o->model, runtime::PlacementPlan::per_job(*device));
+        runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(*device);
+        if (o->vae_precision == "fp8")
+            plan[runtime::Component::kVideoDecoder].precision = runtime::ComputePrecision::kFp8;
+        auto store = runtime::ModelStore::open(o->model, plan);
         if (!store.ok()) return report(store.status());
         runtime::Lease<model::VideoVae> video;
         runtime::Lease<model::AudioVae> audio;

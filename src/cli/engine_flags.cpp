@@ -14,6 +14,12 @@ void add_model_flags(CLI::App* sub, ModelFlags& f, const ModelFlagsSpec& spec) {
         g->add_option("--precision", f.precision, "DiT precision: bf16 | fp8 (lossy, e4m3; H100/H200)")
             ->check(CLI::IsMember({"bf16", "fp8"}))
             ->capture_default_str();
+    if (spec.precision)
+        g->add_option("--vae-precision", f.vae_precision,
+                      "video decoder precision: exact (the reference's f16 blocks) | fp8 (e4m3 block GEMMs; "
+                      "lossy, faster; H100/H200)")
+            ->check(CLI::IsMember({"exact", "fp8"}))
+            ->capture_default_str();
 }
 
 Result<EngineOptions> engine_options(const ModelFlags& model, const ResidencyFlags* memory,
@@ -23,6 +29,7 @@ Result<EngineOptions> engine_options(const ModelFlags& model, const ResidencyFla
     o.device = model.device;
     o.dtype = model.dtype;
     o.precision = model.precision;
+    o.vae_precision = model.vae_precision;
     if (memory) {
         o.residency = memory->residency;
         o.resident_blocks = memory->resident_blocks;

@@ -1,4 +1,5 @@
-// The model & device flag family (--model, --device, --dtype, --precision) in the "Model & device" option
+// The model & device flag family (--model, --device, --dtype, --precision, --vae-precision) in the "Model &
+// device" option
 // group, and the translation of every engine flag family (this one, cli/residency_flags.h "Memory",
 // cli/parallel_flags.h "Multi-GPU", cli/adapter_options.h "LoRA") into one h3::EngineOptions.
 #pragma once
@@ -17,12 +18,12 @@ namespace h3::cli {
 
 struct ModelFlags {
     std::string model, device = EngineOptions{}.device, dtype = EngineOptions{}.dtype,
-                       precision = EngineOptions{}.precision;
+                       precision = EngineOptions{}.precision, vae_precision = EngineOptions{}.vae_precision;
 };
 struct ModelFlagsSpec {
     std::string model_help = "checkpoint root (either layout) or transformer folder";
     bool model_required = false;
-    bool precision = true; // --precision too
+    bool precision = true; // --precision and --vae-precision too
 };
 void add_model_flags(CLI::App* sub, ModelFlags& flags, const ModelFlagsSpec& spec = {});
 

@@ -37,6 +37,7 @@ std::string flag_for_field(const std::string& field) {
         {"device", "--device"},
         {"dtype", "--dtype"},
         {"precision", "--precision"},
+        {"vae_precision", "--vae-precision"},
         {"residency", "--residency"},
         {"resident_blocks", "--resident-blocks"},
         {"weight_dtype", "--weight-dtype"},

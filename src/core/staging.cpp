@@ -84,10 +84,6 @@ Result<Tensor> StagingBuffer::download(const Tensor& src, void* stream) {
     return out;
 }
 
-namespace {
-
-// memcpy split over a few threads (first-touch page faults of a fresh destination dominate a single-thread
-// copy of tens of MB).
 void parallel_memcpy(void* dst, const void* src, size_t bytes) {
     constexpr size_t kMinPerThread = size_t{8} << 20;
     const size_t hw = std::max(1u, std::thread::hardware_concurrency());
@@ -109,6 +105,8 @@ void parallel_memcpy(void* dst, const void* src, size_t bytes) {
     std::memcpy(dst, src, std::min(part, bytes));
     for (auto& t : threads) t.join();
 }
+
+namespace {
 
 // Page-locked chunks kept between download_chunked calls: pinning and unpinning two 64 MiB chunks per call
 // (cudaHostAlloc locks page by page) is a large part of downloading a decoded video's 0.37 GB of frames.
@@ -159,6 +157,14 @@ private:
 };
 
 } // namespace
+
+Result<std::shared_ptr<Storage>> take_pinned_chunk(size_t bytes) {
+    return KeptChunks::take(bytes);
+}
+
+void keep_pinned_chunk(std::shared_ptr<Storage> chunk) {
+    KeptChunks::give_back(std::move(chunk));
+}
 
 Result<Tensor> download_chunked(const Tensor& src, void* stream, size_t chunk_bytes) {
     if (src.device().is_cpu()) return src.to(Device::cpu());

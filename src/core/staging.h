@@ -44,4 +44,15 @@ private:
 // had; host tensors are copied.
 Result<Tensor> download_chunked(const Tensor& src, void* stream, size_t chunk_bytes = size_t{64} << 20);
 
+// The page-locked chunks download_chunked keeps between calls (two at most, process-wide), for other
+// double-buffered downloads (core/chunk_download.h): a kept chunk of at least `bytes`, else a new one (an
+// error where page-locked memory cannot be had); and a chunk given back for the next user (no transfer may
+// still write it).
+Result<std::shared_ptr<Storage>> take_pinned_chunk(size_t bytes);
+void keep_pinned_chunk(std::shared_ptr<Storage> chunk);
+
+// memcpy split over up to 4 threads for large copies (first-touch page faults of a fresh destination
+// dominate a single-thread copy of tens of MB).
+void parallel_memcpy(void* dst, const void* src, size_t bytes);
+
 } // namespace h3

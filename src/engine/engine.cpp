@@ -4,6 +4,7 @@
 #include "core/device.h"
 #include "model/dit/dit_parallel.h"
 #include "model/lora/lora_file.h"
+#include "model/video_vae/video_vae.h"
 #include "pipeline/cost_estimate.h"
 #include "runtime/checkpoint_defaults.h"
 #include "runtime/launcher.h"
@@ -143,6 +144,7 @@ Status Engine::check(const EngineOptions& o) {
     if (auto d = parse_device(o.device); !d.ok())
         return d.status().with_context("device").with_field("device");
     H3_TRY(runtime::compute_precision(o.dtype, o.precision).status());
+    H3_TRY(model::parse_video_vae_precision(o.vae_precision).status());
     H3_TRY(check_member("residency", o.residency, {"", "resident", "layerwise"}));
     H3_TRY(check_member("weight_dtype", o.weight_dtype, {"", "bf16", "int8", "auto"}));
     if (o.resident_blocks < -1) H3_TRY(check_range("resident_blocks", o.resident_blocks, 0, 1 << 20));
@@ -241,6 +243,8 @@ Result<std::unique_ptr<Engine>> Engine::Impl::open(EngineOptions o, EngineExtras
                                                            o.keep_text_encoder ? runtime::Residency::kResident
                                                                                : runtime::Residency::kPerJob)
                          : runtime::PlacementPlan::per_job(device, impl->precision);
+    if (o.vae_precision == "fp8")
+        plan[runtime::Component::kVideoDecoder].precision = runtime::ComputePrecision::kFp8;
     if (impl->launched) plan.parallel.process = *impl->launched;
     plan.parallel.sp = o.sp;
     plan.parallel.tp = o.tp;

@@ -302,9 +302,12 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
             H3_ASSIGN_OR_RETURN(auto m, sup.video_decoder(dir, p, ctx));
             return share(std::move(m));
         }
-        H3_ASSIGN_OR_RETURN(
-            auto m,
-            model::load_video_vae(dir, p.device, fp32 ? std::optional<DType>(DType::kF32) : std::nullopt));
+        const bool fp8 = p.precision == ComputePrecision::kFp8; // e4m3 block GEMMs over bf16 blocks
+        const std::optional<DType> compute = fp32  ? std::optional<DType>(DType::kF32)
+                                             : fp8 ? std::optional<DType>(DType::kBF16)
+                                                   : std::nullopt;
+        H3_ASSIGN_OR_RETURN(auto m, model::load_video_vae(dir, p.device, compute));
+        if (fp8) H3_TRY(model::quantize_video_vae_fp8(ctx, m));
         return share(std::move(m));
     }
     case Component::kAudioEncoder: {

@@ -41,7 +41,8 @@ const char* residency_name(Residency r); // "per_job", "resident"
 
 // The arithmetic a component runs in: its default (bf16 DiT and text stack; f16 video decoder blocks on CUDA,
 // fp32 on the CPU; fp32 encoders and audio decoder), fp32 throughout where the component has that mode, or
-// (DiTs only; opt-in, lossy) e4m3 block GEMMs and attention (model::DitPrecision::kFp8), or fp16 for GPUs
+// (DiTs and the video decoder; opt-in, lossy) e4m3 block GEMMs — with e4m3 attention in the DiTs
+// (model::DitPrecision::kFp8), bf16 in the decoder (model::VideoVaePrecision::kFp8) —, or fp16 for GPUs
 // without bf16 (DiTs and text stack: fp16 weights and activations, fp32 residual stream; the vision tower
 // then runs fp32).
 enum class ComputePrecision { kDefault, kFp32, kFp8, kFp16 };

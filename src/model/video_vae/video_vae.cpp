@@ -47,6 +47,45 @@ DType default_video_vae_compute(Device device) {
     return device.is_cpu() ? DType::kF32 : DType::kF16;
 }
 
+const char* video_vae_precision_name(VideoVaePrecision p) {
+    return p == VideoVaePrecision::kFp8 ? "fp8" : "exact";
+}
+
+Result<VideoVaePrecision> parse_video_vae_precision(const std::string& text, const std::string& field) {
+    if (text == "exact") return VideoVaePrecision::kExact;
+    if (text == "fp8") return VideoVaePrecision::kFp8;
+    return invalid_field(field, field + " '" + text + "' must be exact or fp8");
+}
+
+Status quantize_video_vae_fp8(const ops::Context& ctx, VideoVae& vae) {
+    if (vae.compute != DType::kBF16)
+        return invalid_argument(std::string("video VAE fp8: the decoder must compute in bf16, not ") +
+                                dtype_name(vae.compute));
+    if (ctx.device != vae.device)
+        return invalid_argument("video VAE fp8: the weights live on another device than the context");
+    const VideoVaeConfig& c = vae.config;
+    if (c.dim() % 16 || c.ffn_dim() % 16)
+        return invalid_argument("video VAE fp8: dim " + std::to_string(c.dim()) + " and ffn_dim " +
+                                std::to_string(c.ffn_dim()) + " must be multiples of 16 (the e4m3 GEMMs' K)");
+    if (!vae.weights.fp8.empty()) return ok_status(); // already
+    std::vector<VideoVaeFp8Block> fp8;
+    for (const VideoVaeBlock& b : vae.weights.blocks) {
+        VideoVaeFp8Block f;
+        H3_ASSIGN_OR_RETURN(f.q, ops::quantize_weight_fp8(ctx, b.q_w));
+        H3_ASSIGN_OR_RETURN(f.k, ops::quantize_weight_fp8(ctx, b.k_w));
+        H3_ASSIGN_OR_RETURN(f.v, ops::quantize_weight_fp8(ctx, b.v_w));
+        H3_ASSIGN_OR_RETURN(f.o, ops::quantize_weight_fp8(ctx, b.o_w));
+        H3_ASSIGN_OR_RETURN(f.ff1, ops::quantize_weight_fp8(ctx, b.ff1_w));
+        H3_ASSIGN_OR_RETURN(f.ff2, ops::quantize_weight_fp8(ctx, b.ff2_w));
+        fp8.push_back(std::move(f));
+    }
+    H3_TRY(ops::synchronize(ctx)); // the float weights are read by the queued quantization
+    for (VideoVaeBlock& b : vae.weights.blocks) b.q_w = b.k_w = b.v_w = b.o_w = b.ff1_w = b.ff2_w = Tensor();
+    vae.weights.fp8 = std::move(fp8);
+    vae.tables.reset(); // per-call buffers are laid out for the precision
+    return ok_status();
+}
+
 namespace {
 
 bool is_block_gemm_weight(const std::string& name) {

@@ -11,6 +11,7 @@
 #include "model/video_vae/video_vae_layout.h"
 #include "ops/communicator.h"
 #include "ops/context.h"
+#include "ops/gemm_fp8.h"
 
 #include <nlohmann/json.hpp>
 
@@ -66,10 +67,17 @@ struct VideoVaeBlock {
     Tensor norm1, q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, scale1;
     Tensor norm2, ff1_w, ff1_b, ff2_w, ff2_b, scale2;
 };
+// A block's six GEMM weights in e4m3 with per-output-channel scales (quantize_video_vae_fp8).
+struct VideoVaeFp8Block {
+    ops::Fp8Weight q, k, v, o, ff1, ff2;
+};
 struct VideoVaeWeights {
     Tensor pq_w, pq_b; // post_quant_conv as a [C, C] Linear
     Tensor proj_in_w, proj_in_b, registers;
     std::vector<VideoVaeBlock> blocks;
+    // Set by quantize_video_vae_fp8 (one per block; the blocks' float GEMM weights are then released):
+    // the blocks' GEMMs run in e4m3 (ops::gemm_fp8), everything else as `compute` (bf16) says.
+    std::vector<VideoVaeFp8Block> fp8;
     Tensor norm_out_w, norm_out_b, proj_out_w, proj_out_b;
 };
 
@@ -91,6 +99,21 @@ struct VideoVae {
 
 // The default block precision: f16 on CUDA, fp32 on the CPU (the goldens' path).
 DType default_video_vae_compute(Device device);
+
+// How the decoder's blocks compute. kExact (the default): the reference's arithmetic — `compute` blocks
+// (f16 on CUDA like its fp16 autocast, fp32 on the CPU). kFp8 (opt-in, lossy, faster): the six block GEMMs
+// in e4m3 (per-row activation and per-channel weight scales, fp32 accumulation), activations, attention
+// and biases in bf16; the rest as in kExact.
+enum class VideoVaePrecision { kExact, kFp8 };
+const char* video_vae_precision_name(VideoVaePrecision p); // "exact" | "fp8"
+// "exact" | "fp8"; errors name `field`.
+Result<VideoVaePrecision> parse_video_vae_precision(const std::string& text,
+                                                    const std::string& field = "vae_precision");
+
+// Makes a bf16 decoder an fp8 one (VideoVaePrecision::kFp8): each block's GEMM weights quantized on ctx's
+// device (ops::quantize_weight_fp8) into weights.fp8, the bf16 copies released. The decoder must have
+// compute bf16; its widths (dim, ffn_dim) must be multiples of 16 (cuBLASLt's fp8 rule).
+Status quantize_video_vae_fp8(const ops::Context& ctx, VideoVae& vae);
 
 // `dir` is a vae component folder (config.json + safetensors, diffusers names; the encoder's tensors are not
 // read: load_video_vae_encoder, video_vae_encoder.h). Shapes are checked against the config; the block GEMM

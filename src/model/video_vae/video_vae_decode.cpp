@@ -1,6 +1,8 @@
 // The ViT decoder forward (ops only) and the clip/tile stitching of spec §9.3 (ops too: on CUDA the tiles
 // never leave the device; one download of the finished sample, or of the RGB24 frames made from it there).
+#include "core/buffer_pool.h"
 #include "core/check.h"
+#include "core/chunk_download.h"
 #include "core/cuda_api.h"
 #include "core/staging.h"
 #include "core/storage.h"
@@ -85,10 +87,14 @@ struct VideoVaeTables {
     struct Work {
         int64_t rows_all = 0, tokens = 0;
         Tensor tok, pq, x, y, q, k, v, o, f1, f2, yf, px;
+        ops::Fp8Activation y8, f2_8; // the fp8 blocks' rounded GEMM inputs (q/k/v's shared y, ff out's)
     };
     std::mutex mutex;
     std::vector<Entry> entries; // most recent last; a few shapes at most
     Work work;
+    // Each call's tokens go up through a page-locked buffer, stream-ordered (a pageable copy may wait for
+    // the stream, and so keep the host from queueing the next call while the device works).
+    std::unique_ptr<StagingBuffer> upload = std::make_unique<StagingBuffer>();
 };
 
 namespace {
@@ -164,17 +170,27 @@ Result<VideoVaeTables::Work*> call_work(const ops::Context& ctx, const VideoVae&
     H3_ASSIGN_OR_RETURN(w.v, cdt(Shape{rows_all, d}));
     H3_ASSIGN_OR_RETURN(w.o, cdt(Shape{rows_all, d}));
     H3_ASSIGN_OR_RETURN(w.f1, cdt(Shape{rows_all, 2LL * c.ffn_dim()}));
-    H3_ASSIGN_OR_RETURN(w.f2, cdt(Shape{rows_all, c.ffn_dim()}));
+    if (vae.weights.fp8.empty()) { // the fp8 blocks' SwiGLU writes e4m3 rows (f2_8) instead
+        H3_ASSIGN_OR_RETURN(w.f2, cdt(Shape{rows_all, c.ffn_dim()}));
+    }
     H3_ASSIGN_OR_RETURN(w.yf, f32(Shape{rows_all, d}));
     H3_ASSIGN_OR_RETURN(w.px, f32(Shape{tokens, c.patch_dim()}));
+    if (!vae.weights.fp8.empty()) {
+        auto e4m3 = [&](const Shape& sh) { return Tensor::empty(sh, DType::kF8E4M3, ctx.device); };
+        H3_ASSIGN_OR_RETURN(w.y8.data, e4m3(Shape{rows_all, d}));
+        H3_ASSIGN_OR_RETURN(w.y8.scale, f32(Shape{rows_all}));
+        H3_ASSIGN_OR_RETURN(w.f2_8.data, e4m3(Shape{rows_all, c.ffn_dim()}));
+        H3_ASSIGN_OR_RETURN(w.f2_8.scale, f32(Shape{rows_all}));
+    }
     w.rows_all = rows_all, w.tokens = tokens;
     return &w;
 }
 
 // One decoder call over equally-shaped tile-clips: the pixels of all of them, [nb, C, F, H, W] on ctx's
-// device (unpatchified by one row gather).
+// device (unpatchified by one row gather; into a buffer of `pool` when given, so that a decode's loop over
+// clips frees nothing — cudaFree waits for the whole device).
 Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& vae,
-                                      const std::vector<Tensor>& zs) {
+                                      const std::vector<Tensor>& zs, BufferPool* pool = nullptr) {
     const VideoVaeConfig& c = vae.config;
     const VideoVaeWeights& w = vae.weights;
     const Tensor& z0 = zs[0];
@@ -198,7 +214,7 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
             for (int64_t ch = 0; ch < lc; ++ch) tp[i * lc + ch] = zp[ch * n + i];
     }
     Tensor& tok_d = work->tok;
-    H3_TRY(tok_d.copy_from(tok, ctx.stream()));
+    H3_TRY(vae.tables->upload->upload(tok, tok_d, ctx.stream()));
     Tensor& pq = work->pq;
     H3_TRY(ops::gemm(ctx, {}, tok_d, w.pq_w, w.pq_b, pq));
     // x [B·S, D]: per tile its N tokens, the registers, one zero token
@@ -226,11 +242,23 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
     // norm1 (the first block's norm1 stands alone, the last block's residual precedes norm_out).
     if (!w.blocks.empty()) H3_TRY(ops::rms_norm(ctx, np, x, w.blocks.front().norm1, y));
     mark(ctx, "norms_residual");
+    // VideoVaePrecision::kFp8: the block GEMMs in e4m3 (y rounded once for q, k and v; the SwiGLU writes
+    // ff out's input rounded), cuBLASLt's fast fp8 accumulation as the DiT's fp8 blocks use
+    const bool fp8 = !w.fp8.empty();
+    const ops::Fp8GemmParams fp{.fast_accum = true};
     for (size_t bi = 0; bi < w.blocks.size(); ++bi) {
         const VideoVaeBlock& b = w.blocks[bi];
-        H3_TRY(ops::gemm(ctx, {}, y, b.q_w, b.q_b, q));
-        H3_TRY(ops::gemm(ctx, {}, y, b.k_w, b.k_b, k));
-        H3_TRY(ops::gemm(ctx, {}, y, b.v_w, b.v_b, v));
+        if (fp8) {
+            const VideoVaeFp8Block& f = w.fp8[bi];
+            H3_TRY(ops::quantize_rows_fp8(ctx, y, work->y8));
+            H3_TRY(ops::gemm_fp8(ctx, fp, work->y8, f.q, b.q_b, q));
+            H3_TRY(ops::gemm_fp8(ctx, fp, work->y8, f.k, b.k_b, k));
+            H3_TRY(ops::gemm_fp8(ctx, fp, work->y8, f.v, b.v_b, v));
+        } else {
+            H3_TRY(ops::gemm(ctx, {}, y, b.q_w, b.q_b, q));
+            H3_TRY(ops::gemm(ctx, {}, y, b.k_w, b.k_b, k));
+            H3_TRY(ops::gemm(ctx, {}, y, b.v_w, b.v_b, v));
+        }
         mark(ctx, "gemm_qkv");
         Tensor q3 = q.view({rows_all, hh, hd}), k3 = k.view({rows_all, hh, hd});
         if (c.rotary_dim() > 0) {
@@ -246,15 +274,27 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
             H3_TRY(ops::attention(ctx, {.batch = nb}, q3, k3, v.view({rows_all, hh, hd}), o3));
         }
         mark(ctx, "attention");
-        H3_TRY(ops::gemm(ctx, {}, o, b.o_w, b.o_b, y));
+        if (fp8) {
+            H3_TRY(ops::gemm_fp8(ctx, fp, o, w.fp8[bi].o, b.o_b, y));
+        } else {
+            H3_TRY(ops::gemm(ctx, {}, o, b.o_w, b.o_b, y));
+        }
         mark(ctx, "gemm_out");
         H3_TRY(ops::gated_residual_rms_norm(ctx, {}, np, x, b.scale1, y, rows, b.norm2, y));
         mark(ctx, "norms_residual");
-        H3_TRY(ops::gemm(ctx, {}, y, b.ff1_w, b.ff1_b, f1));
-        mark(ctx, "gemm_ff1");
-        H3_TRY(ops::swiglu(ctx, f1, f2));
-        mark(ctx, "swiglu");
-        H3_TRY(ops::gemm(ctx, {}, f2, b.ff2_w, b.ff2_b, y));
+        if (fp8) {
+            H3_TRY(ops::gemm_fp8(ctx, fp, y, w.fp8[bi].ff1, b.ff1_b, f1));
+            mark(ctx, "gemm_ff1");
+            H3_TRY(ops::swiglu_fp8(ctx, f1, work->f2_8));
+            mark(ctx, "swiglu");
+            H3_TRY(ops::gemm_fp8(ctx, fp, work->f2_8, w.fp8[bi].ff2, b.ff2_b, y));
+        } else {
+            H3_TRY(ops::gemm(ctx, {}, y, b.ff1_w, b.ff1_b, f1));
+            mark(ctx, "gemm_ff1");
+            H3_TRY(ops::swiglu(ctx, f1, f2));
+            mark(ctx, "swiglu");
+            H3_TRY(ops::gemm(ctx, {}, f2, b.ff2_w, b.ff2_b, y));
+        }
         mark(ctx, "gemm_ff2");
         if (bi + 1 < w.blocks.size()) {
             const Tensor& next_norm1 = w.blocks[bi + 1].norm1;
@@ -277,7 +317,9 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
     const int64_t p = c.patch, pt = c.patch_t, oc = c.out_channels;
     const int64_t of = t * pt, oh = h * p, ow = wd * p;
     // unpatchify: one row gather of p-wide rows into a fresh tensor (it outlives the call's buffers)
-    H3_ASSIGN_OR_RETURN(Tensor un, Tensor::empty(Shape{nb * oc * of * oh * wd, p}, DType::kF32, ctx.device));
+    const Shape un_shape{nb * oc * of * oh * wd, p};
+    H3_ASSIGN_OR_RETURN(Tensor un, pool ? pool->take(un_shape, DType::kF32)
+                                        : Tensor::empty(un_shape, DType::kF32, ctx.device));
     H3_TRY(ops::gather_rows(ctx, px.view({nb * n * oc * pt * p, p}), tabs.unpatch, un));
     mark(ctx, "unpatch");
     return un.view({nb, oc, of, oh, ow});
@@ -376,9 +418,9 @@ Status gather_tiles(const ops::Context& ctx, const ops::Context& actx, ops::Comm
 }
 
 // One clip [C, t, h, w] (de-normalized, host) -> pixels [3, t·pt, H, W] on ctx's device, tiled and stitched
-// there.
+// there (the device buffers from `pool` when given).
 Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const Tensor& z,
-                           const VideoDecodeOptions& opt) {
+                           const VideoDecodeOptions& opt, BufferPool* pool) {
     const ops::CancelScope cancel_scope(opt.cancel); // the ops read it between their blocks too
     const VideoVaeConfig& c = vae.config;
     const int p = c.patch;
@@ -387,7 +429,7 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
     if (opt.cancel && opt.cancel->load()) return cancelled("video decode cancelled");
     if (!opt.tiling) {
         if (opt.group && opt.group->rank() != 0) return Tensor(); // one tile: rank 0 decodes it
-        H3_ASSIGN_OR_RETURN(Tensor all, decode_tiles_on_device(ctx, vae, {z}));
+        H3_ASSIGN_OR_RETURN(Tensor all, decode_tiles_on_device(ctx, vae, {z}, pool));
         if (opt.assemble_on_host) {
             H3_ASSIGN_OR_RETURN(all, to_host(ctx, all));
         }
@@ -405,7 +447,7 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
     auto flush = [&]() -> Status {
         if (batch.empty()) return ok_status();
         if (opt.cancel && opt.cancel->load()) return cancelled("video decode cancelled");
-        H3_ASSIGN_OR_RETURN(Tensor all, decode_tiles_on_device(ctx, vae, batch));
+        H3_ASSIGN_OR_RETURN(Tensor all, decode_tiles_on_device(ctx, vae, batch, pool));
         if (opt.assemble_on_host) {
             H3_ASSIGN_OR_RETURN(all, to_host(ctx, all));
         }
@@ -442,7 +484,7 @@ Result<Tensor> decode_clip(const ops::Context& ctx, const VideoVae& vae, const T
         H3_TRY(gather_tiles(ctx, actx, *opt.group, shares, ty, tx, c.out_channels, frames, tiles));
         if (opt.group->rank() != 0) return Tensor(); // rank 0 stitches
     }
-    H3_ASSIGN_OR_RETURN(Tensor out, stitch_tiles(actx, tiles, ty.overlaps, tx.overlaps));
+    H3_ASSIGN_OR_RETURN(Tensor out, stitch_tiles(actx, tiles, ty.overlaps, tx.overlaps, pool));
     mark(ctx, "stitch");
     return out;
 }
@@ -530,6 +572,9 @@ Result<Tensor> assemble_video_sample(const ops::Context& ctx, const VideoVae& va
         // every frame is written by the crossfades below (f0 == total is checked)
         H3_ASSIGN_OR_RETURN(out, empty_overwritten(Shape{oc, total, ph, pw}, DType::kF32, actx.device));
     }
+    // the device buffers of the clip loop (decoder outputs, stitched clips), reused from clip to clip
+    std::unique_ptr<BufferPool> pool;
+    if (!ctx.device.is_cpu()) pool = std::make_unique<BufferPool>(ctx.device);
     Tensor prev; // the previous clip (its overlap part is faded into the next chunk)
     ClipFrames prev_f;
     int64_t f0 = 0;
@@ -545,7 +590,7 @@ Result<Tensor> assemble_video_sample(const ops::Context& ctx, const VideoVae& va
             std::memcpy(clip_z.data_as<float>() + ch * len * hw,
                         z.data_as<const float>() + (ch * tp + start) * hw,
                         static_cast<size_t>(len * hw) * sizeof(float));
-        H3_ASSIGN_OR_RETURN(Tensor clip, decode_clip(ctx, vae, clip_z, opt));
+        H3_ASSIGN_OR_RETURN(Tensor clip, decode_clip(ctx, vae, clip_z, opt, pool.get()));
         if (!assembles) {
             clip_done();
             continue;
@@ -607,29 +652,27 @@ Result<Tensor> decode_video_sample(const ops::Context& ctx, const VideoVae& vae,
 
 namespace {
 
-// The frames of each clip as they are final, to options.frames_sink: converted where the sample is (one
-// reused u8 buffer), downloaded alone.
+// The frames of each clip as they are final, to options.frames_sink: made where the sample is assembled
+// (ops::sample_to_rgb8) into a buffer of a double-buffered ChunkDownload (core/chunk_download.h), whose copy
+// to a page-locked buffer runs on a copy stream while the decoder goes on with the next clip; each part is
+// handed to the sink once its copy has landed, one clip later (at once on the host).
 Status stream_video_frames(const ops::Context& ctx, const VideoVae& vae, const Tensor& latents,
                            const VideoDecodeOptions& opt) {
-    Tensor buffer; // on the sample's device, grown to the largest range
+    // a slot holds one clip's final frames: 17 at 1344x768 are 52 MB (the buffers grow if need be)
+    constexpr size_t kSlotBytes = size_t{64} << 20;
+    const bool on_host = opt.assemble_on_host || ctx.device.is_cpu();
+    H3_ASSIGN_OR_RETURN(auto transfer,
+                        make_chunk_transfer(on_host ? Device::cpu() : ctx.device, ctx.stream(), kSlotBytes));
+    ChunkDownload download(std::move(transfer), opt.frames_sink);
     const FinalFrames on_final = [&](const Tensor& sample, int64_t a, int64_t b) -> Status {
-        const Shape shape{b - a, sample.dim(2), sample.dim(3), 3};
-        if (!buffer.defined() || buffer.dim(0) < b - a) {
-            H3_ASSIGN_OR_RETURN(buffer, empty_overwritten(shape, DType::kU8, sample.device()));
-        }
-        Tensor part = buffer.slice(0, 0, b - a);
+        H3_ASSIGN_OR_RETURN(Tensor part,
+                            download.next(Shape{b - a, sample.dim(2), sample.dim(3), 3}, DType::kU8));
         const ops::Context fctx = sample.device().is_cpu() ? ops::Context::cpu() : ctx;
         H3_TRY(ops::sample_to_rgb8(fctx, {}, sample.slice(1, a, b), part)); // writes every value
-        Tensor host;
-        if (part.device().is_cpu()) { // the sink keeps what it gets: a copy, as a download would be
-            host = Tensor::host(shape, DType::kU8);
-            std::memcpy(host.data(), part.data(), part.nbytes());
-        } else {
-            H3_ASSIGN_OR_RETURN(host, download_result(ctx, part));
-        }
-        return opt.frames_sink(std::move(host));
+        return download.commit();
     };
     H3_ASSIGN_OR_RETURN(Tensor sample, assemble_video_sample(ctx, vae, latents, opt, on_final));
+    H3_TRY(download.finish());
     mark(ctx, "rgb8 + download per clip");
     vae_profile::print("decode");
     return ok_status();

@@ -58,14 +58,17 @@ ClipPlan plan_clips(int latents, int clip_length, int temporal_ratio, int token_
 }
 
 Result<Tensor> stitch_tiles(const ops::Context& ctx, const std::vector<std::vector<Tensor>>& tiles,
-                            const std::vector<int>& y_overlaps, const std::vector<int>& x_overlaps) {
+                            const std::vector<int>& y_overlaps, const std::vector<int>& x_overlaps,
+                            BufferPool* pool) {
     const size_t ny = tiles.size(), nx = tiles[0].size();
     std::vector<int64_t> oy(ny + 1, 0), ox(nx + 1, 0); // output offsets of the kept parts
     for (size_t i = 0; i < ny; ++i) oy[i + 1] = oy[i] + tiles[i][0].dim(2) - (i + 1 < ny ? y_overlaps[i] : 0);
     for (size_t j = 0; j < nx; ++j) ox[j + 1] = ox[j] + tiles[0][j].dim(3) - (j + 1 < nx ? x_overlaps[j] : 0);
     const int64_t channels = tiles[0][0].dim(0), frames = tiles[0][0].dim(1);
-    H3_ASSIGN_OR_RETURN(Tensor out,
-                        Tensor::empty(Shape{channels, frames, oy[ny], ox[nx]}, DType::kF32, ctx.device));
+    const Shape shape{channels, frames, oy[ny], ox[nx]};
+    H3_ASSIGN_OR_RETURN(Tensor out, pool && pool->device() == ctx.device
+                                        ? pool->take(shape, DType::kF32)
+                                        : Tensor::empty(shape, DType::kF32, ctx.device));
     for (size_t i = 0; i < ny; ++i)
         for (size_t j = 0; j < nx; ++j) {
             const Tensor& cur = tiles[i][j];

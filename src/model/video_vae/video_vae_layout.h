@@ -2,6 +2,7 @@
 // overlaps; spatial tiles laid in pixel space with a minimum overlap, the slack spread in latent-sized steps.
 #pragma once
 
+#include "core/buffer_pool.h"
 #include "core/tensor.h"
 #include "ops/context.h"
 
@@ -35,9 +36,11 @@ ClipPlan plan_clips(int latents, int clip_length, int temporal_ratio, int token_
 // latent units): tile (i, j) is blended with the unblended tile above over y_overlaps[i−1] rows, then with
 // the unblended tile to the left over x_overlaps[j−1] columns (linear ramps k/e, extents clipped to both
 // tiles' sizes), its bottom/right overlaps are cropped, and the kept parts are concatenated: [C, F, Σ kept h,
-// Σ kept w]. Every tile goes through ops::blend_tile; the tiles and the result live on ctx's device.
+// Σ kept w]. Every tile goes through ops::blend_tile; the tiles and the result live on ctx's device (the
+// result from `pool` when given: a loop over clips then allocates, and frees, nothing).
 Result<Tensor> stitch_tiles(const ops::Context& ctx, const std::vector<std::vector<Tensor>>& tiles,
-                            const std::vector<int>& y_overlaps, const std::vector<int>& x_overlaps);
+                            const std::vector<int>& y_overlaps, const std::vector<int>& x_overlaps,
+                            BufferPool* pool = nullptr);
 // The same on the host.
 Tensor stitch_tiles(const std::vector<std::vector<Tensor>>& tiles, const std::vector<int>& y_overlaps,
                     const std::vector<int>& x_overlaps);
