@@ -53,6 +53,7 @@ for run in j.get("vsa", {}).get("runs", []): print("vsa run", run)
 print("fallbacks", j.get("fallbacks"))
 PY
 }
+[ "${1:-}" = --functions-only ] && return 0
 if [ "${F45_PART:-1}" = 1 ]; then
   for round in 1 2; do
     f45_request "bf16_$round" --warmup
