@@ -165,3 +165,20 @@ TEST(MemoryPlan, ParsesSizes) {
         EXPECT_EQ(r.status().field(), "gpu_memory_budget");
     }
 }
+
+// The video decoder's working memory (the planner's estimate, and what a server's kept DiT workspace gives
+// way to before a decode): one 256-px tile is one tile-clip per call; the release canvas (28 tiles) fills a
+// call with 16 of them.
+TEST(MemoryPlan, VideoDecoderWorkingBytes) {
+    const model::VideoVaeConfig c; // the official decoder
+    const model::ClipPlan plan = model::plan_clips(37, c.clip_length, c.patch_t, c.token_drop);
+    const uint64_t clip = static_cast<uint64_t>(plan.clip_latents);
+    const uint64_t side = 256 / static_cast<uint64_t>(c.patch);
+    const uint64_t tokens = side * side * clip + static_cast<uint64_t>(c.num_register_tokens);
+    const uint64_t one =
+        tokens * (6 * static_cast<uint64_t>(c.dim()) + 2 * static_cast<uint64_t>(c.ffn_dim())) * 4 +
+        3 * clip * static_cast<uint64_t>(c.patch_t) * 256 * 256 * 4;
+    EXPECT_EQ(video_decoder_working_bytes(c, 256, 256, 37), one);
+    EXPECT_EQ(video_decoder_working_bytes(c, 1344, 768, 37), 16 * one);
+    EXPECT_GT(one, 0u);
+}

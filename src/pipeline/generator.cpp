@@ -13,6 +13,7 @@
 #include "pipeline/mp4_stream.h"
 #include "pipeline/provenance_json.h"
 #include "pipeline/ref2va.h"
+#include "runtime/component_sizes.h"
 
 #include <chrono>
 #include <cstring>
@@ -208,6 +209,23 @@ Result<EncodedInputs> Generator::encode(const GenerationJob& job, const JobEvent
         H3_ASSIGN_OR_RETURN(cond, conditioner->encode(creq, copt));
     }
     return in;
+}
+
+// The DiT's kept workspace (keep_dit_workspace) is a cache for the next job's first forward: where the device
+// has less free memory than the video decode needs (the planner's estimate for this canvas, with a quarter
+// more), it gives way before the decoder allocates. Per-job placements released it with the DiT already.
+Status Generator::make_room_for_decode(Component variant, const model::VideoVaeConfig& vae, const Geometry& g,
+                                       const Tensor& video_latents) {
+    const ops::Context& ctx = store_.context();
+    if (!keep_dit_workspace_ || !ctx.device.is_cuda() || !store_.loaded(variant)) return ok_status();
+    auto info = cuda::memory_info(ctx.device.index);
+    if (!info.ok()) return ok_status(); // no figure: leave it (the decode reports a failed allocation)
+    const uint64_t need =
+        runtime::video_decoder_working_bytes(vae, g.width, g.height, video_latents.dim(2)) / 4 * 5;
+    if (info->free_bytes >= need) return ok_status();
+    H3_ASSIGN_OR_RETURN(auto dit, store_.dit(variant));
+    dit->workspace_keeper().release();
+    return ok_status();
 }
 
 Result<JobReport> Generator::run(const GenerationJob& job, const JobEvents& ev) {

@@ -148,6 +148,9 @@ private:
     // A kLoad event when `c` is not loaded (its lease is about to read it).
     void announce_load(runtime::Component c, double percent, const JobEvents& events) const;
     Result<JobReport> run_job(const GenerationJob& job, const JobEvents& events, bool warm_up);
+    // Releases the DiT's kept workspace where the device lacks the room the video decode needs.
+    Status make_room_for_decode(runtime::Component variant, const model::VideoVaeConfig& vae,
+                                const Geometry& g, const Tensor& video_latents);
     runtime::ModelStore& store_;
     bool keep_dit_workspace_ = false;
     ProcessorConfigs processors_;

@@ -18,6 +18,11 @@ namespace fs = std::filesystem;
 namespace h3::runtime {
 
 namespace {
+// The latent frames the decoder's clip plan is sized for (the release clip: 124 frames, 37 video latents).
+constexpr int64_t kClipPlanLatents = 37;
+} // namespace
+
+namespace {
 
 uint64_t numel(const std::vector<int64_t>& shape) {
     uint64_t n = 1;
@@ -176,26 +181,29 @@ Result<std::vector<ComponentBytes>> checkpoint_component_bytes(const std::string
             }
         }
         if (std::string(name) == "vae") {
-            // An estimate from the decode plan: one call decodes up to 16 tile-clips of one clip; its tokens
-            // hold (residual, norm, q, k, v, o and the FFN intermediate) in fp32, plus the call's pixels.
             H3_ASSIGN_OR_RETURN(model::VideoVaeConfig vc, model::VideoVaeConfig::from_file(c->config_path));
-            const model::VideoDecodeOptions d;
-            const auto ty = model::split_tiles(w.height, d.tile, d.min_overlap, vc.patch);
-            const auto tx = model::split_tiles(w.width, d.tile, d.min_overlap, vc.patch);
-            const uint64_t th = static_cast<uint64_t>(ty.lengths[0]),
-                           tw = static_cast<uint64_t>(tx.lengths[0]);
-            const uint64_t batch = std::min<uint64_t>(16, ty.starts.size() * tx.starts.size());
-            const model::ClipPlan plan = model::plan_clips(37, vc.clip_length, vc.patch_t, vc.token_drop);
-            const uint64_t clip = static_cast<uint64_t>(plan.clip_latents);
-            const uint64_t tokens = batch * ((th / vc.patch) * (tw / vc.patch) * clip +
-                                             static_cast<uint64_t>(vc.num_register_tokens));
-            const uint64_t dim = static_cast<uint64_t>(vc.dim());
-            v.working = tokens * (6 * dim + 2 * static_cast<uint64_t>(vc.ffn_dim())) * 4 +
-                        batch * 3 * clip * static_cast<uint64_t>(vc.patch_t) * th * tw * 4;
+            v.working = video_decoder_working_bytes(vc, w.width, w.height, kClipPlanLatents);
         }
         out.push_back(v);
     }
     return out;
+}
+
+uint64_t video_decoder_working_bytes(const model::VideoVaeConfig& vc, int width, int height,
+                                     int64_t latent_frames) {
+    const model::VideoDecodeOptions d;
+    const auto ty = model::split_tiles(height, d.tile, d.min_overlap, vc.patch);
+    const auto tx = model::split_tiles(width, d.tile, d.min_overlap, vc.patch);
+    const uint64_t th = static_cast<uint64_t>(ty.lengths[0]), tw = static_cast<uint64_t>(tx.lengths[0]);
+    const uint64_t batch = std::min<uint64_t>(16, ty.starts.size() * tx.starts.size());
+    const model::ClipPlan plan =
+        model::plan_clips(static_cast<int>(latent_frames), vc.clip_length, vc.patch_t, vc.token_drop);
+    const uint64_t clip = static_cast<uint64_t>(plan.clip_latents);
+    const uint64_t tokens =
+        batch * ((th / vc.patch) * (tw / vc.patch) * clip + static_cast<uint64_t>(vc.num_register_tokens));
+    const uint64_t dim = static_cast<uint64_t>(vc.dim());
+    return tokens * (6 * dim + 2 * static_cast<uint64_t>(vc.ffn_dim())) * 4 +
+           batch * 3 * clip * static_cast<uint64_t>(vc.patch_t) * th * tw * 4;
 }
 
 } // namespace h3::runtime

@@ -7,6 +7,7 @@
 #include "model/dit/dit_config.h"
 #include "model/dit/dit_weights.h"
 #include "model/text/text_config.h"
+#include "model/video_vae/video_vae.h"
 #include "runtime/memory_plan.h"
 
 #include <h3/defaults.h>
@@ -30,6 +31,12 @@ struct Workload {
 ComponentBytes dit_component_bytes(const model::DitConfig& c, model::DitPrecision p, const Workload& w);
 ComponentBytes text_component_bytes(const model::TextConfig& c, model::DitPrecision p, int layers,
                                     const Workload& w);
+
+// The video decoder's working memory for a width×height canvas of `latent_frames` latent frames (an estimate
+// from the decode plan: one call decodes up to 16 tile-clips of one clip; its tokens hold the residual, norm,
+// q, k, v, o and the FFN intermediate in fp32, plus the call's pixels).
+uint64_t video_decoder_working_bytes(const model::VideoVaeConfig& vc, int width, int height,
+                                     int64_t latent_frames);
 
 // Every component of a checkpoint root a t2va job loads (transformer — or `dit_component` —, text encoder
 // and vision tower when present, video and audio decoders), for precision `p`. A component with a config and
