@@ -726,6 +726,317 @@ __global__ void __launch_bounds__(kThreads, 2)
 #endif // H3_SM90A
 }
 
+// ---- pair variant (BlockSparseImpl::kHopperPair)
+// ---------------------------------------------------------------------------------------------------
+// One CTA per two query tiles of one head — prefix tiles (2i, 2i + 1), video tiles (P + 2i, P + 2i + 1), an
+// odd last tile of either kind alone — with one producer warpgroup and two consumer warpgroups (A: the first
+// tile, B: the second), each running the single-tile kernels' consumer loop unchanged (the same arithmetic
+// in the same order, so the output equals kHopper's). The producer walks the two lists position by position
+// (list position j of both tiles): where both tiles list the same entry at j — every prefix tile of an
+// exempt-mode list, every step of a prefix query tile pair, a coincidence in compete mode — one K/V load
+// serves both consumers; elsewhere A's tile, then B's tile, each loaded for its consumer only. So in exempt
+// mode the P shared steps cost one load instead of two, and compete mode needs no special case (it shares
+// what coincides, otherwise it is the per-tile kernel with two tiles in one CTA).
+// Three stage rings: ring 0 holds the shared loads (its empty barriers wait for both consumers), ring 1 A's
+// own, ring 2 B's own. Separate rings because an mbarrier wait by phase parity is only sound for a
+// consumer that took every phase of the stage: with one ring, A could wait on a stage whose previous
+// (B-only) load has not landed yet and read the parity of the one before it as done.
+// Why positions, not a merged union of the two ascending lists (which would also share later coincident
+// video tiles): each consumer keeps its step j−1's V stage until its step j's K has arrived (S of j runs
+// with P·V of j−1), so the producer must never wait on a stage whose consumer's next K comes later in the
+// load order. In position order that next K is at the next position, at the latest the load being issued;
+// a union can put a run of the other tile's loads of any length in between and deadlock a ring.
+// Registers: 24 for the producer, 240 per consumer (setmaxnreg), one CTA (384 threads) per SM.
+constexpr int kPairThreads = 384;
+
+template <bool kFp8> struct PairMode;
+template <> struct PairMode<false> {
+    static constexpr int kRing = 2;                 // stages per ring (a power of two)
+    static constexpr int kQBytes = 2 * kHalfBytes;  // a Q tile: two 64-column halves
+    static constexpr int kKVBytes = 2 * kHalfBytes; // a K or V tile
+};
+template <> struct PairMode<true> {
+    static constexpr int kRing = 4;
+    static constexpr int kQBytes = kFp8Tile;
+    static constexpr int kKVBytes = kFp8Tile;
+};
+
+template <bool kFp8> struct SmemBsaPair {
+    using M = PairMode<kFp8>;
+    static constexpr int kSlots = 3 * M::kRing; // ring r stage i: slot r·kRing + i
+    uint8_t q[2][M::kQBytes];                   // [consumer] tile, as the single-tile kernels lay it out
+    uint8_t k[kSlots][M::kKVBytes];
+    uint8_t v[kSlots][M::kKVBytes];
+    uint64_t q_full, k_full[kSlots], v_full[kSlots], k_empty[kSlots], v_empty[kSlots];
+};
+
+#ifdef H3_SM90A
+// The lists of a CTA's two query tiles (A, B) and what a position of the walk holds.
+struct PairWalk {
+    const int32_t* la = nullptr; // the lists (null for a prefix pair: position j is tile j)
+    const int32_t* lb = nullptr;
+    int ca = 0, cb = 0; // steps of tile A and B (cb 0: A alone)
+    int tiles = 0;
+    __device__ bool dense() const { return la == nullptr; }
+    // Whether position j is one load for both.
+    __device__ bool shared_at(int j) const { return j < ca && j < cb && (dense() || la[j] == lb[j]); }
+    // Key tile of tile A's (b false) or B's step j; −1 for an out-of-range entry.
+    __device__ int key_tile(bool b, int j) const {
+        if (dense()) return j;
+        const int t = (b ? lb : la)[j];
+        return t >= 0 && t < tiles ? t : -1;
+    }
+};
+
+// One consumer's step: the stage slot and phase parity of its K/V, the key tile's valid slots.
+struct PairStep {
+    int slot = 0, valid = kRows;
+    uint32_t parity = 0;
+};
+// A consumer's walk: loads so far in the shared ring and in its own ring.
+template <int kRing> struct PairCursor {
+    const PairWalk* w;
+    int ring; // 1 for A, 2 for B
+    int j = 0, n_shared = 0, n_own = 0;
+    __device__ PairStep take(const int32_t* tile_sizes) {
+        const bool sh = w->shared_at(j);
+        const int e = sh ? n_shared++ : n_own++;
+        PairStep s;
+        s.slot = (sh ? 0 : ring) * kRing + e % kRing;
+        s.parity = (e / kRing) & 1;
+        const int kt = w->key_tile(ring == 2, j);
+        s.valid = kt >= 0 ? tile_sizes[kt] : 0;
+        ++j;
+        return s;
+    }
+};
+#endif // H3_SM90A
+
+template <bool kFp8>
+__global__ void __launch_bounds__(kPairThreads, 1)
+    bsa_pair_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+                  const __grid_constant__ CUtensorMap tv, bf16* __restrict__ out, const BsaArgs a,
+                  const Fp8Scales sc, float scale_log2) {
+#ifdef H3_SM90A
+    using M = PairMode<kFp8>;
+    using Sm = SmemBsaPair<kFp8>;
+    using C = std::conditional_t<kFp8, Fp8Consumer, Consumer>;
+    constexpr int kR = M::kRing;
+    extern __shared__ uint8_t smem_raw[];
+    Sm& sm = *reinterpret_cast<Sm*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    const int wg = threadIdx.x / 128;
+    const int h = blockIdx.y, prefix_pairs = (a.prefix + 1) / 2;
+    const bool dense = static_cast<int>(blockIdx.x) < prefix_pairs;
+    int qa, qb;
+    if (dense) {
+        qa = 2 * blockIdx.x;
+        qb = qa + 1 < a.prefix ? qa + 1 : -1;
+    } else {
+        qa = a.prefix + 2 * (blockIdx.x - prefix_pairs);
+        qb = qa + 1 < a.tiles ? qa + 1 : -1;
+    }
+    PairWalk w;
+    w.tiles = a.tiles;
+    if (dense) {
+        w.ca = a.tiles;
+        w.cb = qb >= 0 ? a.tiles : 0;
+    } else {
+        w.la = a.lists + (static_cast<int64_t>(h) * (a.tiles - a.prefix) + (qa - a.prefix)) * a.width;
+        w.lb = w.la + a.width;
+        w.ca = a.width;
+        w.cb = qb >= 0 ? a.width : 0;
+    }
+
+    if (threadIdx.x == 0) {
+        mbar_init(smem_u32(&sm.q_full), 1);
+        for (int s = 0; s < Sm::kSlots; ++s) {
+            const uint32_t warps = s < kR ? 8 : 4; // the shared ring: 4 warps of each consumer
+            mbar_init(smem_u32(&sm.k_full[s]), 1);
+            mbar_init(smem_u32(&sm.v_full[s]), 1);
+            mbar_init(smem_u32(&sm.k_empty[s]), warps);
+            mbar_init(smem_u32(&sm.v_empty[s]), warps);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (wg == 0) { // ---- producer
+        regs_dealloc<24>();
+        if (threadIdx.x == 0) {
+            tma_prefetch_map(&tq);
+            tma_prefetch_map(&tk);
+            tma_prefetch_map(&tv);
+            const uint32_t qf = smem_u32(&sm.q_full);
+            mbar_expect_tx(qf, (qb >= 0 ? 2 : 1) * M::kQBytes);
+            for (int c = 0; c < (qb >= 0 ? 2 : 1); ++c) {
+                const int qt = c == 0 ? qa : qb;
+                tma_load_3d(smem_u32(sm.q[c]), &tq, qf, 0, h, qt * kRows);
+                if constexpr (!kFp8) tma_load_3d(smem_u32(sm.q[c] + kHalfBytes), &tq, qf, 64, h, qt * kRows);
+            }
+            int loads[3] = {0, 0, 0}; // per ring
+            auto load = [&](int ring, int kt) {
+                kt = max(kt, 0);
+                const int e = loads[ring]++;
+                const int st = ring * kR + e % kR;
+                const uint32_t ph = (e / kR) & 1;
+                const uint32_t kf = smem_u32(&sm.k_full[st]), vf = smem_u32(&sm.v_full[st]);
+                if (e >= kR) mbar_wait(smem_u32(&sm.k_empty[st]), ph ^ 1);
+                mbar_expect_tx(kf, M::kKVBytes);
+                tma_load_3d(smem_u32(sm.k[st]), &tk, kf, 0, h, kt * kRows);
+                if constexpr (!kFp8) tma_load_3d(smem_u32(sm.k[st] + kHalfBytes), &tk, kf, 64, h, kt * kRows);
+                if (e >= kR) mbar_wait(smem_u32(&sm.v_empty[st]), ph ^ 1);
+                mbar_expect_tx(vf, M::kKVBytes);
+                if constexpr (kFp8) {
+                    tma_load_3d(smem_u32(sm.v[st]), &tv, vf, 0, 0, h * a.tiles + kt);
+                } else {
+                    tma_load_3d(smem_u32(sm.v[st]), &tv, vf, 0, h, kt * kRows);
+                    tma_load_3d(smem_u32(sm.v[st] + kHalfBytes), &tv, vf, 64, h, kt * kRows);
+                }
+            };
+            const int n = max(w.ca, w.cb);
+            for (int j = 0; j < n; ++j) {
+                if (w.shared_at(j)) {
+                    load(0, w.key_tile(false, j));
+                } else {
+                    if (j < w.ca) load(1, w.key_tile(false, j));
+                    if (j < w.cb) load(2, w.key_tile(true, j));
+                }
+            }
+        }
+        return;
+    }
+
+    // ---- consumers
+    regs_alloc<240>();
+    const bool is_b = wg == 2;
+    const int qt = is_b ? qb : qa;
+    if (qt < 0) return; // an odd last tile: consumer B has nothing (the walk gives it no load)
+    const int count = is_b ? w.cb : w.ca;
+    const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const bool elect = lane == 0;
+    float sl2 = scale_log2, out_scale = 1.0f;
+    if constexpr (kFp8) {
+        const float k_scale = fp8_block_scale(fp8_bits_float(static_cast<uint32_t>(sc.amax_bits[h])));
+        const float v_scale =
+            fp8_block_scale(fp8_bits_float(static_cast<uint32_t>(sc.amax_bits[a.heads + h])));
+        sl2 = sc.q[h * a.tiles + qt] * k_scale * scale_log2;
+        out_scale = v_scale / (1 << kPBias);
+    }
+    PairCursor<kR> walk{&w, is_b ? 2 : 1};
+    constexpr int kPk = kFp8 ? kRows / 32 : kRows / 16; // P fragment steps
+    constexpr int kQk = kFp8 ? 4 : kD / 16;             // Q fragment steps
+    float o[kD / 2];
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
+    float s[C::kAcc];
+    uint32_t p[kPk][4], p2[kPk][4];
+    uint32_t qr[kQk][4];
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, corr[2];
+
+    PairStep cur = walk.take(a.tile_sizes), prev;
+    mbar_wait(smem_u32(&sm.q_full), 0);
+    C::load_q(qr, smem_u32(sm.q[is_b ? 1 : 0]));
+    mbar_wait(smem_u32(&sm.k_full[cur.slot]), cur.parity);
+    C::issue_s(s, qr, smem_u32(sm.k[cur.slot]));
+    PairStep nxt = count > 1 ? walk.take(a.tile_sizes) : PairStep{};
+    wgmma_wait<0>();
+    fence_regs(s);
+    if (elect) mbar_arrive(smem_u32(&sm.k_empty[cur.slot]));
+    if (cur.valid < kRows)
+        C::template softmax<true, true>(s, cur.valid, sl2, m, l, corr);
+    else
+        C::template softmax<true, false>(s, cur.valid, sl2, m, l, corr);
+    C::pack_p(s, p);
+    prev = cur;
+    cur = nxt;
+
+    // Step j: S of `cur` with P·V of `prev` (P in pin); cur's P goes to pout.
+    auto step = [&](int j, auto& pin, auto& pout) {
+        mbar_wait(smem_u32(&sm.k_full[cur.slot]), cur.parity);
+        mbar_wait(smem_u32(&sm.v_full[prev.slot]), prev.parity);
+        C::issue_s(s, qr, smem_u32(sm.k[cur.slot]));
+        C::issue_pv(o, pin, smem_u32(sm.v[prev.slot]));
+        const PairStep next = j + 1 < count ? walk.take(a.tile_sizes) : PairStep{}; // while the GEMMs run
+        wgmma_wait<1>();
+        fence_regs(s);
+        if (elect) mbar_arrive(smem_u32(&sm.k_empty[cur.slot]));
+        if (cur.valid < kRows)
+            C::template softmax<false, true>(s, cur.valid, sl2, m, l, corr);
+        else
+            C::template softmax<false, false>(s, cur.valid, sl2, m, l, corr);
+        C::pack_p(s, pout);
+        wgmma_wait<0>();
+        fence_regs(o);
+        C::fence_p(pin);
+        if (elect) mbar_arrive(smem_u32(&sm.v_empty[prev.slot]));
+        if (__any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
+#pragma unroll
+            for (int jj = 0; jj < kD / 8; ++jj)
+#pragma unroll
+                for (int i = 0; i < 2; ++i) {
+                    o[4 * jj + 2 * i] *= corr[i];
+                    o[4 * jj + 2 * i + 1] *= corr[i];
+                }
+        }
+        prev = cur;
+        cur = next;
+    };
+    auto last_pv = [&](auto& pin) {
+        mbar_wait(smem_u32(&sm.v_full[prev.slot]), prev.parity);
+        C::issue_pv(o, pin, smem_u32(sm.v[prev.slot]));
+        wgmma_wait<0>();
+        fence_regs(o);
+        C::fence_p(pin);
+        if (elect) mbar_arrive(smem_u32(&sm.v_empty[prev.slot]));
+    };
+    int j = 1;
+    for (; j + 1 < count; j += 2) {
+        step(j, p, p2);
+        step(j + 1, p2, p);
+    }
+    if (j < count) {
+        step(j, p, p2);
+        last_pv(p2);
+    } else {
+        last_pv(p);
+    }
+
+    // epilogue: O · out_scale / l at the valid rows' packed positions
+    const int t = lane % 4;
+    const int64_t pitch = static_cast<int64_t>(a.heads) * kD;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        float sum = l[i];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        const float inv = sum > 0.0f ? out_scale / sum : 0.0f;
+        const int32_t row = a.slot_rows[qt * kRows + warp * 16 + lane / 4 + 8 * i];
+        if (row < 0) continue;
+        bf16* dst = out + row * pitch + h * kD + 2 * t;
+#pragma unroll
+        for (int jj = 0; jj < kD / 8; ++jj)
+            *reinterpret_cast<uint32_t*>(dst + 8 * jj) =
+                pack_bf16(o[4 * jj + 2 * i] * inv, o[4 * jj + 2 * i + 1] * inv);
+    }
+#endif // H3_SM90A
+}
+
+// The pair kernel's launch (after the bf16 gather or the fp8 quantization).
+template <bool kFp8>
+Status launch_pair(const HopperBlockSparseArgs& a, const CUtensorMap& tq, const CUtensorMap& tk,
+                   const CUtensorMap& tv, const BsaArgs& args, const Fp8Scales& sc, cudaStream_t stream) {
+    const size_t smem = sizeof(SmemBsaPair<kFp8>) + 1024;
+    H3_CUDA_TRY(cudaFuncSetAttribute(bsa_pair_sm90<kFp8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(smem)),
+                kFp8 ? "cudaFuncSetAttribute(bsa_pair_sm90<e4m3>)"
+                     : "cudaFuncSetAttribute(bsa_pair_sm90<bf16>)");
+    const int64_t pairs = (a.prefix + 1) / 2 + (a.tiles - a.prefix + 1) / 2;
+    bsa_pair_sm90<kFp8>
+        <<<dim3(static_cast<unsigned>(pairs), static_cast<unsigned>(a.heads)), kPairThreads, smem, stream>>>(
+            tq, tk, tv, static_cast<bf16*>(a.o), args, sc, a.scale * 1.4426950408889634f);
+    return check_launch(kFp8 ? "bsa_pair_sm90<e4m3>" : "bsa_pair_sm90<bf16>");
+}
+
 // What both kernels need of the call (the caller has checked the dtype and alignment).
 Status check_shape(const HopperBlockSparseArgs& a) {
     if (a.dim != kD)
@@ -763,10 +1074,6 @@ Status hopper_block_sparse_bf16(const Context& ctx, const HopperBlockSparseArgs&
     H3_TRY(make_tensor_map(tq, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, gq, d));
     H3_TRY(make_tensor_map(tk, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, gk, d));
     H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, gv, d));
-    const size_t smem = sizeof(SmemBsa) + 1024;
-    H3_CUDA_TRY(cudaFuncSetAttribute(bsa_bf16_sm90, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(smem)),
-                "cudaFuncSetAttribute(bsa_bf16_sm90)");
     const BsaArgs args{a.slot_rows,
                        a.tile_sizes,
                        a.lists,
@@ -774,6 +1081,11 @@ Status hopper_block_sparse_bf16(const Context& ctx, const HopperBlockSparseArgs&
                        static_cast<int>(a.tiles),
                        static_cast<int>(a.prefix),
                        static_cast<int>(a.width)};
+    if (a.pair) return launch_pair<false>(a, tq, tk, tv, args, Fp8Scales{}, stream);
+    const size_t smem = sizeof(SmemBsa) + 1024;
+    H3_CUDA_TRY(cudaFuncSetAttribute(bsa_bf16_sm90, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(smem)),
+                "cudaFuncSetAttribute(bsa_bf16_sm90)");
     bsa_bf16_sm90<<<dim3(static_cast<unsigned>(a.tiles), static_cast<unsigned>(a.heads)), kThreads, smem,
                     stream>>>(tq, tk, tv, static_cast<bf16*>(a.o), args, a.scale * 1.4426950408889634f);
     return check_launch("bsa_bf16_sm90");
@@ -821,10 +1133,6 @@ Status hopper_block_sparse_fp8(const Context& ctx, const HopperBlockSparseArgs& 
     H3_TRY(make_tensor_map(tq, CU_TENSOR_MAP_DATA_TYPE_UINT8, q8, drows));
     H3_TRY(make_tensor_map(tk, CU_TENSOR_MAP_DATA_TYPE_UINT8, k8, drows));
     H3_TRY(make_tensor_map(tv, CU_TENSOR_MAP_DATA_TYPE_UINT8, vt, dv));
-    const size_t smem = sizeof(SmemBsaFp8) + 1024;
-    H3_CUDA_TRY(cudaFuncSetAttribute(bsa_fp8_sm90, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(smem)),
-                "cudaFuncSetAttribute(bsa_fp8_sm90)");
     const BsaArgs args{a.slot_rows,
                        a.tile_sizes,
                        a.lists,
@@ -832,6 +1140,11 @@ Status hopper_block_sparse_fp8(const Context& ctx, const HopperBlockSparseArgs& 
                        static_cast<int>(a.tiles),
                        static_cast<int>(a.prefix),
                        static_cast<int>(a.width)};
+    if (a.pair) return launch_pair<true>(a, tq, tk, tv, args, Fp8Scales{qs, amax}, stream);
+    const size_t smem = sizeof(SmemBsaFp8) + 1024;
+    H3_CUDA_TRY(cudaFuncSetAttribute(bsa_fp8_sm90, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(smem)),
+                "cudaFuncSetAttribute(bsa_fp8_sm90)");
     bsa_fp8_sm90<<<dim3(static_cast<unsigned>(a.tiles), static_cast<unsigned>(a.heads)), kThreads, smem,
                    stream>>>(tq, tk, tv, static_cast<bf16*>(a.o), args, Fp8Scales{qs, amax},
                              a.scale * 1.4426950408889634f);

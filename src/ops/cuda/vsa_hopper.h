@@ -23,6 +23,9 @@ struct HopperBlockSparseArgs {
     const int32_t* lists = nullptr;
     int64_t rows = 0, heads = 0, dim = 0, tiles = 0, prefix = 0, width = 0;
     float scale = 0.0f;
+    // One CTA per two query tiles of a head, sharing the K/V loads of the list positions both tiles list
+    // alike (BlockSparseImpl::kHopperPair); false: one CTA per query tile.
+    bool pair = false;
 };
 
 // kUnimplemented where the kernel cannot run (no sm_90a build or device, head dim other than 128).
