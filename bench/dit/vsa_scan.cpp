@@ -38,8 +38,7 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
     H3_ASSIGN_OR_RETURN(scores, Tensor::empty(Shape{H, n, n}, DType::kF32, ctx.device));
     H3_ASSIGN_OR_RETURN(oc, Tensor::empty(Shape{H, n, hd}, DType::kF32, ctx.device));
     uint64_t seed = 41;
-    for (Tensor* t : {&q, &k, &v, &gate})
-        H3_TRY(ops::fill_uniform(ctx, {.seed = ++seed, .bound = 1.0f}, *t));
+    for (Tensor* t : {&q, &k, &v, &gate}) H3_TRY(ops::fill_uniform(ctx, {.seed = ++seed, .bound = 1.0f}, *t));
     Tensor qp = pooled.slice(0, 0, 1).view({H, n, hd}), kp = pooled.slice(0, 1, 2).view({H, n, hd}),
            vp = pooled.slice(0, 2, 3).view({H, n, hd});
     // The selection phase's and the compression branch's kernels one by one (they do not depend on the kept
