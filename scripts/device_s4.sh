@@ -1,11 +1,12 @@
 # Sourced by scripts/device_check.sh (H3_STAGE=custom H3_CUSTOM=scripts/device_s4.sh, H3_TARGETS="h3-engine
 # test_vae test_dit_fp8 test_ops_vsa"): issue #45's measures that the fourth session of 2026-12-07 lacked, in
 # parts that each fit a 600 s call (S4_PART):
-#   1. the GPU tests never run before (VaeCuda.*, the fused fp8 + VSA CUDA check), VSA's small kernels one by one
-#      and the VSA phases (bench dit bf16 / fp8), bench vae exact / bf16 blocks / fp8, the decode's fast path
-#      against the exact one in a whole request (compare: video PSNR), H3_GEMM_TUNING_FILE across two processes.
-#   2. the fp8 + VSA velocity cosine against bf16 VSA (bench fp8, 50 full-width blocks), the 50-grid-point t2va
-#      request (nothing regressed).
+#   1. (S4_TESTS=1: the GPU tests never run before: VaeCuda.*, the fused fp8 + VSA CUDA check, test_ops_vsa),
+#      VSA's small kernels one by one and the VSA phases (bench dit bf16 / fp8), bench vae exact / bf16 blocks /
+#      fp8, the decode's fast path against the exact one in a whole request (compare: video PSNR),
+#      H3_GEMM_TUNING_FILE across two processes, then the fp8 + VSA velocity cosine against bf16 VSA (bench fp8,
+#      50 full-width blocks).
+#   2. the fp8 + VSA cosine, then the 50-grid-point t2va request (nothing regressed).
 source scripts/device_final45.sh --functions-only
 s4_test() { # tag binary filter [args...]
   local tag=$1 bin=$2 filter=$3; shift 3
@@ -20,10 +21,12 @@ import json; j = json.load(open('$OUT/s4_cmp_$3.json')); v = j.get('video', j)
 print({k: v.get(k) for k in v if not isinstance(v.get(k), (list, dict))})" 2>&1 | tail -1)"
 }
 if [ "${S4_PART:-1}" = 1 ]; then
-  echo "== GPU tests not run before ($SECONDS s)"
-  s4_test vae test_vae 'VaeCuda.*'
-  s4_test dit_fp8 test_dit_fp8 '*Cuda*'
-  s4_test ops_vsa test_ops_vsa '*' --backend cuda
+  if [ "${S4_TESTS:-0}" = 1 ]; then
+    echo "== GPU tests not run before ($SECONDS s)"
+    s4_test vae test_vae 'VaeCuda.*'
+    s4_test dit_fp8 test_dit_fp8 '*Cuda*'
+    s4_test ops_vsa test_ops_vsa '*' --backend cuda
+  fi
   f45_dit bf16
   f45_dit fp8 --precision fp8
   echo "== bench vae ($SECONDS s)"
@@ -48,7 +51,7 @@ print('steps', [round(s, 3) for s in j.get('step_seconds', [])], 'first_forward'
   done
   ls -l /tmp/h3-tuning.txt; head -3 /tmp/h3-tuning.txt
 fi
-if [ "${S4_PART:-2}" = 2 ]; then
+if [ "${S4_PART:-1}" = 1 ] || [ "${S4_PART:-1}" = 2 ]; then
   echo "== bench fp8 --attention vsa:sparsity=0.9 (50 blocks, full width) ($SECONDS s)"
   timeout 240 $H3 bench fp8 --random-weights --attention vsa:sparsity=0.9 --json > "$OUT/s4_fp8_vsa.json" \
     2> "$OUT/s4_fp8_vsa.err"; echo "rc=$?"; tail -3 "$OUT/s4_fp8_vsa.err"
@@ -56,6 +59,8 @@ if [ "${S4_PART:-2}" = 2 ]; then
 import json; j = json.load(open('$OUT/s4_fp8_vsa.json'))
 for v in j.get('variants', [j]):
     print({k: v.get(k) for k in v if not isinstance(v.get(k), (dict, list))}, 'fallbacks', v.get('fallbacks'))" 2>&1 | tail -6
+fi
+if [ "${S4_PART:-1}" = 2 ]; then
   echo "== bench request 1344x768x124, 50 grid points (t2va, dense) ($SECONDS s)"
   timeout 330 $H3 bench request --random-weights --size 1344x768 --frames 124 --steps 50 --device cuda \
     --work /tmp/h3-s4-t2va --json > "$OUT/s4_t2va.json" 2> "$OUT/s4_t2va.err"; echo "rc=$?"
