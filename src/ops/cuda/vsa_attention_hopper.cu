@@ -737,40 +737,48 @@ __global__ void __launch_bounds__(kThreads, 2)
 // serves both consumers; elsewhere A's tile, then B's tile, each loaded for its consumer only. So in exempt
 // mode the P shared steps cost one load instead of two, and compete mode needs no special case (it shares
 // what coincides, otherwise it is the per-tile kernel with two tiles in one CTA).
-// Three stage rings: ring 0 holds the shared loads (its empty barriers wait for both consumers), ring 1 A's
-// own, ring 2 B's own. Separate rings because an mbarrier wait by phase parity is only sound for a
-// consumer that took every phase of the stage: with one ring, A could wait on a stage whose previous
-// (B-only) load has not landed yet and read the parity of the one before it as done.
+// One ring of stages for all loads (event e, in producer order, uses stage e mod kStages): a shared load's
+// empty barriers wait for both consumers (4 warps each arrive once), an own load's for its consumer (4 warps
+// arrive twice). A consumer does not take every use of a stage, and an mbarrier wait by phase parity is only
+// sound when the phase before has completed: the stage's previous use may be the other consumer's load, still
+// in flight, and a wait for use u's parity would then pass on use u − 2's completed phase. So before waiting
+// for use u of a stage to be full, a consumer waits for use u − 1 to be released (empty), which implies it
+// landed and costs nothing: the producer cannot start use u before that anyway.
+// (tools/kernels/vsa_pair_protocol.py model-checks this protocol.)
 // Why positions, not a merged union of the two ascending lists (which would also share later coincident
 // video tiles): each consumer keeps its step j−1's V stage until its step j's K has arrived (S of j runs
 // with P·V of j−1), so the producer must never wait on a stage whose consumer's next K comes later in the
 // load order. In position order that next K is at the next position, at the latest the load being issued;
-// a union can put a run of the other tile's loads of any length in between and deadlock a ring.
+// a union can put a run of the other tile's loads of any length in between and deadlock the ring.
 // Registers: 24 for the producer, 240 per consumer (setmaxnreg), one CTA (384 threads) per SM.
 constexpr int kPairThreads = 384;
 
 template <bool kFp8> struct PairMode;
 template <> struct PairMode<false> {
-    static constexpr int kRing = 2;                 // stages per ring (a power of two)
+    static constexpr int kStages = 6;               // 6 × 32 KB of K/V + 32 KB of Q
     static constexpr int kQBytes = 2 * kHalfBytes;  // a Q tile: two 64-column halves
     static constexpr int kKVBytes = 2 * kHalfBytes; // a K or V tile
 };
 template <> struct PairMode<true> {
-    static constexpr int kRing = 4;
+    static constexpr int kStages = 12;
     static constexpr int kQBytes = kFp8Tile;
     static constexpr int kKVBytes = kFp8Tile;
 };
 
 template <bool kFp8> struct SmemBsaPair {
     using M = PairMode<kFp8>;
-    static constexpr int kSlots = 3 * M::kRing; // ring r stage i: slot r·kRing + i
-    uint8_t q[2][M::kQBytes];                   // [consumer] tile, as the single-tile kernels lay it out
+    static constexpr int kSlots = M::kStages;
+    uint8_t q[2][M::kQBytes]; // [consumer] tile, as the single-tile kernels lay it out
     uint8_t k[kSlots][M::kKVBytes];
     uint8_t v[kSlots][M::kKVBytes];
     uint64_t q_full, k_full[kSlots], v_full[kSlots], k_empty[kSlots], v_empty[kSlots];
 };
 
 #ifdef H3_SM90A
+__device__ __forceinline__ void mbar_arrive_n(uint32_t bar, uint32_t n) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(n) : "memory");
+}
+
 // The lists of a CTA's two query tiles (A, B) and what a position of the walk holds.
 struct PairWalk {
     const int32_t* la = nullptr; // the lists (null for a prefix pair: position j is tile j)
@@ -788,23 +796,28 @@ struct PairWalk {
     }
 };
 
-// One consumer's step: the stage slot and phase parity of its K/V, the key tile's valid slots.
+// One consumer's step: its load's stage and phase parity, whether both consumers take it, the key tile's
+// valid slots.
 struct PairStep {
     int slot = 0, valid = kRows;
     uint32_t parity = 0;
+    bool shared = true, first_use = true; // first_use: the stage's first load (no earlier use to wait for)
 };
-// A consumer's walk: loads so far in the shared ring and in its own ring.
-template <int kRing> struct PairCursor {
+// A consumer's walk: the loads (events) before position j, counted as the producer issues them.
+template <int kStages> struct PairCursor {
     const PairWalk* w;
-    int ring; // 1 for A, 2 for B
-    int j = 0, n_shared = 0, n_own = 0;
+    bool b; // consumer B
+    int j = 0, base = 0;
     __device__ PairStep take(const int32_t* tile_sizes) {
-        const bool sh = w->shared_at(j);
-        const int e = sh ? n_shared++ : n_own++;
+        const bool ia = j < w->ca, ib = j < w->cb, sh = w->shared_at(j);
+        const int e = base + (b && ia && !sh ? 1 : 0); // at a position of two loads, A's comes first
+        base += sh ? 1 : int(ia) + int(ib);
         PairStep s;
-        s.slot = (sh ? 0 : ring) * kRing + e % kRing;
-        s.parity = (e / kRing) & 1;
-        const int kt = w->key_tile(ring == 2, j);
+        s.slot = e % kStages;
+        s.parity = (e / kStages) & 1;
+        s.shared = sh;
+        s.first_use = e < kStages;
+        const int kt = w->key_tile(b, j);
         s.valid = kt >= 0 ? tile_sizes[kt] : 0;
         ++j;
         return s;
@@ -821,7 +834,7 @@ __global__ void __launch_bounds__(kPairThreads, 1)
     using M = PairMode<kFp8>;
     using Sm = SmemBsaPair<kFp8>;
     using C = std::conditional_t<kFp8, Fp8Consumer, Consumer>;
-    constexpr int kR = M::kRing;
+    constexpr int kS = M::kStages;
     extern __shared__ uint8_t smem_raw[];
     Sm& sm = *reinterpret_cast<Sm*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     const int wg = threadIdx.x / 128;
@@ -849,12 +862,11 @@ __global__ void __launch_bounds__(kPairThreads, 1)
 
     if (threadIdx.x == 0) {
         mbar_init(smem_u32(&sm.q_full), 1);
-        for (int s = 0; s < Sm::kSlots; ++s) {
-            const uint32_t warps = s < kR ? 8 : 4; // the shared ring: 4 warps of each consumer
+        for (int s = 0; s < kS; ++s) {
             mbar_init(smem_u32(&sm.k_full[s]), 1);
             mbar_init(smem_u32(&sm.v_full[s]), 1);
-            mbar_init(smem_u32(&sm.k_empty[s]), warps);
-            mbar_init(smem_u32(&sm.v_empty[s]), warps);
+            mbar_init(smem_u32(&sm.k_empty[s]), 8); // 4 warps × 2 consumers, or 4 warps arriving twice
+            mbar_init(smem_u32(&sm.v_empty[s]), 8);
         }
         mbar_init_fence();
     }
@@ -873,18 +885,17 @@ __global__ void __launch_bounds__(kPairThreads, 1)
                 tma_load_3d(smem_u32(sm.q[c]), &tq, qf, 0, h, qt * kRows);
                 if constexpr (!kFp8) tma_load_3d(smem_u32(sm.q[c] + kHalfBytes), &tq, qf, 64, h, qt * kRows);
             }
-            int loads[3] = {0, 0, 0}; // per ring
-            auto load = [&](int ring, int kt) {
+            int e = 0; // loads issued
+            auto load = [&](int kt) {
                 kt = max(kt, 0);
-                const int e = loads[ring]++;
-                const int st = ring * kR + e % kR;
-                const uint32_t ph = (e / kR) & 1;
+                const int st = e % kS;
+                const uint32_t ph = (e / kS) & 1;
                 const uint32_t kf = smem_u32(&sm.k_full[st]), vf = smem_u32(&sm.v_full[st]);
-                if (e >= kR) mbar_wait(smem_u32(&sm.k_empty[st]), ph ^ 1);
+                if (e >= kS) mbar_wait(smem_u32(&sm.k_empty[st]), ph ^ 1);
                 mbar_expect_tx(kf, M::kKVBytes);
                 tma_load_3d(smem_u32(sm.k[st]), &tk, kf, 0, h, kt * kRows);
                 if constexpr (!kFp8) tma_load_3d(smem_u32(sm.k[st] + kHalfBytes), &tk, kf, 64, h, kt * kRows);
-                if (e >= kR) mbar_wait(smem_u32(&sm.v_empty[st]), ph ^ 1);
+                if (e >= kS) mbar_wait(smem_u32(&sm.v_empty[st]), ph ^ 1);
                 mbar_expect_tx(vf, M::kKVBytes);
                 if constexpr (kFp8) {
                     tma_load_3d(smem_u32(sm.v[st]), &tv, vf, 0, 0, h * a.tiles + kt);
@@ -892,14 +903,15 @@ __global__ void __launch_bounds__(kPairThreads, 1)
                     tma_load_3d(smem_u32(sm.v[st]), &tv, vf, 0, h, kt * kRows);
                     tma_load_3d(smem_u32(sm.v[st] + kHalfBytes), &tv, vf, 64, h, kt * kRows);
                 }
+                ++e;
             };
             const int n = max(w.ca, w.cb);
             for (int j = 0; j < n; ++j) {
                 if (w.shared_at(j)) {
-                    load(0, w.key_tile(false, j));
+                    load(w.key_tile(false, j));
                 } else {
-                    if (j < w.ca) load(1, w.key_tile(false, j));
-                    if (j < w.cb) load(2, w.key_tile(true, j));
+                    if (j < w.ca) load(w.key_tile(false, j));
+                    if (j < w.cb) load(w.key_tile(true, j));
                 }
             }
         }
@@ -922,7 +934,15 @@ __global__ void __launch_bounds__(kPairThreads, 1)
         sl2 = sc.q[h * a.tiles + qt] * k_scale * scale_log2;
         out_scale = v_scale / (1 << kPBias);
     }
-    PairCursor<kR> walk{&w, is_b ? 2 : 1};
+    PairCursor<kS> walk{&w, is_b};
+    // Use u of a stage is full: first use u − 1 released (see above), then the full barrier's phase u.
+    auto wait_full = [&](uint64_t(&full)[kS], uint64_t(&empty)[kS], const PairStep& st) {
+        if (!st.first_use) mbar_wait(smem_u32(&empty[st.slot]), st.parity ^ 1);
+        mbar_wait(smem_u32(&full[st.slot]), st.parity);
+    };
+    auto release = [&](uint64_t(&empty)[kS], const PairStep& st) {
+        if (elect) mbar_arrive_n(smem_u32(&empty[st.slot]), st.shared ? 1u : 2u);
+    };
     constexpr int kPk = kFp8 ? kRows / 32 : kRows / 16; // P fragment steps
     constexpr int kQk = kFp8 ? 4 : kD / 16;             // Q fragment steps
     float o[kD / 2];
@@ -936,12 +956,12 @@ __global__ void __launch_bounds__(kPairThreads, 1)
     PairStep cur = walk.take(a.tile_sizes), prev;
     mbar_wait(smem_u32(&sm.q_full), 0);
     C::load_q(qr, smem_u32(sm.q[is_b ? 1 : 0]));
-    mbar_wait(smem_u32(&sm.k_full[cur.slot]), cur.parity);
+    wait_full(sm.k_full, sm.k_empty, cur);
     C::issue_s(s, qr, smem_u32(sm.k[cur.slot]));
     PairStep nxt = count > 1 ? walk.take(a.tile_sizes) : PairStep{};
     wgmma_wait<0>();
     fence_regs(s);
-    if (elect) mbar_arrive(smem_u32(&sm.k_empty[cur.slot]));
+    release(sm.k_empty, cur);
     if (cur.valid < kRows)
         C::template softmax<true, true>(s, cur.valid, sl2, m, l, corr);
     else
@@ -952,14 +972,14 @@ __global__ void __launch_bounds__(kPairThreads, 1)
 
     // Step j: S of `cur` with P·V of `prev` (P in pin); cur's P goes to pout.
     auto step = [&](int j, auto& pin, auto& pout) {
-        mbar_wait(smem_u32(&sm.k_full[cur.slot]), cur.parity);
-        mbar_wait(smem_u32(&sm.v_full[prev.slot]), prev.parity);
+        wait_full(sm.k_full, sm.k_empty, cur);
+        wait_full(sm.v_full, sm.v_empty, prev);
         C::issue_s(s, qr, smem_u32(sm.k[cur.slot]));
         C::issue_pv(o, pin, smem_u32(sm.v[prev.slot]));
         const PairStep next = j + 1 < count ? walk.take(a.tile_sizes) : PairStep{}; // while the GEMMs run
         wgmma_wait<1>();
         fence_regs(s);
-        if (elect) mbar_arrive(smem_u32(&sm.k_empty[cur.slot]));
+        release(sm.k_empty, cur);
         if (cur.valid < kRows)
             C::template softmax<false, true>(s, cur.valid, sl2, m, l, corr);
         else
@@ -968,7 +988,7 @@ __global__ void __launch_bounds__(kPairThreads, 1)
         wgmma_wait<0>();
         fence_regs(o);
         C::fence_p(pin);
-        if (elect) mbar_arrive(smem_u32(&sm.v_empty[prev.slot]));
+        release(sm.v_empty, prev);
         if (__any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
 #pragma unroll
             for (int jj = 0; jj < kD / 8; ++jj)
@@ -982,12 +1002,12 @@ __global__ void __launch_bounds__(kPairThreads, 1)
         cur = next;
     };
     auto last_pv = [&](auto& pin) {
-        mbar_wait(smem_u32(&sm.v_full[prev.slot]), prev.parity);
+        wait_full(sm.v_full, sm.v_empty, prev);
         C::issue_pv(o, pin, smem_u32(sm.v[prev.slot]));
         wgmma_wait<0>();
         fence_regs(o);
         C::fence_p(pin);
-        if (elect) mbar_arrive(smem_u32(&sm.v_empty[prev.slot]));
+        release(sm.v_empty, prev);
     };
     int j = 1;
     for (; j + 1 < count; j += 2) {
