@@ -7,6 +7,8 @@
 #      H3_GEMM_TUNING_FILE across two processes, then the fp8 + VSA velocity cosine against bf16 VSA (bench fp8,
 #      50 full-width blocks).
 #   2. the fp8 + VSA cosine, then the 50-grid-point t2va request (nothing regressed).
+#   3. the closing measures: bench request --fasth3 --warmup bf16 / fp8 in two interleaved rounds, bench dit VSA
+#      bf16 / fp8, and (S4_VAE="bf16 fp8") fp8 requests with those video decoders compared with the exact one.
 source scripts/device_final45.sh --functions-only
 s4_test() { # tag binary filter [args...]
   local tag=$1 bin=$2 filter=$3; shift 3
@@ -70,5 +72,19 @@ s = j.get('step_seconds', [])
 print({k: r(j.get(k)) for k in ('seconds_total', 'seconds_encode', 'seconds_denoise', 'seconds_decode', 'seconds_mux',
                                 'peak_device_gib')}, 'steps', len(s), 'first', r(s[0]) if s else None,
       'median', r(sorted(s)[len(s) // 2]) if s else None)" 2>&1 | tail -2
+fi
+if [ "${S4_PART:-1}" = 3 ]; then # the closing measures on the final code (after a tests stage, nothing to build)
+  for round in 1 2; do
+    f45_request "bf16_$round" --warmup
+    f45_request "fp8_$round" --precision fp8 --warmup
+  done
+  f45_dit bf16
+  f45_dit fp8 --precision fp8
+  if [ "${S4_VAE:-}" != "" ]; then # the decode's fast paths in a whole request against bf16_2's exact decode
+    for vp in $S4_VAE; do
+      f45_request "fp8_vae$vp" --precision fp8 --warmup --vae-precision "$vp"
+      s4_compare /tmp/h3-f45-fp8_2/request.mp4 "/tmp/h3-f45-fp8_vae$vp/request.mp4" "vae$vp"
+    done
+  fi
 fi
 echo "== device_s4 part ${S4_PART:-all} done ($SECONDS s)"
