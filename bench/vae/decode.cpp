@@ -58,9 +58,14 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
         return report(invalid_argument("--frames " + std::to_string(o.frames) + " must be 17n+5 (e.g. 124)"));
     if (o.sample && o.stream)
         return report(invalid_argument("--sample and --stream: give one (the fp32 sample is not streamed)"));
-    const bool fp8 = o.vae_precision == "fp8";
-    const auto compute = fp8 ? std::optional<DType>(DType::kBF16) : parse_dtype(o.dtype);
+    auto precision = model::parse_video_vae_precision(o.vae_precision, "--vae-precision");
+    if (!precision.ok()) return report(precision.status());
+    const bool fp8 = *precision == model::VideoVaePrecision::kFp8;
+    // exact: the --dtype blocks; bf16 and fp8: bf16 blocks (fp8's GEMM weights then e4m3)
+    const auto compute = *precision == model::VideoVaePrecision::kExact ? parse_dtype(o.dtype)
+                                                                        : std::optional<DType>(DType::kBF16);
     if (!compute) return report(invalid_argument("--dtype " + o.dtype + ": f16 | bf16 | f32"));
+    const std::string block_dtype = *precision == model::VideoVaePrecision::kExact ? o.dtype : "bf16";
     auto session = DeviceSession::open(o.device);
     if (!session.ok()) return report(session.status());
     const ops::Context& ctx = (*session)->context();
@@ -143,7 +148,7 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     const char* video_output = o.sample ? "sample" : o.stream ? "rgb8-streamed" : "rgb8";
     nlohmann::json j = {{"bench", "vae"},
                         {"device", ctx.device.to_string()},
-                        {"dtype", fp8 ? std::string("bf16") : o.dtype},
+                        {"dtype", block_dtype},
                         {"vae_precision", o.vae_precision},
                         {"size", o.size},
                         {"frames", o.frames},
@@ -168,7 +173,8 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     } else {
         std::printf("VAE bench on %s, %s, %s x %d frames: video to %s %.2f s (%d tile-clips%s, %.4f s each), "
                     "audio %.3f s (%lld latents), peak %.1f GiB\n",
-                    ctx.device.to_string().c_str(), fp8 ? "fp8 (e4m3 block GEMMs)" : o.dtype.c_str(),
+                    ctx.device.to_string().c_str(),
+                    fp8 ? "fp8 (e4m3 block GEMMs)" : (o.vae_precision + " " + block_dtype).c_str(),
                     o.size.c_str(), o.frames,
                     o.sample   ? "fp32 sample"
                     : o.stream ? "RGB8 frames clip by clip"

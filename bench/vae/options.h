@@ -14,7 +14,8 @@ namespace h3::bench {
 
 struct VaeBenchOptions {
     std::string config = "official", size = release_size(), device = "cuda", dtype = "f16";
-    std::string vae_precision = "exact"; // exact (--dtype blocks) | fp8 (e4m3 block GEMMs over bf16 blocks)
+    // exact (--dtype blocks) | bf16 (bf16 blocks, --dtype ignored) | fp8 (e4m3 block GEMMs over bf16 blocks)
+    std::string vae_precision = "exact";
     int frames = kReleaseFrames, tiles = 0, tile_batch = 0;
     bool random_weights = false, json = false, encode = false, reference = false, exact_fp32 = false;
     bool assemble_on_host = false;

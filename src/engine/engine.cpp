@@ -243,8 +243,9 @@ Result<std::unique_ptr<Engine>> Engine::Impl::open(EngineOptions o, EngineExtras
                                                            o.keep_text_encoder ? runtime::Residency::kResident
                                                                                : runtime::Residency::kPerJob)
                          : runtime::PlacementPlan::per_job(device, impl->precision);
-    if (o.vae_precision == "fp8")
-        plan[runtime::Component::kVideoDecoder].precision = runtime::ComputePrecision::kFp8;
+    H3_ASSIGN_OR_RETURN(const model::VideoVaePrecision vae_precision,
+                        model::parse_video_vae_precision(o.vae_precision));
+    plan[runtime::Component::kVideoDecoder].precision = runtime::placement_precision(vae_precision);
     if (impl->launched) plan.parallel.process = *impl->launched;
     plan.parallel.sp = o.sp;
     plan.parallel.tp = o.tp;
