@@ -728,6 +728,50 @@ TEST(VaeCuda, Fp8DecodeWithinPsnrOfTheExactDecode) {
     EXPECT_EQ(gemm.at("cublaslt-e4m3"), 6 * f8->config.num_layers * cost.calls);
 }
 
+// The bf16 decoder on the device (VideoVaePrecision::kBf16: cuBLASLt bf16 GEMMs, bf16 attention): the golden
+// tiny decoder's frames within the CPU test's bound (55 dB) of the device's exact (f16) decode, every block
+// GEMM cublaslt-bf16 and none in f16; the attention implementations it ran are printed (the official shape's
+// are in bench vae's JSON: sm90a-wgmma-bf16 on an H100 where the kernel fits).
+TEST(VaeCuda, Bf16DecodeWithinPsnrOfTheExactDecode) {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    auto session = cli::DeviceSession::open("cuda");
+    ASSERT_TRUE(session.ok()) << session.status().to_string();
+    const ops::Context& ctx = (*session)->context();
+    const Tensor lat = golden("video_io.safetensors", "latents");
+    auto exact =
+        load_video_vae(data("video"), ctx.device, video_vae_compute(VideoVaePrecision::kExact, ctx.device));
+    ASSERT_TRUE(exact.ok()) << exact.status().to_string();
+    EXPECT_EQ(exact->compute, DType::kF16);
+    auto bf16 =
+        load_video_vae(data("video"), ctx.device, video_vae_compute(VideoVaePrecision::kBf16, ctx.device));
+    ASSERT_TRUE(bf16.ok()) << bf16.status().to_string();
+    const VideoDecodeOptions o{.tile = 16, .min_overlap = 4};
+    auto want = decode_video_frames(ctx, *exact, lat, o);
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    ops::ProvenanceRecord record;
+    Result<Tensor> got = Tensor();
+    {
+        const ops::ProvenanceScope scope(&record);
+        got = decode_video_frames(ctx, *bf16, lat, o);
+    }
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    ASSERT_EQ(got->shape(), want->shape());
+    const double p = pipeline::psnr_from_mse(
+        pipeline::mse_u8(got->data_as<const uint8_t>(), want->data_as<const uint8_t>(), want->numel()));
+    std::printf("CUDA bf16 blocks vs CUDA exact (f16): PSNR %.2f dB\n", p);
+    EXPECT_GE(p, 55.0);
+    EXPECT_TRUE(std::isfinite(p)) << "identical frames: the bf16 blocks did not run";
+    auto calls = record.calls();
+    const auto& gemm = calls["job"]["gemm"];
+    ASSERT_TRUE(gemm.count("cublaslt-bf16")) << "no bf16 GEMM ran";
+    const VideoDecodeCost cost =
+        video_decode_cost(bf16->config, lat.dim(2), lat.dim(3), lat.dim(4), o, ctx.device, DType::kBF16);
+    EXPECT_EQ(gemm.at("cublaslt-bf16"), 6 * bf16->config.num_layers * cost.calls);
+    EXPECT_FALSE(gemm.count("cublaslt-fp16")) << "a block GEMM ran in f16";
+    for (const auto& [impl, n] : calls["job"]["dense_attention"])
+        std::printf("  bf16 decode attention: %s x %lld\n", impl.c_str(), static_cast<long long>(n));
+}
+
 // H3_VAE_BENCH=1: official-size decoders with random weights on the device, timed (not a golden check).
 TEST(VaeCuda, OfficialSizeTiming) {
     if (cuda::device_count() == 0 || !std::getenv("H3_VAE_BENCH"))

@@ -8,12 +8,14 @@
 #include "model/video_vae/video_vae.h"
 #include "model/video_vae/video_vae_cost.h"
 #include "ops/ops.h"
+#include "pipeline/provenance_json.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
 namespace h3::bench {
 
@@ -89,6 +91,11 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     auto sync = [&] { return cuda::stream_synchronize(ctx.stream()); };
     double video_s = 0.0;
     int timed_tiles = total_tiles;
+    // the kernels the video decode ran ("kernels" in the JSON: stage "warmup", then "decode" for the timed
+    // part), e.g. the attention's sm90a-wgmma-bf16 or cudnn and the block GEMMs' dtype
+    ops::ProvenanceRecord provenance;
+    auto provenance_scope = std::make_unique<ops::ProvenanceScope>(&provenance);
+    provenance.set_stage("warmup");
     // warm-up: one tile-clip batch of the size the decode uses (cuBLASLt / cuDNN plans, per-shape tables)
     const int batch =
         model::video_tile_batch(vopt, ctx.device, static_cast<int>(ty.starts.size() * tx.starts.size()));
@@ -102,6 +109,7 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
         zs.push_back(z);
     }
     if (auto r = model::decode_tile_clips(ctx, *vae, zs); !r.ok()) return report(r.status());
+    provenance.set_stage("decode");
     if (o.tiles > 0) {
         timed_tiles = std::min(o.tiles, total_tiles);
         const auto t0 = Clock::now();
@@ -124,6 +132,7 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
                                          " frames, not " + std::to_string(o.frames)));
         video_s = std::chrono::duration<double>(Clock::now() - t0).count();
     }
+    provenance_scope.reset(); // the audio decoder's kernels are not the video decode's
     const double video_peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
     const model::VideoDecodeCost cost =
         model::video_decode_cost(vc, T, lh, lw, vopt, ctx.device, fp8 ? DType::kF8E4M3 : *compute);
@@ -168,6 +177,7 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
                         {"audio_samples", wave->dim(1)},
                         {"audio_decode_seconds", audio_s},
                         {"peak_gib", peak}};
+    pipeline::add_provenance(j, provenance);
     if (o.json) {
         std::printf("%s\n", j.dump(2).c_str());
     } else {
