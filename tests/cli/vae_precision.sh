@@ -4,8 +4,8 @@
 # close (`compare`: finite PSNR >= 40 dB between the two encodes; measured 47.9 dB mean), the bf16 job's metrics
 # name the decoder's bf16 placement and bf16 block GEMMs (the exact job's none). `decode --vae-precision bf16` of
 # the saved latents gives generate's bf16 frames. Bad values are usage errors naming the flag in every command that
-# takes it (generate, decode, serve, bench request, bench vae), and bench vae --vae-precision bf16 reports bf16
-# blocks and the decode's bf16 GEMMs.
+# takes it (generate, decode, serve, bench request, bench vae); bench vae and bench request with --vae-precision
+# bf16 report bf16 blocks and the decode's bf16 GEMMs.
 source "$(dirname "$0")/lib/common.sh" "$@"
 # json_check FILE EXPR...: python asserts over j = the JSON in FILE
 json_check() {
@@ -30,7 +30,8 @@ expect_rc 0 "$H3" compare "$WORK/exact.st" "$WORK/bf16.st" --json
 json_check "$WORK/out.txt" 'all(t["snr_db"] == "inf" for t in j["latents"]["tensors"])'
 # the decode differs, within the bound
 expect_rc 0 "$H3" compare "$WORK/exact.mp4" "$WORK/bf16.mp4" --json --output "$WORK/cmp.json"
-python3 -c 'import json, sys; print("vae_precision: bf16 vs exact video PSNR mean", json.load(open(sys.argv[1]))["video"]["psnr_mean"])' \
+python3 -c 'import json, sys
+print("vae_precision: bf16 vs exact video PSNR mean", json.load(open(sys.argv[1]))["video"]["psnr_mean"])' \
   "$WORK/cmp.json"
 json_check "$WORK/cmp.json" 'j["video"]["frames"] == 107' \
   'isinstance(j["video"]["psnr_mean"], float) and 40 <= j["video"]["psnr_mean"]' \
@@ -62,4 +63,10 @@ expect_rc 0 "$H3" "${VAE[@]}" --vae-precision bf16 --dtype f32; cp "$WORK/out.tx
 json_check "$WORK/vae_bf16.json" 'j["vae_precision"] == "bf16" and j["dtype"] == "bf16"' \
   'j["kernels"]["decode"]["gemm"].get("cpu-bf16", 0) > 0' '"cpu-fp32" in j["kernels"]["decode"]["gemm"]' \
   '"cpu-fp16" not in j["kernels"]["decode"]["gemm"]'
+# bench request: the request's decoder (random weights) with bf16 blocks, named in its JSON and metrics
+expect_rc 0 "$H3" bench request --random-weights --configs "$WORK/tiny" --device cpu --size 64x32 --frames 107 \
+  --steps 2 --vae-precision bf16 --work "$WORK/br" --json
+json_check "$WORK/out.txt" 'j["vae_precision"] == "bf16"' \
+  '"vae_decoder per_job cpu bf16" in j["metrics"]["placement"]' \
+  'j["metrics"]["kernels"]["decode"]["gemm"].get("cpu-bf16", 0) > 0'
 echo "vae_precision: all checks passed"
