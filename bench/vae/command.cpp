@@ -36,6 +36,9 @@ Command vae_command() {
                "(e4m3 block GEMMs, bf16 activations and attention); bf16 and fp8 ignore --dtype")
             ->check(CLI::IsMember({"exact", "bf16", "fp8"}))
             ->capture_default_str();
+        vae->add_flag("--psnr-vs-exact", o->psnr_vs_exact,
+                      "with --vae-precision bf16 or fp8: also decode the latents exactly (the same random "
+                      "weights) and report the frames' PSNR against that decode (untimed)");
         vae->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
         vae->add_flag("--encode", o->encode, "time the video encoder on one --size keyframe instead");
         vae->add_flag(

@@ -57,12 +57,16 @@ VAE=(bench vae --random-weights --config "$WORK/tiny/vae/config.json" --device c
 expect_rc 2 "$H3" "${VAE[@]}" --vae-precision bf; expect_err "--vae-precision"
 [ ! -e "$WORK/x.mp4" ] || fail "a refused request wrote x.mp4"
 
-# bench vae: bf16 blocks (--dtype ignored) and their GEMMs in the timed decode's provenance (one run: its
-# audio decoder is the official one, ~30 s on 2 cores)
-expect_rc 0 "$H3" "${VAE[@]}" --vae-precision bf16 --dtype f32; cp "$WORK/out.txt" "$WORK/vae_bf16.json"
-json_check "$WORK/vae_bf16.json" 'j["vae_precision"] == "bf16" and j["dtype"] == "bf16"' \
+# bench vae: bf16 blocks (--dtype ignored) and their GEMMs in the timed decode's provenance, the frames against
+# the exact decode of the same random weights (measured 71.1 dB; one run: its audio decoder is the official one,
+# ~30 s on 2 cores); --psnr-vs-exact needs bf16 or fp8
+expect_rc 0 "$H3" "${VAE[@]}" --vae-precision bf16 --dtype f32 --psnr-vs-exact; cp "$WORK/out.txt" "$WORK/vae.json"
+json_check "$WORK/vae.json" 'j["vae_precision"] == "bf16" and j["dtype"] == "bf16"' \
   'j["kernels"]["decode"]["gemm"].get("cpu-bf16", 0) > 0' '"cpu-fp32" in j["kernels"]["decode"]["gemm"]' \
-  '"cpu-fp16" not in j["kernels"]["decode"]["gemm"]'
+  '"cpu-fp16" not in j["kernels"]["decode"]["gemm"] and "cpu-bf16" not in j["kernels"]["exact"]["gemm"]' \
+  'j["psnr_vs_exact"]["exact_dtype"] == "f32" and isinstance(j["psnr_vs_exact"]["psnr_db"], float)' \
+  '55 <= j["psnr_vs_exact"]["psnr_db"]'
+expect_rc 2 "$H3" "${VAE[@]}" --psnr-vs-exact; expect_err "--psnr-vs-exact"
 # bench request: the request's decoder (random weights) with bf16 blocks, named in its JSON and metrics
 expect_rc 0 "$H3" bench request --random-weights --configs "$WORK/tiny" --device cpu --size 64x32 --frames 107 \
   --steps 2 --vae-precision bf16 --work "$WORK/br" --json
