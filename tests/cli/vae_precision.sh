@@ -49,6 +49,9 @@ json_check "$WORK/out.txt" 'j["video"]["psnr_mean"] == "inf"'
 
 # bad values: usage errors naming the flag, before anything runs
 expect_rc 2 "${GEN[@]}" --vae-precision bf17 --output "$WORK/x.mp4"; expect_err "--vae-precision"
+# dtype fp16 is for GPUs without bf16: bf16 blocks are refused there, naming the flag
+expect_rc 2 "${GEN[@]}" --dtype fp16 --vae-precision bf16 --output "$WORK/x.mp4"
+expect_err "--vae-precision bf16 runs bf16 blocks"
 expect_rc 2 "$H3" decode --model "$WORK/tiny" --latents "$WORK/bf16.st" --vae-precision fp16 --output "$WORK/x.mp4"
 expect_err "--vae-precision"
 expect_rc 2 "$H3" serve --model "$WORK/tiny" --vae-precision BF16; expect_err "--vae-precision"

@@ -136,6 +136,8 @@ def test_vae_precision_bf16_and_a_bad_value():
     # (fp32 blocks on the CPU): the raw frames >= 60 dB PSNR apart (measured 72.0), the placement naming bf16
     err = _raises(ValueError, h3engine.Engine, _tiny(), device="cpu", vae_precision="bf17")
     assert err.field == "vae_precision" and "exact, bf16 or fp8" in str(err), (err.field, str(err))
+    err = _raises(ValueError, h3engine.Engine, _tiny(), device="cpu", dtype="fp16", vae_precision="bf16")
+    assert err.field == "vae_precision" and "GPUs without bf16" in str(err), (err.field, str(err))
     bf16 = h3engine.Engine(_tiny(), device="cpu", vae_precision="bf16")
     a = _engine().generate(random_prompt_embeds=5, **SMALL)
     b = bf16.generate(random_prompt_embeds=5, **SMALL)
