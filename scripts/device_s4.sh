@@ -7,6 +7,9 @@
 #      H3_GEMM_TUNING_FILE across two processes, then the fp8 + VSA velocity cosine against bf16 VSA (bench fp8,
 #      50 full-width blocks).
 #   2. the fp8 + VSA cosine, then the 50-grid-point t2va request (nothing regressed).
+#   3. the closing measures: bench request --fasth3 --warmup bf16 / fp8 in two interleaved rounds, bench dit VSA
+#      bf16 / fp8, and (S4_VAE="bf16 fp8") fp8 requests with those video decoders compared with the exact one;
+#      S4_TUNING=1 first: H3_GEMM_TUNING_FILE across two processes.
 source scripts/device_final45.sh --functions-only
 s4_test() { # tag binary filter [args...]
   local tag=$1 bin=$2 filter=$3; shift 3
@@ -20,6 +23,21 @@ s4_compare() { # reference candidate tag
 import json; j = json.load(open('$OUT/s4_cmp_$3.json')); v = j.get('video', j)
 print({k: v.get(k) for k in v if not isinstance(v.get(k), (list, dict))})" 2>&1 | tail -1)"
 }
+s4_tuning() { # H3_GEMM_TUNING_FILE across two processes: the second one tunes nothing
+  echo "== H3_GEMM_TUNING_FILE across two processes (FastH3, 640x352x107, no warm-up) ($SECONDS s)"
+  rm -f /tmp/h3-tuning.txt
+  for run in 1 2; do
+    H3_GEMM_TUNING_FILE=/tmp/h3-tuning.txt timeout 150 $H3 bench request --random-weights --fasth3 \
+      --size 640x352 --frames 107 --device cuda --work "/tmp/h3-s4-tuning-$run" --json \
+      > "$OUT/s4_tuning_$run.json" 2> "$OUT/s4_tuning_$run.err"
+    echo "run $run rc=$?: $(python3 -c "
+import json; j = json.load(open('$OUT/s4_tuning_$run.json')); m = j.get('metrics', {})
+print('steps', [round(s, 3) for s in j.get('step_seconds', [])], 'first_forward', m.get('first_forward'),
+      'decode', round(j.get('seconds_decode', 0), 3))" 2>&1 | tail -1)"
+  done
+  ls -l /tmp/h3-tuning.txt; head -3 /tmp/h3-tuning.txt
+}
+
 if [ "${S4_PART:-1}" = 1 ]; then
   if [ "${S4_TESTS:-0}" = 1 ]; then
     echo "== GPU tests not run before ($SECONDS s)"
@@ -38,18 +56,7 @@ if [ "${S4_PART:-1}" = 1 ]; then
   f45_request vaefp8 --vae-precision fp8 --warmup
   s4_compare /tmp/h3-f45-exact/request.mp4 /tmp/h3-f45-vaefp8/request.mp4 vaefp8
   ls -l /tmp/h3-f45-exact/request.mp4 /tmp/h3-f45-vaefp8/request.mp4
-  echo "== H3_GEMM_TUNING_FILE across two processes (FastH3, 640x352x61, no warm-up) ($SECONDS s)"
-  rm -f /tmp/h3-tuning.txt
-  for run in 1 2; do
-    H3_GEMM_TUNING_FILE=/tmp/h3-tuning.txt timeout 150 $H3 bench request --random-weights --fasth3 \
-      --size 640x352 --frames 61 --device cuda --work "/tmp/h3-s4-tuning-$run" --json \
-      > "$OUT/s4_tuning_$run.json" 2> "$OUT/s4_tuning_$run.err"
-    echo "run $run rc=$?: $(python3 -c "
-import json; j = json.load(open('$OUT/s4_tuning_$run.json')); m = j.get('metrics', {})
-print('steps', [round(s, 3) for s in j.get('step_seconds', [])], 'first_forward', m.get('first_forward'),
-      'decode', round(j.get('seconds_decode', 0), 3))" 2>&1 | tail -1)"
-  done
-  ls -l /tmp/h3-tuning.txt; head -3 /tmp/h3-tuning.txt
+  s4_tuning
 fi
 if [ "${S4_PART:-1}" = 1 ] || [ "${S4_PART:-1}" = 2 ]; then
   echo "== bench fp8 --attention vsa:sparsity=0.9 (50 blocks, full width) ($SECONDS s)"
@@ -70,5 +77,20 @@ s = j.get('step_seconds', [])
 print({k: r(j.get(k)) for k in ('seconds_total', 'seconds_encode', 'seconds_denoise', 'seconds_decode', 'seconds_mux',
                                 'peak_device_gib')}, 'steps', len(s), 'first', r(s[0]) if s else None,
       'median', r(sorted(s)[len(s) // 2]) if s else None)" 2>&1 | tail -2
+fi
+if [ "${S4_PART:-1}" = 3 ]; then # the closing measures on the final code (after a tests stage, nothing to build)
+  [ "${S4_TUNING:-0}" = 1 ] && s4_tuning
+  for round in 1 2; do
+    f45_request "bf16_$round" --warmup
+    f45_request "fp8_$round" --precision fp8 --warmup
+  done
+  f45_dit bf16
+  f45_dit fp8 --precision fp8
+  if [ "${S4_VAE:-}" != "" ]; then # the decode's fast paths in a whole request against bf16_2's exact decode
+    for vp in $S4_VAE; do
+      f45_request "fp8_vae$vp" --precision fp8 --warmup --vae-precision "$vp"
+      s4_compare /tmp/h3-f45-fp8_2/request.mp4 "/tmp/h3-f45-fp8_vae$vp/request.mp4" "vae$vp"
+    done
+  fi
 fi
 echo "== device_s4 part ${S4_PART:-all} done ($SECONDS s)"
