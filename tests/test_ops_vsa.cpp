@@ -348,6 +348,15 @@ TEST(OpsVsa, BlockSparseWgmmaKernel) {
         ASSERT_OK(block_sparse_attention(Context::cpu(), {}, tiles_on(Context::cpu(), m), clone(q), clone(k),
                                          clone(v), clone(lists), ref));
         check_output(o, values(ref), {1.5e-2, 1.5e-2});
+        // Deeper K/V rings (hopper_stages 3, 4): the same arithmetic in the same order, so the same bytes.
+        for (int stages : {3, 4}) {
+            SCOPED_TRACE("stages " + std::to_string(stages));
+            Guarded od(Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16));
+            ASSERT_OK(block_sparse_attention(ctx(),
+                                             {.impl = BlockSparseImpl::kHopper, .hopper_stages = stages},
+                                             tiles, dq, dk, dv, dl, od.t));
+            check_output(od, values(o.host()), {0.0, 0.0});
+        }
         Guarded om(Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16));
         ASSERT_OK(
             block_sparse_attention(ctx(), {.impl = BlockSparseImpl::kMma}, tiles, dq, dk, dv, dl, om.t));
@@ -420,6 +429,13 @@ TEST(OpsVsa, BlockSparseFp8) {
         ASSERT_OK(st);
         check_output(o, want, {2e-2, 2e-2});
         EXPECT_LT(rel_rms(values(o.host()), want), 0.02);
+        for (int stages : {3, 4}) { // deeper K/V rings: the same bytes
+            SCOPED_TRACE("stages " + std::to_string(stages));
+            Guarded od(Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16));
+            ASSERT_OK(block_sparse_attention(ctx(), {.fp8 = true, .hopper_stages = stages},
+                                             tiles_on(ctx(), m), dev(q), dev(k), dev(v), dev(lists), od.t));
+            check_output(od, values(o.host()), {0.0, 0.0});
+        }
     }
 }
 
@@ -673,6 +689,15 @@ TEST(OpsVsa, RejectsBadArguments) {
     dup.data_as<int32_t>()[1] = dup.data_as<int32_t>()[0]; // not strictly ascending
     EXPECT_FALSE(block_sparse_attention(cpu, {}, t, x, x, x, dup, o).ok());
     EXPECT_TRUE(block_sparse_attention(cpu, {}, t, x, x, x, random_lists(2, m, P + 1, true, 3), o).ok());
+    for (int stages : {1, 5, -2}) {
+        const Status st = block_sparse_attention(cpu, {.hopper_stages = stages}, t, x, x, x,
+                                                 random_lists(2, m, P + 1, true, 3), o);
+        EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << stages;
+        EXPECT_NE(st.to_string().find("hopper_stages"), std::string::npos) << st.to_string();
+    }
+    EXPECT_TRUE(
+        block_sparse_attention(cpu, {.hopper_stages = 3}, t, x, x, x, random_lists(2, m, P + 1, true, 3), o)
+            .ok());
 }
 
 } // namespace

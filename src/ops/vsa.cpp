@@ -242,6 +242,9 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
     if (p.fp8 && q.dtype() != DType::kBF16)
         return invalid_argument("block_sparse_attention: the fp8 mode takes bf16 q, k, v and o; q is " +
                                 desc(q));
+    if (p.hopper_stages != 0 && (p.hopper_stages < 2 || p.hopper_stages > 4))
+        return invalid_argument("block_sparse_attention: hopper_stages = " + std::to_string(p.hopper_stages) +
+                                " must be 0 (the default) or 2, 3, 4");
     BlockSparseAttentionParams r = p;
     if (r.scale == 0.0f) r.scale = 1.0f / std::sqrt(static_cast<float>(q.dim(2)));
     if (!(r.scale > 0.0f) || !std::isfinite(r.scale))

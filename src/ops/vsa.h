@@ -105,6 +105,11 @@ struct BlockSparseAttentionParams {
     float scale = 0.0f;
     BlockSparseImpl impl = BlockSparseImpl::kAuto;
     bool fp8 = false;
+    // The one-tile wgmma kernel's K/V ring depth (kHopper, or kAuto where it picks that kernel): 0 for its
+    // default (2 stages: 80 KB of shared memory per CTA bf16, 40 KB e4m3, two CTAs per SM), or 2, 3, 4 (bf16
+    // 112 / 144 KB, e4m3 56 / 72 KB; bf16 with 4 fits one CTA per SM). Same arithmetic, so the same output;
+    // other implementations ignore it.
+    int hopper_stages = 0;
 };
 Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionParams& p, const VsaTiles& tiles,
                               const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lists,

@@ -433,7 +433,8 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
                                                     .prefix = a.prefix,
                                                     .width = a.width,
                                                     .scale = p.scale,
-                                                    .pair = pair};
+                                                    .pair = pair,
+                                                    .stages = p.hopper_stages};
         note_impl(OpFamily::kSparseAttention,
                   pair ? (p.fp8 ? "sm90a-wgmma-pair-e4m3" : "sm90a-wgmma-pair-bf16")
                        : (p.fp8 ? "sm90a-wgmma-e4m3" : "sm90a-wgmma-bf16"));

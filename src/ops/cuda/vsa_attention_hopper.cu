@@ -35,10 +35,10 @@ namespace {
 constexpr int kRows = 64; // slots per tile (ops::kVsaTileRows)
 constexpr int kD = 128;
 constexpr int kThreads = 256;
-constexpr int kStages = 2;
+constexpr int kDefaultStages = 2;       // K/V ring depth unless HopperBlockSparseArgs::stages says otherwise
 constexpr int kHalfBytes = kRows * 128; // one 64-column half of a 64-row bf16 tile (128 B per row)
 
-struct SmemBsa {
+template <int kStages> struct SmemBsa {
     uint8_t q[2][kHalfBytes];          // [column half][slot][128 B], 128-byte swizzled
     uint8_t k[kStages][2][kHalfBytes]; // [stage][column half][key slot][128 B]
     uint8_t v[kStages][2][kHalfBytes];
@@ -165,6 +165,7 @@ struct BsaArgs {
     int heads, tiles, prefix, width;
 };
 
+template <int kStages>
 __global__ void __launch_bounds__(kThreads, 2)
     bsa_bf16_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                   const __grid_constant__ CUtensorMap tv, bf16* __restrict__ out, const BsaArgs a,
@@ -172,8 +173,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 #ifdef H3_SM90A
     using C = Consumer;
     extern __shared__ uint8_t smem_raw[];
-    SmemBsa& sm =
-        *reinterpret_cast<SmemBsa*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    SmemBsa<kStages>& sm = *reinterpret_cast<SmemBsa<kStages>*>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     const int wg = threadIdx.x / 128;
     const int qt = blockIdx.x, h = blockIdx.y; // query tiles fastest: CTAs in flight share a head's K/V in L2
     const bool dense = qt < a.prefix;
@@ -450,7 +451,7 @@ __global__ void __launch_bounds__(256)
     dst[1] = out1;
 }
 
-struct SmemBsaFp8 {
+template <int kStages> struct SmemBsaFp8 {
     uint8_t q[kFp8Tile];          // [slot][128 B], 128-byte swizzled
     uint8_t k[kStages][kFp8Tile]; // [key slot][128 B], 128-byte swizzled
     uint8_t v[kStages][kFp8Tile]; // Vᵀ [d][64 keys], 64-byte swizzled
@@ -559,6 +560,7 @@ struct Fp8Scales {
     const int* amax_bits; // [2, H]: k, v
 };
 
+template <int kStages>
 __global__ void __launch_bounds__(kThreads, 2)
     bsa_fp8_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                  const __grid_constant__ CUtensorMap tv, bf16* __restrict__ out, const BsaArgs a,
@@ -566,8 +568,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 #ifdef H3_SM90A
     using C = Fp8Consumer;
     extern __shared__ uint8_t smem_raw[];
-    SmemBsaFp8& sm =
-        *reinterpret_cast<SmemBsaFp8*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    SmemBsaFp8<kStages>& sm = *reinterpret_cast<SmemBsaFp8<kStages>*>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     const int wg = threadIdx.x / 128;
     const int qt = blockIdx.x, h = blockIdx.y; // query tiles fastest: CTAs in flight share a head's K/V in L2
     const bool dense = qt < a.prefix;
@@ -1057,6 +1059,21 @@ Status launch_pair(const HopperBlockSparseArgs& a, const CUtensorMap& tq, const 
     return check_launch(kFp8 ? "bsa_pair_sm90<e4m3>" : "bsa_pair_sm90<bf16>");
 }
 
+// Runs f with std::integral_constant<int, S> for the one-tile kernels' ring depth S (0: kDefaultStages).
+template <class F> Status with_stages(int stages, F&& f) {
+    switch (stages == 0 ? kDefaultStages : stages) {
+    case 2:
+        return f(std::integral_constant<int, 2>{});
+    case 3:
+        return f(std::integral_constant<int, 3>{});
+    case 4:
+        return f(std::integral_constant<int, 4>{});
+    default:
+        return invalid_argument("block-sparse attention (wgmma): " + std::to_string(stages) +
+                                " K/V stages; the kernel takes 2, 3 or 4");
+    }
+}
+
 // What both kernels need of the call (the caller has checked the dtype and alignment).
 Status check_shape(const HopperBlockSparseArgs& a) {
     if (a.dim != kD)
@@ -1102,13 +1119,17 @@ Status hopper_block_sparse_bf16(const Context& ctx, const HopperBlockSparseArgs&
                        static_cast<int>(a.prefix),
                        static_cast<int>(a.width)};
     if (a.pair) return launch_pair<false>(a, tq, tk, tv, args, Fp8Scales{}, stream);
-    const size_t smem = sizeof(SmemBsa) + 1024;
-    H3_CUDA_TRY(cudaFuncSetAttribute(bsa_bf16_sm90, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(smem)),
-                "cudaFuncSetAttribute(bsa_bf16_sm90)");
-    bsa_bf16_sm90<<<dim3(static_cast<unsigned>(a.tiles), static_cast<unsigned>(a.heads)), kThreads, smem,
-                    stream>>>(tq, tk, tv, static_cast<bf16*>(a.o), args, a.scale * 1.4426950408889634f);
-    return check_launch("bsa_bf16_sm90");
+    return with_stages(a.stages, [&](auto st) {
+        constexpr int kSt = decltype(st)::value;
+        const size_t smem = sizeof(SmemBsa<kSt>) + 1024;
+        H3_CUDA_TRY(cudaFuncSetAttribute(bsa_bf16_sm90<kSt>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem)),
+                    "cudaFuncSetAttribute(bsa_bf16_sm90)");
+        bsa_bf16_sm90<kSt>
+            <<<dim3(static_cast<unsigned>(a.tiles), static_cast<unsigned>(a.heads)), kThreads, smem,
+               stream>>>(tq, tk, tv, static_cast<bf16*>(a.o), args, a.scale * 1.4426950408889634f);
+        return check_launch("bsa_bf16_sm90");
+    });
 }
 
 Status hopper_block_sparse_fp8(const Context& ctx, const HopperBlockSparseArgs& a) {
@@ -1161,14 +1182,17 @@ Status hopper_block_sparse_fp8(const Context& ctx, const HopperBlockSparseArgs& 
                        static_cast<int>(a.prefix),
                        static_cast<int>(a.width)};
     if (a.pair) return launch_pair<true>(a, tq, tk, tv, args, Fp8Scales{qs, amax}, stream);
-    const size_t smem = sizeof(SmemBsaFp8) + 1024;
-    H3_CUDA_TRY(cudaFuncSetAttribute(bsa_fp8_sm90, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(smem)),
-                "cudaFuncSetAttribute(bsa_fp8_sm90)");
-    bsa_fp8_sm90<<<dim3(static_cast<unsigned>(a.tiles), static_cast<unsigned>(a.heads)), kThreads, smem,
-                   stream>>>(tq, tk, tv, static_cast<bf16*>(a.o), args, Fp8Scales{qs, amax},
-                             a.scale * 1.4426950408889634f);
-    return check_launch("bsa_fp8_sm90");
+    return with_stages(a.stages, [&](auto st) {
+        constexpr int kSt = decltype(st)::value;
+        const size_t smem = sizeof(SmemBsaFp8<kSt>) + 1024;
+        H3_CUDA_TRY(cudaFuncSetAttribute(bsa_fp8_sm90<kSt>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem)),
+                    "cudaFuncSetAttribute(bsa_fp8_sm90)");
+        bsa_fp8_sm90<kSt><<<dim3(static_cast<unsigned>(a.tiles), static_cast<unsigned>(a.heads)), kThreads,
+                            smem, stream>>>(tq, tk, tv, static_cast<bf16*>(a.o), args, Fp8Scales{qs, amax},
+                                            a.scale * 1.4426950408889634f);
+        return check_launch("bsa_fp8_sm90");
+    });
 }
 
 } // namespace h3::ops::cuda_detail

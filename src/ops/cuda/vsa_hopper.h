@@ -26,6 +26,8 @@ struct HopperBlockSparseArgs {
     // One CTA per two query tiles of a head, sharing the K/V loads of the list positions both tiles list
     // alike (BlockSparseImpl::kHopperPair); false: one CTA per query tile.
     bool pair = false;
+    // K/V ring depth of the one-tile kernels (0: their default, 2); 2, 3 or 4. The pair kernel has its own.
+    int stages = 0;
 };
 
 // kUnimplemented where the kernel cannot run (no sm_90a build or device, head dim other than 128).
