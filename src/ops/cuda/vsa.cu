@@ -31,12 +31,12 @@ bool aligned16(const void* p) {
     return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
-// ---- pooling
-// ----------------------------------------------------------------------------------------------- Vector path
-// (D % 8 == 0, 16-byte aligned rows): one block per (tile, chunk of the H·D channels), each thread 8
-// consecutive channels of one head, read as one 16-byte load (two for f32) per slot; the tile's slots are
-// read 8 at a time (4 for f32: that many loads in flight, kept raw), then summed in slot order as the CPU
-// does.
+// ---- pooling ----------------------------------------------------------------------------------------------
+
+// Vector path (D % 8 == 0, 16-byte aligned rows): one block per (tile, chunk of the H·D channels), each
+// thread 8 consecutive channels of one head, read as one 16-byte load (two for f32) per slot; the tile's
+// slots are read 8 at a time (4 for f32: that many loads in flight, kept raw), then summed in slot order as
+// the CPU does.
 constexpr int kPoolThreads = 128;
 
 template <typename T> struct Raw8 { // 8 elements of T as 16-byte words
@@ -108,11 +108,11 @@ __global__ void vsa_pool_kernel(const T* __restrict__ x, const int32_t* __restri
     }
 }
 
-// ---- tile scores
-// ------------------------------------------------------------------------------------------- 64×64 outputs
-// per block, 16×16 threads of 4×4 outputs each; q̄ and k̄ pass through shared memory in chunks of 32 channels,
-// stored channel-major so a thread reads its 4 rows (4 columns) as one float4. Every output is summed over d
-// in order with __fmul_rn/__fadd_rn: the CPU's bits.
+// ---- tile scores ------------------------------------------------------------------------------------------
+
+// 64×64 outputs per block, 16×16 threads of 4×4 outputs each; q̄ and k̄ pass through shared memory in chunks of
+// 32 channels, stored channel-major so a thread reads its 4 rows (4 columns) as one float4. Every output is
+// summed over d in order with __fmul_rn/__fadd_rn: the CPU's bits.
 constexpr int kScoreBlock = 64;
 constexpr int kScoreChunk = 32;
 constexpr int kScorePad = kScoreBlock + 4; // keeps float4 alignment, spreads the transposed stores
@@ -166,10 +166,10 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-// ---- selection
-// --------------------------------------------------------------------------------------------- Larger score
-// → larger key; NaN ranks as −inf and −0 as +0 (the CPU reference compares values). Every real score maps
-// above 0 (−inf → 0x007fffff), so 0 marks an absent candidate.
+// ---- selection --------------------------------------------------------------------------------------------
+
+// Larger score → larger key; NaN ranks as −inf and −0 as +0 (the CPU reference compares values). Every real
+// score maps above 0 (−inf → 0x007fffff), so 0 marks an absent candidate.
 __device__ __forceinline__ uint32_t order_key(float s) {
     if (isnan(s)) s = -INFINITY;
     if (s == 0.0f) s = 0.0f;
@@ -188,8 +188,9 @@ __device__ __forceinline__ int warp_count(int c) {
 
 // Warp path (up to kSelectWarpMax candidates): one warp per (video query tile, head), kSelectWarps warps a
 // block; lane l holds the keys of candidates l + 32·j, j < J, in registers. The take-th largest key K is
-// found bit by bit from the top (32 steps of count(keys ≥ prefix | bit) ≥ take); the candidates above K and
-// the lowest-indexed (take − count(keys > K)) equal to K are then written in ascending order with ballots.
+// found bit by bit from the top (up to 32 steps of count(keys ≥ prefix | bit) ≥ take, ending early when the
+// count is exactly take); the candidates above K and the lowest-indexed (take − count(keys > K)) equal to K
+// are then written in ascending order with ballots.
 constexpr int kSelectWarps = 4;
 constexpr int kSelectWarpMax = 64 * 32; // J = 64 keys a lane
 
@@ -215,7 +216,11 @@ __global__ void __launch_bounds__(kSelectWarps * 32)
 #pragma unroll
         for (int j = 0; j < J; ++j)
             if (j < groups) c += key[j] >= cand ? 1 : 0;
-        if (warp_count(c) >= take) kth = cand;
+        const int count = warp_count(c);
+        if (count >= take) {
+            kth = cand;
+            if (count == take) break; // exactly the keys ≥ cand: K may stay a bound, not a key value
+        }
     }
     int above = 0;
 #pragma unroll
@@ -328,12 +333,12 @@ __global__ void __launch_bounds__(kSelectThreads)
     }
 }
 
-// ---- compression branch
-// ------------------------------------------------------------------------------------ One block per (64
-// query tiles, head, 128 channels): 8 warps, warp w owns query tiles 8w..8w+7 and lane l channels 4l..4l+3,
-// 32 accumulators a thread. First each warp takes its 8 rows' max and Σ exp(s − max); then the key tiles pass
-// in chunks of 32: exp(s − max) (rows × chunk) and v̄ (chunk × 128 channels) are staged in shared memory and
-// every v̄ element staged feeds 64 rows. The sum is divided out at the end.
+// ---- compression branch -----------------------------------------------------------------------------------
+
+// One block per (64 query tiles, head, 128 channels): 8 warps, warp w owns query tiles 8w..8w+7 and lane l
+// channels 4l..4l+3, 32 accumulators a thread. First each warp takes its 8 rows' max and Σ exp(s − max); then
+// the key tiles pass in chunks of 32: exp(s − max) (rows × chunk) and v̄ (chunk × 128 channels) are staged in
+// shared memory and every v̄ element staged feeds 64 rows. The sum is divided out at the end.
 constexpr int kCompressRows = 64;
 constexpr int kCompressCols = 128;
 constexpr int kCompressChunk = 32;
@@ -412,18 +417,18 @@ __global__ void __launch_bounds__(kCompressThreads, 2)
     for (int r = 0; r < 8; ++r) {
         const int64_t i = i0 + warp * 8 + r;
         if (i >= n) continue;
-        const float sum = row_sum[warp * 8 + r];
+        const float total = row_sum[warp * 8 + r];
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
             const int64_t ch = c0 + lane * 4 + c;
-            if (ch < d) oc[(h * n + i) * d + ch] = acc[r][c] / sum;
+            if (ch < d) oc[(h * n + i) * d + ch] = acc[r][c] / total;
         }
     }
 }
 
-// ---- gate add
-// ---------------------------------------------------------------------------------------------- o = o +
-// round(round(oc)·gate) per element (the rounding as the CPU reference does it).
+// ---- gate add ---------------------------------------------------------------------------------------------
+
+// o = o + round(round(oc)·gate) per element (the rounding as the CPU reference does it).
 template <typename T> __device__ __forceinline__ float gate_add_one(float o, float oc, float g, bool round) {
     if (round) oc = round_to<T>(oc);
     float prod = __fmul_rn(oc, g);
