@@ -1,6 +1,7 @@
 // h3-bench request --random-weights [--size WxH] [--frames F] [--steps N] [--seed N] [--prompt TEXT]
 //                  [--configs official|CHECKPOINT] [--work DIR] [--output FILE] [--blocks B]
-//                  [--device cuda] [--dtype bf16|fp32] [--precision bf16|fp8] [--vae-precision exact|fp8]
+//                  [--device cuda] [--dtype bf16|fp32] [--precision bf16|fp8] [--vae-precision
+//                  exact|bf16|fp8]
 //                  [--fasth3]
 //                  [--attention dense|vsa[:...]] [--residency resident|layerwise]
 //                  [--resident-blocks K] [--weight-dtype bf16|int8|auto] [--host-pinning on|off]
@@ -153,12 +154,11 @@ runtime::ComponentSupplier random_components(int dit_blocks, bool gate_compress)
                          const ops::Context& ctx) -> Result<model::VideoVae> {
         H3_ASSIGN_OR_RETURN(model::VideoVaeConfig vc,
                             model::VideoVaeConfig::from_file((fs::path(dir) / "config.json").string()));
-        const bool fp8 = p.precision == runtime::ComputePrecision::kFp8; // --vae-precision fp8
-        const DType compute = p.precision == runtime::ComputePrecision::kFp32 ? DType::kF32
-                              : fp8                                           ? DType::kBF16
-                                    : model::default_video_vae_compute(p.device);
-        H3_ASSIGN_OR_RETURN(model::VideoVae vae, model::random_video_vae(ctx, vc, compute, 1));
-        if (fp8) H3_TRY(model::quantize_video_vae_fp8(ctx, vae));
+        // --vae-precision: the loader's block dtype (bf16 for bf16 and fp8), then fp8's e4m3 weights
+        H3_ASSIGN_OR_RETURN(model::VideoVae vae,
+                            model::random_video_vae(ctx, vc, runtime::video_decoder_compute(p), 1));
+        if (runtime::video_vae_precision(p.precision) == model::VideoVaePrecision::kFp8)
+            H3_TRY(model::quantize_video_vae_fp8(ctx, vae));
         return vae;
     };
     s.audio_decoder = [](const std::string& dir, const runtime::ComponentPlacement&,
@@ -212,8 +212,9 @@ Command request_command() {
             ->check(CLI::IsMember({"bf16", "fp8"}))
             ->capture_default_str();
         o->sub
-            ->add_option("--vae-precision", o->vae_precision, "video decoder: exact | fp8 (e4m3 block GEMMs)")
-            ->check(CLI::IsMember({"exact", "fp8"}))
+            ->add_option("--vae-precision", o->vae_precision,
+                         "video decoder: exact | bf16 (bf16 blocks) | fp8 (e4m3 block GEMMs)")
+            ->check(CLI::IsMember({"exact", "bf16", "fp8"}))
             ->capture_default_str();
         o->sub->add_flag("--fasth3", o->fasth3,
                          "a FastH3 student: compression gates in every block and the sidecar's defaults "
@@ -325,6 +326,7 @@ Command request_command() {
             {"grid_points", job->steps},
             {"attention", job->attention.describe()},
             {"placement", placement},
+            {"vae_precision", o->vae_precision},
             {"fasth3", o->fasth3},
             {"forwards", r->step_seconds.size()},
             {"conditioning_rows", r->conditioning_rows},

@@ -49,6 +49,7 @@ j = json.load(open(sys.argv[1]))
 print({k: j.get(k) for k in ("precision", "seconds_per_block", "seconds_per_forward_50_blocks")})
 ops = j.get("per_op_seconds_per_block", {})
 print("per_op_ms", {k: round(v * 1e3, 3) for k, v in sorted(ops.items(), key=lambda kv: -kv[1])})
+print("vsa kernels ms", {k: round(v * 1e3, 3) for k, v in j.get("vsa", {}).get("phase_seconds", {}).items()})
 for run in j.get("vsa", {}).get("runs", []): print("vsa run", run)
 print("fallbacks", j.get("fallbacks"))
 PY

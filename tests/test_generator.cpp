@@ -6,10 +6,10 @@
 #include "io/json_file.h"
 #include "io/media_reader.h"
 #include "io/media_writer.h"
-#include "model/tiny/tiny_checkpoint.h"
 #include "pipeline/generator.h"
 #include "pipeline/job_builder.h"
 #include "runtime/model_store.h"
+#include "tiny_checkpoint_once.h"
 
 #include <gtest/gtest.h>
 
@@ -27,13 +27,7 @@ const fs::path kWork = fs::path(H3_BINARY_DIR) / "test_generator";
 
 // A tiny checkpoint written once per geometry (and name).
 std::string tiny(const std::string& name, model::TinyGeometry geometry = {}) {
-    const fs::path d = kWork / name;
-    if (!fs::exists(d / "model_index.json")) {
-        fs::remove_all(d);
-        Status s = model::write_tiny_checkpoint({.dir = d.string(), .seed = 3, .geometry = geometry});
-        EXPECT_TRUE(s.ok()) << s.to_string();
-    }
-    return d.string();
+    return test::tiny_checkpoint_once(kWork / name, 3, model::TinyVariant::kBase, geometry);
 }
 
 model::TinyGeometry other_geometry() {
@@ -398,15 +392,9 @@ TEST(Generator, StreamedMp4EqualsTheWholeClipAndProvenanceSaysCpu) {
 // #45); the denoise names the e4m3 GEMMs, the sparse attention's CPU kernel and the fused quantization.
 // (What still falls back — a gate kept in bf16, run-time LoRA — is tested on the DiT in test_dit_fp8.)
 TEST(Generator, Fp8WithVsaRunsFusedQuantizationWithoutFallback) {
-    const fs::path d = kWork / "fasth3";
-    if (!fs::exists(d / "model_index.json")) {
-        fs::remove_all(d);
-        ASSERT_TRUE(model::write_tiny_checkpoint(
-                        {.dir = d.string(), .seed = 3, .variant = model::TinyVariant::kFastH3})
-                        .ok());
-    }
+    const std::string d = test::tiny_checkpoint_once(kWork / "fasth3", 3, model::TinyVariant::kFastH3);
     auto store = runtime::ModelStore::open(
-        d.string(), runtime::PlacementPlan::per_job(Device::cpu(), runtime::ComputePrecision::kFp8));
+        d, runtime::PlacementPlan::per_job(Device::cpu(), runtime::ComputePrecision::kFp8));
     ASSERT_TRUE(store.ok()) << store.status().to_string();
     auto generator = pipeline::Generator::create(**store);
     ASSERT_TRUE(generator.ok());

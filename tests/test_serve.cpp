@@ -1104,6 +1104,38 @@ TEST(ServeFastH3, AttentionGivenAndDefaultedMatchGenerate) {
     expect_error(c.Post("/v1/videos", ref_form), 400, "attention", "ref2va is not supported");
 }
 
+// `serve --vae-precision bf16` (issue #45): the resident video decoder runs bf16 blocks for every job;
+// /health's placement and the job's metrics name it, the job's decode ran bf16 block GEMMs. A bad value is a
+// usage error naming the flag before the server listens.
+TEST(ServeVaePrecision, Bf16DecoderIsServedAndReported) {
+    fs::remove_all(kWork / "vae_bf16_out");
+    Server server(kWork / "vae_bf16_out", {"--vae-precision", "bf16"}, "vae_bf16");
+    ASSERT_TRUE(server.up());
+    auto c = server.client();
+    auto h = c.Get("/health");
+    ASSERT_TRUE(h);
+    const std::string placement = body_json(h).value("placement", "");
+    EXPECT_NE(placement.find("vae_decoder resident cpu bf16"), std::string::npos) << placement;
+    const json t2va = {{"prompt", "a red fox runs through snow"},
+                       {"size", "64x32"},
+                       {"seconds", 4},
+                       {"seed", 5},
+                       {"num_inference_steps", 2}};
+    auto submitted = c.Post("/v1/videos", t2va.dump(), "application/json");
+    ASSERT_TRUE(submitted);
+    const json v = wait_for(c, body_json(submitted)["id"]);
+    ASSERT_EQ(v["status"], "completed") << v.dump();
+    const json& m = v["metrics"];
+    EXPECT_EQ(m.value("placement", ""), placement);
+    const json gemm = m["kernels"]["decode"]["gemm"];
+    EXPECT_GT(gemm.value("cpu-bf16", 0), 0) << m["kernels"].dump();
+
+    Server bad(kWork / "vae_bad_out", {"--vae-precision", "fp16"}, "vae_bad", {}, false);
+    EXPECT_FALSE(bad.up());
+    EXPECT_EQ(bad.exit_status(), 2);
+    EXPECT_NE(bad.stderr_text().find("--vae-precision"), std::string::npos) << bad.stderr_text();
+}
+
 // Weight residency through the seam: `serve --residency layerwise` streams the DiT's blocks (and the text
 // stack's layers) from host masters, reports the plan in /health and the job's metrics, and writes the
 // same latents as the resident path (`generate`, the resident plan: LatentsMatchGenerate shows the two

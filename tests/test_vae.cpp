@@ -463,6 +463,103 @@ TEST(VideoVae, Fp8BlocksWithinPsnrOfTheExactDecode) {
     EXPECT_EQ((*lease)->weights.fp8.size(), (*lease)->weights.blocks.size());
 }
 
+// The precisions' names: every one parses back to itself; a bad value is an error naming the field (the
+// engine option's by default, or the one given) and listing the values.
+TEST(VideoVaePrecision, ParsesEveryNameAndNamesTheFieldOfABadOne) {
+    for (VideoVaePrecision p :
+         {VideoVaePrecision::kExact, VideoVaePrecision::kBf16, VideoVaePrecision::kFp8}) {
+        auto back = parse_video_vae_precision(video_vae_precision_name(p));
+        ASSERT_TRUE(back.ok()) << video_vae_precision_name(p) << ": " << back.status().to_string();
+        EXPECT_EQ(*back, p);
+        EXPECT_EQ(runtime::video_vae_precision(runtime::placement_precision(p)), p);
+    }
+    EXPECT_STREQ(video_vae_precision_name(VideoVaePrecision::kBf16), "bf16");
+    EXPECT_EQ(runtime::placement_precision(VideoVaePrecision::kExact), runtime::ComputePrecision::kDefault);
+    EXPECT_STREQ(runtime::precision_name(runtime::placement_precision(VideoVaePrecision::kBf16)), "bf16");
+    for (const std::string bad : {"BF16", "f16", "fp16", "", "bf16 "}) {
+        auto r = parse_video_vae_precision(bad);
+        ASSERT_FALSE(r.ok()) << "'" << bad << "'";
+        EXPECT_EQ(r.status().field(), "vae_precision");
+        EXPECT_NE(r.status().message().find("exact, bf16 or fp8"), std::string::npos) << r.status().message();
+    }
+    EXPECT_EQ(parse_video_vae_precision("bf8", "request.vae").status().field(), "request.vae");
+    // the block dtype each loads with: exact keeps the device's default, bf16 and fp8 bf16 blocks
+    EXPECT_EQ(video_vae_compute(VideoVaePrecision::kExact, Device::cpu()), DType::kF32);
+    EXPECT_EQ(video_vae_compute(VideoVaePrecision::kExact, Device::cuda(0)), DType::kF16);
+    for (Device d : {Device::cpu(), Device::cuda(0)}) {
+        EXPECT_EQ(video_vae_compute(VideoVaePrecision::kBf16, d), DType::kBF16);
+        EXPECT_EQ(video_vae_compute(VideoVaePrecision::kFp8, d), DType::kBF16);
+    }
+}
+
+// VideoVaePrecision::kBf16 on the CPU: the golden tiny decoder (2 blocks) with its block weights, biases,
+// activations, GEMMs and attention inputs in bf16 (each block tensor stored, so rounded, as bf16; the GEMMs
+// and attention widen them to fp32 and round their output once) against the exact decode (fp32 on the CPU),
+// tiled and chunked, as RGB8 frames: PSNR >= 55 dB (measured 65.1 dB; bf16 keeps 8 significant bits, one
+// rounding per block tensor — the fp8 blocks give 53.8 dB). It is not the exact path in disguise: the frames
+// differ and every block GEMM of every decoder call ran in bf16 (the provenance's cpu-bf16 count), none in
+// the exact decode. The model store loads it for a placement of precision bf16 (plan `vae_decoder ... bf16`):
+// bf16 blocks, nothing quantized.
+TEST(VideoVae, Bf16BlocksWithinPsnrOfTheExactDecode) {
+    const ops::Context cpu = ops::Context::cpu();
+    const Tensor lat = golden("video_io.safetensors", "latents");
+    auto exact = load_video_vae(data("video"), Device::cpu(),
+                                video_vae_compute(VideoVaePrecision::kExact, Device::cpu()));
+    ASSERT_TRUE(exact.ok()) << exact.status().to_string();
+    auto bf16 = load_video_vae(data("video"), Device::cpu(),
+                               video_vae_compute(VideoVaePrecision::kBf16, Device::cpu()));
+    ASSERT_TRUE(bf16.ok()) << bf16.status().to_string();
+    EXPECT_EQ(bf16->weights.blocks[0].ff1_w.dtype(), DType::kBF16);
+    EXPECT_EQ(bf16->weights.blocks[0].ff1_b.dtype(), DType::kBF16);
+    EXPECT_TRUE(bf16->weights.fp8.empty());
+
+    const VideoDecodeOptions o{.tile = 16, .min_overlap = 4};
+    ops::ProvenanceRecord exact_record, bf16_record;
+    Result<Tensor> want = Tensor(), got = Tensor();
+    {
+        const ops::ProvenanceScope scope(&exact_record);
+        want = decode_video_frames(cpu, *exact, lat, o);
+    }
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    {
+        const ops::ProvenanceScope scope(&bf16_record);
+        got = decode_video_frames(cpu, *bf16, lat, o);
+    }
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    ASSERT_EQ(got->shape(), want->shape());
+    const double p = pipeline::psnr_from_mse(
+        pipeline::mse_u8(got->data_as<const uint8_t>(), want->data_as<const uint8_t>(), want->numel()));
+    std::printf("bf16 blocks vs exact (fp32 on the CPU): PSNR %.2f dB\n", p);
+    EXPECT_GE(p, 55.0);
+    EXPECT_TRUE(std::isfinite(p)) << "identical frames: the bf16 blocks did not run";
+    const VideoDecodeCost cost =
+        video_decode_cost(bf16->config, lat.dim(2), lat.dim(3), lat.dim(4), o, Device::cpu(), DType::kBF16);
+    auto calls = bf16_record.calls();
+    const auto& gemm = calls["job"]["gemm"];
+    ASSERT_TRUE(gemm.count("cpu-bf16")) << "no bf16 GEMM ran";
+    EXPECT_EQ(gemm.at("cpu-bf16"), 6 * bf16->config.num_layers * cost.calls);
+    EXPECT_FALSE(gemm.count("cpu-e4m3"));
+    EXPECT_FALSE(gemm.count("cpu-fp16"));
+    auto exact_calls = exact_record.calls();
+    EXPECT_FALSE(exact_calls["job"]["gemm"].count("cpu-bf16")) << "the exact decode ran a bf16 GEMM";
+
+    // the model store's bf16 placement of the tiny checkpoint's decoder
+    const fs::path tmp = fs::path(H3_BINARY_DIR) / "test_vae_bf16_store";
+    fs::remove_all(tmp);
+    ASSERT_TRUE(write_tiny_checkpoint({.dir = tmp.string(), .seed = 5}).ok());
+    runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(Device::cpu());
+    plan[runtime::Component::kVideoDecoder].precision =
+        runtime::placement_precision(VideoVaePrecision::kBf16);
+    EXPECT_NE(plan.describe().find("vae_decoder per_job cpu bf16"), std::string::npos) << plan.describe();
+    auto store = runtime::ModelStore::open(tmp.string(), plan);
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    auto lease = (*store)->video_decoder();
+    ASSERT_TRUE(lease.ok()) << lease.status().to_string();
+    EXPECT_EQ((*lease)->compute, DType::kBF16);
+    EXPECT_EQ((*lease)->weights.blocks[0].q_w.dtype(), DType::kBF16);
+    EXPECT_TRUE((*lease)->weights.fp8.empty()) << "bf16 quantizes nothing";
+}
+
 // make-tiny's vae/ and audio_vae/ load through the real loaders and decode latents of a small canvas:
 // official patching (64×96 px from 4×6 latents, 17n+5 frames), finite, clamped, deterministic per seed.
 TEST(TinyVae, MakeTinyDecodersLoadAndDecode) {
@@ -629,6 +726,50 @@ TEST(VaeCuda, Fp8DecodeWithinPsnrOfTheExactDecode) {
     const VideoDecodeCost cost =
         video_decode_cost(f8->config, lat.dim(2), lat.dim(3), lat.dim(4), o, ctx.device, DType::kF8E4M3);
     EXPECT_EQ(gemm.at("cublaslt-e4m3"), 6 * f8->config.num_layers * cost.calls);
+}
+
+// The bf16 decoder on the device (VideoVaePrecision::kBf16: cuBLASLt bf16 GEMMs, bf16 attention): the golden
+// tiny decoder's frames within the CPU test's bound (55 dB) of the device's exact (f16) decode, every block
+// GEMM cublaslt-bf16 and none in f16; the attention implementations it ran are printed (the official shape's
+// are in bench vae's JSON: sm90a-wgmma-bf16 on an H100 where the kernel fits).
+TEST(VaeCuda, Bf16DecodeWithinPsnrOfTheExactDecode) {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    auto session = cli::DeviceSession::open("cuda");
+    ASSERT_TRUE(session.ok()) << session.status().to_string();
+    const ops::Context& ctx = (*session)->context();
+    const Tensor lat = golden("video_io.safetensors", "latents");
+    auto exact =
+        load_video_vae(data("video"), ctx.device, video_vae_compute(VideoVaePrecision::kExact, ctx.device));
+    ASSERT_TRUE(exact.ok()) << exact.status().to_string();
+    EXPECT_EQ(exact->compute, DType::kF16);
+    auto bf16 =
+        load_video_vae(data("video"), ctx.device, video_vae_compute(VideoVaePrecision::kBf16, ctx.device));
+    ASSERT_TRUE(bf16.ok()) << bf16.status().to_string();
+    const VideoDecodeOptions o{.tile = 16, .min_overlap = 4};
+    auto want = decode_video_frames(ctx, *exact, lat, o);
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    ops::ProvenanceRecord record;
+    Result<Tensor> got = Tensor();
+    {
+        const ops::ProvenanceScope scope(&record);
+        got = decode_video_frames(ctx, *bf16, lat, o);
+    }
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    ASSERT_EQ(got->shape(), want->shape());
+    const double p = pipeline::psnr_from_mse(
+        pipeline::mse_u8(got->data_as<const uint8_t>(), want->data_as<const uint8_t>(), want->numel()));
+    std::printf("CUDA bf16 blocks vs CUDA exact (f16): PSNR %.2f dB\n", p);
+    EXPECT_GE(p, 55.0);
+    EXPECT_TRUE(std::isfinite(p)) << "identical frames: the bf16 blocks did not run";
+    auto calls = record.calls();
+    const auto& gemm = calls["job"]["gemm"];
+    ASSERT_TRUE(gemm.count("cublaslt-bf16")) << "no bf16 GEMM ran";
+    const VideoDecodeCost cost =
+        video_decode_cost(bf16->config, lat.dim(2), lat.dim(3), lat.dim(4), o, ctx.device, DType::kBF16);
+    EXPECT_EQ(gemm.at("cublaslt-bf16"), 6 * bf16->config.num_layers * cost.calls);
+    EXPECT_FALSE(gemm.count("cublaslt-fp16")) << "a block GEMM ran in f16";
+    for (const auto& [impl, n] : calls["job"]["dense_attention"])
+        std::printf("  bf16 decode attention: %s x %lld\n", impl.c_str(), static_cast<long long>(n));
 }
 
 // H3_VAE_BENCH=1: official-size decoders with random weights on the device, timed (not a golden check).

@@ -8,9 +8,9 @@
 #include "core/one_time_work.h"
 #include "engine/engine_impl.h"
 #include "model/dit/dit_model.h"
-#include "model/tiny/tiny_checkpoint.h"
 #include "ops/gemm_tuning_table.h"
 #include "pipeline/denoise.h"
+#include "tiny_checkpoint_once.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -29,15 +29,7 @@ namespace {
 const fs::path kWork = fs::path(H3_BINARY_DIR) / "test_warm_up";
 
 const std::string& tiny() {
-    static const std::string dir = [] {
-        const fs::path d = kWork / "tiny";
-        if (!fs::exists(d / "model_index.json")) {
-            fs::remove_all(d);
-            Status s = model::write_tiny_checkpoint({.dir = d.string(), .seed = 3});
-            EXPECT_TRUE(s.ok()) << s.to_string();
-        }
-        return d.string();
-    }();
+    static const std::string dir = test::tiny_checkpoint_once(kWork / "tiny", 3);
     return dir;
 }
 
@@ -258,15 +250,8 @@ TEST(WarmUp, WarmUpTakesTheFirstJobsOneTimeWorkAndChangesNoLatent) {
 // sparse one, so neither the job's first forward nor its first sparse one allocates anything (the VSA
 // buffers — pooled rows, tile scores, key-tile lists, the gate — were made by the warm-up's sparse forward).
 TEST(WarmUp, VsaWarmUpCoversTheFirstSparseStep) {
-    const fs::path d = kWork / "fasth3";
-    if (!fs::exists(d / "model_index.json")) {
-        fs::remove_all(d);
-        ASSERT_TRUE(model::write_tiny_checkpoint(
-                        {.dir = d.string(), .seed = 3, .variant = model::TinyVariant::kFastH3})
-                        .ok());
-    }
     EngineOptions eo;
-    eo.checkpoint = d.string();
+    eo.checkpoint = test::tiny_checkpoint_once(kWork / "fasth3", 3, model::TinyVariant::kFastH3);
     eo.device = "cpu";
     eo.dtype = "fp32";
     eo.keep_loaded = true;

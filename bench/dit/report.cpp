@@ -149,17 +149,23 @@ void print_dit_report(const DitBench& b, const DitBenchResults& r, const nlohman
                     b.attention.describe().c_str(), static_cast<long long>(t.num_tiles()),
                     static_cast<long long>(t.num_prefix_tiles), static_cast<long long>(t.num_video_tiles),
                     r.attention_seconds);
+        if (r.vsa.contains("phase_seconds")) {
+            std::printf("  VSA kernels (ms):");
+            for (const auto& [name, sec] : r.vsa["phase_seconds"].items())
+                std::printf(" %s %.3f", name.c_str(), sec.get<double>() * 1e3);
+            std::printf("\n");
+        }
         for (const auto& v : r.vsa["runs"])
             std::printf(
                 "  kept %.3f (keep %lld, %.3f of tile pairs): sparse %.4f s (%.1f TFLOP/s; mma.sync "
                 "%.4f s, %.1f TFLOP/s; fp8 %.4f s, %.1f TFLOP/s; x%.3f of all tiles, x%.3f of dense), "
-                "selection %.4f s\n",
+                "selection %.4f s (top-k %.4f s)\n",
                 v["kept_fraction"].get<double>(), static_cast<long long>(v["keep"].get<int64_t>()),
                 v["visited_tile_fraction"].get<double>(), v["sparse_attention_seconds"].get<double>(),
                 v["sparse_tflops"].get<double>(), v["mma_seconds"].get<double>(),
                 v["mma_tflops"].get<double>(), v["fp8_seconds"].get<double>(), v["fp8_tflops"].get<double>(),
                 v["vs_all_tiles"].get<double>(), v["vs_dense"].get<double>(),
-                v["select_seconds"].get<double>());
+                v["select_seconds"].get<double>(), v["top_k_seconds"].get<double>());
     }
 }
 

@@ -28,16 +28,38 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
     const int64_t S = tiles.rows, H = c.num_attention_heads, hd = c.attention_head_dim, n = tiles.num_tiles(),
                   P = tiles.num_prefix_tiles, nv = tiles.num_video_tiles;
     const int iters = std::max(1, p.iters);
-    Tensor q, k, v, o, pooled, scores;
+    Tensor q, k, v, o, gate, pooled, scores, oc;
     H3_ASSIGN_OR_RETURN(q, Tensor::empty(Shape{S, H, hd}, dt, ctx.device));
     H3_ASSIGN_OR_RETURN(k, Tensor::empty(Shape{S, H, hd}, dt, ctx.device));
     H3_ASSIGN_OR_RETURN(v, Tensor::empty(Shape{S, H, hd}, dt, ctx.device));
     H3_ASSIGN_OR_RETURN(o, Tensor::empty(Shape{S, H, hd}, dt, ctx.device));
-    H3_ASSIGN_OR_RETURN(pooled, Tensor::empty(Shape{2, H, n, hd}, DType::kF32, ctx.device));
+    H3_ASSIGN_OR_RETURN(gate, Tensor::empty(Shape{S, H, hd}, dt, ctx.device));
+    H3_ASSIGN_OR_RETURN(pooled, Tensor::empty(Shape{3, H, n, hd}, DType::kF32, ctx.device));
     H3_ASSIGN_OR_RETURN(scores, Tensor::empty(Shape{H, n, n}, DType::kF32, ctx.device));
+    H3_ASSIGN_OR_RETURN(oc, Tensor::empty(Shape{H, n, hd}, DType::kF32, ctx.device));
     uint64_t seed = 41;
-    for (Tensor* t : {&q, &k, &v}) H3_TRY(ops::fill_uniform(ctx, {.seed = ++seed, .bound = 1.0f}, *t));
-    Tensor qp = pooled.slice(0, 0, 1).view({H, n, hd}), kp = pooled.slice(0, 1, 2).view({H, n, hd});
+    for (Tensor* t : {&q, &k, &v, &gate}) H3_TRY(ops::fill_uniform(ctx, {.seed = ++seed, .bound = 1.0f}, *t));
+    Tensor qp = pooled.slice(0, 0, 1).view({H, n, hd}), kp = pooled.slice(0, 1, 2).view({H, n, hd}),
+           vp = pooled.slice(0, 2, 3).view({H, n, hd});
+    // The selection phase's and the compression branch's kernels one by one (they do not depend on the kept
+    // fraction): what a block's VSA overhead is made of, next to the sparse kernel below.
+    nlohmann::json phases = nlohmann::json::object();
+    {
+        H3_ASSIGN_OR_RETURN(phases["pool_one_input"],
+                            time_calls(session, iters, [&] { return ops::vsa_pool(ctx, tiles, q, qp); }));
+        H3_TRY(ops::vsa_pool(ctx, tiles, k, kp));
+        H3_TRY(ops::vsa_pool(ctx, tiles, v, vp));
+        H3_ASSIGN_OR_RETURN(phases["tile_scores"], time_calls(session, iters, [&] {
+                                return ops::vsa_tile_scores(ctx, qp, kp, scores);
+                            }));
+        H3_ASSIGN_OR_RETURN(phases["compress_tiles"], time_calls(session, iters, [&] {
+                                return ops::vsa_compress_tiles(ctx, scores, vp, oc);
+                            }));
+        const ops::VsaGateAddParams gp{.round_intermediate = dt != DType::kF32};
+        H3_ASSIGN_OR_RETURN(phases["gate_add"], time_calls(session, iters, [&] {
+                                return ops::vsa_gate_add(ctx, gp, tiles, oc, gate, o);
+                            }));
+    }
     nlohmann::json runs = nlohmann::json::array();
     double full_seconds = 0;
     for (double f : p.kept_fractions) {
@@ -54,6 +76,9 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
             return ops::vsa_select(ctx, sp, tiles, scores, lists);
         };
         H3_ASSIGN_OR_RETURN(double select_s, time_calls(session, iters, select));
+        H3_ASSIGN_OR_RETURN(double top_k_s, time_calls(session, iters, [&] {
+                                return ops::vsa_select(ctx, sp, tiles, scores, lists);
+                            }));
         H3_ASSIGN_OR_RETURN(double attn_s, time_calls(session, iters, [&] {
                                 return ops::block_sparse_attention(ctx, {}, tiles, q, k, v, lists, o);
                             }));
@@ -84,6 +109,7 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
                         {"keep", sp.keep},
                         {"visited_tile_fraction", visited},
                         {"select_seconds", select_s},
+                        {"top_k_seconds", top_k_s},
                         {"sparse_attention_seconds", attn_s},
                         {"sparse_tflops", flops / attn_s / 1e12},
                         {"mma_seconds", mma_s},
@@ -100,6 +126,7 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
                           {"video_tiles", nv},
                           {"mode", p.compete ? "compete" : "exempt"},
                           {"dense_attention_seconds", p.dense_seconds},
+                          {"phase_seconds", phases},
                           {"runs", runs}};
 }
 

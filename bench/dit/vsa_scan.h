@@ -1,7 +1,8 @@
 // `bench dit --attention vsa`: VSA's attention alone on the bench's shape — the tile-selection overhead (pool
-// q/k, tile scores, top-k) and the block-sparse kernel at a list of kept fractions of the video key tiles,
-// each against the same kernel with every tile kept and against dense attention; its TFLOP/s on the visited
-// tile pairs, and (CUDA) the mma.sync kernel's and the fp8 mode's on the same call.
+// q/k, tile scores, top-k), each of VSA's small kernels alone (the compression branch's too), and the
+// block-sparse kernel at a list of kept fractions of the video key tiles, each against the same kernel with
+// every tile kept and against dense attention; its TFLOP/s on the visited tile pairs, and (CUDA) the mma.sync
+// kernel's and the fp8 mode's on the same call.
 #pragma once
 
 #include "bench/cli_support.h"

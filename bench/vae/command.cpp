@@ -30,11 +30,15 @@ Command vae_command() {
         vae->add_option("--dtype", o->dtype, "ViT block precision f16 | bf16 | f32")
             ->check(CLI::IsMember({"f16", "bf16", "f32"}))
             ->capture_default_str();
-        vae->add_option("--vae-precision", o->vae_precision,
-                        "video decoder: exact (--dtype blocks) | fp8 (e4m3 block GEMMs, bf16 activations and "
-                        "attention; --dtype ignored)")
-            ->check(CLI::IsMember({"exact", "fp8"}))
+        vae->add_option(
+               "--vae-precision", o->vae_precision,
+               "video decoder: exact (--dtype blocks) | bf16 (bf16 blocks: GEMMs and attention) | fp8 "
+               "(e4m3 block GEMMs, bf16 activations and attention); bf16 and fp8 ignore --dtype")
+            ->check(CLI::IsMember({"exact", "bf16", "fp8"}))
             ->capture_default_str();
+        vae->add_flag("--psnr-vs-exact", o->psnr_vs_exact,
+                      "with --vae-precision bf16 or fp8: also decode the latents exactly (the same random "
+                      "weights) and report the frames' PSNR against that decode (untimed)");
         vae->add_option("--device", o->device, "cuda | cuda:N | cpu")->capture_default_str();
         vae->add_flag("--encode", o->encode, "time the video encoder on one --size keyframe instead");
         vae->add_flag(

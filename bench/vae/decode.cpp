@@ -8,12 +8,16 @@
 #include "model/video_vae/video_vae.h"
 #include "model/video_vae/video_vae_cost.h"
 #include "ops/ops.h"
+#include "pipeline/provenance_json.h"
+#include "pipeline/quality_metrics.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <memory>
 
 namespace h3::bench {
 
@@ -58,9 +62,20 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
         return report(invalid_argument("--frames " + std::to_string(o.frames) + " must be 17n+5 (e.g. 124)"));
     if (o.sample && o.stream)
         return report(invalid_argument("--sample and --stream: give one (the fp32 sample is not streamed)"));
-    const bool fp8 = o.vae_precision == "fp8";
-    const auto compute = fp8 ? std::optional<DType>(DType::kBF16) : parse_dtype(o.dtype);
+    auto precision = model::parse_video_vae_precision(o.vae_precision, "--vae-precision");
+    if (!precision.ok()) return report(precision.status());
+    const bool fp8 = *precision == model::VideoVaePrecision::kFp8;
+    // exact: the --dtype blocks; bf16 and fp8: bf16 blocks (fp8's GEMM weights then e4m3)
+    const auto compute = *precision == model::VideoVaePrecision::kExact ? parse_dtype(o.dtype)
+                                                                        : std::optional<DType>(DType::kBF16);
     if (!compute) return report(invalid_argument("--dtype " + o.dtype + ": f16 | bf16 | f32"));
+    const std::string block_dtype = *precision == model::VideoVaePrecision::kExact ? o.dtype : "bf16";
+    if (o.psnr_vs_exact &&
+        (*precision == model::VideoVaePrecision::kExact || o.tiles > 0 || o.sample || o.stream))
+        return report(
+            invalid_argument("--psnr-vs-exact compares the RGB8 frames of a --vae-precision bf16 or fp8 "
+                             "decode with the exact decode's: not with exact, --tiles, --sample or "
+                             "--stream"));
     auto session = DeviceSession::open(o.device);
     if (!session.ok()) return report(session.status());
     const ops::Context& ctx = (*session)->context();
@@ -83,7 +98,13 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     const int total_tiles = static_cast<int>(plan.starts.size() * ty.starts.size() * tx.starts.size());
     auto sync = [&] { return cuda::stream_synchronize(ctx.stream()); };
     double video_s = 0.0;
+    nlohmann::json psnr_vs_exact = nullptr; // --psnr-vs-exact: the frames against the exact decode's
     int timed_tiles = total_tiles;
+    // the kernels the video decode ran ("kernels" in the JSON: stage "warmup", then "decode" for the timed
+    // part), e.g. the attention's sm90a-wgmma-bf16 or cudnn and the block GEMMs' dtype
+    ops::ProvenanceRecord provenance;
+    auto provenance_scope = std::make_unique<ops::ProvenanceScope>(&provenance);
+    provenance.set_stage("warmup");
     // warm-up: one tile-clip batch of the size the decode uses (cuBLASLt / cuDNN plans, per-shape tables)
     const int batch =
         model::video_tile_batch(vopt, ctx.device, static_cast<int>(ty.starts.size() * tx.starts.size()));
@@ -97,6 +118,7 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
         zs.push_back(z);
     }
     if (auto r = model::decode_tile_clips(ctx, *vae, zs); !r.ok()) return report(r.status());
+    provenance.set_stage("decode");
     if (o.tiles > 0) {
         timed_tiles = std::min(o.tiles, total_tiles);
         const auto t0 = Clock::now();
@@ -118,7 +140,24 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
             return report(internal_error("bench vae: the sink got " + std::to_string(streamed_frames) +
                                          " frames, not " + std::to_string(o.frames)));
         video_s = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (o.psnr_vs_exact) { // the same latents through the exact decoder of the same random weights
+            provenance.set_stage("exact");
+            const DType exact_compute =
+                model::video_vae_compute(model::VideoVaePrecision::kExact, ctx.device);
+            auto exact = model::random_video_vae(ctx, vc, exact_compute, 1);
+            if (!exact.ok()) return report(exact.status());
+            auto want = model::decode_video_frames(ctx, *exact, lat, vopt);
+            if (!want.ok()) return report(want.status());
+            const double mse = pipeline::mse_u8(decoded->data_as<const uint8_t>(),
+                                                want->data_as<const uint8_t>(), want->numel());
+            psnr_vs_exact = {{"exact_dtype", dtype_name(exact_compute)},
+                             {"mse", mse},
+                             {"psnr_db", std::isfinite(pipeline::psnr_from_mse(mse))
+                                             ? nlohmann::json(pipeline::psnr_from_mse(mse))
+                                             : nlohmann::json("inf")}};
+        }
     }
+    provenance_scope.reset(); // the audio decoder's kernels are not the video decode's
     const double video_peak = static_cast<double>(device_memory_stats().peak) / (1ull << 30);
     const model::VideoDecodeCost cost =
         model::video_decode_cost(vc, T, lh, lw, vopt, ctx.device, fp8 ? DType::kF8E4M3 : *compute);
@@ -143,7 +182,7 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
     const char* video_output = o.sample ? "sample" : o.stream ? "rgb8-streamed" : "rgb8";
     nlohmann::json j = {{"bench", "vae"},
                         {"device", ctx.device.to_string()},
-                        {"dtype", fp8 ? std::string("bf16") : o.dtype},
+                        {"dtype", block_dtype},
                         {"vae_precision", o.vae_precision},
                         {"size", o.size},
                         {"frames", o.frames},
@@ -159,16 +198,19 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
                         {"seconds_per_tile_clip", video_s / total_tiles},
                         {"video_peak_gib", video_peak},
                         {"video_roofline", roofline},
+                        {"psnr_vs_exact", psnr_vs_exact},
                         {"audio_latents", A},
                         {"audio_samples", wave->dim(1)},
                         {"audio_decode_seconds", audio_s},
                         {"peak_gib", peak}};
+    pipeline::add_provenance(j, provenance);
     if (o.json) {
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::printf("VAE bench on %s, %s, %s x %d frames: video to %s %.2f s (%d tile-clips%s, %.4f s each), "
                     "audio %.3f s (%lld latents), peak %.1f GiB\n",
-                    ctx.device.to_string().c_str(), fp8 ? "fp8 (e4m3 block GEMMs)" : o.dtype.c_str(),
+                    ctx.device.to_string().c_str(),
+                    fp8 ? "fp8 (e4m3 block GEMMs)" : (o.vae_precision + " " + block_dtype).c_str(),
                     o.size.c_str(), o.frames,
                     o.sample   ? "fp32 sample"
                     : o.stream ? "RGB8 frames clip by clip"
@@ -185,6 +227,10 @@ int run_vae_decode_bench(const VaeBenchOptions& o) {
             o.hbm_tb_per_s, roofline["lower_bound_seconds"].get<double>(),
             roofline["compute_bound_seconds"].get<double>(), roofline["memory_bound_seconds"].get<double>(),
             100.0 * roofline["fraction_of_bound"].get<double>());
+        if (!psnr_vs_exact.is_null())
+            std::printf("  frames vs the exact decode (%s blocks, same weights and latents): PSNR %s dB\n",
+                        psnr_vs_exact["exact_dtype"].get<std::string>().c_str(),
+                        psnr_vs_exact["psnr_db"].dump().c_str());
     }
     return kExitOk;
 }

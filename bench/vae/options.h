@@ -14,12 +14,16 @@ namespace h3::bench {
 
 struct VaeBenchOptions {
     std::string config = "official", size = release_size(), device = "cuda", dtype = "f16";
-    std::string vae_precision = "exact"; // exact (--dtype blocks) | fp8 (e4m3 block GEMMs over bf16 blocks)
+    // exact (--dtype blocks) | bf16 (bf16 blocks, --dtype ignored) | fp8 (e4m3 block GEMMs over bf16 blocks)
+    std::string vae_precision = "exact";
     int frames = kReleaseFrames, tiles = 0, tile_batch = 0;
     bool random_weights = false, json = false, encode = false, reference = false, exact_fp32 = false;
     bool assemble_on_host = false;
     bool sample = false; // time the fp32 sample's decode and download instead of the request's RGB8 frames
     bool stream = false; // the RGB8 frames to a sink clip by clip (a request's MP4 path) instead of whole
+    // after the timed decode, the same latents through the exact decoder (the same random weights in its
+    // block dtype): the frames' PSNR against it (bf16 and fp8 only; not with --tiles, --sample, --stream)
+    bool psnr_vs_exact = false;
     // the roofline the decode is measured against (bench/roofline.h): dense f16 tensor rate (e4m3 at twice
     // it) and HBM bandwidth
     double peak_tflops = kH100DenseF16Tflops, hbm_tb_per_s = kH100HbmTbPerS;

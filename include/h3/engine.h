@@ -40,7 +40,8 @@ struct EngineOptions {
     std::string device = "cpu";     // cpu | cuda | cuda:N
     std::string dtype = "bf16";     // bf16 | fp32 | fp16 (GPUs without bf16: fp32 residual stream)
     std::string precision = "bf16"; // bf16 | fp8 (DiT GEMMs and attention in e4m3; with dtype bf16)
-    // exact | fp8: the video decoder's block GEMMs in e4m3 (lossy, faster; exact: the reference's f16 blocks)
+    // exact | bf16 | fp8: the video decoder's blocks as the reference (f16 blocks on CUDA), in bf16 (GEMMs
+    // and attention), or with their GEMMs in e4m3 (bf16 and fp8: lossy, faster)
     std::string vae_precision = "exact";
 
     // ---- memory

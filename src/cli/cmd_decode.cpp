@@ -1,5 +1,5 @@
 // h3-engine decode --model DIR --latents FILE --output out.mp4|out.wav|frames_dir [--device] [--crf N]
-//                  [--vae-precision exact|fp8]
+//                  [--vae-precision exact|bf16|fp8]
 // The decoders come from a per-job runtime::ModelStore (only those the output needs are loaded).
 #include "cli/commands.h"
 #include "pipeline/decode.h"
@@ -43,8 +43,9 @@ Command make_decode_command() {
             ->capture_default_str();
         o->sub
             ->add_option("--vae-precision", o->vae_precision,
-                         "video decoder precision: exact | fp8 (e4m3 block GEMMs; lossy, faster)")
-            ->check(CLI::IsMember({"exact", "fp8"}))
+                         "video decoder precision: exact | bf16 (bf16 blocks) | fp8 (e4m3 block GEMMs); "
+                         "bf16 and fp8 are lossy and faster")
+            ->check(CLI::IsMember({"exact", "bf16", "fp8"}))
             ->capture_default_str();
         o->sub->add_flag("--no-tiling", o->no_tiling,
                          "decode every clip whole (differs from the released recipe)");
@@ -56,8 +57,9 @@ Command make_decode_command() {
         auto latents = pipeline::read_latents_file(o->latents);
         if (!latents.ok()) return report(latents.status());
         runtime::PlacementPlan plan = runtime::PlacementPlan::per_job(*device);
-        if (o->vae_precision == "fp8")
-            plan[runtime::Component::kVideoDecoder].precision = runtime::ComputePrecision::kFp8;
+        auto vae_precision = model::parse_video_vae_precision(o->vae_precision);
+        if (!vae_precision.ok()) return report(vae_precision.status());
+        plan[runtime::Component::kVideoDecoder].precision = runtime::placement_precision(*vae_precision);
         auto store = runtime::ModelStore::open(o->model, plan);
         if (!store.ok()) return report(store.status());
         runtime::Lease<model::VideoVae> video;

@@ -14,11 +14,12 @@ void add_model_flags(CLI::App* sub, ModelFlags& f, const ModelFlagsSpec& spec) {
         g->add_option("--precision", f.precision, "DiT precision: bf16 | fp8 (lossy, e4m3; H100/H200)")
             ->check(CLI::IsMember({"bf16", "fp8"}))
             ->capture_default_str();
-    if (spec.precision)
+    if (spec.vae_precision)
         g->add_option("--vae-precision", f.vae_precision,
-                      "video decoder precision: exact (the reference's f16 blocks) | fp8 (e4m3 block GEMMs; "
-                      "lossy, faster; H100/H200)")
-            ->check(CLI::IsMember({"exact", "fp8"}))
+                      "video decoder precision: exact (the reference's f16 blocks) | bf16 (bf16 blocks: "
+                      "GEMMs and attention) | fp8 (e4m3 block GEMMs); bf16 and fp8 are lossy and faster "
+                      "(H100/H200)")
+            ->check(CLI::IsMember({"exact", "bf16", "fp8"}))
             ->capture_default_str();
 }
 

@@ -23,7 +23,8 @@ struct ModelFlags {
 struct ModelFlagsSpec {
     std::string model_help = "checkpoint root (either layout) or transformer folder";
     bool model_required = false;
-    bool precision = true; // --precision and --vae-precision too
+    bool precision = true;     // --precision (the DiTs')
+    bool vae_precision = true; // --vae-precision (the video decoder's)
 };
 void add_model_flags(CLI::App* sub, ModelFlags& flags, const ModelFlagsSpec& spec = {});
 

@@ -144,7 +144,12 @@ Status Engine::check(const EngineOptions& o) {
     if (auto d = parse_device(o.device); !d.ok())
         return d.status().with_context("device").with_field("device");
     H3_TRY(runtime::compute_precision(o.dtype, o.precision).status());
-    H3_TRY(model::parse_video_vae_precision(o.vae_precision).status());
+    H3_ASSIGN_OR_RETURN(const model::VideoVaePrecision vae_precision,
+                        model::parse_video_vae_precision(o.vae_precision));
+    if (vae_precision != model::VideoVaePrecision::kExact && o.dtype == "fp16")
+        return invalid_field("vae_precision", std::string("vae_precision ") +
+                                                  model::video_vae_precision_name(vae_precision) +
+                                                  " runs bf16 blocks; dtype fp16 is for GPUs without bf16");
     H3_TRY(check_member("residency", o.residency, {"", "resident", "layerwise"}));
     H3_TRY(check_member("weight_dtype", o.weight_dtype, {"", "bf16", "int8", "auto"}));
     if (o.resident_blocks < -1) H3_TRY(check_range("resident_blocks", o.resident_blocks, 0, 1 << 20));
@@ -243,8 +248,9 @@ Result<std::unique_ptr<Engine>> Engine::Impl::open(EngineOptions o, EngineExtras
                                                            o.keep_text_encoder ? runtime::Residency::kResident
                                                                                : runtime::Residency::kPerJob)
                          : runtime::PlacementPlan::per_job(device, impl->precision);
-    if (o.vae_precision == "fp8")
-        plan[runtime::Component::kVideoDecoder].precision = runtime::ComputePrecision::kFp8;
+    H3_ASSIGN_OR_RETURN(const model::VideoVaePrecision vae_precision,
+                        model::parse_video_vae_precision(o.vae_precision));
+    plan[runtime::Component::kVideoDecoder].precision = runtime::placement_precision(vae_precision);
     if (impl->launched) plan.parallel.process = *impl->launched;
     plan.parallel.sp = o.sp;
     plan.parallel.tp = o.tp;

@@ -84,10 +84,34 @@ model::DitPrecision dit_precision(ComputePrecision p) {
         return model::DitPrecision::kFp8;
     case ComputePrecision::kFp16:
         return model::DitPrecision::kFp16;
+    case ComputePrecision::kBf16:
     case ComputePrecision::kDefault:
         break;
     }
     return model::DitPrecision::kBf16;
+}
+
+ComputePrecision placement_precision(model::VideoVaePrecision p) {
+    switch (p) {
+    case model::VideoVaePrecision::kBf16:
+        return ComputePrecision::kBf16;
+    case model::VideoVaePrecision::kFp8:
+        return ComputePrecision::kFp8;
+    case model::VideoVaePrecision::kExact:
+        break;
+    }
+    return ComputePrecision::kDefault;
+}
+
+model::VideoVaePrecision video_vae_precision(ComputePrecision p) {
+    return p == ComputePrecision::kFp8    ? model::VideoVaePrecision::kFp8
+           : p == ComputePrecision::kBf16 ? model::VideoVaePrecision::kBf16
+                                          : model::VideoVaePrecision::kExact;
+}
+
+DType video_decoder_compute(const ComponentPlacement& p) {
+    if (p.precision == ComputePrecision::kFp32) return DType::kF32;
+    return model::video_vae_compute(video_vae_precision(p.precision), p.device);
 }
 
 Result<std::unique_ptr<ModelStore>> ModelStore::open(const std::string& root, const PlacementPlan& plan,
@@ -302,12 +326,9 @@ Result<std::shared_ptr<const void>> ModelStore::load(Component c) const {
             H3_ASSIGN_OR_RETURN(auto m, sup.video_decoder(dir, p, ctx));
             return share(std::move(m));
         }
-        const bool fp8 = p.precision == ComputePrecision::kFp8; // e4m3 block GEMMs over bf16 blocks
-        const std::optional<DType> compute = fp32  ? std::optional<DType>(DType::kF32)
-                                             : fp8 ? std::optional<DType>(DType::kBF16)
-                                                   : std::nullopt;
-        H3_ASSIGN_OR_RETURN(auto m, model::load_video_vae(dir, p.device, compute));
-        if (fp8) H3_TRY(model::quantize_video_vae_fp8(ctx, m));
+        H3_ASSIGN_OR_RETURN(auto m, model::load_video_vae(dir, p.device, video_decoder_compute(p)));
+        if (video_vae_precision(p.precision) == model::VideoVaePrecision::kFp8) // e4m3 block GEMMs
+            H3_TRY(model::quantize_video_vae_fp8(ctx, m));
         return share(std::move(m));
     }
     case Component::kAudioEncoder: {

@@ -77,6 +77,12 @@ private:
 
 // The DiT arithmetic of a placement's precision (kDefault: bf16).
 model::DitPrecision dit_precision(ComputePrecision p);
+// The video decoder's precision as a placement's (kExact: kDefault) and back (kFp8, kBf16; others: kExact).
+ComputePrecision placement_precision(model::VideoVaePrecision p);
+model::VideoVaePrecision video_vae_precision(ComputePrecision p);
+// The block dtype a video decoder placed so loads with (fp32 for a kFp32 placement, else
+// model::video_vae_compute); a kFp8 decoder is then quantized (model::quantize_video_vae_fp8).
+DType video_decoder_compute(const ComponentPlacement& p);
 
 // What a request is checked against before anything loads: the configs' facts.
 struct CheckpointInfo {

@@ -32,6 +32,8 @@ const char* precision_name(ComputePrecision p) {
         return "fp8";
     case ComputePrecision::kFp16:
         return "fp16";
+    case ComputePrecision::kBf16:
+        return "bf16";
     case ComputePrecision::kDefault:
         break;
     }

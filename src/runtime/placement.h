@@ -44,9 +44,10 @@ const char* residency_name(Residency r); // "per_job", "resident"
 // (DiTs and the video decoder; opt-in, lossy) e4m3 block GEMMs — with e4m3 attention in the DiTs
 // (model::DitPrecision::kFp8), bf16 in the decoder (model::VideoVaePrecision::kFp8) —, or fp16 for GPUs
 // without bf16 (DiTs and text stack: fp16 weights and activations, fp32 residual stream; the vision tower
-// then runs fp32).
-enum class ComputePrecision { kDefault, kFp32, kFp8, kFp16 };
-const char* precision_name(ComputePrecision p); // "default", "fp32", "fp8", "fp16"
+// then runs fp32), or bf16 blocks in the video decoder (model::VideoVaePrecision::kBf16; opt-in, lossy; the
+// other components' default already is bf16 or they have no such mode).
+enum class ComputePrecision { kDefault, kFp32, kFp8, kFp16, kBf16 };
+const char* precision_name(ComputePrecision p); // "default", "fp32", "fp8", "fp16", "bf16"
 
 struct ComponentPlacement {
     Residency residency = Residency::kPerJob;

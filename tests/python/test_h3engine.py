@@ -131,6 +131,27 @@ def test_bad_fields_name_the_field():
     assert err.field == "device"
 
 
+def test_vae_precision_bf16_and_a_bad_value():
+    # a bad value names the option; bf16 blocks decode the same latents a little differently than exact
+    # (fp32 blocks on the CPU): the raw frames >= 60 dB PSNR apart (measured 72.0), the placement naming bf16
+    err = _raises(ValueError, h3engine.Engine, _tiny(), device="cpu", vae_precision="bf17")
+    assert err.field == "vae_precision" and "exact, bf16 or fp8" in str(err), (err.field, str(err))
+    err = _raises(ValueError, h3engine.Engine, _tiny(), device="cpu", dtype="fp16", vae_precision="bf16")
+    assert err.field == "vae_precision" and "GPUs without bf16" in str(err), (err.field, str(err))
+    bf16 = h3engine.Engine(_tiny(), device="cpu", vae_precision="bf16")
+    a = _engine().generate(random_prompt_embeds=5, **SMALL)
+    b = bf16.generate(random_prompt_embeds=5, **SMALL)
+    assert a.frames.shape == b.frames.shape, (a.frames.shape, b.frames.shape)
+    mse = float(np.mean((a.frames.astype(np.float64) - b.frames.astype(np.float64)) ** 2))
+    assert mse > 0, "identical frames: the bf16 blocks did not run"
+    psnr = 10 * np.log10(255.0 ** 2 / mse)
+    print(f"vae_precision bf16 vs exact, raw frames: PSNR {psnr:.2f} dB")
+    assert psnr >= 60, psnr
+    assert "vae_decoder resident cpu bf16" in b.metrics["placement"], b.metrics["placement"]
+    assert b.metrics["kernels"]["decode"]["gemm"].get("cpu-bf16", 0) > 0, b.metrics["kernels"]
+    np.testing.assert_array_equal(a.audio, b.audio)  # the audio decoder is not the video decoder's precision
+
+
 def test_cancel_from_another_thread():
     e = _engine()
     seen = []

@@ -48,13 +48,25 @@ DType default_video_vae_compute(Device device) {
 }
 
 const char* video_vae_precision_name(VideoVaePrecision p) {
-    return p == VideoVaePrecision::kFp8 ? "fp8" : "exact";
+    switch (p) {
+    case VideoVaePrecision::kBf16:
+        return "bf16";
+    case VideoVaePrecision::kFp8:
+        return "fp8";
+    case VideoVaePrecision::kExact:
+        break;
+    }
+    return "exact";
+}
+
+DType video_vae_compute(VideoVaePrecision p, Device device) {
+    return p == VideoVaePrecision::kExact ? default_video_vae_compute(device) : DType::kBF16;
 }
 
 Result<VideoVaePrecision> parse_video_vae_precision(const std::string& text, const std::string& field) {
-    if (text == "exact") return VideoVaePrecision::kExact;
-    if (text == "fp8") return VideoVaePrecision::kFp8;
-    return invalid_field(field, field + " '" + text + "' must be exact or fp8");
+    for (VideoVaePrecision p : {VideoVaePrecision::kExact, VideoVaePrecision::kBf16, VideoVaePrecision::kFp8})
+        if (text == video_vae_precision_name(p)) return p;
+    return invalid_field(field, field + " '" + text + "' must be exact, bf16 or fp8");
 }
 
 Status quantize_video_vae_fp8(const ops::Context& ctx, VideoVae& vae) {

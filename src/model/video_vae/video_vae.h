@@ -101,12 +101,18 @@ struct VideoVae {
 DType default_video_vae_compute(Device device);
 
 // How the decoder's blocks compute. kExact (the default): the reference's arithmetic — `compute` blocks
-// (f16 on CUDA like its fp16 autocast, fp32 on the CPU). kFp8 (opt-in, lossy, faster): the six block GEMMs
-// in e4m3 (per-row activation and per-channel weight scales, fp32 accumulation), activations, attention
-// and biases in bf16; the rest as in kExact.
-enum class VideoVaePrecision { kExact, kFp8 };
-const char* video_vae_precision_name(VideoVaePrecision p); // "exact" | "fp8"
-// "exact" | "fp8"; errors name `field`.
+// (f16 on CUDA like its fp16 autocast, fp32 on the CPU). kBf16 (opt-in, lossy, faster on Hopper): the
+// block weights, biases, activations, GEMMs and attention in bf16 (no quantization; on sm_90a the
+// attention takes the wgmma kernel, which has no f16 variant), on the CPU too (each block tensor stored,
+// so rounded, as bf16). kFp8 (opt-in, lossy, faster): the six block GEMMs in e4m3 (per-row activation and
+// per-channel weight scales, fp32 accumulation), activations, attention and biases in bf16. The rest
+// (residual stream, norms' math, proj_in/proj_out) as in kExact.
+enum class VideoVaePrecision { kExact, kBf16, kFp8 };
+const char* video_vae_precision_name(VideoVaePrecision p); // "exact" | "bf16" | "fp8"
+// The block dtype a decoder of precision `p` loads with on `device`: default_video_vae_compute for kExact,
+// bf16 for kBf16 and kFp8 (whose block GEMM weights quantize_video_vae_fp8 then makes e4m3).
+DType video_vae_compute(VideoVaePrecision p, Device device);
+// "exact" | "bf16" | "fp8"; errors name `field`.
 Result<VideoVaePrecision> parse_video_vae_precision(const std::string& text,
                                                     const std::string& field = "vae_precision");
 
