@@ -4,15 +4,16 @@
 // of the compression branch uses expf and fused multiply-adds (close to, not bit-equal with, the CPU). The
 // block-sparse attention is in vsa_attention.cu.
 //
-// Cost per DiT block at full width (S = 38,247 rows, H = 56 heads, D = 128, n ≈ 600 tiles of which ≈ 490
-// video, keep ≈ 49), with an H100's ~3 TB/s and ~29 T fp32 lane-ops/s (FMUL, FADD or FFMA) as the bounds:
+// Cost per DiT block at full width (1344×768×124: S = 38,247 rows, H = 56 heads, D = 128, n = 676 tiles of
+// which 660 video, keep 66), with an H100's ~3 TB/s and ~30 T fp32 lane-ops/s (FMUL, FADD or FFMA) as the
+// bounds:
 //   vsa_pool           reads S·H·D bf16 = 548 MB per input (q, k, and v for the compression) → ~0.18 ms each
-//   vsa_tile_scores    H·n²·D = 2.6 G products, FMUL + FADD each (no FMA: bit-equal) → 5.2 G lane-ops
-//                      ≈ 0.18 ms; writes H·n² f32 = 81 MB
-//   vsa_select         reads H·490·490 f32 = 54 MB (exempt); ~1,500 warp instructions per (row, head),
-//                      27,440 warps ≈ 41 M warp instructions → ~0.05–0.08 ms
-//   vsa_compress_tiles H·n²·D = 2.6 G FMA ≈ 0.09 ms; reads the scores twice (161 MB, mostly L2) and v̄
-//                      (17 MB) once per 64 query tiles
+//   vsa_tile_scores    H·n²·D = 3.3 G products, FMUL + FADD each (no FMA: bit-equal) → 6.6 G lane-ops
+//                      ≈ 0.22 ms; writes H·n² f32 = 102 MB
+//   vsa_select         reads H·660·660 f32 = 98 MB (exempt); ≤ ~2,000 warp instructions per (row, head),
+//                      36,960 warps → ~0.05–0.08 ms
+//   vsa_compress_tiles H·n²·D = 3.3 G FMA ≈ 0.11 ms; reads the scores twice (205 MB, the second pass mostly
+//                      from L2) and v̄ (19 MB) once per 64 query tiles
 //   vsa_gate_add       reads o and gate, writes o: 3 · 548 MB = 1.64 GB → ~0.55 ms
 // so ~1.5 ms a block in all, two thirds of it the bytes of pooling and the gate add (which only fusing them
 // into the producers of q, k, v and the gate GEMM's epilogue would remove).
