@@ -31,6 +31,14 @@ struct Geo {
 const Geo kOdd{{7, 0, 65, 130}, 5, 6, 10};
 const Geo kNoPrefix{{}, 6, 4, 9};
 const Geo kSmall{{3, 40}, 4, 3, 5};
+// 70 one-row prefix tiles and 1 × 2 × 9 cubes: 88 tiles, more than one 64-tile block of the CUDA kernels.
+const Geo kMany{std::vector<int64_t>(70, 1), 4, 8, 36};
+
+// `prefix` one-row prefix tiles and `video` video tiles of 4 rows (a 1 × 1 × 4·video grid): many tiles, few
+// rows.
+Geo many_tiles(int64_t prefix, int64_t video) {
+    return {std::vector<int64_t>(static_cast<size_t>(prefix), 1), 1, 1, 4 * video};
+}
 
 VsaTileMap map_of(const Geo& g) {
     auto m = build_vsa_tile_map({.prefix_segments = g.prefix, .grid_t = g.t, .grid_h = g.h, .grid_w = g.w});
@@ -166,9 +174,10 @@ void expect_same_bits(const Tensor& got, const Tensor& want) {
 TEST(OpsVsa, PoolAndScores) {
     SKIP_IF_NO_BACKEND();
     uint32_t seed = 3;
-    for (const Geo& g : {kOdd, kNoPrefix, kSmall})
+    // D = 36 is not a multiple of 8: the CUDA pooling's scalar path (the others take the 16-byte loads).
+    for (const Geo& g : {kOdd, kNoPrefix, kSmall, kMany})
         for (auto [heads, d, dt] : {std::tuple{2, 128, DType::kBF16}, std::tuple{3, 32, DType::kF32},
-                                    std::tuple{1, 40, DType::kF16}}) {
+                                    std::tuple{1, 40, DType::kF16}, std::tuple{2, 36, DType::kBF16}}) {
             SCOPED_TRACE("pool d=" + std::to_string(d) + " " + dtype_name(dt));
             const VsaTileMap m = map_of(g);
             const int64_t n = m.num_tiles();
@@ -255,6 +264,73 @@ TEST(OpsVsa, Select) {
                     EXPECT_EQ(ints(lists_dev), want);
                 }
             }
+}
+
+// The CUDA selection keeps up to 2,048 candidates a row in registers (4, 8, 16, 32 or 64 a lane) and takes a
+// block-wide radix select beyond: every size class, both modes, a single pick, ~10 % and every video tile,
+// against the CPU reference bit for bit (CPU: the reference against the full sort, on the smallest case).
+TEST(OpsVsa, SelectManyTiles) {
+    SKIP_IF_NO_BACKEND();
+    struct Case {
+        int64_t prefix, video;
+    };
+    // Candidates exempt / compete: 200 / 300, 490 / 600 (the full-width shape), 700 / 760, 1,400 / 1,700,
+    // 2,100 / 2,200.
+    std::vector<Case> cases = {{100, 200}};
+    if (on_cuda()) cases.insert(cases.end(), {{110, 490}, {60, 700}, {300, 1400}, {100, 2100}});
+    uint32_t seed = 70;
+    for (const Case& c : cases) {
+        const VsaTileMap m = map_of(many_tiles(c.prefix, c.video));
+        const int64_t heads = c.video > 1000 ? 1 : 2, n = m.num_tiles(), P = m.num_prefix_tiles,
+                      nv = m.num_video_tiles;
+        ASSERT_EQ(P, c.prefix);
+        ASSERT_EQ(nv, c.video);
+        const VsaTiles tiles = tiles_on(ctx(), m), cpu_tiles = tiles_on(Context::cpu(), m);
+        for (bool compete : {false, true})
+            for (int64_t keep : {int64_t{1}, (nv + 9) / 10, nv}) {
+                const VsaSelectParams p{.keep = keep, .compete = compete};
+                const int64_t width = vsa_select_width(p, P, n);
+                SCOPED_TRACE("select n=" + std::to_string(n) + " keep=" + std::to_string(keep) +
+                             (compete ? " compete" : " exempt"));
+                for (int variant = 0; variant < 2; ++variant) {
+                    Tensor s;
+                    if (variant == 0) { // few levels: long runs of ties, +0 and −0 among them
+                        s = tied_scores(heads, n, seed++);
+                        float* v = s.data_as<float>();
+                        for (int64_t e = 0; e < s.numel(); e += 3)
+                            if (v[e] == 0.0f) v[e] = -0.0f;
+                    } else { // distinct values with NaN and −inf (both rank last, by index)
+                        s = rnd(Shape{heads, n, n}, DType::kF32, seed++);
+                        float* v = s.data_as<float>();
+                        for (int64_t e = 5; e < s.numel(); e += 97) v[e] = NAN;
+                        for (int64_t e = 11; e < s.numel(); e += 89) v[e] = -INFINITY;
+                    }
+                    Tensor lists_dev;
+                    {
+                        auto r = Tensor::empty(Shape{heads, nv, width}, DType::kI32, ctx().device);
+                        ASSERT_TRUE(r.ok());
+                        lists_dev = *r;
+                    }
+                    ASSERT_OK(vsa_select(ctx(), p, tiles, dev(s), lists_dev));
+                    std::vector<int32_t> want;
+                    if (on_cuda()) {
+                        Tensor l = Tensor::host(Shape{heads, nv, width}, DType::kI32);
+                        ASSERT_OK(vsa_select(Context::cpu(), p, cpu_tiles, clone(s), l));
+                        want = ints(l);
+                    } else {
+                        want = naive_select(values(s), heads, n, P, p.keep, compete);
+                    }
+                    const std::vector<int32_t> got = ints(lists_dev);
+                    ASSERT_EQ(got.size(), want.size());
+                    int64_t bad = 0;
+                    for (size_t e = 0; e < got.size(); ++e)
+                        if (got[e] != want[e] && bad++ < 5)
+                            ADD_FAILURE() << "variant " << variant << " list " << e / width << " position "
+                                          << e % width << ": got " << got[e] << " want " << want[e];
+                    EXPECT_EQ(bad, 0);
+                }
+            }
+    }
 }
 
 // ---- block-sparse attention
@@ -598,10 +674,14 @@ TEST(OpsVsa, FullSelectionIsDenseAttention) {
 TEST(OpsVsa, CompressAndGateAdd) {
     SKIP_IF_NO_BACKEND();
     uint32_t seed = 200;
-    for (auto [heads, d, dt] : {std::tuple{2, 128, DType::kBF16}, std::tuple{3, 32, DType::kF32}}) {
-        const VsaTileMap m = map_of(kOdd);
+    // kMany: 88 tiles (two 64-row blocks of the CUDA kernel); D = 160 spans two 128-channel blocks; D = 36 is
+    // not a multiple of 8 (the gate add's scalar path).
+    for (auto [geo, heads, d, dt] :
+         {std::tuple{kOdd, 2, 128, DType::kBF16}, std::tuple{kOdd, 3, 32, DType::kF32},
+          std::tuple{kMany, 2, 160, DType::kBF16}, std::tuple{kMany, 1, 36, DType::kF32}}) {
+        const VsaTileMap m = map_of(geo);
         const int64_t n = m.num_tiles();
-        SCOPED_TRACE("compress d=" + std::to_string(d) + " " + dtype_name(dt));
+        SCOPED_TRACE("compress n=" + std::to_string(n) + " d=" + std::to_string(d) + " " + dtype_name(dt));
         Tensor sc = rnd(Shape{heads, n, n}, DType::kF32, seed++, -4.0f, 4.0f);
         Tensor vp = rnd(Shape{heads, n, d}, DType::kF32, seed++);
         Guarded oc(Tensor::host(Shape{heads, n, d}, DType::kF32));
@@ -660,6 +740,46 @@ TEST(OpsVsa, CompressAndGateAdd) {
             check_output(o, w, dt == DType::kF32 ? Tol{1e-6, 1e-6} : Tol{0.05, 0.02});
         }
     }
+}
+
+// The gate add for every pair of o and gate dtypes, with and without the intermediate rounding, on the
+// 8-channel vector path (D = 64) and the scalar one (D = 20): CUDA bit for bit against the CPU reference; CPU
+// against a double loop.
+TEST(OpsVsa, GateAddEveryDtype) {
+    SKIP_IF_NO_BACKEND();
+    const VsaTileMap m = map_of(kOdd);
+    const int64_t heads = 2, n = m.num_tiles();
+    uint32_t seed = 250;
+    for (int64_t d : {int64_t{64}, int64_t{20}})
+        for (DType ot : {DType::kF32, DType::kBF16, DType::kF16})
+            for (DType gt : {DType::kF32, DType::kBF16, DType::kF16})
+                for (bool round : {false, true}) {
+                    SCOPED_TRACE(std::string("gate add o ") + dtype_name(ot) + " gate " + dtype_name(gt) +
+                                 " d=" + std::to_string(d) + (round ? " rounded" : ""));
+                    Tensor o0 = rnd(Shape{m.rows, heads, d}, ot, seed++),
+                           gate = rnd(Shape{m.rows, heads, d}, gt, seed++),
+                           ocv = rnd(Shape{heads, n, d}, DType::kF32, seed++);
+                    Guarded o(o0);
+                    ASSERT_OK(vsa_gate_add(ctx(), {.round_intermediate = round}, tiles_on(ctx(), m), dev(ocv),
+                                           dev(gate), o.t));
+                    if (on_cuda()) {
+                        Tensor ref = clone(o0);
+                        ASSERT_OK(vsa_gate_add(Context::cpu(), {.round_intermediate = round},
+                                               tiles_on(Context::cpu(), m), clone(ocv), clone(gate), ref));
+                        expect_same_bits(o.host(), ref);
+                        continue;
+                    }
+                    const auto ov = values(o0), gv = values(gate), cv = values(ocv);
+                    std::vector<double> w;
+                    for (int64_t r = 0; r < m.rows; ++r)
+                        for (int64_t h = 0; h < heads; ++h)
+                            for (int64_t c = 0; c < d; ++c) {
+                                const size_t i = static_cast<size_t>((r * heads + h) * d + c);
+                                const int64_t t = m.row_tiles[static_cast<size_t>(r)];
+                                w.push_back(ov[i] + gv[i] * cv[static_cast<size_t>((h * n + t) * d + c)]);
+                            }
+                    check_output(o, w, ot == DType::kF32 ? Tol{1e-6, 1e-6} : Tol{0.05, 0.02});
+                }
 }
 
 // ---- argument checks

@@ -1,7 +1,22 @@
 // VSA's tile kernels (ops/vsa.h): pooling, tile scores, top-k selection, the compression branch. Pooling and
 // scores sum in the CPU reference's order with no fused multiply-add (__fadd_rn/__fmul_rn), so both backends
-// produce the same bits and the same selection; the softmax of the compression branch uses expf and block
-// reductions (close to, not bit-equal with, the CPU). The block-sparse attention is in vsa_attention.cu.
+// produce the same bits and the same selection; the selection and the gate add are bit-equal too; the softmax
+// of the compression branch uses expf and fused multiply-adds (close to, not bit-equal with, the CPU). The
+// block-sparse attention is in vsa_attention.cu.
+//
+// Cost per DiT block at full width (1344×768×124: S = 38,247 rows, H = 56 heads, D = 128, n = 676 tiles of
+// which 660 video, keep 66), with an H100's ~3 TB/s and ~30 T fp32 lane-ops/s (FMUL, FADD or FFMA) as the
+// bounds:
+//   vsa_pool           reads S·H·D bf16 = 548 MB per input (q, k, and v for the compression) → ~0.18 ms each
+//   vsa_tile_scores    H·n²·D = 3.3 G products, FMUL + FADD each (no FMA: bit-equal) → 6.6 G lane-ops
+//                      ≈ 0.22 ms; writes H·n² f32 = 102 MB
+//   vsa_select         reads H·660·660 f32 = 98 MB (exempt); ≤ ~2,000 warp instructions per (row, head),
+//                      36,960 warps → ~0.05–0.08 ms
+//   vsa_compress_tiles H·n²·D = 3.3 G FMA ≈ 0.11 ms; reads the scores twice (205 MB, the second pass mostly
+//                      from L2) and v̄ (19 MB) once per 64 query tiles
+//   vsa_gate_add       reads o and gate, writes o: 3 · 548 MB = 1.64 GB → ~0.55 ms
+// so ~1.5 ms a block in all, two thirds of it the bytes of pooling and the gate add (which only fusing them
+// into the producers of q, k, v and the gate GEMM's epilogue would remove).
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
 
@@ -13,7 +28,67 @@ namespace {
 
 constexpr int kSlots = kVsaTileRows;
 
-// ---- pooling: one block per (tile, head), threads over channels -------------------------------------------
+bool aligned16(const void* p) {
+    return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+// ---- pooling ----------------------------------------------------------------------------------------------
+
+// Vector path (D % 8 == 0, 16-byte aligned rows): one block per (tile, chunk of the H·D channels), each
+// thread 8 consecutive channels of one head, read as one 16-byte load (two for f32) per slot; the tile's
+// slots are read 8 at a time (4 for f32: that many loads in flight, kept raw), then summed in slot order as
+// the CPU does.
+constexpr int kPoolThreads = 128;
+
+template <typename T> struct Raw8 { // 8 elements of T as 16-byte words
+    static constexpr int kWords = static_cast<int>(sizeof(T)) / 2;
+    uint4 w[kWords];
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kPoolThreads)
+    vsa_pool_vec_kernel(const T* __restrict__ x, const int32_t* __restrict__ slot_rows,
+                        const int32_t* __restrict__ sizes, float* __restrict__ out, uint32_t vecs_per_row,
+                        uint32_t vecs_per_head, int64_t row_elems, int64_t d, int64_t tiles) {
+    constexpr int kBatch = sizeof(T) == 2 ? 8 : 4;
+    __shared__ int32_t rows[kSlots];
+    const int64_t t = blockIdx.x;
+    for (int s = threadIdx.x; s < kSlots; s += blockDim.x) rows[s] = slot_rows[t * kSlots + s];
+    __syncthreads();
+    const uint32_t v = blockIdx.y * kPoolThreads + threadIdx.x;
+    if (v >= vecs_per_row) return;
+    const uint32_t h = v / vecs_per_head, c = (v - h * vecs_per_head) * 8u;
+    const T* col = x + static_cast<int64_t>(v) * 8;
+    float sum[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sum[e] = 0.0f;
+    for (int s0 = 0; s0 < kSlots; s0 += kBatch) {
+        Raw8<T> raw[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int32_t r = rows[s0 + b];
+            if (r < 0) continue;
+            const uint4* p = reinterpret_cast<const uint4*>(col + static_cast<int64_t>(r) * row_elems);
+#pragma unroll
+            for (int k = 0; k < Raw8<T>::kWords; ++k) raw[b].w[k] = p[k];
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            if (rows[s0 + b] < 0) continue; // padding: skipped, as the CPU does
+            float val[8];
+            load_vec<8>(reinterpret_cast<const T*>(raw[b].w), val);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) sum[e] = __fadd_rn(sum[e], val[e]);
+        }
+    }
+    const float size = static_cast<float>(sizes[t]);
+    float res[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) res[e] = __fdiv_rn(sum[e], size);
+    store_vec<8>(out + (static_cast<int64_t>(h) * tiles + t) * d + c, res);
+}
+
+// Any D: one block per (tile, head), threads over channels.
 template <typename T>
 __global__ void vsa_pool_kernel(const T* __restrict__ x, const int32_t* __restrict__ slot_rows,
                                 const int32_t* __restrict__ sizes, float* __restrict__ out, int64_t heads,
@@ -34,52 +109,151 @@ __global__ void vsa_pool_kernel(const T* __restrict__ x, const int32_t* __restri
     }
 }
 
-// ---- tile scores: 32×32 output tiles, d in chunks of 32 through shared memory, summed in d order ----------
-constexpr int kScoreTile = 32;
+// ---- tile scores ------------------------------------------------------------------------------------------
 
-__global__ void vsa_scores_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                                  float* __restrict__ scores, int64_t n, int64_t d, float div) {
-    __shared__ float qs[kScoreTile][kScoreTile + 1];
-    __shared__ float ks[kScoreTile][kScoreTile + 1];
-    const int tx = threadIdx.x, ty = threadIdx.y; // 32 × 8
-    const int64_t h = blockIdx.z, i0 = static_cast<int64_t>(blockIdx.y) * kScoreTile,
-                  j0 = static_cast<int64_t>(blockIdx.x) * kScoreTile;
+// 64×64 outputs per block, 16×16 threads of 4×4 outputs each; q̄ and k̄ pass through shared memory in chunks of
+// 32 channels, stored channel-major so a thread reads its 4 rows (4 columns) as one float4. Every output is
+// summed over d in order with __fmul_rn/__fadd_rn: the CPU's bits.
+constexpr int kScoreBlock = 64;
+constexpr int kScoreChunk = 32;
+constexpr int kScorePad = kScoreBlock + 4; // keeps float4 alignment, spreads the transposed stores
+
+__global__ void __launch_bounds__(256)
+    vsa_scores_kernel(const float* __restrict__ q, const float* __restrict__ k, float* __restrict__ scores,
+                      int64_t n, int64_t d, float div) {
+    __shared__ __align__(16) float qs[kScoreChunk][kScorePad];
+    __shared__ __align__(16) float ks[kScoreChunk][kScorePad];
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    const int64_t h = blockIdx.z, i0 = static_cast<int64_t>(blockIdx.y) * kScoreBlock,
+                  j0 = static_cast<int64_t>(blockIdx.x) * kScoreBlock;
     const float* qh = q + h * n * d;
     const float* kh = k + h * n * d;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int64_t d0 = 0; d0 < d; d0 += kScoreTile) {
-        for (int e = ty * kScoreTile + tx; e < kScoreTile * kScoreTile; e += kScoreTile * 8) {
-            const int r = e / kScoreTile, c = e % kScoreTile;
-            const bool in_d = d0 + c < d;
-            qs[r][c] = (i0 + r < n && in_d) ? qh[(i0 + r) * d + d0 + c] : 0.0f;
-            ks[r][c] = (j0 + r < n && in_d) ? kh[(j0 + r) * d + d0 + c] : 0.0f;
+    float acc[4][4];
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) acc[a][b] = 0.0f;
+    for (int64_t d0 = 0; d0 < d; d0 += kScoreChunk) {
+        const int len = d - d0 < kScoreChunk ? static_cast<int>(d - d0) : kScoreChunk;
+#pragma unroll
+        for (int e = threadIdx.x; e < kScoreBlock * kScoreChunk; e += 256) {
+            const int r = e / kScoreChunk, c = e % kScoreChunk;
+            const bool in_d = c < len;
+            qs[c][r] = (i0 + r < n && in_d) ? qh[(i0 + r) * d + d0 + c] : 0.0f;
+            ks[c][r] = (j0 + r < n && in_d) ? kh[(j0 + r) * d + d0 + c] : 0.0f;
         }
         __syncthreads();
-        const int len = d - d0 < kScoreTile ? static_cast<int>(d - d0) : kScoreTile;
         for (int c = 0; c < len; ++c) {
-            const float kv = ks[tx][c];
+            const float4 a4 = *reinterpret_cast<const float4*>(&qs[c][ty * 4]);
+            const float4 b4 = *reinterpret_cast<const float4*>(&ks[c][tx * 4]);
+            const float a[4] = {a4.x, a4.y, a4.z, a4.w}, b[4] = {b4.x, b4.y, b4.z, b4.w};
 #pragma unroll
-            for (int r = 0; r < 4; ++r) acc[r] = __fadd_rn(acc[r], __fmul_rn(qs[ty + 8 * r][c], kv));
+            for (int r = 0; r < 4; ++r)
+#pragma unroll
+                for (int s = 0; s < 4; ++s) acc[r][s] = __fadd_rn(acc[r][s], __fmul_rn(a[r], b[s]));
         }
         __syncthreads();
     }
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-        const int64_t i = i0 + ty + 8 * r, j = j0 + tx;
-        if (i < n && j < n) scores[(h * n + i) * n + j] = __fdiv_rn(acc[r], div);
+        const int64_t i = i0 + ty * 4 + r;
+        if (i >= n) continue;
+        float* out = scores + (h * n + i) * n;
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+            const int64_t j = j0 + tx * 4 + s;
+            if (j < n) out[j] = __fdiv_rn(acc[r][s], div);
+        }
     }
 }
 
-// ---- selection: one block per (video query tile, head) ---------------------------------------------------
-constexpr int kSelectThreads = 256;
+// ---- selection --------------------------------------------------------------------------------------------
 
-// Larger score → larger key; NaN ranks as −inf and −0 as +0 (the CPU reference compares values).
+// Larger score → larger key; NaN ranks as −inf and −0 as +0 (the CPU reference compares values). Every real
+// score maps above 0 (−inf → 0x007fffff), so 0 marks an absent candidate.
 __device__ __forceinline__ uint32_t order_key(float s) {
     if (isnan(s)) s = -INFINITY;
     if (s == 0.0f) s = 0.0f;
     const uint32_t b = __float_as_uint(s);
     return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
+
+__device__ __forceinline__ int warp_count(int c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(c)));
+#else
+    for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
+    return c;
+#endif
+}
+
+// Warp path (up to kSelectWarpMax candidates): one warp per (video query tile, head), kSelectWarps warps a
+// block; lane l holds the keys of candidates l + 32·j, j < J, in registers. The take-th largest key K is
+// found bit by bit from the top (up to 32 steps of count(keys ≥ prefix | bit) ≥ take, ending early when the
+// count is exactly take); the candidates above K and the lowest-indexed (take − count(keys > K)) equal to K
+// are then written in ascending order with ballots.
+constexpr int kSelectWarps = 4;
+constexpr int kSelectWarpMax = 64 * 32; // J = 64 keys a lane
+
+template <int J>
+__global__ void __launch_bounds__(kSelectWarps * 32)
+    vsa_select_warp_kernel(const float* __restrict__ scores, int32_t* __restrict__ lists, int n, int prefix,
+                           int video, int width, int first, int take, bool exempt) {
+    const int lane = threadIdx.x & 31;
+    const int i = blockIdx.x * kSelectWarps + (threadIdx.x >> 5), h = blockIdx.y;
+    if (i >= video) return; // a whole warp
+    const int m = n - first, groups = (m + 31) / 32;
+    const float* row = scores + (static_cast<int64_t>(h) * n + prefix + i) * n + first;
+    uint32_t key[J];
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+        const int e = lane + 32 * j;
+        key[j] = e < m ? order_key(row[e]) : 0u;
+    }
+    uint32_t kth = 0u;
+    for (int bit = 31; bit >= 0; --bit) {
+        const uint32_t cand = kth | (1u << bit);
+        int c = 0;
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+            if (j < groups) c += key[j] >= cand ? 1 : 0;
+        const int count = warp_count(c);
+        if (count >= take) {
+            kth = cand;
+            if (count == take) break; // exactly the keys ≥ cand: K may stay a bound, not a key value
+        }
+    }
+    int above = 0;
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+        if (j < groups) above += key[j] > kth ? 1 : 0;
+    int equal_left = take - warp_count(above); // keys equal to K still to take, lowest indices first
+
+    int32_t* out = lists + (static_cast<int64_t>(h) * video + i) * width;
+    int pos = 0;
+    if (exempt) {
+        for (int t = lane; t < prefix; t += 32) out[t] = t;
+        pos = prefix;
+    }
+    const unsigned below = (1u << lane) - 1u;
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+        if (j >= groups) break;
+        const int e = lane + 32 * j;
+        const bool eq = e < m && key[j] == kth;
+        const unsigned eq_ballot = __ballot_sync(0xffffffffu, eq);
+        const bool sel = e < m && (key[j] > kth || (eq && __popc(eq_ballot & below) < equal_left));
+        const unsigned sel_ballot = __ballot_sync(0xffffffffu, sel);
+        if (sel) out[pos + __popc(sel_ballot & below)] = first + e;
+        pos += __popc(sel_ballot);
+        const int eq_count = __popc(eq_ballot);
+        equal_left -= eq_count < equal_left ? eq_count : equal_left;
+    }
+}
+
+// Block path (more candidates than the warp path holds): one 256-thread block per (video query tile, head),
+// the keys in shared memory, a 4-pass radix select (8 bits a pass) with shared histograms.
+constexpr int kSelectThreads = 256;
 
 // Exclusive prefix count of `flag` over the block (in thread order) and the block's total.
 __device__ __forceinline__ int block_exclusive_count(bool flag, int& total, int* warp_counts) {
@@ -160,60 +334,133 @@ __global__ void __launch_bounds__(kSelectThreads)
     }
 }
 
-// ---- compression branch: one block per (8 query tiles, head); the 8 softmax rows share each v̄ load --------
-constexpr int kCompressThreads = 128;
-constexpr int kCompressRows = 8;
+// ---- compression branch -----------------------------------------------------------------------------------
 
-__device__ __forceinline__ float block_max(float v, float* red) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    v = warp_max(v);
-    if (lane == 0) red[warp] = v;
-    __syncthreads();
-    float r = -INFINITY;
-    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) r = fmaxf(r, red[w]);
-    __syncthreads();
-    return r;
-}
+// One block per (64 query tiles, head, 128 channels): 8 warps, warp w owns query tiles 8w..8w+7 and lane l
+// channels 4l..4l+3, 32 accumulators a thread. First each warp takes its 8 rows' max and Σ exp(s − max); then
+// the key tiles pass in chunks of 32: exp(s − max) (rows × chunk) and v̄ (chunk × 128 channels) are staged in
+// shared memory and every v̄ element staged feeds 64 rows. The sum is divided out at the end.
+constexpr int kCompressRows = 64;
+constexpr int kCompressCols = 128;
+constexpr int kCompressChunk = 32;
+constexpr int kCompressThreads = 256;
+constexpr int kCompressPad = kCompressRows + 4;
 
-__global__ void __launch_bounds__(kCompressThreads)
+__global__ void __launch_bounds__(kCompressThreads, 2)
     vsa_compress_kernel(const float* __restrict__ scores, const float* __restrict__ vp,
                         float* __restrict__ oc, int64_t n, int64_t d) {
-    extern __shared__ float prob[]; // [kCompressRows][n]
-    __shared__ float red[kCompressThreads / 32];
-    const int64_t i0 = static_cast<int64_t>(blockIdx.x) * kCompressRows, h = blockIdx.y;
-    const int rows = static_cast<int>(n - i0 < kCompressRows ? n - i0 : kCompressRows);
-    for (int r = 0; r < rows; ++r) {
-        const float* row = scores + (h * n + i0 + r) * n;
-        float* pr = prob + r * n;
-        float mx = -INFINITY;
-        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) mx = fmaxf(mx, row[j]);
-        mx = block_max(mx, red);
-        float sum = 0.0f;
-        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-            const float e = expf(row[j] - mx);
-            pr[j] = e;
-            sum += e;
-        }
-        sum = block_sum(sum); // also orders the pr[] writes before the reads below
-        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) pr[j] = pr[j] / sum;
+    __shared__ __align__(16) float ps[kCompressChunk][kCompressPad];
+    __shared__ __align__(16) float vs[kCompressChunk][kCompressCols];
+    __shared__ float row_max[kCompressRows], row_sum[kCompressRows];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t i0 = static_cast<int64_t>(blockIdx.x) * kCompressRows, h = blockIdx.y,
+                  c0 = static_cast<int64_t>(blockIdx.z) * kCompressCols;
+    const float* sh = scores + h * n * n;
+    const float* vh = vp + h * n * d;
+    // This warp's 8 rows side by side (8 loads in flight); rows past n keep max 0, sum 1 (never stored).
+    const int64_t r0 = i0 + warp * 8;
+    float mx[8], sum[8];
+#pragma unroll
+    for (int r = 0; r < 8; ++r) mx[r] = r0 + r < n ? -INFINITY : 0.0f;
+    for (int64_t j = lane; j < n; j += 32)
+#pragma unroll
+        for (int r = 0; r < 8; ++r)
+            if (r0 + r < n) mx[r] = fmaxf(mx[r], sh[(r0 + r) * n + j]);
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        mx[r] = warp_max(mx[r]);
+        sum[r] = 0.0f;
+    }
+    for (int64_t j = lane; j < n; j += 32)
+#pragma unroll
+        for (int r = 0; r < 8; ++r)
+            if (r0 + r < n) sum[r] += expf(sh[(r0 + r) * n + j] - mx[r]);
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        sum[r] = r0 + r < n ? warp_sum(sum[r]) : 1.0f;
+        if (lane == 0) row_max[warp * 8 + r] = mx[r], row_sum[warp * 8 + r] = sum[r];
     }
     __syncthreads();
-    const float* vh = vp + h * n * d;
-    for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-        float acc[kCompressRows];
+    float acc[8][4];
 #pragma unroll
-        for (int r = 0; r < kCompressRows; ++r) acc[r] = 0.0f;
-        for (int64_t j = 0; j < n; ++j) {
-            const float vj = vh[j * d + c];
+    for (int r = 0; r < 8; ++r)
 #pragma unroll
-            for (int r = 0; r < kCompressRows; ++r)
-                acc[r] = __fadd_rn(acc[r], __fmul_rn(prob[r * n + j], vj));
+        for (int c = 0; c < 4; ++c) acc[r][c] = 0.0f;
+    for (int64_t j0 = 0; j0 < n; j0 += kCompressChunk) {
+#pragma unroll
+        for (int e = threadIdx.x; e < kCompressRows * kCompressChunk; e += kCompressThreads) {
+            const int r = e / kCompressChunk, jj = e % kCompressChunk;
+            const int64_t i = i0 + r, j = j0 + jj;
+            ps[jj][r] = (i < n && j < n) ? expf(sh[i * n + j] - row_max[r]) : 0.0f;
         }
-        for (int r = 0; r < rows; ++r) oc[(h * n + i0 + r) * d + c] = acc[r];
+#pragma unroll
+        for (int e = threadIdx.x; e < kCompressChunk * kCompressCols; e += kCompressThreads) {
+            const int jj = e / kCompressCols, c = e % kCompressCols;
+            const int64_t j = j0 + jj;
+            vs[jj][c] = (j < n && c0 + c < d) ? vh[j * d + c0 + c] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll 8
+        for (int jj = 0; jj < kCompressChunk; ++jj) {
+            const float4 p0 = *reinterpret_cast<const float4*>(&ps[jj][warp * 8]);
+            const float4 p1 = *reinterpret_cast<const float4*>(&ps[jj][warp * 8 + 4]);
+            const float4 v4 = *reinterpret_cast<const float4*>(&vs[jj][lane * 4]);
+            const float p[8] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
+            const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+#pragma unroll
+            for (int r = 0; r < 8; ++r)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) acc[r][c] = fmaf(p[r], v[c], acc[r][c]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        const int64_t i = i0 + warp * 8 + r;
+        if (i >= n) continue;
+        const float total = row_sum[warp * 8 + r];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            const int64_t ch = c0 + lane * 4 + c;
+            if (ch < d) oc[(h * n + i) * d + ch] = acc[r][c] / total;
+        }
     }
 }
 
-// ---- gate add: elementwise over [rows, H, D] ------------------------------------------------------------
+// ---- gate add ---------------------------------------------------------------------------------------------
+
+// o = o + round(round(oc)·gate) per element (the rounding as the CPU reference does it).
+template <typename T> __device__ __forceinline__ float gate_add_one(float o, float oc, float g, bool round) {
+    if (round) oc = round_to<T>(oc);
+    float prod = __fmul_rn(oc, g);
+    if (round) prod = round_to<T>(prod);
+    return __fadd_rn(o, prod);
+}
+
+// Vector path (D % 8 == 0, 16-byte aligned): one thread per 8 channels of one (row, head), 16-byte loads of o
+// and gate (two for f32) and two float4 loads of oc; 32-bit index arithmetic (the host checks the range).
+template <typename T, typename G>
+__global__ void vsa_gate_add_vec_kernel(const float* __restrict__ oc, const G* __restrict__ gate,
+                                        T* __restrict__ o, const int32_t* __restrict__ row_tiles,
+                                        uint32_t vecs, uint32_t vecs_per_row, uint32_t vecs_per_head,
+                                        int64_t d, int64_t tiles, bool round) {
+    const uint32_t v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= vecs) return;
+    const uint32_t r = v / vecs_per_row, rem = v - r * vecs_per_row;
+    const uint32_t h = rem / vecs_per_head, c = (rem - h * vecs_per_head) * 8u;
+    const int32_t tile = row_tiles[r];
+    if (tile < 0 || tile >= tiles) return;
+    const int64_t off = static_cast<int64_t>(v) * 8;
+    float ov[8], gv[8], cv[8];
+    load_vec<8>(o + off, ov);
+    load_vec<8>(gate + off, gv);
+    load_vec<8>(oc + (static_cast<int64_t>(h) * tiles + tile) * d + c, cv);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) ov[e] = gate_add_one<T>(ov[e], cv[e], gv[e], round);
+    store_vec<8>(o + off, ov);
+}
+
+// Any D: one thread per element.
 template <typename T, typename G>
 __global__ void vsa_gate_add_kernel(const float* __restrict__ oc, const G* __restrict__ gate,
                                     T* __restrict__ o, const int32_t* __restrict__ row_tiles, int64_t rows,
@@ -224,11 +471,8 @@ __global__ void vsa_gate_add_kernel(const float* __restrict__ oc, const G* __res
         const int64_t r = idx / (heads * d), h = (idx / d) % heads, c = idx % d;
         const int32_t tile = row_tiles[r];
         if (tile < 0 || tile >= tiles) continue;
-        float cv = oc[(h * tiles + tile) * d + c];
-        if (round) cv = round_to<T>(cv);
-        float prod = __fmul_rn(cv, to_f32(gate[idx]));
-        if (round) prod = round_to<T>(prod);
-        o[idx] = from_f32<T>(__fadd_rn(to_f32(o[idx]), prod));
+        o[idx] = from_f32<T>(
+            gate_add_one<T>(to_f32(o[idx]), oc[(h * tiles + tile) * d + c], to_f32(gate[idx]), round));
     }
 }
 
@@ -243,9 +487,20 @@ Status set_smem(const void* kernel, size_t bytes, const char* what) {
 
 Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tensor& out) {
     const int64_t H = x.dim(1), D = x.dim(2), n = tiles.num_tiles();
-    const int threads = D >= 128 ? 128 : (D >= 64 ? 64 : 32);
+    const int64_t vecs_per_row = H * D / 8;
+    const bool vec = D % 8 == 0 && aligned16(x.data()) && aligned16(out.data()) && vecs_per_row < (1LL << 31);
     return dispatch_float(x.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
+        if (vec) {
+            const unsigned chunks = static_cast<unsigned>((vecs_per_row + kPoolThreads - 1) / kPoolThreads);
+            vsa_pool_vec_kernel<T>
+                <<<dim3(static_cast<unsigned>(n), chunks), kPoolThreads, 0, stream_of(ctx)>>>(
+                    x.data_as<const T>(), tiles.slot_rows.data_as<const int32_t>(),
+                    tiles.tile_sizes.data_as<const int32_t>(), out.data_as<float>(),
+                    static_cast<uint32_t>(vecs_per_row), static_cast<uint32_t>(D / 8), H * D, D, n);
+            return check_launch("vsa_pool");
+        }
+        const int threads = D >= 128 ? 128 : (D >= 64 ? 64 : 32);
         vsa_pool_kernel<T>
             <<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(H)), threads, 0, stream_of(ctx)>>>(
                 x.data_as<const T>(), tiles.slot_rows.data_as<const int32_t>(),
@@ -256,10 +511,10 @@ Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tens
 
 Status vsa_tile_scores(const Context& ctx, const Tensor& q, const Tensor& k, Tensor& scores) {
     const int64_t H = q.dim(0), n = q.dim(1), D = q.dim(2);
-    const unsigned blocks = static_cast<unsigned>((n + kScoreTile - 1) / kScoreTile);
-    vsa_scores_kernel<<<dim3(blocks, blocks, static_cast<unsigned>(H)), dim3(kScoreTile, 8), 0,
-                        stream_of(ctx)>>>(q.data_as<const float>(), k.data_as<const float>(),
-                                          scores.data_as<float>(), n, D, sqrtf(static_cast<float>(D)));
+    const unsigned blocks = static_cast<unsigned>((n + kScoreBlock - 1) / kScoreBlock);
+    vsa_scores_kernel<<<dim3(blocks, blocks, static_cast<unsigned>(H)), 256, 0, stream_of(ctx)>>>(
+        q.data_as<const float>(), k.data_as<const float>(), scores.data_as<float>(), n, D,
+        sqrtf(static_cast<float>(D)));
     return check_launch("vsa_tile_scores");
 }
 
@@ -269,7 +524,24 @@ Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& 
                   nv = tiles.num_video_tiles;
     const bool exempt = !p.compete || P == 0;
     const int64_t width = vsa_select_width(p, P, n), first = exempt ? P : 0, take = exempt ? p.keep : width;
-    const size_t smem = static_cast<size_t>(n - first) * sizeof(uint32_t);
+    const int64_t m = n - first; // candidates
+    if (m <= kSelectWarpMax) {
+        const dim3 grid(static_cast<unsigned>((nv + kSelectWarps - 1) / kSelectWarps),
+                        static_cast<unsigned>(H));
+        auto launch = [&](auto kernel) {
+            kernel<<<grid, kSelectWarps * 32, 0, stream_of(ctx)>>>(
+                scores.data_as<const float>(), lists.data_as<int32_t>(), static_cast<int>(n),
+                static_cast<int>(P), static_cast<int>(nv), static_cast<int>(width), static_cast<int>(first),
+                static_cast<int>(take), exempt);
+            return check_launch("vsa_select");
+        };
+        if (m <= 4 * 32) return launch(vsa_select_warp_kernel<4>);
+        if (m <= 8 * 32) return launch(vsa_select_warp_kernel<8>);
+        if (m <= 16 * 32) return launch(vsa_select_warp_kernel<16>);
+        if (m <= 32 * 32) return launch(vsa_select_warp_kernel<32>);
+        return launch(vsa_select_warp_kernel<64>);
+    }
+    const size_t smem = static_cast<size_t>(m) * sizeof(uint32_t);
     H3_TRY(
         set_smem(reinterpret_cast<const void*>(vsa_select_kernel), smem, "cudaFuncSetAttribute(vsa_select)"));
     vsa_select_kernel<<<dim3(static_cast<unsigned>(nv), static_cast<unsigned>(H)), kSelectThreads, smem,
@@ -280,11 +552,9 @@ Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& 
 
 Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor& vp, Tensor& oc) {
     const int64_t H = scores.dim(0), n = scores.dim(1), D = vp.dim(2);
-    const size_t smem = static_cast<size_t>(kCompressRows * n) * sizeof(float);
-    H3_TRY(set_smem(reinterpret_cast<const void*>(vsa_compress_kernel), smem,
-                    "cudaFuncSetAttribute(vsa_compress_tiles)"));
-    const unsigned blocks = static_cast<unsigned>((n + kCompressRows - 1) / kCompressRows);
-    vsa_compress_kernel<<<dim3(blocks, static_cast<unsigned>(H)), kCompressThreads, smem, stream_of(ctx)>>>(
+    const dim3 grid(static_cast<unsigned>((n + kCompressRows - 1) / kCompressRows), static_cast<unsigned>(H),
+                    static_cast<unsigned>((D + kCompressCols - 1) / kCompressCols));
+    vsa_compress_kernel<<<grid, kCompressThreads, 0, stream_of(ctx)>>>(
         scores.data_as<const float>(), vp.data_as<const float>(), oc.data_as<float>(), n, D);
     return check_launch("vsa_compress_tiles");
 }
@@ -292,10 +562,21 @@ Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor
 Status vsa_gate_add(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,
                     const Tensor& gate, Tensor& o) {
     const int64_t S = o.dim(0), H = o.dim(1), D = o.dim(2), n = tiles.num_tiles();
+    const int64_t vecs = S * H * D / 8;
+    const bool vec = D % 8 == 0 && aligned16(o.data()) && aligned16(gate.data()) && aligned16(oc.data()) &&
+                     vecs < (1LL << 31);
     return dispatch_float(o.dtype(), [&](auto to) {
         using T = typename decltype(to)::type;
         return dispatch_float(gate.dtype(), [&](auto tg) {
             using G = typename decltype(tg)::type;
+            if (vec) {
+                vsa_gate_add_vec_kernel<T, G><<<grid_for(vecs, 256, 1LL << 31), 256, 0, stream_of(ctx)>>>(
+                    oc.data_as<const float>(), gate.data_as<const G>(), o.data_as<T>(),
+                    tiles.row_tiles.data_as<const int32_t>(), static_cast<uint32_t>(vecs),
+                    static_cast<uint32_t>(H * D / 8), static_cast<uint32_t>(D / 8), D, n,
+                    p.round_intermediate);
+                return check_launch("vsa_gate_add");
+            }
             vsa_gate_add_kernel<T, G><<<grid_for(S * H * D, 256), 256, 0, stream_of(ctx)>>>(
                 oc.data_as<const float>(), gate.data_as<const G>(), o.data_as<T>(),
                 tiles.row_tiles.data_as<const int32_t>(), S, H, D, n, p.round_intermediate);
