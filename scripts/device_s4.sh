@@ -86,11 +86,25 @@ if [ "${S4_PART:-1}" = 3 ]; then # the closing measures on the final code (after
   done
   f45_dit bf16
   f45_dit fp8 --precision fp8
-  if [ "${S4_VAE:-}" != "" ]; then # the decode's fast paths in a whole request against bf16_2's exact decode
+  echo "== bench vae: bf16 and fp8 with their PSNR against the exact decode, the fp8 decode's profile ($SECONDS s)"
+  f45_vae bf16_psnr --vae-precision bf16 --psnr-vs-exact
+  f45_vae fp8_psnr --vae-precision fp8 --psnr-vs-exact
+  python3 -c "
+import json
+for t in ('bf16_psnr', 'fp8_psnr'):
+    j = json.load(open('$OUT/f45_vae_' + t + '.json')); print(t, j.get('psnr_vs_exact'), j.get('kernels'))" 2>&1 | tail -2
+  H3_VAE_PROFILE=1 timeout 150 $H3 bench vae --random-weights --vae-precision fp8 > "$OUT/s4_vae_fp8_profile.txt" 2>&1
+  echo "profile rc=$?"; grep -v "^\[" "$OUT/s4_vae_fp8_profile.txt" | tail -25
+  if [ "${S4_VAE:-}" != "" ]; then # the decode's fast paths in a whole request against fp8_2's exact decode
     for vp in $S4_VAE; do
       f45_request "fp8_vae$vp" --precision fp8 --warmup --vae-precision "$vp"
       s4_compare /tmp/h3-f45-fp8_2/request.mp4 "/tmp/h3-f45-fp8_vae$vp/request.mp4" "vae$vp"
     done
   fi
+  # last (a kernel that hangs loses only this): the sparse kernels the engine does not pick
+  f45_dit variants --vsa-variants
+  python3 -c "
+import json; j = json.load(open('$OUT/f45_dit_variants.json'))
+for r in j['vsa']['runs']: print({k: r[k] for k in ('kept_fraction', 'sparse_tflops', 'fp8_tflops')}, r.get('variants'))" 2>&1 | tail -3
 fi
 echo "== device_s4 part ${S4_PART:-all} done ($SECONDS s)"

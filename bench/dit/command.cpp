@@ -68,6 +68,9 @@ void add_dit_flags(CLI::App* dit, DitBenchOptions& o) {
                     "dense | vsa[:sparsity=0.9,mode=exempt|compete,...] (VSA: FastH3 blocks with their "
                     "compression gates, plus the sparse attention alone at the --vsa-scan fractions)")
         ->capture_default_str();
+    dit->add_flag("--vsa-variants", o.vsa_variants,
+                  "VSA: also time the sparse kernels the engine does not pick (the wgmma kernel with 3 or 4 "
+                  "K/V stages, the pair kernel; bf16 and e4m3)");
     dit->add_option("--vsa-scan", o.vsa_scan, "kept fractions of the video key tiles to time (VSA)")
         ->delimiter(',')
         ->capture_default_str();
@@ -111,7 +114,8 @@ Result<nlohmann::json> run_dit_bench(const DitBenchOptions& o) {
         const VsaScanParams vp{.kept_fractions = o.vsa_scan,
                                .compete = b.attention.vsa.mode == model::VsaMode::kCompete,
                                .iters = o.iters,
-                               .dense_seconds = r.attention_seconds};
+                               .dense_seconds = r.attention_seconds,
+                               .variants = o.vsa_variants};
         H3_ASSIGN_OR_RETURN(r.vsa,
                             vsa_attention_scan(*b.session, b.config, b.dit->act_dtype(), *b.vsa_tiles, vp));
     }

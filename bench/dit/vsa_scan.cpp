@@ -104,6 +104,27 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
         const double visited = static_cast<double>(P * n + nv * width) / static_cast<double>(n * n);
         const double flops =
             4.0 * static_cast<double>(P * n + nv * width) * 64.0 * 64.0 * static_cast<double>(H * hd);
+        // The sparse kernels kAuto does not pick, where they run: the wgmma kernel with deeper K/V rings
+        // (hopper_stages 3 and 4; its default is 2) and the pair kernel (one CTA per two query tiles of a
+        // head), bf16 and e4m3.
+        nlohmann::json variants = nlohmann::json::object();
+        if (p.variants && ctx.is_cuda()) {
+            using ops::BlockSparseImpl;
+            const std::pair<const char*, ops::BlockSparseAttentionParams> kinds[] = {
+                {"stages3", {.impl = BlockSparseImpl::kHopper, .hopper_stages = 3}},
+                {"stages4", {.impl = BlockSparseImpl::kHopper, .hopper_stages = 4}},
+                {"fp8_stages3", {.impl = BlockSparseImpl::kHopper, .fp8 = true, .hopper_stages = 3}},
+                {"fp8_stages4", {.impl = BlockSparseImpl::kHopper, .fp8 = true, .hopper_stages = 4}},
+                {"pair", {.impl = BlockSparseImpl::kHopperPair}},
+                {"fp8_pair", {.impl = BlockSparseImpl::kHopperPair, .fp8 = true}}};
+            for (const auto& [name, bp] : kinds) {
+                auto t = time_calls(session, iters, [&, &bp = bp] {
+                    return ops::block_sparse_attention(ctx, bp, tiles, q, k, v, lists, o);
+                });
+                variants[name] = t.ok() ? nlohmann::json{{"seconds", *t}, {"tflops", flops / *t / 1e12}}
+                                        : nlohmann::json{{"error", t.status().to_string()}};
+            }
+        }
         if (f == 1.0) full_seconds = attn_s;
         runs.push_back({{"kept_fraction", f},
                         {"keep", sp.keep},
@@ -116,6 +137,7 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
                         {"mma_tflops", mma_s > 0 ? flops / mma_s / 1e12 : 0.0},
                         {"fp8_seconds", fp8_s},
                         {"fp8_tflops", fp8_s > 0 ? flops / fp8_s / 1e12 : 0.0},
+                        {"variants", variants},
                         {"vs_dense", p.dense_seconds > 0 ? attn_s / p.dense_seconds : 0.0}});
     }
     for (auto& r : runs)

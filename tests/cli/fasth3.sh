@@ -50,7 +50,7 @@ expect_rc 3 "${GEN[@]}" --save-latents "$WORK/x.st"; expect_err "vsa_tile_size 2
 
 # ---- bench dit --attention vsa on a tiny config (CPU): blocks with gates and the kept-fraction scan
 expect_rc 0 "$H3" bench dit --config "$WORK/fast/transformer/config.json" --random-weights --device cpu \
-  --size 128x64 --frames 107 --text 9 --blocks 2 --iters 1 --attention vsa:sparsity=0.75 --vsa-scan 0.25,1 --attention-candidates --json
+  --size 128x64 --frames 107 --text 9 --blocks 2 --iters 1 --attention vsa:sparsity=0.75 --vsa-scan 0.25,1 --vsa-variants --attention-candidates --json
 python3 - "$WORK/out.txt" <<'PY' || fail "bench dit --attention vsa json"
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -61,6 +61,7 @@ runs = {r["kept_fraction"]: r for r in v["runs"]}
 assert runs[1.0]["keep"] == 8 and runs[0.25]["keep"] == 2, runs
 assert runs[1.0]["vs_all_tiles"] == 1.0 and runs[0.25]["visited_tile_fraction"] < 1.0, runs
 assert all(0 < r["top_k_seconds"] <= r["select_seconds"] for r in v["runs"]), runs
+assert all(r["variants"] == {} for r in v["runs"]), runs  # the CUDA-only kernels: none on the CPU
 # VSA's small kernels one by one (the selection phase's and the compression branch's)
 assert sorted(v["phase_seconds"]) == ["compress_tiles", "gate_add", "pool_one_input", "tile_scores"], v
 assert all(s > 0 for s in v["phase_seconds"].values()), v["phase_seconds"]
