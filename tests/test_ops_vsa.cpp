@@ -515,110 +515,10 @@ TEST(OpsVsa, BlockSparseFp8) {
     }
 }
 
-// Lists for the pair kernel: like random_lists, but the odd video query tiles (the second tile of a pair)
-// start from the list of the tile before them and keep each of its video tiles with probability `share`
-// (the rest drawn anew), so the two lists of a pair coincide at some positions and differ at others.
-Tensor paired_lists(int64_t heads, const VsaTileMap& m, int64_t width, bool exempt, double share,
-                    uint32_t seed) {
-    Tensor l = random_lists(heads, m, width, exempt, seed);
-    const int64_t n = m.num_tiles(), P = m.num_prefix_tiles, nv = m.num_video_tiles;
-    std::mt19937 gen(seed + 1);
-    std::bernoulli_distribution keep(share);
-    int32_t* p = l.data_as<int32_t>();
-    for (int64_t h = 0; h < heads; ++h)
-        for (int64_t i = 1; i < nv; i += 2) {
-            const int32_t* a = p + (h * nv + i - 1) * width;
-            int32_t* b = p + (h * nv + i) * width;
-            std::vector<int32_t> pick;
-            for (int64_t w = 0; w < width; ++w)
-                if ((exempt && a[w] < P) || keep(gen)) pick.push_back(a[w]);
-            std::vector<int32_t> pool;
-            for (int64_t t = exempt ? P : 0; t < n; ++t)
-                if (std::find(pick.begin(), pick.end(), static_cast<int32_t>(t)) == pick.end())
-                    pool.push_back(static_cast<int32_t>(t));
-            std::shuffle(pool.begin(), pool.end(), gen);
-            for (size_t t = 0; pick.size() < static_cast<size_t>(width); ++t) pick.push_back(pool[t]);
-            std::sort(pick.begin(), pick.end());
-            std::copy(pick.begin(), pick.end(), b);
-        }
-    return l;
-}
-
-// The pair variant of the wgmma kernel (BlockSparseImpl::kHopperPair, one CTA per two query tiles) against
-// the CPU reference and against the one-tile wgmma kernel, bf16 and fp8: its consumers run the same
-// arithmetic in the same order, so the outputs must be the same bytes. Geometries with an odd number of
-// prefix tiles or of video tiles (a tile alone in its CTA), one tile of each, uneven segments and padding
-// rows; both modes; pairs whose lists share nothing past the prefix, some positions, or everything; kept
-// fractions 0.05–1.0; a case with a 110-tile prefix as at full width. CUDA only; skipped where the sm_90a
-// kernels cannot run.
-TEST(OpsVsa, BlockSparseWgmmaPairKernel) {
-    SKIP_IF_NO_BACKEND();
-    if (!on_cuda()) GTEST_SKIP() << "CUDA only (the CPU has one implementation)";
-    struct Case {
-        Geo geo;
-        int64_t heads;
-        double kept;  // kept fraction of the video tiles
-        bool exempt;  // else compete
-        double share; // paired_lists' share
-        bool cpu_ref; // also against the CPU reference (bf16 and the fp8 simulation)
-    };
-    const Geo odd_prefix{{7, 0, 65}, 9, 6, 10};    // 3 prefix tiles, 18 video tiles
-    const Geo odd_video{{7, 0, 65, 130}, 9, 9, 9}; // 6 prefix tiles, 27 video tiles
-    const Geo one_each{{64}, 4, 4, 4};             // 1 prefix tile, 1 video tile
-    const Geo big{{256}, 15, 40, 40};              // 24,256 rows: 4 prefix tiles, 400 video tiles
-    const Geo wide{{7000}, 8, 24, 40};             // 14,680 rows: 110 prefix tiles, 120 video tiles
-    const Case cases[] = {{kOdd, 2, 0.05, true, 0.0, true},
-                          {kOdd, 2, 0.25, false, 0.5, true},
-                          {odd_prefix, 3, 0.5, true, 0.7, true},
-                          {odd_video, 1, 1.0, true, 0.0, true},
-                          {odd_video, 2, 0.3, false, 0.6, true},
-                          {kNoPrefix, 2, 0.3, true, 1.0, true},
-                          {kNoPrefix, 1, 0.05, false, 1.0, true},
-                          {one_each, 2, 1.0, true, 0.0, true},
-                          {{{64, 64}, 8, 8, 8}, 2, 0.25, true, 0.5, true},
-                          {big, 1, 0.1, true, 0.3, true},
-                          {big, 1, 0.1, false, 0.5, false},
-                          {wide, 2, 0.1, true, 0.2, false}};
-    uint32_t seed = 500;
-    for (const Case& c : cases) {
-        const VsaTileMap m = map_of(c.geo);
-        const int64_t n = m.num_tiles(), P = m.num_prefix_tiles, nv = m.num_video_tiles;
-        const int64_t keep = vsa_keep(1.0 - c.kept, nv);
-        const int64_t width = c.exempt ? P + keep : std::min(P + keep, n);
-        SCOPED_TRACE("pair rows " + std::to_string(m.rows) + " heads " + std::to_string(c.heads) + " tiles " +
-                     std::to_string(P) + "+" + std::to_string(nv) + " kept " + std::to_string(c.kept) +
-                     (c.exempt ? " exempt" : " compete") + " share " + std::to_string(c.share));
-        // q, k with unit variance (as the fp8 test), v in [-2, 2]
-        Tensor q = rnd(Shape{m.rows, c.heads, 128}, DType::kBF16, seed++, -1.7f, 1.7f),
-               k = rnd(Shape{m.rows, c.heads, 128}, DType::kBF16, seed++, -1.7f, 1.7f),
-               v = rnd(Shape{m.rows, c.heads, 128}, DType::kBF16, seed++);
-        Tensor lists = paired_lists(c.heads, m, width, c.exempt, c.share, seed++);
-        const VsaTiles tiles = tiles_on(ctx(), m);
-        const Tensor dq = dev(q), dk = dev(k), dv = dev(v), dl = dev(lists);
-        for (bool fp8 : {false, true}) {
-            SCOPED_TRACE(fp8 ? "e4m3" : "bf16");
-            Guarded o(Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16));
-            const Status st = block_sparse_attention(
-                ctx(), {.impl = BlockSparseImpl::kHopperPair, .fp8 = fp8}, tiles, dq, dk, dv, dl, o.t);
-            if (st.code() == ErrorCode::kUnimplemented) GTEST_SKIP() << st.to_string(); // no sm_90a build/GPU
-            ASSERT_OK(st);
-            Guarded one(Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16));
-            ASSERT_OK(block_sparse_attention(ctx(), {.impl = BlockSparseImpl::kHopper, .fp8 = fp8}, tiles, dq,
-                                             dk, dv, dl, one.t));
-            check_output(o, values(one.host()), {0.0, 0.0});
-            if (!c.cpu_ref) continue;
-            Tensor ref = Tensor::host(Shape{m.rows, c.heads, 128}, DType::kBF16);
-            ASSERT_OK(block_sparse_attention(Context::cpu(), {.fp8 = fp8}, tiles_on(Context::cpu(), m),
-                                             clone(q), clone(k), clone(v), clone(lists), ref));
-            check_output(o, values(ref), fp8 ? Tol{2e-2, 2e-2} : Tol{1.5e-2, 1.5e-2});
-        }
-    }
-}
-
 // Out-of-range list entries (device lists are not validated): the wgmma kernels mask such a step entirely,
-// the mma.sync kernel skips it — the same result. The pair kernel must do the same whether the entry sits at
-// a position both tiles of a pair share or in one tile's list only.
-TEST(OpsVsa, BlockSparseWgmmaPairOutOfRange) {
+// the mma.sync kernel skips it — the same result. Entries at a prefix position, the first step, the last step
+// and in between.
+TEST(OpsVsa, BlockSparseWgmmaOutOfRange) {
     SKIP_IF_NO_BACKEND();
     if (!on_cuda()) GTEST_SKIP() << "CUDA only (device lists are not validated)";
     const VsaTileMap m = map_of(kOdd);
@@ -627,25 +527,21 @@ TEST(OpsVsa, BlockSparseWgmmaPairOutOfRange) {
     Tensor q = rnd(Shape{m.rows, heads, 128}, DType::kBF16, 601),
            k = rnd(Shape{m.rows, heads, 128}, DType::kBF16, 602),
            v = rnd(Shape{m.rows, heads, 128}, DType::kBF16, 603);
-    Tensor lists = paired_lists(heads, m, width, true, 1.0, 604); // pairs list the same tiles
+    Tensor lists = random_lists(heads, m, width, true, 604);
     int32_t* l = lists.data_as<int32_t>();
     auto at = [&](int64_t h, int64_t i, int64_t w) -> int32_t& { return l[(h * nv + i) * width + w]; };
-    at(0, 0, 1) = at(0, 1, 1) = -1;                      // a shared prefix position
-    at(0, 2, P) = static_cast<int32_t>(n + 3);           // tile A of a pair only
-    at(0, 5, width - 1) = 1 << 30;                       // tile B only, the last step
-    at(1, 6, 0) = at(1, 7, 0) = static_cast<int32_t>(n); // shared, the first step
+    at(0, 0, 1) = -1;                          // a prefix position
+    at(0, 2, P) = static_cast<int32_t>(n + 3); // the first video position
+    at(0, 5, width - 1) = 1 << 30;             // the last step
+    at(1, 6, 0) = static_cast<int32_t>(n);     // the first step
     at(1, nv - 1, width / 2) = -7;
     const VsaTiles tiles = tiles_on(ctx(), m);
     const Tensor dq = dev(q), dk = dev(k), dv = dev(v), dl = dev(lists);
     Guarded o(Tensor::host(Shape{m.rows, heads, 128}, DType::kBF16));
     const Status st =
-        block_sparse_attention(ctx(), {.impl = BlockSparseImpl::kHopperPair}, tiles, dq, dk, dv, dl, o.t);
+        block_sparse_attention(ctx(), {.impl = BlockSparseImpl::kHopper}, tiles, dq, dk, dv, dl, o.t);
     if (st.code() == ErrorCode::kUnimplemented) GTEST_SKIP() << st.to_string();
     ASSERT_OK(st);
-    Guarded one(Tensor::host(Shape{m.rows, heads, 128}, DType::kBF16));
-    ASSERT_OK(
-        block_sparse_attention(ctx(), {.impl = BlockSparseImpl::kHopper}, tiles, dq, dk, dv, dl, one.t));
-    check_output(o, values(one.host()), {0.0, 0.0});
     Guarded om(Tensor::host(Shape{m.rows, heads, 128}, DType::kBF16));
     ASSERT_OK(block_sparse_attention(ctx(), {.impl = BlockSparseImpl::kMma}, tiles, dq, dk, dv, dl, om.t));
     check_output(o, values(om.host()), {1.5e-2, 1.5e-2});

@@ -70,7 +70,7 @@ void add_dit_flags(CLI::App* dit, DitBenchOptions& o) {
         ->capture_default_str();
     dit->add_flag("--vsa-variants", o.vsa_variants,
                   "VSA: also time the sparse kernels the engine does not pick (the wgmma kernel with 3 or 4 "
-                  "K/V stages, the pair kernel; bf16 and e4m3)");
+                  "K/V stages; bf16 and e4m3)");
     dit->add_option("--vsa-scan", o.vsa_scan, "kept fractions of the video key tiles to time (VSA)")
         ->delimiter(',')
         ->capture_default_str();

@@ -22,7 +22,7 @@ struct DitBenchOptions {
     std::string fp8_accum;        // --precision fp8: "exact" | "fast" (empty: DitFp8Options' default)
     std::string fp8_fused = "on"; // --precision fp8: on | off (DitFp8Options::fused_quantization)
     std::vector<double> vsa_scan = {0.1, 0.25, 0.5, 1.0}; // kept fractions timed with --attention vsa
-    bool vsa_variants = false; // also the sparse kernels kAuto does not pick (deeper rings, the pair kernel)
+    bool vsa_variants = false; // also the sparse kernels kAuto does not pick (deeper K/V rings)
     ResidencyFlags residency;
     int sp = 0, tp = 0, ring = 0; // 0: not given; 1: the group path at world size 1 (nothing else is allowed)
     int overlap_groups = 0;       // --sp 1: the Ulysses head groups (DitParallel::overlap_groups)

@@ -105,8 +105,7 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
         const double flops =
             4.0 * static_cast<double>(P * n + nv * width) * 64.0 * 64.0 * static_cast<double>(H * hd);
         // The sparse kernels kAuto does not pick, where they run: the wgmma kernel with deeper K/V rings
-        // (hopper_stages 3 and 4; its default is 2) and the pair kernel (one CTA per two query tiles of a
-        // head), bf16 and e4m3.
+        // (hopper_stages 3 and 4; its default is 2), bf16 and e4m3.
         nlohmann::json variants = nlohmann::json::object();
         if (p.variants && ctx.is_cuda()) {
             using ops::BlockSparseImpl;
@@ -114,9 +113,7 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
                 {"stages3", {.impl = BlockSparseImpl::kHopper, .hopper_stages = 3}},
                 {"stages4", {.impl = BlockSparseImpl::kHopper, .hopper_stages = 4}},
                 {"fp8_stages3", {.impl = BlockSparseImpl::kHopper, .fp8 = true, .hopper_stages = 3}},
-                {"fp8_stages4", {.impl = BlockSparseImpl::kHopper, .fp8 = true, .hopper_stages = 4}},
-                {"pair", {.impl = BlockSparseImpl::kHopperPair}},
-                {"fp8_pair", {.impl = BlockSparseImpl::kHopperPair, .fp8 = true}}};
+                {"fp8_stages4", {.impl = BlockSparseImpl::kHopper, .fp8 = true, .hopper_stages = 4}}};
             for (const auto& [name, bp] : kinds) {
                 auto t = time_calls(session, iters, [&, &bp = bp] {
                     return ops::block_sparse_attention(ctx, bp, tiles, q, k, v, lists, o);

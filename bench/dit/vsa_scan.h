@@ -20,7 +20,7 @@ struct VsaScanParams {
     bool compete = false;
     int iters = 2;
     double dense_seconds = 0; // dense attention on the same shape (the ratio's denominator)
-    bool variants = false;    // CUDA: also the wgmma kernel with deeper K/V rings and the pair kernel
+    bool variants = false;    // CUDA: also the wgmma kernel with deeper K/V rings
 };
 
 // q, k, v are filled with random values here; the selection comes from their real tile scores.

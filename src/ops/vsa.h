@@ -88,10 +88,7 @@ Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& 
 // Implementations on CUDA (the CPU always runs its reference): kAuto picks the fastest that can run the call
 // — on H100/H200 (sm_90a builds) with bf16 and D = 128 the wgmma kernel (vsa_attention_hopper.cu), else for
 // bf16/f16 with D = 64 or 128 on sm_80+ the mma.sync kernel, else a scalar one; kHopper and kMma force one
-// and return kUnimplemented where it cannot run (tests and benches compare them). kHopperPair (never picked
-// by kAuto yet) is the wgmma kernel with one CTA per two query tiles of a head: the list positions where both
-// tiles list the same key tile (the prefix tiles in exempt mode, every tile for prefix query tiles) are
-// loaded once for both, so the K/V traffic falls by up to half; bf16 and fp8, the same arithmetic as kHopper.
+// and return kUnimplemented where it cannot run (tests and benches compare them).
 //
 // fp8 (opt-in, lossy; bf16 q/k/v and o; on CUDA head dim 128 and sm_90a, the wgmma kernel only): q is rounded
 // to e4m3 per head and query tile (its valid slots), k and v per head (one scale over all rows), each scaled
@@ -100,7 +97,7 @@ Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& 
 // tile order), against the running row max; P is rounded to e4m3 as 2^(x − m + 8), the output scaled back by
 // v_scale / 256; row sums use the unrounded P; P·V accumulates in fp32. The CPU reference simulates exactly
 // this (cpu/vsa_fp8.cpp), so it states the kernel's bound against it.
-enum class BlockSparseImpl { kAuto, kHopper, kMma, kHopperPair };
+enum class BlockSparseImpl { kAuto, kHopper, kMma };
 struct BlockSparseAttentionParams {
     float scale = 0.0f;
     BlockSparseImpl impl = BlockSparseImpl::kAuto;

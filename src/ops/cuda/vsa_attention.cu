@@ -8,8 +8,7 @@
 // softmax in fp32 (exp2 with the scale folded in), pad key slots masked by the tile's size, P rounded to the
 // input dtype for the P·V product. Prefix query tiles (heavy: every tile) come first in the grid.
 // Fallback (f32, other head dims ≤ 128): the same walk with scalar fp32 math, one query row per warp pass.
-// On H100/H200 bf16 with head dim 128 runs the wgmma kernel instead (vsa_attention_hopper.cu); its pair
-// variant (two query tiles per CTA) only when asked for (BlockSparseImpl::kHopperPair).
+// On H100/H200 bf16 with head dim 128 runs the wgmma kernel instead (vsa_attention_hopper.cu).
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/tensor_map.h"
@@ -411,13 +410,11 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
             "block_sparse_attention: the fp8 mode runs the wgmma kernel only (bf16 in, head dim "
             "128, an sm_90a build and device); q is " +
             detail::desc(q));
-    const bool pair = p.impl == BlockSparseImpl::kHopperPair;
-    if (p.impl == BlockSparseImpl::kHopper || pair || (p.impl == BlockSparseImpl::kAuto && hopper)) {
+    if (p.impl == BlockSparseImpl::kHopper || (p.impl == BlockSparseImpl::kAuto && hopper)) {
         if (!hopper)
             return unimplemented(
-                std::string("block_sparse_attention: the wgmma ") + (pair ? "pair " : "") +
-                "kernel takes bf16, head dim 128, 16-byte aligned tensors on an sm_90a build "
-                "and device; q is " +
+                "block_sparse_attention: the wgmma kernel takes bf16, head dim 128, 16-byte aligned tensors "
+                "on an sm_90a build and device; q is " +
                 detail::desc(q));
         const cuda_detail::HopperBlockSparseArgs ha{.q = q.data(),
                                                     .k = k.data(),
@@ -433,11 +430,8 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
                                                     .prefix = a.prefix,
                                                     .width = a.width,
                                                     .scale = p.scale,
-                                                    .pair = pair,
                                                     .stages = p.hopper_stages};
-        note_impl(OpFamily::kSparseAttention,
-                  pair ? (p.fp8 ? "sm90a-wgmma-pair-e4m3" : "sm90a-wgmma-pair-bf16")
-                       : (p.fp8 ? "sm90a-wgmma-e4m3" : "sm90a-wgmma-bf16"));
+        note_impl(OpFamily::kSparseAttention, p.fp8 ? "sm90a-wgmma-e4m3" : "sm90a-wgmma-bf16");
         return p.fp8 ? cuda_detail::hopper_block_sparse_fp8(ctx, ha)
                      : cuda_detail::hopper_block_sparse_bf16(ctx, ha);
     }

@@ -23,10 +23,7 @@ struct HopperBlockSparseArgs {
     const int32_t* lists = nullptr;
     int64_t rows = 0, heads = 0, dim = 0, tiles = 0, prefix = 0, width = 0;
     float scale = 0.0f;
-    // One CTA per two query tiles of a head, sharing the K/V loads of the list positions both tiles list
-    // alike (BlockSparseImpl::kHopperPair); false: one CTA per query tile.
-    bool pair = false;
-    // K/V ring depth of the one-tile kernels (0: their default, 2); 2, 3 or 4. The pair kernel has its own.
+    // K/V ring depth (0: the default, 2); 2, 3 or 4.
     int stages = 0;
 };
 
