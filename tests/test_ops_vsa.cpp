@@ -7,6 +7,7 @@
 // partial cubes in t, h and w.
 #include "op_harness.h"
 #include "ops/ops.h"
+#include "ops/provenance.h"
 
 #include <gtest/gtest.h>
 
@@ -545,6 +546,163 @@ TEST(OpsVsa, BlockSparseWgmmaOutOfRange) {
     Guarded om(Tensor::host(Shape{m.rows, heads, 128}, DType::kBF16));
     ASSERT_OK(block_sparse_attention(ctx(), {.impl = BlockSparseImpl::kMma}, tiles, dq, dk, dv, dl, om.t));
     check_output(o, values(om.host()), {1.5e-2, 1.5e-2});
+}
+
+// ---- the gate add fused into the attention (BlockSparseAttentionParams::gate_add)
+// -------------------------------------------------------------------
+// How many calls of the sparse attention the record saw under `impl` (any stage).
+int64_t sparse_calls(const ProvenanceRecord& r, const std::string& impl) {
+    int64_t n = 0;
+    for (const auto& [stage, families] : r.calls()) {
+        const auto f = families.find("sparse_attention");
+        if (f == families.end()) continue;
+        const auto i = f->second.find(impl);
+        if (i != f->second.end()) n += i->second;
+    }
+    return n;
+}
+
+// The attention with the fused gate add against the attention followed by vsa_gate_add: the same bytes. On
+// CUDA the wgmma kernels (bf16 and e4m3, every K/V ring depth) take it into their epilogue — the provenance
+// says "+gate" — over prefix tiles, uneven segments, partial cubes and padding rows, both modes, kept
+// fractions 0.05–1.0, with and without the intermediate rounding; a gate of another dtype, or the mma.sync
+// kernel, run the two ops (and must give their bytes too). On the CPU the fused params give the composition's
+// bytes, bf16 (rounded) and f32 (not), and in the fp8 simulation.
+TEST(OpsVsa, BlockSparseFusedGateAdd) {
+    SKIP_IF_NO_BACKEND();
+    struct Case {
+        Geo geo;
+        int64_t heads;
+        double kept;
+        bool exempt;
+    };
+    const Geo big{{256}, 15, 40, 40};
+    std::vector<Case> cases = {{kOdd, 2, 0.25, false}, {kNoPrefix, 1, 0.3, true}};
+    if (on_cuda()) // the kernels' cases (the CPU runs the composition itself: two cases show it)
+        cases.insert(cases.end(), {{kOdd, 2, 0.05, true},
+                                   {kOdd, 1, 1.0, true},
+                                   {kNoPrefix, 1, 0.05, false},
+                                   {{{64, 64}, 8, 8, 8}, 2, 0.25, true},
+                                   {big, 1, 0.1, true}});
+    const int64_t d = 128;
+    uint32_t seed = 700;
+    for (const Case& c : cases) {
+        const VsaTileMap m = map_of(c.geo);
+        const int64_t n = m.num_tiles(), P = m.num_prefix_tiles, nv = m.num_video_tiles;
+        const int64_t keep = vsa_keep(1.0 - c.kept, nv);
+        const int64_t width = c.exempt ? P + keep : std::min(P + keep, n);
+        const VsaTiles tiles = tiles_on(ctx(), m);
+        Tensor lists = random_lists(c.heads, m, width, c.exempt, seed++);
+        const Tensor dl = dev(lists);
+        // bf16 (the wgmma kernels' dtype) and, on the CPU, f32
+        std::vector<DType> dtypes = {DType::kBF16};
+        if (!on_cuda()) dtypes.push_back(DType::kF32);
+        for (DType dt : dtypes) {
+            // q, k with unit variance (as the fp8 test), v, the gate and oc in [-2, 2]
+            Tensor q = rnd(Shape{m.rows, c.heads, d}, dt, seed++, -1.7f, 1.7f),
+                   k = rnd(Shape{m.rows, c.heads, d}, dt, seed++, -1.7f, 1.7f),
+                   v = rnd(Shape{m.rows, c.heads, d}, dt, seed++),
+                   o0 = rnd(Shape{m.rows, c.heads, d}, dt, seed++),
+                   gate = rnd(Shape{m.rows, c.heads, d}, dt, seed++),
+                   oc = rnd(Shape{c.heads, n, d}, DType::kF32, seed++);
+            const Tensor dq = dev(q), dk = dev(k), dv = dev(v), dgate = dev(gate), doc = dev(oc);
+            for (bool fp8 : {false, true})
+                for (bool round : {false, true})
+                    for (int stages : {0, 3, 4}) {
+                        if (fp8 && dt != DType::kBF16) continue; // the fp8 mode takes bf16
+                        if (stages != 0 && !on_cuda()) continue; // the CPU has no K/V ring
+                        SCOPED_TRACE("fused gate add rows " + std::to_string(m.rows) + " " + dtype_name(dt) +
+                                     " kept " + std::to_string(c.kept) + (c.exempt ? " exempt" : " compete") +
+                                     (fp8 ? " e4m3" : "") + (round ? " rounded" : "") + " stages " +
+                                     std::to_string(stages));
+                        const VsaGateAddParams gp{.round_intermediate = round};
+                        BlockSparseAttentionParams plain{.fp8 = fp8, .hopper_stages = stages};
+                        if (on_cuda()) plain.impl = BlockSparseImpl::kHopper;
+                        BlockSparseAttentionParams fused = plain;
+                        fused.gate_add = {.oc = &doc, .gate = &dgate, .params = gp};
+                        ProvenanceRecord record;
+                        Guarded got(o0);
+                        {
+                            const ProvenanceScope scope(&record);
+                            const Status st =
+                                block_sparse_attention(ctx(), fused, tiles, dq, dk, dv, dl, got.t);
+                            if (st.code() == ErrorCode::kUnimplemented) GTEST_SKIP() << st.to_string();
+                            ASSERT_OK(st);
+                        }
+                        Guarded want(o0);
+                        ASSERT_OK(block_sparse_attention(ctx(), plain, tiles, dq, dk, dv, dl, want.t));
+                        ASSERT_OK(vsa_gate_add(ctx(), gp, tiles, doc, dgate, want.t));
+                        EXPECT_TRUE(got.guards_intact());
+                        expect_same_bits(got.host(), want.host());
+                        const std::string impl =
+                            on_cuda() ? std::string(fp8 ? "sm90a-wgmma-e4m3" : "sm90a-wgmma-bf16") + "+gate"
+                                      : (fp8 ? "cpu-e4m3" : "cpu");
+                        EXPECT_EQ(sparse_calls(record, impl), 1) << impl;
+                    }
+            if (!on_cuda()) continue;
+            // The other paths run the attention, then the gate add: an f32 gate on the wgmma kernel, and the
+            // mma.sync kernel.
+            SCOPED_TRACE("unfused paths rows " + std::to_string(m.rows));
+            const Tensor gate32 = dev(rnd(Shape{m.rows, c.heads, d}, DType::kF32, seed++));
+            for (auto [impl, g] :
+                 {std::pair{BlockSparseImpl::kHopper, &gate32}, {BlockSparseImpl::kMma, &dgate}}) {
+                const VsaGateAddParams gp{.round_intermediate = true};
+                ProvenanceRecord record;
+                Guarded got(o0);
+                {
+                    const ProvenanceScope scope(&record);
+                    ASSERT_OK(block_sparse_attention(
+                        ctx(), {.impl = impl, .gate_add = {.oc = &doc, .gate = g, .params = gp}}, tiles, dq,
+                        dk, dv, dl, got.t));
+                }
+                Guarded want(o0);
+                ASSERT_OK(block_sparse_attention(ctx(), {.impl = impl}, tiles, dq, dk, dv, dl, want.t));
+                ASSERT_OK(vsa_gate_add(ctx(), gp, tiles, doc, *g, want.t));
+                expect_same_bits(got.host(), want.host());
+                EXPECT_EQ(sparse_calls(record, impl == BlockSparseImpl::kMma ? "cuda-mma-sync-bf16"
+                                                                             : "sm90a-wgmma-bf16"),
+                          1);
+            }
+        }
+    }
+}
+
+// The fused gate add's arguments: errors name the field (gate_add.oc, gate_add.gate), before anything runs.
+TEST(OpsVsa, BlockSparseFusedGateAddRejectsBadArguments) {
+    const Context cpu;
+    const VsaTileMap m = map_of(kSmall);
+    const VsaTiles t = tiles_on(cpu, m);
+    const int64_t n = m.num_tiles(), P = m.num_prefix_tiles;
+    const Tensor x = rnd(Shape{m.rows, 2, 8}, DType::kF32, 1);
+    const Tensor lists = random_lists(2, m, P + 1, true, 3);
+    const Tensor oc = rnd(Shape{2, n, 8}, DType::kF32, 2), gate = rnd(Shape{m.rows, 2, 8}, DType::kF32, 3);
+    const Tensor short_oc = Tensor::host(Shape{2, n - 1, 8}, DType::kF32),
+                 oc_bf16 = Tensor::host(Shape{2, n, 8}, DType::kBF16),
+                 short_gate = Tensor::host(Shape{m.rows - 1, 2, 8}, DType::kF32),
+                 int_gate = Tensor::host(Shape{m.rows, 2, 8}, DType::kI32);
+    Tensor o = Tensor::host(x.shape(), DType::kF32);
+    auto run = [&](const Tensor* oc_arg, const Tensor* gate_arg, Tensor& out) {
+        return block_sparse_attention(cpu, {.gate_add = {.oc = oc_arg, .gate = gate_arg}}, t, x, x, x, lists,
+                                      out);
+    };
+    EXPECT_TRUE(run(&oc, &gate, o).ok());
+    struct Bad {
+        const Tensor* oc;
+        const Tensor* gate;
+        const char* field;
+    };
+    for (const Bad& b : {Bad{&short_oc, &gate, "gate_add.oc"}, Bad{&oc_bf16, &gate, "gate_add.oc"},
+                         Bad{&oc, &short_gate, "gate_add.gate"}, Bad{&oc, &int_gate, "gate_add.gate"},
+                         Bad{nullptr, &gate, "gate_add.oc"}, Bad{&oc, nullptr, "gate_add.gate"}}) {
+        const Status st = run(b.oc, b.gate, o);
+        EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << b.field;
+        EXPECT_NE(st.to_string().find(b.field), std::string::npos) << st.to_string();
+    }
+    // The gate (or oc) in o's memory: the fused kernel would read what it writes.
+    Tensor o_is_gate = clone(gate);
+    const Status st = run(&oc, &o_is_gate, o_is_gate);
+    EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(st.to_string().find("gate_add.gate"), std::string::npos) << st.to_string();
 }
 
 // Every tile listed: the CPU reference is the dense attention op, byte for byte.

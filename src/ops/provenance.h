@@ -4,7 +4,8 @@
 //
 //   dense_attention   cpu | cpu-e4m3 (fp8 simulated) | sm90a-wgmma-bf16 | sm90a-wgmma-e4m3 | cudnn | fallback
 //   sparse_attention  cpu | cpu-e4m3 | sm90a-wgmma-bf16 | sm90a-wgmma-e4m3 | cuda-mma-sync-bf16 |
-//                     cuda-mma-sync-f16 | cuda-simt
+//                     cuda-mma-sync-f16 | cuda-simt; the wgmma ones + "+gate" where they ran VSA's gate add
+//                     in their epilogue (ops/vsa.h: VsaFusedGateAdd)
 //   gemm              <backend>-<dtype>: cpu-fp32, cpu-bf16, cpu-fp16, cpu-e4m3, cublaslt-bf16,
 //   cublaslt-fp16,
 //                     cublaslt-fp32, cublaslt-e4m3; int8-dequantized (W8A16 weights made bf16/fp16 per layer)

@@ -79,6 +79,33 @@ Status check_f32(const char* op, const char* name, const Context& ctx, const Ten
     return check_shape(op, name, t, shape);
 }
 
+// Whether a's bytes and b's bytes overlap.
+bool shares_memory(const Tensor& a, const Tensor& b) {
+    const auto* pa = static_cast<const uint8_t*>(a.data());
+    const auto* pb = static_cast<const uint8_t*>(b.data());
+    return pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
+// block_sparse_attention's optional gate add (VsaFusedGateAdd): both tensors or neither; errors name the
+// field.
+Status check_fused_gate_add(const char* op, const Context& ctx, const VsaFusedGateAdd& g,
+                            const VsaTiles& tiles, const Tensor& o) {
+    if (g.oc == nullptr && g.gate == nullptr) return ok_status();
+    if (g.oc == nullptr || g.gate == nullptr)
+        return invalid_argument(std::string(op) + ": gate_add." + (g.oc ? "gate" : "oc") +
+                                " is null but gate_add." + (g.oc ? "oc" : "gate") +
+                                " is set; the gate add takes both");
+    H3_TRY(check_float_contig(op, "gate_add.gate", ctx, *g.gate));
+    H3_TRY(check_shape(op, "gate_add.gate", *g.gate, o.shape(), "o's shape"));
+    H3_TRY(check_f32(op, "gate_add.oc", ctx, *g.oc, Shape{o.dim(1), tiles.num_tiles(), o.dim(2)}));
+    for (auto [name, t] :
+         {std::pair<const char*, const Tensor*>{"gate_add.gate", g.gate}, {"gate_add.oc", g.oc}})
+        if (shares_memory(*t, o))
+            return invalid_argument(std::string(op) + ": " + name + " " + desc(*t) +
+                                    " shares memory with o; the gate add reads it while o is written");
+    return ok_status();
+}
+
 } // namespace
 
 Result<VsaTileMap> build_vsa_tile_map(const VsaGeometry& g) {
@@ -245,13 +272,21 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
     if (p.hopper_stages != 0 && (p.hopper_stages < 2 || p.hopper_stages > 4))
         return invalid_argument("block_sparse_attention: hopper_stages = " + std::to_string(p.hopper_stages) +
                                 " must be 0 (the default) or 2, 3, 4");
+    H3_TRY(check_fused_gate_add(op, ctx, p.gate_add, tiles, o));
     BlockSparseAttentionParams r = p;
     if (r.scale == 0.0f) r.scale = 1.0f / std::sqrt(static_cast<float>(q.dim(2)));
     if (!(r.scale > 0.0f) || !std::isfinite(r.scale))
         return invalid_argument("block_sparse_attention: scale = " + std::to_string(p.scale) +
                                 " must be finite and > 0");
-    if (!ctx.is_cuda()) note_impl(OpFamily::kSparseAttention, r.fp8 ? "cpu-e4m3" : "cpu");
-    H3_OPS_DISPATCH(block_sparse_attention, ctx, r, tiles, q, k, v, lists, o);
+    if (ctx.is_cuda() || p.gate_add.gate == nullptr) {
+        if (!ctx.is_cuda()) note_impl(OpFamily::kSparseAttention, r.fp8 ? "cpu-e4m3" : "cpu");
+        H3_OPS_DISPATCH(block_sparse_attention, ctx, r, tiles, q, k, v, lists, o); // CUDA: fused or not
+    }
+    // The CPU: the attention, then the gate add (the same two ops a caller would run).
+    r.gate_add = {};
+    H3_TRY(block_sparse_attention(ctx, r, tiles, q, k, v, lists, o));
+    const VsaFusedGateAdd& g = p.gate_add;
+    return vsa_gate_add(ctx, g.params, tiles, *g.oc, *g.gate, o);
 }
 
 Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor& v_pooled, Tensor& oc) {

@@ -11,7 +11,7 @@
 // Sc = q̄·k̄ᵀ/sqrt(D) (vsa_tile_scores), pick each video query tile's key tiles (vsa_select), attend with an
 // exact softmax over the union of the picked tiles' rows (block_sparse_attention: prefix query tiles attend
 // to every tile), then the compression branch out += G ⊙ softmax(Sc)·v̄ of the row's tile
-// (vsa_compress_tiles + vsa_gate_add).
+// (vsa_compress_tiles + vsa_gate_add, or the gate add fused into block_sparse_attention: gate_add).
 #pragma once
 
 #include "core/tensor.h"
@@ -79,6 +79,27 @@ int64_t vsa_select_width(const VsaSelectParams& p, int64_t num_prefix_tiles, int
 Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& tiles, const Tensor& scores,
                   Tensor& lists);
 
+// o[r, h, :] += gate[r, h, :] ⊙ oc[h, tile(r), :]. With round_intermediate (the bf16 reference's rounding:
+// FastVideo casts oc to o's dtype, then the product and the sum are rounded each) oc and the product are
+// rounded to o's dtype. gate, o [rows, H, D] float; oc [H, tiles, D] f32.
+struct VsaGateAddParams {
+    bool round_intermediate = false;
+};
+Status vsa_gate_add(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,
+                    const Tensor& gate, Tensor& o);
+
+// The compression branch's gate add as a part of block_sparse_attention (its params' gate_add): the attention
+// output, rounded to o's dtype as it is stored, then vsa_gate_add(params, tiles, *oc, *gate, o) — the same
+// bytes as the two ops one after the other, on every implementation. The wgmma kernels apply it in their
+// epilogue (no second pass over o; bf16 gate, oc and gate 16-byte aligned, a tile map from
+// build_vsa_tile_map); every other implementation runs the attention, then vsa_gate_add. Both pointers null:
+// none; oc [H, tiles, D] f32, gate [rows, H, D] float (the act dtype), neither sharing memory with o.
+struct VsaFusedGateAdd {
+    const Tensor* oc = nullptr;
+    const Tensor* gate = nullptr;
+    VsaGateAddParams params{};
+};
+
 // o = softmax(q·kᵀ·scale)·v per head with each query row restricted to the rows of its tile's key tiles:
 // prefix query tiles see every tile, video query tile P + i sees lists[h, i, :]. Exact softmax in fp32 over
 // the union (the CPU reference walks the keys in packed row order, so with every tile listed it is the dense
@@ -102,11 +123,13 @@ struct BlockSparseAttentionParams {
     float scale = 0.0f;
     BlockSparseImpl impl = BlockSparseImpl::kAuto;
     bool fp8 = false;
-    // The one-tile wgmma kernel's K/V ring depth (kHopper, or kAuto where it picks that kernel): 0 for its
+    // The wgmma kernel's K/V ring depth (kHopper, or kAuto where it picks that kernel): 0 for its
     // default (2 stages: 80 KB of shared memory per CTA bf16, 40 KB e4m3, two CTAs per SM), or 2, 3, 4 (bf16
     // 112 / 144 KB, e4m3 56 / 72 KB; bf16 with 4 fits one CTA per SM). Same arithmetic, so the same output;
     // other implementations ignore it.
     int hopper_stages = 0;
+    // The compression branch's gate add after the attention (see VsaFusedGateAdd); none by default.
+    VsaFusedGateAdd gate_add{};
 };
 Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionParams& p, const VsaTiles& tiles,
                               const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lists,
@@ -116,14 +139,5 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
 // softmax with max subtraction, over every tile). scores [H, tiles, tiles], v̄ [H, tiles, D], oc [H, tiles, D]
 // all f32.
 Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor& v_pooled, Tensor& oc);
-
-// o[r, h, :] += gate[r, h, :] ⊙ oc[h, tile(r), :]. With round_intermediate (the bf16 reference's rounding:
-// FastVideo casts oc to o's dtype, then the product and the sum are rounded each) oc and the product are
-// rounded to o's dtype. gate, o [rows, H, D] float; oc [H, tiles, D] f32.
-struct VsaGateAddParams {
-    bool round_intermediate = false;
-};
-Status vsa_gate_add(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,
-                    const Tensor& gate, Tensor& o);
 
 } // namespace h3::ops

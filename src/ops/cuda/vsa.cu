@@ -14,11 +14,12 @@
 //                      36,960 warps → ~0.05–0.08 ms
 //   vsa_compress_tiles H·n²·D = 3.3 G FMA ≈ 0.11 ms; reads the scores twice (205 MB, the second pass mostly
 //                      from L2) and v̄ (19 MB) once per 64 query tiles
-//   vsa_gate_add       reads o and gate, writes o: 3 · 548 MB = 1.64 GB → ~0.55 ms
-// so ~1.5 ms a block in all, two thirds of it the bytes of pooling and the gate add (which only fusing them
-// into the producers of q, k, v and the gate GEMM's epilogue would remove).
+//   vsa_gate_add       reads o and gate, writes o: 3 · 548 MB = 1.64 GB → ~0.55 ms (on the sparse path the
+//                      wgmma kernels do it in their epilogue instead: block_sparse_attention's gate_add)
+// so ~1.5 ms a block in all, two thirds of it the bytes of pooling and the gate add.
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/vsa_gate_add.cuh"
 
 namespace h3::ops::cuda_impl {
 
@@ -429,13 +430,7 @@ __global__ void __launch_bounds__(kCompressThreads, 2)
 
 // ---- gate add ---------------------------------------------------------------------------------------------
 
-// o = o + round(round(oc)·gate) per element (the rounding as the CPU reference does it).
-template <typename T> __device__ __forceinline__ float gate_add_one(float o, float oc, float g, bool round) {
-    if (round) oc = round_to<T>(oc);
-    float prod = __fmul_rn(oc, g);
-    if (round) prod = round_to<T>(prod);
-    return __fadd_rn(o, prod);
-}
+// o = o + round(round(oc)·gate) per element (vsa_gate_add_one: the rounding as the CPU reference does it).
 
 // Vector path (D % 8 == 0, 16-byte aligned): one thread per 8 channels of one (row, head), 16-byte loads of o
 // and gate (two for f32) and two float4 loads of oc; 32-bit index arithmetic (the host checks the range).
@@ -456,7 +451,7 @@ __global__ void vsa_gate_add_vec_kernel(const float* __restrict__ oc, const G* _
     load_vec<8>(gate + off, gv);
     load_vec<8>(oc + (static_cast<int64_t>(h) * tiles + tile) * d + c, cv);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) ov[e] = gate_add_one<T>(ov[e], cv[e], gv[e], round);
+    for (int e = 0; e < 8; ++e) ov[e] = vsa_gate_add_one<T>(ov[e], cv[e], gv[e], round);
     store_vec<8>(o + off, ov);
 }
 
@@ -472,7 +467,7 @@ __global__ void vsa_gate_add_kernel(const float* __restrict__ oc, const G* __res
         const int32_t tile = row_tiles[r];
         if (tile < 0 || tile >= tiles) continue;
         o[idx] = from_f32<T>(
-            gate_add_one<T>(to_f32(o[idx]), oc[(h * tiles + tile) * d + c], to_f32(gate[idx]), round));
+            vsa_gate_add_one<T>(to_f32(o[idx]), oc[(h * tiles + tile) * d + c], to_f32(gate[idx]), round));
     }
 }
 

@@ -389,11 +389,11 @@ Status launch_mma(const Context& ctx, const TileArgs& a, const Tensor& q, const 
     return check_launch("block_sparse_attention (mma)");
 }
 
-} // namespace
-
-Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionParams& p, const VsaTiles& tiles,
-                              const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lists,
-                              Tensor& o) {
+// The attention alone, or (fuse_gate, where the wgmma kernel runs) with p.gate_add in its epilogue: `fused`
+// says which.
+Status attend(const Context& ctx, const BlockSparseAttentionParams& p, const VsaTiles& tiles, const Tensor& q,
+              const Tensor& k, const Tensor& v, const Tensor& lists, Tensor& o, bool fuse_gate, bool& fused) {
+    fused = false;
     const int64_t H = q.dim(1), D = q.dim(2);
     const TileArgs a{tiles.slot_rows.data_as<const int32_t>(),
                      tiles.tile_sizes.data_as<const int32_t>(),
@@ -416,22 +416,29 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
                 "block_sparse_attention: the wgmma kernel takes bf16, head dim 128, 16-byte aligned tensors "
                 "on an sm_90a build and device; q is " +
                 detail::desc(q));
-        const cuda_detail::HopperBlockSparseArgs ha{.q = q.data(),
-                                                    .k = k.data(),
-                                                    .v = v.data(),
-                                                    .o = o.data(),
-                                                    .slot_rows = a.slot_rows,
-                                                    .tile_sizes = a.tile_sizes,
-                                                    .lists = a.lists,
-                                                    .rows = q.dim(0),
-                                                    .heads = H,
-                                                    .dim = D,
-                                                    .tiles = a.tiles,
-                                                    .prefix = a.prefix,
-                                                    .width = a.width,
-                                                    .scale = p.scale,
-                                                    .stages = p.hopper_stages};
-        note_impl(OpFamily::kSparseAttention, p.fp8 ? "sm90a-wgmma-e4m3" : "sm90a-wgmma-bf16");
+        const cuda_detail::HopperBlockSparseArgs ha{
+            .q = q.data(),
+            .k = k.data(),
+            .v = v.data(),
+            .o = o.data(),
+            .slot_rows = a.slot_rows,
+            .tile_sizes = a.tile_sizes,
+            .lists = a.lists,
+            .rows = q.dim(0),
+            .heads = H,
+            .dim = D,
+            .tiles = a.tiles,
+            .prefix = a.prefix,
+            .width = a.width,
+            .scale = p.scale,
+            .stages = p.hopper_stages,
+            .gate = fuse_gate ? p.gate_add.gate->data() : nullptr,
+            .gate_oc = fuse_gate ? p.gate_add.oc->data_as<const float>() : nullptr,
+            .gate_round = p.gate_add.params.round_intermediate};
+        const std::string name =
+            std::string(p.fp8 ? "sm90a-wgmma-e4m3" : "sm90a-wgmma-bf16") + (fuse_gate ? "+gate" : "");
+        note_impl(OpFamily::kSparseAttention, name);
+        fused = fuse_gate;
         return p.fp8 ? cuda_detail::hopper_block_sparse_fp8(ctx, ha)
                      : cuda_detail::hopper_block_sparse_bf16(ctx, ha);
     }
@@ -480,6 +487,23 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
                                                  p.scale);
         return check_launch("block_sparse_attention (scalar)");
     });
+}
+
+} // namespace
+
+Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionParams& p, const VsaTiles& tiles,
+                              const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lists,
+                              Tensor& o) {
+    // The gate add (ops::VsaFusedGateAdd) goes into the wgmma kernels' epilogue where they run and the gate
+    // is bf16 with gate and oc 16-byte aligned; otherwise the attention runs, then the gate add's own kernel.
+    const VsaFusedGateAdd& g = p.gate_add;
+    const bool gated = g.gate != nullptr;
+    const bool fusable = gated && g.gate->dtype() == DType::kBF16 &&
+                         pointer_alignment(g.gate->data()) >= 16 && pointer_alignment(g.oc->data()) >= 16;
+    bool fused = false;
+    H3_TRY(attend(ctx, p, tiles, q, k, v, lists, o, fusable, fused));
+    if (!gated || fused) return ok_status();
+    return cuda_impl::vsa_gate_add(ctx, g.params, tiles, *g.oc, *g.gate, o);
 }
 
 } // namespace h3::ops::cuda_impl

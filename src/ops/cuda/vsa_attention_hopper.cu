@@ -14,7 +14,9 @@
 //     once), O += P·V wgmma m64n128 with P from registers and V read MN-major through the descriptor. Block
 //     j's S GEMM is issued with block j−1's P·V; online softmax in fp32 with exp2 (the scale folded into one
 //     multiplier); pad keys (slots past the tile's size) masked; O rescaled only when a row max moved.
-//  3. The epilogue stores each valid query row at its packed row (the tile map), bf16.
+//  3. The epilogue stores each valid query row at its packed row (the tile map), bf16; with the fused
+//     gate add (ops::VsaFusedGateAdd) it first adds gate ⊙ oc of the query tile to the rounded row,
+//     vsa_gate_add's arithmetic (vsa_gate_add.cuh): no separate pass over o (read o and gate, write o).
 // Out-of-range list entries load tile 0 and are masked entirely (the mma.sync kernel skips them: the same
 // result).
 // fp8 mode (ops/vsa.h): the gather is also the quantization — q8 per (head, query tile), k8 and Vᵀ per head
@@ -24,6 +26,7 @@
 // rounded to e4m3, the output scaled by v_scale / 256 (attention_fp8.cu's scheme, per 64-key tile).
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/hopper_common.cuh"
+#include "ops/cuda/vsa_gate_add.cuh"
 #include "ops/cuda/vsa_hopper.h"
 #include "ops/cuda/wgmma_ops.cuh"
 #include "ops/fp8_scale.h"
@@ -163,7 +166,49 @@ struct BsaArgs {
     const int32_t* tile_sizes; // [tiles]
     const int32_t* lists;      // [H, tiles − prefix, width]
     int heads, tiles, prefix, width;
+    // The fused gate add (HopperBlockSparseArgs::gate): null gate for none.
+    const bf16* gate; // [rows, H, 128]
+    const float* oc;  // [H, tiles, 128]
+    bool gate_round;
 };
+
+#ifdef H3_SM90A
+__device__ __forceinline__ float bf16_lo(uint32_t x) {
+    return __uint_as_float(x << 16);
+}
+__device__ __forceinline__ float bf16_hi(uint32_t x) {
+    return __uint_as_float(x & 0xffff0000u);
+}
+
+// Both kernels' epilogue for one output row: this thread's half i of the accumulator (o[4·jj + 2·i + e] is
+// column 8·jj + 2·t + e) times inv, rounded to bf16 and stored at packed row `row`, head h. With the fused
+// gate add (a.gate) the rounded value then gets vsa_gate_add's formula with oc of the query tile qt (the
+// row's tile) and the row's gate, so the bytes are those of this kernel followed by ops::vsa_gate_add.
+__device__ __forceinline__ void store_row(bf16* __restrict__ out, const float (&o)[kD / 2], int i, float inv,
+                                          const BsaArgs& a, int32_t row, int h, int qt) {
+    const int t = threadIdx.x % 4;
+    const int64_t off = (static_cast<int64_t>(row) * a.heads + h) * kD + 2 * t;
+    bf16* dst = out + off;
+    if (a.gate == nullptr) {
+#pragma unroll
+        for (int jj = 0; jj < kD / 8; ++jj)
+            *reinterpret_cast<uint32_t*>(dst + 8 * jj) =
+                pack_bf16(o[4 * jj + 2 * i] * inv, o[4 * jj + 2 * i + 1] * inv);
+        return;
+    }
+    const bf16* g = a.gate + off;
+    const float* c = a.oc + (static_cast<int64_t>(h) * a.tiles + qt) * kD + 2 * t;
+#pragma unroll
+    for (int jj = 0; jj < kD / 8; ++jj) {
+        const uint32_t att = pack_bf16(o[4 * jj + 2 * i] * inv, o[4 * jj + 2 * i + 1] * inv); // as stored
+        const uint32_t gg = *reinterpret_cast<const uint32_t*>(g + 8 * jj);
+        const float2 cc = *reinterpret_cast<const float2*>(c + 8 * jj);
+        const float lo = vsa_gate_add_one<bf16>(bf16_lo(att), cc.x, bf16_lo(gg), a.gate_round);
+        const float hi = vsa_gate_add_one<bf16>(bf16_hi(att), cc.y, bf16_hi(gg), a.gate_round);
+        *reinterpret_cast<uint32_t*>(dst + 8 * jj) = pack_bf16(lo, hi);
+    }
+}
+#endif // H3_SM90A
 
 template <int kStages>
 __global__ void __launch_bounds__(kThreads, 2)
@@ -315,9 +360,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         last_pv(p);
     }
 
-    // epilogue: row sums across the quad, normalize, store the valid rows at their packed rows
-    const int t = lane % 4;
-    const int64_t pitch = static_cast<int64_t>(a.heads) * kD;
+    // epilogue: row sums across the quad, normalize, store the valid rows at their packed rows (+ the gate
+    // add)
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
         float sum = l[i];
@@ -326,11 +370,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
         const int32_t row = a.slot_rows[qt * kRows + warp * 16 + lane / 4 + 8 * i];
         if (row < 0) continue;
-        bf16* dst = out + row * pitch + h * kD + 2 * t;
-#pragma unroll
-        for (int jj = 0; jj < kD / 8; ++jj)
-            *reinterpret_cast<uint32_t*>(dst + 8 * jj) =
-                pack_bf16(o[4 * jj + 2 * i] * inv, o[4 * jj + 2 * i + 1] * inv);
+        store_row(out, o, i, inv, a, row, h, qt);
     }
 #endif // H3_SM90A
 }
@@ -707,10 +747,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         last_pv(p);
     }
 
-    // epilogue: O · (v_scale / 2^kPBias) / l at the valid rows' packed positions
+    // epilogue: O · (v_scale / 2^kPBias) / l at the valid rows' packed positions (+ the gate add)
     const float out_scale = v_scale / (1 << kPBias);
-    const int t = lane % 4;
-    const int64_t pitch = static_cast<int64_t>(a.heads) * kD;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
         float sum = l[i];
@@ -719,11 +757,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         const float inv = sum > 0.0f ? out_scale / sum : 0.0f;
         const int32_t row = a.slot_rows[qt * kRows + warp * 16 + lane / 4 + 8 * i];
         if (row < 0) continue;
-        bf16* dst = out + row * pitch + h * kD + 2 * t;
-#pragma unroll
-        for (int jj = 0; jj < 16; ++jj)
-            *reinterpret_cast<uint32_t*>(dst + 8 * jj) =
-                pack_bf16(o[4 * jj + 2 * i] * inv, o[4 * jj + 2 * i + 1] * inv);
+        store_row(out, o, i, inv, a, row, h, qt);
     }
 #endif // H3_SM90A
 }
@@ -786,7 +820,10 @@ Status hopper_block_sparse_bf16(const Context& ctx, const HopperBlockSparseArgs&
                        static_cast<int>(a.heads),
                        static_cast<int>(a.tiles),
                        static_cast<int>(a.prefix),
-                       static_cast<int>(a.width)};
+                       static_cast<int>(a.width),
+                       static_cast<const bf16*>(a.gate),
+                       a.gate_oc,
+                       a.gate_round};
     return with_stages(a.stages, [&](auto st) {
         constexpr int kSt = decltype(st)::value;
         const size_t smem = sizeof(SmemBsa<kSt>) + 1024;
@@ -848,7 +885,10 @@ Status hopper_block_sparse_fp8(const Context& ctx, const HopperBlockSparseArgs& 
                        static_cast<int>(a.heads),
                        static_cast<int>(a.tiles),
                        static_cast<int>(a.prefix),
-                       static_cast<int>(a.width)};
+                       static_cast<int>(a.width),
+                       static_cast<const bf16*>(a.gate),
+                       a.gate_oc,
+                       a.gate_round};
     return with_stages(a.stages, [&](auto st) {
         constexpr int kSt = decltype(st)::value;
         const size_t smem = sizeof(SmemBsaFp8<kSt>) + 1024;

@@ -25,6 +25,14 @@ struct HopperBlockSparseArgs {
     float scale = 0.0f;
     // K/V ring depth (0: the default, 2); 2, 3 or 4.
     int stages = 0;
+    // The fused gate add (ops::VsaFusedGateAdd), null gate for none: each stored output row r of query tile t
+    // becomes bf16(o + round(round(oc[h, t, :])·gate[r, h, :])) as ops::vsa_gate_add computes it, o the
+    // attention output rounded to bf16. gate [rows, heads, 128] bf16, oc [heads, tiles, 128] f32, both
+    // 16-byte aligned; the tile map's rows of tile t must be tile t's (row_tiles), as build_vsa_tile_map
+    // makes them.
+    const void* gate = nullptr;
+    const float* gate_oc = nullptr;
+    bool gate_round = false; // VsaGateAddParams::round_intermediate
 };
 
 // kUnimplemented where the kernel cannot run (no sm_90a build or device, head dim other than 128).
