@@ -44,6 +44,7 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
     // The selection phase's and the compression branch's kernels one by one (they do not depend on the kept
     // fraction): what a block's VSA overhead is made of, next to the sparse kernel below.
     nlohmann::json phases = nlohmann::json::object();
+    const ops::VsaGateAddParams gp{.round_intermediate = dt != DType::kF32};
     {
         H3_ASSIGN_OR_RETURN(phases["pool_one_input"],
                             time_calls(session, iters, [&] { return ops::vsa_pool(ctx, tiles, q, qp); }));
@@ -55,7 +56,6 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
         H3_ASSIGN_OR_RETURN(phases["compress_tiles"], time_calls(session, iters, [&] {
                                 return ops::vsa_compress_tiles(ctx, scores, vp, oc);
                             }));
-        const ops::VsaGateAddParams gp{.round_intermediate = dt != DType::kF32};
         H3_ASSIGN_OR_RETURN(phases["gate_add"], time_calls(session, iters, [&] {
                                 return ops::vsa_gate_add(ctx, gp, tiles, oc, gate, o);
                             }));
@@ -99,6 +99,22 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
             });
             if (f8.ok()) fp8_s = *f8;
         }
+        // The attention with the compression branch's gate add (what a gated block runs): the wgmma kernels
+        // add it in their epilogue, the others run vsa_gate_add after; its cost over the plain call is the
+        // gate add's (against phase_seconds.gate_add, the separate pass).
+        const ops::VsaFusedGateAdd fused_gate{.oc = &oc, .gate = &gate, .params = gp};
+        H3_ASSIGN_OR_RETURN(double gated_s, time_calls(session, iters, [&] {
+                                return ops::block_sparse_attention(ctx, {.gate_add = fused_gate}, tiles, q, k,
+                                                                   v, lists, o);
+                            }));
+        double fp8_gated_s = 0;
+        if (fp8_s > 0) {
+            auto f8 = time_calls(session, iters, [&] {
+                return ops::block_sparse_attention(ctx, {.fp8 = true, .gate_add = fused_gate}, tiles, q, k, v,
+                                                   lists, o);
+            });
+            if (f8.ok()) fp8_gated_s = *f8;
+        }
         // Key tiles visited over the (head, query tile) pairs, as a fraction of every pair; the work on them
         // (64 × 64 slots per pair, pad slots counted: 4·64²·D FLOP per pair and head).
         const double visited = static_cast<double>(P * n + nv * width) / static_cast<double>(n * n);
@@ -134,6 +150,8 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
                         {"mma_tflops", mma_s > 0 ? flops / mma_s / 1e12 : 0.0},
                         {"fp8_seconds", fp8_s},
                         {"fp8_tflops", fp8_s > 0 ? flops / fp8_s / 1e12 : 0.0},
+                        {"gated_seconds", gated_s},
+                        {"fp8_gated_seconds", fp8_gated_s},
                         {"variants", variants},
                         {"vs_dense", p.dense_seconds > 0 ? attn_s / p.dense_seconds : 0.0}});
     }

@@ -61,6 +61,7 @@ runs = {r["kept_fraction"]: r for r in v["runs"]}
 assert runs[1.0]["keep"] == 8 and runs[0.25]["keep"] == 2, runs
 assert runs[1.0]["vs_all_tiles"] == 1.0 and runs[0.25]["visited_tile_fraction"] < 1.0, runs
 assert all(0 < r["top_k_seconds"] <= r["select_seconds"] for r in v["runs"]), runs
+assert all(r["gated_seconds"] > 0 and r["fp8_gated_seconds"] == 0 for r in v["runs"]), runs  # fp8: CUDA only
 assert all(r["variants"] == {} for r in v["runs"]), runs  # the CUDA-only kernels: none on the CPU
 # VSA's small kernels one by one (the selection phase's and the compression branch's)
 assert sorted(v["phase_seconds"]) == ["compress_tiles", "gate_add", "pool_one_input", "tile_scores"], v

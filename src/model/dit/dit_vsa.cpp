@@ -67,30 +67,41 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
     H3_TRY(ops::vsa_pool(ctx_, tiles, k3, kp));
     H3_TRY(ops::vsa_tile_scores(ctx_, qp, kp, b.scores));
     H3_TRY(mark("vsa_pool_scores"));
+    // Compression branch: o += (x·Gᵀ) ⊙ softmax(Sc)·v̄ of the row's tile; under kFp8 x·Gᵀ is an e4m3 GEMM
+    // (on the norm's e4m3 rows x8 when the quantization is fused) unless an exception keeps G in bf16. Its
+    // gate (g, [S, H, hd]) and per-tile output (b.oc), the gate add left to the caller.
+    Tensor g;
+    auto compression = [&]() -> Status {
+        H3_TRY(ensure(b.gate, Shape{sc.rows, H * hd}, act_dtype(), ctx_.device));
+        Tensor rows = b.gate.slice(0, 0, S); // [S, H·hd]
+        H3_TRY(linear_in(x, x8, w.gate_compress, w.fp8.gate_compress, w.fp8.gemm, rows));
+        g = rows.view({S, H, hd});
+        H3_TRY(mark("vsa_gate_gemm"));
+        H3_TRY(ops::vsa_pool(ctx_, tiles, v3, vp));
+        H3_TRY(ensure(b.oc, Shape{H, n, hd}, DType::kF32, ctx_.device));
+        return ops::vsa_compress_tiles(ctx_, b.scores, vp, b.oc);
+    };
+    const ops::VsaGateAddParams gp{.round_intermediate = act_dtype() != DType::kF32};
     if (sparse) {
         const ops::VsaSelectParams sp{.keep = keep, .compete = layer.compete};
         const int64_t width = ops::vsa_select_width(sp, tiles.num_prefix_tiles, n);
         H3_TRY(ensure(b.lists, Shape{H, nv, width}, DType::kI32, ctx_.device));
         H3_TRY(ops::vsa_select(ctx_, sp, tiles, b.scores, b.lists));
         H3_TRY(mark("vsa_select"));
-        H3_TRY(ops::block_sparse_attention(ctx_, {.fp8 = layer.fp8}, tiles, q3, k3, v3, b.lists, o3));
-        H3_TRY(mark("vsa_sparse_attention"));
-    } else {
-        H3_TRY(ops::attention(ctx_, {.fp8 = layer.fp8}, q3, k3, v3, o3));
-        H3_TRY(mark("vsa_dense_attention"));
+        ops::BlockSparseAttentionParams ap{.fp8 = layer.fp8};
+        if (gated) { // the compression first: the sparse attention adds its gate in its epilogue
+            H3_TRY(compression());
+            H3_TRY(mark("vsa_compression"));
+            ap.gate_add = {.oc = &b.oc, .gate = &g, .params = gp};
+        }
+        H3_TRY(ops::block_sparse_attention(ctx_, ap, tiles, q3, k3, v3, b.lists, o3));
+        return mark("vsa_sparse_attention");
     }
-    if (!gated) return ok_status();
-    // Compression branch: o += (x·Gᵀ) ⊙ softmax(Sc)·v̄ of the row's tile; under kFp8 x·Gᵀ is an e4m3 GEMM
-    // (on the norm's e4m3 rows x8 when the quantization is fused) unless an exception keeps G in bf16.
-    H3_TRY(ensure(b.gate, Shape{sc.rows, H * hd}, act_dtype(), ctx_.device));
-    Tensor g = b.gate.slice(0, 0, S);
-    H3_TRY(linear_in(x, x8, w.gate_compress, w.fp8.gate_compress, w.fp8.gemm, g));
-    H3_TRY(mark("vsa_gate_gemm"));
-    H3_TRY(ops::vsa_pool(ctx_, tiles, v3, vp));
-    H3_TRY(ensure(b.oc, Shape{H, n, hd}, DType::kF32, ctx_.device));
-    H3_TRY(ops::vsa_compress_tiles(ctx_, b.scores, vp, b.oc));
-    const ops::VsaGateAddParams gp{.round_intermediate = act_dtype() != DType::kF32};
-    H3_TRY(ops::vsa_gate_add(ctx_, gp, tiles, b.oc, g.view({S, H, hd}), o3));
+    H3_TRY(ops::attention(ctx_, {.fp8 = layer.fp8}, q3, k3, v3, o3));
+    H3_TRY(mark("vsa_dense_attention"));
+    // gated (a dense layer with no gate returned above)
+    H3_TRY(compression());
+    H3_TRY(ops::vsa_gate_add(ctx_, gp, tiles, b.oc, g, o3));
     return mark("vsa_compression");
 }
 
