@@ -27,7 +27,9 @@ public:
     TempDir& operator=(const TempDir&) = delete;
     const std::filesystem::path& path() const { return path_; }
     // The folder, or `rel` inside it, as a string.
-    std::string str(const std::string& rel = "") const { return (rel.empty() ? path_ : path_ / rel).string(); }
+    std::string str(const std::string& rel = "") const {
+        return (rel.empty() ? path_ : path_ / rel).string();
+    }
 
 private:
     std::filesystem::path path_;
