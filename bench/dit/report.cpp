@@ -26,7 +26,8 @@ double vsa_overhead_seconds(const nlohmann::json& per_op_seconds) {
     double s = 0;
     for (const auto& [name, secs] : per_op_seconds.items()) {
         if (name.rfind("vsa_", 0) != 0) continue;
-        if (name == "vsa_sparse_attention" || name == "vsa_dense_attention" || name == "vsa_gate_gemm") continue;
+        if (name == "vsa_sparse_attention" || name == "vsa_dense_attention" || name == "vsa_gate_gemm")
+            continue;
         s += secs.get<double>();
     }
     return s;
