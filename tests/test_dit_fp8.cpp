@@ -350,6 +350,35 @@ TEST_P(DitFp8Cuda, MatchesTheCpuFp8Path) {
 INSTANTIATE_TEST_SUITE_P(Accumulation, DitFp8Cuda, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Fast" : "Exact"; });
 
+// FastH3's gated VSA blocks on CUDA against the CPU, bf16 and fp8: the sparse blocks run the compression
+// first and the wgmma kernels add the gate in their epilogue (noted "+gate"; the CPU runs the attention, then
+// the gate add), so a gate add gone wrong in the kernel shows against the CPU's.
+TEST(DitFp8, VsaWithGatesOnCudaMatchesTheCpu) {
+#ifdef H3_WITH_CUDA
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    auto cc = ops::CudaContext::create(0);
+    ASSERT_TRUE(cc.ok()) << cc.status().to_string();
+    if ((*cc)->cc_major() != 9) GTEST_SKIP() << "the fp8 sparse attention needs an H100/H200";
+    const ops::Context ctx{.device = Device::cuda(0), .cuda = cc->get()};
+    const RunSpec spec{.options = vsa_options(), .gates = true};
+    const BothRuns gpu = run_both(ctx, spec), cpu = run_both(ops::Context::cpu(), spec);
+    EXPECT_GT(calls(gpu, "sparse_attention", "sm90a-wgmma-e4m3+gate"), 0);
+    const Agreement v = agree(gpu.fp8.sample, cpu.fp8.sample), b = agree(gpu.bf16.sample, cpu.bf16.sample),
+                    a = agree(gpu.bf16.audio_sample, cpu.bf16.audio_sample);
+    std::printf("gated VSA, CUDA vs CPU: fp8 video cos %.6f rel-RMS %.4f; bf16 video cos %.6f rel-RMS %.4f, "
+                "audio cos %.6f rel-RMS %.4f\n",
+                v.cosine, v.rel_rms, b.cosine, b.rel_rms, a.cosine, a.rel_rms);
+    EXPECT_GT(v.cosine, 0.9995);
+    EXPECT_LT(v.rel_rms, 0.02);
+    EXPECT_GT(b.cosine, 0.9995);
+    EXPECT_LT(b.rel_rms, 0.02);
+    EXPECT_GT(a.cosine, 0.9995);
+    EXPECT_LT(a.rel_rms, 0.02);
+#else
+    GTEST_SKIP() << "CPU-only build";
+#endif
+}
+
 TEST(DitFp8, BadExceptionsAreReportedByName) {
     const DitConfig c = small_config();
     auto w = random_dit_weights(c, ops::Context::cpu(), DitPrecision::kBf16, {.blocks = 3, .seed = 1});
