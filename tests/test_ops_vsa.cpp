@@ -2,9 +2,9 @@
 // CPU reference is compared with a naive double-precision loop written here (the attention with a dense mask
 // built from the key-tile lists, the selection by a full sort). With `--backend cuda` (or
 // H3_TEST_BACKEND=cuda) each op runs on cuda:0 against the CPU reference on the same inputs: pooling, tile
-// scores, selection and the gate add bit for bit (same summation order, no FMA), the attention and the
-// compression softmax within tolerance. Geometries are odd on purpose: short prefix segments, an empty one,
-// partial cubes in t, h and w.
+// scores, selection and the gate add bit for bit (same summation order; the pooling without FMA, the scores
+// with one correctly rounded FMA per product), the attention and the compression softmax within tolerance.
+// Geometries are odd on purpose: short prefix segments, an empty one, partial cubes in t, h and w.
 #include "op_harness.h"
 #include "ops/ops.h"
 
@@ -228,6 +228,51 @@ TEST(OpsVsa, PoolAndScores) {
                 check_output(sc, want, {1e-4, 1e-5});
             }
         }
+}
+
+// The tile scores and the compression branch at the full-width tile count (1344×768×124: 676 tiles), CUDA
+// against the CPU reference: n = 676 is not a multiple of the kernels' 64- or 32-tile blocks; n = 675 (not a
+// multiple of 4) takes the scores' scalar path; D = 100 ends in a 4-channel chunk and a partial channel
+// block; D = 130 spans two channel blocks on the scalar paths; a v̄ one float off 16-byte alignment takes the
+// compression's scalar path. The CPU alone would only compare its reference with itself.
+TEST(OpsVsa, ScoresAndCompressFullWidth) {
+    SKIP_IF_NO_BACKEND();
+    if (!on_cuda()) GTEST_SKIP() << "CUDA only (the CPU is the reference)";
+    uint32_t seed = 900;
+    struct Case {
+        int64_t heads, n, d;
+        bool offset_v; // v̄ starts one float past a 16-byte boundary
+    };
+    for (const Case& cs : {Case{3, 676, 128, false}, Case{2, 675, 128, false}, Case{1, 676, 100, false},
+                           Case{1, 676, 130, false}, Case{2, 676, 128, true}}) {
+        const int64_t H = cs.heads, n = cs.n, d = cs.d;
+        SCOPED_TRACE("n=" + std::to_string(n) + " d=" + std::to_string(d) + " heads=" + std::to_string(H) +
+                     (cs.offset_v ? " v unaligned" : ""));
+        Tensor qp = rnd(Shape{H, n, d}, DType::kF32, seed++), kp = rnd(Shape{H, n, d}, DType::kF32, seed++);
+        Guarded sc(Tensor::host(Shape{H, n, n}, DType::kF32));
+        ASSERT_OK(vsa_tile_scores(ctx(), dev(qp), dev(kp), sc.t));
+        Tensor want_sc = Tensor::host(Shape{H, n, n}, DType::kF32);
+        ASSERT_OK(vsa_tile_scores(Context::cpu(), clone(qp), clone(kp), want_sc));
+        EXPECT_TRUE(sc.guards_intact()) << "vsa_tile_scores wrote outside its output";
+        expect_same_bits(sc.host(), want_sc);
+
+        // The compression of random scores in [-8, 8] (peaked rows) and v̄.
+        Tensor s = rnd(Shape{H, n, n}, DType::kF32, seed++, -8.0f, 8.0f);
+        Tensor vp = rnd(Shape{H, n, d}, DType::kF32, seed++);
+        Tensor vp_dev = dev(vp);
+        if (cs.offset_v) { // the same values one float into a larger buffer
+            Tensor big = Tensor::host(Shape{H * n * d + 1}, DType::kF32);
+            std::memcpy(big.data_as<float>() + 1, vp.data_as<const float>(), vp.nbytes());
+            vp_dev = dev(big).slice(0, 1, H * n * d + 1).view({H, n, d});
+        }
+        Guarded oc(Tensor::host(Shape{H, n, d}, DType::kF32));
+        ASSERT_OK(vsa_compress_tiles(ctx(), dev(s), vp_dev, oc.t));
+        Tensor ref = Tensor::host(Shape{H, n, d}, DType::kF32);
+        ASSERT_OK(vsa_compress_tiles(Context::cpu(), clone(s), clone(vp), ref));
+        // 676-term fp32 sums, the CPU normalizing each probability first, the GPU dividing the sum at the
+        // end (and expf against std::exp): ~n·eps·max|v̄| apart at worst.
+        check_output(oc, values(ref), {2e-5, 1e-4});
+    }
 }
 
 // ---- selection --------------------------------------------------------------------------------------------
