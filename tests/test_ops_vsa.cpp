@@ -230,6 +230,43 @@ TEST(OpsVsa, PoolAndScores) {
         }
 }
 
+// q, k and v pooled in one launch: the same bits as three vsa_pool calls on the same backend (CUDA: also the
+// CPU reference's), with and without v; the vector path (D = 128, bf16/f16 and f32) and the scalar one (D =
+// 36), odd geometries (partial cubes, short prefix tiles).
+TEST(OpsVsa, PoolQkvIsThreePools) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 700;
+    for (const Geo& g : {kOdd, kMany})
+        for (auto [heads, d, dt] : {std::tuple{2, 128, DType::kBF16}, std::tuple{1, 128, DType::kF32},
+                                    std::tuple{2, 36, DType::kF16}}) {
+            SCOPED_TRACE("pool_qkv d=" + std::to_string(d) + " " + dtype_name(dt));
+            const VsaTileMap m = map_of(g);
+            const int64_t n = m.num_tiles();
+            const VsaTiles tiles = tiles_on(ctx(), m);
+            Tensor xs[3] = {rnd(Shape{m.rows, heads, d}, dt, seed++),
+                            rnd(Shape{m.rows, heads, d}, dt, seed++),
+                            rnd(Shape{m.rows, heads, d}, dt, seed++)};
+            for (int count : {3, 2}) {
+                Guarded all(Tensor::host(Shape{count, heads, n, d}, DType::kF32));
+                ASSERT_OK(vsa_pool_qkv(ctx(), tiles, dev(xs[0]), dev(xs[1]),
+                                       count == 3 ? dev(xs[2]) : Tensor(), all.t));
+                EXPECT_TRUE(all.guards_intact()) << "vsa_pool_qkv wrote outside its output";
+                const Tensor got = all.host();
+                for (int i = 0; i < count; ++i) {
+                    Guarded one(Tensor::host(Shape{heads, n, d}, DType::kF32));
+                    ASSERT_OK(vsa_pool(ctx(), tiles, dev(xs[i]), one.t));
+                    const Tensor part = got.slice(0, i, i + 1).view({heads, n, d});
+                    expect_same_bits(part, one.host());
+                    if (on_cuda()) {
+                        Tensor want = Tensor::host(Shape{heads, n, d}, DType::kF32);
+                        ASSERT_OK(vsa_pool(Context::cpu(), tiles_on(Context::cpu(), m), clone(xs[i]), want));
+                        expect_same_bits(part, want);
+                    }
+                }
+            }
+        }
+}
+
 // The tile scores and the compression branch at the full-width tile count (1344×768×124: 676 tiles), CUDA
 // against the CPU reference: n = 676 is not a multiple of the kernels' 64- or 32-tile blocks; n = 675 (not a
 // multiple of 4) takes the scores' scalar path; D = 100 ends in a 4-channel chunk and a partial channel
@@ -841,6 +878,15 @@ TEST(OpsVsa, RejectsBadArguments) {
     Tensor pooled = Tensor::host(Shape{2, n, 8}, DType::kF32);
     EXPECT_TRUE(vsa_pool(cpu, t, x, pooled).ok());
     EXPECT_FALSE(vsa_pool(cpu, t, short_x, pooled).ok()) << "rows must match the tile map";
+    Tensor pooled3 = Tensor::host(Shape{3, 2, n, 8}, DType::kF32),
+           pooled2 = Tensor::host(Shape{2, 2, n, 8}, DType::kF32);
+    EXPECT_TRUE(vsa_pool_qkv(cpu, t, x, x, x, pooled3).ok());
+    EXPECT_TRUE(vsa_pool_qkv(cpu, t, x, x, Tensor(), pooled2).ok());
+    EXPECT_FALSE(vsa_pool_qkv(cpu, t, x, x, Tensor(), pooled3).ok()) << "two inputs, three outputs";
+    EXPECT_FALSE(vsa_pool_qkv(cpu, t, x, short_x, x, pooled3).ok()) << "k's rows must match the tile map";
+    const Status mixed = vsa_pool_qkv(cpu, t, x, x, Tensor::host(x.shape(), DType::kBF16), pooled3);
+    EXPECT_EQ(mixed.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(mixed.to_string().find("v is"), std::string::npos) << mixed.to_string();
     Tensor scores = Tensor::host(Shape{2, n, n}, DType::kF32);
     Tensor lists = Tensor::host(Shape{2, nv, P + 1}, DType::kI32);
     EXPECT_TRUE(vsa_select(cpu, {.keep = 1}, t, scores, lists).ok());

@@ -63,8 +63,13 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
     H3_TRY(ensure(b.scores, Shape{H, n, n}, DType::kF32, ctx_.device));
     auto part = [&](int64_t i) { return b.pooled.slice(0, i, i + 1).view({H, n, hd}); };
     Tensor qp = part(0), kp = part(1), vp = part(2);
-    H3_TRY(ops::vsa_pool(ctx_, tiles, q3, qp));
-    H3_TRY(ops::vsa_pool(ctx_, tiles, k3, kp));
+    // q's and k's tile means, and v's for the compression branch, in one launch.
+    if (gated) {
+        H3_TRY(ops::vsa_pool_qkv(ctx_, tiles, q3, k3, v3, b.pooled));
+    } else {
+        Tensor qk = b.pooled.slice(0, 0, 2);
+        H3_TRY(ops::vsa_pool_qkv(ctx_, tiles, q3, k3, Tensor(), qk));
+    }
     H3_TRY(ops::vsa_tile_scores(ctx_, qp, kp, b.scores));
     H3_TRY(mark("vsa_pool_scores"));
     if (sparse) {
@@ -86,7 +91,6 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
     Tensor g = b.gate.slice(0, 0, S);
     H3_TRY(linear_in(x, x8, w.gate_compress, w.fp8.gate_compress, w.fp8.gemm, g));
     H3_TRY(mark("vsa_gate_gemm"));
-    H3_TRY(ops::vsa_pool(ctx_, tiles, v3, vp));
     H3_TRY(ensure(b.oc, Shape{H, n, hd}, DType::kF32, ctx_.device));
     H3_TRY(ops::vsa_compress_tiles(ctx_, b.scores, vp, b.oc));
     const ops::VsaGateAddParams gp{.round_intermediate = act_dtype() != DType::kF32};

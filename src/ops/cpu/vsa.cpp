@@ -63,6 +63,17 @@ Status vsa_pool(const Context&, const VsaTiles& tiles, const Tensor& x, Tensor& 
     return ok_status();
 }
 
+Status vsa_pool_qkv(const Context& ctx, const VsaTiles& tiles, const Tensor& q, const Tensor& k,
+                    const Tensor& v, Tensor& out) {
+    const int64_t H = q.dim(1), D = q.dim(2), n = tiles.num_tiles();
+    const Tensor* xs[3] = {&q, &k, &v};
+    for (int64_t i = 0; i < out.dim(0); ++i) {
+        Tensor part = out.slice(0, i, i + 1).view({H, n, D});
+        H3_TRY(cpu_impl::vsa_pool(ctx, tiles, *xs[i], part));
+    }
+    return ok_status();
+}
+
 Status vsa_tile_scores(const Context&, const Tensor& q, const Tensor& k, Tensor& scores) {
     const int64_t H = q.dim(0), n = q.dim(1), D = q.dim(2);
     const float div = std::sqrt(static_cast<float>(D));

@@ -38,8 +38,19 @@ bool aligned16(const void* p) {
 
 // ---- pooling ----------------------------------------------------------------------------------------------
 
-// Vector path (D % 8 == 0, 16-byte aligned rows): one block per (tile, chunk of the H·D channels), each
-// thread 8 consecutive channels of one head, read as one 16-byte load (two for f32) per slot; the tile's
+// Up to three inputs of one shape pool in one launch (vsa_pool_qkv): blockIdx.z picks the input and its
+// [H, tiles, D] block of the output.
+constexpr int kPoolMaxInputs = 3;
+template <typename T> struct PoolInputs {
+    const T* x[kPoolMaxInputs];
+    // The input of this block (selected, not indexed: no copy of the parameters to local memory).
+    __device__ __forceinline__ const T* of_block() const {
+        return blockIdx.z == 0 ? x[0] : (blockIdx.z == 1 ? x[1] : x[2]);
+    }
+};
+
+// Vector path (D % 8 == 0, 16-byte aligned rows): one block per (tile, chunk of the H·D channels, input),
+// each thread 8 consecutive channels of one head, read as one 16-byte load (two for f32) per slot; the tile's
 // slots are read 8 at a time (4 for f32: that many loads in flight, kept raw), then summed in slot order as
 // the CPU does.
 constexpr int kPoolThreads = 128;
@@ -51,8 +62,8 @@ template <typename T> struct Raw8 { // 8 elements of T as 16-byte words
 
 template <typename T>
 __global__ void __launch_bounds__(kPoolThreads)
-    vsa_pool_vec_kernel(const T* __restrict__ x, const int32_t* __restrict__ slot_rows,
-                        const int32_t* __restrict__ sizes, float* __restrict__ out, uint32_t vecs_per_row,
+    vsa_pool_vec_kernel(PoolInputs<T> inputs, const int32_t* __restrict__ slot_rows,
+                        const int32_t* __restrict__ sizes, float* __restrict__ out_all, uint32_t vecs_per_row,
                         uint32_t vecs_per_head, int64_t row_elems, int64_t d, int64_t tiles) {
     constexpr int kBatch = sizeof(T) == 2 ? 8 : 4;
     __shared__ int32_t rows[kSlots];
@@ -62,6 +73,8 @@ __global__ void __launch_bounds__(kPoolThreads)
     const uint32_t v = blockIdx.y * kPoolThreads + threadIdx.x;
     if (v >= vecs_per_row) return;
     const uint32_t h = v / vecs_per_head, c = (v - h * vecs_per_head) * 8u;
+    const T* __restrict__ x = inputs.of_block();
+    float* __restrict__ out = out_all + static_cast<int64_t>(blockIdx.z) * (row_elems * tiles);
     const T* col = x + static_cast<int64_t>(v) * 8;
     float sum[8];
 #pragma unroll
@@ -92,11 +105,13 @@ __global__ void __launch_bounds__(kPoolThreads)
     store_vec<8>(out + (static_cast<int64_t>(h) * tiles + t) * d + c, res);
 }
 
-// Any D: one block per (tile, head), threads over channels.
+// Any D: one block per (tile, head, input), threads over channels.
 template <typename T>
-__global__ void vsa_pool_kernel(const T* __restrict__ x, const int32_t* __restrict__ slot_rows,
-                                const int32_t* __restrict__ sizes, float* __restrict__ out, int64_t heads,
+__global__ void vsa_pool_kernel(PoolInputs<T> inputs, const int32_t* __restrict__ slot_rows,
+                                const int32_t* __restrict__ sizes, float* __restrict__ out_all, int64_t heads,
                                 int64_t d, int64_t tiles) {
+    const T* __restrict__ x = inputs.of_block();
+    float* __restrict__ out = out_all + static_cast<int64_t>(blockIdx.z) * (heads * tiles * d);
     __shared__ int32_t rows[kSlots];
     const int64_t t = blockIdx.x, h = blockIdx.y;
     for (int s = threadIdx.x; s < kSlots; s += blockDim.x) rows[s] = slot_rows[t * kSlots + s];
@@ -584,28 +599,50 @@ Status set_smem(const void* kernel, size_t bytes, const char* what) {
 
 } // namespace
 
-Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tensor& out) {
-    const int64_t H = x.dim(1), D = x.dim(2), n = tiles.num_tiles();
+namespace {
+
+// Pools xs[0..count) (one shape and dtype) into out [count, H, tiles, D] with one launch.
+Status pool_inputs(const Context& ctx, const VsaTiles& tiles, const Tensor* const* xs, int count, Tensor& out,
+                   const char* what) {
+    const Tensor& x0 = *xs[0];
+    const int64_t H = x0.dim(1), D = x0.dim(2), n = tiles.num_tiles();
     const int64_t vecs_per_row = H * D / 8;
-    const bool vec = D % 8 == 0 && aligned16(x.data()) && aligned16(out.data()) && vecs_per_row < (1LL << 31);
-    return dispatch_float(x.dtype(), [&](auto tag) {
+    bool vec = D % 8 == 0 && aligned16(out.data()) && vecs_per_row < (1LL << 31);
+    for (int i = 0; i < count; ++i) vec = vec && aligned16(xs[i]->data());
+    return dispatch_float(x0.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
+        PoolInputs<T> in{};
+        for (int i = 0; i < count; ++i) in.x[i] = xs[i]->data_as<const T>();
         if (vec) {
             const unsigned chunks = static_cast<unsigned>((vecs_per_row + kPoolThreads - 1) / kPoolThreads);
-            vsa_pool_vec_kernel<T>
-                <<<dim3(static_cast<unsigned>(n), chunks), kPoolThreads, 0, stream_of(ctx)>>>(
-                    x.data_as<const T>(), tiles.slot_rows.data_as<const int32_t>(),
-                    tiles.tile_sizes.data_as<const int32_t>(), out.data_as<float>(),
-                    static_cast<uint32_t>(vecs_per_row), static_cast<uint32_t>(D / 8), H * D, D, n);
-            return check_launch("vsa_pool");
+            vsa_pool_vec_kernel<T><<<dim3(static_cast<unsigned>(n), chunks, static_cast<unsigned>(count)),
+                                     kPoolThreads, 0, stream_of(ctx)>>>(
+                in, tiles.slot_rows.data_as<const int32_t>(), tiles.tile_sizes.data_as<const int32_t>(),
+                out.data_as<float>(), static_cast<uint32_t>(vecs_per_row), static_cast<uint32_t>(D / 8),
+                H * D, D, n);
+            return check_launch(what);
         }
         const int threads = D >= 128 ? 128 : (D >= 64 ? 64 : 32);
         vsa_pool_kernel<T>
-            <<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(H)), threads, 0, stream_of(ctx)>>>(
-                x.data_as<const T>(), tiles.slot_rows.data_as<const int32_t>(),
-                tiles.tile_sizes.data_as<const int32_t>(), out.data_as<float>(), H, D, n);
-        return check_launch("vsa_pool");
+            <<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(H), static_cast<unsigned>(count)),
+               threads, 0, stream_of(ctx)>>>(in, tiles.slot_rows.data_as<const int32_t>(),
+                                             tiles.tile_sizes.data_as<const int32_t>(), out.data_as<float>(),
+                                             H, D, n);
+        return check_launch(what);
     });
+}
+
+} // namespace
+
+Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tensor& out) {
+    const Tensor* xs[1] = {&x};
+    return pool_inputs(ctx, tiles, xs, 1, out, "vsa_pool");
+}
+
+Status vsa_pool_qkv(const Context& ctx, const VsaTiles& tiles, const Tensor& q, const Tensor& k,
+                    const Tensor& v, Tensor& out) {
+    const Tensor* xs[3] = {&q, &k, &v};
+    return pool_inputs(ctx, tiles, xs, v.defined() ? 3 : 2, out, "vsa_pool_qkv");
 }
 
 Status vsa_tile_scores(const Context& ctx, const Tensor& q, const Tensor& k, Tensor& scores) {
