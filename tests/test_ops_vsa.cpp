@@ -307,8 +307,9 @@ TEST(OpsVsa, ScoresAndCompressFullWidth) {
         Tensor ref = Tensor::host(Shape{H, n, d}, DType::kF32);
         ASSERT_OK(vsa_compress_tiles(Context::cpu(), clone(s), clone(vp), ref));
         // 676-term fp32 sums, the CPU normalizing each probability first, the GPU dividing the sum at the
-        // end (and expf against std::exp): ~n·eps·max|v̄| apart at worst.
-        check_output(oc, values(ref), {2e-5, 1e-4});
+        // end (and expf against std::exp): a host emulation of the kernel came within 9e-7 of the CPU's
+        // arithmetic at n = 676 (scores in [-2, 2]), so 5e-6 leaves a margin of 5.
+        check_output(oc, values(ref), {5e-6, 2e-5});
     }
 }
 
