@@ -64,12 +64,8 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
     auto part = [&](int64_t i) { return b.pooled.slice(0, i, i + 1).view({H, n, hd}); };
     Tensor qp = part(0), kp = part(1), vp = part(2);
     // q's and k's tile means, and v's for the compression branch, in one launch.
-    if (gated) {
-        H3_TRY(ops::vsa_pool_qkv(ctx_, tiles, q3, k3, v3, b.pooled));
-    } else {
-        Tensor qk = b.pooled.slice(0, 0, 2);
-        H3_TRY(ops::vsa_pool_qkv(ctx_, tiles, q3, k3, Tensor(), qk));
-    }
+    Tensor pooled = b.pooled.slice(0, 0, gated ? 3 : 2);
+    H3_TRY(ops::vsa_pool_qkv(ctx_, tiles, q3, k3, gated ? v3 : Tensor(), pooled));
     H3_TRY(ops::vsa_tile_scores(ctx_, qp, kp, b.scores));
     H3_TRY(mark("vsa_pool_scores"));
     if (sparse) {
