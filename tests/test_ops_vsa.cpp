@@ -2,9 +2,9 @@
 // CPU reference is compared with a naive double-precision loop written here (the attention with a dense mask
 // built from the key-tile lists, the selection by a full sort). With `--backend cuda` (or
 // H3_TEST_BACKEND=cuda) each op runs on cuda:0 against the CPU reference on the same inputs: pooling, tile
-// scores, selection and the gate add bit for bit (same summation order, no FMA), the attention and the
-// compression softmax within tolerance. Geometries are odd on purpose: short prefix segments, an empty one,
-// partial cubes in t, h and w.
+// scores, selection and the gate add bit for bit (same summation order; the pooling without FMA, the scores
+// with one correctly rounded FMA per product), the attention and the compression softmax within tolerance.
+// Geometries are odd on purpose: short prefix segments, an empty one, partial cubes in t, h and w.
 #include "op_harness.h"
 #include "ops/ops.h"
 #include "ops/provenance.h"
@@ -229,6 +229,89 @@ TEST(OpsVsa, PoolAndScores) {
                 check_output(sc, want, {1e-4, 1e-5});
             }
         }
+}
+
+// q, k and v pooled in one launch: the same bits as three vsa_pool calls on the same backend (CUDA: also the
+// CPU reference's), with and without v; the vector path (D = 128, bf16/f16 and f32) and the scalar one (D =
+// 36), odd geometries (partial cubes, short prefix tiles).
+TEST(OpsVsa, PoolQkvIsThreePools) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 700;
+    for (const Geo& g : {kOdd, kMany})
+        for (auto [heads, d, dt] : {std::tuple{2, 128, DType::kBF16}, std::tuple{1, 128, DType::kF32},
+                                    std::tuple{2, 36, DType::kF16}}) {
+            SCOPED_TRACE("pool_qkv d=" + std::to_string(d) + " " + dtype_name(dt));
+            const VsaTileMap m = map_of(g);
+            const int64_t n = m.num_tiles();
+            const VsaTiles tiles = tiles_on(ctx(), m);
+            Tensor xs[3] = {rnd(Shape{m.rows, heads, d}, dt, seed++),
+                            rnd(Shape{m.rows, heads, d}, dt, seed++),
+                            rnd(Shape{m.rows, heads, d}, dt, seed++)};
+            for (int count : {3, 2}) {
+                Guarded all(Tensor::host(Shape{count, heads, n, d}, DType::kF32));
+                ASSERT_OK(vsa_pool_qkv(ctx(), tiles, dev(xs[0]), dev(xs[1]),
+                                       count == 3 ? dev(xs[2]) : Tensor(), all.t));
+                EXPECT_TRUE(all.guards_intact()) << "vsa_pool_qkv wrote outside its output";
+                const Tensor got = all.host();
+                for (int i = 0; i < count; ++i) {
+                    Guarded one(Tensor::host(Shape{heads, n, d}, DType::kF32));
+                    ASSERT_OK(vsa_pool(ctx(), tiles, dev(xs[i]), one.t));
+                    const Tensor part = got.slice(0, i, i + 1).view({heads, n, d});
+                    expect_same_bits(part, one.host());
+                    if (on_cuda()) {
+                        Tensor want = Tensor::host(Shape{heads, n, d}, DType::kF32);
+                        ASSERT_OK(vsa_pool(Context::cpu(), tiles_on(Context::cpu(), m), clone(xs[i]), want));
+                        expect_same_bits(part, want);
+                    }
+                }
+            }
+        }
+}
+
+// The tile scores and the compression branch at the full-width tile count (1344×768×124: 676 tiles), CUDA
+// against the CPU reference: n = 676 is not a multiple of the kernels' 64- or 32-tile blocks; n = 675 (not a
+// multiple of 4) takes the scores' scalar path; D = 100 ends in a 4-channel chunk and a partial channel
+// block; D = 130 spans two channel blocks on the scalar paths; a v̄ one float off 16-byte alignment takes the
+// compression's scalar path. The CPU alone would only compare its reference with itself.
+TEST(OpsVsa, ScoresAndCompressFullWidth) {
+    SKIP_IF_NO_BACKEND();
+    if (!on_cuda()) GTEST_SKIP() << "CUDA only (the CPU is the reference)";
+    uint32_t seed = 900;
+    struct Case {
+        int64_t heads, n, d;
+        bool offset_v; // v̄ starts one float past a 16-byte boundary
+    };
+    for (const Case& cs : {Case{3, 676, 128, false}, Case{2, 675, 128, false}, Case{1, 676, 100, false},
+                           Case{1, 676, 130, false}, Case{2, 676, 128, true}}) {
+        const int64_t H = cs.heads, n = cs.n, d = cs.d;
+        SCOPED_TRACE("n=" + std::to_string(n) + " d=" + std::to_string(d) + " heads=" + std::to_string(H) +
+                     (cs.offset_v ? " v unaligned" : ""));
+        Tensor qp = rnd(Shape{H, n, d}, DType::kF32, seed++), kp = rnd(Shape{H, n, d}, DType::kF32, seed++);
+        Guarded sc(Tensor::host(Shape{H, n, n}, DType::kF32));
+        ASSERT_OK(vsa_tile_scores(ctx(), dev(qp), dev(kp), sc.t));
+        Tensor want_sc = Tensor::host(Shape{H, n, n}, DType::kF32);
+        ASSERT_OK(vsa_tile_scores(Context::cpu(), clone(qp), clone(kp), want_sc));
+        EXPECT_TRUE(sc.guards_intact()) << "vsa_tile_scores wrote outside its output";
+        expect_same_bits(sc.host(), want_sc);
+
+        // The compression of random scores in [-8, 8] (peaked rows) and v̄.
+        Tensor s = rnd(Shape{H, n, n}, DType::kF32, seed++, -8.0f, 8.0f);
+        Tensor vp = rnd(Shape{H, n, d}, DType::kF32, seed++);
+        Tensor vp_dev = dev(vp);
+        if (cs.offset_v) { // the same values one float into a larger buffer
+            Tensor big = Tensor::host(Shape{H * n * d + 1}, DType::kF32);
+            std::memcpy(big.data_as<float>() + 1, vp.data_as<const float>(), vp.nbytes());
+            vp_dev = dev(big).slice(0, 1, H * n * d + 1).view({H, n, d});
+        }
+        Guarded oc(Tensor::host(Shape{H, n, d}, DType::kF32));
+        ASSERT_OK(vsa_compress_tiles(ctx(), dev(s), vp_dev, oc.t));
+        Tensor ref = Tensor::host(Shape{H, n, d}, DType::kF32);
+        ASSERT_OK(vsa_compress_tiles(Context::cpu(), clone(s), clone(vp), ref));
+        // 676-term fp32 sums, the CPU normalizing each probability first, the GPU dividing the sum at the
+        // end (and expf against std::exp): a host emulation of the kernel came within 9e-7 of the CPU's
+        // arithmetic at n = 676 (scores in [-2, 2]), so 5e-6 leaves a margin of 5.
+        check_output(oc, values(ref), {5e-6, 2e-5});
+    }
 }
 
 // ---- selection --------------------------------------------------------------------------------------------
@@ -850,6 +933,15 @@ TEST(OpsVsa, RejectsBadArguments) {
     Tensor pooled = Tensor::host(Shape{2, n, 8}, DType::kF32);
     EXPECT_TRUE(vsa_pool(cpu, t, x, pooled).ok());
     EXPECT_FALSE(vsa_pool(cpu, t, short_x, pooled).ok()) << "rows must match the tile map";
+    Tensor pooled3 = Tensor::host(Shape{3, 2, n, 8}, DType::kF32),
+           pooled2 = Tensor::host(Shape{2, 2, n, 8}, DType::kF32);
+    EXPECT_TRUE(vsa_pool_qkv(cpu, t, x, x, x, pooled3).ok());
+    EXPECT_TRUE(vsa_pool_qkv(cpu, t, x, x, Tensor(), pooled2).ok());
+    EXPECT_FALSE(vsa_pool_qkv(cpu, t, x, x, Tensor(), pooled3).ok()) << "two inputs, three outputs";
+    EXPECT_FALSE(vsa_pool_qkv(cpu, t, x, short_x, x, pooled3).ok()) << "k's rows must match the tile map";
+    const Status mixed = vsa_pool_qkv(cpu, t, x, x, Tensor::host(x.shape(), DType::kBF16), pooled3);
+    EXPECT_EQ(mixed.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(mixed.to_string().find("v is"), std::string::npos) << mixed.to_string();
     Tensor scores = Tensor::host(Shape{2, n, n}, DType::kF32);
     Tensor lists = Tensor::host(Shape{2, nv, P + 1}, DType::kI32);
     EXPECT_TRUE(vsa_select(cpu, {.keep = 1}, t, scores, lists).ok());

@@ -41,6 +41,7 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
     for (Tensor* t : {&q, &k, &v, &gate}) H3_TRY(ops::fill_uniform(ctx, {.seed = ++seed, .bound = 1.0f}, *t));
     Tensor qp = pooled.slice(0, 0, 1).view({H, n, hd}), kp = pooled.slice(0, 1, 2).view({H, n, hd}),
            vp = pooled.slice(0, 2, 3).view({H, n, hd});
+    Tensor qk_pooled = pooled.slice(0, 0, 2);
     // The selection phase's and the compression branch's kernels one by one (they do not depend on the kept
     // fraction): what a block's VSA overhead is made of, next to the sparse kernel below.
     nlohmann::json phases = nlohmann::json::object();
@@ -48,8 +49,9 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
     {
         H3_ASSIGN_OR_RETURN(phases["pool_one_input"],
                             time_calls(session, iters, [&] { return ops::vsa_pool(ctx, tiles, q, qp); }));
-        H3_TRY(ops::vsa_pool(ctx, tiles, k, kp));
-        H3_TRY(ops::vsa_pool(ctx, tiles, v, vp));
+        H3_ASSIGN_OR_RETURN(phases["pool_qkv"], time_calls(session, iters, [&] {
+                                return ops::vsa_pool_qkv(ctx, tiles, q, k, v, pooled);
+                            }));
         H3_ASSIGN_OR_RETURN(phases["tile_scores"], time_calls(session, iters, [&] {
                                 return ops::vsa_tile_scores(ctx, qp, kp, scores);
                             }));
@@ -70,8 +72,7 @@ Result<nlohmann::json> vsa_attention_scan(const DeviceSession& session, const mo
         Tensor lists;
         H3_ASSIGN_OR_RETURN(lists, Tensor::empty(Shape{H, nv, width}, DType::kI32, ctx.device));
         auto select = [&]() -> Status {
-            H3_TRY(ops::vsa_pool(ctx, tiles, q, qp));
-            H3_TRY(ops::vsa_pool(ctx, tiles, k, kp));
+            H3_TRY(ops::vsa_pool_qkv(ctx, tiles, q, k, Tensor(), qk_pooled));
             H3_TRY(ops::vsa_tile_scores(ctx, qp, kp, scores));
             return ops::vsa_select(ctx, sp, tiles, scores, lists);
         };

@@ -196,6 +196,26 @@ Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tens
     H3_OPS_DISPATCH(vsa_pool, ctx, tiles, x, out);
 }
 
+Status vsa_pool_qkv(const Context& ctx, const VsaTiles& tiles, const Tensor& q, const Tensor& k,
+                    const Tensor& v, Tensor& out) {
+    const char* op = "vsa_pool_qkv";
+    H3_TRY(check_context(op, ctx));
+    H3_TRY(check_tiles(op, ctx, tiles));
+    H3_TRY(check_rows_hd(op, "q", ctx, q, tiles.rows));
+    const int64_t count = v.defined() ? 3 : 2;
+    for (auto [name, t] : {std::pair<const char*, const Tensor*>{"k", &k}, {"v", &v}}) {
+        if (!t->defined()) continue;
+        H3_TRY(check_rows_hd(op, name, ctx, *t, tiles.rows));
+        H3_TRY(check_shape(op, name, *t, q.shape(), "q's shape"));
+        if (t->dtype() != q.dtype())
+            return invalid_argument(std::string("vsa_pool_qkv: ") + name + " is " + desc(*t) + " but q is " +
+                                    desc(q) + "; q, k and v share a dtype");
+    }
+    H3_TRY(check_writable(op, "out", out));
+    H3_TRY(check_f32(op, "out", ctx, out, Shape{count, q.dim(1), tiles.num_tiles(), q.dim(2)}));
+    H3_OPS_DISPATCH(vsa_pool_qkv, ctx, tiles, q, k, v, out);
+}
+
 Status vsa_tile_scores(const Context& ctx, const Tensor& q, const Tensor& k, Tensor& scores) {
     const char* op = "vsa_tile_scores";
     H3_TRY(check_context(op, ctx));

@@ -62,8 +62,15 @@ int64_t vsa_keep(double sparsity, int64_t num_video_tiles);
 // x [rows, H, D] f32/bf16/f16; out [H, tiles, D] f32.
 Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tensor& out);
 
-// scores[h, i, j] = (Σ_d q̄[h, i, d]·k̄[h, j, d]) / sqrt(D) in fp32, the sum in d order (each product and
-// partial sum rounded to fp32, no fused multiply-add: the CUDA and CPU results are identical).
+// vsa_pool of a layer's q, k and (for the compression branch) v in one launch, the same bits as one call
+// each: out[0] = pool(q), out[1] = pool(k), out[2] = pool(v); an undefined v pools q and k only. q, k, v
+// [rows, H, D] of one dtype; out [2 or 3, H, tiles, D] f32.
+Status vsa_pool_qkv(const Context& ctx, const VsaTiles& tiles, const Tensor& q, const Tensor& k,
+                    const Tensor& v, Tensor& out);
+
+// scores[h, i, j] = (Σ_d q̄[h, i, d]·k̄[h, j, d]) / sqrt(D) in fp32, the sum in d order as one chain of
+// correctly rounded fused multiply-adds (acc = fma(q̄, k̄, acc); std::fma on the CPU, __fmaf_rn on CUDA), then
+// one division: the CUDA and CPU results are identical.
 // q̄, k̄ [H, tiles, D] f32; scores [H, tiles, tiles] f32.
 Status vsa_tile_scores(const Context& ctx, const Tensor& q_pooled, const Tensor& k_pooled, Tensor& scores);
 

@@ -64,7 +64,7 @@ assert all(0 < r["top_k_seconds"] <= r["select_seconds"] for r in v["runs"]), ru
 assert all(r["gated_seconds"] > 0 and r["fp8_gated_seconds"] == 0 for r in v["runs"]), runs  # fp8: CUDA only
 assert all(r["variants"] == {} for r in v["runs"]), runs  # the CUDA-only kernels: none on the CPU
 # VSA's small kernels one by one (the selection phase's and the compression branch's)
-assert sorted(v["phase_seconds"]) == ["compress_tiles", "gate_add", "pool_one_input", "tile_scores"], v
+assert sorted(v["phase_seconds"]) == ["compress_tiles", "gate_add", "pool_one_input", "pool_qkv", "tile_scores"], v
 assert all(s > 0 for s in v["phase_seconds"].values()), v["phase_seconds"]
 # dense attention alone on the last block's own q, k, v, and every candidate on them (the CPU has one)
 assert j["attention_seconds_forward_data"] > 0, j

@@ -63,13 +63,14 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
     H3_TRY(ensure(b.scores, Shape{H, n, n}, DType::kF32, ctx_.device));
     auto part = [&](int64_t i) { return b.pooled.slice(0, i, i + 1).view({H, n, hd}); };
     Tensor qp = part(0), kp = part(1), vp = part(2);
-    H3_TRY(ops::vsa_pool(ctx_, tiles, q3, qp));
-    H3_TRY(ops::vsa_pool(ctx_, tiles, k3, kp));
+    // q's and k's tile means, and v's for the compression branch, in one launch.
+    Tensor pooled = b.pooled.slice(0, 0, gated ? 3 : 2);
+    H3_TRY(ops::vsa_pool_qkv(ctx_, tiles, q3, k3, gated ? v3 : Tensor(), pooled));
     H3_TRY(ops::vsa_tile_scores(ctx_, qp, kp, b.scores));
     H3_TRY(mark("vsa_pool_scores"));
     // Compression branch: o += (x·Gᵀ) ⊙ softmax(Sc)·v̄ of the row's tile; under kFp8 x·Gᵀ is an e4m3 GEMM
     // (on the norm's e4m3 rows x8 when the quantization is fused) unless an exception keeps G in bf16. Its
-    // gate (g, [S, H, hd]) and per-tile output (b.oc), the gate add left to the caller.
+    // gate (g, [S, H, hd]) and per-tile output (b.oc, from v's tile means vp), the gate add left to the caller.
     Tensor g;
     auto compression = [&]() -> Status {
         H3_TRY(ensure(b.gate, Shape{sc.rows, H * hd}, act_dtype(), ctx_.device));
@@ -77,7 +78,6 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
         H3_TRY(linear_in(x, x8, w.gate_compress, w.fp8.gate_compress, w.fp8.gemm, rows));
         g = rows.view({S, H, hd});
         H3_TRY(mark("vsa_gate_gemm"));
-        H3_TRY(ops::vsa_pool(ctx_, tiles, v3, vp));
         H3_TRY(ensure(b.oc, Shape{H, n, hd}, DType::kF32, ctx_.device));
         return ops::vsa_compress_tiles(ctx_, b.scores, vp, b.oc);
     };

@@ -116,6 +116,8 @@ Status crossfade_frames(const Context& ctx, const CrossfadeParams& p, const Tens
 Status crop_tile(const Context& ctx, const CropTileParams& p, const Tensor& src, Tensor& out);
 // Video sparse attention (ops/vsa.h).
 Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tensor& out);
+Status vsa_pool_qkv(const Context& ctx, const VsaTiles& tiles, const Tensor& q, const Tensor& k,
+                    const Tensor& v, Tensor& out);
 Status vsa_tile_scores(const Context& ctx, const Tensor& q_pooled, const Tensor& k_pooled, Tensor& scores);
 Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& tiles, const Tensor& scores,
                   Tensor& lists);

@@ -1,5 +1,6 @@
 // CPU references of the VSA ops (ops/vsa.h). Pooling and tile scores sum in fp32 in a fixed order (slot
-// order, channel order) so the CUDA kernels can reproduce them bit for bit; the block-sparse attention is the
+// order; channel order with one fused multiply-add per product, std::fma) so the CUDA kernels can reproduce
+// them bit for bit; the block-sparse attention is the
 // dense reference (ops/cpu/attention.cpp) with the keys outside a query's tiles skipped: it walks the kept
 // keys in packed row order with the same online softmax, so a full selection reproduces dense attention. The
 // fp8 mode's simulation is cpu/vsa_fp8.cpp. A cancelled job (ops/cancel.h) skips the query tiles of the
@@ -62,6 +63,17 @@ Status vsa_pool(const Context&, const VsaTiles& tiles, const Tensor& x, Tensor& 
     return ok_status();
 }
 
+Status vsa_pool_qkv(const Context& ctx, const VsaTiles& tiles, const Tensor& q, const Tensor& k,
+                    const Tensor& v, Tensor& out) {
+    const int64_t H = q.dim(1), D = q.dim(2), n = tiles.num_tiles();
+    const Tensor* xs[3] = {&q, &k, &v};
+    for (int64_t i = 0; i < out.dim(0); ++i) {
+        Tensor part = out.slice(0, i, i + 1).view({H, n, D});
+        H3_TRY(cpu_impl::vsa_pool(ctx, tiles, *xs[i], part));
+    }
+    return ok_status();
+}
+
 Status vsa_tile_scores(const Context&, const Tensor& q, const Tensor& k, Tensor& scores) {
     const int64_t H = q.dim(0), n = q.dim(1), D = q.dim(2);
     const float div = std::sqrt(static_cast<float>(D));
@@ -75,7 +87,7 @@ Status vsa_tile_scores(const Context&, const Tensor& q, const Tensor& k, Tensor&
             for (int64_t j = 0; j < n; ++j) {
                 const float* kj = kp + (h * n + j) * D;
                 float dot = 0.0f;
-                for (int64_t c = 0; c < D; ++c) dot += qi[c] * kj[c];
+                for (int64_t c = 0; c < D; ++c) dot = std::fma(qi[c], kj[c], dot);
                 sp[(h * n + i) * n + j] = dot / div;
             }
         }

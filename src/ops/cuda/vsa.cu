@@ -1,22 +1,27 @@
-// VSA's tile kernels (ops/vsa.h): pooling, tile scores, top-k selection, the compression branch. Pooling and
-// scores sum in the CPU reference's order with no fused multiply-add (__fadd_rn/__fmul_rn), so both backends
-// produce the same bits and the same selection; the selection and the gate add are bit-equal too; the softmax
-// of the compression branch uses expf and fused multiply-adds (close to, not bit-equal with, the CPU). The
+// VSA's tile kernels (ops/vsa.h): pooling, tile scores, top-k selection, the compression branch. Pooling sums
+// in the CPU reference's order with no fused multiply-add (__fadd_rn), the scores with one correctly rounded
+// fused multiply-add per product in channel order (__fmaf_rn; std::fma on the CPU), so both backends produce
+// the same bits and the same selection; the selection and the gate add are bit-equal too; the softmax of the
+// compression branch uses expf and fused multiply-adds (close to, not bit-equal with, the CPU). The
 // block-sparse attention is in vsa_attention.cu.
 //
 // Cost per DiT block at full width (1344×768×124: S = 38,247 rows, H = 56 heads, D = 128, n = 676 tiles of
 // which 660 video, keep 66), with an H100's ~3 TB/s and ~30 T fp32 lane-ops/s (FMUL, FADD or FFMA) as the
 // bounds:
 //   vsa_pool           reads S·H·D bf16 = 548 MB per input (q, k, and v for the compression) → ~0.18 ms each
-//   vsa_tile_scores    H·n²·D = 3.3 G products, FMUL + FADD each (no FMA: bit-equal) → 6.6 G lane-ops
-//                      ≈ 0.22 ms; writes H·n² f32 = 102 MB
+//   vsa_tile_scores    H·n²·D = 3.3 G FFMA (3.55 G with the 64×64 blocks' padding to 704) ≈ 0.12 ms;
+//                      writes H·n² f32 = 102 MB (~0.03 ms, overlapped); 6,776 blocks in ~6.4 waves of 8 an SM
+//                      → expected ~0.15 ms
 //   vsa_select         reads H·660·660 f32 = 98 MB (exempt); ≤ ~2,000 warp instructions per (row, head),
 //                      36,960 warps → ~0.05–0.08 ms
-//   vsa_compress_tiles H·n²·D = 3.3 G FMA ≈ 0.11 ms; reads the scores twice (205 MB, the second pass mostly
-//                      from L2) and v̄ (19 MB) once per 64 query tiles
+//   vsa_compress_tiles H·n²·D = 3.3 G FFMA (3.55 G padded) ≈ 0.12 ms; reads the scores three times (max, sum,
+//                      the GEMM: 102 MB from DRAM, the rest mostly from L2) with 2·H·n² = 51 M expf, v̄
+//                      (19 MB) once per 32 query tiles; 1,232 blocks on 1,056 slots (1.17 waves) → expected
+//                      ~0.2 ms
 //   vsa_gate_add       reads o and gate, writes o: 3 · 548 MB = 1.64 GB → ~0.55 ms (on the sparse path the
 //                      wgmma kernels do it in their epilogue instead: block_sparse_attention's gate_add)
-// so ~1.5 ms a block in all, two thirds of it the bytes of pooling and the gate add.
+// so ~1.3 ms a block in all, most of it the bytes of pooling and the gate add (the sparse path fuses the
+// gate add; only fusing the pooling into the producers of q, k, v would remove the rest).
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/vsa_gate_add.cuh"
@@ -35,8 +40,19 @@ bool aligned16(const void* p) {
 
 // ---- pooling ----------------------------------------------------------------------------------------------
 
-// Vector path (D % 8 == 0, 16-byte aligned rows): one block per (tile, chunk of the H·D channels), each
-// thread 8 consecutive channels of one head, read as one 16-byte load (two for f32) per slot; the tile's
+// Up to three inputs of one shape pool in one launch (vsa_pool_qkv): blockIdx.z picks the input and its
+// [H, tiles, D] block of the output.
+constexpr int kPoolMaxInputs = 3;
+template <typename T> struct PoolInputs {
+    const T* x[kPoolMaxInputs];
+    // The input of this block (selected, not indexed: no copy of the parameters to local memory).
+    __device__ __forceinline__ const T* of_block() const {
+        return blockIdx.z == 0 ? x[0] : (blockIdx.z == 1 ? x[1] : x[2]);
+    }
+};
+
+// Vector path (D % 8 == 0, 16-byte aligned rows): one block per (tile, chunk of the H·D channels, input),
+// each thread 8 consecutive channels of one head, read as one 16-byte load (two for f32) per slot; the tile's
 // slots are read 8 at a time (4 for f32: that many loads in flight, kept raw), then summed in slot order as
 // the CPU does.
 constexpr int kPoolThreads = 128;
@@ -48,8 +64,8 @@ template <typename T> struct Raw8 { // 8 elements of T as 16-byte words
 
 template <typename T>
 __global__ void __launch_bounds__(kPoolThreads)
-    vsa_pool_vec_kernel(const T* __restrict__ x, const int32_t* __restrict__ slot_rows,
-                        const int32_t* __restrict__ sizes, float* __restrict__ out, uint32_t vecs_per_row,
+    vsa_pool_vec_kernel(PoolInputs<T> inputs, const int32_t* __restrict__ slot_rows,
+                        const int32_t* __restrict__ sizes, float* __restrict__ out_all, uint32_t vecs_per_row,
                         uint32_t vecs_per_head, int64_t row_elems, int64_t d, int64_t tiles) {
     constexpr int kBatch = sizeof(T) == 2 ? 8 : 4;
     __shared__ int32_t rows[kSlots];
@@ -59,6 +75,8 @@ __global__ void __launch_bounds__(kPoolThreads)
     const uint32_t v = blockIdx.y * kPoolThreads + threadIdx.x;
     if (v >= vecs_per_row) return;
     const uint32_t h = v / vecs_per_head, c = (v - h * vecs_per_head) * 8u;
+    const T* __restrict__ x = inputs.of_block();
+    float* __restrict__ out = out_all + static_cast<int64_t>(blockIdx.z) * (row_elems * tiles);
     const T* col = x + static_cast<int64_t>(v) * 8;
     float sum[8];
 #pragma unroll
@@ -89,11 +107,13 @@ __global__ void __launch_bounds__(kPoolThreads)
     store_vec<8>(out + (static_cast<int64_t>(h) * tiles + t) * d + c, res);
 }
 
-// Any D: one block per (tile, head), threads over channels.
+// Any D: one block per (tile, head, input), threads over channels.
 template <typename T>
-__global__ void vsa_pool_kernel(const T* __restrict__ x, const int32_t* __restrict__ slot_rows,
-                                const int32_t* __restrict__ sizes, float* __restrict__ out, int64_t heads,
+__global__ void vsa_pool_kernel(PoolInputs<T> inputs, const int32_t* __restrict__ slot_rows,
+                                const int32_t* __restrict__ sizes, float* __restrict__ out_all, int64_t heads,
                                 int64_t d, int64_t tiles) {
+    const T* __restrict__ x = inputs.of_block();
+    float* __restrict__ out = out_all + static_cast<int64_t>(blockIdx.z) * (heads * tiles * d);
     __shared__ int32_t rows[kSlots];
     const int64_t t = blockIdx.x, h = blockIdx.y;
     for (int s = threadIdx.x; s < kSlots; s += blockDim.x) rows[s] = slot_rows[t * kSlots + s];
@@ -112,58 +132,111 @@ __global__ void vsa_pool_kernel(const T* __restrict__ x, const int32_t* __restri
 
 // ---- tile scores ------------------------------------------------------------------------------------------
 
-// 64×64 outputs per block, 16×16 threads of 4×4 outputs each; q̄ and k̄ pass through shared memory in chunks of
-// 32 channels, stored channel-major so a thread reads its 4 rows (4 columns) as one float4. Every output is
-// summed over d in order with __fmul_rn/__fadd_rn: the CPU's bits.
+// A register-tiled fp32 "GEMM" that keeps the CPU's bits: every output is one chain of fused multiply-adds
+// over d in channel order, acc = __fmaf_rn(q, k, acc) (std::fma on the CPU: both correctly rounded, so the
+// same bits), then one __fdiv_rn by sqrt(D).
+//
+// One block of 64 threads per 64×64 outputs of a head; thread (tx, ty) = (t & 7, t >> 3) owns 8×8 of them:
+// rows ty·4 + {0..3} and 32 + ty·4 + {0..3}, columns tx·4 + {0..3} and 32 + tx·4 + {0..3} — split in two
+// halves so the float4 shared loads of each 8-lane phase touch 32 consecutive words (no bank conflict). q̄ and
+// k̄ pass through shared memory in chunks of 32 channels, transposed to channel-major (qs[c][row]); per
+// channel a thread issues 4 LDS.128 for 64 FFMA. Vec (d % 4 == 0, n % 4 == 0, 16-byte aligned q̄, k̄, scores)
+// stages with float4 global loads and stores the outputs as float4 rows; otherwise scalar loads and stores,
+// the same arithmetic.
 constexpr int kScoreBlock = 64;
 constexpr int kScoreChunk = 32;
-constexpr int kScorePad = kScoreBlock + 4; // keeps float4 alignment, spreads the transposed stores
+constexpr int kScoreThreads = 64;
 
-__global__ void __launch_bounds__(256)
+template <bool Vec>
+__device__ __forceinline__ void score_stage(const float* __restrict__ src, float (*dst)[kScoreBlock],
+                                            int64_t row0, int64_t n, int64_t d, int64_t d0, int len) {
+    if constexpr (Vec) {
+        // 64 rows × 8 float4 of channels; lanes run over rows, so the transposed stores are conflict-free.
+        // (Two loads in flight a step: the 64 accumulators leave few registers.)
+#pragma unroll 2
+        for (int it = 0; it < kScoreBlock * kScoreChunk / 4 / kScoreThreads; ++it) {
+            const int e = it * kScoreThreads + static_cast<int>(threadIdx.x);
+            const int r = e % kScoreBlock, c4 = e / kScoreBlock;
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (row0 + r < n && c4 * 4 < len)
+                v = *reinterpret_cast<const float4*>(src + (row0 + r) * d + d0 + c4 * 4);
+            dst[c4 * 4 + 0][r] = v.x;
+            dst[c4 * 4 + 1][r] = v.y;
+            dst[c4 * 4 + 2][r] = v.z;
+            dst[c4 * 4 + 3][r] = v.w;
+        }
+    } else {
+#pragma unroll 4
+        for (int it = 0; it < kScoreBlock * kScoreChunk / kScoreThreads; ++it) {
+            const int e = it * kScoreThreads + static_cast<int>(threadIdx.x);
+            const int r = e % kScoreBlock, c = e / kScoreBlock;
+            dst[c][r] = (row0 + r < n && c < len) ? src[(row0 + r) * d + d0 + c] : 0.0f;
+        }
+    }
+}
+
+// One channel's 64 products of a thread, each fused into its own chain.
+__device__ __forceinline__ void score_step(const float (*qs)[kScoreBlock], const float (*ks)[kScoreBlock],
+                                           int c, int tx, int ty, float (&acc)[8][8]) {
+    const float4 a0 = *reinterpret_cast<const float4*>(&qs[c][ty * 4]);
+    const float4 a1 = *reinterpret_cast<const float4*>(&qs[c][32 + ty * 4]);
+    const float4 b0 = *reinterpret_cast<const float4*>(&ks[c][tx * 4]);
+    const float4 b1 = *reinterpret_cast<const float4*>(&ks[c][32 + tx * 4]);
+    const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+    const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+    for (int r = 0; r < 8; ++r)
+#pragma unroll
+        for (int s = 0; s < 8; ++s) acc[r][s] = __fmaf_rn(a[r], b[s], acc[r][s]);
+}
+
+template <bool Vec>
+__global__ void __launch_bounds__(kScoreThreads, 8)
     vsa_scores_kernel(const float* __restrict__ q, const float* __restrict__ k, float* __restrict__ scores,
                       int64_t n, int64_t d, float div) {
-    __shared__ __align__(16) float qs[kScoreChunk][kScorePad];
-    __shared__ __align__(16) float ks[kScoreChunk][kScorePad];
-    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    __shared__ __align__(16) float qs[kScoreChunk][kScoreBlock];
+    __shared__ __align__(16) float ks[kScoreChunk][kScoreBlock];
+    const int tx = threadIdx.x & 7, ty = threadIdx.x >> 3;
     const int64_t h = blockIdx.z, i0 = static_cast<int64_t>(blockIdx.y) * kScoreBlock,
                   j0 = static_cast<int64_t>(blockIdx.x) * kScoreBlock;
     const float* qh = q + h * n * d;
     const float* kh = k + h * n * d;
-    float acc[4][4];
+    float acc[8][8];
 #pragma unroll
-    for (int a = 0; a < 4; ++a)
+    for (int r = 0; r < 8; ++r)
 #pragma unroll
-        for (int b = 0; b < 4; ++b) acc[a][b] = 0.0f;
+        for (int s = 0; s < 8; ++s) acc[r][s] = 0.0f;
     for (int64_t d0 = 0; d0 < d; d0 += kScoreChunk) {
         const int len = d - d0 < kScoreChunk ? static_cast<int>(d - d0) : kScoreChunk;
-#pragma unroll
-        for (int e = threadIdx.x; e < kScoreBlock * kScoreChunk; e += 256) {
-            const int r = e / kScoreChunk, c = e % kScoreChunk;
-            const bool in_d = c < len;
-            qs[c][r] = (i0 + r < n && in_d) ? qh[(i0 + r) * d + d0 + c] : 0.0f;
-            ks[c][r] = (j0 + r < n && in_d) ? kh[(j0 + r) * d + d0 + c] : 0.0f;
-        }
+        score_stage<Vec>(qh, qs, i0, n, d, d0, len);
+        score_stage<Vec>(kh, ks, j0, n, d, d0, len);
         __syncthreads();
-        for (int c = 0; c < len; ++c) {
-            const float4 a4 = *reinterpret_cast<const float4*>(&qs[c][ty * 4]);
-            const float4 b4 = *reinterpret_cast<const float4*>(&ks[c][tx * 4]);
-            const float a[4] = {a4.x, a4.y, a4.z, a4.w}, b[4] = {b4.x, b4.y, b4.z, b4.w};
+        if (len == kScoreChunk) {
 #pragma unroll
-            for (int r = 0; r < 4; ++r)
-#pragma unroll
-                for (int s = 0; s < 4; ++s) acc[r][s] = __fadd_rn(acc[r][s], __fmul_rn(a[r], b[s]));
+            for (int c = 0; c < kScoreChunk; ++c) score_step(qs, ks, c, tx, ty, acc);
+        } else {
+            for (int c = 0; c < len; ++c) score_step(qs, ks, c, tx, ty, acc);
         }
         __syncthreads();
     }
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        const int64_t i = i0 + ty * 4 + r;
+    for (int r = 0; r < 8; ++r) {
+        const int64_t i = i0 + (r < 4 ? ty * 4 + r : 32 + ty * 4 + r - 4);
         if (i >= n) continue;
         float* out = scores + (h * n + i) * n;
 #pragma unroll
-        for (int s = 0; s < 4; ++s) {
-            const int64_t j = j0 + tx * 4 + s;
-            if (j < n) out[j] = __fdiv_rn(acc[r][s], div);
+        for (int half = 0; half < 2; ++half) {
+            const int64_t j = j0 + half * 32 + tx * 4;
+            float res[4];
+#pragma unroll
+            for (int s = 0; s < 4; ++s) res[s] = __fdiv_rn(acc[r][half * 4 + s], div);
+            if constexpr (Vec) {
+                if (j < n) *reinterpret_cast<float4*>(out + j) = make_float4(res[0], res[1], res[2], res[3]);
+            } else {
+#pragma unroll
+                for (int s = 0; s < 4; ++s)
+                    if (j + s < n) out[j + s] = res[s];
+            }
         }
     }
 }
@@ -337,93 +410,135 @@ __global__ void __launch_bounds__(kSelectThreads)
 
 // ---- compression branch -----------------------------------------------------------------------------------
 
-// One block per (64 query tiles, head, 128 channels): 8 warps, warp w owns query tiles 8w..8w+7 and lane l
-// channels 4l..4l+3, 32 accumulators a thread. First each warp takes its 8 rows' max and Σ exp(s − max); then
-// the key tiles pass in chunks of 32: exp(s − max) (rows × chunk) and v̄ (chunk × 128 channels) are staged in
-// shared memory and every v̄ element staged feeds 64 rows. The sum is divided out at the end.
-constexpr int kCompressRows = 64;
+// oc = (Σ_j exp(s_ij − max_i)·v̄_j) / Σ_j exp(s_ij − max_i): an fp32 GEMM of the unnormalized probabilities
+// and v̄ (fmaf, j ascending), the row sum divided out at the end.
+//
+// One block of 64 threads (2 warps) per (32 query tiles, head, 128 channels): 1,232 blocks at full width, 8
+// an SM at once (128 registers a thread: 64 accumulators), so ~1.2 waves on an H100. First warp w takes rows
+// 16w..16w+15 (8 at a time, 8 loads in flight): each lane the max and Σ expf(s − max) over its j = lane +
+// 32k, then a butterfly over the warp. Then the key tiles pass in chunks of 32: exp(s − max) (transposed,
+// ps[j][row]) and v̄ (vs[j][channel]) are staged in shared memory, and thread (tx, ty) = (t & 15, t >> 4)
+// accumulates 8×8 outputs — rows ty·4 + {0..3} and 16 + ty·4 + {0..3}, channels tx·4 + {0..3} and 64 + tx·4 +
+// {0..3} — from 4 LDS.128 per key tile and 64 FMA. Vec (d % 4 == 0, 16-byte aligned v̄ and oc) stages v̄ and
+// stores oc as float4; otherwise scalar.
+constexpr int kCompressRows = 32;
 constexpr int kCompressCols = 128;
 constexpr int kCompressChunk = 32;
-constexpr int kCompressThreads = 256;
+constexpr int kCompressThreads = 64;
+// ps rows stay float4-aligned; the transposed stores are 4-way bank conflicts at worst.
 constexpr int kCompressPad = kCompressRows + 4;
 
-__global__ void __launch_bounds__(kCompressThreads, 2)
+template <bool Vec>
+__global__ void __launch_bounds__(kCompressThreads, 8)
     vsa_compress_kernel(const float* __restrict__ scores, const float* __restrict__ vp,
                         float* __restrict__ oc, int64_t n, int64_t d) {
     __shared__ __align__(16) float ps[kCompressChunk][kCompressPad];
     __shared__ __align__(16) float vs[kCompressChunk][kCompressCols];
     __shared__ float row_max[kCompressRows], row_sum[kCompressRows];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
     const int64_t i0 = static_cast<int64_t>(blockIdx.x) * kCompressRows, h = blockIdx.y,
                   c0 = static_cast<int64_t>(blockIdx.z) * kCompressCols;
     const float* sh = scores + h * n * n;
     const float* vh = vp + h * n * d;
-    // This warp's 8 rows side by side (8 loads in flight); rows past n keep max 0, sum 1 (never stored).
-    const int64_t r0 = i0 + warp * 8;
-    float mx[8], sum[8];
+    // Row statistics; rows past n keep max 0, sum 1 (never stored).
+#pragma unroll 1
+    for (int g = 0; g < kCompressRows / 2 / 8; ++g) {
+        const int64_t r0 = i0 + warp * (kCompressRows / 2) + g * 8;
+        float mx[8], sum[8];
 #pragma unroll
-    for (int r = 0; r < 8; ++r) mx[r] = r0 + r < n ? -INFINITY : 0.0f;
-    for (int64_t j = lane; j < n; j += 32)
+        for (int r = 0; r < 8; ++r) mx[r] = r0 + r < n ? -INFINITY : 0.0f;
+        for (int64_t j = lane; j < n; j += 32)
 #pragma unroll
-        for (int r = 0; r < 8; ++r)
-            if (r0 + r < n) mx[r] = fmaxf(mx[r], sh[(r0 + r) * n + j]);
+            for (int r = 0; r < 8; ++r)
+                if (r0 + r < n) mx[r] = fmaxf(mx[r], sh[(r0 + r) * n + j]);
 #pragma unroll
-    for (int r = 0; r < 8; ++r) {
-        mx[r] = warp_max(mx[r]);
-        sum[r] = 0.0f;
-    }
-    for (int64_t j = lane; j < n; j += 32)
+        for (int r = 0; r < 8; ++r) {
+            mx[r] = warp_max(mx[r]);
+            sum[r] = 0.0f;
+        }
+        for (int64_t j = lane; j < n; j += 32)
 #pragma unroll
-        for (int r = 0; r < 8; ++r)
-            if (r0 + r < n) sum[r] += expf(sh[(r0 + r) * n + j] - mx[r]);
+            for (int r = 0; r < 8; ++r)
+                if (r0 + r < n) sum[r] += expf(sh[(r0 + r) * n + j] - mx[r]);
 #pragma unroll
-    for (int r = 0; r < 8; ++r) {
-        sum[r] = r0 + r < n ? warp_sum(sum[r]) : 1.0f;
-        if (lane == 0) row_max[warp * 8 + r] = mx[r], row_sum[warp * 8 + r] = sum[r];
+        for (int r = 0; r < 8; ++r) {
+            sum[r] = r0 + r < n ? warp_sum(sum[r]) : 1.0f;
+            const int row = static_cast<int>(r0 - i0) + r;
+            if (lane == 0) row_max[row] = mx[r], row_sum[row] = sum[r];
+        }
     }
     __syncthreads();
-    float acc[8][4];
+    float acc[8][8];
 #pragma unroll
     for (int r = 0; r < 8; ++r)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) acc[r][c] = 0.0f;
+        for (int c = 0; c < 8; ++c) acc[r][c] = 0.0f;
     for (int64_t j0 = 0; j0 < n; j0 += kCompressChunk) {
+        // exp(s − max) of 32 rows × 32 key tiles: a warp reads one row's 32 scores (128 bytes) per step.
 #pragma unroll
-        for (int e = threadIdx.x; e < kCompressRows * kCompressChunk; e += kCompressThreads) {
+        for (int it = 0; it < kCompressRows * kCompressChunk / kCompressThreads; ++it) {
+            const int e = it * kCompressThreads + static_cast<int>(threadIdx.x);
             const int r = e / kCompressChunk, jj = e % kCompressChunk;
             const int64_t i = i0 + r, j = j0 + jj;
             ps[jj][r] = (i < n && j < n) ? expf(sh[i * n + j] - row_max[r]) : 0.0f;
         }
-#pragma unroll
-        for (int e = threadIdx.x; e < kCompressChunk * kCompressCols; e += kCompressThreads) {
-            const int jj = e / kCompressCols, c = e % kCompressCols;
-            const int64_t j = j0 + jj;
-            vs[jj][c] = (j < n && c0 + c < d) ? vh[j * d + c0 + c] : 0.0f;
+        if constexpr (Vec) {
+#pragma unroll 4
+            for (int it = 0; it < kCompressChunk * kCompressCols / 4 / kCompressThreads; ++it) {
+                const int e = it * kCompressThreads + static_cast<int>(threadIdx.x);
+                const int jj = e / (kCompressCols / 4), c = (e % (kCompressCols / 4)) * 4;
+                const int64_t j = j0 + jj;
+                float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (j < n && c0 + c < d) v = *reinterpret_cast<const float4*>(vh + j * d + c0 + c);
+                *reinterpret_cast<float4*>(&vs[jj][c]) = v;
+            }
+        } else {
+#pragma unroll 4
+            for (int it = 0; it < kCompressChunk * kCompressCols / kCompressThreads; ++it) {
+                const int e = it * kCompressThreads + static_cast<int>(threadIdx.x);
+                const int jj = e / kCompressCols, c = e % kCompressCols;
+                const int64_t j = j0 + jj;
+                vs[jj][c] = (j < n && c0 + c < d) ? vh[j * d + c0 + c] : 0.0f;
+            }
         }
         __syncthreads();
 #pragma unroll 8
         for (int jj = 0; jj < kCompressChunk; ++jj) {
-            const float4 p0 = *reinterpret_cast<const float4*>(&ps[jj][warp * 8]);
-            const float4 p1 = *reinterpret_cast<const float4*>(&ps[jj][warp * 8 + 4]);
-            const float4 v4 = *reinterpret_cast<const float4*>(&vs[jj][lane * 4]);
+            const float4 p0 = *reinterpret_cast<const float4*>(&ps[jj][ty * 4]);
+            const float4 p1 = *reinterpret_cast<const float4*>(&ps[jj][16 + ty * 4]);
+            const float4 v0 = *reinterpret_cast<const float4*>(&vs[jj][tx * 4]);
+            const float4 v1 = *reinterpret_cast<const float4*>(&vs[jj][64 + tx * 4]);
             const float p[8] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
-            const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+            const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
 #pragma unroll
             for (int r = 0; r < 8; ++r)
 #pragma unroll
-                for (int c = 0; c < 4; ++c) acc[r][c] = fmaf(p[r], v[c], acc[r][c]);
+                for (int c = 0; c < 8; ++c) acc[r][c] = fmaf(p[r], v[c], acc[r][c]);
         }
         __syncthreads();
     }
 #pragma unroll
     for (int r = 0; r < 8; ++r) {
-        const int64_t i = i0 + warp * 8 + r;
+        const int row = r < 4 ? ty * 4 + r : 16 + ty * 4 + r - 4;
+        const int64_t i = i0 + row;
         if (i >= n) continue;
-        const float total = row_sum[warp * 8 + r];
+        const float total = row_sum[row];
+        float* out = oc + (h * n + i) * d + c0;
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-            const int64_t ch = c0 + lane * 4 + c;
-            if (ch < d) oc[(h * n + i) * d + ch] = acc[r][c] / total;
+        for (int half = 0; half < 2; ++half) {
+            const int c = half * 64 + tx * 4;
+            float res[4];
+#pragma unroll
+            for (int s = 0; s < 4; ++s) res[s] = acc[r][half * 4 + s] / total;
+            if constexpr (Vec) {
+                if (c0 + c < d)
+                    *reinterpret_cast<float4*>(out + c) = make_float4(res[0], res[1], res[2], res[3]);
+            } else {
+#pragma unroll
+                for (int s = 0; s < 4; ++s)
+                    if (c0 + c + s < d) out[c + s] = res[s];
+            }
         }
     }
 }
@@ -480,37 +595,65 @@ Status set_smem(const void* kernel, size_t bytes, const char* what) {
 
 } // namespace
 
-Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tensor& out) {
-    const int64_t H = x.dim(1), D = x.dim(2), n = tiles.num_tiles();
+namespace {
+
+// Pools xs[0..count) (one shape and dtype) into out [count, H, tiles, D] with one launch.
+Status pool_inputs(const Context& ctx, const VsaTiles& tiles, const Tensor* const* xs, int count, Tensor& out,
+                   const char* what) {
+    const Tensor& x0 = *xs[0];
+    const int64_t H = x0.dim(1), D = x0.dim(2), n = tiles.num_tiles();
     const int64_t vecs_per_row = H * D / 8;
-    const bool vec = D % 8 == 0 && aligned16(x.data()) && aligned16(out.data()) && vecs_per_row < (1LL << 31);
-    return dispatch_float(x.dtype(), [&](auto tag) {
+    bool vec = D % 8 == 0 && aligned16(out.data()) && vecs_per_row < (1LL << 31);
+    for (int i = 0; i < count; ++i) vec = vec && aligned16(xs[i]->data());
+    return dispatch_float(x0.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
+        PoolInputs<T> in{};
+        for (int i = 0; i < count; ++i) in.x[i] = xs[i]->data_as<const T>();
         if (vec) {
             const unsigned chunks = static_cast<unsigned>((vecs_per_row + kPoolThreads - 1) / kPoolThreads);
-            vsa_pool_vec_kernel<T>
-                <<<dim3(static_cast<unsigned>(n), chunks), kPoolThreads, 0, stream_of(ctx)>>>(
-                    x.data_as<const T>(), tiles.slot_rows.data_as<const int32_t>(),
-                    tiles.tile_sizes.data_as<const int32_t>(), out.data_as<float>(),
-                    static_cast<uint32_t>(vecs_per_row), static_cast<uint32_t>(D / 8), H * D, D, n);
-            return check_launch("vsa_pool");
+            vsa_pool_vec_kernel<T><<<dim3(static_cast<unsigned>(n), chunks, static_cast<unsigned>(count)),
+                                     kPoolThreads, 0, stream_of(ctx)>>>(
+                in, tiles.slot_rows.data_as<const int32_t>(), tiles.tile_sizes.data_as<const int32_t>(),
+                out.data_as<float>(), static_cast<uint32_t>(vecs_per_row), static_cast<uint32_t>(D / 8),
+                H * D, D, n);
+            return check_launch(what);
         }
         const int threads = D >= 128 ? 128 : (D >= 64 ? 64 : 32);
         vsa_pool_kernel<T>
-            <<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(H)), threads, 0, stream_of(ctx)>>>(
-                x.data_as<const T>(), tiles.slot_rows.data_as<const int32_t>(),
-                tiles.tile_sizes.data_as<const int32_t>(), out.data_as<float>(), H, D, n);
-        return check_launch("vsa_pool");
+            <<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(H), static_cast<unsigned>(count)),
+               threads, 0, stream_of(ctx)>>>(in, tiles.slot_rows.data_as<const int32_t>(),
+                                             tiles.tile_sizes.data_as<const int32_t>(), out.data_as<float>(),
+                                             H, D, n);
+        return check_launch(what);
     });
+}
+
+} // namespace
+
+Status vsa_pool(const Context& ctx, const VsaTiles& tiles, const Tensor& x, Tensor& out) {
+    const Tensor* xs[1] = {&x};
+    return pool_inputs(ctx, tiles, xs, 1, out, "vsa_pool");
+}
+
+Status vsa_pool_qkv(const Context& ctx, const VsaTiles& tiles, const Tensor& q, const Tensor& k,
+                    const Tensor& v, Tensor& out) {
+    const Tensor* xs[3] = {&q, &k, &v};
+    return pool_inputs(ctx, tiles, xs, v.defined() ? 3 : 2, out, "vsa_pool_qkv");
 }
 
 Status vsa_tile_scores(const Context& ctx, const Tensor& q, const Tensor& k, Tensor& scores) {
     const int64_t H = q.dim(0), n = q.dim(1), D = q.dim(2);
     const unsigned blocks = static_cast<unsigned>((n + kScoreBlock - 1) / kScoreBlock);
-    vsa_scores_kernel<<<dim3(blocks, blocks, static_cast<unsigned>(H)), 256, 0, stream_of(ctx)>>>(
-        q.data_as<const float>(), k.data_as<const float>(), scores.data_as<float>(), n, D,
-        sqrtf(static_cast<float>(D)));
-    return check_launch("vsa_tile_scores");
+    const bool vec =
+        D % 4 == 0 && n % 4 == 0 && aligned16(q.data()) && aligned16(k.data()) && aligned16(scores.data());
+    const dim3 grid(blocks, blocks, static_cast<unsigned>(H));
+    auto launch = [&](auto kernel) {
+        kernel<<<grid, kScoreThreads, 0, stream_of(ctx)>>>(q.data_as<const float>(), k.data_as<const float>(),
+                                                           scores.data_as<float>(), n, D,
+                                                           sqrtf(static_cast<float>(D)));
+        return check_launch("vsa_tile_scores");
+    };
+    return vec ? launch(vsa_scores_kernel<true>) : launch(vsa_scores_kernel<false>);
 }
 
 Status vsa_select(const Context& ctx, const VsaSelectParams& p, const VsaTiles& tiles, const Tensor& scores,
@@ -549,9 +692,13 @@ Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor
     const int64_t H = scores.dim(0), n = scores.dim(1), D = vp.dim(2);
     const dim3 grid(static_cast<unsigned>((n + kCompressRows - 1) / kCompressRows), static_cast<unsigned>(H),
                     static_cast<unsigned>((D + kCompressCols - 1) / kCompressCols));
-    vsa_compress_kernel<<<grid, kCompressThreads, 0, stream_of(ctx)>>>(
-        scores.data_as<const float>(), vp.data_as<const float>(), oc.data_as<float>(), n, D);
-    return check_launch("vsa_compress_tiles");
+    const bool vec = D % 4 == 0 && aligned16(vp.data()) && aligned16(oc.data());
+    auto launch = [&](auto kernel) {
+        kernel<<<grid, kCompressThreads, 0, stream_of(ctx)>>>(
+            scores.data_as<const float>(), vp.data_as<const float>(), oc.data_as<float>(), n, D);
+        return check_launch("vsa_compress_tiles");
+    };
+    return vec ? launch(vsa_compress_kernel<true>) : launch(vsa_compress_kernel<false>);
 }
 
 Status vsa_gate_add(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,
