@@ -396,6 +396,17 @@ TEST(VideoVae, HalfPrecisionAndTileBatchesMatchGolden) {
     EXPECT_FALSE(load_video_vae(data("video"), Device::cpu(), DType::kI32).ok());
 }
 
+// The fp8 decoder's e4m3 GEMM inputs over `blocks` block runs (layers × decoder calls): the norms (the
+// first block's norm1 once a call, each block's norm2, the next block's norm1) and the SwiGLU write them
+// fused (ops/fp8_fused.h); only the attention output is rounded inside its GEMM.
+void expect_fp8_decoder_quantization(ops::ProvenanceRecord::Calls& calls, int64_t blocks) {
+    const auto& quant = calls["job"]["fp8_quantization"];
+    ASSERT_TRUE(quant.count("fused")) << "no fused fp8 quantization ran";
+    EXPECT_EQ(quant.at("fused"), 3 * blocks);
+    ASSERT_TRUE(quant.count("unfused"));
+    EXPECT_EQ(quant.at("unfused"), blocks) << "a quantization besides the attention output's ran unfused";
+}
+
 // VideoVaePrecision::kFp8 on the CPU (the e4m3 reference of ops::gemm_fp8): the golden tiny decoder with
 // its six block GEMMs in e4m3 (bf16 activations, attention and biases) against the exact decode (fp32 on
 // the CPU), tiled and chunked, as RGB8 frames: PSNR >= 45 dB (measured 53.8 dB; the bf16 blocks alone give
@@ -448,6 +459,7 @@ TEST(VideoVae, Fp8BlocksWithinPsnrOfTheExactDecode) {
     EXPECT_EQ(gemm.at("cpu-e4m3"), 6 * f8->config.num_layers * cost.calls);
     EXPECT_FALSE(gemm.count("cpu-bf16")) << "a block GEMM ran in bf16";
     EXPECT_FALSE(gemm.count("cpu-fp16"));
+    expect_fp8_decoder_quantization(calls, f8->config.num_layers * cost.calls);
 
     // the model store's fp8 placement of the tiny checkpoint's decoder
     const fs::path tmp = fs::path(H3_BINARY_DIR) / "test_vae_fp8_store";
@@ -726,6 +738,7 @@ TEST(VaeCuda, Fp8DecodeWithinPsnrOfTheExactDecode) {
     const VideoDecodeCost cost =
         video_decode_cost(f8->config, lat.dim(2), lat.dim(3), lat.dim(4), o, ctx.device, DType::kF8E4M3);
     EXPECT_EQ(gemm.at("cublaslt-e4m3"), 6 * f8->config.num_layers * cost.calls);
+    expect_fp8_decoder_quantization(calls, f8->config.num_layers * cost.calls);
 }
 
 // The bf16 decoder on the device (VideoVaePrecision::kBf16: cuBLASLt bf16 GEMMs, bf16 attention): the golden
