@@ -4,7 +4,10 @@
 #      bench load (cold start against dd);
 #   2. the 50-grid-point t2va request (nothing regressed);
 #   3. the closing measures (after a tests stage): bench request --fasth3 --warmup bf16 / fp8 in two
-#      interleaved rounds, bench dit VSA bf16 / fp8.
+#      interleaved rounds, bench dit VSA bf16 / fp8, then one fp8 request without --warmup (its decode's
+#      one-time work);
+#   pre. a pre-test of new kernels: the GPU tests named in S5_TESTS ("binary:filter ..."), then bench dit VSA
+#      bf16 / fp8 and bench vae fp8 against the exact decode.
 source scripts/device_final45.sh --functions-only
 s5_kernel_times() { # tag args...: ncu's gpu__time_duration for every kernel of a 1-block bench dit, by name
   local tag=$1; shift
@@ -48,12 +51,33 @@ print({k: r(j.get(k)) for k in ('seconds_total', 'seconds_encode', 'seconds_deno
                                 'peak_device_gib')}, 'steps', len(s), 'first', r(s[0]) if s else None,
       'median', r(sorted(s)[len(s) // 2]) if s else None)" 2>&1 | tail -2
 fi
+s5_test() { # binary filter: one GPU test binary, its summary and failures
+  local bin=$1 filter=$2 extra=()
+  [[ $bin == test_ops* ]] && extra=(--backend cuda)
+  timeout 240 "$T/$bin" --gtest_filter="$filter" "${extra[@]}" > "$OUT/s5_test_$bin.log" 2>&1
+  echo "$bin $filter rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/s5_test_$bin.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]|Failure|PSNR|dB' "$OUT/s5_test_$bin.log" | head -12
+}
+s5_vae() { # tag args...: bench vae with its PSNR against the exact decode
+  f45_vae "$@" --psnr-vs-exact
+  python3 -c "import json; j = json.load(open('$OUT/f45_vae_$1.json')); print('psnr_vs_exact', j.get('psnr_vs_exact'), 'kernels', j.get('kernels'))" 2>&1 | tail -1
+}
+s5_overhead() { # tag: issue #45's VSA share from f45_dit's JSON
+  python3 -c "import json; j = json.load(open('$OUT/f45_dit_$1.json')); print('$1 vsa overhead', round(j.get('vsa_overhead_seconds_per_block', 0) * 1e3, 3), 'ms/block =', round(100 * j.get('vsa_overhead_fraction', 0), 2), '% of', round(j.get('seconds_per_block', 0) * 1e3, 2), 'ms')" 2>&1 | tail -1
+}
+if [ "${S5_PART:-1}" = pre ]; then
+  for t in ${S5_TESTS:-}; do s5_test "${t%%:*}" "${t#*:}"; done
+  f45_dit bf16; s5_overhead bf16
+  f45_dit fp8 --precision fp8; s5_overhead fp8
+  s5_vae fp8 --vae-precision fp8
+fi
 if [ "${S5_PART:-1}" = 3 ]; then
   for round in 1 2; do
     f45_request "bf16_$round" --warmup
     f45_request "fp8_$round" --precision fp8 --warmup
   done
-  f45_dit bf16
-  f45_dit fp8 --precision fp8
+  f45_dit bf16; s5_overhead bf16
+  f45_dit fp8 --precision fp8; s5_overhead fp8
+  f45_request fp8_cold --precision fp8
 fi
 echo "== device_s5 part ${S5_PART:-1} done ($SECONDS s)"

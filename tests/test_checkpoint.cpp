@@ -9,6 +9,8 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "temp_dir.h"
+
 namespace fs = std::filesystem;
 using namespace h3;
 using namespace h3::io;
@@ -16,27 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-class TempDir {
-public:
-    TempDir() {
-        static std::atomic<int> counter{0};
-        path_ = fs::path(H3_BINARY_DIR) / "test_tmp" /
-                ("checkpoint_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path& path() const { return path_; }
-    std::string str(const std::string& rel = "") const {
-        return (rel.empty() ? path_ : path_ / rel).string();
-    }
-
-private:
-    fs::path path_;
-};
+using test::TempDir;
 
 const fs::path kOfficial = fs::path(H3_SOURCE_DIR) / ".." / "shared" / "h3-official";
 
@@ -110,7 +92,7 @@ void expect_message(const Status& st, ErrorCode code, std::initializer_list<std:
 // ----------------------------------------------------------------------------------------------
 
 TEST(TensorSet, ShardedRoundTripDiffusersNames) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     std::string index = write_two_shards(dir.path(), "diffusion_pytorch_model");
     for (const std::string& p : {index, dir.str()}) {
         auto set = TensorSet::open(p);
@@ -120,7 +102,7 @@ TEST(TensorSet, ShardedRoundTripDiffusersNames) {
 }
 
 TEST(TensorSet, ShardedRoundTripModelNames) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     std::string index = write_two_shards(dir.path(), "model");
     for (const std::string& p : {index, dir.str()}) {
         auto set = TensorSet::open(p);
@@ -131,7 +113,7 @@ TEST(TensorSet, ShardedRoundTripModelNames) {
 }
 
 TEST(TensorSet, SingleFileAndFolderWithOneFile) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     std::string file = dir.str("weights.safetensors");
     ASSERT_TRUE(write_safetensors(file, {{"x", seq(3, 1)}, {"y", seq(1, 5)}}).ok());
     for (const std::string& p : {file, dir.str()}) {
@@ -145,7 +127,7 @@ TEST(TensorSet, SingleFileAndFolderWithOneFile) {
 }
 
 TEST(TensorSet, MissingShard) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     std::string index = write_two_shards(dir.path(), "model");
     fs::remove(dir.path() / "model-00002-of-00002.safetensors");
     auto set = TensorSet::open(index);
@@ -155,7 +137,7 @@ TEST(TensorSet, MissingShard) {
 }
 
 TEST(TensorSet, IndexNamesTensorItsShardLacks) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     std::string index = write_two_shards(dir.path(), "diffusion_pytorch_model");
     json j = {{"weight_map",
                {{"b.weight", "diffusion_pytorch_model-00001-of-00002.safetensors"},
@@ -170,7 +152,7 @@ TEST(TensorSet, IndexNamesTensorItsShardLacks) {
 }
 
 TEST(TensorSet, TensorInTwoShards) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     std::string index = write_two_shards(dir.path(), "model");
     ASSERT_TRUE(write_safetensors(dir.str("model-00002-of-00002.safetensors"),
                                   {{"c.weight", seq(6, 20)}, {"a.bias", seq(2, 0)}})
@@ -181,7 +163,7 @@ TEST(TensorSet, TensorInTwoShards) {
 }
 
 TEST(TensorSet, InvalidIndexJson) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     std::string index = write_two_shards(dir.path(), "model");
     write_text(index, "{\"weight_map\": {\"a\": ");
     auto set = TensorSet::open(index);
@@ -205,7 +187,7 @@ TEST(TensorSet, InvalidIndexJson) {
 }
 
 TEST(TensorSet, BadShardFileIsNamed) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     std::string index = write_two_shards(dir.path(), "model");
     write_text(dir.path() / "model-00002-of-00002.safetensors", "garbage");
     auto set = TensorSet::open(index);
@@ -215,7 +197,7 @@ TEST(TensorSet, BadShardFileIsNamed) {
 }
 
 TEST(TensorSet, AmbiguousOrEmptyFolder) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     auto empty = TensorSet::open(dir.str());
     ASSERT_FALSE(empty.ok());
     expect_message(empty.status(), ErrorCode::kNotFound, {dir.str(), "0 .safetensors"});
@@ -241,7 +223,7 @@ TEST(TensorSet, AmbiguousOrEmptyFolder) {
 // ---------------------------------------------------------------
 
 TEST(Discover, SyntheticDiffusersLayout) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     json index = {
         {"_class_name", "MiniMaxH3ModularPipeline"},
         {"transformer", {"diffusers", "MiniMaxH3Transformer3DModel", {{"subfolder", "transformer"}}}},
@@ -287,7 +269,7 @@ TEST(Discover, SyntheticDiffusersLayout) {
 }
 
 TEST(Discover, BareComponentFolder) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     fs::path dit = dir.path() / "my_dit";
     write_text(dit / "config.json", R"({"_class_name": "MiniMaxH3DiTModel", "hidden_size": 8})");
     ASSERT_TRUE(write_safetensors((dit / "model.safetensors").string(), {{"w", seq(2, 0)}}).ok());
@@ -312,7 +294,7 @@ TEST(Discover, BareComponentFolder) {
 }
 
 TEST(Discover, RootMatchingNoLayout) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     auto d = discover_checkpoint(dir.str());
     ASSERT_FALSE(d.ok());
     expect_message(
@@ -338,7 +320,7 @@ protected:
 };
 
 TEST_F(OfficialLayout, Diffusers) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     for (const auto& e : fs::directory_iterator(kOfficial)) {
         std::string name = e.path().filename().string();
         if (name == "FL2VA" || name == "Ref2VA") continue;
@@ -390,7 +372,7 @@ TEST_F(OfficialLayout, Diffusers) {
 }
 
 TEST_F(OfficialLayout, Original) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     copy_tree(kOfficial / "FL2VA", dir.path() / "FL2VA");
     copy_tree(kOfficial / "Ref2VA", dir.path() / "Ref2VA");
     auto d = discover_checkpoint(dir.str());
@@ -431,7 +413,7 @@ TEST_F(OfficialLayout, Original) {
 }
 
 TEST_F(OfficialLayout, BothLayoutsPreferDiffusers) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     copy_tree(kOfficial, dir.path());
     auto d = discover_checkpoint(dir.str());
     ASSERT_TRUE(d.ok()) << d.status().to_string();
@@ -440,7 +422,7 @@ TEST_F(OfficialLayout, BothLayoutsPreferDiffusers) {
 }
 
 TEST_F(OfficialLayout, BareComponentFromOfficialConfig) {
-    TempDir dir;
+    TempDir dir("checkpoint");
     fs::path vae = dir.path() / "my_vae";
     copy_tree(kOfficial / "vae", vae);
     ASSERT_TRUE(

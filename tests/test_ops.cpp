@@ -1322,10 +1322,3 @@ TEST(OpsErrors, ShapesDtypesIndices) {
 
 } // namespace
 } // namespace h3::ops
-
-// Own main: `--backend cuda` (or H3_TEST_BACKEND=cuda) selects the CUDA comparison mode.
-int main(int argc, char** argv) {
-    ::testing::InitGoogleTest(&argc, argv);
-    h3::ops::harness::parse_backend(argc, argv);
-    return RUN_ALL_TESTS();
-}

@@ -1302,10 +1302,3 @@ TEST(OpsConvErrors, ShapesAndDtypes) {
 
 } // namespace
 } // namespace h3::ops
-
-// Own main: `--backend cuda` (or H3_TEST_BACKEND=cuda) selects the CUDA comparison mode.
-int main(int argc, char** argv) {
-    ::testing::InitGoogleTest(&argc, argv);
-    h3::ops::harness::parse_backend(argc, argv);
-    return RUN_ALL_TESTS();
-}

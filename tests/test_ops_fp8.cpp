@@ -811,9 +811,3 @@ TEST(Ops, AttentionHopperStages) {
 
 } // namespace
 } // namespace h3::ops
-
-int main(int argc, char** argv) {
-    ::testing::InitGoogleTest(&argc, argv);
-    h3::ops::harness::parse_backend(argc, argv);
-    return RUN_ALL_TESTS();
-}

@@ -10,31 +10,15 @@
 #include <random>
 #include <unistd.h>
 
+#include "temp_dir.h"
+
 namespace fs = std::filesystem;
 using namespace h3;
 using namespace h3::io;
 
 namespace {
 
-// A fresh folder under the build tree, removed at the end of the test.
-class TempDir {
-public:
-    TempDir() {
-        static std::atomic<int> counter{0};
-        path_ = fs::path(H3_BINARY_DIR) / "test_tmp" /
-                ("safetensors_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-    fs::path path_;
-};
+using test::TempDir;
 
 std::vector<uint8_t> make_buffer(const std::string& header, size_t data_bytes, uint64_t declared_len) {
     std::vector<uint8_t> buf(8 + header.size() + data_bytes, 0);
@@ -61,8 +45,8 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 // Checks that both open() and validate_buffer() reject `bytes` as bad_input, naming the file (or label),
 // the tensor (when given) and `what`.
 void expect_rejected(const std::vector<uint8_t>& bytes, const std::string& tensor, const std::string& what) {
-    TempDir dir;
-    std::string path = dir.file("bad.safetensors");
+    TempDir dir("safetensors");
+    std::string path = dir.str("bad.safetensors");
     write_bytes(path, bytes);
     auto r = SafetensorsFile::open(path);
     ASSERT_FALSE(r.ok());
@@ -105,8 +89,8 @@ const DType kAllDtypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kF8E4
 // ---------------------------------------------------------------------------------------------
 
 TEST(Safetensors, RoundTripAllDtypes) {
-    TempDir dir;
-    std::string path = dir.file("all.safetensors");
+    TempDir dir("safetensors");
+    std::string path = dir.str("all.safetensors");
     std::vector<NamedTensor> tensors;
     int seed = 0;
     for (DType t : kAllDtypes)
@@ -158,8 +142,8 @@ TEST(Safetensors, RoundTripAllDtypes) {
 }
 
 TEST(Safetensors, ViewsAreReadOnlyAndSurviveTheFileObject) {
-    TempDir dir;
-    std::string path = dir.file("ro.safetensors");
+    TempDir dir("safetensors");
+    std::string path = dir.str("ro.safetensors");
     Tensor src = host_tensor_from({1.5f, -2.0f, 3.25f, 4.0f}, {2, 2});
     ASSERT_TRUE(write_safetensors(path, {{"w", src}}).ok());
     Tensor view;
@@ -177,8 +161,8 @@ TEST(Safetensors, ViewsAreReadOnlyAndSurviveTheFileObject) {
 }
 
 TEST(Safetensors, WriterCopiesNonContiguousTensorsAndOverwrites) {
-    TempDir dir;
-    std::string path = dir.file("nc.safetensors");
+    TempDir dir("safetensors");
+    std::string path = dir.str("nc.safetensors");
     Tensor base = host_tensor_from({0, 1, 2, 3, 4, 5}, {2, 3});
     Tensor col = base.slice(1, 1, 3); // [[1,2],[4,5]], not contiguous
     ASSERT_FALSE(col.is_contiguous());
@@ -194,16 +178,16 @@ TEST(Safetensors, WriterCopiesNonContiguousTensorsAndOverwrites) {
 }
 
 TEST(Safetensors, WriterRejectsBadNames) {
-    TempDir dir;
+    TempDir dir("safetensors");
     Tensor t = host_tensor_from({1}, {1});
-    EXPECT_EQ(write_safetensors(dir.file("a.safetensors"), {{"x", t}, {"x", t}}).code(),
+    EXPECT_EQ(write_safetensors(dir.str("a.safetensors"), {{"x", t}, {"x", t}}).code(),
               ErrorCode::kInvalidArgument);
-    EXPECT_EQ(write_safetensors(dir.file("b.safetensors"), {{"__metadata__", t}}).code(),
+    EXPECT_EQ(write_safetensors(dir.str("b.safetensors"), {{"__metadata__", t}}).code(),
               ErrorCode::kInvalidArgument);
-    EXPECT_EQ(write_safetensors(dir.file("c.safetensors"), {{"", t}}).code(), ErrorCode::kInvalidArgument);
-    EXPECT_EQ(write_safetensors(dir.file("d.safetensors"), {{"u", Tensor()}}).code(),
+    EXPECT_EQ(write_safetensors(dir.str("c.safetensors"), {{"", t}}).code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(write_safetensors(dir.str("d.safetensors"), {{"u", Tensor()}}).code(),
               ErrorCode::kInvalidArgument);
-    EXPECT_FALSE(fs::exists(dir.file("a.safetensors")));
+    EXPECT_FALSE(fs::exists(dir.str("a.safetensors")));
 }
 
 TEST(Safetensors, MisalignedTensorIsCopiedToAReadOnlyBuffer) {
@@ -213,8 +197,8 @@ TEST(Safetensors, MisalignedTensorIsCopiedToAReadOnlyBuffer) {
     std::vector<uint8_t> bytes = make_buffer(header, 0);
     float vals[2] = {7.5f, -1.25f};
     bytes.insert(bytes.end(), reinterpret_cast<uint8_t*>(vals), reinterpret_cast<uint8_t*>(vals) + 8);
-    TempDir dir;
-    std::string path = dir.file("odd.safetensors");
+    TempDir dir("safetensors");
+    std::string path = dir.str("odd.safetensors");
     write_bytes(path, bytes);
     auto r = SafetensorsFile::open(path);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -243,8 +227,8 @@ TEST(SafetensorsMalformed, FileShorterThanEightBytes) {
 }
 
 TEST(SafetensorsMalformed, TruncatedFile) {
-    TempDir dir;
-    std::string path = dir.file("full.safetensors");
+    TempDir dir("safetensors");
+    std::string path = dir.str("full.safetensors");
     ASSERT_TRUE(write_safetensors(path, {{"first", host_tensor_from({1, 2}, {2})},
                                          {"last", host_tensor_from({3, 4, 5, 6}, {4})}})
                     .ok());
@@ -280,9 +264,9 @@ std::string many_tensors_header(size_t n) {
 TEST(SafetensorsLimits, ManyTensorsParseFastInHeaderOrder) {
     // The growth, not a wall-clock bound (sanitizer builds are several times slower): 4x the tensors cost
     // ~4-5x the time in O(n log n), 16x in the old O(n^2) walk.
-    TempDir dir;
+    TempDir dir("safetensors");
     auto timed_open = [&](size_t n, Result<SafetensorsFile>* out) {
-        const std::string path = dir.file("many" + std::to_string(n) + ".safetensors");
+        const std::string path = dir.str("many" + std::to_string(n) + ".safetensors");
         write_bytes(path, make_buffer(many_tensors_header(n), n));
         const auto t0 = std::chrono::steady_clock::now();
         *out = SafetensorsFile::open(path);
@@ -426,8 +410,8 @@ TEST(SafetensorsMalformed, MetadataNotStringToString) {
 
 // Random corruption of a valid file never crashes the validator and never passes an inconsistent header.
 TEST(SafetensorsMalformed, RandomCorruptionIsHandled) {
-    TempDir dir;
-    std::string path = dir.file("seed.safetensors");
+    TempDir dir("safetensors");
+    std::string path = dir.str("seed.safetensors");
     ASSERT_TRUE(
         write_safetensors(path, {{"a", filled({2, 3}, DType::kBF16, 1)}, {"b", filled({4}, DType::kI64, 2)}},
                           {{"k", "v"}})

@@ -22,6 +22,17 @@ double attention_flops(const DitBench& b) {
 
 } // namespace
 
+double vsa_overhead_seconds(const nlohmann::json& per_op_seconds) {
+    double s = 0;
+    for (const auto& [name, secs] : per_op_seconds.items()) {
+        if (name.rfind("vsa_", 0) != 0) continue;
+        if (name == "vsa_sparse_attention" || name == "vsa_dense_attention" || name == "vsa_gate_gemm")
+            continue;
+        s += secs.get<double>();
+    }
+    return s;
+}
+
 nlohmann::json dit_report_json(const DitBench& b, const DitBenchOptions& o, const DitBenchResults& r) {
     const model::DitConfig& c = b.config;
     const model::DitModel& dit = *b.dit;
@@ -96,6 +107,11 @@ nlohmann::json dit_report_json(const DitBench& b, const DitBenchOptions& o, cons
         if (name.rfind("gemm_", 0) == 0) gemm_s += secs / b.blocks;
     }
     j["per_op_seconds_per_block"] = per_op;
+    if (b.vsa_tiles) { // issue #45's measure: VSA's selection and compression against the whole block
+        const double vsa_s = vsa_overhead_seconds(per_op);
+        j["vsa_overhead_seconds_per_block"] = vsa_s;
+        j["vsa_overhead_fraction"] = vsa_s / (r.blocks.pass_seconds / b.blocks);
+    }
     j["gemm_seconds_per_block"] = gemm_s;
     j["gemm_tflops"] = gemm_s > 0 ? gflops / gemm_s / 1e12 : 0.0;
     nlohmann::json fj = nlohmann::json::object();
@@ -131,6 +147,10 @@ void print_dit_report(const DitBench& b, const DitBenchResults& r, const nlohman
                 b.dit->block_source() ? r.blocks.stats.summary().c_str() : "resident");
     for (const auto& [name, secs] : r.blocks.phases)
         std::printf("  %-16s %.5f s/block\n", name.c_str(), secs / b.blocks);
+    if (j.contains("vsa_overhead_fraction"))
+        std::printf("  VSA selection and compression: %.3f ms/block, %.1f %% of the block\n",
+                    j["vsa_overhead_seconds_per_block"].get<double>() * 1e3,
+                    j["vsa_overhead_fraction"].get<double>() * 100);
     for (const ForwardRun& fr : r.forwards) {
         std::printf("  forward (%d blocks, %s path) %-34s %.5f s (mean of %d), %llu device allocations",
                     b.blocks, forward_path(b), fr.name.c_str(), fr.seconds, fr.timed,

@@ -22,6 +22,10 @@ struct DitBenchResults {
     double h2d_pinned_seconds = 0, h2d_pageable_seconds = 0;
 };
 
+// VSA's selection and compression in a block's per-op times (name → seconds): every phase named vsa_*
+// except the attention itself (vsa_sparse_attention, vsa_dense_attention) and the compression gate's GEMM
+// (vsa_gate_gemm, one of the model's projections) — the pooling, scores, top-k, compression and gate add.
+double vsa_overhead_seconds(const nlohmann::json& per_op_seconds);
 nlohmann::json dit_report_json(const DitBench& b, const DitBenchOptions& o, const DitBenchResults& r);
 // The text report of `j` (dit_report_json's, with "lora" when timed).
 void print_dit_report(const DitBench& b, const DitBenchResults& r, const nlohmann::json& j);

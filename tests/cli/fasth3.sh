@@ -78,5 +78,11 @@ assert j["fallbacks"] == [], j["fallbacks"]
 ops = j["per_op_seconds_per_block"]
 for phase in ("vsa_pool_scores", "vsa_select", "vsa_sparse_attention", "vsa_gate_gemm", "vsa_compression"):
     assert ops.get(phase, 0) > 0, (phase, ops)
+# issue #45's measure: selection and compression (every vsa_* phase but the attention and the gate's GEMM)
+over = sum(s for p, s in ops.items() if p.startswith("vsa_") and
+           p not in ("vsa_sparse_attention", "vsa_dense_attention", "vsa_gate_gemm"))
+assert abs(j["vsa_overhead_seconds_per_block"] - over) <= 1e-9 * max(1.0, over), (j["vsa_overhead_seconds_per_block"], ops)
+assert 0 < j["vsa_overhead_fraction"] < 1, j["vsa_overhead_fraction"]
+assert abs(j["vsa_overhead_fraction"] * j["seconds_per_block"] - over) <= 1e-6 * j["seconds_per_block"], j
 PY
 echo "fasth3: ok"
