@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -416,6 +417,147 @@ TEST(Ops, SwigluFp8) {
     }
 }
 
+// The video decoder's norms (rms_norm_fp8, gated_residual_rms_norm_fp8): x / h in f32 (the decoder's
+// residual stream), bf16 or f16. Widths: one element; odd (the scalar path); 8-aligned with and without
+// 16-byte gate rows; the decoder's 2048; 3000 vectorized (the gated kernel's 2 chunks a thread, 192
+// threads); 1000 scalar and 5376 vectorized (4 chunks a thread, 256 / 192 threads); 9000 vectorized and 1100
+// scalar (past its registers: the two ops); 24581 (past the fp8 kernels' shared-memory stash).
+struct Fp8NormCase {
+    int64_t rows, width, pitch_pad;
+    bool weight, round;
+    DType x, y;
+    DType idx;
+};
+const Fp8NormCase kFp8NormCases[] = {{1, 1, 0, true, false, DType::kF32, DType::kBF16, DType::kI32},
+                                     {37, 203, 5, true, true, DType::kF32, DType::kF32, DType::kI64},
+                                     {37, 200, 8, false, false, DType::kBF16, DType::kBF16, DType::kI32},
+                                     {37, 200, 3, true, false, DType::kF32, DType::kBF16, DType::kI32},
+                                     {29, 2048, 0, true, false, DType::kF32, DType::kBF16, DType::kI32},
+                                     {29, 2048, 0, true, true, DType::kBF16, DType::kBF16, DType::kI64},
+                                     {9, 3000, 0, true, false, DType::kF32, DType::kBF16, DType::kI32},
+                                     {9, 1000, 0, true, false, DType::kF32, DType::kBF16, DType::kI32},
+                                     {9, 5376, 0, false, true, DType::kF16, DType::kBF16, DType::kI32},
+                                     {5, 9000, 0, true, false, DType::kF32, DType::kBF16, DType::kI32},
+                                     {5, 1100, 1, true, false, DType::kF32, DType::kF32, DType::kI64},
+                                     {3, 24581, 1, true, true, DType::kF32, DType::kBF16, DType::kI32}};
+
+std::string fp8_norm_case_name(const char* op, const Fp8NormCase& c) {
+    return std::string(op) + " rows=" + std::to_string(c.rows) + " width=" + std::to_string(c.width) +
+           " pitch=" + std::to_string(c.width + c.pitch_pad) + " x=" + dtype_name(c.x) +
+           " y=" + dtype_name(c.y) + (c.weight ? " weight" : "") + (c.round ? " round" : "");
+}
+
+// A tensor's bytes on the host.
+std::vector<uint8_t> host_bytes(const Tensor& t) {
+    Tensor h = t;
+    if (!t.device().is_cpu()) {
+        auto r = t.to(Device::cpu());
+        EXPECT_TRUE(r.ok()) << r.status().to_string();
+        h = std::move(r).value();
+    }
+    const auto* p = static_cast<const uint8_t*>(h.data());
+    return {p, p + h.nbytes()};
+}
+
+// rms_norm_fp8: (1) against rms_norm into bf16 then quantize_rows_fp8 on the same backend, bit for bit;
+// (2) with CUDA, against the CPU reference.
+TEST(Ops, RmsNormFp8) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 1400;
+    for (const auto& c : kFp8NormCases) {
+        SCOPED_TRACE(fp8_norm_case_name("rms_norm_fp8", c));
+        const int64_t d = c.width;
+        Tensor x = rnd({c.rows, d}, c.x, seed++);
+        Tensor w = c.weight ? rnd({d}, DType::kBF16, seed++, 0.5f, 1.5f) : Tensor();
+        const RmsNormParams np{.eps = 1e-5f, .round_normed = c.round};
+        const Tensor dx = dev(x), dw = dev(w);
+        Fp8Out fused(c.rows, d);
+        ASSERT_OK(rms_norm_fp8(ctx(), np, dx, dw, fused.act));
+        const Fp8Host got = fused.host();
+        {
+            SCOPED_TRACE("fused vs composed on this backend");
+            Tensor y = dev(Tensor::host({c.rows, d}, DType::kBF16));
+            ASSERT_OK(rms_norm(ctx(), np, dx, dw, y));
+            Fp8Out composed(c.rows, d);
+            ASSERT_OK(quantize_rows_fp8(ctx(), y, composed.act));
+            expect_same_fp8(got, composed.host());
+        }
+        if (on_cuda()) {
+            SCOPED_TRACE("CUDA vs the CPU reference");
+            Fp8Activation ref{Tensor::host({c.rows, d}, DType::kF8E4M3), Tensor::host({c.rows}, DType::kF32)};
+            ASSERT_OK(rms_norm_fp8(Context::cpu(), np, x, w, ref));
+            expect_close_fp8(got, fp8_host(ref.data, ref.scale));
+        }
+    }
+}
+
+// gated_residual_rms_norm_fp8: (1) against gated_residual_rms_norm into bf16 then quantize_rows_fp8 on the
+// same backend: the same bytes and scales, and the same h, bit for bit; on CUDA the last row's index is
+// outside the gate table (skipped: h untouched, zeros with scale 1). (2) With CUDA, against the CPU reference
+// (h and the rows within a tolerance).
+TEST(Ops, GatedResidualRmsNormFp8) {
+    SKIP_IF_NO_BACKEND();
+    uint32_t seed = 1500;
+    for (const auto& c : kFp8NormCases) {
+        SCOPED_TRACE(fp8_norm_case_name("gated_residual_rms_norm_fp8", c));
+        const int64_t d = c.width, t = 2, pitch = d + c.pitch_pad;
+        Tensor h = rnd({c.rows, d}, c.x, seed++);
+        Tensor y = rnd({c.rows, d}, c.y, seed++);
+        Tensor gate = fp8_table(t, d, pitch, DType::kF32, seed++);
+        Tensor w = c.weight ? rnd({d}, DType::kBF16, seed++, 0.5f, 1.5f) : Tensor();
+        std::vector<int64_t> rows(static_cast<size_t>(c.rows));
+        for (int64_t r = 0; r < c.rows; ++r) rows[static_cast<size_t>(r)] = (r * 5 + 1) % t;
+        const Tensor row = row_index(rows, c.idx);
+        const GatedResidualParams gp{.round_intermediate = c.round};
+        const RmsNormParams np{.eps = 1e-5f, .round_normed = c.round};
+        const int64_t skip = on_cuda() && c.rows > 1 ? c.rows - 1 : -1;
+        if (skip >= 0) rows[static_cast<size_t>(skip)] = t;
+        const Tensor dy = dev(y), dw = dev(w), dgate = dev_fp8_table(gate, pitch),
+                     drow = dev(row_index(rows, c.idx));
+        Tensor dh = dev(clone(h));
+        Fp8Out fused(c.rows, d);
+        ASSERT_OK(gated_residual_rms_norm_fp8(ctx(), gp, np, dh, dgate, dy, drow, dw, fused.act));
+        const Fp8Host got = fused.host();
+        {
+            SCOPED_TRACE("fused vs composed on this backend");
+            Tensor dh2 = dev(clone(h));
+            Tensor out = dev(Tensor::host({c.rows, d}, DType::kBF16)); // zeros: a skipped row stays zero
+            ASSERT_OK(gated_residual_rms_norm(ctx(), gp, np, dh2, dgate, dy, drow, dw, out));
+            Fp8Out composed(c.rows, d);
+            ASSERT_OK(quantize_rows_fp8(ctx(), out, composed.act));
+            expect_same_fp8(got, composed.host(), skip);
+            EXPECT_TRUE(host_bytes(dh) == host_bytes(dh2)) << "h differs from gated_residual_rms_norm's";
+            if (skip >= 0) {
+                const size_t es = dtype_size(c.x), at = static_cast<size_t>(skip * d) * es;
+                const std::vector<uint8_t> before = host_bytes(h), after = host_bytes(dh);
+                EXPECT_TRUE(std::equal(before.begin() + static_cast<std::ptrdiff_t>(at), before.end(),
+                                       after.begin() + static_cast<std::ptrdiff_t>(at)))
+                    << "the skipped row of h changed";
+            }
+        }
+        if (on_cuda()) {
+            SCOPED_TRACE("CUDA vs the CPU reference");
+            Tensor href = clone(h);
+            Fp8Activation ref{Tensor::host({c.rows, d}, DType::kF8E4M3), Tensor::host({c.rows}, DType::kF32)};
+            ASSERT_OK(gated_residual_rms_norm_fp8(Context::cpu(), gp, np, href, gate, y, row, w, ref));
+            expect_close_fp8(got, fp8_host(ref.data, ref.scale), skip);
+            auto dh_host = dh.to(Device::cpu());
+            ASSERT_TRUE(dh_host.ok());
+            const std::vector<double> hg = values(dh_host.value()), hw = values(href);
+            for (int64_t r = 0; r < c.rows; ++r) {
+                if (r == skip) continue;
+                for (int64_t col = 0; col < d; ++col) {
+                    const size_t i = static_cast<size_t>(r * d + col);
+                    // one rounding of h's dtype apart at most (the gated product rounded or not)
+                    const double tol =
+                        c.x == DType::kF32 ? 1e-6 * (1 + std::fabs(hw[i])) : 0.02 * (1 + std::fabs(hw[i]));
+                    ASSERT_LE(std::fabs(hg[i] - hw[i]), tol) << "h[" << r << ", " << col << "]";
+                }
+            }
+        }
+    }
+}
+
 // (3) Bad arguments: the message names the op and the tensor.
 TEST(Ops, Fp8FusedErrors) {
     const Context cpu = Context::cpu();
@@ -461,6 +603,26 @@ TEST(Ops, Fp8FusedErrors) {
                  "swiglu_fp8: out.data is f8_e4m3[4, 17] but expected shape [4, 16]");
     Fp8Activation missing{Tensor(), out.scale};
     expect_error(swiglu_fp8(cpu, h, missing), "swiglu_fp8: out.data is undefined");
+    // the decoder's norms
+    ASSERT_OK(rms_norm_fp8(cpu, {}, xf, Tensor(), out));
+    expect_error(rms_norm_fp8(cpu, {}, xf, Tensor(), wide),
+                 "rms_norm_fp8: out.data is f8_e4m3[4, 17] but expected shape [4, 16]");
+    expect_error(rms_norm_fp8(cpu, {}, xf, rnd({d + 1}, DType::kBF16, 10), out), "rms_norm_fp8: weight is");
+    expect_error(rms_norm_fp8(cpu, {.eps = -1.0f}, xf, Tensor(), out), "rms_norm_fp8: eps = ");
+    expect_error(rms_norm_fp8(cpu, {}, rnd({d}, DType::kF32, 11), Tensor(), out), "rms_norm_fp8: x is");
+    Tensor hf = rnd({s, d}, DType::kF32, 12), yb = rnd({s, d}, DType::kBF16, 13);
+    ASSERT_OK(gated_residual_rms_norm_fp8(cpu, {}, {}, hf, shift, yb, row, Tensor(), out));
+    expect_error(gated_residual_rms_norm_fp8(cpu, {}, {}, hf, shift, rnd({s, d + 1}, DType::kBF16, 14), row,
+                                             Tensor(), out),
+                 "gated_residual_rms_norm_fp8: y is");
+    expect_error(gated_residual_rms_norm_fp8(cpu, {}, {}, hf, shift, yb, row_index({0, 1, 2, 0}, DType::kI32),
+                                             Tensor(), out),
+                 "row[2] = 2 is out of range [0, 2)");
+    expect_error(
+        gated_residual_rms_norm_fp8(cpu, {}, {}, hf, shift, yb, row, rnd({d + 1}, DType::kBF16, 15), out),
+        "gated_residual_rms_norm_fp8: norm_weight is");
+    expect_error(gated_residual_rms_norm_fp8(cpu, {}, {}, hf, shift, yb, row, Tensor(), wide),
+                 "gated_residual_rms_norm_fp8: out.data is f8_e4m3[4, 17] but expected shape [4, 16]");
 }
 
 // ---- attention -------------------------------------------------------------------------------------------

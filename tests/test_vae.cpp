@@ -396,6 +396,17 @@ TEST(VideoVae, HalfPrecisionAndTileBatchesMatchGolden) {
     EXPECT_FALSE(load_video_vae(data("video"), Device::cpu(), DType::kI32).ok());
 }
 
+// The fp8 decoder's e4m3 GEMM inputs over `blocks` block runs (layers × decoder calls): the norms (the
+// first block's norm1 once a call, each block's norm2, the next block's norm1) and the SwiGLU write them
+// fused (ops/fp8_fused.h); only the attention output is rounded inside its GEMM.
+void expect_fp8_decoder_quantization(ops::ProvenanceRecord::Calls& calls, int64_t blocks) {
+    const auto& quant = calls["job"]["fp8_quantization"];
+    ASSERT_TRUE(quant.count("fused")) << "no fused fp8 quantization ran";
+    EXPECT_EQ(quant.at("fused"), 3 * blocks);
+    ASSERT_TRUE(quant.count("unfused"));
+    EXPECT_EQ(quant.at("unfused"), blocks) << "a quantization besides the attention output's ran unfused";
+}
+
 // VideoVaePrecision::kFp8 on the CPU (the e4m3 reference of ops::gemm_fp8): the golden tiny decoder with
 // its six block GEMMs in e4m3 (bf16 activations, attention and biases) against the exact decode (fp32 on
 // the CPU), tiled and chunked, as RGB8 frames: PSNR >= 45 dB (measured 53.8 dB; the bf16 blocks alone give
@@ -448,6 +459,7 @@ TEST(VideoVae, Fp8BlocksWithinPsnrOfTheExactDecode) {
     EXPECT_EQ(gemm.at("cpu-e4m3"), 6 * f8->config.num_layers * cost.calls);
     EXPECT_FALSE(gemm.count("cpu-bf16")) << "a block GEMM ran in bf16";
     EXPECT_FALSE(gemm.count("cpu-fp16"));
+    expect_fp8_decoder_quantization(calls, f8->config.num_layers * cost.calls);
 
     // the model store's fp8 placement of the tiny checkpoint's decoder
     const fs::path tmp = fs::path(H3_BINARY_DIR) / "test_vae_fp8_store";
@@ -691,19 +703,20 @@ TEST(VaeCuda, FramesEqualSampleToRgb8) {
     EXPECT_EQ(joined(parts), std::vector<uint8_t>(w, w + whole->nbytes()));
 }
 
-// The fp8 decoder on the device (cuBLASLt e4m3 GEMMs; sm_89+): the golden tiny decoder's frames within the
-// CPU test's bound (45 dB) of the device's exact (f16) decode, every block GEMM cublaslt-e4m3.
-TEST(VaeCuda, Fp8DecodeWithinPsnrOfTheExactDecode) {
-    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    auto session = cli::DeviceSession::open("cuda");
-    ASSERT_TRUE(session.ok()) << session.status().to_string();
-    const ops::Context& ctx = (*session)->context();
+// A decoder of another precision on the device against the exact one: the golden tiny latents decoded (tiled
+// and chunked) by the device's exact (f16) decoder and by `vae`, whose ops are recorded.
+struct DeviceDecodeVsExact {
+    double psnr = 0.0;                  // vae's RGB8 frames against exact's
+    ops::ProvenanceRecord::Calls calls; // vae's decode's op implementations
+    VideoDecodeCost cost;               // the decode's cost (calls), its block weights in `weight_dtype`
+};
+void decode_vs_exact_on_device(const ops::Context& ctx, const VideoVae& vae, DType weight_dtype,
+                               DeviceDecodeVsExact& out) {
     const Tensor lat = golden("video_io.safetensors", "latents");
-    auto exact = load_video_vae(data("video"), ctx.device);
+    auto exact =
+        load_video_vae(data("video"), ctx.device, video_vae_compute(VideoVaePrecision::kExact, ctx.device));
     ASSERT_TRUE(exact.ok()) << exact.status().to_string();
-    auto f8 = load_video_vae(data("video"), ctx.device, DType::kBF16);
-    ASSERT_TRUE(f8.ok()) << f8.status().to_string();
-    ASSERT_TRUE(quantize_video_vae_fp8(ctx, *f8).ok());
+    EXPECT_EQ(exact->compute, DType::kF16);
     const VideoDecodeOptions o{.tile = 16, .min_overlap = 4};
     auto want = decode_video_frames(ctx, *exact, lat, o);
     ASSERT_TRUE(want.ok()) << want.status().to_string();
@@ -711,21 +724,37 @@ TEST(VaeCuda, Fp8DecodeWithinPsnrOfTheExactDecode) {
     Result<Tensor> got = Tensor();
     {
         const ops::ProvenanceScope scope(&record);
-        got = decode_video_frames(ctx, *f8, lat, o);
+        got = decode_video_frames(ctx, vae, lat, o);
     }
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     ASSERT_EQ(got->shape(), want->shape());
-    const double p8 = pipeline::psnr_from_mse(
+    out.psnr = pipeline::psnr_from_mse(
         pipeline::mse_u8(got->data_as<const uint8_t>(), want->data_as<const uint8_t>(), want->numel()));
-    std::printf("CUDA fp8 blocks vs CUDA exact: PSNR %.2f dB\n", p8);
-    EXPECT_GE(p8, 45.0);
-    EXPECT_TRUE(std::isfinite(p8)) << "identical frames: the e4m3 GEMMs did not run";
-    auto calls = record.calls();
-    const auto& gemm = calls["job"]["gemm"];
+    out.calls = record.calls();
+    out.cost = video_decode_cost(vae.config, lat.dim(2), lat.dim(3), lat.dim(4), o, ctx.device, weight_dtype);
+}
+
+// The fp8 decoder on the device (cuBLASLt e4m3 GEMMs; sm_89+): the golden tiny decoder's frames within the
+// CPU test's bound (45 dB) of the device's exact (f16) decode, every block GEMM cublaslt-e4m3, the norms and
+// the SwiGLU quantizing fused.
+TEST(VaeCuda, Fp8DecodeWithinPsnrOfTheExactDecode) {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    auto session = cli::DeviceSession::open("cuda");
+    ASSERT_TRUE(session.ok()) << session.status().to_string();
+    const ops::Context& ctx = (*session)->context();
+    auto f8 = load_video_vae(data("video"), ctx.device, DType::kBF16);
+    ASSERT_TRUE(f8.ok()) << f8.status().to_string();
+    ASSERT_TRUE(quantize_video_vae_fp8(ctx, *f8).ok());
+    DeviceDecodeVsExact r;
+    decode_vs_exact_on_device(ctx, *f8, DType::kF8E4M3, r);
+    if (HasFatalFailure()) return;
+    std::printf("CUDA fp8 blocks vs CUDA exact: PSNR %.2f dB\n", r.psnr);
+    EXPECT_GE(r.psnr, 45.0);
+    EXPECT_TRUE(std::isfinite(r.psnr)) << "identical frames: the e4m3 GEMMs did not run";
+    const auto& gemm = r.calls["job"]["gemm"];
     ASSERT_TRUE(gemm.count("cublaslt-e4m3")) << "no e4m3 GEMM ran";
-    const VideoDecodeCost cost =
-        video_decode_cost(f8->config, lat.dim(2), lat.dim(3), lat.dim(4), o, ctx.device, DType::kF8E4M3);
-    EXPECT_EQ(gemm.at("cublaslt-e4m3"), 6 * f8->config.num_layers * cost.calls);
+    EXPECT_EQ(gemm.at("cublaslt-e4m3"), 6 * f8->config.num_layers * r.cost.calls);
+    expect_fp8_decoder_quantization(r.calls, f8->config.num_layers * r.cost.calls);
 }
 
 // The bf16 decoder on the device (VideoVaePrecision::kBf16: cuBLASLt bf16 GEMMs, bf16 attention): the golden
@@ -737,38 +766,20 @@ TEST(VaeCuda, Bf16DecodeWithinPsnrOfTheExactDecode) {
     auto session = cli::DeviceSession::open("cuda");
     ASSERT_TRUE(session.ok()) << session.status().to_string();
     const ops::Context& ctx = (*session)->context();
-    const Tensor lat = golden("video_io.safetensors", "latents");
-    auto exact =
-        load_video_vae(data("video"), ctx.device, video_vae_compute(VideoVaePrecision::kExact, ctx.device));
-    ASSERT_TRUE(exact.ok()) << exact.status().to_string();
-    EXPECT_EQ(exact->compute, DType::kF16);
     auto bf16 =
         load_video_vae(data("video"), ctx.device, video_vae_compute(VideoVaePrecision::kBf16, ctx.device));
     ASSERT_TRUE(bf16.ok()) << bf16.status().to_string();
-    const VideoDecodeOptions o{.tile = 16, .min_overlap = 4};
-    auto want = decode_video_frames(ctx, *exact, lat, o);
-    ASSERT_TRUE(want.ok()) << want.status().to_string();
-    ops::ProvenanceRecord record;
-    Result<Tensor> got = Tensor();
-    {
-        const ops::ProvenanceScope scope(&record);
-        got = decode_video_frames(ctx, *bf16, lat, o);
-    }
-    ASSERT_TRUE(got.ok()) << got.status().to_string();
-    ASSERT_EQ(got->shape(), want->shape());
-    const double p = pipeline::psnr_from_mse(
-        pipeline::mse_u8(got->data_as<const uint8_t>(), want->data_as<const uint8_t>(), want->numel()));
-    std::printf("CUDA bf16 blocks vs CUDA exact (f16): PSNR %.2f dB\n", p);
-    EXPECT_GE(p, 55.0);
-    EXPECT_TRUE(std::isfinite(p)) << "identical frames: the bf16 blocks did not run";
-    auto calls = record.calls();
-    const auto& gemm = calls["job"]["gemm"];
+    DeviceDecodeVsExact r;
+    decode_vs_exact_on_device(ctx, *bf16, DType::kBF16, r);
+    if (HasFatalFailure()) return;
+    std::printf("CUDA bf16 blocks vs CUDA exact (f16): PSNR %.2f dB\n", r.psnr);
+    EXPECT_GE(r.psnr, 55.0);
+    EXPECT_TRUE(std::isfinite(r.psnr)) << "identical frames: the bf16 blocks did not run";
+    const auto& gemm = r.calls["job"]["gemm"];
     ASSERT_TRUE(gemm.count("cublaslt-bf16")) << "no bf16 GEMM ran";
-    const VideoDecodeCost cost =
-        video_decode_cost(bf16->config, lat.dim(2), lat.dim(3), lat.dim(4), o, ctx.device, DType::kBF16);
-    EXPECT_EQ(gemm.at("cublaslt-bf16"), 6 * bf16->config.num_layers * cost.calls);
+    EXPECT_EQ(gemm.at("cublaslt-bf16"), 6 * bf16->config.num_layers * r.cost.calls);
     EXPECT_FALSE(gemm.count("cublaslt-fp16")) << "a block GEMM ran in f16";
-    for (const auto& [impl, n] : calls["job"]["dense_attention"])
+    for (const auto& [impl, n] : r.calls["job"]["dense_attention"])
         std::printf("  bf16 decode attention: %s x %lld\n", impl.c_str(), static_cast<long long>(n));
 }
 

@@ -1,5 +1,5 @@
-// rms_norm_modulate_fp8 / swiglu_fp8 dispatchers: validation, then the CPU reference or the CUDA
-// implementation.
+// rms_norm_modulate_fp8 / rms_norm_fp8 / gated_residual_rms_norm_fp8 / swiglu_fp8 dispatchers: validation,
+// then the CPU reference or the CUDA implementation.
 #include "ops/fp8_fused.h"
 #include "ops/provenance.h"
 
@@ -46,6 +46,21 @@ Status check_fp8_out(const char* op, const Context& ctx, const Fp8Activation& ou
     return check_output(op, "out.scale", ctx, out.scale, DType::kF32, Shape{rows}, "one scale per row");
 }
 
+// A norm's input x [rows, d] (any float dtype), its weight [d] (or undefined) and eps.
+Status check_norm_input(const char* op, const Context& ctx, const RmsNormParams& np, const Tensor& x,
+                        const Tensor& weight, const char* x_name, const char* weight_name) {
+    H3_TRY(check_float_contig(op, x_name, ctx, x));
+    H3_TRY(check_rank(op, x_name, x, 2));
+    if (weight.defined()) {
+        H3_TRY(check_float_contig(op, weight_name, ctx, weight));
+        H3_TRY(check_shape(op, weight_name, weight, Shape{x.dim(1)}, std::string(x_name) + "'s last dim"));
+    }
+    if (!(np.eps >= 0.0f) || !std::isfinite(np.eps))
+        return invalid_argument(std::string(op) + ": eps = " + std::to_string(np.eps) +
+                                " must be finite and >= 0");
+    return ok_status();
+}
+
 } // namespace
 
 Status rms_norm_modulate_fp8(const Context& ctx, const RmsNormParams& np, const ModulateParams& mp,
@@ -70,6 +85,28 @@ Status rms_norm_modulate_fp8(const Context& ctx, const RmsNormParams& np, const 
     H3_TRY(check_fp8_out(op, ctx, out, s, d, "x's shape"));
     note_impl(OpFamily::kFp8Quantization, "fused");
     H3_OPS_DISPATCH(rms_norm_modulate_fp8, ctx, np, mp, x, weight, shift, scale, row, out);
+}
+
+Status rms_norm_fp8(const Context& ctx, const RmsNormParams& np, const Tensor& x, const Tensor& weight,
+                    Fp8Activation& out) {
+    const char* op = "rms_norm_fp8";
+    H3_TRY(check_context(op, ctx));
+    H3_TRY(check_norm_input(op, ctx, np, x, weight, "x", "weight"));
+    H3_TRY(check_fp8_out(op, ctx, out, x.dim(0), x.dim(1), "x's shape"));
+    note_impl(OpFamily::kFp8Quantization, "fused");
+    H3_OPS_DISPATCH(rms_norm_fp8, ctx, np, x, weight, out);
+}
+
+Status gated_residual_rms_norm_fp8(const Context& ctx, const GatedResidualParams& gp, const RmsNormParams& np,
+                                   Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& row,
+                                   const Tensor& norm_weight, Fp8Activation& out) {
+    const char* op = "gated_residual_rms_norm_fp8";
+    H3_TRY(check_context(op, ctx));
+    H3_TRY(check_gated_residual_args(op, ctx, h, gate, y, row));
+    H3_TRY(check_norm_input(op, ctx, np, h, norm_weight, "h", "norm_weight"));
+    H3_TRY(check_fp8_out(op, ctx, out, h.dim(0), h.dim(1), "h's shape"));
+    note_impl(OpFamily::kFp8Quantization, "fused");
+    H3_OPS_DISPATCH(gated_residual_rms_norm_fp8, ctx, gp, np, h, gate, y, row, norm_weight, out);
 }
 
 Status swiglu_fp8(const Context& ctx, const Tensor& h, Fp8Activation& out) {

@@ -19,6 +19,18 @@ namespace h3::ops {
 Status rms_norm_modulate_fp8(const Context& ctx, const RmsNormParams& np, const ModulateParams& mp,
                              const Tensor& x, const Tensor& weight, const Tensor& shift, const Tensor& scale,
                              const Tensor& row, Fp8Activation& out);
+// rms_norm(np, x, weight) into a bf16 y (exactly as that op stores it), then quantize_rows_fp8(y): x [S, D]
+// (f32, bf16 or f16), weight [D] or undefined, out.data [S, D] f8_e4m3, out.scale [S] f32 (caller-allocated
+// on ctx's device).
+Status rms_norm_fp8(const Context& ctx, const RmsNormParams& np, const Tensor& x, const Tensor& weight,
+                    Fp8Activation& out);
+// gated_residual_rms_norm(gp, np, h, gate, y, row, norm_weight) with a bf16 out (h updated in place exactly
+// as that op updates it), then quantize_rows_fp8(out): h [S, D] (any float dtype), y [S, D], out.data [S, D]
+// f8_e4m3, out.scale [S] f32. Rows the op skips (a device row index outside the gate table; host indices are
+// checked) leave h as it was and come out as zeros with the scale of a zero row (1).
+Status gated_residual_rms_norm_fp8(const Context& ctx, const GatedResidualParams& gp, const RmsNormParams& np,
+                                   Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& row,
+                                   const Tensor& norm_weight, Fp8Activation& out);
 // swiglu(h) into bf16 (as swiglu stores it), then quantize_rows_fp8: h [n, 2F] bf16 = [value | gate] per
 // row -> out.data [n, F] f8_e4m3, out.scale [n] f32 (caller-allocated on ctx's device).
 Status swiglu_fp8(const Context& ctx, const Tensor& h, Fp8Activation& out);

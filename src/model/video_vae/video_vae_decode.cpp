@@ -87,7 +87,8 @@ struct VideoVaeTables {
     struct Work {
         int64_t rows_all = 0, tokens = 0;
         Tensor tok, pq, x, y, q, k, v, o, f1, f2, yf, px;
-        ops::Fp8Activation y8, f2_8; // the fp8 blocks' rounded GEMM inputs (q/k/v's shared y, ff out's)
+        // the fp8 blocks' rounded GEMM inputs: the norms' (q/k/v's shared one, then ff in's) and ff out's
+        ops::Fp8Activation y8, f2_8;
     };
     std::mutex mutex;
     std::vector<Entry> entries; // most recent last; a few shapes at most
@@ -238,19 +239,25 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
     const ops::RmsNormParams np{.eps = static_cast<float>(c.norm_eps)};
     const ops::RopeParams rp{.rotary_dim = c.rotary_dim()};
     const int64_t hh = c.num_heads, hd = c.head_dim;
-    // Each residual add is fused with the norm that reads its result: block i's second one with block i+1's
-    // norm1 (the first block's norm1 stands alone, the last block's residual precedes norm_out).
-    if (!w.blocks.empty()) H3_TRY(ops::rms_norm(ctx, np, x, w.blocks.front().norm1, y));
-    mark(ctx, "norms_residual");
-    // VideoVaePrecision::kFp8: the block GEMMs in e4m3 (y rounded once for q, k and v; the SwiGLU writes
-    // ff out's input rounded), cuBLASLt's fast fp8 accumulation as the DiT's fp8 blocks use
+    // VideoVaePrecision::kFp8: the block GEMMs in e4m3, cuBLASLt's fast fp8 accumulation as the DiT's fp8
+    // blocks use. Their inputs come rounded from the op that makes them (ops/fp8_fused.h): the norms write
+    // q/k/v's input (once for the three) and ff in's as e4m3 rows (y8; the bf16 y they would store is read by
+    // nothing else), the SwiGLU ff out's (f2_8); only the attention output goes to gemm_fp8 in bf16.
     const bool fp8 = !w.fp8.empty();
     const ops::Fp8GemmParams fp{.fast_accum = true};
+    // Each residual add is fused with the norm that reads its result: block i's second one with block i+1's
+    // norm1 (the first block's norm1 stands alone, the last block's residual precedes norm_out).
+    if (!w.blocks.empty()) {
+        if (fp8)
+            H3_TRY(ops::rms_norm_fp8(ctx, np, x, w.blocks.front().norm1, work->y8));
+        else
+            H3_TRY(ops::rms_norm(ctx, np, x, w.blocks.front().norm1, y));
+    }
+    mark(ctx, "norms_residual");
     for (size_t bi = 0; bi < w.blocks.size(); ++bi) {
         const VideoVaeBlock& b = w.blocks[bi];
         if (fp8) {
             const VideoVaeFp8Block& f = w.fp8[bi];
-            H3_TRY(ops::quantize_rows_fp8(ctx, y, work->y8));
             H3_TRY(ops::gemm_fp8(ctx, fp, work->y8, f.q, b.q_b, q));
             H3_TRY(ops::gemm_fp8(ctx, fp, work->y8, f.k, b.k_b, k));
             H3_TRY(ops::gemm_fp8(ctx, fp, work->y8, f.v, b.v_b, v));
@@ -280,10 +287,13 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
             H3_TRY(ops::gemm(ctx, {}, o, b.o_w, b.o_b, y));
         }
         mark(ctx, "gemm_out");
-        H3_TRY(ops::gated_residual_rms_norm(ctx, {}, np, x, b.scale1, y, rows, b.norm2, y));
+        if (fp8)
+            H3_TRY(ops::gated_residual_rms_norm_fp8(ctx, {}, np, x, b.scale1, y, rows, b.norm2, work->y8));
+        else
+            H3_TRY(ops::gated_residual_rms_norm(ctx, {}, np, x, b.scale1, y, rows, b.norm2, y));
         mark(ctx, "norms_residual");
         if (fp8) {
-            H3_TRY(ops::gemm_fp8(ctx, fp, y, w.fp8[bi].ff1, b.ff1_b, f1));
+            H3_TRY(ops::gemm_fp8(ctx, fp, work->y8, w.fp8[bi].ff1, b.ff1_b, f1));
             mark(ctx, "gemm_ff1");
             H3_TRY(ops::swiglu_fp8(ctx, f1, work->f2_8));
             mark(ctx, "swiglu");
@@ -298,7 +308,11 @@ Result<Tensor> decode_tiles_on_device(const ops::Context& ctx, const VideoVae& v
         mark(ctx, "gemm_ff2");
         if (bi + 1 < w.blocks.size()) {
             const Tensor& next_norm1 = w.blocks[bi + 1].norm1;
-            H3_TRY(ops::gated_residual_rms_norm(ctx, {}, np, x, b.scale2, y, rows, next_norm1, y));
+            if (fp8)
+                H3_TRY(ops::gated_residual_rms_norm_fp8(ctx, {}, np, x, b.scale2, y, rows, next_norm1,
+                                                        work->y8));
+            else
+                H3_TRY(ops::gated_residual_rms_norm(ctx, {}, np, x, b.scale2, y, rows, next_norm1, y));
         } else {
             H3_TRY(ops::gated_residual(ctx, {}, x, b.scale2, y, rows));
         }

@@ -72,6 +72,11 @@ Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, con
 Status rms_norm_modulate_fp8(const Context& ctx, const RmsNormParams& np, const ModulateParams& mp,
                              const Tensor& x, const Tensor& weight, const Tensor& shift, const Tensor& scale,
                              const Tensor& row, Fp8Activation& out);
+Status rms_norm_fp8(const Context& ctx, const RmsNormParams& np, const Tensor& x, const Tensor& weight,
+                    Fp8Activation& out);
+Status gated_residual_rms_norm_fp8(const Context& ctx, const GatedResidualParams& gp, const RmsNormParams& np,
+                                   Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& row,
+                                   const Tensor& norm_weight, Fp8Activation& out);
 Status swiglu_fp8(const Context& ctx, const Tensor& h, Fp8Activation& out);
 
 // Convolutions, BigVGAN activations and LayerNorm (ops/conv.h, ops/audio_act.h, ops/layer_norm.h): all f32

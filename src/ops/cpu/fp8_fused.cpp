@@ -13,6 +13,21 @@ Status rms_norm_modulate_fp8(const Context& ctx, const RmsNormParams& np, const 
     return cpu_impl::quantize_rows_fp8(ctx, y, out.data, out.scale);
 }
 
+Status rms_norm_fp8(const Context& ctx, const RmsNormParams& np, const Tensor& x, const Tensor& weight,
+                    Fp8Activation& out) {
+    H3_ASSIGN_OR_RETURN(Tensor y, Tensor::empty(x.shape(), DType::kBF16));
+    H3_TRY(cpu_impl::rms_norm(ctx, np, x, weight, y));
+    return cpu_impl::quantize_rows_fp8(ctx, y, out.data, out.scale);
+}
+
+Status gated_residual_rms_norm_fp8(const Context& ctx, const GatedResidualParams& gp, const RmsNormParams& np,
+                                   Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& row,
+                                   const Tensor& norm_weight, Fp8Activation& out) {
+    H3_ASSIGN_OR_RETURN(Tensor normed, Tensor::empty(h.shape(), DType::kBF16));
+    H3_TRY(cpu_impl::gated_residual_rms_norm(ctx, gp, np, h, gate, y, row, norm_weight, normed));
+    return cpu_impl::quantize_rows_fp8(ctx, normed, out.data, out.scale);
+}
+
 Status swiglu_fp8(const Context& ctx, const Tensor& h, Fp8Activation& out) {
     H3_ASSIGN_OR_RETURN(Tensor y, Tensor::empty(Shape{h.dim(0), h.dim(1) / 2}, DType::kBF16));
     H3_TRY(cpu_impl::swiglu(ctx, h, y));

@@ -33,8 +33,9 @@
 //    defined).
 //  - gated_residual_rms_norm: == gated_residual, then rms_norm of the updated h (as stored in h's dtype)
 //    into out; the sum of squares may be taken in another order. out may alias y.
-//  - rms_norm_modulate_fp8 / swiglu_fp8: == the producer into a bf16 temporary, then quantize_rows_fp8, the
-//    same bytes and scales; a row rms_norm_modulate would skip comes out as zeros with scale 1.
+//  - rms_norm_modulate_fp8 / rms_norm_fp8 / gated_residual_rms_norm_fp8 / swiglu_fp8: == the producer into a
+//    bf16 temporary, then quantize_rows_fp8, the same bytes and scales (and the same h); a row
+//    rms_norm_modulate or gated_residual_rms_norm would skip comes out as zeros with scale 1.
 //  - attention: softmax in fp32 with max subtraction; o rounded once to o's dtype.
 #pragma once
 
@@ -105,6 +106,11 @@ Status gemm_fp8(const Context& ctx, const Fp8GemmParams& p, const Tensor& x, con
 Status rms_norm_modulate_fp8(const Context& ctx, const RmsNormParams& np, const ModulateParams& mp,
                              const Tensor& x, const Tensor& weight, const Tensor& shift, const Tensor& scale,
                              const Tensor& row, Fp8Activation& out);
+Status rms_norm_fp8(const Context& ctx, const RmsNormParams& np, const Tensor& x, const Tensor& weight,
+                    Fp8Activation& out);
+Status gated_residual_rms_norm_fp8(const Context& ctx, const GatedResidualParams& gp, const RmsNormParams& np,
+                                   Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& row,
+                                   const Tensor& norm_weight, Fp8Activation& out);
 Status swiglu_fp8(const Context& ctx, const Tensor& h, Fp8Activation& out);
 
 // Convolutions, BigVGAN activations and LayerNorm (ops/conv.h, ops/audio_act.h, ops/layer_norm.h): all f32

@@ -6,16 +6,20 @@
 // the same values).
 //
 // Bitwise equal to the composition on CUDA (the producer's kernel into a bf16 tensor, then quantize_rows_fp8)
-// by design: swiglu's values use swiglu_kernel's expression (silu_f, cuda_kernels.cuh); the norm's 1/rms is
+// by design: swiglu's values use swiglu_kernel's expression (silu_f, cuda_kernels.cuh); the norms' 1/rms is
 // row_norm_kernel's (row_inv_rms in row_norm_args.cuh, with the same block size row_block()), and every later
 // rounding is spelled out (__fmul_rn, __fadd_rn) as the separate mul/add row_norm_kernel compiles to (its
-// sm_90a SASS: FMUL then FADD, no FFMA, after the sum of squares), so no contraction can differ. The row max
-// is exact in any order, and the scale and bytes are quantize_rows_fp8's. tests/test_ops_fp8.cpp compares the
-// bytes exactly.
+// sm_90a SASS: FMUL then FADD, no FFMA, after the sum of squares), so no contraction can differ. The gated
+// residual + norm calls the device functions gated_residual_norm_kernel calls (row_norm_args.cuh), with its
+// block size and chunk order (gated_norm_plan), so h, the sum of squares and the values are that kernel's.
+// The row max is exact in any order, and the scale and bytes are quantize_rows_fp8's. tests/test_ops_fp8.cpp
+// compares the bytes exactly.
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/row_norm_args.cuh"
 #include "ops/fp8_scale.h"
+
+#include <type_traits>
 
 namespace h3::ops::cuda_impl {
 
@@ -70,20 +74,24 @@ __device__ __forceinline__ void store_e4m3(uint8_t* p, const float (&v)[N], floa
     for (int j = 0; j < N; ++j) p[j] = __nv_cvt_float_to_fp8(v[j] * inv, __NV_SATFINITE, __NV_E4M3);
 }
 
-// rms_norm_modulate with x and y bf16 (row_norm_kernel<N, true, bf16, bf16>'s arguments).
-struct NormProducer {
-    const bf16* x;
+// rms_norm (kModulate false: row_norm_kernel<N, false, TX, bf16>'s arguments) or rms_norm_modulate
+// (kModulate true, TX bf16: row_norm_kernel<N, true, bf16, bf16>'s) into a bf16 y.
+template <typename TX, bool kModulate> struct NormProducer {
+    static_assert(!kModulate || std::is_same_v<TX, bf16>, "rms_norm_modulate_fp8 reads bf16 x");
+    const TX* x;
     RowNormArgs a;
     // the current row: x's row, its table row and 1/rms
-    const bf16* xr;
+    const TX* xr;
     int64_t trow;
     float inv;
 
     // Sets up row r (every thread of the block calls it); false: the row is skipped (an index outside the
     // tables, uniform across the block).
     template <int N> __device__ __forceinline__ bool begin_row(int64_t r) {
-        trow = load_index(a.row, a.row64, r);
-        if (trow < 0 || trow >= a.table_rows) return false;
+        if constexpr (kModulate) {
+            trow = load_index(a.row, a.row64, r);
+            if (trow < 0 || trow >= a.table_rows) return false;
+        }
         xr = x + r * a.d;
         inv = row_inv_rms<N>(xr, a.d, a.eps);
         return true;
@@ -91,22 +99,75 @@ struct NormProducer {
 
     // The bf16 values y[c, c + N) of the current row.
     template <int N> __device__ __forceinline__ void values(int64_t c, float (&v)[N]) const {
-        float w[N], sh[N], sc[N];
+        float w[N];
         load_vec<N>(xr + c, v);
         if (a.weight) load_vec_any<N>(a.weight, a.weight_type, c, w);
-        load_vec_any<N>(a.shift, a.table_type, trow * a.shift_pitch + c, sh);
-        load_vec_any<N>(a.scale, a.table_type, trow * a.scale_pitch + c, sc);
+        if constexpr (!kModulate) {
 #pragma unroll
-        for (int j = 0; j < N; ++j) {
-            float n = __fmul_rn(v[j], inv);
-            if (a.round_normed) n = round_to<bf16>(n); // the norm's output dtype: x's
-            if (a.weight) n = __fmul_rn(n, w[j]);
-            float one_plus = __fadd_rn(1.0f, sc[j]);
-            if (a.round_intermediate) one_plus = round_to<bf16>(one_plus);
-            float t = __fmul_rn(round_to<bf16>(n), one_plus);
-            if (a.round_intermediate) t = round_to<bf16>(t);
-            v[j] = round_to<bf16>(__fadd_rn(t, sh[j]));
+            for (int j = 0; j < N; ++j) {
+                float n = __fmul_rn(v[j], inv);
+                if (a.round_normed) n = round_to<bf16>(n); // the norm's output dtype: y's
+                if (a.weight) n = __fmul_rn(n, w[j]);
+                v[j] = round_to<bf16>(n);
+            }
+        } else {
+            float sh[N], sc[N];
+            load_vec_any<N>(a.shift, a.table_type, trow * a.shift_pitch + c, sh);
+            load_vec_any<N>(a.scale, a.table_type, trow * a.scale_pitch + c, sc);
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                float n = __fmul_rn(v[j], inv);
+                if (a.round_normed) n = round_to<bf16>(n); // the norm's output dtype: x's
+                if (a.weight) n = __fmul_rn(n, w[j]);
+                float one_plus = __fadd_rn(1.0f, sc[j]);
+                if (a.round_intermediate) one_plus = round_to<bf16>(one_plus);
+                float t = __fmul_rn(round_to<bf16>(n), one_plus);
+                if (a.round_intermediate) t = round_to<bf16>(t);
+                v[j] = round_to<bf16>(__fadd_rn(t, sh[j]));
+            }
         }
+    }
+};
+
+// gated_residual_rms_norm with out bf16 (gated_residual_norm_kernel<N, kIters, TH, bf16>'s arguments):
+// begin_row updates the row of h (as that kernel stores it) and sums its squares in that kernel's order
+// (the launch passes that kernel's block size); values() reads the updated row back (each thread the
+// chunks it wrote) and normalizes it.
+template <typename TH> struct GatedNormProducer {
+    TH* h;
+    GatedNormArgs a;
+    TH* hr; // the current row of h
+    float inv;
+
+    template <int N> __device__ __forceinline__ bool begin_row(int64_t r) {
+        const int64_t t = load_index(a.row, a.row64, r);
+        if (t < 0 || t >= a.table_rows) return false;
+        hr = h + r * a.d;
+        float ss = 0.0f;
+        for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < a.d;
+             c += blockDim.x * static_cast<int64_t>(N)) {
+            float hv[N], g[N], yv[N];
+            load_vec<N>(hr + c, hv);
+            load_vec_any<N>(a.gate, a.gate_type, t * a.gate_pitch + c, g);
+            load_vec_any<N>(a.y, a.y_type, r * a.d + c, yv);
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                hv[j] = gated_residual_value<TH>(hv[j], g[j], yv[j], a.round_intermediate);
+                ss = __fmaf_rn(hv[j], hv[j], ss);
+            }
+            store_vec<N>(hr + c, hv);
+        }
+        ss = block_sum(ss);
+        inv = 1.0f / sqrtf(ss / static_cast<float>(a.d) + a.eps);
+        return true;
+    }
+
+    template <int N> __device__ __forceinline__ void values(int64_t c, float (&v)[N]) const {
+        float w[N];
+        load_vec<N>(hr + c, v);
+        if (a.weight) load_vec_any<N>(a.weight, a.weight_type, c, w);
+#pragma unroll
+        for (int j = 0; j < N; ++j) v[j] = round_to<bf16>(gated_norm_value<bf16>(a, v[j], inv, w[j]));
     }
 };
 
@@ -170,11 +231,12 @@ __global__ void __launch_bounds__(256)
     }
 }
 
+// threads: the block size (0: row_block(cols / N), the producers' own kernels' choice).
 template <int N, typename P>
 void launch_n(const Context& ctx, const P& p, int64_t rows, int64_t cols, uint8_t* out, float* scale,
-              bool out_vec) {
+              bool out_vec, int threads) {
     const unsigned grid = static_cast<unsigned>(rows < (1LL << 30) ? rows : (1LL << 30));
-    const int threads = row_block(cols / N);
+    if (threads == 0) threads = row_block(cols / N);
     const int64_t stash = (cols * static_cast<int64_t>(sizeof(bf16)) + 15) / 16 * 16;
     if (stash <= kStashBytes)
         fp8_rows_kernel<N, true><<<grid, threads, static_cast<size_t>(stash), stream_of(ctx)>>>(
@@ -184,17 +246,17 @@ void launch_n(const Context& ctx, const P& p, int64_t rows, int64_t cols, uint8_
 }
 
 // vec: the producer can read 8 elements an access (row_block then sees cols / 8 chunks, as the producer's own
-// kernel does).
+// kernel does). threads: as launch_n.
 template <typename P>
 Status launch_fp8_rows(const Context& ctx, const P& p, int64_t rows, int64_t cols, bool vec,
-                       Fp8Activation& out, const char* what) {
+                       Fp8Activation& out, const char* what, int threads = 0) {
     if (rows == 0 || cols == 0) return ok_status();
     uint8_t* o = out.data.data_as<uint8_t>();
     float* s = out.scale.data_as<float>();
     if (vec)
-        launch_n<8>(ctx, p, rows, cols, o, s, pointer_alignment(o) >= 8);
+        launch_n<8>(ctx, p, rows, cols, o, s, pointer_alignment(o) >= 8, threads);
     else
-        launch_n<1>(ctx, p, rows, cols, o, s, false);
+        launch_n<1>(ctx, p, rows, cols, o, s, false, threads);
     return check_launch(what);
 }
 
@@ -205,12 +267,49 @@ Status rms_norm_modulate_fp8(const Context& ctx, const RmsNormParams& np, const 
                              const Tensor& row, Fp8Activation& out) {
     if (shift.dtype() != scale.dtype())
         return unimplemented("CUDA rms_norm_modulate_fp8: shift and scale tables must share a dtype");
-    NormProducer p{};
+    NormProducer<bf16, true> p{};
     p.x = x.data_as<const bf16>();
     p.a = modulate_norm_args(np, mp, x, weight, shift, scale, row);
     // rms_norm_modulate's choice for an aligned y, so that the sum of squares runs in the same order.
     const bool vec = modulate_norm_vec8(p.a, x, weight, shift, scale);
     return launch_fp8_rows(ctx, p, x.dim(0), p.a.d, vec, out, "rms_norm_modulate_fp8");
+}
+
+Status rms_norm_fp8(const Context& ctx, const RmsNormParams& np, const Tensor& x, const Tensor& weight,
+                    Fp8Activation& out) {
+    const RowNormArgs a = norm_args(np, x, weight);
+    // rms_norm's choice for an aligned y, so that the sum of squares runs in the same order.
+    const bool vec = a.d % 8 == 0 && pointer_alignment(x.data()) >= 16 &&
+                     (!weight.defined() || pointer_alignment(weight.data()) >= 16);
+    return dispatch_float(x.dtype(), [&](auto tx) {
+        using TX = typename decltype(tx)::type;
+        NormProducer<TX, false> p{};
+        p.x = x.data_as<const TX>();
+        p.a = a;
+        return launch_fp8_rows(ctx, p, a.rows, a.d, vec, out, "rms_norm_fp8");
+    });
+}
+
+Status gated_residual_rms_norm_fp8(const Context& ctx, const GatedResidualParams& gp, const RmsNormParams& np,
+                                   Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& row,
+                                   const Tensor& norm_weight, Fp8Activation& out) {
+    const GatedNormArgs a = gated_norm_args(gp, np, h, gate, y, row, norm_weight);
+    if (a.rows == 0 || a.d == 0) return ok_status();
+    // gated_residual_rms_norm's choices for an aligned out: its vector width and block size, or, for rows
+    // wider than its kernel keeps in registers, the two ops (here the residual, then the fused rms_norm_fp8).
+    const bool vec = gated_norm_vec8(a, h, gate, y, norm_weight);
+    const GatedNormPlan plan = gated_norm_plan(a.d, vec);
+    if (plan.iters == 0) {
+        H3_TRY(cuda_impl::gated_residual(ctx, gp, h, gate, y, row));
+        return cuda_impl::rms_norm_fp8(ctx, np, h, norm_weight, out);
+    }
+    return dispatch_float(h.dtype(), [&](auto th) {
+        using TH = typename decltype(th)::type;
+        GatedNormProducer<TH> p{};
+        p.h = h.data_as<TH>();
+        p.a = a;
+        return launch_fp8_rows(ctx, p, a.rows, a.d, vec, out, "gated_residual_rms_norm_fp8", plan.threads);
+    });
 }
 
 Status swiglu_fp8(const Context& ctx, const Tensor& h, Fp8Activation& out) {

@@ -67,21 +67,7 @@ Status launch_row_norm(const Context& ctx, const Tensor& x, Tensor& y, const Row
     return check_launch(kModulate ? "rms_norm_modulate" : "rms_norm");
 }
 
-// ---- gated residual then RMSNorm: one block per row -------------------------------------------------------
-struct GatedNormArgs {
-    int64_t rows, d;
-    const void* gate;
-    int gate_type;
-    int64_t gate_pitch, table_rows;
-    const void* row;
-    bool row64, round_intermediate;
-    const void* y; // may alias out
-    int y_type;
-    float eps;
-    bool round_normed;
-    const void* weight; // nullptr: plain norm
-    int weight_type;
-};
+// ---- gated residual then RMSNorm: one block per row (GatedNormArgs: row_norm_args.cuh) -----------------
 
 // h += gate[row]·y as gated_residual_kernel does it, the sum of squares of the stored h, then out = the norm
 // as row_norm_kernel computes it. Each thread keeps its kIters chunks of the updated row in registers between
@@ -105,10 +91,9 @@ __global__ void __launch_bounds__(256) gated_residual_norm_kernel(TH* h, TO* out
             load_vec_any<N>(a.y, a.y_type, r * a.d + c, yv);
 #pragma unroll
             for (int j = 0; j < N; ++j) {
-                float m = g[j] * yv[j];
-                if (a.round_intermediate) m = round_to<TH>(m);
-                hv[i][j] = round_to<TH>(hv[i][j] + m); // the value the norm reads back from h
-                ss += hv[i][j] * hv[i][j];
+                // the value the norm reads back from h
+                hv[i][j] = gated_residual_value<TH>(hv[i][j], g[j], yv[j], a.round_intermediate);
+                ss = __fmaf_rn(hv[i][j], hv[i][j], ss);
             }
             store_vec<N>(hr + c, hv[i]);
         }
@@ -121,12 +106,7 @@ __global__ void __launch_bounds__(256) gated_residual_norm_kernel(TH* h, TO* out
             float w[N];
             if (a.weight) load_vec_any<N>(a.weight, a.weight_type, c, w);
 #pragma unroll
-            for (int j = 0; j < N; ++j) {
-                float n = hv[i][j] * inv;
-                if (a.round_normed) n = round_to<TO>(n);
-                if (a.weight) n *= w[j];
-                hv[i][j] = n;
-            }
+            for (int j = 0; j < N; ++j) hv[i][j] = gated_norm_value<TO>(a, hv[i][j], inv, w[j]);
             store_vec<N>(out + r * a.d + c, hv[i]);
         }
     }
@@ -452,35 +432,16 @@ Status head_norm_rope(const Context& ctx, const RmsNormParams& np, const RopePar
 Status gated_residual_rms_norm(const Context& ctx, const GatedResidualParams& gp, const RmsNormParams& np,
                                Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& row,
                                const Tensor& norm_weight, Tensor& out) {
-    GatedNormArgs a{};
-    a.d = h.dim(-1);
-    a.rows = a.d == 0 ? 0 : h.numel() / a.d;
+    const GatedNormArgs a = gated_norm_args(gp, np, h, gate, y, row, norm_weight);
     if (a.rows == 0 || a.d == 0) return ok_status();
-    a.gate = gate.data();
-    a.gate_type = static_cast<int>(gate.dtype());
-    a.gate_pitch = gate.stride(0);
-    a.table_rows = gate.dim(0);
-    a.row = row.data();
-    a.row64 = row.dtype() == DType::kI64;
-    a.round_intermediate = gp.round_intermediate;
-    a.y = y.data();
-    a.y_type = static_cast<int>(y.dtype());
-    a.eps = np.eps;
-    a.round_normed = np.round_normed;
-    if (norm_weight.defined())
-        a.weight = norm_weight.data(), a.weight_type = static_cast<int>(norm_weight.dtype());
-    const bool vec = a.d % 8 == 0 && pointer_alignment(h.data()) >= 16 && pointer_alignment(y.data()) >= 16 &&
-                     pointer_alignment(out.data()) >= 16 && table_vec8_ok(gate) &&
-                     (!norm_weight.defined() || pointer_alignment(norm_weight.data()) >= 16);
-    // Up to 4 chunks of a row per thread (256 threads) stay in registers: rows of up to 8192 (vectorized) or
-    // 1024 elements. Wider rows take the two ops.
-    const int64_t chunks = vec ? a.d / 8 : a.d;
-    const int iters = chunks <= 256 ? 1 : (chunks <= 512 ? 2 : (chunks <= 1024 ? 4 : 0));
-    if (iters == 0) {
+    const bool vec = gated_norm_vec8(a, h, gate, y, norm_weight) && pointer_alignment(out.data()) >= 16;
+    // Wider rows than the kernel keeps in registers take the two ops.
+    const GatedNormPlan plan = gated_norm_plan(a.d, vec);
+    if (plan.iters == 0) {
         H3_TRY(cuda_impl::gated_residual(ctx, gp, h, gate, y, row));
         return cuda_impl::rms_norm(ctx, np, h, norm_weight, out);
     }
-    const int threads = row_block((chunks + iters - 1) / iters);
+    const int iters = plan.iters, threads = plan.threads;
     return dispatch_float(h.dtype(), [&](auto th) {
         return dispatch_float(out.dtype(), [&](auto to) {
             using TH = typename decltype(th)::type;

@@ -1,6 +1,7 @@
-// The arguments of the one-block-per-row RMSNorm kernels (norm.cu's row_norm_kernel and the fused fp8 norm in
-// fp8_fused.cu), built in one place so both read a row, its weight and its modulation tables the same way,
-// and the row's 1/rms both compute (row_inv_rms), so both sum a row's squares in the same order.
+// The arguments of the one-block-per-row RMSNorm kernels (norm.cu's row_norm_kernel and
+// gated_residual_norm_kernel, and the fused fp8 norms in fp8_fused.cu), built in one place so both read a
+// row, its weight and its tables the same way, and the arithmetic both run (row_inv_rms, the gated residual's
+// update and its norm), so both sum a row's squares in the same order and round where the other rounds.
 #pragma once
 
 #include "core/tensor.h"
@@ -64,7 +65,86 @@ inline bool modulate_norm_vec8(const RowNormArgs& a, const Tensor& x, const Tens
            cuda_detail::table_vec8_ok(shift) && cuda_detail::table_vec8_ok(scale);
 }
 
+// gated_residual_rms_norm's arguments (h += gate[row]·y, then the norm of the updated h). y may alias the
+// norm's output.
+struct GatedNormArgs {
+    int64_t rows, d;
+    const void* gate;
+    int gate_type;
+    int64_t gate_pitch, table_rows;
+    const void* row;
+    bool row64, round_intermediate;
+    const void* y; // may alias out
+    int y_type;
+    float eps;
+    bool round_normed;
+    const void* weight; // nullptr: plain norm
+    int weight_type;
+};
+
+inline GatedNormArgs gated_norm_args(const GatedResidualParams& gp, const RmsNormParams& np, const Tensor& h,
+                                     const Tensor& gate, const Tensor& y, const Tensor& row,
+                                     const Tensor& norm_weight) {
+    GatedNormArgs a{};
+    a.d = h.dim(-1);
+    a.rows = a.d == 0 ? 0 : h.numel() / a.d;
+    a.gate = gate.data();
+    a.gate_type = static_cast<int>(gate.dtype());
+    a.gate_pitch = gate.stride(0);
+    a.table_rows = gate.dim(0);
+    a.row = row.data();
+    a.row64 = row.dtype() == DType::kI64;
+    a.round_intermediate = gp.round_intermediate;
+    a.y = y.data();
+    a.y_type = static_cast<int>(y.dtype());
+    a.eps = np.eps;
+    a.round_normed = np.round_normed;
+    if (norm_weight.defined())
+        a.weight = norm_weight.data(), a.weight_type = static_cast<int>(norm_weight.dtype());
+    return a;
+}
+
+// Whether h, y, the gate table and the weight allow 8-element accesses (the output is the caller's to check).
+inline bool gated_norm_vec8(const GatedNormArgs& a, const Tensor& h, const Tensor& gate, const Tensor& y,
+                            const Tensor& norm_weight) {
+    return a.d % 8 == 0 && cuda_detail::pointer_alignment(h.data()) >= 16 &&
+           cuda_detail::pointer_alignment(y.data()) >= 16 && cuda_detail::table_vec8_ok(gate) &&
+           (!norm_weight.defined() || cuda_detail::pointer_alignment(norm_weight.data()) >= 16);
+}
+
+// gated_residual_norm_kernel's launch shape: up to 4 chunks (N elements each) of a row per thread of at most
+// 256 threads, i.e. rows of up to 8192 (N = 8) or 1024 (N = 1) elements; iters 0 for wider rows (the
+// gated residual and the norm then run as two ops).
+struct GatedNormPlan {
+    int iters = 0, threads = 0;
+};
+inline GatedNormPlan gated_norm_plan(int64_t d, bool vec) {
+    const int64_t chunks = vec ? d / 8 : d;
+    GatedNormPlan p;
+    p.iters = chunks <= 256 ? 1 : (chunks <= 512 ? 2 : (chunks <= 1024 ? 4 : 0));
+    if (p.iters > 0) p.threads = cuda_detail::row_block((chunks + p.iters - 1) / p.iters);
+    return p;
+}
+
 #ifdef __CUDACC__
+// h + gate·y as stored in h's dtype TH (the product rounded to TH first with round_intermediate). Explicit
+// roundings (no contraction into an fma), so every kernel that calls it computes the same h.
+template <typename TH>
+__device__ __forceinline__ float gated_residual_value(float h, float g, float y, bool round_intermediate) {
+    float m = __fmul_rn(g, y);
+    if (round_intermediate) m = cuda_detail::round_to<TH>(m);
+    return cuda_detail::round_to<TH>(__fadd_rn(h, m));
+}
+
+// The norm of one element of the updated h (1/rms `inv`), before the store rounds it to the output dtype TO.
+template <typename TO>
+__device__ __forceinline__ float gated_norm_value(const GatedNormArgs& a, float h, float inv, float w) {
+    float n = __fmul_rn(h, inv);
+    if (a.round_normed) n = cuda_detail::round_to<TO>(n);
+    if (a.weight) n = __fmul_rn(n, w);
+    return n;
+}
+
 // 1/rms of the row xr[0, d): each thread sums the squares of its N-element chunks (thread t takes chunks t,
 // t + blockDim.x, ...; one fma per element, in order), then block_sum. Every thread of the block calls it
 // and gets the value.
