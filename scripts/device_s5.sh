@@ -4,8 +4,8 @@
 #      bench load (cold start against dd);
 #   2. the 50-grid-point t2va request (nothing regressed);
 #   3. the closing measures (after a tests stage): bench request --fasth3 --warmup bf16 / fp8 in two
-#      interleaved rounds, bench dit VSA bf16 / fp8, then one fp8 request without --warmup (its decode's
-#      one-time work);
+#      interleaved rounds, bench dit VSA bf16 / fp8, bench vae fp8 against the exact decode, then one fp8
+#      request without --warmup (its decode's one-time work);
 #   pre. a pre-test of new kernels: the GPU tests named in S5_TESTS ("binary:filter ..."), then bench dit VSA
 #      bf16 / fp8 and bench vae fp8 against the exact decode.
 source scripts/device_final45.sh --functions-only
@@ -78,6 +78,7 @@ if [ "${S5_PART:-1}" = 3 ]; then
   done
   f45_dit bf16; s5_overhead bf16
   f45_dit fp8 --precision fp8; s5_overhead fp8
+  s5_vae fp8 --vae-precision fp8
   f45_request fp8_cold --precision fp8
 fi
 echo "== device_s5 part ${S5_PART:-1} done ($SECONDS s)"
