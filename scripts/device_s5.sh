@@ -71,13 +71,13 @@ if [ "${S5_PART:-1}" = pre ]; then
   f45_dit fp8 --precision fp8; s5_overhead fp8
   s5_vae fp8 --vae-precision fp8
 fi
-if [ "${S5_PART:-1}" = 3 ]; then
-  for round in 1 2; do
+if [ "${S5_PART:-1}" = 3 ]; then # most needed first: a call that runs out of time loses the tail
+  f45_dit fp8 --precision fp8; s5_overhead fp8
+  f45_dit bf16; s5_overhead bf16
+  for round in ${S5_ROUNDS:-1 2}; do
     f45_request "bf16_$round" --warmup
     f45_request "fp8_$round" --precision fp8 --warmup
   done
-  f45_dit bf16; s5_overhead bf16
-  f45_dit fp8 --precision fp8; s5_overhead fp8
   s5_vae fp8 --vae-precision fp8
   f45_request fp8_cold --precision fp8
 fi
