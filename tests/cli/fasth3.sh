@@ -85,5 +85,11 @@ over = sum(s for p, s in ops.items() if p.startswith("vsa_") and
 assert abs(j["vsa_overhead_seconds_per_block"] - over) <= 1e-9 * max(1.0, over), (j["vsa_overhead_seconds_per_block"], ops)
 assert 0 < j["vsa_overhead_fraction"] < 1, j["vsa_overhead_fraction"]
 assert abs(j["vsa_overhead_fraction"] * j["seconds_per_block"] - over) <= 1e-6 * j["seconds_per_block"], j
+# plus the gate add's cost inside the sparse attention: the scan's gated run over the plain one at the blocks'
+# keep (0.25 of 8 video tiles: keep 2, which the scan times)
+gated = runs[0.25]["gated_seconds"] - runs[0.25]["sparse_attention_seconds"]
+assert abs(j["vsa_fused_gate_add_seconds"] - max(0.0, gated)) <= 1e-12, (j["vsa_fused_gate_add_seconds"], gated)
+assert abs(j["vsa_overhead_with_fused_gate_fraction"] * j["seconds_per_block"] -
+           (over + j["vsa_fused_gate_add_seconds"])) <= 1e-6 * j["seconds_per_block"], j
 PY
 echo "fasth3: ok"
