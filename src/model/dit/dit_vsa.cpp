@@ -70,7 +70,8 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
     H3_TRY(mark("vsa_pool_scores"));
     // Compression branch: o += (x·Gᵀ) ⊙ softmax(Sc)·v̄ of the row's tile; under kFp8 x·Gᵀ is an e4m3 GEMM
     // (on the norm's e4m3 rows x8 when the quantization is fused) unless an exception keeps G in bf16. Its
-    // gate (g, [S, H, hd]) and per-tile output (b.oc, from v's tile means vp), the gate add left to the caller.
+    // gate (g, [S, H, hd]) and per-tile output (b.oc, from v's tile means vp), the gate add left to the
+    // caller.
     Tensor g;
     auto compression = [&]() -> Status {
         H3_TRY(ensure(b.gate, Shape{sc.rows, H * hd}, act_dtype(), ctx_.device));
