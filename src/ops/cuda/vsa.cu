@@ -175,19 +175,25 @@ __device__ __forceinline__ void score_stage(const float* __restrict__ src, float
     }
 }
 
-// One channel's 64 products of a thread, each fused into its own chain.
-__device__ __forceinline__ void score_step(const float (*qs)[kScoreBlock], const float (*ks)[kScoreBlock],
-                                           int c, int tx, int ty, float (&acc)[8][8]) {
-    const float4 a0 = *reinterpret_cast<const float4*>(&qs[c][ty * 4]);
-    const float4 a1 = *reinterpret_cast<const float4*>(&qs[c][32 + ty * 4]);
-    const float4 b0 = *reinterpret_cast<const float4*>(&ks[c][tx * 4]);
-    const float4 b1 = *reinterpret_cast<const float4*>(&ks[c][32 + tx * 4]);
+// acc[r][s] += a[r]·b[s], each product fused into its own chain (one rounding): a thread's 8×8 register tile
+// of the scores and the compression. a = (a0, a1), b = (b0, b1) as 4 + 4 consecutive values.
+__device__ __forceinline__ void fma_outer_8x8(const float4 a0, const float4 a1, const float4 b0,
+                                              const float4 b1, float (&acc)[8][8]) {
     const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
     const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
     for (int r = 0; r < 8; ++r)
 #pragma unroll
         for (int s = 0; s < 8; ++s) acc[r][s] = __fmaf_rn(a[r], b[s], acc[r][s]);
+}
+
+// One channel's 64 products of a thread, each fused into its own chain.
+__device__ __forceinline__ void score_step(const float (*qs)[kScoreBlock], const float (*ks)[kScoreBlock],
+                                           int c, int tx, int ty, float (&acc)[8][8]) {
+    fma_outer_8x8(*reinterpret_cast<const float4*>(&qs[c][ty * 4]),
+                  *reinterpret_cast<const float4*>(&qs[c][32 + ty * 4]),
+                  *reinterpret_cast<const float4*>(&ks[c][tx * 4]),
+                  *reinterpret_cast<const float4*>(&ks[c][32 + tx * 4]), acc);
 }
 
 template <bool Vec>
@@ -505,16 +511,10 @@ __global__ void __launch_bounds__(kCompressThreads, 8)
         __syncthreads();
 #pragma unroll 8
         for (int jj = 0; jj < kCompressChunk; ++jj) {
-            const float4 p0 = *reinterpret_cast<const float4*>(&ps[jj][ty * 4]);
-            const float4 p1 = *reinterpret_cast<const float4*>(&ps[jj][16 + ty * 4]);
-            const float4 v0 = *reinterpret_cast<const float4*>(&vs[jj][tx * 4]);
-            const float4 v1 = *reinterpret_cast<const float4*>(&vs[jj][64 + tx * 4]);
-            const float p[8] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
-            const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
-#pragma unroll
-            for (int r = 0; r < 8; ++r)
-#pragma unroll
-                for (int c = 0; c < 8; ++c) acc[r][c] = fmaf(p[r], v[c], acc[r][c]);
+            fma_outer_8x8(*reinterpret_cast<const float4*>(&ps[jj][ty * 4]),
+                          *reinterpret_cast<const float4*>(&ps[jj][16 + ty * 4]),
+                          *reinterpret_cast<const float4*>(&vs[jj][tx * 4]),
+                          *reinterpret_cast<const float4*>(&vs[jj][64 + tx * 4]), acc);
         }
         __syncthreads();
     }
