@@ -34,6 +34,15 @@ const Geo kNoPrefix{{}, 6, 4, 9};
 const Geo kSmall{{3, 40}, 4, 3, 5};
 // 70 one-row prefix tiles and 1 × 2 × 9 cubes: 88 tiles, more than one 64-tile block of the CUDA kernels.
 const Geo kMany{std::vector<int64_t>(70, 1), 4, 8, 36};
+// 24,256 rows: 4 prefix tiles and 4 × 10 × 10 cubes (the sparse kernels' 24,000-key case).
+const Geo kBig{{256}, 15, 40, 40};
+// One block-sparse attention case: a geometry, its heads, the kept fraction of the video tiles, the mode.
+struct SparseCase {
+    Geo geo;
+    int64_t heads;
+    double kept;
+    bool exempt;
+};
 
 // `prefix` one-row prefix tiles and `video` video tiles of 4 rows (a 1 × 1 × 4·video grid): many tiles, few
 // rows.
@@ -472,18 +481,12 @@ TEST(OpsVsa, BlockSparseAttention) {
 TEST(OpsVsa, BlockSparseWgmmaKernel) {
     SKIP_IF_NO_BACKEND();
     if (!on_cuda()) GTEST_SKIP() << "CUDA only (the CPU has one implementation)";
-    struct Case {
-        Geo geo;
-        int64_t heads;
-        double kept; // kept fraction of the video tiles
-        bool exempt;
-    };
-    const Geo big{{256}, 15, 40, 40}; // 24,256 rows: 4 prefix tiles, 4 × 10 × 10 cubes
+    using Case = SparseCase;
     const Case cases[] = {{kOdd, 2, 0.05, true},       {kOdd, 2, 0.25, false},
                           {kOdd, 3, 0.5, true},        {kOdd, 1, 1.0, true},
                           {kOdd, 2, 1.0, false},       {kNoPrefix, 2, 0.3, true},
                           {kNoPrefix, 1, 0.05, false}, {{{64, 64}, 8, 8, 8}, 2, 0.25, true},
-                          {big, 1, 0.1, true},         {big, 1, 0.1, false}};
+                          {kBig, 1, 0.1, true},        {kBig, 1, 0.1, false}};
     uint32_t seed = 300;
     for (const Case& c : cases) {
         const VsaTileMap m = map_of(c.geo);
@@ -545,20 +548,14 @@ double rel_rms(const std::vector<double>& got, const std::vector<double>& want) 
 // tensor-core sums differ, which can move a P value across an e4m3 rounding boundary).
 TEST(OpsVsa, BlockSparseFp8) {
     SKIP_IF_NO_BACKEND();
-    struct Case {
-        Geo geo;
-        int64_t heads;
-        double kept;
-        bool exempt;
-    };
-    const Geo big{{256}, 15, 40, 40};
+    using Case = SparseCase;
     std::vector<Case> cases = {{kOdd, 2, 0.25, true},
                                {kOdd, 2, 0.5, false},
                                {kOdd, 1, 0.05, true},
                                {kNoPrefix, 2, 1.0, true},
                                {{{64, 64}, 8, 8, 8}, 2, 0.25, false}};
     if (on_cuda())
-        cases.push_back({big, 1, 0.1, true}); // 24,256 rows (the naive CPU loop would take minutes)
+        cases.push_back({kBig, 1, 0.1, true}); // 24,256 rows (the naive CPU loop would take minutes)
     uint32_t seed = 400;
     for (const Case& c : cases) {
         const VsaTileMap m = map_of(c.geo);
@@ -653,20 +650,14 @@ int64_t sparse_calls(const ProvenanceRecord& r, const std::string& impl) {
 // bytes, bf16 (rounded) and f32 (not), and in the fp8 simulation.
 TEST(OpsVsa, BlockSparseFusedGateAdd) {
     SKIP_IF_NO_BACKEND();
-    struct Case {
-        Geo geo;
-        int64_t heads;
-        double kept;
-        bool exempt;
-    };
-    const Geo big{{256}, 15, 40, 40};
+    using Case = SparseCase;
     std::vector<Case> cases = {{kOdd, 2, 0.25, false}, {kNoPrefix, 1, 0.3, true}};
     if (on_cuda()) // the kernels' cases (the CPU runs the composition itself: two cases show it)
         cases.insert(cases.end(), {{kOdd, 2, 0.05, true},
                                    {kOdd, 1, 1.0, true},
                                    {kNoPrefix, 1, 0.05, false},
                                    {{{64, 64}, 8, 8, 8}, 2, 0.25, true},
-                                   {big, 1, 0.1, true}});
+                                   {kBig, 1, 0.1, true}});
     const int64_t d = 128;
     uint32_t seed = 700;
     for (const Case& c : cases) {
