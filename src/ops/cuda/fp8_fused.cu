@@ -295,14 +295,10 @@ Status gated_residual_rms_norm_fp8(const Context& ctx, const GatedResidualParams
                                    const Tensor& norm_weight, Fp8Activation& out) {
     const GatedNormArgs a = gated_norm_args(gp, np, h, gate, y, row, norm_weight);
     if (a.rows == 0 || a.d == 0) return ok_status();
-    // gated_residual_rms_norm's choices for an aligned out: its vector width and block size, or, for rows
-    // wider than its kernel keeps in registers, the two ops (here the residual, then the fused rms_norm_fp8).
+    // gated_residual_rms_norm's choices for an aligned out (its vector width and block size), so that the sum
+    // of squares runs in the same order.
     const bool vec = gated_norm_vec8(a, h, gate, y, norm_weight);
     const GatedNormPlan plan = gated_norm_plan(a.d, vec);
-    if (plan.iters == 0) {
-        H3_TRY(cuda_impl::gated_residual(ctx, gp, h, gate, y, row));
-        return cuda_impl::rms_norm_fp8(ctx, np, h, norm_weight, out);
-    }
     return dispatch_float(h.dtype(), [&](auto th) {
         using TH = typename decltype(th)::type;
         GatedNormProducer<TH> p{};

@@ -112,10 +112,47 @@ __global__ void __launch_bounds__(256) gated_residual_norm_kernel(TH* h, TO* out
     }
 }
 
+// The same for rows wider than the registers hold (gated_norm_plan's iters 0): each thread stores its updated
+// chunks of h and reads them back after the barrier (its own writes), in the register kernel's chunk order.
+template <int N, typename TH, typename TO>
+__global__ void __launch_bounds__(256) gated_residual_norm_wide_kernel(TH* h, TO* out, GatedNormArgs a) {
+    const int64_t step = static_cast<int64_t>(blockDim.x) * N;
+    for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+        const int64_t t = load_index(a.row, a.row64, r);
+        if (t < 0 || t >= a.table_rows) continue; // uniform across the block: skip the row
+        TH* hr = h + r * a.d;
+        float ss = 0.0f;
+        for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < a.d; c += step) {
+            float hv[N], g[N], yv[N];
+            load_vec<N>(hr + c, hv);
+            load_vec_any<N>(a.gate, a.gate_type, t * a.gate_pitch + c, g);
+            load_vec_any<N>(a.y, a.y_type, r * a.d + c, yv);
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                hv[j] = gated_residual_value<TH>(hv[j], g[j], yv[j], a.round_intermediate);
+                ss = __fmaf_rn(hv[j], hv[j], ss);
+            }
+            store_vec<N>(hr + c, hv);
+        }
+        ss = block_sum(ss);
+        const float inv = 1.0f / sqrtf(ss / static_cast<float>(a.d) + a.eps);
+        for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < a.d; c += step) {
+            float hv[N], w[N];
+            load_vec<N>(hr + c, hv);
+            if (a.weight) load_vec_any<N>(a.weight, a.weight_type, c, w);
+#pragma unroll
+            for (int j = 0; j < N; ++j) hv[j] = gated_norm_value<TO>(a, hv[j], inv, w[j]);
+            store_vec<N>(out + r * a.d + c, hv);
+        }
+    }
+}
+
 template <int N, typename TH, typename TO>
 void launch_gated_norm(const Context& ctx, int iters, int threads, TH* h, TO* out, const GatedNormArgs& a) {
     const unsigned grid = static_cast<unsigned>(a.rows < (1LL << 30) ? a.rows : (1LL << 30));
-    if (iters == 1)
+    if (iters == 0)
+        gated_residual_norm_wide_kernel<N><<<grid, threads, 0, stream_of(ctx)>>>(h, out, a);
+    else if (iters == 1)
         gated_residual_norm_kernel<N, 1><<<grid, threads, 0, stream_of(ctx)>>>(h, out, a);
     else if (iters == 2)
         gated_residual_norm_kernel<N, 2><<<grid, threads, 0, stream_of(ctx)>>>(h, out, a);
@@ -435,12 +472,7 @@ Status gated_residual_rms_norm(const Context& ctx, const GatedResidualParams& gp
     const GatedNormArgs a = gated_norm_args(gp, np, h, gate, y, row, norm_weight);
     if (a.rows == 0 || a.d == 0) return ok_status();
     const bool vec = gated_norm_vec8(a, h, gate, y, norm_weight) && pointer_alignment(out.data()) >= 16;
-    // Wider rows than the kernel keeps in registers take the two ops.
     const GatedNormPlan plan = gated_norm_plan(a.d, vec);
-    if (plan.iters == 0) {
-        H3_TRY(cuda_impl::gated_residual(ctx, gp, h, gate, y, row));
-        return cuda_impl::rms_norm(ctx, np, h, norm_weight, out);
-    }
     const int iters = plan.iters, threads = plan.threads;
     return dispatch_float(h.dtype(), [&](auto th) {
         return dispatch_float(out.dtype(), [&](auto to) {

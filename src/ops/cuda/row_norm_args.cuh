@@ -115,6 +115,9 @@ inline bool gated_norm_vec8(const GatedNormArgs& a, const Tensor& h, const Tenso
 // gated_residual_norm_kernel's launch shape: up to 4 chunks (N elements each) of a row per thread of at most
 // 256 threads, i.e. rows of up to 8192 (N = 8) or 1024 (N = 1) elements; iters 0 for wider rows (the
 // gated residual and the norm then run as two ops).
+// iters: the chunks each thread keeps in registers between the residual and the norm (1, 2 or 4), or 0 for a
+// row wider than that: each thread then reads back the h it stored. Either way thread i handles chunks i,
+// i + threads, ... in that order, so both kernels sum the squares the same way.
 struct GatedNormPlan {
     int iters = 0, threads = 0;
 };
@@ -122,7 +125,7 @@ inline GatedNormPlan gated_norm_plan(int64_t d, bool vec) {
     const int64_t chunks = vec ? d / 8 : d;
     GatedNormPlan p;
     p.iters = chunks <= 256 ? 1 : (chunks <= 512 ? 2 : (chunks <= 1024 ? 4 : 0));
-    if (p.iters > 0) p.threads = cuda_detail::row_block((chunks + p.iters - 1) / p.iters);
+    p.threads = cuda_detail::row_block(p.iters > 0 ? (chunks + p.iters - 1) / p.iters : chunks);
     return p;
 }
 
