@@ -379,6 +379,50 @@ TEST(DitFp8, VsaWithGatesOnCudaMatchesTheCpu) {
 #endif
 }
 
+// VsaOptions::gate_add: the compression branch added by the sparse kernel's epilogue (fused) or by its own
+// pass after the attention (separate) gives the same bytes, bf16 and fp8. On CUDA the provenance shows which
+// kernel ran (`gated_impl` fused, `plain_impl` separate; nullptr: not checked).
+void expect_gate_add_modes_agree(const ops::Context& ctx, const char* gated_impl, const char* plain_impl) {
+    RunSpec spec{.options = vsa_options(), .gates = true};
+    const BothRuns fused = run_both(ctx, spec);
+    auto a = parse_attention_choice("vsa:sparsity=0.5,gate_add=separate");
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    spec.options.attention = *a;
+    const BothRuns separate = run_both(ctx, spec);
+    for (const auto& [name, x, y] : {std::tuple<const char*, const Tensor*, const Tensor*>{
+                                         "fp8 video", &fused.fp8.sample, &separate.fp8.sample},
+                                     {"fp8 audio", &fused.fp8.audio_sample, &separate.fp8.audio_sample},
+                                     {"bf16 video", &fused.bf16.sample, &separate.bf16.sample},
+                                     {"bf16 audio", &fused.bf16.audio_sample, &separate.bf16.audio_sample}}) {
+        ASSERT_EQ(x->numel(), y->numel()) << name;
+        ASSERT_GT(x->numel(), 0) << name;
+        EXPECT_EQ(std::memcmp(x->data(), y->data(), static_cast<size_t>(x->numel()) * 4), 0)
+            << name << ": gate_add=separate differs from the fused gate add";
+    }
+    if (gated_impl) {
+        EXPECT_GT(calls(fused, "sparse_attention", gated_impl), 0);
+        EXPECT_EQ(calls(separate, "sparse_attention", gated_impl), 0);
+        EXPECT_GT(calls(separate, "sparse_attention", plain_impl), 0);
+    }
+}
+
+TEST(DitFp8, VsaGateAddModesAgreeOnCpu) {
+    expect_gate_add_modes_agree(ops::Context::cpu(), nullptr, nullptr);
+}
+
+TEST(DitFp8, VsaGateAddModesAgreeOnCuda) {
+#ifdef H3_WITH_CUDA
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    auto cc = ops::CudaContext::create(0);
+    ASSERT_TRUE(cc.ok()) << cc.status().to_string();
+    if ((*cc)->cc_major() != 9) GTEST_SKIP() << "the fused gate add is the sm_90a kernels'";
+    const ops::Context ctx{.device = Device::cuda(0), .cuda = cc->get()};
+    expect_gate_add_modes_agree(ctx, "sm90a-wgmma-e4m3+gate", "sm90a-wgmma-e4m3");
+#else
+    GTEST_SKIP() << "CPU-only build";
+#endif
+}
+
 TEST(DitFp8, BadExceptionsAreReportedByName) {
     const DitConfig c = small_config();
     auto w = random_dit_weights(c, ops::Context::cpu(), DitPrecision::kBf16, {.blocks = 3, .seed = 1});

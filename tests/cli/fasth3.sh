@@ -87,9 +87,25 @@ assert 0 < j["vsa_overhead_fraction"] < 1, j["vsa_overhead_fraction"]
 assert abs(j["vsa_overhead_fraction"] * j["seconds_per_block"] - over) <= 1e-6 * j["seconds_per_block"], j
 # plus the gate add's cost inside the sparse attention: the scan's gated run over the plain one at the blocks'
 # keep (0.25 of 8 video tiles: keep 2, which the scan times)
-gated = runs[0.25]["gated_seconds"] - runs[0.25]["sparse_attention_seconds"]
+# (gated_plain_seconds: the plain run timed beside the gated one, plain/gated/gated/plain)
+assert all(r["gated_plain_seconds"] > 0 for r in v["runs"]), runs
+gated = runs[0.25]["gated_seconds"] - runs[0.25]["gated_plain_seconds"]
 assert abs(j["vsa_fused_gate_add_seconds"] - max(0.0, gated)) <= 1e-12, (j["vsa_fused_gate_add_seconds"], gated)
 assert abs(j["vsa_overhead_with_fused_gate_fraction"] * j["seconds_per_block"] -
            (over + j["vsa_fused_gate_add_seconds"])) <= 1e-6 * j["seconds_per_block"], j
 PY
+# gate_add=separate: the gate add is a pass of its own, timed in vsa_compression (no fused cost to add back)
+expect_rc 0 "$H3" bench dit --config "$WORK/fast/transformer/config.json" --random-weights --device cpu \
+  --size 128x64 --frames 107 --text 9 --blocks 2 --iters 1 --attention vsa:sparsity=0.75,gate_add=separate --json
+python3 - "$WORK/out.txt" <<'PY' || fail "bench dit --attention vsa:...,gate_add=separate json"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["attention"] == "vsa(sparsity=0.75,mode=exempt,gate_add=separate)", j["attention"]
+assert j["vsa_fused_gate_add_seconds"] == 0, j
+assert j["vsa_overhead_with_fused_gate_fraction"] == j["vsa_overhead_fraction"] > 0, j
+assert j["per_op_seconds_per_block"].get("vsa_compression", 0) > 0, j["per_op_seconds_per_block"]
+PY
+expect_rc 2 "$H3" bench dit --config "$WORK/fast/transformer/config.json" --random-weights --device cpu \
+  --size 128x64 --frames 107 --text 9 --blocks 2 --iters 1 --attention vsa:gate_add=later
+expect_err "gate_add 'later' must be fused or separate"
 echo "fasth3: ok"

@@ -44,6 +44,7 @@ std::string AttentionChoice::describe() const {
         for (size_t i = 0; i < vsa.dense_layers.size(); ++i) os << (i ? "/" : "") << vsa.dense_layers[i];
     }
     if (vsa.dense_first_n_steps > 0) os << ",dense_first_n_steps=" << vsa.dense_first_n_steps;
+    if (vsa.gate_add == VsaGateAdd::kSeparate) os << ",gate_add=separate";
     os << ")";
     return os.str();
 }
@@ -60,7 +61,7 @@ Result<AttentionChoice> parse_attention_choice(const std::string& spec) {
     if (kind != "vsa")
         return invalid_argument("attention '" + spec +
                                 "' must be dense or vsa[:sparsity=0.9,mode=exempt|compete,dense_layers=0/1,"
-                                "dense_first_n_steps=N]");
+                                "dense_first_n_steps=N,gate_add=fused|separate]");
     c.kind = AttentionChoice::Kind::kVsa;
     if (colon == std::string::npos) return c;
     std::stringstream fields(spec.substr(colon + 1));
@@ -88,9 +89,13 @@ Result<AttentionChoice> parse_attention_choice(const std::string& spec) {
             }
         } else if (key == "dense_first_n_steps") {
             H3_ASSIGN_OR_RETURN(c.vsa.dense_first_n_steps, parse_count(key, value));
+        } else if (key == "gate_add") {
+            if (value != "fused" && value != "separate")
+                return invalid_argument("attention vsa: gate_add '" + value + "' must be fused or separate");
+            c.vsa.gate_add = value == "separate" ? VsaGateAdd::kSeparate : VsaGateAdd::kFused;
         } else {
             return invalid_argument("attention vsa: unknown option '" + key +
-                                    "' (sparsity, mode, dense_layers, dense_first_n_steps)");
+                                    "' (sparsity, mode, dense_layers, dense_first_n_steps, gate_add)");
         }
     }
     return c;

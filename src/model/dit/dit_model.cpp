@@ -567,8 +567,10 @@ Status DitModel::run_block_with(const DitBlockWeights& w, int index, Tensor& h, 
             return invalid_argument("DiT block " + std::to_string(index) +
                                     ": VSA attention needs the request's tile map (prepare_request with the "
                                     "same attention options)");
-        vsa = {rows.vsa, o.attention.layer_sparsity(index, o.step),
-               o.attention.vsa.mode == VsaMode::kCompete};
+        vsa = {.tiles = rows.vsa,
+               .sparsity = o.attention.layer_sparsity(index, o.step),
+               .compete = o.attention.vsa.mode == VsaMode::kCompete,
+               .fused_gate_add = o.attention.vsa.gate_add == VsaGateAdd::kFused};
     }
     PhaseTimer* timer = o.timer;
     auto mark = [&](const char* phase) { return timer ? timer->mark(phase) : ok_status(); };

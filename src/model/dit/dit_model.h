@@ -254,6 +254,7 @@ private:
         double sparsity = 0.0;
         bool compete = false;
         bool fp8 = false; // the sparse (and dense) attention in the attention op's fp8 mode
+        bool fused_gate_add = true; // VsaOptions::gate_add: the sparse kernel adds the compression branch
         // bench dit's per-op timer: the scores, selection, sparse attention and compression branch as
         // phases of their own (nullptr: no marks)
         PhaseTimer* timer = nullptr;

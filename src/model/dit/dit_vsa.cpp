@@ -90,13 +90,17 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
         H3_TRY(ops::vsa_select(ctx_, sp, tiles, b.scores, b.lists));
         H3_TRY(mark("vsa_select"));
         ops::BlockSparseAttentionParams ap{.fp8 = layer.fp8};
-        if (gated) { // the compression first: the sparse attention adds its gate in its epilogue
+        if (gated && layer.fused_gate_add) { // the compression first: the sparse attention adds its gate
             H3_TRY(compression());
             H3_TRY(mark("vsa_compression"));
             ap.gate_add = {.oc = &b.oc, .gate = &g, .params = gp};
         }
         H3_TRY(ops::block_sparse_attention(ctx_, ap, tiles, q3, k3, v3, b.lists, o3));
-        return mark("vsa_sparse_attention");
+        H3_TRY(mark("vsa_sparse_attention"));
+        if (!gated || layer.fused_gate_add) return ok_status();
+        H3_TRY(compression());
+        H3_TRY(ops::vsa_gate_add(ctx_, gp, tiles, b.oc, g, o3));
+        return mark("vsa_compression");
     }
     H3_TRY(ops::attention(ctx_, {.fp8 = layer.fp8}, q3, k3, v3, o3));
     H3_TRY(mark("vsa_dense_attention"));
