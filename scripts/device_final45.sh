@@ -54,6 +54,17 @@ for run in j.get("vsa", {}).get("runs", []): print("vsa run", run)
 print("fallbacks", j.get("fallbacks"))
 PY
 }
+f45_test() { # binary filter: one GPU test binary, its summary and failures
+  local bin=$1 filter=$2 extra=()
+  [[ $bin == test_ops* ]] && extra=(--backend cuda)
+  timeout 240 "$T/$bin" --gtest_filter="$filter" "${extra[@]}" > "$OUT/test_$bin.log" 2>&1
+  echo "$bin $filter rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/test_$bin.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]|Failure|PSNR|dB' "$OUT/test_$bin.log" | head -12
+}
+f45_vae_psnr() { # tag args...: bench vae with its PSNR against the exact decode
+  f45_vae "$@" --psnr-vs-exact
+  python3 -c "import json; j = json.load(open('$OUT/f45_vae_$1.json')); print('psnr_vs_exact', j.get('psnr_vs_exact'), 'kernels', j.get('kernels'))" 2>&1 | tail -1
+}
 [ "${1:-}" = --functions-only ] && return 0
 if [ "${F45_PART:-1}" = 1 ]; then
   for round in 1 2; do

@@ -51,25 +51,14 @@ print({k: r(j.get(k)) for k in ('seconds_total', 'seconds_encode', 'seconds_deno
                                 'peak_device_gib')}, 'steps', len(s), 'first', r(s[0]) if s else None,
       'median', r(sorted(s)[len(s) // 2]) if s else None)" 2>&1 | tail -2
 fi
-s5_test() { # binary filter: one GPU test binary, its summary and failures
-  local bin=$1 filter=$2 extra=()
-  [[ $bin == test_ops* ]] && extra=(--backend cuda)
-  timeout 240 "$T/$bin" --gtest_filter="$filter" "${extra[@]}" > "$OUT/s5_test_$bin.log" 2>&1
-  echo "$bin $filter rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/s5_test_$bin.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED  \]|Failure|PSNR|dB' "$OUT/s5_test_$bin.log" | head -12
-}
-s5_vae() { # tag args...: bench vae with its PSNR against the exact decode
-  f45_vae "$@" --psnr-vs-exact
-  python3 -c "import json; j = json.load(open('$OUT/f45_vae_$1.json')); print('psnr_vs_exact', j.get('psnr_vs_exact'), 'kernels', j.get('kernels'))" 2>&1 | tail -1
-}
 s5_overhead() { # tag: issue #45's VSA share from f45_dit's JSON
   python3 -c "import json; j = json.load(open('$OUT/f45_dit_$1.json')); print('$1 vsa overhead', round(j.get('vsa_overhead_seconds_per_block', 0) * 1e3, 3), 'ms/block =', round(100 * j.get('vsa_overhead_fraction', 0), 2), '% of', round(j.get('seconds_per_block', 0) * 1e3, 2), 'ms')" 2>&1 | tail -1
 }
 if [ "${S5_PART:-1}" = pre ]; then
-  for t in ${S5_TESTS:-}; do s5_test "${t%%:*}" "${t#*:}"; done
+  for t in ${S5_TESTS:-}; do f45_test "${t%%:*}" "${t#*:}"; done
   f45_dit bf16; s5_overhead bf16
   f45_dit fp8 --precision fp8; s5_overhead fp8
-  s5_vae fp8 --vae-precision fp8
+  f45_vae_psnr fp8 --vae-precision fp8
 fi
 if [ "${S5_PART:-1}" = 3 ]; then # most needed first: a call that runs out of time loses the tail
   f45_dit fp8 --precision fp8; s5_overhead fp8
@@ -78,7 +67,7 @@ if [ "${S5_PART:-1}" = 3 ]; then # most needed first: a call that runs out of ti
     f45_request "bf16_$round" --warmup
     f45_request "fp8_$round" --precision fp8 --warmup
   done
-  s5_vae fp8 --vae-precision fp8
+  f45_vae_psnr fp8 --vae-precision fp8
   f45_request fp8_cold --precision fp8
 fi
 echo "== device_s5 part ${S5_PART:-1} done ($SECONDS s)"
