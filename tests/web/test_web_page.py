@@ -187,6 +187,11 @@ def main():
         browser.click("#cancel")
         wait_for("the job to be cancelled", lambda: browser.text("#job-status") == "cancelled" or None, 60)
         print("cancelled:", browser.text("#job-id"))
+        # the cancel answer can be a snapshot from before the worker stopped and arrive after the stream's
+        # "cancelled" event: a stale non-final snapshot must not move the finished job back
+        browser.js("showJob({id: current.id, status: 'in_progress', progress: 40});")
+        assert browser.text("#job-status") == "cancelled", browser.text("#job-status")
+        assert browser.js("return document.getElementById('cancel').disabled;") is True
 
         # the history lists both jobs (newest first)
         rows = wait_for("the history", lambda: (lambda r: r if r and len(r) >= 2 else None)(browser.js(

@@ -11,7 +11,7 @@ const KEY_STORAGE = "h3.apiKey";
 const FIELDS = ["prompt", "size", "seconds", "seed", "num_inference_steps", "quality", "first_frame",
                 "last_frame", "reference"];
 const $ = (id) => document.getElementById(id);
-let current = null;        // {id, abort: AbortController}
+let current = null;        // {id, abort: AbortController, final: whether a final status was shown}
 let historyAfter = null;   // the list cursor for "Older videos"
 let playerUrl = null;      // the blob: URL the player holds
 
@@ -149,14 +149,22 @@ $("job-form").addEventListener("submit", async (ev) => {
 });
 
 // ---- the current job: progress from the event stream
+const FINAL_STATUSES = ["completed", "failed", "cancelled"];
+
 function showJob(video) {
+  // Snapshots come from two connections (the event stream, the cancel answer), so an older one can arrive
+  // last: once the job showed a final status, a non-final snapshot of it is stale and ignored.
+  const final = FINAL_STATUSES.includes(video.status);
+  if (current && current.id === video.id) {
+    if (current.final && !final) return;
+    if (final) current.final = true;
+  }
   $("job").hidden = false;
   $("job-id").textContent = video.id;
   $("job-status").textContent = video.status;
   const p = Math.round(video.progress || 0);
   $("job-progress").value = p;
   $("job-percent").textContent = p + " %";
-  const final = ["completed", "failed", "cancelled"].includes(video.status);
   $("cancel").disabled = final;
   $("job-error").textContent = video.error ? (video.error.code + ": " + video.error.message) : "";
   const warnings = $("job-warnings");
