@@ -185,9 +185,9 @@ TEST(DitFp8, FusedQuantizationIsExactOnCpu) {
 
 // VSA (no compression gates: the norms' bf16 rows are not needed) with fp8: the fused quantization and the
 // e4m3 block-sparse attention; the same bytes fused or not, and within the dense fp8 bound of bf16 VSA.
-DitForwardOptions vsa_options() {
+DitForwardOptions vsa_options(const char* spec = "vsa:sparsity=0.5") {
     DitForwardOptions o;
-    auto a = parse_attention_choice("vsa:sparsity=0.5");
+    auto a = parse_attention_choice(spec);
     EXPECT_TRUE(a.ok()) << a.status().to_string();
     o.attention = *a;
     return o;
@@ -350,9 +350,9 @@ TEST_P(DitFp8Cuda, MatchesTheCpuFp8Path) {
 INSTANTIATE_TEST_SUITE_P(Accumulation, DitFp8Cuda, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Fast" : "Exact"; });
 
-// FastH3's gated VSA blocks on CUDA against the CPU, bf16 and fp8: the sparse blocks run the compression
-// first and the wgmma kernels add the gate in their epilogue (noted "+gate"; the CPU runs the attention, then
-// the gate add), so a gate add gone wrong in the kernel shows against the CPU's.
+// FastH3's gated VSA blocks on CUDA against the CPU, bf16 and fp8, with gate_add=fused: the sparse blocks run
+// the compression first and the wgmma kernels add the gate in their epilogue (noted "+gate"; the CPU runs the
+// attention, then the gate add), so a gate add gone wrong in the kernel shows against the CPU's.
 TEST(DitFp8, VsaWithGatesOnCudaMatchesTheCpu) {
 #ifdef H3_WITH_CUDA
     if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
@@ -360,7 +360,7 @@ TEST(DitFp8, VsaWithGatesOnCudaMatchesTheCpu) {
     ASSERT_TRUE(cc.ok()) << cc.status().to_string();
     if ((*cc)->cc_major() != 9) GTEST_SKIP() << "the fp8 sparse attention needs an H100/H200";
     const ops::Context ctx{.device = Device::cuda(0), .cuda = cc->get()};
-    const RunSpec spec{.options = vsa_options(), .gates = true};
+    const RunSpec spec{.options = vsa_options("vsa:sparsity=0.5,gate_add=fused"), .gates = true};
     const BothRuns gpu = run_both(ctx, spec), cpu = run_both(ops::Context::cpu(), spec);
     EXPECT_GT(calls(gpu, "sparse_attention", "sm90a-wgmma-e4m3+gate"), 0);
     const Agreement v = agree(gpu.fp8.sample, cpu.fp8.sample), b = agree(gpu.bf16.sample, cpu.bf16.sample),
@@ -384,11 +384,11 @@ TEST(DitFp8, VsaWithGatesOnCudaMatchesTheCpu) {
 // kernel ran (`gated_impl` fused, `plain_impl` separate; nullptr: not checked).
 void expect_gate_add_modes_agree(const ops::Context& ctx, const char* gated_impl, const char* plain_impl) {
     RunSpec spec{.options = vsa_options(), .gates = true};
-    const BothRuns fused = run_both(ctx, spec);
-    auto a = parse_attention_choice("vsa:sparsity=0.5,gate_add=separate");
+    const BothRuns separate = run_both(ctx, spec); // the default
+    auto a = parse_attention_choice("vsa:sparsity=0.5,gate_add=fused");
     ASSERT_TRUE(a.ok()) << a.status().to_string();
     spec.options.attention = *a;
-    const BothRuns separate = run_both(ctx, spec);
+    const BothRuns fused = run_both(ctx, spec);
     for (const auto& [name, x, y] : {std::tuple<const char*, const Tensor*, const Tensor*>{
                                          "fp8 video", &fused.fp8.sample, &separate.fp8.sample},
                                      {"fp8 audio", &fused.fp8.audio_sample, &separate.fp8.audio_sample},

@@ -401,17 +401,17 @@ TEST(FastH3, AttentionSpec) {
     EXPECT_EQ(a->layer_sparsity(1, 1), 0.0);
     EXPECT_EQ(a->layer_sparsity(1, 2), 0.8);
     EXPECT_EQ(a->describe(), "vsa(sparsity=0.8,mode=compete,dense_layers=0/3,dense_first_n_steps=2)");
-    EXPECT_EQ(a->vsa.gate_add, model::VsaGateAdd::kFused);
+    EXPECT_EQ(a->vsa.gate_add, model::VsaGateAdd::kSeparate);
     auto d = model::parse_attention_choice("vsa");
     ASSERT_TRUE(d.ok());
     EXPECT_EQ(d->vsa.sparsity, 0.9);
     EXPECT_EQ(d->vsa.mode, model::VsaMode::kExempt);
-    auto s = model::parse_attention_choice("vsa:gate_add=separate");
-    ASSERT_TRUE(s.ok()) << s.status().to_string();
-    EXPECT_EQ(s->vsa.gate_add, model::VsaGateAdd::kSeparate);
-    EXPECT_EQ(s->describe(), "vsa(sparsity=0.9,mode=exempt,gate_add=separate)");
-    EXPECT_EQ(model::parse_attention_choice("vsa:gate_add=fused").value().vsa.gate_add,
-              model::VsaGateAdd::kFused);
+    auto f = model::parse_attention_choice("vsa:gate_add=fused");
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    EXPECT_EQ(f->vsa.gate_add, model::VsaGateAdd::kFused);
+    EXPECT_EQ(f->describe(), "vsa(sparsity=0.9,mode=exempt,gate_add=fused)");
+    EXPECT_EQ(model::parse_attention_choice("vsa:gate_add=separate").value().vsa.gate_add,
+              model::VsaGateAdd::kSeparate);
     EXPECT_NE(model::parse_attention_choice("vsa:gate_add=late").status().message().find("gate_add 'late'"),
               std::string::npos);
     EXPECT_FALSE(model::parse_attention_choice("dense").value().is_vsa());

@@ -50,7 +50,7 @@ expect_rc 3 "${GEN[@]}" --save-latents "$WORK/x.st"; expect_err "vsa_tile_size 2
 
 # ---- bench dit --attention vsa on a tiny config (CPU): blocks with gates and the kept-fraction scan
 expect_rc 0 "$H3" bench dit --config "$WORK/fast/transformer/config.json" --random-weights --device cpu \
-  --size 128x64 --frames 107 --text 9 --blocks 2 --iters 1 --attention vsa:sparsity=0.75 --vsa-scan 0.25,1 --vsa-variants --attention-candidates --json
+  --size 128x64 --frames 107 --text 9 --blocks 2 --iters 1 --attention vsa:sparsity=0.75,gate_add=fused --vsa-scan 0.25,1 --vsa-variants --attention-candidates --json
 python3 - "$WORK/out.txt" <<'PY' || fail "bench dit --attention vsa json"
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -94,13 +94,14 @@ assert abs(j["vsa_fused_gate_add_seconds"] - max(0.0, gated)) <= 1e-12, (j["vsa_
 assert abs(j["vsa_overhead_with_fused_gate_fraction"] * j["seconds_per_block"] -
            (over + j["vsa_fused_gate_add_seconds"])) <= 1e-6 * j["seconds_per_block"], j
 PY
-# gate_add=separate: the gate add is a pass of its own, timed in vsa_compression (no fused cost to add back)
+# the default, gate_add=separate: the gate add is a pass of its own, timed in vsa_compression (no fused cost to
+# add back)
 expect_rc 0 "$H3" bench dit --config "$WORK/fast/transformer/config.json" --random-weights --device cpu \
   --size 128x64 --frames 107 --text 9 --blocks 2 --iters 1 --attention vsa:sparsity=0.75,gate_add=separate --json
 python3 - "$WORK/out.txt" <<'PY' || fail "bench dit --attention vsa:...,gate_add=separate json"
 import json, sys
 j = json.load(open(sys.argv[1]))
-assert j["attention"] == "vsa(sparsity=0.75,mode=exempt,gate_add=separate)", j["attention"]
+assert j["attention"] == "vsa(sparsity=0.75,mode=exempt)", j["attention"]
 assert j["vsa_fused_gate_add_seconds"] == 0, j
 assert j["vsa_overhead_with_fused_gate_fraction"] == j["vsa_overhead_fraction"] > 0, j
 assert j["per_op_seconds_per_block"].get("vsa_compression", 0) > 0, j["per_op_seconds_per_block"]

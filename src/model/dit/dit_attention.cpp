@@ -44,7 +44,7 @@ std::string AttentionChoice::describe() const {
         for (size_t i = 0; i < vsa.dense_layers.size(); ++i) os << (i ? "/" : "") << vsa.dense_layers[i];
     }
     if (vsa.dense_first_n_steps > 0) os << ",dense_first_n_steps=" << vsa.dense_first_n_steps;
-    if (vsa.gate_add == VsaGateAdd::kSeparate) os << ",gate_add=separate";
+    if (vsa.gate_add == VsaGateAdd::kFused) os << ",gate_add=fused";
     os << ")";
     return os.str();
 }

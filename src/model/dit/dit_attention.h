@@ -19,10 +19,11 @@ struct VsaOptions {
     VsaMode mode = VsaMode::kExempt; // exempt: prefix key tiles always kept; compete: they compete in top-k
     std::vector<int> dense_layers;   // blocks that keep every tile (the compression branch still runs)
     int dense_first_n_steps = 0;     // denoising steps (0-based index < n) that keep every tile
-    // How a sparse gated block adds the compression branch (o += gate ⊙ oc): in the wgmma sparse kernels'
-    // epilogue (fused, where the kernel runs; other kernels run the pass after) or as its own pass after the
-    // attention (separate). The same bytes either way; only the speed differs.
-    VsaGateAdd gate_add = VsaGateAdd::kFused;
+    // How a sparse gated block adds the compression branch (o += gate ⊙ oc): as its own pass after the
+    // attention (separate, the default: faster on the H100 in the sixth session's measures of 2026-12-07) or
+    // in the wgmma sparse kernels' epilogue (fused, where the kernel runs; other kernels run the pass after).
+    // The same bytes either way; only the speed differs.
+    VsaGateAdd gate_add = VsaGateAdd::kSeparate;
 };
 
 struct AttentionChoice {
@@ -32,8 +33,8 @@ struct AttentionChoice {
     bool is_vsa() const { return kind == Kind::kVsa; }
     // The sparsity block `layer` uses at denoising step `step` (0 = every tile kept).
     double layer_sparsity(int layer, int step) const;
-    // "dense", "vsa(sparsity=0.9,mode=exempt)" (+ dense_layers / dense_first_n_steps / gate_add=separate
-    // when set).
+    // "dense", "vsa(sparsity=0.9,mode=exempt)" (+ dense_layers / dense_first_n_steps / gate_add=fused when
+    // set).
     std::string describe() const;
 };
 

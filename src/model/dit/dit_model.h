@@ -253,8 +253,8 @@ private:
         const ops::VsaTiles* tiles = nullptr;
         double sparsity = 0.0;
         bool compete = false;
-        bool fp8 = false; // the sparse (and dense) attention in the attention op's fp8 mode
-        bool fused_gate_add = true; // VsaOptions::gate_add: the sparse kernel adds the compression branch
+        bool fp8 = false;            // the sparse (and dense) attention in the attention op's fp8 mode
+        bool fused_gate_add = false; // VsaOptions::gate_add: the sparse kernel adds the compression branch
         // bench dit's per-op timer: the scores, selection, sparse attention and compression branch as
         // phases of their own (nullptr: no marks)
         PhaseTimer* timer = nullptr;
