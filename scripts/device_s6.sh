@@ -4,9 +4,9 @@
 #       gate add fused into the sparse kernel against its own pass (--attention vsa:...,gate_add=separate),
 #       fp8 and bf16, in two interleaved rounds; then Nsight Compute's throughput, occupancy and stall sections
 #       for VSA's small kernels of one fp8 block (what bounds them).
-#   final. the closing measures (after a tests stage): bench dit VSA fp8 / bf16 with the engine's default,
-#       bench request --fasth3 --warmup bf16 / fp8 in two interleaved rounds, fp8 with the fp8 video decoder,
-#       bench vae fp8 against the exact decode, then one fp8 request without --warmup.
+#   final. the closing measures (after a tests stage): bench dit VSA fp8 / bf16, the default (separate gate
+#       add) and gate_add=fused, bench request --fasth3 --warmup bf16 / fp8 in two interleaved rounds, fp8 with
+#       the fp8 video decoder, bench vae fp8 against the exact decode, then the ncu sections of part ab.
 source scripts/device_final45.sh --functions-only
 s6_dit() { # tag attention args...: bench dit on 2 full-width blocks, its VSA share and per-op split
   local tag=$1 attn=$2; shift 2
@@ -56,14 +56,16 @@ if [ "${S6_PART:-ab}" = ab ]; then
   s6_ncu_vsa
 fi
 if [ "${S6_PART:-ab}" = final ]; then # most needed first: a call that runs out of time loses the tail
-  s6_dit fp8 vsa:sparsity=0.9 --precision fp8 --vsa-scan 0.1
-  s6_dit bf16 vsa:sparsity=0.9 --vsa-scan 0.1
+  s6_dit fp8 vsa:sparsity=0.9 --precision fp8
+  s6_dit fp8_fused vsa:sparsity=0.9,gate_add=fused --precision fp8 --vsa-scan 0.1
+  s6_dit bf16 vsa:sparsity=0.9
+  s6_dit bf16_fused vsa:sparsity=0.9,gate_add=fused --vsa-scan 0.1
   for round in ${S6_ROUNDS:-1 2}; do
     f45_request "bf16_$round" --warmup
     f45_request "fp8_$round" --precision fp8 --warmup
   done
   f45_request fp8_vaefp8 --precision fp8 --vae-precision fp8 --warmup
   f45_vae_psnr fp8 --vae-precision fp8
-  f45_request fp8_cold --precision fp8
+  s6_ncu_vsa
 fi
 echo "== device_s6 part ${S6_PART:-ab} done ($SECONDS s)"
