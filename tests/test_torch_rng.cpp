@@ -79,6 +79,20 @@ TEST(TorchRng, KernelsDifferOnlyInLastBits) {
     EXPECT_GT(bit_mismatches(a.data(), b.data(), a.size()), 0); // they are different kernels
 }
 
+TEST(TorchRng, LargeDrawIsItsSixteensInOrder) {
+    // A draw of 16·k values is its k sixteens drawn one after another (torch draws every uniform first, then
+    // transforms each 16 on its own): k = 5000 takes the threaded transform (from 4096 sixteens), both
+    // kernels.
+    for (TorchNormalKernel kernel : {TorchNormalKernel::kAvx2, TorchNormalKernel::kScalar}) {
+        const size_t k = 5000;
+        std::vector<float> big(16 * k), small(16 * k);
+        TorchGenerator a(21, kernel), b(21, kernel);
+        a.randn(big.data(), big.size());
+        for (size_t i = 0; i < k; ++i) b.randn(small.data() + 16 * i, 16);
+        EXPECT_EQ(bit_mismatches(big.data(), small.data(), big.size()), 0);
+    }
+}
+
 TEST(TorchRng, CachedNormalCarriesAcrossSmallDraws) {
     // Two draws of 1 from one generator equal one draw of 2 (torch caches the Box-Muller sine).
     TorchGenerator g1(11), g2(11);

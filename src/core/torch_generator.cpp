@@ -1,6 +1,7 @@
 #include "core/torch_generator.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace h3 {
@@ -152,7 +153,11 @@ void TorchGenerator::randn(float* out, size_t n) {
         return;
     }
     for (size_t i = 0; i < n; ++i) out[i] = uniform_float();
-    for (size_t i = 0; i + 16 <= n; i += 16) normal_fill_16(out + i);
+    // The draws are one sequence; the transform of each 16 is independent of the others (a request's video
+    // noise is ~3.6 M values: the transform took ~0.15 s on one core).
+    const auto chunks = static_cast<int64_t>(n / 16);
+#pragma omp parallel for schedule(static) if (chunks >= 4096)
+    for (int64_t c = 0; c < chunks; ++c) normal_fill_16(out + c * 16);
     if (n % 16 != 0) {
         float* tail = out + n - 16; // torch redraws and re-transforms the last 16 values
         for (int i = 0; i < 16; ++i) tail[i] = uniform_float();
