@@ -20,6 +20,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <tuple>
 
 namespace h3::model {
@@ -134,6 +136,36 @@ BothRuns run_both(const ops::Context& ctx, const RunSpec& spec = {}) {
 }
 
 // Host calls of `family`'s implementation `impl` in a run's record (0 when none).
+#ifdef H3_WITH_CUDA
+// CUDA device 0 when it is an H100/H200 (sm_90a: the e4m3 attention and the wgmma kernels); else `skip` says
+// why the test skips (a context that fails to open is also a test failure).
+struct HopperDevice {
+    std::unique_ptr<ops::CudaContext> cuda;
+    std::string skip;
+    ops::Context ctx() const { return {.device = Device::cuda(0), .cuda = cuda.get()}; }
+};
+
+HopperDevice hopper_device() {
+    HopperDevice h;
+    if (cuda::device_count() == 0) {
+        h.skip = "no CUDA device";
+        return h;
+    }
+    auto cc = ops::CudaContext::create(0);
+    EXPECT_TRUE(cc.ok()) << cc.status().to_string();
+    if (!cc.ok()) {
+        h.skip = "no CUDA context";
+        return h;
+    }
+    if ((*cc)->cc_major() != 9) {
+        h.skip = "needs an H100/H200 (sm_90a)";
+        return h;
+    }
+    h.cuda = std::move(cc).value();
+    return h;
+}
+#endif
+
 int64_t calls(const BothRuns& r, const std::string& family, const std::string& impl) {
     const auto job = r.fp8_calls.find("job");
     if (job == r.fp8_calls.end()) return 0;
@@ -306,14 +338,11 @@ TEST(DitFp8, VsaWithRuntimeLoraStillRunsUnfused) {
 
 TEST(DitFp8, FusedQuantizationIsExactOnCuda) {
 #ifdef H3_WITH_CUDA
-    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    auto cc = ops::CudaContext::create(0);
-    ASSERT_TRUE(cc.ok()) << cc.status().to_string();
-    if ((*cc)->cc_major() != 9) GTEST_SKIP() << "fp8 attention needs an H100/H200";
-    expect_fused_equals_unfused(ops::Context{.device = Device::cuda(0), .cuda = cc->get()});
-    expect_fused_equals_unfused(ops::Context{.device = Device::cuda(0), .cuda = cc->get()}, vsa_options());
-    expect_fused_equals_unfused(ops::Context{.device = Device::cuda(0), .cuda = cc->get()}, vsa_options(),
-                                true);
+    const HopperDevice hopper = hopper_device();
+    if (!hopper.cuda) GTEST_SKIP() << hopper.skip;
+    expect_fused_equals_unfused(hopper.ctx());
+    expect_fused_equals_unfused(hopper.ctx(), vsa_options());
+    expect_fused_equals_unfused(hopper.ctx(), vsa_options(), true);
 #else
     GTEST_SKIP() << "CPU-only build";
 #endif
@@ -324,11 +353,9 @@ class DitFp8Cuda : public ::testing::TestWithParam<bool> {};
 
 TEST_P(DitFp8Cuda, MatchesTheCpuFp8Path) {
 #ifdef H3_WITH_CUDA
-    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    auto cc = ops::CudaContext::create(0);
-    ASSERT_TRUE(cc.ok()) << cc.status().to_string();
-    if ((*cc)->cc_major() != 9) GTEST_SKIP() << "fp8 attention needs an H100/H200";
-    ops::Context ctx{.device = Device::cuda(0), .cuda = cc->get()};
+    const HopperDevice hopper = hopper_device();
+    if (!hopper.cuda) GTEST_SKIP() << hopper.skip;
+    const ops::Context ctx = hopper.ctx();
     const bool fast = GetParam();
     const BothRuns gpu = run_both(ctx, {.fast_accum = fast}),
                    cpu = run_both(ops::Context::cpu(), {.fast_accum = fast});
@@ -355,11 +382,9 @@ INSTANTIATE_TEST_SUITE_P(Accumulation, DitFp8Cuda, ::testing::Values(false, true
 // attention, then the gate add), so a gate add gone wrong in the kernel shows against the CPU's.
 TEST(DitFp8, VsaWithGatesOnCudaMatchesTheCpu) {
 #ifdef H3_WITH_CUDA
-    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    auto cc = ops::CudaContext::create(0);
-    ASSERT_TRUE(cc.ok()) << cc.status().to_string();
-    if ((*cc)->cc_major() != 9) GTEST_SKIP() << "the fp8 sparse attention needs an H100/H200";
-    const ops::Context ctx{.device = Device::cuda(0), .cuda = cc->get()};
+    const HopperDevice hopper = hopper_device();
+    if (!hopper.cuda) GTEST_SKIP() << hopper.skip;
+    const ops::Context ctx = hopper.ctx();
     const RunSpec spec{.options = vsa_options("vsa:sparsity=0.5,gate_add=fused"), .gates = true};
     const BothRuns gpu = run_both(ctx, spec), cpu = run_both(ops::Context::cpu(), spec);
     EXPECT_GT(calls(gpu, "sparse_attention", "sm90a-wgmma-e4m3+gate"), 0);
@@ -412,12 +437,9 @@ TEST(DitFp8, VsaGateAddModesAgreeOnCpu) {
 
 TEST(DitFp8, VsaGateAddModesAgreeOnCuda) {
 #ifdef H3_WITH_CUDA
-    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    auto cc = ops::CudaContext::create(0);
-    ASSERT_TRUE(cc.ok()) << cc.status().to_string();
-    if ((*cc)->cc_major() != 9) GTEST_SKIP() << "the fused gate add is the sm_90a kernels'";
-    const ops::Context ctx{.device = Device::cuda(0), .cuda = cc->get()};
-    expect_gate_add_modes_agree(ctx, "sm90a-wgmma-e4m3+gate", "sm90a-wgmma-e4m3");
+    const HopperDevice hopper = hopper_device();
+    if (!hopper.cuda) GTEST_SKIP() << hopper.skip;
+    expect_gate_add_modes_agree(hopper.ctx(), "sm90a-wgmma-e4m3+gate", "sm90a-wgmma-e4m3");
 #else
     GTEST_SKIP() << "CPU-only build";
 #endif

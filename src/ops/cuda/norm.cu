@@ -121,21 +121,7 @@ __global__ void __launch_bounds__(256) gated_residual_norm_wide_kernel(TH* h, TO
         const int64_t t = load_index(a.row, a.row64, r);
         if (t < 0 || t >= a.table_rows) continue; // uniform across the block: skip the row
         TH* hr = h + r * a.d;
-        float ss = 0.0f;
-        for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < a.d; c += step) {
-            float hv[N], g[N], yv[N];
-            load_vec<N>(hr + c, hv);
-            load_vec_any<N>(a.gate, a.gate_type, t * a.gate_pitch + c, g);
-            load_vec_any<N>(a.y, a.y_type, r * a.d + c, yv);
-#pragma unroll
-            for (int j = 0; j < N; ++j) {
-                hv[j] = gated_residual_value<TH>(hv[j], g[j], yv[j], a.round_intermediate);
-                ss = __fmaf_rn(hv[j], hv[j], ss);
-            }
-            store_vec<N>(hr + c, hv);
-        }
-        ss = block_sum(ss);
-        const float inv = 1.0f / sqrtf(ss / static_cast<float>(a.d) + a.eps);
+        const float inv = gated_residual_row<N>(hr, a, r, t);
         for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < a.d; c += step) {
             float hv[N], w[N];
             load_vec<N>(hr + c, hv);

@@ -164,6 +164,29 @@ __device__ __forceinline__ float row_inv_rms(const TX* xr, int64_t d, float eps)
     ss = cuda_detail::block_sum(ss);
     return 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
 }
+
+// h += gate[t]·y on row r (hr = h + r·d) in row_inv_rms's chunk order, storing each updated chunk, then the
+// 1/rms of the stored row (block_sum: every thread of the block calls it and gets the value; a thread reads
+// back only chunks it stored itself, or any after the barrier).
+template <int N, typename TH>
+__device__ __forceinline__ float gated_residual_row(TH* hr, const GatedNormArgs& a, int64_t r, int64_t t) {
+    float ss = 0.0f;
+    for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < a.d;
+         c += blockDim.x * static_cast<int64_t>(N)) {
+        float hv[N], g[N], yv[N];
+        cuda_detail::load_vec<N>(hr + c, hv);
+        cuda_detail::load_vec_any<N>(a.gate, a.gate_type, t * a.gate_pitch + c, g);
+        cuda_detail::load_vec_any<N>(a.y, a.y_type, r * a.d + c, yv);
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            hv[j] = gated_residual_value<TH>(hv[j], g[j], yv[j], a.round_intermediate);
+            ss = __fmaf_rn(hv[j], hv[j], ss);
+        }
+        cuda_detail::store_vec<N>(hr + c, hv);
+    }
+    ss = cuda_detail::block_sum(ss);
+    return 1.0f / sqrtf(ss / static_cast<float>(a.d) + a.eps);
+}
 #endif
 
 } // namespace h3::ops::cuda_impl
