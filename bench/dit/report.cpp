@@ -116,14 +116,15 @@ nlohmann::json dit_report_json(const DitBench& b, const DitBenchOptions& o, cons
         // The gate add fused into the sparse kernel is timed inside vsa_sparse_attention: its cost is the
         // scan's gated run over the plain one at the blocks' own keep (when the scan timed that keep). With
         // gate_add=separate the pass is timed in vsa_compression, already in vsa_s.
-        if (b.attention.vsa.gate_add == model::VsaGateAdd::kSeparate) {
+        const int64_t keep = ops::vsa_keep(b.attention.vsa.sparsity, b.vsa_tiles->num_video_tiles);
+        const bool fp8 = b.precision == model::DitPrecision::kFp8;
+        const bool separate = b.attention.vsa.gate_add == model::VsaGateAdd::kSeparate;
+        if (separate) {
             j["vsa_fused_gate_add_seconds"] = 0.0;
             j["vsa_overhead_with_fused_gate_fraction"] = vsa_s / block_s;
         }
-        const int64_t keep = ops::vsa_keep(b.attention.vsa.sparsity, b.vsa_tiles->num_video_tiles);
-        const bool fp8 = b.precision == model::DitPrecision::kFp8;
-        for (const auto& run : r.vsa.value("runs", nlohmann::json::array())) {
-            if (b.attention.vsa.gate_add == model::VsaGateAdd::kSeparate) break;
+        for (const auto& run :
+             separate ? nlohmann::json::array() : r.vsa.value("runs", nlohmann::json::array())) {
             if (run.value("keep", int64_t{-1}) != keep) continue;
             const double gated = run.value(fp8 ? "fp8_gated_seconds" : "gated_seconds", 0.0);
             const double plain = run.value(fp8 ? "fp8_seconds" : "gated_plain_seconds", 0.0);

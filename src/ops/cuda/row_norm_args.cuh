@@ -112,12 +112,10 @@ inline bool gated_norm_vec8(const GatedNormArgs& a, const Tensor& h, const Tenso
            (!norm_weight.defined() || cuda_detail::pointer_alignment(norm_weight.data()) >= 16);
 }
 
-// gated_residual_norm_kernel's launch shape: up to 4 chunks (N elements each) of a row per thread of at most
-// 256 threads, i.e. rows of up to 8192 (N = 8) or 1024 (N = 1) elements; iters 0 for wider rows (the
-// gated residual and the norm then run as two ops).
-// iters: the chunks each thread keeps in registers between the residual and the norm (1, 2 or 4), or 0 for a
-// row wider than that: each thread then reads back the h it stored. Either way thread i handles chunks i,
-// i + threads, ... in that order, so both kernels sum the squares the same way.
+// The gated residual norm's launch shape, threads ≤ 256: iters is the chunks (N elements each) each thread
+// keeps in registers between the residual and the norm (1, 2 or 4: rows of up to 8192 (N = 8) or 1024 (N = 1)
+// elements), or 0 for a wider row, whose kernel reads back the h each thread stored. Either way thread i
+// handles chunks i, i + threads, ... in that order, so every row sums its squares the same way.
 struct GatedNormPlan {
     int iters = 0, threads = 0;
 };
