@@ -43,6 +43,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -357,6 +358,12 @@ Command request_command() {
                 r->encode_seconds, r->denoise_seconds, r->setup_seconds, r->step_seconds.size(),
                 r->decode_seconds, r->mux_seconds, total,
                 static_cast<double>(r->peak_device_bytes) / (1ull << 30), output.c_str());
+            const pipeline::DenoiseParts& dp = r->denoise_parts;
+            std::printf(
+                "  denoise parts: noise+layout %.3f s, setup %.3f s, steps %.3f s, loop around the steps "
+                "%.3f s, to host %.3f s, unpatchify %.3f s, around the call %.3f s\n",
+                dp.noise_and_layout, dp.setup, dp.steps, dp.loop_outside_steps, dp.to_host, dp.unpatchify,
+                std::max(0.0, r->denoise_seconds - dp.sum()));
             if (!warmup.is_null())
                 std::printf("  warm-up before the request: %.2f s (encode %.2f s, %zu forwards)\n",
                             warmup["seconds"].get<double>(), warmup["seconds_encode"].get<double>(),

@@ -384,6 +384,20 @@ TEST(Generator, StreamedMp4EqualsTheWholeClipAndProvenanceSaysCpu) {
     EXPECT_EQ(m.at("kernels").at("denoise").at("dense_attention").begin().key(), "cpu");
     EXPECT_TRUE(m.at("fallbacks").is_array());
     EXPECT_TRUE(m.contains("mux_encode_seconds"));
+    // the denoise stage adds up: its parts (the steps' own seconds among them) and what is around the call
+    const nlohmann::json& parts = m.at("denoise_parts");
+    double step_sum = 0;
+    for (double s : r->step_seconds) step_sum += s;
+    EXPECT_DOUBLE_EQ(parts.at("steps_seconds").get<double>(), step_sum);
+    EXPECT_DOUBLE_EQ(parts.at("setup_seconds").get<double>(), r->setup_seconds);
+    double sum = 0;
+    for (const auto& [key, v] : parts.items()) {
+        EXPECT_GE(v.get<double>(), 0.0) << key;
+        sum += v.get<double>();
+    }
+    EXPECT_EQ(parts.size(), 7u) << parts.dump();
+    EXPECT_GT(parts.at("noise_and_layout_seconds").get<double>(), 0.0);
+    EXPECT_NEAR(sum, r->denoise_seconds, 1e-9) << parts.dump();
 #endif
 }
 

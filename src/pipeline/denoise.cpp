@@ -191,8 +191,11 @@ Result<DenoiseResult> run_denoise(const model::DitModel& model, const DenoiseInp
             o.progress(p);
         }
     }
+    res.loop_seconds = since(t_loop);
+    const auto t_to_host = Clock::now();
     H3_ASSIGN_OR_RETURN(res.video_rows, video.to(Device::cpu(), step_ctx.stream()));
     H3_ASSIGN_OR_RETURN(res.audio_rows, audio.to(Device::cpu(), step_ctx.stream()));
+    res.to_host_seconds = since(t_to_host);
     return res;
 }
 

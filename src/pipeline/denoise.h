@@ -62,8 +62,10 @@ struct DenoiseResult {
     Tensor video_rows; // generated rows only, [video_rows, 96] f32 host
     Tensor audio_rows; // [2A, 32] f32 host
     std::vector<double> step_seconds;
-    double setup_seconds = 0; // AdaLN tables + refiner/RoPE preparation
-    cache::WorkReport work;   // per-step blocks run/skipped, cache hits, useful FLOPs
+    double setup_seconds = 0;   // AdaLN tables + refiner/RoPE preparation
+    double loop_seconds = 0;    // the step loop, its steps (step_seconds) and what runs between them
+    double to_host_seconds = 0; // the generated rows' copy to the host after the last step
+    cache::WorkReport work;     // per-step blocks run/skipped, cache hits, useful FLOPs
 };
 
 // --attention vsa tiles the [text | keyframes | audio | video] layout of t2va / fl2va only; for ref2va the

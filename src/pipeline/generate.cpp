@@ -1,8 +1,17 @@
 #include "pipeline/generate.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace h3::pipeline {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
 
 Result<GenerationOutput> generate_latents(const model::DitModel& model, const Conditioning& cond,
                                           const GenerationRequest& rq, const DenoiseOptions& options) {
@@ -39,6 +48,7 @@ Result<GenerationOutput> generate_latents(const model::DitModel& model, const Co
     if (!rq.keyframes.empty() && !rq.references.empty())
         return invalid_argument("a request has keyframes (fl2va) or references (ref2va), not both");
 
+    const auto t_noise = std::chrono::steady_clock::now();
     // The noise first: it also checks the conditions' shapes the layout is built from.
     NoiseRequest nr;
     nr.seed = rq.seed;
@@ -84,8 +94,10 @@ Result<GenerationOutput> generate_latents(const model::DitModel& model, const Co
     DenoiseOptions dopt = options;
     if (rq.cache.kind != cache::CacheKind::kNone) dopt.cache = rq.cache; // the request's cache wins
     if (rq.attention.is_vsa()) dopt.attention = rq.attention;
+    const double noise_and_layout_seconds = seconds_since(t_noise);
     H3_ASSIGN_OR_RETURN(DenoiseResult dr, run_denoise(model, di, schedule, dopt));
 
+    const auto t_unpatchify = std::chrono::steady_clock::now();
     GenerationOutput out;
     out.geometry = geometry;
     out.video_noise = init.video_noise;
@@ -93,6 +105,14 @@ Result<GenerationOutput> generate_latents(const model::DitModel& model, const Co
     out.video_latents = unpatchify_video(dr.video_rows, cfg.in_channels, geometry.latent_frames,
                                          geometry.latent_h, geometry.latent_w, cfg.patch_h, cfg.patch_w);
     out.audio_latents = rows_to_audio(dr.audio_rows, geometry.audio_latents);
+    double steps_seconds = 0;
+    for (double s : dr.step_seconds) steps_seconds += s;
+    out.parts = {.noise_and_layout = noise_and_layout_seconds,
+                 .setup = dr.setup_seconds,
+                 .steps = steps_seconds,
+                 .loop_outside_steps = std::max(0.0, dr.loop_seconds - steps_seconds),
+                 .to_host = dr.to_host_seconds,
+                 .unpatchify = seconds_since(t_unpatchify)};
     out.step_seconds = std::move(dr.step_seconds);
     out.setup_seconds = dr.setup_seconds;
     out.work = std::move(dr.work);

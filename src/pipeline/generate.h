@@ -36,12 +36,27 @@ struct GenerationRequest {
     model::AttentionChoice attention; // dense, or FastH3's video sparse attention (t2va / fl2va)
 };
 
+// Where generate_latents spent its time (seconds), so that a request's denoise stage adds up: the stage is
+// these parts plus what the caller does around the call (leasing the DiT, checking adapters).
+struct DenoiseParts {
+    double noise_and_layout = 0;   // the initial latents (seeded noise drawn on the host), the packed layout
+    double setup = 0;              // run_denoise before its first step (DenoiseResult::setup_seconds)
+    double steps = 0;              // the steps' own seconds, summed (step_seconds)
+    double loop_outside_steps = 0; // the step loop around them: progress reports, cache bookkeeping
+    double to_host = 0;            // the generated rows' copy to the host after the last step
+    double unpatchify = 0;         // rows back to [1, C, T, h, w] / [2, C_a, A] latents on the host
+    double sum() const {
+        return noise_and_layout + setup + steps + loop_outside_steps + to_host + unpatchify;
+    }
+};
+
 struct GenerationOutput {
     Geometry geometry;
     Tensor video_noise, video_latents; // [1, C, T, h, w] f32
     Tensor audio_noise, audio_latents; // [2, C_a, A] f32
     std::vector<double> step_seconds;
     double setup_seconds = 0;
+    DenoiseParts parts;
     cache::WorkReport work;
 };
 

@@ -15,6 +15,7 @@
 #include "pipeline/ref2va.h"
 #include "runtime/component_sizes.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -88,6 +89,13 @@ nlohmann::json JobReport::metrics(Task task) const {
     j["encode_seconds"] = encode_seconds;
     j["denoise_seconds"] = denoise_seconds;
     j["setup_seconds"] = setup_seconds;
+    j["denoise_parts"] = {{"noise_and_layout_seconds", denoise_parts.noise_and_layout},
+                          {"setup_seconds", denoise_parts.setup},
+                          {"steps_seconds", denoise_parts.steps},
+                          {"loop_outside_steps_seconds", denoise_parts.loop_outside_steps},
+                          {"to_host_seconds", denoise_parts.to_host},
+                          {"unpatchify_seconds", denoise_parts.unpatchify},
+                          {"around_seconds", std::max(0.0, denoise_seconds - denoise_parts.sum())}};
     j["decode_seconds"] = decode_seconds;
     j["mux_seconds"] = mux_seconds;
     j["mux_encode_seconds"] = mux_encode_seconds;
@@ -352,6 +360,7 @@ Result<JobReport> Generator::run_job(const GenerationJob& job, const JobEvents& 
     }
     r.denoise_seconds = seconds_since(t0);
     r.setup_seconds = out.setup_seconds;
+    r.denoise_parts = out.parts;
     r.step_seconds = out.step_seconds;
     r.work = out.work;
     r.video_noise = out.video_noise;

@@ -80,6 +80,7 @@ struct JobReport {
     // overlapped with the decode (pipeline/mp4_stream.h).
     double condition_seconds = 0, encode_seconds = 0, denoise_seconds = 0, setup_seconds = 0,
            decode_seconds = 0, mux_seconds = 0, mux_encode_seconds = 0;
+    DenoiseParts denoise_parts; // the denoise stage's parts (generate_latents); the rest is around the call
     uint64_t peak_device_bytes = 0;                  // device buffers' high-water mark during the job
     std::map<std::string, uint64_t> component_loads; // the store's loads per component after the job
     std::string device, dtype;
