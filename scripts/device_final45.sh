@@ -13,7 +13,7 @@ f45_request() { # tag args...
   timeout 200 $H3 bench request --random-weights --fasth3 --size 1344x768 --frames 124 --device cuda "$@" \
     --work "/tmp/h3-f45-$tag" --json > "$OUT/f45_req_$tag.json" 2> "$OUT/f45_req_$tag.err"
   echo "rc=$?"; grep -E "warning|error" "$OUT/f45_req_$tag.err" | head -3
-  python3 - "$OUT/f45_req_$tag.json" <<'PY' 2>&1 | tail -6
+  python3 - "$OUT/f45_req_$tag.json" <<'PY' 2>&1 | tail -7
 import json, sys
 j = json.load(open(sys.argv[1]))
 m = j.get("metrics", {})
@@ -22,6 +22,7 @@ print({k: r(j.get(k)) for k in ("dtype", "seconds_total", "seconds_encode", "sec
                                 "seconds_decode", "seconds_mux", "peak_device_gib")},
       "mux_encode", r(m.get("mux_encode_seconds")))
 print("step_seconds", [r(s) for s in j.get("step_seconds", [])])
+if "denoise_parts" in m: print("denoise_parts", {k: r(v) for k, v in m["denoise_parts"].items()})
 if "first_forward" in m: print("first_forward", {k: r(v) for k, v in m["first_forward"].items()})
 if j.get("warmup"): print("warmup seconds", r(j["warmup"].get("seconds")))
 print("kernels", json.dumps(m.get("kernels", {}))[:700])
