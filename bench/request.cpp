@@ -177,7 +177,7 @@ Command request_command() {
     struct Options {
         std::string size = release_size(), device = "cuda", dtype = "bf16", prompt = kDefaultPrompt,
                     configs = "official", work, output, precision = "bf16", attention,
-                    vae_precision = "exact";
+                    vae_precision = EngineOptions{}.vae_precision;
         int frames = kReleaseFrames, steps = 50, blocks = 0;
         uint64_t seed = 0;
         bool random_weights = false, json = false, fasth3 = false, warmup = false;
@@ -214,8 +214,9 @@ Command request_command() {
             ->capture_default_str();
         o->sub
             ->add_option("--vae-precision", o->vae_precision,
-                         "video decoder: exact | bf16 (bf16 blocks) | fp8 (e4m3 block GEMMs)")
-            ->check(CLI::IsMember({"exact", "bf16", "fp8"}))
+                         "video decoder: auto (fp8 under --precision fp8, else exact) | exact | bf16 (bf16 "
+                         "blocks) | fp8 (e4m3 block GEMMs)")
+            ->check(CLI::IsMember({"auto", "exact", "bf16", "fp8"}))
             ->capture_default_str();
         o->sub->add_flag("--fasth3", o->fasth3,
                          "a FastH3 student: compression gates in every block and the sidecar's defaults "
@@ -266,6 +267,9 @@ Command request_command() {
         eo.dtype = o->dtype;
         eo.precision = o->precision;
         eo.vae_precision = o->vae_precision;
+        // the decoder's precision after "auto" (the CLI check admits only valid names)
+        auto vae = video_vae_precision_of(eo);
+        const std::string vae_precision = vae.ok() ? model::video_vae_precision_name(*vae) : o->vae_precision;
         const runtime::WeightPolicy wp = o->residency.policy();
         eo.residency = wp.residency;
         eo.resident_blocks = wp.resident_blocks;
@@ -327,7 +331,7 @@ Command request_command() {
             {"grid_points", job->steps},
             {"attention", job->attention.describe()},
             {"placement", placement},
-            {"vae_precision", o->vae_precision},
+            {"vae_precision", vae_precision},
             {"fasth3", o->fasth3},
             {"forwards", r->step_seconds.size()},
             {"conditioning_rows", r->conditioning_rows},
@@ -349,9 +353,10 @@ Command request_command() {
         if (o->json) {
             std::printf("%s\n", j.dump(2).c_str());
         } else {
-            std::printf("request bench: %s, %d grid points, %lld conditioning rows on %s %s\n",
-                        job->geometry.describe().c_str(), job->steps,
-                        static_cast<long long>(r->conditioning_rows), r->device.c_str(), r->dtype.c_str());
+            std::printf(
+                "request bench: %s, %d grid points, %lld conditioning rows on %s %s, video decoder %s\n",
+                job->geometry.describe().c_str(), job->steps, static_cast<long long>(r->conditioning_rows),
+                r->device.c_str(), r->dtype.c_str(), vae_precision.c_str());
             std::printf(
                 "  encode %.2f s, denoise %.2f s (setup %.2f s, %zu forwards), decode %.2f s, mux %.2f "
                 "s; total %.2f s; peak device %.2f GiB; wrote %s\n",

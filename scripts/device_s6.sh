@@ -5,8 +5,9 @@
 #       fp8 and bf16, in two interleaved rounds; then Nsight Compute's throughput, occupancy and stall sections
 #       for VSA's small kernels of one fp8 block (what bounds them).
 #   final. the closing measures (after a tests stage): bench dit VSA fp8 / bf16, the default (separate gate
-#       add) and gate_add=fused, bench request --fasth3 --warmup bf16 / fp8 in two interleaved rounds, fp8 with
-#       the fp8 video decoder, bench vae fp8 against the exact decode, then the ncu sections of part ab.
+#       add) and gate_add=fused, bench request --fasth3 --warmup bf16 / fp8 in two interleaved rounds (fp8: the
+#       fp8 video decoder, vae_precision auto), fp8 with the exact decoder, bench vae fp8 against the exact
+#       decode, then the ncu sections of part ab.
 source scripts/device_final45.sh --functions-only
 s6_dit() { # tag attention args...: bench dit on 2 full-width blocks, its VSA share and per-op split
   local tag=$1 attn=$2; shift 2
@@ -64,7 +65,7 @@ if [ "${S6_PART:-ab}" = final ]; then # most needed first: a call that runs out 
     f45_request "bf16_$round" --warmup
     f45_request "fp8_$round" --precision fp8 --warmup
   done
-  f45_request fp8_vaefp8 --precision fp8 --vae-precision fp8 --warmup
+  f45_request fp8_vaeexact --precision fp8 --vae-precision exact --warmup # the decoder before "auto"
   f45_vae_psnr fp8 --vae-precision fp8
   s6_ncu_vsa
 fi

@@ -40,9 +40,10 @@ struct EngineOptions {
     std::string device = "cpu";     // cpu | cuda | cuda:N
     std::string dtype = "bf16";     // bf16 | fp32 | fp16 (GPUs without bf16: fp32 residual stream)
     std::string precision = "bf16"; // bf16 | fp8 (DiT GEMMs and attention in e4m3; with dtype bf16)
-    // exact | bf16 | fp8: the video decoder's blocks as the reference (f16 blocks on CUDA), in bf16 (GEMMs
-    // and attention), or with their GEMMs in e4m3 (bf16 and fp8: lossy, faster)
-    std::string vae_precision = "exact";
+    // auto | exact | bf16 | fp8: the video decoder's blocks as the reference (f16 blocks on CUDA), in bf16
+    // (GEMMs and attention), or with their GEMMs in e4m3 (bf16 and fp8: lossy, faster); auto follows the
+    // DiT: fp8 under precision fp8, exact otherwise
+    std::string vae_precision = "auto";
 
     // ---- memory
     std::string residency;         // "" (resident, or the planner's) | resident | layerwise

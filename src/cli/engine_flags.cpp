@@ -16,10 +16,10 @@ void add_model_flags(CLI::App* sub, ModelFlags& f, const ModelFlagsSpec& spec) {
             ->capture_default_str();
     if (spec.vae_precision)
         g->add_option("--vae-precision", f.vae_precision,
-                      "video decoder precision: exact (the reference's f16 blocks) | bf16 (bf16 blocks: "
-                      "GEMMs and attention) | fp8 (e4m3 block GEMMs); bf16 and fp8 are lossy and faster "
-                      "(H100/H200)")
-            ->check(CLI::IsMember({"exact", "bf16", "fp8"}))
+                      "video decoder precision: auto (fp8 under --precision fp8, else exact) | exact (the "
+                      "reference's f16 blocks) | bf16 (bf16 blocks: GEMMs and attention) | fp8 (e4m3 block "
+                      "GEMMs); bf16 and fp8 are lossy and faster (H100/H200)")
+            ->check(CLI::IsMember({"auto", "exact", "bf16", "fp8"}))
             ->capture_default_str();
 }
 

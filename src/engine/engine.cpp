@@ -139,13 +139,20 @@ JobReport public_report(const pipeline::GenerationJob& job, const pipeline::JobR
 
 // ---- checks (no I/O)
 
+Result<model::VideoVaePrecision> video_vae_precision_of(const EngineOptions& o) {
+    if (o.vae_precision == "auto") // the decoder follows the DiT: fp8 end to end, else the reference's
+        return o.precision == "fp8" ? model::VideoVaePrecision::kFp8 : model::VideoVaePrecision::kExact;
+    if (auto p = model::parse_video_vae_precision(o.vae_precision); p.ok()) return p;
+    return invalid_field("vae_precision",
+                         "vae_precision '" + o.vae_precision + "' must be auto, exact, bf16 or fp8");
+}
+
 Status Engine::check(const EngineOptions& o) {
     if (o.checkpoint.empty()) return invalid_field("checkpoint", "checkpoint: give a checkpoint folder");
     if (auto d = parse_device(o.device); !d.ok())
         return d.status().with_context("device").with_field("device");
     H3_TRY(runtime::compute_precision(o.dtype, o.precision).status());
-    H3_ASSIGN_OR_RETURN(const model::VideoVaePrecision vae_precision,
-                        model::parse_video_vae_precision(o.vae_precision));
+    H3_ASSIGN_OR_RETURN(const model::VideoVaePrecision vae_precision, video_vae_precision_of(o));
     if (vae_precision != model::VideoVaePrecision::kExact && o.dtype == "fp16")
         return invalid_field("vae_precision", std::string("vae_precision ") +
                                                   model::video_vae_precision_name(vae_precision) +
@@ -248,8 +255,7 @@ Result<std::unique_ptr<Engine>> Engine::Impl::open(EngineOptions o, EngineExtras
                                                            o.keep_text_encoder ? runtime::Residency::kResident
                                                                                : runtime::Residency::kPerJob)
                          : runtime::PlacementPlan::per_job(device, impl->precision);
-    H3_ASSIGN_OR_RETURN(const model::VideoVaePrecision vae_precision,
-                        model::parse_video_vae_precision(o.vae_precision));
+    H3_ASSIGN_OR_RETURN(const model::VideoVaePrecision vae_precision, video_vae_precision_of(o));
     plan[runtime::Component::kVideoDecoder].precision = runtime::placement_precision(vae_precision);
     if (impl->launched) plan.parallel.process = *impl->launched;
     plan.parallel.sp = o.sp;

@@ -30,6 +30,10 @@ struct Job::Impl {
     pipeline::GenerationJob job;
 };
 
+// EngineOptions::vae_precision resolved: "auto" follows the DiT (fp8 under precision fp8, else exact); a bad
+// value is an error naming the field vae_precision.
+Result<model::VideoVaePrecision> video_vae_precision_of(const EngineOptions& options);
+
 // The engine's inputs beyond EngineOptions, for the project's own front ends.
 struct EngineExtras {
     runtime::ComponentSupplier supplier = {}; // bench request: random weights at the configs' width

@@ -76,4 +76,18 @@ expect_rc 0 "$H3" bench request --random-weights --configs "$WORK/tiny" --device
 json_check "$WORK/out.txt" 'j["vae_precision"] == "bf16"' \
   '"vae_decoder per_job cpu bf16" in j["metrics"]["placement"]' \
   'j["metrics"]["kernels"]["decode"]["gemm"].get("cpu-bf16", 0) > 0'
+# auto (the default) follows the DiT: e4m3 block GEMMs in the decode under --precision fp8 (named in bench
+# request's JSON), the reference's decoder under bf16; an explicit value wins
+expect_rc 0 "$H3" bench request --random-weights --configs "$WORK/tiny" --device cpu --size 64x32 --frames 107 \
+  --steps 2 --precision fp8 --work "$WORK/b8" --json
+json_check "$WORK/out.txt" 'j["vae_precision"] == "fp8"' \
+  '"vae_decoder per_job cpu fp8" in j["metrics"]["placement"]' \
+  'j["metrics"]["kernels"]["decode"]["gemm"].get("cpu-e4m3", 0) > 0'
+expect_rc 0 "${GEN[@]}" --precision fp8 --vae-precision exact --output "$WORK/f8x.mp4" --metrics "$WORK/f8x.json"
+json_check "$WORK/f8x.json" '"vae_decoder per_job cpu," in j["placement"]' \
+  '"cpu-e4m3" not in j["kernels"]["decode"]["gemm"]' 'j["kernels"]["denoise"]["gemm"].get("cpu-e4m3", 0) > 0'
+expect_rc 0 "${GEN[@]}" --output "$WORK/auto.mp4" --metrics "$WORK/auto.json"
+json_check "$WORK/auto.json" '"vae_decoder per_job cpu," in j["placement"]'
+expect_rc 0 "$H3" compare "$WORK/exact.mp4" "$WORK/auto.mp4" --json
+json_check "$WORK/out.txt" 'j["video"]["psnr_mean"] == "inf"'
 echo "vae_precision: all checks passed"
