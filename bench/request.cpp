@@ -1,11 +1,11 @@
 // h3-bench request --random-weights [--size WxH] [--frames F] [--steps N] [--seed N] [--prompt TEXT]
 //                  [--configs official|CHECKPOINT] [--work DIR] [--output FILE] [--blocks B]
 //                  [--device cuda] [--dtype bf16|fp32] [--precision bf16|fp8] [--vae-precision
-//                  exact|bf16|fp8]
+//                  auto|exact|bf16|fp8]
 //                  [--fasth3]
 //                  [--attention dense|vsa[:...]] [--residency resident|layerwise]
 //                  [--resident-blocks K] [--weight-dtype bf16|int8|auto] [--host-pinning on|off]
-//                  [--gpu-memory-budget SIZE] [--warmup] [--json]
+//                  [--gpu-memory-budget SIZE] [--warmup] [--keep-loaded] [--json]
 // One whole t2va request through pipeline::Generator — the conditioner (tokenizer + language stack), the
 // denoising loop on the DiT, the video and audio decoders, the MP4 mux — with every model made with random
 // weights at the width its config gives (runtime::ComponentSupplier), so the request runs the production flow
@@ -23,7 +23,11 @@
 // runs Engine::warm_up with the request first (its conditioning and the DiT forwards that meet one-time
 // work: GEMM timings, attention plans, the workspace the DiT keeps) and reports its seconds apart
 // ("warmup"), so the request's first forward shows what a warmed server pays; without it the request pays
-// that work itself (the metrics' work.first_forward says how much of each).
+// that work itself (the metrics' work.first_forward says how much of each). --keep-loaded opens the engine
+// as a server does (EngineOptions::keep_loaded: the DiT and the decoders stay loaded from the warm-up to the
+// request, the text stack per job), so the request's stages carry no load of those; without it every
+// component is loaded for the job that needs it, as `generate` does (here: made with random weights on the
+// device).
 #include "bench/commands.h"
 #include "bench/synthetic_layout.h"
 #include "core/cuda_api.h"
@@ -180,7 +184,7 @@ Command request_command() {
                     vae_precision = EngineOptions{}.vae_precision;
         int frames = kReleaseFrames, steps = 50, blocks = 0;
         uint64_t seed = 0;
-        bool random_weights = false, json = false, fasth3 = false, warmup = false;
+        bool random_weights = false, json = false, fasth3 = false, warmup = false, keep_loaded = false;
         ResidencyFlags residency;
         CLI::App* sub = nullptr;
     };
@@ -227,6 +231,9 @@ Command request_command() {
         o->sub->add_flag("--warmup", o->warmup,
                          "run the engine's warm-up for this request first (reported apart, as "
                          "\"warmup\")");
+        o->sub->add_flag("--keep-loaded", o->keep_loaded,
+                         "keep the DiT and the decoders loaded between the warm-up and the request, as a "
+                         "server does (the text stack stays per job)");
         o->sub->add_flag("--json", o->json, "JSON output");
     };
     c.parsed = [o] { return o->sub && o->sub->parsed(); };
@@ -278,6 +285,7 @@ Command request_command() {
         eo.gpu_memory_budget = wp.gpu_memory_budget;
         eo.int8_cache = wp.int8_cache;
         eo.max_steps = 1 << 20;
+        eo.keep_loaded = o->keep_loaded;
         using runtime::Component;
         auto engine =
             Engine::Impl::open(eo, {.supplier = random_components(o->blocks, o->fasth3),
@@ -333,6 +341,7 @@ Command request_command() {
             {"placement", placement},
             {"vae_precision", vae_precision},
             {"fasth3", o->fasth3},
+            {"keep_loaded", o->keep_loaded},
             {"forwards", r->step_seconds.size()},
             {"conditioning_rows", r->conditioning_rows},
             {"seconds_total", total},

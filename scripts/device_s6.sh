@@ -65,6 +65,8 @@ if [ "${S6_PART:-ab}" = final ]; then # most needed first: a call that runs out 
     f45_request "bf16_$round" --warmup
     f45_request "fp8_$round" --precision fp8 --warmup
   done
+  f45_request fp8_kept --precision fp8 --warmup --keep-loaded # as a warm server's job: DiT and decoders kept
+  f45_request bf16_kept --warmup --keep-loaded
   f45_request fp8_vaeexact --precision fp8 --vae-precision exact --warmup # the decoder before "auto"
   f45_vae_psnr fp8 --vae-precision fp8
   s6_ncu_vsa

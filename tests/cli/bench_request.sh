@@ -57,6 +57,25 @@ print("bench request --warmup ok:", f'{w["seconds"]:.2f} s warm-up')
 PY
 cmp -s "$WORK/a.mp4" "$WORK/w.mp4" || fail "the warm-up changed the request's MP4"
 grep -q '"warmup": null' "$WORK/a.json" || fail "without --warmup the report's warmup is null"
+# --keep-loaded: the engine opened as a server's (the DiT and the decoders loaded once, for the warm-up, and kept
+# for the request; the text stack per job); the same MP4; the denoise parts add up to the stage
+"${BENCH[@]}" --steps 3 --seed 5 --warmup --keep-loaded --json --output "$WORK/k.mp4" > "$WORK/k.json" \
+  2> "$WORK/k.err" || { cat "$WORK/k.err"; fail "bench request --keep-loaded exited $?"; }
+python3 - "$WORK/k.json" "$WORK/w.json" <<'PY' || fail "keep-loaded report"
+import json, sys
+k, w = (json.load(open(f)) for f in sys.argv[1:3])
+assert k["keep_loaded"] is True and w["keep_loaded"] is False, (k["keep_loaded"], w["keep_loaded"])
+kl, wl = k["metrics"]["component_loads"], w["metrics"]["component_loads"]
+assert kl["transformer"] == kl["vae_decoder"] == kl["audio_vae_decoder"] == 1 and kl["text_encoder"] == 2, kl
+assert wl["transformer"] == wl["vae_decoder"] == 2, wl
+assert "transformer resident" in k["metrics"]["placement"], k["metrics"]["placement"]
+for j in (k, w):
+    parts = j["metrics"]["denoise_parts"]
+    assert abs(sum(parts.values()) - j["seconds_denoise"]) < 1e-9, (parts, j["seconds_denoise"])
+    assert abs(parts["steps_seconds"] - sum(j["step_seconds"])) < 1e-9, parts
+print("bench request --keep-loaded ok: loads", kl)
+PY
+cmp -s "$WORK/a.mp4" "$WORK/k.mp4" || fail "--keep-loaded changed the request's MP4"
 # usage: --random-weights is required; a bad size names the field
 "$H3" bench request --configs "$WORK/tiny" --device cpu > /dev/null 2>&1; [ $? -eq 2 ] || fail "no --random-weights"
 "${BENCH[@]/64x32/100x64}" --steps 3 > /dev/null 2> "$WORK/c.err"; [ $? -eq 2 ] || fail "bad size rc"
