@@ -71,4 +71,4 @@ if [ "${S6_PART:-ab}" = final ]; then # most needed first: a call that runs out 
   f45_vae_psnr fp8 --vae-precision fp8
   s6_ncu_vsa
 fi
-echo "== device_s6 part ${S6_PART:-ab} done ($SECONDS s)"
+[ "${S6_PART:-ab}" = none ] || echo "== device_s6 part ${S6_PART:-ab} done ($SECONDS s)"
