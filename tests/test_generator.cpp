@@ -431,8 +431,7 @@ TEST(Generator, Fp8WithVsaRunsFusedQuantizationWithoutFallback) {
     // the tiny DiT's head dim is 32: its attention stays bf16 (the e4m3 attention takes head dim 128)
     EXPECT_EQ(denoise.at("sparse_attention").size(), 1u);
     EXPECT_GT(denoise.value("/sparse_attention/cpu"_json_pointer, 0), 0);
-    // the norms and the SwiGLU write the e4m3 rows (to_out's input, the attention's bf16 output, is rounded
-    // inside its GEMM: "unfused" is noted for it in every block, as without VSA)
+    // the norms, the SwiGLU and the compression branch's gate add (to_out's input) write the e4m3 rows
     EXPECT_GT(denoise.value("/fp8_quantization/fused"_json_pointer, 0), 0);
     EXPECT_FALSE(k.contains("/encode/fp8_quantization"_json_pointer)) << "the text stack is not fp8";
 }

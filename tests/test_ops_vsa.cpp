@@ -910,6 +910,93 @@ TEST(OpsVsa, GateAddEveryDtype) {
                 }
 }
 
+// A tensor's bytes on the host.
+std::vector<uint8_t> bytes_of(const Tensor& t) {
+    Tensor h = t;
+    if (!t.device().is_cpu()) {
+        auto r = t.to(Device::cpu());
+        EXPECT_TRUE(r.ok()) << r.status().to_string();
+        h = std::move(r).value();
+    }
+    const auto* p = static_cast<const uint8_t*>(h.data());
+    return {p, p + h.nbytes()};
+}
+
+// The gate add fused with the out projection's row quantization (vsa_gate_add_fp8): the same bytes as
+// vsa_gate_add on a copy of o, then quantize_rows_fp8 of [rows, H·D], on this backend; o left as it was; on
+// CUDA also the CPU reference's bytes (the gate add is bit for bit, so is the quantization of equal rows).
+// D = 128 runs the CUDA kernel's 8-wide path, D = 20 the scalar one; row 2 has no tile (a row_tiles entry of
+// −1: quantized as o's row).
+TEST(OpsVsa, GateAddFp8IsTheGateAddThenTheRowQuantization) {
+    SKIP_IF_NO_BACKEND();
+    VsaTileMap m = map_of(kOdd);
+    m.row_tiles[2] = -1;
+    const int64_t n = m.num_tiles();
+    uint32_t seed = 270;
+    for (auto [heads, d] : {std::pair<int64_t, int64_t>{3, 128}, std::pair<int64_t, int64_t>{2, 20}})
+        for (bool round : {false, true}) {
+            SCOPED_TRACE("gate add fp8 heads=" + std::to_string(heads) + " d=" + std::to_string(d) +
+                         (round ? " rounded" : ""));
+            const VsaGateAddParams gp{.round_intermediate = round};
+            Tensor o0 = rnd(Shape{m.rows, heads, d}, DType::kBF16, seed++, -3.0f, 3.0f),
+                   gate = rnd(Shape{m.rows, heads, d}, DType::kBF16, seed++),
+                   ocv = rnd(Shape{heads, n, d}, DType::kF32, seed++);
+            const int64_t cols = heads * d;
+            auto fp8_out = [&](const Context& c) {
+                Fp8Activation a{Tensor::host({m.rows, cols}, DType::kF8E4M3),
+                                Tensor::host({m.rows}, DType::kF32)};
+                if (!c.device.is_cpu()) {
+                    a.data = dev(a.data);
+                    a.scale = dev(a.scale);
+                }
+                return a;
+            };
+            const VsaTiles tiles = tiles_on(ctx(), m);
+            const Tensor d_o = dev(o0), d_gate = dev(gate), d_oc = dev(ocv);
+            Fp8Activation fused = fp8_out(ctx());
+            ASSERT_OK(vsa_gate_add_fp8(ctx(), gp, tiles, d_oc, d_gate, d_o, fused));
+            EXPECT_EQ(bytes_of(d_o), bytes_of(o0)) << "o must be left as it was";
+            // the two ops on this backend
+            Guarded o(o0);
+            ASSERT_OK(vsa_gate_add(ctx(), gp, tiles, d_oc, d_gate, o.t));
+            Fp8Activation composed = fp8_out(ctx());
+            ASSERT_OK(quantize_rows_fp8(ctx(), o.t.view({m.rows, cols}), composed));
+            EXPECT_EQ(bytes_of(fused.data), bytes_of(composed.data));
+            EXPECT_EQ(bytes_of(fused.scale), bytes_of(composed.scale));
+            // the untiled row is o's row quantized: its bf16 values came through unchanged
+            const auto ohost = bytes_of(o.t), o0b = bytes_of(o0);
+            const size_t row_bytes = static_cast<size_t>(cols) * 2;
+            EXPECT_TRUE(std::equal(ohost.begin() + 2 * row_bytes, ohost.begin() + 3 * row_bytes,
+                                   o0b.begin() + 2 * row_bytes));
+            EXPECT_FALSE(std::equal(ohost.begin(), ohost.begin() + row_bytes, o0b.begin()))
+                << "row 0 is gated";
+            if (on_cuda()) {
+                Fp8Activation ref = fp8_out(Context::cpu());
+                ASSERT_OK(vsa_gate_add_fp8(Context::cpu(), gp, tiles_on(Context::cpu(), m), clone(ocv),
+                                           clone(gate), clone(o0), ref));
+                EXPECT_EQ(bytes_of(fused.data), bytes_of(ref.data));
+                EXPECT_EQ(bytes_of(fused.scale), bytes_of(ref.scale));
+            }
+        }
+    // errors name the argument, before anything runs
+    const Context cpu = Context::cpu();
+    const VsaTiles t = tiles_on(cpu, m);
+    Tensor o = rnd(Shape{m.rows, 2, 16}, DType::kBF16, 1), oc = rnd(Shape{2, n, 16}, DType::kF32, 2);
+    Fp8Activation out{Tensor::host({m.rows, 32}, DType::kF8E4M3), Tensor::host({m.rows}, DType::kF32)};
+    Fp8Activation short_out{Tensor::host({m.rows, 16}, DType::kF8E4M3), Tensor::host({m.rows}, DType::kF32)};
+    const Tensor f32_gate = rnd(Shape{m.rows, 2, 16}, DType::kF32, 3);
+    struct Bad {
+        const Tensor* gate;
+        Fp8Activation* out;
+        const char* name;
+    };
+    for (const Bad& b : {Bad{&f32_gate, &out, "gate"}, Bad{&o, &short_out, "out.data"}}) {
+        const Status st = vsa_gate_add_fp8(cpu, {}, t, oc, *b.gate, o, *b.out);
+        EXPECT_FALSE(st.ok()) << b.name;
+        EXPECT_NE(st.to_string().find(b.name), std::string::npos) << st.to_string();
+    }
+}
+
 // ---- argument checks
 // ---------------------------------------------------------------------------------------
 TEST(OpsVsa, RejectsBadArguments) {

@@ -16,6 +16,7 @@
 
 #include "core/tensor.h"
 #include "ops/context.h"
+#include "ops/gemm_fp8.h"
 
 #include <cstdint>
 #include <vector>
@@ -94,6 +95,15 @@ struct VsaGateAddParams {
 };
 Status vsa_gate_add(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,
                     const Tensor& gate, Tensor& o);
+
+// vsa_gate_add(p, tiles, oc, gate, o) into a copy of o, then quantize_rows_fp8 of that copy as [rows, H·D]:
+// the e4m3 rows (and row scales) of the gated attention output for the out projection's e4m3 GEMM, in the
+// same bytes as the two ops, with o left as it was (ops/fp8_fused.h's pattern; on CUDA one pass per row, the
+// bf16 row never stored). o, gate [rows, H, D] bf16; oc [H, tiles, D] f32; out.data [rows, H·D] f8_e4m3,
+// out.scale [rows] f32 (caller-allocated on ctx's device). Rows without a tile (a device row_tiles entry
+// outside the map) quantize o's row as it is, as vsa_gate_add leaves it.
+Status vsa_gate_add_fp8(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles,
+                        const Tensor& oc, const Tensor& gate, const Tensor& o, Fp8Activation& out);
 
 // The compression branch's gate add as a part of block_sparse_attention (its params' gate_add): the attention
 // output, rounded to o's dtype as it is stored, then vsa_gate_add(params, tiles, *oc, *gate, o) — the same

@@ -393,17 +393,25 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
     H3_TRY(ops::head_norm_rope(ctx_, np, rp, k3, w.norm_k, rows ? rows->cos : none, rows ? rows->sin : none));
     if (timer) H3_TRY(timer->mark("head_norm_rope"));
     const bool fp8_attention = precision_ == DitPrecision::kFp8 && w.fp8.attention;
+    const bool row_split = group && group->tp_size() > 1;
+    // fp8, VSA's separate gate add: it writes to_out's e4m3 rows itself (one pass over o instead of the gate
+    // add's and to_out's quantization), into x's scratch, which the gate GEMM has read by then.
+    ops::Fp8Activation o8;
+    if (vsa && !vsa->fused_gate_add && w.has_gate() && precision_ == DitPrecision::kFp8 &&
+        w.fp8.fused_inputs && w.fp8.to_out.defined() && !lora && !row_split && act == DType::kBF16)
+        o8 = sc.fp8_rows(sc.x, S, H * hd);
     if (vsa) {
         VsaLayer layer = *vsa;
         layer.fp8 = fp8_attention;
         layer.timer = timer;
+        layer.gated_out8 = o8.defined() ? &o8 : nullptr;
         H3_TRY(vsa_attention(w, x, x8, q3, k3, v3, o3, layer, sc));
     } else if (group && group->seq)
         H3_TRY(sequence_attention(q3, k3, v3, o3, sc, fp8_attention));
     else
         H3_TRY(ops::attention(ctx_, {.fp8 = fp8_attention}, q3, k3, v3, o3));
     if (timer) H3_TRY(timer->mark("attention"));
-    if (group && group->tp_size() > 1) { // row split: fp32 partial, full fp32 all-reduce, one rounding
+    if (row_split) { // row split: fp32 partial, full fp32 all-reduce, one rounding
         Tensor partial = sc.par.partial.slice(0, 0, S);
         H3_TRY(linear(o, w.to_out, w.fp8.to_out, w.fp8.gemm, partial));
         H3_TRY(add_lora(ctx_, lora, LoraProjection::kToOut, o, partial, sc)); // the rank's share, in fp32
@@ -411,7 +419,10 @@ Status DitModel::attention_branch(const DitBlockWeights& w, const Tensor& x, con
         if (timer) H3_TRY(timer->mark("gemm_out"));
         return ok_status();
     }
-    H3_TRY(linear(o, w.to_out, w.fp8.to_out, w.fp8.gemm, out));
+    if (o8.defined())
+        H3_TRY(ops::gemm_fp8(ctx_, w.fp8.gemm, o8, w.fp8.to_out, Tensor(), out));
+    else
+        H3_TRY(linear(o, w.to_out, w.fp8.to_out, w.fp8.gemm, out));
     H3_TRY(add_lora(ctx_, lora, LoraProjection::kToOut, o, out, sc));
     if (timer) H3_TRY(timer->mark("gemm_out"));
     return ok_status();

@@ -255,6 +255,10 @@ private:
         bool compete = false;
         bool fp8 = false;            // the sparse (and dense) attention in the attention op's fp8 mode
         bool fused_gate_add = false; // VsaOptions::gate_add: the sparse kernel adds the compression branch
+        // fp8 with a separate gate add: the gate add writes the out projection's e4m3 rows here
+        // (ops::vsa_gate_add_fp8; o3 keeps the attention output) instead of adding into o3. Set only for a
+        // gated layer whose gate add is separate.
+        ops::Fp8Activation* gated_out8 = nullptr;
         // bench dit's per-op timer: the scores, selection, sparse attention and compression branch as
         // phases of their own (nullptr: no marks)
         PhaseTimer* timer = nullptr;

@@ -83,6 +83,14 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
         return ops::vsa_compress_tiles(ctx_, b.scores, vp, b.oc);
     };
     const ops::VsaGateAddParams gp{.round_intermediate = act_dtype() != DType::kF32};
+    if (layer.gated_out8 && (!gated || layer.fused_gate_add))
+        return internal_error("vsa_attention: gated_out8 is for a gated layer with a separate gate add");
+    // The separate gate add: into o3, or into the out projection's e4m3 rows (o3 left as the attention wrote
+    // it).
+    auto gate_add = [&]() -> Status {
+        if (layer.gated_out8) return ops::vsa_gate_add_fp8(ctx_, gp, tiles, b.oc, g, o3, *layer.gated_out8);
+        return ops::vsa_gate_add(ctx_, gp, tiles, b.oc, g, o3);
+    };
     if (sparse) {
         const ops::VsaSelectParams sp{.keep = keep, .compete = layer.compete};
         const int64_t width = ops::vsa_select_width(sp, tiles.num_prefix_tiles, n);
@@ -99,14 +107,14 @@ Status DitModel::vsa_attention(const DitBlockWeights& w, const Tensor& x, const 
         H3_TRY(mark("vsa_sparse_attention"));
         if (!gated || layer.fused_gate_add) return ok_status();
         H3_TRY(compression());
-        H3_TRY(ops::vsa_gate_add(ctx_, gp, tiles, b.oc, g, o3));
+        H3_TRY(gate_add());
         return mark("vsa_compression");
     }
     H3_TRY(ops::attention(ctx_, {.fp8 = layer.fp8}, q3, k3, v3, o3));
     H3_TRY(mark("vsa_dense_attention"));
     // gated (a dense layer with no gate returned above)
     H3_TRY(compression());
-    H3_TRY(ops::vsa_gate_add(ctx_, gp, tiles, b.oc, g, o3));
+    H3_TRY(gate_add());
     return mark("vsa_compression");
 }
 

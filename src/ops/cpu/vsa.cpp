@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -226,6 +227,15 @@ Status vsa_compress_tiles(const Context&, const Tensor& scores, const Tensor& vp
             }
     }
     return ok_status();
+}
+
+// Literally the composition: the gate add on a copy of o, then the row quantization.
+Status vsa_gate_add_fp8(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles,
+                        const Tensor& oc, const Tensor& gate, const Tensor& o, Fp8Activation& out) {
+    H3_ASSIGN_OR_RETURN(Tensor y, Tensor::empty(o.shape(), o.dtype()));
+    std::memcpy(y.data(), o.data(), static_cast<size_t>(o.nbytes()));
+    H3_TRY(cpu_impl::vsa_gate_add(ctx, p, tiles, oc, gate, y));
+    return cpu_impl::quantize_rows_fp8(ctx, y.view({o.dim(0), o.dim(1) * o.dim(2)}), out.data, out.scale);
 }
 
 Status vsa_gate_add(const Context&, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,

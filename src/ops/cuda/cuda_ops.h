@@ -166,6 +166,8 @@ Status block_sparse_attention(const Context& ctx, const BlockSparseAttentionPara
 Status vsa_compress_tiles(const Context& ctx, const Tensor& scores, const Tensor& v_pooled, Tensor& oc);
 Status vsa_gate_add(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles, const Tensor& oc,
                     const Tensor& gate, Tensor& o);
+Status vsa_gate_add_fp8(const Context& ctx, const VsaGateAddParams& p, const VsaTiles& tiles,
+                        const Tensor& oc, const Tensor& gate, const Tensor& o, Fp8Activation& out);
 // The video decoder's sample to RGB24 frames (ops/frames.h).
 Status sample_to_rgb8(const Context& ctx, const SampleToRgb8Params& p, const Tensor& sample, Tensor& frames);
 

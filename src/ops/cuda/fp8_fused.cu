@@ -17,6 +17,7 @@
 #include "ops/cuda/cuda_kernels.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/row_norm_args.cuh"
+#include "ops/cuda/vsa_gate_add.cuh"
 #include "ops/fp8_scale.h"
 
 #include <type_traits>
@@ -176,6 +177,41 @@ struct SwigluProducer {
     }
 };
 
+// VSA's compression gate add on bf16 rows o, gate [rows, heads·d] (vsa_gate_add_one, then o's bf16 rounding
+// as vsa_gate_add stores it); oc [heads, tiles, d] f32. N divides d, so one access stays in one head. A row
+// without a tile is o's row as it is.
+struct VsaGateAddProducer {
+    const bf16* o;
+    const bf16* gate;
+    const float* oc;
+    const int32_t* row_tiles;
+    int64_t d, tiles;
+    bool round;
+    const bf16* orow; // the current row's
+    const bf16* grow;
+    const float* ocrow; // oc[0, tile, :]; null: no tile
+    int64_t cols;
+
+    template <int N> __device__ __forceinline__ bool begin_row(int64_t r) {
+        orow = o + r * cols;
+        grow = gate + r * cols;
+        const int32_t tile = row_tiles[r];
+        ocrow = tile >= 0 && tile < tiles ? oc + static_cast<int64_t>(tile) * d : nullptr;
+        return true;
+    }
+
+    template <int N> __device__ __forceinline__ void values(int64_t c, float (&v)[N]) const {
+        load_vec<N>(orow + c, v);
+        if (ocrow == nullptr) return;
+        float g[N], cv[N];
+        load_vec<N>(grow + c, g);
+        const int64_t h = c / d;
+        load_vec<N>(ocrow + h * tiles * d + (c - h * d), cv);
+#pragma unroll
+        for (int j = 0; j < N; ++j) v[j] = round_to<bf16>(vsa_gate_add_one<bf16>(v[j], cv[j], g[j], round));
+    }
+};
+
 // One block per row of `cols` outputs, N per access (N == 8: cols % 8 == 0 and the producer's pointers
 // 16-byte aligned; out_vec: out 8-byte aligned too). kStash: the row's values wait in dynamic shared memory
 // (cols bf16) between the max and the quantization; otherwise the producer computes them again.
@@ -291,6 +327,22 @@ Status gated_residual_rms_norm_fp8(const Context& ctx, const GatedResidualParams
         p.a = a;
         return launch_fp8_rows(ctx, p, a.rows, a.d, vec, out, "gated_residual_rms_norm_fp8", plan.threads);
     });
+}
+
+Status vsa_gate_add_fp8(const Context& ctx, const VsaGateAddParams& gp, const VsaTiles& tiles,
+                        const Tensor& oc, const Tensor& gate, const Tensor& o, Fp8Activation& out) {
+    VsaGateAddProducer p{};
+    p.o = o.data_as<const bf16>();
+    p.gate = gate.data_as<const bf16>();
+    p.oc = oc.data_as<const float>();
+    p.row_tiles = tiles.row_tiles.data_as<const int32_t>();
+    p.d = o.dim(2);
+    p.tiles = tiles.num_tiles();
+    p.round = gp.round_intermediate;
+    p.cols = o.dim(1) * o.dim(2);
+    const bool vec = p.d % 8 == 0 && pointer_alignment(o.data()) >= 16 &&
+                     pointer_alignment(gate.data()) >= 16 && pointer_alignment(oc.data()) >= 16;
+    return launch_fp8_rows(ctx, p, o.dim(0), p.cols, vec, out, "vsa_gate_add_fp8");
 }
 
 Status swiglu_fp8(const Context& ctx, const Tensor& h, Fp8Activation& out) {
