@@ -3,8 +3,8 @@
 # needed first (a call that runs out of time loses the tail):
 #   a. after a tests stage: bench request --fasth3 --warmup fp8 / bf16, each as a warm server's job
 #      (--keep-loaded: DiT and decoders kept) and as generate's per-job flow, two interleaved rounds of the fp8
-#      pair; fp8's video decoder is vae_precision auto (fp8).
-#   b. bench dit VSA fp8 / bf16, the separate gate add (default) and gate_add=fused; the Nsight Compute sections
+#      pair (fp8's video decoder is vae_precision auto: fp8); bench dit VSA fp8 / bf16 (separate gate add).
+#   b. bench dit VSA fp8 / bf16 with gate_add=fused and the scan; the Nsight Compute sections
 #      of VSA's small kernels; fp8 with the exact decoder; bench vae fp8 against the exact decode; the second
 #      round of the bf16 pair.
 S6_PART=none source scripts/device_s6.sh
@@ -12,14 +12,14 @@ if [ "${S7_PART:-a}" = a ]; then
   f45_request fp8_kept_1 --precision fp8 --warmup --keep-loaded
   f45_request fp8_1 --precision fp8 --warmup
   f45_request bf16_1 --warmup
+  s6_dit fp8 vsa:sparsity=0.9 --precision fp8
+  s6_dit bf16 vsa:sparsity=0.9
   f45_request fp8_kept_2 --precision fp8 --warmup --keep-loaded
   f45_request fp8_2 --precision fp8 --warmup
   f45_request bf16_kept_1 --warmup --keep-loaded
 fi
 if [ "${S7_PART:-a}" = b ]; then
-  s6_dit fp8 vsa:sparsity=0.9 --precision fp8
   s6_dit fp8_fused vsa:sparsity=0.9,gate_add=fused --precision fp8 --vsa-scan 0.1
-  s6_dit bf16 vsa:sparsity=0.9
   s6_dit bf16_fused vsa:sparsity=0.9,gate_add=fused --vsa-scan 0.1
   s6_ncu_vsa
   f45_request fp8_vaeexact --precision fp8 --vae-precision exact --warmup
