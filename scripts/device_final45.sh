@@ -18,7 +18,7 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 m = j.get("metrics", {})
 r = lambda v: round(v, 3) if isinstance(v, float) else v
-print({k: r(j.get(k)) for k in ("dtype", "seconds_total", "seconds_encode", "seconds_denoise_setup", "seconds_denoise",
+print({k: r(j.get(k)) for k in ("dtype", "vae_precision", "keep_loaded", "seconds_total", "seconds_encode", "seconds_denoise_setup", "seconds_denoise",
                                 "seconds_decode", "seconds_mux", "peak_device_gib")},
       "mux_encode", r(m.get("mux_encode_seconds")))
 print("step_seconds", [r(s) for s in j.get("step_seconds", [])])
