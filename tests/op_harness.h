@@ -180,6 +180,18 @@ inline Tensor clone(const Tensor& t) {
     return std::move(r).value();
 }
 
+// A tensor's bytes on the host (copied back from the device where it lives there).
+inline std::vector<uint8_t> host_bytes(const Tensor& t) {
+    Tensor h = t;
+    if (!t.device().is_cpu()) {
+        auto r = t.to(Device::cpu());
+        EXPECT_TRUE(r.ok()) << r.status().to_string();
+        h = std::move(r).value();
+    }
+    const auto* p = static_cast<const uint8_t*>(h.data());
+    return {p, p + h.nbytes()};
+}
+
 #define ASSERT_OK(expr)                                                                                      \
     do {                                                                                                     \
         ::h3::Status s_ = (expr);                                                                            \

@@ -447,18 +447,6 @@ std::string fp8_norm_case_name(const char* op, const Fp8NormCase& c) {
            " y=" + dtype_name(c.y) + (c.weight ? " weight" : "") + (c.round ? " round" : "");
 }
 
-// A tensor's bytes on the host.
-std::vector<uint8_t> host_bytes(const Tensor& t) {
-    Tensor h = t;
-    if (!t.device().is_cpu()) {
-        auto r = t.to(Device::cpu());
-        EXPECT_TRUE(r.ok()) << r.status().to_string();
-        h = std::move(r).value();
-    }
-    const auto* p = static_cast<const uint8_t*>(h.data());
-    return {p, p + h.nbytes()};
-}
-
 // rms_norm_fp8: (1) against rms_norm into bf16 then quantize_rows_fp8 on the same backend, bit for bit;
 // (2) with CUDA, against the CPU reference.
 TEST(Ops, RmsNormFp8) {

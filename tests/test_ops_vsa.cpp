@@ -910,18 +910,6 @@ TEST(OpsVsa, GateAddEveryDtype) {
                 }
 }
 
-// A tensor's bytes on the host.
-std::vector<uint8_t> bytes_of(const Tensor& t) {
-    Tensor h = t;
-    if (!t.device().is_cpu()) {
-        auto r = t.to(Device::cpu());
-        EXPECT_TRUE(r.ok()) << r.status().to_string();
-        h = std::move(r).value();
-    }
-    const auto* p = static_cast<const uint8_t*>(h.data());
-    return {p, p + h.nbytes()};
-}
-
 // The gate add fused with the out projection's row quantization (vsa_gate_add_fp8): the same bytes as
 // vsa_gate_add on a copy of o, then quantize_rows_fp8 of [rows, H·D], on this backend; o left as it was; on
 // CUDA also the CPU reference's bytes (the gate add is bit for bit, so is the quantization of equal rows).
@@ -955,16 +943,16 @@ TEST(OpsVsa, GateAddFp8IsTheGateAddThenTheRowQuantization) {
             const Tensor d_o = dev(o0), d_gate = dev(gate), d_oc = dev(ocv);
             Fp8Activation fused = fp8_out(ctx());
             ASSERT_OK(vsa_gate_add_fp8(ctx(), gp, tiles, d_oc, d_gate, d_o, fused));
-            EXPECT_EQ(bytes_of(d_o), bytes_of(o0)) << "o must be left as it was";
+            EXPECT_EQ(host_bytes(d_o), host_bytes(o0)) << "o must be left as it was";
             // the two ops on this backend
             Guarded o(o0);
             ASSERT_OK(vsa_gate_add(ctx(), gp, tiles, d_oc, d_gate, o.t));
             Fp8Activation composed = fp8_out(ctx());
             ASSERT_OK(quantize_rows_fp8(ctx(), o.t.view({m.rows, cols}), composed));
-            EXPECT_EQ(bytes_of(fused.data), bytes_of(composed.data));
-            EXPECT_EQ(bytes_of(fused.scale), bytes_of(composed.scale));
+            EXPECT_EQ(host_bytes(fused.data), host_bytes(composed.data));
+            EXPECT_EQ(host_bytes(fused.scale), host_bytes(composed.scale));
             // the untiled row is o's row quantized: its bf16 values came through unchanged
-            const auto ohost = bytes_of(o.t), o0b = bytes_of(o0);
+            const auto ohost = host_bytes(o.t), o0b = host_bytes(o0);
             const size_t row_bytes = static_cast<size_t>(cols) * 2;
             EXPECT_TRUE(std::equal(ohost.begin() + 2 * row_bytes, ohost.begin() + 3 * row_bytes,
                                    o0b.begin() + 2 * row_bytes));
@@ -974,8 +962,8 @@ TEST(OpsVsa, GateAddFp8IsTheGateAddThenTheRowQuantization) {
                 Fp8Activation ref = fp8_out(Context::cpu());
                 ASSERT_OK(vsa_gate_add_fp8(Context::cpu(), gp, tiles_on(Context::cpu(), m), clone(ocv),
                                            clone(gate), clone(o0), ref));
-                EXPECT_EQ(bytes_of(fused.data), bytes_of(ref.data));
-                EXPECT_EQ(bytes_of(fused.scale), bytes_of(ref.scale));
+                EXPECT_EQ(host_bytes(fused.data), host_bytes(ref.data));
+                EXPECT_EQ(host_bytes(fused.scale), host_bytes(ref.scale));
             }
         }
     // errors name the argument, before anything runs
