@@ -377,7 +377,7 @@ Command request_command() {
                 "  denoise parts: noise+layout %.3f s, setup %.3f s, steps %.3f s, loop around the steps "
                 "%.3f s, to host %.3f s, unpatchify %.3f s, around the call %.3f s\n",
                 dp.noise_and_layout, dp.setup, dp.steps, dp.loop_outside_steps, dp.to_host, dp.unpatchify,
-                std::max(0.0, r->denoise_seconds - dp.sum()));
+                dp.around(r->denoise_seconds));
             if (!warmup.is_null())
                 std::printf("  warm-up before the request: %.2f s (encode %.2f s, %zu forwards)\n",
                             warmup["seconds"].get<double>(), warmup["seconds_encode"].get<double>(),

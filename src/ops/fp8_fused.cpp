@@ -27,25 +27,6 @@ Status check_bf16_matrix(const char* op, const char* name, const Context& ctx, c
     return check_contiguous(op, name, t);
 }
 
-// A writable contiguous tensor of `dtype` and `shape` on ctx's device.
-Status check_output(const char* op, const char* name, const Context& ctx, const Tensor& t, DType dtype,
-                    const Shape& shape, const std::string& why) {
-    H3_TRY(check_tensor(op, name, ctx, t));
-    if (t.dtype() != dtype)
-        return invalid_argument(std::string(op) + ": " + name + " is " + desc(t) + " but must be " +
-                                dtype_name(dtype));
-    H3_TRY(check_shape(op, name, t, shape, why));
-    H3_TRY(check_contiguous(op, name, t));
-    return check_writable(op, name, t);
-}
-
-// out.data [rows, cols] f8_e4m3 and out.scale [rows] f32.
-Status check_fp8_out(const char* op, const Context& ctx, const Fp8Activation& out, int64_t rows, int64_t cols,
-                     const std::string& why) {
-    H3_TRY(check_output(op, "out.data", ctx, out.data, DType::kF8E4M3, Shape{rows, cols}, why));
-    return check_output(op, "out.scale", ctx, out.scale, DType::kF32, Shape{rows}, "one scale per row");
-}
-
 // A norm's input x [rows, d] (any float dtype), its weight [d] (or undefined) and eps.
 Status check_norm_input(const char* op, const Context& ctx, const RmsNormParams& np, const Tensor& x,
                         const Tensor& weight, const char* x_name, const char* weight_name) {
@@ -61,7 +42,25 @@ Status check_norm_input(const char* op, const Context& ctx, const RmsNormParams&
     return ok_status();
 }
 
+// A writable contiguous tensor of `dtype` and `shape` on ctx's device.
+Status check_output(const char* op, const char* name, const Context& ctx, const Tensor& t, DType dtype,
+                    const Shape& shape, const std::string& why) {
+    H3_TRY(check_tensor(op, name, ctx, t));
+    if (t.dtype() != dtype)
+        return invalid_argument(std::string(op) + ": " + name + " is " + desc(t) + " but must be " +
+                                dtype_name(dtype));
+    H3_TRY(check_shape(op, name, t, shape, why));
+    H3_TRY(check_contiguous(op, name, t));
+    return check_writable(op, name, t);
+}
+
 } // namespace
+
+Status detail::check_fp8_out(const char* op, const Context& ctx, const Fp8Activation& out, int64_t rows,
+                             int64_t cols, const std::string& why) {
+    H3_TRY(check_output(op, "out.data", ctx, out.data, DType::kF8E4M3, Shape{rows, cols}, why));
+    return check_output(op, "out.scale", ctx, out.scale, DType::kF32, Shape{rows}, "one scale per row");
+}
 
 Status rms_norm_modulate_fp8(const Context& ctx, const RmsNormParams& np, const ModulateParams& mp,
                              const Tensor& x, const Tensor& weight, const Tensor& shift, const Tensor& scale,

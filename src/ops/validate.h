@@ -10,6 +10,7 @@
 #include <string>
 
 namespace h3::ops {
+struct Fp8Activation;
 struct RmsNormParams;
 struct RopeParams;
 } // namespace h3::ops
@@ -65,6 +66,11 @@ Status check_gated_residual_args(const char* op, const Context& ctx, const Tenso
 Status check_rms_norm_args(const char* op, const Context& ctx, const RmsNormParams& p, const Tensor& x,
                            const Tensor& weight, const Tensor& y, const char* x_name = "x",
                            const char* weight_name = "weight", const char* y_name = "y");
+
+// A fused fp8 producer's output: out.data [rows, cols] f8_e4m3 and out.scale [rows] f32, contiguous and
+// writable on ctx's device; `why` says where the shape comes from (defined in fp8_fused.cpp).
+Status check_fp8_out(const char* op, const Context& ctx, const Fp8Activation& out, int64_t rows, int64_t cols,
+                     const std::string& why);
 
 } // namespace h3::ops::detail
 

@@ -350,17 +350,7 @@ Status vsa_gate_add_fp8(const Context& ctx, const VsaGateAddParams& p, const Vsa
         if (t->dtype() != DType::kBF16)
             return invalid_argument(std::string(op) + ": " + name + " is " + desc(*t) + " but must be bf16");
     H3_TRY(check_f32(op, "oc", ctx, oc, Shape{o.dim(1), tiles.num_tiles(), o.dim(2)}));
-    const int64_t rows = o.dim(0), cols = o.dim(1) * o.dim(2);
-    for (auto [name, t, dtype, shape] : {std::tuple{"out.data", &out.data, DType::kF8E4M3, Shape{rows, cols}},
-                                         std::tuple{"out.scale", &out.scale, DType::kF32, Shape{rows}}}) {
-        H3_TRY(check_tensor(op, name, ctx, *t));
-        if (t->dtype() != dtype)
-            return invalid_argument(std::string(op) + ": " + name + " is " + desc(*t) + " but must be " +
-                                    dtype_name(dtype));
-        H3_TRY(check_shape(op, name, *t, shape, "[o rows, H·D] and one scale per row"));
-        H3_TRY(check_contiguous(op, name, *t));
-        H3_TRY(check_writable(op, name, *t));
-    }
+    H3_TRY(check_fp8_out(op, ctx, out, o.dim(0), o.dim(1) * o.dim(2), "[o rows, H·D]"));
     note_impl(OpFamily::kFp8Quantization, "fused");
     H3_OPS_DISPATCH(vsa_gate_add_fp8, ctx, p, tiles, oc, gate, o, out);
 }

@@ -13,6 +13,7 @@
 #include "pipeline/latents.h"
 #include "pipeline/schedule.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -48,6 +49,8 @@ struct DenoiseParts {
     double sum() const {
         return noise_and_layout + setup + steps + loop_outside_steps + to_host + unpatchify;
     }
+    // What a stage of `stage_seconds` spent around generate_latents (leasing the DiT, checking adapters).
+    double around(double stage_seconds) const { return std::max(0.0, stage_seconds - sum()); }
 };
 
 struct GenerationOutput {

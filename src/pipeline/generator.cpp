@@ -95,7 +95,7 @@ nlohmann::json JobReport::metrics(Task task) const {
                           {"loop_outside_steps_seconds", denoise_parts.loop_outside_steps},
                           {"to_host_seconds", denoise_parts.to_host},
                           {"unpatchify_seconds", denoise_parts.unpatchify},
-                          {"around_seconds", std::max(0.0, denoise_seconds - denoise_parts.sum())}};
+                          {"around_seconds", denoise_parts.around(denoise_seconds)}};
     j["decode_seconds"] = decode_seconds;
     j["mux_seconds"] = mux_seconds;
     j["mux_encode_seconds"] = mux_encode_seconds;
